@@ -1,0 +1,153 @@
+# Cuvil — top-level build.  GNU make; every library is found with pkg-config.
+#
+#   make            build build/cuvil (and build/lib/libcv_<component>.a)
+#   make test       install missing packages, build, run every unit test under ASan+UBSan
+#   make demo       install missing packages, build, run the demo on examples/
+#   make fuzz       run every libFuzzer target for FUZZ_SECONDS (default 60) each
+#   make bench      run every benchmark under bench/
+#   make conformance, make install PREFIX=..., make clean
+#
+# Components register extra rules (generated sources, extra libraries) in
+# <component>/build.mk fragments, so this file does not need to know them.
+
+.DEFAULT_GOAL := all
+BUILD      ?= build
+PREFIX     ?= /usr/local
+CC         ?= cc
+FUZZ_CC    ?= clang-19
+FUZZ_SECONDS ?= 60
+V          ?= 0
+
+ifeq ($(V),0)
+Q := @
+else
+Q :=
+endif
+
+# Libraries every component may use.  A component's build.mk appends to PKGS.
+PKGS        := jansson yaml-0.1
+TEST_PKGS   := cmocka
+
+VERSION     := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+GIT_COMMIT  := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+GIT_DIRTY   := $(shell test -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" && echo +dirty)
+LLVM_VERSION:= $(shell llvm-config-19 --version 2>/dev/null || echo none)
+# Rewritten only when its content changes, so only cmd_version.o rebuilds.
+VERSION_H   := $(BUILD)/gen/cv_version.h
+$(shell mkdir -p $(BUILD)/gen && printf '#define CV_VERSION "%s"\n#define CV_GIT_COMMIT "%s"\n#define CV_LLVM_VERSION "%s"\n' \
+   '$(VERSION)' '$(GIT_COMMIT)$(GIT_DIRTY)' '$(LLVM_VERSION)' > $(VERSION_H).tmp && \
+   (cmp -s $(VERSION_H).tmp $(VERSION_H) && rm -f $(VERSION_H).tmp || mv $(VERSION_H).tmp $(VERSION_H)))
+
+WARN        := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+               -Wvla -Wformat=2 -Wno-format-nonliteral
+BASE_CFLAGS := -std=c17 -D_GNU_SOURCE $(WARN) -fno-strict-aliasing -I. -I$(BUILD)/gen
+OPT_CFLAGS  := -O2 -g
+SAN_CFLAGS  := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+# Components in dependency order (callers first, so static link order is right).
+COMPONENTS  := controller worker k8s-operator compiler-core cache symbols common
+
+-include $(wildcard */build.mk */*/build.mk */*/*/build.mk)
+
+PKG_CFLAGS  = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS    = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+TEST_CFLAGS = $(shell pkg-config --cflags $(TEST_PKGS) 2>/dev/null)
+TEST_LIBS   = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
+SYS_LIBS    = $(EXTRA_LIBS) -lpthread -ldl -lm
+
+libname     = libcv_$(subst -,_,$(1)).a
+comp_srcs   = $(filter-out $(COMPONENT_EXCLUDE),$(shell find $(1) -name '*.c' -not -path '*/deploy/*' 2>/dev/null | LC_ALL=C sort)) $(GENERATED_SRCS_$(subst -,_,$(1)))
+PRESENT     := $(foreach c,$(COMPONENTS),$(if $(strip $(call comp_srcs,$(c))),$(c)))
+
+# ---- one set of rules per flavour: normal ($(BUILD)) and sanitized ($(BUILD)/asan)
+define flavour
+$(1)_OBJS_$(2) := $$(patsubst %.c,$(1)/obj/%.o,$$(call comp_srcs,$(2)))
+$(1)/lib/$(call libname,$(2)): $$($(1)_OBJS_$(2))
+	@mkdir -p $$(@D)
+	$$(Q)rm -f $$@ && ar rcs $$@ $$^
+endef
+
+LIBS_NORMAL := $(foreach c,$(PRESENT),$(BUILD)/lib/$(call libname,$(c)))
+LIBS_ASAN   := $(foreach c,$(PRESENT),$(BUILD)/asan/lib/$(call libname,$(c)))
+$(foreach c,$(PRESENT),$(eval $(call flavour,$(BUILD),$(c))))
+$(foreach c,$(PRESENT),$(eval $(call flavour,$(BUILD)/asan,$(c))))
+
+CLI_SRCS    := $(sort $(wildcard cli/*.c))
+TEST_SRCS   := $(sort $(wildcard tests/unit/test_*.c))
+TEST_SUPPORT:= $(sort $(wildcard tests/support/*.c))
+TEST_BINS   := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(TEST_SRCS))
+
+.PHONY: all deps test unit-test demo bench fuzz conformance install clean help
+all: $(BUILD)/cuvil
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(OPT_CFLAGS) $(PKG_CFLAGS) $(EXTRA_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/asan/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(SAN_CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) $(EXTRA_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/cuvil: $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS)) $(LIBS_NORMAL)
+	$(Q)$(CC) -o $@ $^ $(PKG_LIBS) $(SYS_LIBS) -rdynamic
+	@echo "built $@"
+
+$(BUILD)/asan/cuvil: $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(CLI_SRCS)) $(LIBS_ASAN)
+	$(Q)$(CC) $(SAN_CFLAGS) -o $@ $^ $(PKG_LIBS) $(SYS_LIBS)
+
+$(BUILD)/asan/tests/%: $(BUILD)/asan/obj/tests/unit/%.o $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(TEST_SUPPORT)) $(LIBS_ASAN)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(SAN_CFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS) $(SYS_LIBS)
+
+deps:
+	$(Q)scripts/deps.sh
+
+# Unit tests run under ASan+UBSan; the CLI tests drive the sanitized binary.
+test: deps
+	$(Q)$(MAKE) --no-print-directory unit-test
+
+unit-test: $(TEST_BINS) $(BUILD)/asan/cuvil $(BUILD)/cuvil $(TEST_DATA)
+	$(Q)CUVIL_BIN=$(abspath $(BUILD)/asan/cuvil) CUVIL_BUILD=$(abspath $(BUILD)) \
+	  tests/run-unit.sh $(TEST_BINS)
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)scripts/demo.sh $(BUILD)
+
+bench: all
+	$(Q)for b in bench/*/run.sh; do echo "== $$b"; BUILD=$(BUILD) $$b || exit 1; done
+
+# ---- fuzzing: clang libFuzzer, every fuzz/fuzz_*.c against the sources it names
+FUZZ_SRCS   := $(sort $(wildcard fuzz/fuzz_*.c))
+FUZZ_BINS   := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+FUZZ_LIB_SRCS = $(foreach c,$(PRESENT),$(call comp_srcs,$(c)))
+FUZZ_OBJS   = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_LIB_SRCS))
+FUZZ_FLAGS  := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -g -O1
+
+$(BUILD)/fuzz/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(Q)$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_FLAGS) $(PKG_CFLAGS) $(EXTRA_CFLAGS) -DCV_FUZZING -c $< -o $@
+
+$(BUILD)/fuzz/%: fuzz/%.c $(FUZZ_OBJS)
+	$(Q)$(FUZZ_CC) $(BASE_CFLAGS) -fsanitize=fuzzer,address,undefined -g -O1 $(PKG_CFLAGS) $^ -o $@ $(PKG_LIBS) $(SYS_LIBS)
+
+fuzz: deps
+	$(Q)$(MAKE) --no-print-directory $(FUZZ_BINS)
+	$(Q)scripts/fuzz.sh $(BUILD) $(FUZZ_SECONDS) $(FUZZ_BINS)
+
+conformance: all
+	$(Q)if [ -x tests/conformance/run.sh ]; then BUILD=$(BUILD) tests/conformance/run.sh; \
+	  else echo "conformance: no conformance suite yet (arrives with the ONNX front end)"; fi
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/cuvil
+	install -m 755 $(BUILD)/cuvil $(DESTDIR)$(PREFIX)/bin/cuvil
+	install -m 644 compiler-core/cuvil.h $(DESTDIR)$(PREFIX)/include/cuvil/
+
+clean:
+	rm -rf $(BUILD)
+
+help:
+	@sed -n '1,12p' Makefile
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,34 @@
+/* The command-line front: one cmd_<name>.c per command, registered in
+ * cli/commands.c.  Commands only parse arguments and call component APIs. */
+#ifndef CV_CLI_H
+#define CV_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+enum {
+    CV_EXIT_OK = 0,        /* success */
+    CV_EXIT_INPUT = 1,     /* errors in the input (diagnostics printed) */
+    CV_EXIT_USAGE = 2,     /* bad command line */
+    CV_EXIT_INTERNAL = 3,  /* internal error, I/O failure, out of memory */
+};
+
+typedef struct cv_cli_command {
+    const char *name;
+    const char *summary;   /* one line for `cuvil help` */
+    const char *usage;     /* full help text for `cuvil help <name>` / --help */
+    int (*run)(int argc, char **argv);   /* argv[0] is the command name */
+} cv_cli_command;
+
+const cv_cli_command *cv_cli_find(const char *name);
+const cv_cli_command *const *cv_cli_commands(int *count);
+
+/* Colour only on a TTY and never with NO_COLOR set. */
+bool cv_cli_use_color(FILE *f);
+/* Prints "cuvil <cmd>: message" to stderr and returns CV_EXIT_USAGE. */
+int cv_cli_usage_error(const cv_cli_command *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* True when argv contains -h or --help (prints the usage). */
+bool cv_cli_wants_help(const cv_cli_command *cmd, int argc, char **argv);
+
+#endif

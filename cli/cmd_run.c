@@ -1,0 +1,201 @@
+/* cuvil run MODEL --interp --input NAME=FILE.npy ... --output DIR
+ * Runs a model on .npy inputs and writes one .npy per output. */
+#include <ctype.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/fs.h"
+#include "common/npy.h"
+#include "compiler-core/cuvil.h"
+
+extern const cv_cli_command cv_cmd_run;
+
+enum { MAX_IO = 64 };
+
+typedef struct run_opts {
+    const char *model, *out_dir;
+    const char *in_names[MAX_IO], *in_files[MAX_IO];
+    int n_in;
+    bool interp, json;
+} run_opts;
+
+static int parse_args(run_opts *o, int argc, char **argv)
+{
+    const cv_cli_command *cmd = &cv_cmd_run;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--interp") == 0) {
+            o->interp = true;
+        } else if (strcmp(a, "--json") == 0) {
+            o->json = true;
+        } else if ((strcmp(a, "--input") == 0 || strcmp(a, "-i") == 0) && i + 1 < argc) {
+            char *eq = strchr(argv[++i], '=');
+            if (!eq || eq == argv[i])
+                return cv_cli_usage_error(cmd, "--input takes NAME=FILE.npy, got '%s'", argv[i]);
+            if (o->n_in == MAX_IO)
+                return cv_cli_usage_error(cmd, "too many inputs");
+            *eq = 0;
+            o->in_names[o->n_in] = argv[i];
+            o->in_files[o->n_in++] = eq + 1;
+        } else if ((strcmp(a, "--output") == 0 || strcmp(a, "-o") == 0) && i + 1 < argc) {
+            o->out_dir = argv[++i];
+        } else if (a[0] == '-') {
+            return cv_cli_usage_error(cmd, "unknown or incomplete option '%s'", a);
+        } else if (!o->model) {
+            o->model = a;
+        } else {
+            return cv_cli_usage_error(cmd, "more than one model given ('%s')", a);
+        }
+    }
+    if (!o->model)
+        return cv_cli_usage_error(cmd, "no model given");
+    if (!o->interp)
+        return cv_cli_usage_error(cmd, "native execution arrives with the LLVM backend; pass --interp");
+    return 0;
+}
+
+/* float64 .npy files are what numpy writes by default: accept them for any
+ * float input by rounding; everything else must match exactly. */
+static int npy_to_input(cv_npy *n, const cv_value *in, cv_tensor *t, cv_diag *d, const char *file)
+{
+    cv_dtype want = in->type.dtype;
+    if (cv_tensor_alloc(t, want, n->rank, n->dims))
+        return cv_diag_error(d, 9002, (cv_span){.file = file}, "cannot allocate input %%%s", in->name), -1;
+    if (n->dtype == want) {
+        memcpy(t->data, n->data, cv_tensor_nbytes(t));
+    } else if (n->dtype == CV_F64 && cv_dtype_is_float(want)) {
+        for (int64_t i = 0; i < t->numel; i++)
+            cv_tensor_set(t, i, ((const double *)n->data)[i]);
+    } else {
+        cv_tensor_free(t);
+        return cv_diag_error(d, 2024, (cv_span){.file = file}, "input %%%s is %s but %s holds %s",
+                             in->name, cv_dtype_name(want), file, cv_dtype_name(n->dtype)), -1;
+    }
+    return 0;
+}
+
+static int load_inputs(const run_opts *o, const cv_func *f, cv_tensor *ins, cv_diag *d)
+{
+    for (int i = 0; i < f->n_inputs; i++) {
+        const cv_value *in = f->inputs[i];
+        int k = 0;
+        while (k < o->n_in && strcmp(o->in_names[k], in->name) != 0)
+            k++;
+        if (k == o->n_in)
+            return cv_diag_error(d, 2024, f->span, "no --input given for %%%s", in->name), -1;
+        cv_npy n;
+        if (cv_npy_read(o->in_files[k], &n, d))
+            return -1;
+        int rc = npy_to_input(&n, in, &ins[i], d, o->in_files[k]);
+        cv_npy_free(&n);
+        if (rc)
+            return -1;
+    }
+    for (int k = 0; k < o->n_in; k++)
+        if (!cv_func_find_value(f, o->in_names[k]) ||
+            cv_func_find_value(f, o->in_names[k])->kind != CV_VAL_INPUT)
+            return cv_diag_error(d, 2024, f->span, "model @%s has no input %%%s", f->name,
+                                 o->in_names[k]), -1;
+    return 0;
+}
+
+/* Output file names: the returned value's name when it is a plain
+ * identifier, else output<i>. */
+static void output_name(const cv_func *f, int i, char *buf, size_t size)
+{
+    const char *n = f->returns[i]->name;
+    bool ident = isalpha((unsigned char)n[0]) || n[0] == '_';
+    for (const char *p = n; ident && *p; p++)
+        ident = isalnum((unsigned char)*p) || *p == '_' || *p == '.' || *p == '-';
+    if (ident && strlen(n) < size - 5)
+        snprintf(buf, size, "%s.npy", n);
+    else
+        snprintf(buf, size, "output%d.npy", i);
+}
+
+static int write_outputs(const run_opts *o, const cv_func *f, cv_tensor *outs, cv_diag *d, json_t *report)
+{
+    if (o->out_dir && cv_fs_mkdirs(o->out_dir, 0755))
+        return cv_diag_error(d, 9004, (cv_span){.file = o->out_dir}, "cannot create %s", o->out_dir), -1;
+    for (int i = 0; i < f->n_returns; i++) {
+        char name[256];
+        output_name(f, i, name, sizeof name);
+        char *path = o->out_dir ? cv_fs_join(o->out_dir, name) : NULL;
+        if (path && cv_npy_write(path, outs[i].dtype, outs[i].rank, outs[i].dims, outs[i].data, d)) {
+            free(path);
+            return -1;
+        }
+        json_t *dims = json_array();
+        for (int k = 0; k < outs[i].rank; k++)
+            json_array_append_new(dims, json_integer(outs[i].dims[k]));
+        json_array_append_new(report, json_pack("{s:s, s:s?, s:s, s:o}", "name", name, "path", path,
+                                                "dtype", cv_dtype_name(outs[i].dtype), "shape", dims));
+        free(path);
+    }
+    return 0;
+}
+
+static int run_model(const run_opts *o, cv_diag *d, json_t *report)
+{
+    cv_module *m = cv_model_load(o->model, 0, d);
+    if (!m)
+        return CV_EXIT_INPUT;
+    const cv_func *f = m->funcs[0];
+    cv_tensor ins[MAX_IO] = {0}, outs[MAX_IO] = {0};
+    int rc = CV_EXIT_INPUT;
+    if (f->n_inputs > MAX_IO || f->n_returns > MAX_IO)
+        cv_diag_error(d, 9005, f->span, "model has more than %d inputs or outputs", MAX_IO);
+    else if (load_inputs(o, f, ins, d) == 0 && cv_interp_run(f, ins, f->n_inputs, outs, d) == 0)
+        rc = write_outputs(o, f, outs, d, report) ? CV_EXIT_INTERNAL : CV_EXIT_OK;
+    for (int i = 0; i < f->n_inputs && i < MAX_IO; i++)
+        cv_tensor_free(&ins[i]);
+    if (rc != CV_EXIT_INPUT)
+        for (int i = 0; i < f->n_returns; i++)
+            cv_tensor_free(&outs[i]);
+    cv_module_free(m);
+    return rc;
+}
+
+static int run_run(int argc, char **argv)
+{
+    if (cv_cli_wants_help(&cv_cmd_run, argc, argv))
+        return CV_EXIT_OK;
+    run_opts o = {0};
+    int rc = parse_args(&o, argc, argv);
+    if (rc)
+        return rc;
+    cv_diag d;
+    cv_diag_init(&d);
+    json_t *report = json_array();
+    rc = run_model(&o, &d, report);
+    if (o.json) {
+        json_t *out = json_pack("{s:b, s:o, s:o}", "ok", rc == 0, "outputs", report,
+                                "diagnostics", cv_diag_to_json(&d));
+        json_dumpf(out, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+        json_decref(out);
+    } else {
+        cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
+        for (size_t i = 0; i < json_array_size(report); i++) {
+            json_t *r = json_array_get(report, i);
+            printf("%s %s\n", json_string_value(json_object_get(r, "name")),
+                   json_string_value(json_object_get(r, "dtype")));
+        }
+        json_decref(report);
+    }
+    cv_diag_free(&d);
+    return rc;
+}
+
+const cv_cli_command cv_cmd_run = {
+    "run", "run a model on .npy inputs",
+    "cuvil run MODEL --interp --input NAME=FILE.npy ... [--output DIR] [--json]\n"
+    "  --interp          run with the reference interpreter (fp64 accumulation)\n"
+    "  --input NAME=F    bind model input %NAME to the .npy file F (float64 files are\n"
+    "                    rounded to the input's float type)\n"
+    "  --output DIR      write one .npy per output into DIR\n"
+    "  --json            report outputs and diagnostics as JSON\n",
+    run_run,
+};

@@ -1,0 +1,87 @@
+/* cuvil validate [--strict] [--json] FILE...
+ * The pre-commit IR validator: prints every diagnostic of every file and
+ * exits 1 if any has an error. */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "compiler-core/cuvil.h"
+
+extern const cv_cli_command cv_cmd_validate;
+
+typedef struct validate_opts {
+    bool strict, json, quiet;
+} validate_opts;
+
+static int validate_one(const char *path, const validate_opts *o, json_t *files)
+{
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_module *m = cv_model_load(path, (o->strict ? CV_LOAD_STRICT : 0), &d);
+    bool ok = m && !cv_diag_has_errors(&d);
+    if (o->json) {
+        json_t *f = json_object();
+        json_object_set_new(f, "file", json_string(path));
+        json_object_set_new(f, "ok", json_boolean(ok));
+        json_object_set_new(f, "diagnostics", cv_diag_to_json(&d));
+        json_array_append_new(files, f);
+    } else {
+        cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
+        if (ok && !o->quiet)
+            printf("%s: ok\n", path);
+    }
+    int errors = d.n_errors + (m || d.n_errors ? 0 : 1);
+    cv_module_free(m);
+    cv_diag_free(&d);
+    return errors;
+}
+
+static int run_validate(int argc, char **argv)
+{
+    const cv_cli_command *cmd = &cv_cmd_validate;
+    if (cv_cli_wants_help(cmd, argc, argv))
+        return CV_EXIT_OK;
+    validate_opts o = {0};
+    int first = 1;
+    for (; first < argc && argv[first][0] == '-'; first++) {
+        const char *a = argv[first];
+        if (strcmp(a, "--") == 0) {
+            first++;
+            break;
+        }
+        if (strcmp(a, "--strict") == 0)
+            o.strict = true;
+        else if (strcmp(a, "--json") == 0)
+            o.json = true;
+        else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0)
+            o.quiet = true;
+        else
+            return cv_cli_usage_error(cmd, "unknown option '%s'", a);
+    }
+    if (first >= argc)
+        return cv_cli_usage_error(cmd, "no files given");
+    json_t *files = json_array();
+    int errors = 0;
+    for (int i = first; i < argc; i++)
+        errors += validate_one(argv[i], &o, files);
+    if (o.json) {
+        json_t *out = json_pack("{s:o, s:i, s:b}", "files", files, "errors", errors, "ok", errors == 0);
+        json_dumpf(out, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+        json_decref(out);
+    } else {
+        json_decref(files);
+    }
+    return errors ? CV_EXIT_INPUT : CV_EXIT_OK;
+}
+
+const cv_cli_command cv_cmd_validate = {
+    "validate", "check model files (CU-IR, ONNX, model language) and print every diagnostic",
+    "cuvil validate [--strict] [--json] [-q] FILE...\n"
+    "  --strict   also report unused values, dead params, duplicate names, constant outputs\n"
+    "  --json     print the diagnostics as JSON on stdout\n"
+    "  -q         print nothing for files without diagnostics\n"
+    "exit: 0 no errors, 1 errors found, 2 usage\n",
+    run_validate,
+};

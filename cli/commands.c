@@ -1,0 +1,62 @@
+/* The command table and the small helpers every command shares. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+extern const cv_cli_command cv_cmd_help, cv_cmd_version, cv_cmd_validate, cv_cmd_run;
+
+static const cv_cli_command *const commands[] = {
+    &cv_cmd_validate,
+    &cv_cmd_run,
+    &cv_cmd_help,
+    &cv_cmd_version,
+};
+
+const cv_cli_command *const *cv_cli_commands(int *count)
+{
+    *count = (int)(sizeof commands / sizeof commands[0]);
+    return commands;
+}
+
+const cv_cli_command *cv_cli_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(commands[i]->name, name) == 0)
+            return commands[i];
+    return NULL;
+}
+
+bool cv_cli_use_color(FILE *f)
+{
+    const char *nc = getenv("NO_COLOR");
+    if (nc && *nc)
+        return false;
+    return isatty(fileno(f)) != 0;
+}
+
+int cv_cli_usage_error(const cv_cli_command *cmd, const char *fmt, ...)
+{
+    fprintf(stderr, "cuvil %s: ", cmd->name);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nusage: %s", cmd->usage);
+    return CV_EXIT_USAGE;
+}
+
+bool cv_cli_wants_help(const cv_cli_command *cmd, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            printf("usage: %s", cmd->usage);
+            return true;
+        }
+    }
+    return false;
+}

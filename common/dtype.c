@@ -1,0 +1,173 @@
+#include "common/dtype.h"
+
+#include <math.h>
+#include <string.h>
+
+static const struct { const char *name; size_t size; } info[CV_DT_COUNT] = {
+    [CV_DT_INVALID] = {"?", 0},
+    [CV_F32] = {"f32", 4}, [CV_F16] = {"f16", 2}, [CV_BF16] = {"bf16", 2},
+    [CV_I8] = {"i8", 1},   [CV_U8] = {"u8", 1},   [CV_I32] = {"i32", 4},
+    [CV_I64] = {"i64", 8}, [CV_BOOL] = {"bool", 1}, [CV_F64] = {"f64", 8},
+};
+
+const char *cv_dtype_name(cv_dtype t)
+{
+    return (t > CV_DT_INVALID && t < CV_DT_COUNT) ? info[t].name : "?";
+}
+
+cv_dtype cv_dtype_parse(const char *s, size_t n)
+{
+    for (int t = CV_F32; t < CV_F64; t++)
+        if (strlen(info[t].name) == n && memcmp(info[t].name, s, n) == 0)
+            return (cv_dtype)t;
+    return CV_DT_INVALID;
+}
+
+size_t cv_dtype_size(cv_dtype t)
+{
+    return (t > CV_DT_INVALID && t < CV_DT_COUNT) ? info[t].size : 0;
+}
+
+bool cv_dtype_is_float(cv_dtype t)
+{
+    return t == CV_F32 || t == CV_F16 || t == CV_BF16 || t == CV_F64;
+}
+
+bool cv_dtype_is_int(cv_dtype t)
+{
+    return t == CV_I8 || t == CV_U8 || t == CV_I32 || t == CV_I64;
+}
+
+static uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+uint16_t cv_f32_to_f16(float f)
+{
+    uint32_t x = f32_bits(f);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t mant = x & 0x7fffffu;
+    int exp = (int)((x >> 23) & 0xff);
+    if (exp == 0xff)  /* inf or nan (keep a quiet nan) */
+        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
+    int e = exp - 127 + 15;
+    if (e >= 0x1f)
+        return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) {
+        if (e < -10)
+            return (uint16_t)sign;
+        mant |= 0x800000u;
+        int shift = 14 - e;
+        uint32_t half = mant >> shift;
+        uint32_t rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1)))
+            half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t h = sign | ((uint32_t)e << 10) | (mant >> 13);
+    uint32_t rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1)))
+        h++;  /* may carry into the exponent, which is the right rounding */
+    return (uint16_t)h;
+}
+
+float cv_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ffu;
+    if (exp == 0) {
+        if (mant == 0)
+            return bits_f32(sign);
+        float v = ldexpf((float)mant, -24);
+        return sign ? -v : v;
+    }
+    if (exp == 0x1f)
+        return bits_f32(sign | 0x7f800000u | (mant << 13));
+    return bits_f32(sign | ((exp - 15 + 127) << 23) | (mant << 13));
+}
+
+uint16_t cv_f32_to_bf16(float f)
+{
+    uint32_t x = f32_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40u);
+    x += 0x7fffu + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+
+float cv_bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
+
+double cv_dtype_load(cv_dtype t, const void *base, int64_t i)
+{
+    switch (t) {
+    case CV_F32: return ((const float *)base)[i];
+    case CV_F16: return cv_f16_to_f32(((const uint16_t *)base)[i]);
+    case CV_BF16: return cv_bf16_to_f32(((const uint16_t *)base)[i]);
+    case CV_I8: return ((const int8_t *)base)[i];
+    case CV_U8: return ((const uint8_t *)base)[i];
+    case CV_I32: return ((const int32_t *)base)[i];
+    case CV_I64: return (double)((const int64_t *)base)[i];
+    case CV_BOOL: return ((const uint8_t *)base)[i] != 0;
+    case CV_F64: return ((const double *)base)[i];
+    default: return 0;
+    }
+}
+
+static int64_t sat_i64(double v, double lo, double hi)
+{
+    if (isnan(v))
+        return 0;
+    if (v <= lo)
+        return (int64_t)lo;
+    if (v >= hi)
+        return (int64_t)hi;
+    return (int64_t)v;
+}
+
+void cv_dtype_store(cv_dtype t, void *base, int64_t i, double v)
+{
+    switch (t) {
+    case CV_F32: ((float *)base)[i] = (float)v; break;
+    case CV_F16: ((uint16_t *)base)[i] = cv_f32_to_f16((float)v); break;
+    case CV_BF16: ((uint16_t *)base)[i] = cv_f32_to_bf16((float)v); break;
+    case CV_I8: ((int8_t *)base)[i] = (int8_t)sat_i64(v, -128, 127); break;
+    case CV_U8: ((uint8_t *)base)[i] = (uint8_t)sat_i64(v, 0, 255); break;
+    case CV_I32: ((int32_t *)base)[i] = (int32_t)sat_i64(v, -2147483648.0, 2147483647.0); break;
+    case CV_I64:
+        /* 2^63 is not representable: clamp below it. */
+        ((int64_t *)base)[i] = v >= 9.2233720368547758e18 ? INT64_MAX
+                             : v <= -9.2233720368547758e18 ? INT64_MIN
+                             : sat_i64(v, -9.2233720368547758e18, 9.2233720368547758e18);
+        break;
+    case CV_BOOL: ((uint8_t *)base)[i] = v != 0; break;
+    case CV_F64: ((double *)base)[i] = v; break;
+    default: break;
+    }
+}
+
+int64_t cv_dtype_load_i64(cv_dtype t, const void *base, int64_t i)
+{
+    switch (t) {
+    case CV_I64: return ((const int64_t *)base)[i];
+    case CV_I32: return ((const int32_t *)base)[i];
+    case CV_I8: return ((const int8_t *)base)[i];
+    case CV_U8: return ((const uint8_t *)base)[i];
+    case CV_BOOL: return ((const uint8_t *)base)[i] != 0;
+    default: {
+        double v = cv_dtype_load(t, base, i);
+        return v >= 9.2233720368547758e18 ? INT64_MAX
+             : v <= -9.2233720368547758e18 ? INT64_MIN : (isnan(v) ? 0 : (int64_t)v);
+    }
+    }
+}
+
+void cv_dtype_store_i64(cv_dtype t, void *base, int64_t i, int64_t v)
+{
+    switch (t) {
+    case CV_I64: ((int64_t *)base)[i] = v; break;
+    case CV_I32: ((int32_t *)base)[i] = (int32_t)v; break;  /* wraps like a C cast */
+    case CV_I8: ((int8_t *)base)[i] = (int8_t)v; break;
+    case CV_U8: ((uint8_t *)base)[i] = (uint8_t)v; break;
+    case CV_BOOL: ((uint8_t *)base)[i] = v != 0; break;
+    default: cv_dtype_store(t, base, i, (double)v); break;
+    }
+}

@@ -1,0 +1,81 @@
+/* The pipeline's front door: pick a front end, load, verify. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/fs.h"
+#include "compiler-core/cuvil.h"
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+static bool cuir_matches(const char *path, const char *head, size_t len)
+{
+    return ends_with(path, ".cuir") || (len >= 5 && memcmp(head, "cuir ", 5) == 0);
+}
+
+static cv_module *cuir_load(const char *path, cv_diag *d)
+{
+    char *text;
+    size_t len;
+    if (cv_fs_read_file(path, CV_MAX_MODEL_TEXT, &text, &len, d))
+        return NULL;
+    cv_diag_add_source(d, path, text, len);
+    cv_module *m = cv_cuir_parse(text, len, path, d);
+    free(text);
+    return m;
+}
+
+static const cv_frontend frontends[] = {
+    {"cuir", "1", cuir_matches, cuir_load},
+};
+
+const cv_frontend *cv_frontend_at(int i)
+{
+    return (i >= 0 && (size_t)i < sizeof frontends / sizeof frontends[0]) ? &frontends[i] : NULL;
+}
+
+const cv_frontend *cv_frontend_for(const char *path, cv_diag *d)
+{
+    char head[64] = {0};
+    ssize_t n = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        cv_diag_error(d, 9004, (cv_span){.file = path}, "cannot open %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    n = read(fd, head, sizeof head);
+    close(fd);
+    for (size_t i = 0; i < sizeof frontends / sizeof frontends[0]; i++)
+        if (frontends[i].matches(path, head, n > 0 ? (size_t)n : 0))
+            return &frontends[i];
+    cv_diag_error(d, 4004, (cv_span){.file = path},
+                  "%s is not a model Cuvil reads (expected .cuir, .onnx or .cvl.py)", path);
+    return NULL;
+}
+
+cv_module *cv_model_load(const char *path, unsigned flags, cv_diag *d)
+{
+    const cv_frontend *fe = cv_frontend_for(path, d);
+    if (!fe)
+        return NULL;
+    cv_module *m = fe->load(path, d);
+    if (!m)
+        return NULL;
+    int rc = cv_verify(m, (flags & CV_LOAD_STRICT) ? CV_VERIFY_STRICT : 0, d);
+    if (rc == 0 && !(flags & CV_LOAD_NO_WEIGHTS)) {
+        char *dir = cv_fs_dirname(path);
+        rc = dir ? cv_module_load_weights(m, dir, d) : -1;
+        free(dir);
+    }
+    if (rc) {
+        cv_module_free(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,35 @@
+/* Internal to the op table: each op family file (ops_<family>.c) defines a
+ * fragment of the one op table; ops_table.c joins the fragments.  Each entry
+ * carries the op's schema, shape function, reference kernel and codegen hook,
+ * so no other file switches on op names. */
+#ifndef CV_OPS_INTERNAL_H
+#define CV_OPS_INTERNAL_H
+
+#include "compiler-core/ir/ir.h"
+
+typedef struct cv_op_family {
+    const cv_op_def *defs;
+    int count;
+} cv_op_family;
+
+extern const cv_op_family cv_ops_elementwise;  /* ops_elementwise.c */
+extern const cv_op_family cv_ops_reduce;       /* ops_reduce.c: reductions, softmax, norms, (de)quantize */
+extern const cv_op_family cv_ops_nn;           /* ops_nn.c: conv, pool, matmul, gemm, resize */
+extern const cv_op_family cv_ops_shape;        /* ops_shape.c: reshape, transpose, concat, ... constant */
+
+/* Shape-function helpers (ops_shapeutil.c). */
+int cv_infer_broadcast(cv_infer_ctx *c, const cv_shape *a, const cv_shape *b, cv_shape *out);
+/* Maps a possibly negative axis into [0, rank); reports CV3006 otherwise. */
+int cv_infer_axis(cv_infer_ctx *c, int64_t axis, int rank, int *out);
+/* Checks operand i's dtype against a CV_DT_BIT mask; reports CV2009/4002. */
+int cv_infer_dtype_in(cv_infer_ctx *c, int i, unsigned mask);
+/* Requires operands i and j to share a dtype (CV2009). */
+int cv_infer_same_dtype(cv_infer_ctx *c, int i, int j);
+
+/* Run-time helpers: row-major strides, broadcast index mapping. */
+void cv_strides(int rank, const int64_t *dims, int64_t *strides);
+/* Index into `t` for the flat output index `i` of a broadcast result with
+ * dims out_dims[out_rank]. */
+int64_t cv_broadcast_index(const cv_tensor *t, int out_rank, const int64_t *out_dims, int64_t i);
+
+#endif

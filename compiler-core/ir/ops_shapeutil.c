@@ -1,0 +1,78 @@
+/* Helpers shared by shape functions and reference kernels. */
+#include "compiler-core/ir/ops_internal.h"
+
+int cv_infer_broadcast(cv_infer_ctx *c, const cv_shape *a, const cv_shape *b, cv_shape *out)
+{
+    int rank = a->rank > b->rank ? a->rank : b->rank;
+    cv_shape r = {.rank = rank};
+    for (int i = 0; i < rank; i++) {
+        int ia = i - (rank - a->rank), ib = i - (rank - b->rank);
+        cv_dim da = ia >= 0 ? a->d[ia] : (cv_dim){1, NULL};
+        cv_dim db = ib >= 0 ? b->d[ib] : (cv_dim){1, NULL};
+        if (cv_dim_equal(da, db) || (!db.sym && db.n == 1))
+            r.d[i] = da;
+        else if (!da.sym && da.n == 1)
+            r.d[i] = db;
+        else {
+            cv_type ta = {.dtype = c->in[0].dtype, .shape = *a};
+            cv_type tb = {.dtype = c->in[0].dtype, .shape = *b};
+            char sa[160], sb[160];
+            cv_type_format(&ta, sa, sizeof sa);
+            cv_type_format(&tb, sb, sizeof sb);
+            return cv_infer_error(c, 3002, "%s: shapes %s and %s cannot be broadcast (axis %d)",
+                                  c->op->name, sa, sb, i);
+        }
+    }
+    *out = r;
+    return 0;
+}
+
+int cv_infer_axis(cv_infer_ctx *c, int64_t axis, int rank, int *out)
+{
+    int64_t a = axis < 0 ? axis + rank : axis;
+    if (a < 0 || a >= rank)
+        return cv_infer_error(c, 3006, "%s: axis %lld is out of range for rank %d",
+                              c->op->name, (long long)axis, rank);
+    *out = (int)a;
+    return 0;
+}
+
+int cv_infer_dtype_in(cv_infer_ctx *c, int i, unsigned mask)
+{
+    if (i < c->n_in && (CV_DT_BIT(c->in[i].dtype) & mask))
+        return 0;
+    return cv_infer_error(c, 4002, "%s does not support element type %s (operand %d)",
+                          c->op->name, cv_dtype_name(c->in[i].dtype), i);
+}
+
+int cv_infer_same_dtype(cv_infer_ctx *c, int i, int j)
+{
+    if (c->in[i].dtype == c->in[j].dtype)
+        return 0;
+    return cv_infer_error(c, 2009, "%s: operand %d is %s but operand %d is %s", c->op->name,
+                          i, cv_dtype_name(c->in[i].dtype), j, cv_dtype_name(c->in[j].dtype));
+}
+
+void cv_strides(int rank, const int64_t *dims, int64_t *strides)
+{
+    int64_t s = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= dims[i];
+    }
+}
+
+int64_t cv_broadcast_index(const cv_tensor *t, int out_rank, const int64_t *out_dims, int64_t i)
+{
+    int64_t idx = 0, stride = 1;
+    for (int d = out_rank - 1, td = t->rank - 1; d >= 0; d--, td--) {
+        int64_t coord = i % out_dims[d];
+        i /= out_dims[d];
+        if (td < 0)
+            continue;
+        if (t->dims[td] != 1)
+            idx += coord * stride;
+        stride *= t->dims[td];
+    }
+    return idx;
+}

@@ -1,0 +1,56 @@
+/* The op table: joins the family fragments and answers look-ups by name. */
+#include <pthread.h>
+#include <string.h>
+
+#include "compiler-core/ir/ops_internal.h"
+
+static const cv_op_family *const families[] = {
+    &cv_ops_elementwise, &cv_ops_reduce, &cv_ops_nn, &cv_ops_shape,
+};
+
+static const cv_op_def *all_defs[256];
+static int n_all;
+static pthread_once_t index_once = PTHREAD_ONCE_INIT;
+
+static void build_index(void)
+{
+    int n = 0;
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+        for (int i = 0; i < families[f]->count && n < 256; i++)
+            all_defs[n++] = &families[f]->defs[i];
+    n_all = n;
+}
+
+int cv_op_def_count(void)
+{
+    pthread_once(&index_once, build_index);
+    return n_all;
+}
+
+const cv_op_def *cv_op_def_at(int i)
+{
+    pthread_once(&index_once, build_index);
+    return (i >= 0 && i < n_all) ? all_defs[i] : NULL;
+}
+
+const cv_op_def *cv_op_def_lookup(const char *name)
+{
+    pthread_once(&index_once, build_index);
+    for (int i = 0; i < n_all; i++)
+        if (strcmp(all_defs[i]->name, name) == 0)
+            return all_defs[i];
+    return NULL;
+}
+
+const cv_attr_schema *cv_op_def_attr(const cv_op_def *def, const char *name, int *index)
+{
+    if (!def || !def->attrs)
+        return NULL;
+    for (int i = 0; def->attrs[i].name; i++)
+        if (strcmp(def->attrs[i].name, name) == 0) {
+            if (index)
+                *index = i;
+            return &def->attrs[i];
+        }
+    return NULL;
+}
