@@ -1,0 +1,47 @@
+/* Files: bounded reads, atomic writes, directory creation, and resolving a
+ * path named inside an input (a weights file, a calibration glob) without
+ * letting it leave the directory it belongs to. */
+#ifndef CV_FS_H
+#define CV_FS_H
+
+#include <stddef.h>
+
+#include "common/diag.h"
+
+/* Reads a whole file into a NUL-terminated malloc'd copy (*out, owned by
+ * the caller).  Files larger than max_bytes fail with CV1011; open/read
+ * errors with CV9004. */
+int cv_fs_read_file(const char *path, size_t max_bytes, char **out, size_t *len, cv_diag *d);
+
+/* Writes to a temporary file in the same directory, fsyncs it and renames
+ * it over path, so readers see the old or the new contents, never a mix.
+ * The file gets mode 0644. */
+int cv_fs_write_atomic(const char *path, const void *data, size_t len, cv_diag *d);
+
+/* One piece of a file written by cv_fs_write_atomic_parts. */
+typedef struct cv_fs_part {
+    const void *data;   /* not owned */
+    size_t len;
+} cv_fs_part;
+
+/* Like cv_fs_write_atomic, for a file made of several pieces in order
+ * (a header and tensor data), without first copying them together. */
+int cv_fs_write_atomic_parts(const char *path, const cv_fs_part *parts, int n, cv_diag *d);
+
+/* mkdir -p.  Returns 0, or -errno (errno is set too). */
+int cv_fs_mkdirs(const char *path, int mode);
+
+/* Resolves rel against base_dir, following symlinks, and fails with CV2016
+ * if rel is absolute or the result leaves base_dir.  A path that does not
+ * exist yet is checked through its deepest existing ancestor (so it may name
+ * an output file); a dangling symlink is refused.  *out is malloc'd, owned by
+ * the caller, and absolute. */
+int cv_fs_resolve_inside(const char *base_dir, const char *rel, char **out, cv_diag *d);
+
+/* POSIX dirname of path as a malloc'd string ("a/b" -> "a", "a" -> "."). */
+char *cv_fs_dirname(const char *path);
+
+/* Joins a directory and a name with one '/'; malloc'd. */
+char *cv_fs_join(const char *dir, const char *name);
+
+#endif
