@@ -13,9 +13,16 @@ typedef struct cv_op_family {
 } cv_op_family;
 
 extern const cv_op_family cv_ops_elementwise;  /* ops_elementwise.c */
-extern const cv_op_family cv_ops_reduce;       /* ops_reduce.c: reductions, softmax, norms, (de)quantize */
-extern const cv_op_family cv_ops_nn;           /* ops_nn.c: conv, pool, matmul, gemm, resize */
-extern const cv_op_family cv_ops_shape;        /* ops_shape.c: reshape, transpose, concat, ... constant */
+extern const cv_op_family cv_ops_reduce;       /* ops_reduce.c: reduce_*, argmax, softmax, log_softmax */
+extern const cv_op_family cv_ops_activation;   /* ops_activation.c: unary math and activations */
+extern const cv_op_family cv_ops_norm;         /* ops_norm.c: batch_norm, layer_norm */
+extern const cv_op_family cv_ops_quant;        /* ops_quant.c: quantize_linear, dequantize_linear */
+extern const cv_op_family cv_ops_nn;           /* ops_nn.c: conv2d, conv_transpose2d */
+extern const cv_op_family cv_ops_matmul;       /* ops_matmul.c: matmul, gemm */
+extern const cv_op_family cv_ops_pool;         /* ops_pool.c: max/avg/global pooling */
+extern const cv_op_family cv_ops_resize;       /* ops_resize.c: resize */
+extern const cv_op_family cv_ops_shape;        /* ops_shape.c: reshape, flatten, squeeze, ... constant */
+extern const cv_op_family cv_ops_layout;       /* ops_layout.c: transpose, concat, split, slice, gather, pad */
 
 /* Shape-function helpers (ops_shapeutil.c). */
 int cv_infer_broadcast(cv_infer_ctx *c, const cv_shape *a, const cv_shape *b, cv_shape *out);

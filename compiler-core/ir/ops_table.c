@@ -5,7 +5,9 @@
 #include "compiler-core/ir/ops_internal.h"
 
 static const cv_op_family *const families[] = {
-    &cv_ops_elementwise, &cv_ops_reduce, &cv_ops_nn, &cv_ops_shape,
+    &cv_ops_elementwise, &cv_ops_reduce, &cv_ops_nn, &cv_ops_matmul, &cv_ops_pool,
+    &cv_ops_resize, &cv_ops_shape, &cv_ops_layout,
+    &cv_ops_activation, &cv_ops_norm, &cv_ops_quant,
 };
 
 static const cv_op_def *all_defs[256];
