@@ -54,6 +54,14 @@ static const cv_diag_code_info codes[] = {
     {1207, "dsl-bad-continuation", "model language: a backslash is not the last character of its line"},
     {1208, "dsl-argument-order", "model language: a positional argument follows a keyword argument, or a parameter without default follows one with"},
     {1209, "dsl-duplicate-parameter", "model language: a function lists the same parameter twice"},
+    {1301, "onnx-truncated", "ONNX: the protobuf ends in the middle of a field (truncated file?)"},
+    {1302, "onnx-wire-type", "ONNX: a protobuf field has a wire type its onnx.proto schema does not allow"},
+    {1303, "onnx-bad-protobuf", "ONNX: the input is not a valid protobuf ModelProto / TensorProto"},
+    {1304, "onnx-nesting", "ONNX: protobuf messages are nested deeper than the importer allows (64)"},
+    {1305, "onnx-too-large", "ONNX: the model exceeds protobuf's 2 GB limit (store weights as external data)"},
+    {1306, "onnx-bad-model", "ONNX: a required ModelProto part is missing (graph, opset_import)"},
+    {1307, "onnx-tensor-data", "ONNX: a tensor's data does not match its element type and dims"},
+    {1308, "onnx-external-data", "ONNX: external tensor data is missing, malformed, or outside the model's directory"},
 
     /* 2xxx: names and types */
     {2001, "undefined-name", "a name is used but never defined"},
@@ -95,6 +103,15 @@ static const cv_diag_code_info codes[] = {
     {2115, "dsl-unpack-mismatch", "model language: tuple unpacking with the wrong number of targets"},
     {2116, "dsl-constant-error", "model language: a compile-time computation failed (overflow, division by zero, assert)"},
     {2117, "dsl-model-signature", "model language: a model's parameters do not match its input_shapes and weights"},
+    {2301, "onnx-undefined-value", "ONNX: a node input is produced by no node, graph input or initializer"},
+    {2302, "onnx-duplicate-name", "ONNX: a value name is produced twice (inputs, initializers, node outputs)"},
+    {2303, "onnx-graph-cycle", "ONNX: nodes form a cycle"},
+    {2304, "onnx-output-missing", "ONNX: a graph output is never produced (or the graph has none)"},
+    {2305, "onnx-attribute-type", "ONNX: a node attribute is missing or has the wrong type"},
+    {2306, "onnx-declared-dtype", "ONNX: a declared element type (output, value_info) differs from the computed one"},
+    {2307, "onnx-missing-type", "ONNX: a graph input has no tensor type or shape"},
+    {2308, "onnx-arity", "ONNX: a node has the wrong number of inputs or outputs"},
+    {2309, "onnx-attribute-value", "ONNX: a node attribute or constant input is outside its allowed range"},
 
     /* 3xxx: shapes */
     {3001, "rank-mismatch", "a tensor has a different rank than the op requires"},
@@ -117,6 +134,9 @@ static const cv_diag_code_info codes[] = {
     {3203, "dsl-weight-shape", "model language: a weight tensor's shape does not fit the op that uses it"},
     {3204, "dsl-symbolic-dim", "model language: a symbolic dimension is used where a number is required"},
     {3205, "dsl-index-error", "model language: a constant index or slice is out of range or malformed"},
+    {3301, "onnx-invalid-dim", "ONNX: a dimension is negative or an element count overflows"},
+    {3302, "onnx-declared-shape", "ONNX: a declared shape (output, value_info) differs from the computed one"},
+    {3303, "onnx-shape-value", "ONNX: a shape computed at import time is invalid (bad reshape target, range...)"},
 
     /* 4xxx: unsupported constructs and ops */
     {4001, "unknown-op", "an op name is not in the CU-IR op table"},
@@ -138,6 +158,15 @@ static const cv_diag_code_info codes[] = {
     {4113, "dsl-too-large", "model language: unrolling or inlining exceeds the compile-time budget"},
     {4114, "dsl-unsupported-builtin", "model language: a Python builtin the model language does not provide"},
     {4115, "dsl-unsupported-parameter", "model language: *args, **kwargs or keyword-only markers in a helper def"},
+    {4301, "onnx-unsupported-ops", "ONNX: the model uses ops Cuvil cannot import (every one is listed)"},
+    {4302, "onnx-unsupported-opset", "ONNX: the model's IR version or opset is outside what Cuvil supports (opsets 7-18)"},
+    {4303, "onnx-unsupported-dtype", "ONNX: an element type CU-IR lacks (double, int16, uint16/32/64, string, complex)"},
+    {4304, "onnx-sparse-tensor", "ONNX: sparse tensors are not supported"},
+    {4305, "onnx-data-dependent-shape", "ONNX: a shape-like operand is computed at run time; CU-IR needs it at import time"},
+    {4306, "onnx-unsupported-feature", "ONNX: an attribute value or mode Cuvil does not support (training mode, cubic resize, 3-D pooling...)"},
+    {4307, "onnx-non-tensor", "ONNX: a sequence, map or optional value (only tensors are supported)"},
+    {4308, "onnx-rank-limit", "ONNX: a tensor has more than 8 dimensions"},
+    {4309, "onnx-zero-size", "ONNX: a zero-size tensor where CU-IR needs elements"},
 
     /* 9xxx: internal, resources, infrastructure */
     {9001, "internal-error", "an internal compiler error (please report it)"},

@@ -1,0 +1,168 @@
+/* Helpers shared by the nn and layout op families; see ops_nnutil.h. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "compiler-core/ir/ops_nnutil.h"
+
+int cv_nn_ints_n(cv_infer_ctx *c, const char *name, int n, const int64_t *dflt, int64_t min,
+                 int64_t *out)
+{
+    const cv_attr *a = cv_op_attr(c->op, name);
+    if (!a) {
+        if (!dflt)
+            return cv_infer_error(c, 2006, "%s requires attribute '%s'", c->op->name, name);
+        memcpy(out, dflt, (size_t)n * sizeof *out);
+        return 0;
+    }
+    int got = cv_op_ints(c->op, name, out, n);
+    if (got != n)
+        return cv_infer_error(c, 3007, "%s: '%s' must have %d entries, got %d", c->op->name,
+                              name, n, got);
+    for (int i = 0; i < n; i++)
+        if (out[i] < min)
+            return cv_infer_error(c, 3007, "%s: '%s'[%d] is %lld, must be at least %lld",
+                                  c->op->name, name, i, (long long)out[i], (long long)min);
+    return 0;
+}
+
+int cv_nn_pads2d(cv_infer_ctx *c, int64_t out[4])
+{
+    int64_t v[4] = {0, 0, 0, 0};
+    int n = cv_op_ints(c->op, "pad", v, 4);
+    if (n == 2) {
+        v[2] = v[0];
+        v[3] = v[1];
+    } else if (n != 4 && n != -1) {
+        return cv_infer_error(c, 3007, "%s: 'pad' must have 4 entries (top,left,bottom,right) "
+                              "or 2 (h,w), got %d", c->op->name, n);
+    }
+    for (int i = 0; i < 4; i++)
+        if (v[i] < 0)
+            return cv_infer_error(c, 3007, "%s: 'pad'[%d] is %lld, must not be negative",
+                                  c->op->name, i, (long long)v[i]);
+    memcpy(out, v, sizeof v);
+    return 0;
+}
+
+int cv_nn_int_min(cv_infer_ctx *c, const char *name, int64_t dflt, int64_t min, int64_t *out)
+{
+    *out = cv_op_int(c->op, name, dflt);
+    if (*out < min)
+        return cv_infer_error(c, 3007, "%s: '%s' is %lld, must be at least %lld", c->op->name,
+                              name, (long long)*out, (long long)min);
+    return 0;
+}
+
+int cv_nn_window_dim(cv_infer_ctx *c, const char *axis, cv_dim in, int64_t k, int64_t stride,
+                     int64_t pb, int64_t pe, int64_t dil, bool ceil_mode, cv_dim *out)
+{
+    int64_t eff, pads, span;
+    if (__builtin_mul_overflow(dil, k - 1, &eff) || __builtin_add_overflow(eff, 1, &eff) ||
+        __builtin_add_overflow(pb, pe, &pads))
+        return cv_infer_error(c, 3004, "%s: window on axis %s overflows", c->op->name, axis);
+    if (in.sym) {
+        if (stride == 1 && pads == eff - 1) {
+            *out = in;
+            return 0;
+        }
+        return cv_infer_error(c, 3009, "%s: output extent on axis %s would be an expression of "
+                              "symbol %s", c->op->name, axis, in.sym);
+    }
+    if (__builtin_add_overflow(in.n, pads, &span))
+        return cv_infer_error(c, 3004, "%s: padded extent on axis %s overflows", c->op->name, axis);
+    span -= eff;
+    if (span < 0)
+        return cv_infer_error(c, 3005, "%s: window of %lld (dilated) is larger than the padded "
+                              "input %lld on axis %s", c->op->name, (long long)eff,
+                              (long long)(in.n + pads), axis);
+    int64_t n = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+    if (ceil_mode && (n - 1) * stride >= in.n + pb)
+        n--;  /* the last window would start in the end padding */
+    *out = (cv_dim){n, NULL};
+    return 0;
+}
+
+int cv_nn_dim_product(cv_infer_ctx *c, const cv_dim *d, int n, cv_dim *out)
+{
+    int64_t p = 1;
+    const char *sym = NULL;
+    for (int i = 0; i < n; i++) {
+        if (d[i].sym) {
+            if (sym)
+                return cv_infer_error(c, 3009, "%s: the product of symbols %s and %s is not "
+                                      "expressible", c->op->name, sym, d[i].sym);
+            sym = d[i].sym;
+        } else if (!cv_mul_i64(p, d[i].n, &p)) {
+            return cv_infer_error(c, 3004, "%s: element count overflows", c->op->name);
+        }
+    }
+    if (sym && p != 1)
+        return cv_infer_error(c, 3009, "%s: %lld*%s is not expressible as a dimension",
+                              c->op->name, (long long)p, sym);
+    *out = sym ? (cv_dim){0, sym} : (cv_dim){p, NULL};
+    return 0;
+}
+
+int cv_nn_rank(cv_infer_ctx *c, int i, int rank, const char *what)
+{
+    if (c->in[i].shape.rank == rank)
+        return 0;
+    return cv_infer_error(c, 3001, "%s: %s must have rank %d, got rank %d", c->op->name, what,
+                          rank, c->in[i].shape.rank);
+}
+
+int cv_nn_static_dim(cv_infer_ctx *c, cv_dim d, const char *what, int64_t *out)
+{
+    if (d.sym)
+        return cv_infer_error(c, 3009, "%s: %s must be a fixed number, got symbol %s",
+                              c->op->name, what, d.sym);
+    *out = d.n;
+    return 0;
+}
+
+const char *cv_nn_dim_fmt(cv_dim d, char *buf, size_t size)
+{
+    if (d.sym)
+        snprintf(buf, size, "%s", d.sym);
+    else
+        snprintf(buf, size, "%lld", (long long)d.n);
+    return buf;
+}
+
+int cv_nn_eval_error(cv_eval_ctx *c, int code, const char *fmt, ...)
+{
+    char path[256];
+    cv_op_path(c->op, path, sizeof path);
+    va_list ap;
+    va_start(ap, fmt);
+    cv_diag_vadd(c->diag, CV_SEV_ERROR, code, cv_op_span(c->op), path, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+void cv_nn_copy_strided(void *dst, const void *src, size_t esize, int rank, const int64_t *dims,
+                        const int64_t *src_strides, int64_t src_off)
+{
+    int64_t total = 1;
+    for (int i = 0; i < rank; i++)
+        total *= dims[i];
+    if (total == 0)
+        return;
+    int64_t coord[CV_MAX_RANK] = {0};
+    int64_t off = src_off;
+    unsigned char *o = dst;
+    const unsigned char *s = src;
+    for (int64_t i = 0; i < total; i++) {
+        memcpy(o + (size_t)i * esize, s + (size_t)off * esize, esize);
+        /* Odometer step: bump the last axis, carrying into earlier ones. */
+        for (int a = rank - 1; a >= 0; a--) {
+            if (++coord[a] < dims[a]) {
+                off += src_strides[a];
+                break;
+            }
+            off -= src_strides[a] * (dims[a] - 1);
+            coord[a] = 0;
+        }
+    }
+}
