@@ -39,7 +39,7 @@ static char **make_argv(const char *code, const char *const *args)
     return argv;
 }
 
-static pid_t spawn(char **argv, int child_in, int child_out)
+static pid_t spawn(char **argv, int child_in, int child_out, const char *err_path)
 {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -48,8 +48,10 @@ static pid_t spawn(char **argv, int child_in, int child_out)
     else
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, child_out, 1);
+    if (err_path)
+        posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     pid_t pid;
-    int rc = posix_spawn(&pid, CV_PYTHON, &fa, NULL, argv, environ);
+    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     return rc == 0 ? pid : -1;
 }
@@ -124,22 +126,19 @@ static void close_fd(int fd)
         close(fd);
 }
 
-int cv_pyrun_io(const char *code, const char *const *args, const void *in, size_t in_len,
-                char **out, size_t *out_len)
+static int run_argv(char **argv, const char *err_path, const void *in, size_t in_len,
+                    char **out, size_t *out_len)
 {
     int op[2] = {-1, -1}, ip[2] = {-1, -1};
-    char **argv = make_argv(code, args);
     signal(SIGPIPE, SIG_IGN);   /* python may exit before reading all of stdin */
     if (!argv || pipe2(op, O_CLOEXEC) != 0 || (in && pipe2(ip, O_CLOEXEC) != 0)) {
-        free(argv);
         close_fd(op[0]);
         close_fd(op[1]);
         return -1;
     }
     if (in)   /* a blocking write could wait on python while python waits on us */
         fcntl(ip[1], F_SETFL, O_NONBLOCK);
-    pid_t pid = spawn(argv, in ? ip[0] : -1, op[1]);
-    free(argv);
+    pid_t pid = spawn(argv, in ? ip[0] : -1, op[1], err_path);
     close(op[1]);
     close_fd(ip[0]);
     io s = {in ? ip[1] : -1, op[0], in, in_len, 0, NULL, 0, 0};
@@ -156,6 +155,20 @@ int cv_pyrun_io(const char *code, const char *const *args, const void *in, size_
     if (out_len)
         *out_len = s.out_len;
     return status;
+}
+
+int cv_pyrun_io(const char *code, const char *const *args, const void *in, size_t in_len,
+                char **out, size_t *out_len)
+{
+    char **argv = make_argv(code, args);
+    int rc = run_argv(argv, NULL, in, in_len, out, out_len);
+    free(argv);
+    return rc;
+}
+
+int cv_run_argv(const char *const *argv, const char *err_path, char **out)
+{
+    return run_argv((char **)argv, err_path, NULL, 0, out, NULL);
 }
 
 int cv_pyrun(const char *code, const char *const *args, char **out)

@@ -19,6 +19,11 @@ int cv_pyrun(const char *code, const char *const *args, char **out);
 /* Same, feeding in[0..in_len) to python's stdin and giving stdout's length. */
 int cv_pyrun_io(const char *code, const char *const *args, const void *in, size_t in_len,
                 char **out, size_t *out_len);
+/* Runs any program (argv[0] is its path; argv NULL-terminated) the same way:
+ * stdout captured into *out, stderr written to err_path (or inherited when
+ * NULL).  Returns the exit status as cv_pyrun does. */
+int cv_run_argv(const char *const *argv, const char *err_path, char **out);
+
 /* Whether `import module` works (e.g. "numpy"), so tests can skip cleanly. */
 bool cv_pyrun_has_module(const char *module);
 
