@@ -16,6 +16,7 @@ PREFIX     ?= /usr/local
 CC         ?= cc
 FUZZ_CC    ?= clang-19
 FUZZ_SECONDS ?= 60
+NPROC      := $(shell nproc 2>/dev/null || echo 2)
 V          ?= 0
 
 ifeq ($(V),0)
@@ -77,6 +78,7 @@ TEST_SRCS   := $(sort $(wildcard tests/unit/test_*.c))
 TEST_SUPPORT:= $(sort $(wildcard tests/support/*.c))
 TEST_BINS   := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(TEST_SRCS))
 
+.SECONDARY:
 .PHONY: all deps test unit-test demo bench fuzz conformance install clean help
 all: $(BUILD)/cuvil
 
@@ -104,14 +106,14 @@ deps:
 
 # Unit tests run under ASan+UBSan; the CLI tests drive the sanitized binary.
 test: deps
-	$(Q)$(MAKE) --no-print-directory unit-test
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) unit-test
 
-unit-test: $(TEST_BINS) $(BUILD)/asan/cuvil $(BUILD)/cuvil $(TEST_DATA)
+unit-test: $(TEST_BINS) $(BUILD)/asan/cuvil $(TEST_DATA)
 	$(Q)CUVIL_BIN=$(abspath $(BUILD)/asan/cuvil) CUVIL_BUILD=$(abspath $(BUILD)) \
 	  tests/run-unit.sh $(TEST_BINS)
 
 demo: deps
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) all
 	$(Q)scripts/demo.sh $(BUILD)
 
 bench: all

@@ -7,6 +7,7 @@
 
 #include "common/fs.h"
 #include "compiler-core/cuvil.h"
+#include "compiler-core/frontends/dsl/dsl.h"
 
 static bool ends_with(const char *s, const char *suffix)
 {
