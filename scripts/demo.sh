@@ -30,6 +30,20 @@ run mlp x mlp_x.npy
 run tinycnn image tinycnn_image.npy
 run residual x residual_x.npy
 
+echo "== the model language: examples/models/*.cvl.py (weights generated into $demo/models)"
+mkdir -p "$demo/models"
+cp examples/models/*.cvl.py "$demo/models/"
+/usr/bin/python3 examples/models/gen_weights.py "$demo/models"
+"$cuvil" validate "$demo"/models/*.cvl.py
+/usr/bin/python3 - "$demo" <<'PY'
+import sys, numpy as np
+out = sys.argv[1]
+rng = np.random.default_rng(8)
+np.save(out + "/lenet_x.npy", rng.normal(size=(2, 1, 28, 28)).astype(np.float32))
+PY
+echo "== cuvil run lenet.cvl.py --interp"
+"$cuvil" run "$demo/models/lenet.cvl.py" --interp --input "x=$demo/lenet_x.npy" --output "$demo/lenet"
+
 echo "== a broken model is refused with a located, coded diagnostic"
 sed 's/f32\[N,4,4,4\]/f32[N,4,5,4]/' examples/cuir/tinycnn.cuir > "$demo/broken.cuir"
 if "$cuvil" validate "$demo/broken.cuir"; then
