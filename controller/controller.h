@@ -1,0 +1,357 @@
+/* The controller: reads CuvilBuildCluster and CuvilPipeline specs from a
+ * models repository in git, expands every pipeline into compile jobs
+ * (model x target x precision x options), records cache hits at once,
+ * queues the rest and keeps the history in the build DB.
+ *
+ *   specs      YAML documents under cuvil/ in the repository, validated
+ *              field by field (CV6001-CV6039), `extends` resolved
+ *   git source a bare mirror under the state directory, polled with a
+ *              cheap ls-remote, fetched only when the ref moved
+ *              (CV6050-CV6069); trees are read without a checkout
+ *   build DB   SQLite in WAL mode: revisions, pipelines, jobs with
+ *              REAPI-style timestamps, results, artifacts, diagnostics
+ *              (CV6070-CV6089)
+ *   planner    revision -> jobs; a look-up callback decides cache hits
+ *              (CV6090-CV6099)
+ *
+ * The controller meets the workers only through the queue (common/queue.h)
+ * and the cache. */
+#ifndef CV_CONTROLLER_H
+#define CV_CONTROLLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/diag.h"
+#include "common/jobmsg.h"
+#include "common/queue.h"
+
+/* ================================================================ specs */
+
+#define CV_SPEC_API_VERSION "cuvil.dev/v1"
+#define CV_SPEC_DIR "cuvil"          /* specs live in cuvil/ *.yaml and *.yml */
+#define CV_SPEC_NAME_MAX 63          /* metadata.name: a DNS-1123 label */
+#define CV_SPEC_STR_MAX 1024         /* any string value, in bytes */
+#define CV_SPEC_LIST_MAX 256         /* items in any list */
+#define CV_SPEC_FILES_MAX 256        /* spec files read from one revision */
+
+typedef enum { CV_SPEC_CLUSTER, CV_SPEC_PIPELINE, CV_SPEC__KINDS } cv_spec_kind;
+typedef enum { CV_SPEC_QUEUE_EMBEDDED, CV_SPEC_QUEUE_KAFKA } cv_spec_queue_kind;
+
+typedef struct cv_spec_origin {
+    const char *file;   /* owned by the spec set */
+    int line, col;      /* where the document starts */
+} cv_spec_origin;
+
+/* Effective values: every optional field holds its default. */
+typedef struct cv_spec_cluster {
+    const char *name;
+    cv_spec_origin origin;
+    struct {
+        const char *url, *ref;          /* ref default "main" */
+        int64_t interval_ms;            /* default 60 s */
+    } source;
+    struct {
+        int replicas;                   /* default 1 */
+        const char *resource_profile;   /* NULL = none */
+        int64_t job_timeout_ms;         /* default 600 s */
+        uint64_t memory_limit;          /* bytes; 0 = no limit */
+    } workers;
+    struct {
+        cv_spec_queue_kind kind;
+        const char *brokers, *topic_prefix;  /* kafka only; prefix default "cuvil" */
+    } queue;
+    struct {
+        uint64_t size;                  /* bytes; 0 = the cache's default */
+        const char *remote;             /* NULL = none */
+        bool read_only;
+    } cache;
+    const char *image_registry;         /* NULL = none */
+} cv_spec_cluster;
+
+typedef struct cv_spec_pipeline {
+    const char *name;
+    cv_spec_origin origin;
+    const char *extends;                /* NULL = none; the fields below include the bases' */
+    const char *const *models;          /* globs */
+    int n_models;
+    const char *const *targets;
+    int n_targets;
+    cv_precision precisions[CV_PRECISION__COUNT];
+    int n_precisions;
+    cv_opt_level opt_level;             /* default O2 */
+    const char *calibration_data;       /* glob; NULL = none */
+    const char *calibration_method;     /* default "percentile" when data is set */
+    const char *canonical;              /* the effective spec as canonical JSON */
+} cv_spec_pipeline;
+
+typedef struct cv_spec_set cv_spec_set;   /* opaque; owns everything it hands out */
+
+cv_spec_set *cv_spec_set_new(void);       /* NULL on out-of-memory */
+void cv_spec_set_free(cv_spec_set *s);
+
+/* Parses the YAML documents of one file (empty documents are skipped) and
+ * validates each on its own.  A context file only helps resolve `extends`
+ * (for validating one file of a directory): its errors are not reported and
+ * its documents are not part of the result.  Returns -1 when this (non-
+ * context) file has errors; its valid documents are kept either way. */
+int cv_spec_set_add(cv_spec_set *s, const char *text, size_t len, const char *file, bool context,
+                    cv_diag *d);
+/* Cross-document checks: unique names, at most one cluster, `extends`
+ * (missing bases, cycles) and the merge (lists replace, maps merge), then
+ * the fields a pipeline needs after merging.  Call once, after every add. */
+int cv_spec_set_resolve(cv_spec_set *s, cv_diag *d);
+
+/* After resolve: the valid, non-context specs.  Pipelines sorted by name. */
+const cv_spec_cluster *cv_spec_set_cluster(const cv_spec_set *s);   /* NULL if none */
+int cv_spec_set_pipeline_count(const cv_spec_set *s);
+const cv_spec_pipeline *cv_spec_set_pipeline(const cv_spec_set *s, int i);
+const cv_spec_pipeline *cv_spec_set_find(const cv_spec_set *s, const char *name);
+
+/* `cuvil validate FILE.yaml`: the file's documents, with the other spec
+ * files of its directory as context for `extends`.  0, or -1 with errors. */
+int cv_spec_validate_file(const char *path, cv_diag *d);
+/* Whether a repository path is a spec file (cuvil/NAME.yaml or .yml). */
+bool cv_spec_is_spec_path(const char *path);
+
+/* Values as specs write them.  Durations: one or more <digits><unit>
+ * (ms s m h), "90s", "1h30m".  Sizes: <digits>[.<digits>][unit] with k M G
+ * T P (powers of 1000) or Ki Mi Gi Ti Pi (powers of 1024).  0, or -1. */
+int cv_spec_parse_duration(const char *s, int64_t *ms);
+int cv_spec_parse_size(const char *s, uint64_t *bytes);
+/* The fixed list of target names; NULL-terminated too. */
+const char *const *cv_spec_targets(size_t *n);
+
+/* Every field the loader accepts, for checking the JSON Schemas in
+ * schemas/ against the loader (tests/unit/test_spec.c).  path: "spec.targets",
+ * "spec.targets[]" (list items), "metadata.labels{}" (map values); type:
+ * "object" "array" "string" "integer" "boolean"; values: the allowed values
+ * of an enumerated string (NULL-terminated) or NULL. */
+typedef void (*cv_spec_field_fn)(void *ctx, const char *path, const char *type, bool required,
+                                 const char *const *values);
+void cv_spec_fields_visit(cv_spec_kind k, cv_spec_field_fn fn, void *ctx);
+
+/* ================================================================ globs */
+
+/* Repository globs: '/'-separated relative paths; `*` and `?` match within
+ * one component, `[a-z]`/`[!a-z]` a character class, `\x` a literal x, and
+ * a whole component `**` any number of directories.  cv_glob_check returns
+ * 0, or -1 with *why (a static string) saying what is wrong. */
+int cv_glob_check(const char *pattern, const char **why);
+bool cv_glob_match(const char *pattern, const char *path);
+
+/* =========================================================== git source */
+
+#define CV_GIT_HEX 40
+#define CV_REVISION_MAX 512          /* "ref@sha1:<40 hex>" */
+#define CV_GIT_TREE_MAX_ENTRIES 1000000
+#define CV_GIT_PATH_MAX 4096
+
+typedef struct cv_gitsource cv_gitsource;   /* opaque */
+
+typedef struct cv_gitsource_opts {
+    const char *url;            /* https://, ssh://, git://, file:// URL, scp-like or local path */
+    const char *ref;            /* branch, tag or full ref name; NULL = "main" */
+    const char *state_dir;      /* the mirror lives in state_dir/git/ */
+    int64_t backoff_base_ms;    /* delay after the first failure; 0 = 5000 */
+    int64_t backoff_max_ms;     /* 0 = 300000 */
+    cv_queue_clock_fn now_ms;   /* NULL = CLOCK_REALTIME */
+    void *clock_ctx;            /* not owned */
+} cv_gitsource_opts;
+
+typedef enum {
+    CV_GIT_POLL_UNCHANGED = 0,  /* the ref did not move (nothing fetched) */
+    CV_GIT_POLL_CHANGED = 1,    /* a new head (fetched, or first seen after opening) */
+    CV_GIT_POLL_BACKOFF = 2,    /* skipped: waiting after a failure */
+} cv_gitsource_poll_result;
+
+typedef struct cv_gitsource_status {
+    char revision[CV_REVISION_MAX + 1];   /* current head; "" before the first success */
+    char commit[CV_GIT_HEX + 1];          /* "" likewise */
+    int64_t last_poll_ms, last_success_ms, last_change_ms;
+    int failures;                         /* consecutive; 0 after a success */
+    int64_t next_attempt_ms;              /* 0 when not backing off */
+    char last_error[512];                 /* the latest failure (ASCII); kept after recovery */
+    uint64_t polls, fetches, errors;      /* totals since open */
+} cv_gitsource_status;
+
+/* Opens the mirror of url (making an empty bare repository the first time;
+ * the first poll fills it).  Nothing is fetched here. */
+int  cv_gitsource_open(const cv_gitsource_opts *o, cv_gitsource **out, cv_diag *d);
+void cv_gitsource_close(cv_gitsource *g);
+/* Lists the remote's refs; fetches only when the ref moved.  Returns a
+ * cv_gitsource_poll_result, or -1 on failure (CV6051/CV6052 in d and in
+ * the status; the next attempt waits base * 2^(failures-1), capped).
+ * force ignores the back-off (a webhook said the ref moved). */
+int  cv_gitsource_poll(cv_gitsource *g, bool force, cv_diag *d);
+void cv_gitsource_status_get(const cv_gitsource *g, cv_gitsource_status *out);
+const char *cv_gitsource_mirror(const cv_gitsource *g);   /* the bare repository's path */
+
+/* "ref@sha1:<commit>".  format returns -1 if it would not fit. */
+int cv_revision_format(const char *ref, const char *commit_hex, char out[CV_REVISION_MAX + 1]);
+/* Splits a revision; CV6058 when malformed. */
+int cv_revision_parse(const char *rev, char ref[CV_REVISION_MAX + 1], char commit[CV_GIT_HEX + 1],
+                      cv_diag *d);
+
+/* A commit's tree, read from the mirror without a checkout: every regular
+ * file (symlinks and submodules are left out), sorted by path. */
+typedef struct cv_tree cv_tree;   /* opaque; must not outlive its git source */
+
+typedef struct cv_tree_entry {
+    const char *path;                 /* owned by the tree */
+    char blob_id[CV_GIT_HEX + 1];     /* git's id of the contents */
+} cv_tree_entry;
+
+/* commit: 40 hex digits, or NULL for the current head. */
+int  cv_gitsource_tree(cv_gitsource *g, const char *commit, cv_tree **out, cv_diag *d);
+void cv_tree_free(cv_tree *t);
+const char *cv_tree_commit(const cv_tree *t);
+size_t cv_tree_count(const cv_tree *t);
+const cv_tree_entry *cv_tree_at(const cv_tree *t, size_t i);
+const cv_tree_entry *cv_tree_find(const cv_tree *t, const char *path);
+/* The blob's bytes, malloc'd and NUL-terminated (caller frees); CV6055 if
+ * larger than max_bytes. */
+int  cv_tree_read(const cv_tree *t, const cv_tree_entry *e, size_t max_bytes, char **data,
+                  size_t *len, cv_diag *d);
+
+/* ============================================================= build DB */
+
+typedef struct cv_builddb cv_builddb;   /* opaque; one per process */
+
+typedef enum {
+    CV_REV_PLANNING, CV_REV_BUILDING, CV_REV_SUCCEEDED, CV_REV_FAILED, CV_REV__COUNT
+} cv_rev_state;
+
+/* Job timestamps, REAPI style (ms since the epoch; 0 = not reached):
+ * queued, worker started, front end done, passes done, codegen done,
+ * artifact uploaded, result recorded. */
+typedef enum {
+    CV_JOB_TS_QUEUED, CV_JOB_TS_STARTED, CV_JOB_TS_FRONTEND, CV_JOB_TS_PASSES,
+    CV_JOB_TS_CODEGEN, CV_JOB_TS_UPLOADED, CV_JOB_TS_FINISHED, CV_JOB_TS__COUNT
+} cv_job_ts;
+
+typedef struct cv_rev_summary {
+    int64_t id;
+    char revision[CV_REVISION_MAX + 1];
+    cv_rev_state state;
+    int64_t created_ms, finished_ms;
+    int64_t jobs, hits, pending, ok, failed;   /* failed: every non-ok result */
+} cv_rev_summary;
+
+typedef struct cv_job_info {
+    char job_id[CV_MSG_ID_MAX + 1];
+    char state[16];                   /* queued, hit, or a result status name */
+    char runner[CV_MSG_ID_MAX + 1];   /* the queued job that runs for this one */
+    char l2_key[CV_DIGEST_HEX + 1];
+    int attempts;
+    int64_t ts[CV_JOB_TS__COUNT];
+} cv_job_info;
+
+int  cv_builddb_open(const char *path, cv_builddb **out, cv_diag *d);
+void cv_builddb_close(cv_builddb *db);
+int  cv_builddb_schema_version(void);      /* what this build writes */
+int  cv_builddb_begin(cv_builddb *db, cv_diag *d);     /* BEGIN IMMEDIATE */
+int  cv_builddb_commit(cv_builddb *db, cv_diag *d);
+void cv_builddb_rollback(cv_builddb *db);
+
+/* Finds or creates the revision row; sets lastAttemptedRevision.
+ * *created says whether it is new (then in state planning). */
+int  cv_builddb_revision_begin(cv_builddb *db, const char *revision, int64_t now_ms,
+                               int64_t *rev_id, bool *created, cv_diag *d);
+/* planning -> building, or straight to succeeded/failed when no job is
+ * pending (an all-hit revision) or spec_errors (nothing was planned).  A
+ * revision with error diagnostics of its own (cv_builddb_revision_diags)
+ * ends failed. */
+int  cv_builddb_revision_planned(cv_builddb *db, int64_t rev_id, bool spec_errors, int64_t now_ms,
+                                 cv_diag *d);
+int  cv_builddb_revision_summary(cv_builddb *db, const char *revision, cv_rev_summary *out,
+                                 cv_diag *d);   /* revision NULL = the newest; 1 found, 0 none */
+int  cv_builddb_pipeline_add(cv_builddb *db, int64_t rev_id, const char *name, const char *spec,
+                             cv_diag *d);
+/* Diagnostics about the revision itself (spec errors, planner warnings). */
+int  cv_builddb_revision_diags(cv_builddb *db, int64_t rev_id, const cv_diag *diags, cv_diag *d);
+
+/* hit: recorded as finished now; otherwise queued, to be run as `runner`
+ * (the job itself, or the in-flight job it was merged into). */
+int  cv_builddb_job_add(cv_builddb *db, int64_t rev_id, const cv_job_msg *job, bool hit,
+                        const char *runner, int64_t now_ms, cv_diag *d);
+int  cv_builddb_job_get(cv_builddb *db, const char *job_id, cv_job_info *out, cv_diag *d);
+/* Records one result from the queue's stream (see cv_queue_result) for the
+ * job that ran and every job merged into it, with their timestamps, the
+ * artifact and the diagnostics, then finishes revisions left with no
+ * pending job (lastSucceededRevision moves forward only).  A result no job
+ * waits on (unknown, or already recorded: delivery is at-least-once) is
+ * ignored with a CV6074 warning. */
+int  cv_builddb_record_result(cv_builddb *db, const cv_queue_result *r, int64_t now_ms,
+                              cv_diag *d);
+/* The artifact of a model in a revision: 1 found, 0 none.  manifest is ""
+ * when only the L2 key is known (a cache hit). */
+int  cv_builddb_artifact_find(cv_builddb *db, const char *revision, const char *model_path,
+                              const char *target, const char *precision,
+                              char l2_key[CV_DIGEST_HEX + 1], char manifest[CV_DIGEST_HEX + 1],
+                              cv_diag *d);
+
+/* Farm status values (lastAttemptedRevision, lastSucceededRevision, ...):
+ * get returns 1 with *value malloc'd, 0 when unset. */
+int  cv_builddb_status_set(cv_builddb *db, const char *key, const char *value, int64_t now_ms,
+                           cv_diag *d);
+int  cv_builddb_status_get(cv_builddb *db, const char *key, char **value, cv_diag *d);
+#define CV_STATUS_LAST_ATTEMPTED "lastAttemptedRevision"
+#define CV_STATUS_LAST_SUCCEEDED "lastSucceededRevision"
+#define CV_STATUS_SOURCE "source"   /* the git source's status as a JSON object */
+
+/* Stores the git source's status under CV_STATUS_SOURCE, so `cuvil status`
+ * in another process shows fetch failures and the back-off:
+ * {"revision","commit","lastPollMs","lastSuccessMs","lastChangeMs",
+ *  "failures","nextAttemptMs","lastError","polls","fetches","errors"}. */
+int  cv_builddb_source_status_put(cv_builddb *db, const cv_gitsource_status *st, int64_t now_ms,
+                                  cv_diag *d);
+
+/* The memo that lets the planner skip hashing unchanged files: git blob id
+ * -> sha256 of the contents.  get: 1 found, 0 not. */
+int  cv_builddb_blob_digest_get(cv_builddb *db, const char *blob_id,
+                                char sha256[CV_DIGEST_HEX + 1], cv_diag *d);
+int  cv_builddb_blob_digest_put(cv_builddb *db, const char *blob_id, const char *sha256,
+                                cv_diag *d);
+
+/* ============================================================== planner */
+
+/* Computes the job's L2 key into l2_key (64 lowercase hex) and says
+ * whether the cache already holds its artifact.  Returns 0, or -1 (then
+ * the job is queued under the planner's own key, with a CV6095 warning). */
+typedef int (*cv_planner_lookup_fn)(void *ctx, const cv_job_msg *job, char l2_key[65], bool *hit);
+
+typedef struct cv_planner_opts {
+    cv_builddb *db;                 /* not owned */
+    cv_queue *queue;                /* not owned */
+    cv_planner_lookup_fn lookup;    /* NULL: every job is a miss under the planner's key */
+    void *lookup_ctx;
+    int max_jobs;                   /* per revision; 0 = 100000 */
+    size_t max_model_bytes;         /* 0 = 2 GiB */
+    cv_queue_clock_fn now_ms;       /* NULL = CLOCK_REALTIME */
+    void *clock_ctx;
+} cv_planner_opts;
+
+typedef struct cv_plan_report {
+    int64_t rev_id;
+    bool already_planned;           /* the revision was planned before: nothing done */
+    bool spec_errors;               /* the specs did not load: no job, revision failed */
+    int pipelines, models;          /* models: distinct (pipeline, model) pairs */
+    int jobs, hits, queued, merged; /* merged: queued jobs that joined one in flight */
+    int hashed, memo_hits;          /* model digests computed vs taken from the memo */
+} cv_plan_report;
+
+/* Reads the specs of a tree (cuvil/ *.yaml, *.yml) into s and resolves it. */
+int cv_planner_load_specs(const cv_tree *tree, cv_spec_set *s, cv_diag *d);
+/* Expands every pipeline of the tree's specs into jobs for `revision`,
+ * records hits, enqueues misses and records everything in the build DB.
+ * Spec errors are not a failure of this call: they are stored with the
+ * revision (which is then failed) and reported in d and r->spec_errors. */
+int cv_planner_plan(const cv_planner_opts *o, const cv_tree *tree, const char *revision,
+                    cv_plan_report *r, cv_diag *d);
+/* Moves finished results from the queue into the build DB and acks them.
+ * *n_results may be NULL. */
+int cv_planner_collect(const cv_planner_opts *o, int *n_results, cv_diag *d);
+
+#endif

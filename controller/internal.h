@@ -1,0 +1,48 @@
+/* Helpers shared by the controller's files (not part of its public face). */
+#ifndef CV_CONTROLLER_INTERNAL_H
+#define CV_CONTROLLER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/queue.h"
+
+/* Codes used across files. */
+enum {
+    CV_E_SPEC_UNKNOWN_FIELD = 6001, CV_E_SPEC_TYPE = 6002, CV_E_SPEC_MISSING = 6003,
+    CV_E_SPEC_API_VERSION = 6004, CV_E_SPEC_KIND = 6005, CV_E_SPEC_NAME = 6006,
+    CV_E_SPEC_DUP_NAME = 6007, CV_E_SPEC_GLOB = 6008, CV_E_SPEC_TARGET = 6009,
+    CV_E_SPEC_PRECISION = 6010, CV_E_SPEC_OPT = 6011, CV_E_SPEC_DURATION = 6012,
+    CV_E_SPEC_SIZE = 6013, CV_E_SPEC_EXTENDS_MISSING = 6014, CV_E_SPEC_EXTENDS_CYCLE = 6015,
+    CV_E_SPEC_URL = 6016, CV_E_SPEC_ENUM = 6017, CV_E_SPEC_DUP_ITEM = 6018,
+    CV_E_SPEC_EMPTY_LIST = 6019, CV_E_SPEC_CLUSTERS = 6020, CV_E_SPEC_REF = 6021,
+    CV_E_SPEC_STRING = 6022, CV_E_SPEC_RANGE = 6023, CV_E_SPEC_ADDRESS = 6024,
+    CV_E_GIT_OPEN = 6050, CV_E_GIT_FETCH = 6051, CV_E_GIT_REF = 6052, CV_E_GIT_COMMIT = 6053,
+    CV_E_GIT_READ = 6054, CV_E_GIT_BLOB_SIZE = 6055, CV_E_GIT_TREE_SIZE = 6056,
+    CV_E_GIT_URL = 6057, CV_E_GIT_REVISION = 6058,
+    CV_E_DB_OPEN = 6070, CV_E_DB_SCHEMA = 6071, CV_E_DB_STORAGE = 6072, CV_E_DB_BUSY = 6073,
+    CV_E_DB_UNKNOWN_JOB = 6074, CV_E_DB_UNKNOWN_REV = 6075,
+    CV_E_PLAN_NO_PIPELINES = 6090, CV_E_PLAN_NO_MATCH = 6091, CV_E_PLAN_NOT_MODEL = 6092,
+    CV_E_PLAN_TOO_MANY = 6093, CV_E_PLAN_READ = 6094, CV_E_PLAN_LOOKUP = 6095,
+    CV_E_OOM = 9002,
+};
+
+/* The candidate closest to word by edit distance, if close enough to be a
+ * plausible typo (at most a third of the word's length, at least 1); NULL
+ * otherwise.  candidates is NULL-terminated. */
+const char *cv_ctl_suggest(const char *word, const char *const *candidates);
+int cv_ctl_edit_distance(const char *a, const char *b, int limit);
+
+int64_t cv_ctl_now_ms(cv_queue_clock_fn fn, void *ctx);
+/* Lowercase hex SHA-256 of data. */
+void cv_ctl_sha256_hex(const void *data, size_t len, char out[65]);
+/* A DNS-1123 label: [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most 63 bytes. */
+bool cv_ctl_is_dns_label(const char *s);
+/* A git ref name as git check-ref-format --allow-onelevel accepts it
+ * (without the @{ and multi-byte rules, which it refuses outright). */
+bool cv_ctl_is_ref_name(const char *s);
+/* Whether s holds only printable ASCII or UTF-8 without control characters. */
+bool cv_ctl_is_clean_text(const char *s);
+
+#endif
