@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "compiler-core/cuvil.h"
+#include "controller/controller.h"
 
 extern const cv_cli_command cv_cmd_validate;
 
@@ -14,12 +15,28 @@ typedef struct validate_opts {
     bool strict, json, quiet;
 } validate_opts;
 
+static bool is_spec(const char *path)
+{
+    size_t n = strlen(path);
+    return (n > 5 && strcmp(path + n - 5, ".yaml") == 0) || (n > 4 && strcmp(path + n - 4, ".yml") == 0);
+}
+
+/* Specs are YAML; everything else is a model for one of the front ends. */
+static bool check_file(const char *path, const validate_opts *o, cv_diag *d)
+{
+    if (is_spec(path))
+        return cv_spec_validate_file(path, d) == 0 && !cv_diag_has_errors(d);
+    cv_module *m = cv_model_load(path, (o->strict ? CV_LOAD_STRICT : 0), d);
+    bool ok = m && !cv_diag_has_errors(d);
+    cv_module_free(m);
+    return ok;
+}
+
 static int validate_one(const char *path, const validate_opts *o, json_t *files)
 {
     cv_diag d;
     cv_diag_init(&d);
-    cv_module *m = cv_model_load(path, (o->strict ? CV_LOAD_STRICT : 0), &d);
-    bool ok = m && !cv_diag_has_errors(&d);
+    bool ok = check_file(path, o, &d);
     if (o->json) {
         json_t *f = json_object();
         json_object_set_new(f, "file", json_string(path));
@@ -31,8 +48,7 @@ static int validate_one(const char *path, const validate_opts *o, json_t *files)
         if (ok && !o->quiet)
             printf("%s: ok\n", path);
     }
-    int errors = d.n_errors + (m || d.n_errors ? 0 : 1);
-    cv_module_free(m);
+    int errors = ok ? 0 : (d.n_errors ? d.n_errors : 1);
     cv_diag_free(&d);
     return errors;
 }
@@ -77,8 +93,9 @@ static int run_validate(int argc, char **argv)
 }
 
 const cv_cli_command cv_cmd_validate = {
-    "validate", "check model files (CU-IR, ONNX, model language) and print every diagnostic",
+    "validate", "check model files (CU-IR, ONNX, model language) and specs, print every diagnostic",
     "cuvil validate [--strict] [--json] [-q] FILE...\n"
+    "  FILE       a model (.cuir, .onnx, .cvl.py) or a spec (.yaml, .yml)\n"
     "  --strict   also report unused values, dead params, duplicate names, constant outputs\n"
     "  --json     print the diagnostics as JSON on stdout\n"
     "  -q         print nothing for files without diagnostics\n"

@@ -223,6 +223,34 @@ static void test_unwritable_output_is_internal_error(void **state)
     free(x);
 }
 
+static void test_validate_specs(void **state)
+{
+    (void)state;
+    const char *good =
+        "apiVersion: cuvil.dev/v1\n"
+        "kind: CuvilPipeline\n"
+        "metadata: {name: vision}\n"
+        "spec:\n"
+        "  models: [\"models/*.onnx\"]\n"
+        "  targets: [x86_64-avx2, aarch64-linux-gnu]\n"
+        "  precisions: [fp32]\n";
+    char *dir = cv_tmpdir_path(tmp, "specs");
+    assert_int_equal(cv_fs_mkdirs(dir, 0755), 0);
+    assert_int_equal(cv_tmpdir_write(dir, "pipeline.yaml", good, strlen(good)), 0);
+    char *path = cv_tmpdir_path(dir, "pipeline.yaml");
+    assert_int_equal(cuvil(NULL, NULL, "validate", path, NULL), 0);
+    char *bad = strdup(good), *at = strstr(bad, "aarch64-linux-gnu");
+    memcpy(at, "arm64-linux-gnu!!", 17);
+    assert_int_equal(cv_tmpdir_write(dir, "pipeline.yaml", bad, strlen(bad)), 0);
+    char *err;
+    assert_int_equal(cuvil(NULL, &err, "validate", path, NULL), 1);
+    assert_true(matches(err, "pipeline\\.yaml:6:[0-9]+: error\\[CV6[0-9]{3}\\]"));
+    free(err);
+    free(bad);
+    free(path);
+    free(dir);
+}
+
 static void test_missing_file_is_input_error(void **state)
 {
     (void)state;
@@ -261,6 +289,7 @@ int main(void)
         cmocka_unit_test(test_run_interp_softmax_rows),
         cmocka_unit_test(test_run_input_errors_exit_1),
         cmocka_unit_test(test_unwritable_output_is_internal_error),
+        cmocka_unit_test(test_validate_specs),
         cmocka_unit_test(test_missing_file_is_input_error),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
