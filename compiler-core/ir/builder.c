@@ -123,15 +123,44 @@ static void *grow_ptrs(cv_arena *a, void *old, int n, int *cap)
     return p;
 }
 
+static uint64_t bytes_hash(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+/* m->interned is an open-addressing hash set: an ONNX import interns one
+ * location name per node, so a linear scan would make import quadratic. */
+static const char **intern_slot(const char **slots, int cap, const char *s, size_t n)
+{
+    size_t mask = (size_t)cap - 1;
+    size_t i = bytes_hash(s, n) & mask;
+    while (slots[i] && !(strncmp(slots[i], s, n) == 0 && slots[i][n] == 0))
+        i = (i + 1) & mask;
+    return &slots[i];
+}
+
 const char *cv_module_intern(cv_module *m, const char *s, size_t n)
 {
-    for (int i = 0; i < m->n_interned; i++)
-        if (strlen(m->interned[i]) == n && memcmp(m->interned[i], s, n) == 0)
-            return m->interned[i];
-    m->interned = grow_ptrs(&m->arena, m->interned, m->n_interned, &m->cap_interned);
-    const char *p = cv_arena_strndup(&m->arena, s, n);
-    m->interned[m->n_interned++] = p;
-    return p;
+    if ((m->n_interned + 1) * 2 > m->cap_interned) {
+        int cap = m->cap_interned ? m->cap_interned * 2 : 16;
+        const char **slots = cv_arena_alloc_array(&m->arena, (size_t)cap, sizeof *slots);
+        if (!slots)
+            return NULL;
+        for (int i = 0; i < m->cap_interned; i++)
+            if (m->interned[i])
+                *intern_slot(slots, cap, m->interned[i], strlen(m->interned[i])) = m->interned[i];
+        m->interned = slots;
+        m->cap_interned = cap;
+    }
+    const char **slot = intern_slot(m->interned, m->cap_interned, s, n);
+    if (!*slot) {
+        *slot = cv_arena_strndup(&m->arena, s, n);
+        m->n_interned++;
+    }
+    return *slot;
 }
 
 cv_func *cv_func_new(cv_module *m, const char *name)
@@ -371,4 +400,28 @@ int cv_op_finish(cv_op *op, int n_results, cv_diag *d)
     for (int i = 0; i < n_results; i++)
         op->results[i]->type = out[i];
     return 0;
+}
+
+void cv_op_finish_declared(cv_op *op, int n, const char *const *names, const cv_type *declared)
+{
+    cv_func *f = op->func;
+    op->results = cv_arena_alloc_array(&f->module->arena, (size_t)(n ? n : 1), sizeof *op->results);
+    op->n_results = n;
+    for (int i = 0; i < n; i++) {
+        cv_value *v = new_value(f, CV_VAL_RESULT, names ? names[i] : NULL, &declared[i]);
+        v->def = op;
+        v->def_index = i;
+        op->results[i] = v;
+    }
+}
+
+void cv_op_set_operand(cv_op *op, int i, cv_value *v)
+{
+    if (i >= 0 && i < op->n_operands)
+        op->operands[i] = v;
+}
+
+cv_value *cv_func_add_undefined(cv_func *f, const char *name)
+{
+    return new_value(f, CV_VAL_RESULT, name, NULL);
 }

@@ -154,7 +154,8 @@ typedef struct cv_module {
     cv_func **funcs;
     int n_funcs, cap_funcs;
     const char *path;       /* source file, for weights resolution and diagnostics */
-    const char **interned;  /* symbol names (N, batch, ...) */
+    const char **interned;  /* hash set (cap_interned slots, n_interned used) of
+                             * symbol and location names; see cv_module_intern */
     int n_interned, cap_interned;
     struct cv_module_resource *resources;  /* released by cv_module_free (mapped weights) */
 } cv_module;
@@ -195,6 +196,15 @@ void cv_op_add_loc(cv_op *op, const char *file, int line, int col);
  * shape function.  Returns 0, or -1 after reporting through d (the results
  * then have unknown types). */
 int cv_op_finish(cv_op *op, int n_results, cv_diag *d);
+/* For readers of a text form: creates n results named names[i] (NULL or a
+ * NULL entry: auto-named) with the declared types, without running the shape
+ * function; cv_verify compares declared and inferred types. */
+void cv_op_finish_declared(cv_op *op, int n, const char *const *names, const cv_type *declared);
+/* Replaces operand i (used to bind a forward reference once its definition is seen). */
+void cv_op_set_operand(cv_op *op, int i, cv_value *v);
+/* A value that stands for a name never defined (kind RESULT, def NULL, type
+ * unknown), so that a reader can keep going; cv_verify reports it (CV2001). */
+cv_value *cv_func_add_undefined(cv_func *f, const char *name);
 /* Checks operand/result counts and attributes against the op's schema
  * (CV4001 unknown op, CV2007, CV2008, CV2004, CV2005, CV2006). */
 int cv_op_check_schema(const cv_op *op, int n_results, const char *path, cv_diag *d);

@@ -1,0 +1,357 @@
+/* CU-IR parser, the leaves of the grammar: types, attribute dictionaries,
+ * dense(...) constants and loc(...) locations.  See docs/cuir.md. */
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+#include "compiler-core/ir/parse.h"
+
+static bool is_special_float(const cv_token *t, double *v)
+{
+    if (cv_tok_is(t, "inf")) {
+        *v = __builtin_inf();
+        return true;
+    }
+    if (cv_tok_is(t, "nan")) {
+        *v = __builtin_nan("");
+        return true;
+    }
+    return false;
+}
+
+static bool fail_expected(cv_parser *P, const char *what)
+{
+    char got[64];
+    cv_p_describe(&P->cur, got, sizeof got);
+    return cv_p_fail(P, &P->cur, 1002, "expected %s, got %s", what, got);
+}
+
+/* After an element of a list: ',' continues (true, *done false), the closer
+ * ends it (true, *done true). */
+static bool list_sep(cv_parser *P, cv_tk closer, const char *what, bool *done)
+{
+    if (P->cur.kind == TK_COMMA) {
+        cv_p_next(P);
+        *done = false;
+        return true;
+    }
+    if (P->cur.kind == closer) {
+        cv_p_next(P);
+        *done = true;
+        return true;
+    }
+    return fail_expected(P, what);
+}
+
+static bool parse_dim(cv_parser *P, cv_dim *dim)
+{
+    const cv_token *t = &P->cur;
+    if (t->kind == TK_INT) {
+        if (t->overflow)
+            return cv_p_fail(P, t, 3004, "dimension %.*s does not fit in 64 bits", (int)t->n, t->p);
+        dim->n = t->i;
+    } else if (t->kind == TK_IDENT) {
+        dim->sym = cv_module_intern(P->m, t->p, t->n);
+    } else if (t->kind == TK_STRING && t->slen > 0) {
+        dim->sym = cv_module_intern(P->m, t->s, t->slen);
+    } else {
+        return fail_expected(P, "a dimension (an integer or a symbol such as N)");
+    }
+    cv_p_next(P);
+    return true;
+}
+
+bool cv_p_type(cv_parser *P, cv_type *out)
+{
+    memset(out, 0, sizeof *out);
+    const cv_token *t = &P->cur;
+    if (t->kind != TK_IDENT)
+        return fail_expected(P, "a type such as f32[N,3]");
+    cv_dtype dt = cv_dtype_parse(t->p, t->n);
+    if (dt == CV_DT_INVALID)
+        return cv_p_fail(P, t, 2010, "unknown element type '%.*s' (CU-IR has f32 f16 bf16 i8 "
+                         "u8 i32 i64 bool)", (int)(t->n > 64 ? 64 : t->n), t->p);
+    out->dtype = dt;
+    cv_p_next(P);
+    if (!cv_p_expect(P, TK_LBRACK, "'[' and the dimensions after the element type"))
+        return false;
+    if (P->cur.kind == TK_RBRACK) {
+        cv_p_next(P);
+        return true;
+    }
+    for (bool done = false; !done;) {
+        if (out->shape.rank == CV_MAX_RANK)
+            return cv_p_fail(P, &P->cur, 3020, "a tensor has at most %d dimensions", CV_MAX_RANK);
+        if (!parse_dim(P, &out->shape.d[out->shape.rank]))
+            return false;
+        out->shape.rank++;
+        if (!list_sep(P, TK_RBRACK, "',' or ']' in the dimensions", &done))
+            return false;
+    }
+    return true;
+}
+
+/* ---- attributes ---------------------------------------------------------- */
+
+typedef struct num {
+    int64_t i;
+    double f;
+    bool is_float;
+} num;
+
+/* An int, a float, inf or nan; the current token is consumed. */
+static bool parse_num(cv_parser *P, num *out, const char *what)
+{
+    const cv_token *t = &P->cur;
+    out->is_float = true;
+    if (t->kind == TK_INT) {
+        if (t->overflow)
+            return cv_p_fail(P, t, 1004, "integer %.*s does not fit in 64 bits",
+                             (int)(t->n > 64 ? 64 : t->n), t->p);
+        out->i = t->i;
+        out->f = (double)t->i;
+        out->is_float = false;
+    } else if (t->kind == TK_FLOAT) {
+        if (t->overflow)
+            return cv_p_fail(P, t, 1004, "number %.*s is out of range",
+                             (int)(t->n > 64 ? 64 : t->n), t->p);
+        out->f = t->f;
+    } else if (!is_special_float(t, &out->f)) {
+        if (t->kind == TK_LBRACK)
+            return cv_p_fail(P, t, 1002, "lists do not nest in CU-IR");
+        return fail_expected(P, what);
+    }
+    cv_p_next(P);
+    return true;
+}
+
+static bool parse_list(cv_parser *P, cv_attr_kind want, cv_attr *a)
+{
+    cv_arena *ar = &P->m->arena;
+    cv_vec *items = &P->list;
+    items->n = 0;
+    cv_p_next(P);  /* '[' */
+    bool any_float = want == CV_ATTR_FLOATS, done = P->cur.kind == TK_RBRACK;
+    if (done)
+        cv_p_next(P);
+    while (!done) {
+        num *x = cv_vec_push(items, sizeof *x);
+        if (!x)
+            return cv_p_fail(P, &P->cur, 9002, "out of memory");
+        if (!parse_num(P, x, "a number in the list"))
+            return false;
+        any_float |= x->is_float;
+        if (!list_sep(P, TK_RBRACK, "',' or ']' in the list", &done))
+            return false;
+    }
+    a->n = items->n;
+    a->kind = any_float ? CV_ATTR_FLOATS : CV_ATTR_INTS;
+    if (any_float)
+        a->floats = cv_arena_alloc_array(ar, (size_t)a->n + 1, sizeof *a->floats);
+    else
+        a->ints = cv_arena_alloc_array(ar, (size_t)a->n + 1, sizeof *a->ints);
+    if (!a->floats && !a->ints)
+        return cv_p_fail(P, &P->cur, 9002, "out of memory");
+    for (int k = 0; k < a->n; k++) {
+        const num *x = &CV_VEC_AT(*items, num, k);
+        if (any_float)
+            a->floats[k] = x->f;
+        else
+            a->ints[k] = x->i;
+    }
+    return true;
+}
+
+/* One attribute value; `want` is the schema's kind (NONE when unknown). */
+static bool parse_attr_value(cv_parser *P, cv_attr_kind want, cv_attr *a)
+{
+    const cv_token *t = &P->cur;
+    if (t->kind == TK_LBRACK)
+        return parse_list(P, want, a);
+    if (t->kind == TK_STRING) {
+        a->kind = CV_ATTR_STRING;
+        a->s = cv_arena_strndup(&P->m->arena, t->s, t->slen);
+        cv_p_next(P);
+        return true;
+    }
+    if (cv_tok_is(t, "true") || cv_tok_is(t, "false"))
+        return cv_p_fail(P, t, 1002, "attributes have no booleans: write 1 or 0");
+    if (t->kind == TK_IDENT && !cv_tok_is(t, "inf") && !cv_tok_is(t, "nan")) {
+        a->kind = CV_ATTR_DTYPE;
+        a->dt = cv_dtype_parse(t->p, t->n);
+        if (a->dt == CV_DT_INVALID)
+            return cv_p_fail(P, t, 2010, "unknown element type '%.*s' (string attribute values "
+                             "are written in quotes)", (int)(t->n > 64 ? 64 : t->n), t->p);
+        cv_p_next(P);
+        return true;
+    }
+    num x;
+    if (!parse_num(P, &x, "an attribute value"))
+        return false;
+    /* An integer written for a float attribute is stored as the float it
+     * means, so the canonical text spells it 1.0. */
+    a->kind = (x.is_float || want == CV_ATTR_FLOAT) ? CV_ATTR_FLOAT : CV_ATTR_INT;
+    a->i = x.i;
+    a->f = x.f;
+    return true;
+}
+
+static bool attr_given(const cv_parser *P, const char *name, size_t n)
+{
+    for (int k = 0; k < P->attrs.n; k++) {
+        const char *have = CV_VEC_AT(P->attrs, cv_attr, k).name;
+        if (strlen(have) == n && memcmp(have, name, n) == 0)
+            return true;
+    }
+    return false;
+}
+
+bool cv_p_attrs(cv_parser *P, const cv_op_def *def)
+{
+    cv_p_next(P);  /* '{' */
+    bool done = P->cur.kind == TK_RBRACE;
+    if (done)
+        cv_p_next(P);
+    while (!done) {
+        const cv_token *t = &P->cur;
+        if (t->kind != TK_IDENT)
+            return fail_expected(P, "an attribute name");
+        if (attr_given(P, t->p, t->n))
+            return cv_p_fail(P, t, 2002, "attribute '%.*s' is given twice", (int)t->n, t->p);
+        cv_attr a = {0};
+        a.span = cv_p_span(P, t);
+        a.name = cv_arena_strndup(&P->m->arena, t->p, t->n);
+        const cv_attr_schema *s = cv_op_def_attr(def, a.name, NULL);
+        cv_p_next(P);
+        if (!cv_p_expect(P, TK_EQ, "'=' after the attribute name") ||
+            !parse_attr_value(P, s ? s->kind : CV_ATTR_NONE, &a))
+            return false;
+        cv_p_close(P, &a.span);
+        cv_attr *slot = cv_vec_push(&P->attrs, sizeof *slot);
+        if (!slot)
+            return cv_p_fail(P, &P->cur, 9002, "out of memory");
+        *slot = a;
+        if (!list_sep(P, TK_RBRACE, "',' or '}' in the attributes", &done))
+            return false;
+    }
+    return true;
+}
+
+/* ---- dense(...) ---------------------------------------------------------- */
+
+static bool int_fits(cv_dtype dt, int64_t v)
+{
+    switch (dt) {
+    case CV_I8: return v >= INT8_MIN && v <= INT8_MAX;
+    case CV_U8: return v >= 0 && v <= UINT8_MAX;
+    case CV_I32: return v >= INT32_MIN && v <= INT32_MAX;
+    default: return true;
+    }
+}
+
+/* Stores the current token as one element of type dt at slot. */
+static bool dense_elem(cv_parser *P, cv_dtype dt, void *slot)
+{
+    const cv_token *t = &P->cur;
+    if (dt == CV_BOOL) {
+        if (!cv_tok_is(t, "true") && !cv_tok_is(t, "false"))
+            return cv_p_fail(P, t, 1004, "expected true or false for a bool constant");
+        *(unsigned char *)slot = cv_tok_is(t, "true");
+        cv_p_next(P);
+        return true;
+    }
+    if (cv_dtype_is_int(dt)) {
+        if (t->kind != TK_INT)
+            return cv_p_fail(P, t, 1004, "expected an integer for a %s constant", cv_dtype_name(dt));
+        if (t->overflow || !int_fits(dt, t->i))
+            return cv_p_fail(P, t, 1004, "%.*s does not fit in %s", (int)(t->n > 64 ? 64 : t->n),
+                             t->p, cv_dtype_name(dt));
+        cv_dtype_store_i64(dt, slot, 0, t->i);
+        cv_p_next(P);
+        return true;
+    }
+    num x;
+    const cv_token at = *t;
+    if (!parse_num(P, &x, "a number"))
+        return false;
+    cv_dtype_store(dt, slot, 0, x.f);
+    if (isfinite(x.f) && isinf(cv_dtype_load(dt, slot, 0)))
+        return cv_p_fail(P, &at, 1004, "%.*s is out of range for %s", (int)(at.n > 64 ? 64 : at.n),
+                         at.p, cv_dtype_name(dt));
+    return true;
+}
+
+bool cv_p_dense(cv_parser *P, const cv_type *t)
+{
+    size_t size = cv_dtype_size(t->dtype);
+    P->bytes.n = 0;
+    cv_p_next(P);  /* 'dense' */
+    if (!cv_p_expect(P, TK_LPAREN, "'(' after dense"))
+        return false;
+    bool done = P->cur.kind == TK_RPAREN;
+    if (done)
+        cv_p_next(P);
+    while (!done) {
+        void *slot = cv_vec_push(&P->bytes, size);
+        if (!slot)
+            return cv_p_fail(P, &P->cur, 9002, "out of memory");
+        if (!dense_elem(P, t->dtype, slot))
+            return false;
+        if (!list_sep(P, TK_RPAREN, "',' or ')' in the constant", &done))
+            return false;
+    }
+    return true;
+}
+
+/* ---- loc(...) ------------------------------------------------------------ */
+
+static bool parse_pos(cv_parser *P, int *out)
+{
+    const cv_token *t = &P->cur;
+    if (t->kind != TK_INT)
+        return fail_expected(P, "a line or column number");
+    if (t->overflow || t->i < 0 || t->i > INT_MAX)
+        return cv_p_fail(P, t, 1004, "line or column %.*s is out of range",
+                         (int)(t->n > 64 ? 64 : t->n), t->p);
+    *out = (int)t->i;
+    cv_p_next(P);
+    return true;
+}
+
+static bool parse_loc_item(cv_parser *P)
+{
+    const cv_token *t = &P->cur;
+    if (t->kind != TK_STRING)
+        return fail_expected(P, "a quoted file or node name");
+    cv_ploc l = {.file = cv_lex_cstr(&P->L, t)};
+    cv_p_next(P);
+    if (P->cur.kind == TK_COLON) {
+        cv_p_next(P);
+        if (!parse_pos(P, &l.line) || !cv_p_expect(P, TK_COLON, "':' and a column") ||
+            !parse_pos(P, &l.col))
+            return false;
+    }
+    cv_ploc *slot = cv_vec_push(&P->locs, sizeof *slot);
+    if (!slot)
+        return cv_p_fail(P, &P->cur, 9002, "out of memory");
+    *slot = l;
+    return true;
+}
+
+bool cv_p_loc(cv_parser *P)
+{
+    cv_p_next(P);  /* 'loc' */
+    if (!cv_p_expect(P, TK_LPAREN, "'(' after loc"))
+        return false;
+    if (cv_tok_is(&P->cur, "fused")) {
+        cv_p_next(P);
+        if (!cv_p_expect(P, TK_LBRACK, "'[' after fused"))
+            return false;
+        for (bool done = false; !done;)
+            if (!parse_loc_item(P) || !list_sep(P, TK_RBRACK, "',' or ']' in fused[...]", &done))
+                return false;
+    } else if (!parse_loc_item(P)) {
+        return false;
+    }
+    return cv_p_expect(P, TK_RPAREN, "')' to close loc(");
+}
