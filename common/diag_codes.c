@@ -166,6 +166,7 @@ static const cv_diag_code_info codes[] = {
     {4306, "onnx-unsupported-feature", "ONNX: an attribute value or mode Cuvil does not support (training mode, cubic resize, 3-D pooling...)"},
     {4307, "onnx-non-tensor", "ONNX: a sequence, map or optional value (only tensors are supported)"},
     {4308, "onnx-rank-limit", "ONNX: a tensor has more than 8 dimensions"},
+    {4401, "unsupported-precision", "the compiler cannot produce this precision yet (fp32 only)"},
 
     /* 5xxx: code generation and artifacts */
     {5001, "codegen-unsupported-op", "an op has no native code generation yet (the interpreter runs it)"},
@@ -272,6 +273,18 @@ static const cv_diag_code_info codes[] = {
     {9228, "kafka-offset", "a consumer offset could not be committed"},
     {9229, "kafka-query", "Kafka offsets or watermarks for the queue figures could not be read"},
     {9230, "kafka-bad-message", "a message on a queue topic is malformed and was skipped or dead-lettered"},
+    {9301, "worker-compiler-crash", "the compiler crashed (died of a signal) while compiling the job"},
+    {9302, "worker-compiler-exit", "the compiler process exited without reporting a result"},
+    {9303, "worker-job-timeout", "the compile ran past the job's wall-clock limit and was killed"},
+    {9304, "worker-cpu-limit", "the compile ran past its CPU-time limit and was killed"},
+    {9305, "worker-out-of-memory", "the compile ran out of memory (its memory limit, or the machine's)"},
+    {9306, "worker-model-missing", "the job's model file cannot be found where the worker looks for models"},
+    {9307, "worker-model-digest", "the model file found differs from the one the job was planned for"},
+    {9308, "worker-spawn-failed", "the worker could not start the compile (fork, pipe, scratch directory)"},
+    {9309, "worker-bad-result", "the compile process reported a malformed result"},
+    {9310, "worker-bad-options", "a worker option is invalid (queue URL, limits), or the cache is off"},
+    {9311, "build-cache-inconsistent", "an L1 cache entry disagrees with what the front end produces now; it was replaced"},
+    {9312, "build-bad-artifact", "the artifact directory the backend wrote cannot be stored in the cache"},
 };
 
 const cv_diag_code_info *cv_diag_codes(size_t *count)

@@ -1,0 +1,286 @@
+/* The content-addressed compilation cache.
+ *
+ *  - digests: SHA-256 (OpenSSL) names every blob and key; XXH3 (xxHash) is
+ *    the fast content check (blob headers, the file-hash memo).
+ *  - keys: an ordered list of named fields -> a key manifest (JSON, every
+ *    field recorded) and the key sha256(domain || length-prefixed fields).
+ *  - the local store ($CUVIL_CACHE_DIR): cas/ab/<sha256> blobs and
+ *    ac/ab/<sha256> action entries, zstd-compressed, written to a temp file
+ *    and renamed, verified on read; index.sqlite for LRU eviction and stats.
+ *  - a remote: the bazel-remote HTTP layout (libcurl client, libmicrohttpd
+ *    server), so Bazel and ccache share a `cuvil cache serve`.
+ *
+ * The cache knows nothing of models: it stores bytes under keys.  Which
+ * fields make an L1 or L2 key is the compile path's business; the
+ * cv_cache_key_l1/l2 helpers encode DESIGN.md's choice. */
+#ifndef CV_CACHE_H
+#define CV_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/diag.h"
+
+/* ------------------------------------------------------------ digests */
+
+#define CV_CACHE_HEX_LEN 64
+
+typedef struct cv_digest {
+    uint8_t b[32];
+} cv_digest;
+
+typedef struct cv_xxh128 {
+    uint64_t lo, hi;
+} cv_xxh128;
+
+typedef struct cv_cache_hasher cv_cache_hasher; /* opaque: an EVP_MD_CTX */
+
+void cv_cache_sha256(const void *data, size_t len, cv_digest *out);
+cv_cache_hasher *cv_cache_hasher_new(void); /* NULL on OOM; caller frees */
+void cv_cache_hasher_update(cv_cache_hasher *h, const void *data, size_t len);
+/* Writes the digest and resets the hasher for reuse. */
+void cv_cache_hasher_final(cv_cache_hasher *h, cv_digest *out);
+void cv_cache_hasher_free(cv_cache_hasher *h);
+
+void cv_cache_digest_hex(const cv_digest *dg, char out[CV_CACHE_HEX_LEN + 1]);
+/* Exactly 64 hex digits (either case); 0, or -1 when malformed. */
+int cv_cache_digest_parse(const char *hex, cv_digest *out);
+bool cv_cache_digest_eq(const cv_digest *a, const cv_digest *b);
+
+uint64_t cv_cache_xxh3_64(const void *data, size_t len);
+cv_xxh128 cv_cache_xxh3_128(const void *data, size_t len);
+void cv_cache_xxh128_hex(cv_xxh128 h, char out[33]);
+
+/* One pass over a file: SHA-256 and XXH3-64 (any out may be NULL). */
+int cv_cache_hash_file(const char *path, cv_digest *sha, uint64_t *xxh3,
+                       uint64_t *size, cv_diag *d);
+/* XXH3-64 only: the cheap re-check of a file whose stat looks unchanged. */
+int cv_cache_xxh3_file(const char *path, uint64_t *xxh3, cv_diag *d);
+
+/* "20Gi", "500M", "1.5G", "4096" -> bytes (K/M/G/T = 1000^n, Ki/Mi/Gi/Ti =
+ * 1024^n, an optional trailing B); 0, or -1 when malformed or too large. */
+int cv_cache_parse_size(const char *s, uint64_t *out);
+/* "1.5 GiB" style; returns out. */
+char *cv_cache_format_size(uint64_t bytes, char out[32]);
+
+/* ---------------------------------------------------------------- keys */
+
+typedef struct cv_cache_key {
+    cv_digest digest;
+    char *manifest; /* owned: the key manifest, compact JSON */
+} cv_cache_key;
+
+typedef struct cv_cache_keyb cv_cache_keyb; /* opaque key builder */
+
+/* domain: the tag that separates key spaces, e.g. "cuvil-l2". */
+cv_cache_keyb *cv_cache_keyb_new(const char *domain); /* NULL on OOM */
+/* Field names are unique, printable and at most 128 bytes.  Errors
+ * (duplicates, bad names, OOM) are kept and reported by finish. */
+void cv_cache_keyb_str(cv_cache_keyb *kb, const char *name, const char *value);
+void cv_cache_keyb_int(cv_cache_keyb *kb, const char *name, int64_t value);
+void cv_cache_keyb_bool(cv_cache_keyb *kb, const char *name, bool value);
+/* Large values enter the key (and the manifest) by their SHA-256. */
+void cv_cache_keyb_bytes(cv_cache_keyb *kb, const char *name, const void *data, size_t len);
+void cv_cache_keyb_digest(cv_cache_keyb *kb, const char *name, const cv_digest *dg);
+/* Frees the builder in every case. */
+int cv_cache_keyb_finish(cv_cache_keyb *kb, cv_cache_key *out, cv_diag *d);
+void cv_cache_keyb_free(cv_cache_keyb *kb);
+void cv_cache_key_free(cv_cache_key *k);
+/* Parses a manifest and recomputes its key (so a manifest is checkable). */
+int cv_cache_key_from_manifest(const char *manifest, cv_cache_key *out, cv_diag *d);
+
+typedef struct cv_cache_named_digest {
+    const char *name;
+    cv_digest digest;
+} cv_cache_named_digest;
+
+/* DESIGN.md "Cache keys".  No field may hold an absolute path or a time. */
+typedef struct cv_cache_l1_fields {
+    const char *frontend;          /* "onnx", "dsl", "cuir" */
+    const char *frontend_version;
+    const char *options;           /* canonical front-end options text */
+    cv_digest source;              /* the model bytes */
+    const cv_cache_named_digest *weights; /* one per weight tensor or file */
+    int n_weights;
+} cv_cache_l1_fields;
+
+typedef struct cv_cache_l2_fields {
+    cv_digest ir;                  /* canonical CU-IR digest */
+    const char *target_triple;
+    const char *cpu_features;      /* "+avx2,+fma,-avx512f" */
+    const char *precision;
+    const char *opt_level;
+    bool debug;
+    const char *compiler_build_id;
+    const char *llvm_version;
+} cv_cache_l2_fields;
+
+int cv_cache_key_l1(const cv_cache_l1_fields *f, cv_cache_key *out, cv_diag *d);
+int cv_cache_key_l2(const cv_cache_l2_fields *f, cv_cache_key *out, cv_diag *d);
+
+/* ------------------------------------------------------------- explain */
+
+typedef struct cv_cache_diff {
+    char *field; /* owned */
+    char *text;  /* owned: "target features: +avx512f" */
+} cv_cache_diff;
+
+typedef struct cv_cache_diffs {
+    cv_cache_diff *v; /* owned */
+    int n;
+} cv_cache_diffs;
+
+/* Fields of manifest b that differ from manifest a (old -> new). */
+int cv_cache_explain(const char *manifest_a, const char *manifest_b,
+                     cv_cache_diffs *out, cv_diag *d);
+void cv_cache_diffs_free(cv_cache_diffs *ds);
+
+/* --------------------------------------------------------- local+remote */
+
+typedef enum cv_cache_level {
+    CV_CACHE_L1 = 0,
+    CV_CACHE_L2 = 1,
+    CV_CACHE_NLEVELS
+} cv_cache_level;
+
+typedef enum cv_cache_source {
+    CV_CACHE_SRC_NONE = 0,
+    CV_CACHE_SRC_LOCAL,
+    CV_CACHE_SRC_REMOTE
+} cv_cache_source;
+
+typedef enum cv_cache_miss_reason {
+    CV_MISS_NONE = 0,
+    CV_MISS_NOT_FOUND,   /* never stored (or stored under another key) */
+    CV_MISS_EVICTED,     /* stored once, evicted for space */
+    CV_MISS_CORRUPT,     /* stored, failed verification, removed */
+    CV_MISS_REMOTE_ERROR,/* local miss and the remote failed */
+    CV_MISS_DISABLED,    /* CUVIL_CACHE=off */
+    CV_MISS_NREASONS
+} cv_cache_miss_reason;
+
+const char *cv_cache_miss_reason_name(cv_cache_miss_reason r);
+
+typedef struct cv_cache_lookup {
+    cv_cache_source source;
+    cv_cache_miss_reason reason;
+    double ms;            /* time the look-up took */
+} cv_cache_lookup;
+
+typedef struct cv_cache_options {
+    const char *dir;         /* NULL: $CUVIL_CACHE_DIR, else ~/.cache/cuvil */
+    const char *remote;      /* NULL: $CUVIL_REMOTE_CACHE; "" = none.
+                                "http://host:port[/instance][|read-only]" */
+    const char *remote_token;/* NULL: $CUVIL_REMOTE_CACHE_TOKEN */
+    bool remote_read_only;
+    int remote_timeout_ms;   /* whole request; 0 = 10000 */
+    int remote_connect_timeout_ms; /* 0 = 1000 */
+    int remote_retries;      /* extra attempts after a transient error; -1 = 0, 0 = 2 */
+    uint64_t max_size;       /* 0: $CUVIL_CACHE_SIZE, else 10 GiB */
+    int zstd_level;          /* 0 = default 1; -1 = store uncompressed */
+    int memo_racy_ms;        /* file-hash memo: a file changed this close to its
+                                hashing is re-checked by XXH3; 0 = 2000 */
+    bool disabled;           /* also when $CUVIL_CACHE=off */
+    bool ignore_env;         /* tests: read no environment variable */
+} cv_cache_options;
+
+typedef struct cv_cache cv_cache; /* opaque */
+
+int cv_cache_open(const cv_cache_options *opt, cv_cache **out, cv_diag *d);
+void cv_cache_close(cv_cache *c);
+bool cv_cache_enabled(const cv_cache *c);
+const char *cv_cache_dir(const cv_cache *c);
+
+/* Blobs by content.  get: 1 hit (*data malloc'd, caller frees) or 0 miss;
+ * put: 0, or < 0 when it could not be stored.  Cache trouble never fails a
+ * build: a corrupt entry, an unreadable or full disk, a failing remote are
+ * warnings in d (a failing remote: once per cv_cache), counted in the
+ * stats.  A corrupt entry is removed; a remote hit is verified (blobs) and
+ * written back locally. */
+int cv_cache_put_blob(cv_cache *c, const void *data, size_t len, cv_digest *out, cv_diag *d);
+int cv_cache_get_blob(cv_cache *c, const cv_digest *dg, void **data, size_t *len,
+                      cv_cache_lookup *info, cv_diag *d);
+int cv_cache_has_blob(cv_cache *c, const cv_digest *dg);
+
+/* Action entries by key; the key's manifest is recorded for explain. */
+int cv_cache_put_action(cv_cache *c, cv_cache_level lv, const cv_cache_key *key,
+                        const void *entry, size_t len, cv_diag *d);
+int cv_cache_get_action(cv_cache *c, cv_cache_level lv, const cv_cache_key *key,
+                        void **entry, size_t *len, cv_cache_lookup *info, cv_diag *d);
+
+/* Auxiliary action entries: stored, found, shared with the remote and
+ * evicted like action entries, but counted in no level's hits and misses
+ * and given no manifest.  For a compile path's own bookkeeping on the way
+ * to its counted look-up (worker/: the files a model reads, which the L1
+ * key needs before the front end runs). */
+int cv_cache_put_aux(cv_cache *c, const cv_cache_key *key, const void *entry, size_t len,
+                     cv_diag *d);
+int cv_cache_get_aux(cv_cache *c, const cv_cache_key *key, void **entry, size_t *len,
+                     cv_cache_lookup *info, cv_diag *d);
+
+/* The stored key manifest of this level closest to `manifest` (fewest
+ * differing fields, newest on ties): 1 found (*closest malloc'd), 0 none. */
+int cv_cache_closest_manifest(cv_cache *c, cv_cache_level lv, const char *manifest,
+                              char **closest, cv_diag *d);
+
+/* SHA-256 of a file through the (path, size, mtime, ctime, inode) memo, so
+ * an unchanged big file is not re-read. */
+int cv_cache_file_digest(cv_cache *c, const char *path, cv_digest *out, cv_diag *d);
+
+/* Lets the compile path add what only it knows (its own miss time). */
+void cv_cache_note_miss_time(cv_cache *c, cv_cache_level lv, double ms);
+
+typedef struct cv_cache_stats {
+    uint64_t hits_local[CV_CACHE_NLEVELS], hits_remote[CV_CACHE_NLEVELS];
+    uint64_t misses[CV_CACHE_NLEVELS];
+    uint64_t miss_reasons[CV_MISS_NREASONS];
+    uint64_t blob_hits_local, blob_hits_remote, blob_misses;
+    uint64_t hit_time_us, hit_count, miss_time_us, miss_count;
+    uint64_t bytes_stored, max_size, entries, ac_entries;
+    uint64_t evictions, evicted_bytes, evicted_then_requested;
+    uint64_t corrupt;
+    uint64_t remote_errors, remote_timeouts, remote_puts;
+    uint64_t memo_hits, memo_rechecks, full_hashes;
+} cv_cache_stats;
+
+int cv_cache_stats_get(cv_cache *c, cv_cache_stats *st, cv_diag *d);
+int cv_cache_stats_zero(cv_cache *c, cv_diag *d);
+/* A JSON object (jansson json_t *); caller owns it. */
+struct json_t *cv_cache_stats_json(const cv_cache_stats *st);
+
+/* Evicts least-recently-used entries until the store holds <= max_bytes
+ * (0 = the configured limit). */
+int cv_cache_evict(cv_cache *c, uint64_t max_bytes, uint64_t *n_evicted,
+                   uint64_t *bytes_freed, cv_diag *d);
+/* Removes every entry (statistics stay). */
+int cv_cache_clear(cv_cache *c, cv_diag *d);
+
+typedef struct cv_cache_verify_report {
+    uint64_t checked, corrupt, bytes, indexed_added, index_dropped;
+} cv_cache_verify_report;
+/* Re-hashes every entry, drops corrupt ones, reconciles the index. */
+int cv_cache_verify(cv_cache *c, cv_cache_verify_report *r, cv_diag *d);
+
+/* -------------------------------------------------------------- server */
+
+typedef struct cv_cache_server_options {
+    const char *listen;      /* "127.0.0.1:8080", "[::1]:0"; port 0 = any */
+    const char *dir;         /* the store (created when missing) */
+    uint64_t max_size;       /* 0 = no limit */
+    const char *tokens_file; /* NULL = no authentication */
+    uint64_t max_request;    /* PUT body limit; 0 = 1 GiB */
+    int threads;             /* 0 = number of CPUs */
+    int zstd_level;          /* 0 = store uncompressed (fastest GETs) */
+} cv_cache_server_options;
+
+typedef struct cv_cache_server cv_cache_server; /* opaque */
+
+int cv_cache_server_start(const cv_cache_server_options *opt, cv_cache_server **out,
+                          cv_diag *d);
+int cv_cache_server_port(const cv_cache_server *s);
+/* Stops accepting, lets in-flight requests finish (up to grace_ms), flushes
+ * the index and frees the server. */
+void cv_cache_server_stop(cv_cache_server *s, int grace_ms);
+
+#endif

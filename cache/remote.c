@@ -1,0 +1,350 @@
+/* The remote cache client (see remote.h). */
+#include "cache/remote.h"
+#include "cache/internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+enum { MAX_URL = 1024 };
+
+struct cv_remote {
+    CURL *h;                   /* owned: reused, so its connection stays open */
+    struct curl_slist *hdrs;   /* owned */
+    char base[MAX_URL + 1];
+    bool read_only;
+    long timeout_ms, connect_ms;
+    int retries, down_ms;
+    size_t max_get;
+    int64_t down_until_us;     /* monotonic */
+    cv_remote_stats st;
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init_once(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static bool url_chars_ok(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c <= 0x20 || c >= 0x7f || c == '?' || c == '#' || c == '"' || c == '\\')
+            return false;
+    }
+    return true;
+}
+
+/* "http://host:port[/instance][|read-only]" -> base URL without a trailing
+ * slash, plus the attributes after '|'. */
+static int parse_url(const char *url, cv_remote *r, cv_diag *d)
+{
+    size_t n = strcspn(url, "|");
+    bool http = strncmp(url, "http://", 7) == 0, https = strncmp(url, "https://", 8) == 0;
+    size_t scheme = http ? 7 : 8;
+    if ((!http && !https) || n > MAX_URL || n <= scheme || !url_chars_ok(url, n))
+        return cv_cache_err(d, CV_DIAG_CACHE_BAD_URL,
+                            "remote cache URL '%.200s' is not http(s)://host:port[/instance]", url);
+    while (n > scheme && url[n - 1] == '/')
+        n--;
+    memcpy(r->base, url, n);
+    r->base[n] = '\0';
+    for (const char *a = strchr(url, '|'); a; a = strchr(a + 1, '|')) {
+        const char *v = a + 1;
+        size_t len = strcspn(v, "|");
+        if ((len == 9 && strncmp(v, "read-only", 9) == 0) ||
+            (len == 14 && strncmp(v, "read-only=true", 14) == 0))
+            r->read_only = true;
+        else if (!(len == 15 && strncmp(v, "read-only=false", 15) == 0))
+            return cv_cache_err(d, CV_DIAG_CACHE_BAD_URL,
+                                "remote cache URL: unknown attribute '%.*s'", (int)len, v);
+    }
+    return 0;
+}
+
+int cv_cache_remote_open(const cv_remote_options *o, cv_remote **out, cv_diag *d)
+{
+    *out = NULL;
+    pthread_once(&curl_once, curl_init_once);
+    cv_remote *r = calloc(1, sizeof *r);
+    if (!r)
+        return cv_cache_err(d, CV_DIAG_OOM, "out of memory opening the remote cache");
+    if (!o->url || parse_url(o->url, r, d) != 0) {
+        if (!o->url)
+            cv_cache_err(d, CV_DIAG_CACHE_BAD_URL, "remote cache URL missing");
+        free(r);
+        return -1;
+    }
+    r->read_only = r->read_only || o->read_only;
+    r->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 10000;
+    r->connect_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 1000;
+    r->retries = o->retries < 0 ? 0 : o->retries == 0 ? 2 : o->retries;
+    r->down_ms = o->down_ms > 0 ? o->down_ms : 30000;
+    r->max_get = o->max_get ? o->max_get : (size_t)4 << 30;
+    r->h = curl_easy_init();
+    r->hdrs = curl_slist_append(NULL, "Expect:"); /* no 100-continue round trip */
+    if (r->hdrs && o->token && *o->token) {
+        if (strlen(o->token) > 4096 || !url_chars_ok(o->token, strlen(o->token))) {
+            cv_cache_remote_close(r);
+            return cv_cache_err(d, CV_DIAG_CACHE_BAD_URL, "remote cache token is malformed");
+        }
+        char auth[4200];
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", o->token);
+        struct curl_slist *h2 = curl_slist_append(r->hdrs, auth);
+        if (!h2) {
+            cv_cache_remote_close(r);
+            return cv_cache_err(d, CV_DIAG_OOM, "out of memory opening the remote cache");
+        }
+        r->hdrs = h2;
+    }
+    if (!r->h || !r->hdrs) {
+        cv_cache_remote_close(r);
+        return cv_cache_err(d, CV_DIAG_OOM, "out of memory opening the remote cache");
+    }
+    *out = r;
+    return 0;
+}
+
+void cv_cache_remote_close(cv_remote *r)
+{
+    if (!r)
+        return;
+    if (r->h)
+        curl_easy_cleanup(r->h);
+    curl_slist_free_all(r->hdrs);
+    free(r);
+}
+
+const char *cv_cache_remote_base(const cv_remote *r)
+{
+    return r->base;
+}
+
+bool cv_cache_remote_read_only(const cv_remote *r)
+{
+    return r->read_only;
+}
+
+void cv_cache_remote_stats(const cv_remote *r, cv_remote_stats *out)
+{
+    *out = r->st;
+}
+
+/* ------------------------------------------------------------- requests */
+
+typedef enum { M_GET, M_HEAD, M_PUT } method;
+
+typedef struct body {
+    uint8_t *buf; /* owned until handed over */
+    size_t len, cap, max;
+    bool too_big;
+    const uint8_t *up; /* PUT source */
+    size_t up_len, up_pos;
+} body;
+
+static size_t on_write(char *p, size_t sz, size_t n, void *ctx)
+{
+    body *b = ctx;
+    size_t add = sz * n;
+    if (add > b->max - b->len) {
+        b->too_big = true;
+        return 0;
+    }
+    if (b->len + add > b->cap) {
+        size_t cap = b->cap ? b->cap : 64 * 1024;
+        while (cap < b->len + add)
+            cap *= 2;
+        uint8_t *nb = realloc(b->buf, cap);
+        if (!nb)
+            return 0;
+        b->buf = nb;
+        b->cap = cap;
+    }
+    memcpy(b->buf + b->len, p, add);
+    b->len += add;
+    return add;
+}
+
+static size_t on_read(char *p, size_t sz, size_t n, void *ctx)
+{
+    body *b = ctx;
+    size_t give = sz * n;
+    if (give > b->up_len - b->up_pos)
+        give = b->up_len - b->up_pos;
+    memcpy(p, b->up + b->up_pos, give);
+    b->up_pos += give;
+    return give;
+}
+
+static void set_common(cv_remote *r, const char *url, body *b)
+{
+    CURL *h = r->h;
+    curl_easy_reset(h); /* keeps the live connection */
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, r->hdrs);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, r->connect_ms);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, r->errbuf);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
+}
+
+static bool transient_curl(CURLcode c)
+{
+    return c == CURLE_COULDNT_CONNECT || c == CURLE_COULDNT_RESOLVE_HOST ||
+           c == CURLE_GOT_NOTHING || c == CURLE_SEND_ERROR || c == CURLE_RECV_ERROR;
+}
+
+static void backoff(int attempt)
+{
+    long ms = 25L << attempt; /* 25, 50, 100 ms... */
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* One request with retries; returns the HTTP status (> 0) or a CV_REMOTE_
+ * error.  *b holds the response body. */
+static int perform(cv_remote *r, method m, const char *url, body *b, cv_diag *d)
+{
+    int64_t now = cv_cache_mono_us();
+    if (now < r->down_until_us) {
+        r->st.skipped++;
+        return CV_REMOTE_DOWN;
+    }
+    for (int attempt = 0;; attempt++) {
+        b->len = 0;
+        b->up_pos = 0;
+        b->too_big = false;
+        r->errbuf[0] = '\0';
+        set_common(r, url, b);
+        if (m == M_HEAD) {
+            curl_easy_setopt(r->h, CURLOPT_NOBODY, 1L);
+        } else if (m == M_PUT) {
+            curl_easy_setopt(r->h, CURLOPT_UPLOAD, 1L);
+            curl_easy_setopt(r->h, CURLOPT_READFUNCTION, on_read);
+            curl_easy_setopt(r->h, CURLOPT_READDATA, b);
+            curl_easy_setopt(r->h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)b->up_len);
+        }
+        r->st.requests++;
+        CURLcode c = curl_easy_perform(r->h);
+        long status = 0;
+        curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &status);
+        bool retry_status = c == CURLE_OK && (status == 502 || status == 503 || status == 504);
+        if ((transient_curl(c) || retry_status) && attempt < r->retries) {
+            r->st.retries++;
+            backoff(attempt);
+            continue;
+        }
+        if (c == CURLE_OK && status >= 500)
+            c = CURLE_HTTP_RETURNED_ERROR;
+        if (c == CURLE_OK) {
+            r->st.bytes_in += b->len;
+            if (m == M_PUT)
+                r->st.bytes_out += b->up_len;
+            return (int)status;
+        }
+        r->down_until_us = cv_cache_mono_us() + (int64_t)r->down_ms * 1000;
+        if (c == CURLE_OPERATION_TIMEDOUT) {
+            r->st.timeouts++;
+            cv_cache_err(d, CV_DIAG_CACHE_TIMEOUT, "remote cache %s: no answer within %ld ms",
+                         r->base, r->timeout_ms);
+            return CV_REMOTE_TIMEOUT;
+        }
+        r->st.errors++;
+        if (b->too_big)
+            cv_cache_err(d, CV_DIAG_CACHE_TOO_LARGE, "remote cache %s: body over %zu bytes", url,
+                         b->max);
+        else if (c == CURLE_HTTP_RETURNED_ERROR)
+            cv_cache_err(d, CV_DIAG_CACHE_HTTP_STATUS, "remote cache %s: HTTP %ld", url, status);
+        else
+            cv_cache_err(d, CV_DIAG_CACHE_UNREACHABLE, "remote cache %s: %s", r->base,
+                         r->errbuf[0] ? r->errbuf : curl_easy_strerror(c));
+        return CV_REMOTE_ERROR;
+    }
+}
+
+static void make_url(const cv_remote *r, cv_cas_kind kind, const cv_digest *name, char *out,
+                     size_t cap)
+{
+    char hex[CV_CACHE_HEX_LEN + 1];
+    cv_cache_digest_hex(name, hex);
+    snprintf(out, cap, "%s/%s/%s", r->base, cv_cache_cas_kind_dir(kind), hex);
+}
+
+/* A status other than the expected ones is an error (and counted). */
+static int unexpected(cv_remote *r, const char *url, int status, cv_diag *d)
+{
+    r->st.errors++;
+    return cv_cache_err(d, CV_DIAG_CACHE_HTTP_STATUS, "remote cache %s: HTTP %d", url, status);
+}
+
+int cv_cache_remote_get(cv_remote *r, cv_cas_kind kind, const cv_digest *name, void **data,
+                        size_t *len, cv_diag *d)
+{
+    *data = NULL;
+    *len = 0;
+    char url[MAX_URL + 128];
+    make_url(r, kind, name, url, sizeof url);
+    body b = {.max = r->max_get};
+    int st = perform(r, M_GET, url, &b, d);
+    if (st != 200) {
+        free(b.buf);
+        if (st == 404)
+            return CV_REMOTE_MISSING;
+        return st < 0 ? st : unexpected(r, url, st, d);
+    }
+    if (kind == CV_CAS_BLOB) {
+        cv_digest got;
+        cv_cache_sha256(b.buf, b.len, &got);
+        if (!cv_cache_digest_eq(&got, name)) {
+            free(b.buf);
+            r->st.errors++;
+            return cv_cache_err(d, CV_DIAG_CACHE_REMOTE_BAD_BLOB,
+                                "remote cache %s: content does not hash to its name", url);
+        }
+    }
+    if (!b.buf && !(b.buf = malloc(1)))
+        return cv_cache_err(d, CV_DIAG_OOM, "out of memory reading the remote cache");
+    *data = b.buf;
+    *len = b.len;
+    return CV_REMOTE_FOUND;
+}
+
+int cv_cache_remote_head(cv_remote *r, cv_cas_kind kind, const cv_digest *name, cv_diag *d)
+{
+    char url[MAX_URL + 128];
+    make_url(r, kind, name, url, sizeof url);
+    body b = {.max = 0};
+    int st = perform(r, M_HEAD, url, &b, d);
+    free(b.buf);
+    if (st == 200)
+        return CV_REMOTE_FOUND;
+    if (st == 404)
+        return CV_REMOTE_MISSING;
+    return st < 0 ? st : unexpected(r, url, st, d);
+}
+
+int cv_cache_remote_put(cv_remote *r, cv_cas_kind kind, const cv_digest *name, const void *data,
+                        size_t len, cv_diag *d)
+{
+    if (r->read_only)
+        return 0;
+    char url[MAX_URL + 128];
+    make_url(r, kind, name, url, sizeof url);
+    body b = {.max = 64 * 1024, .up = data, .up_len = len};
+    int st = perform(r, M_PUT, url, &b, d);
+    free(b.buf);
+    if (st == 200 || st == 201 || st == 204)
+        return 0;
+    return st < 0 ? st : unexpected(r, url, st, d);
+}

@@ -1,0 +1,63 @@
+/* The cache server's parts: tokens (server_auth.c), metrics
+ * (server_metrics.c) and the HTTP handling (server.c). */
+#ifndef CV_CACHE_SERVER_INTERNAL_H
+#define CV_CACHE_SERVER_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cache/cache.h"
+#include "cache/cas.h"
+#include "common/strbuf.h"
+
+/* ---- raw entries already verified (server_verified.c) */
+
+typedef struct cv_srv_verified cv_srv_verified;
+
+cv_srv_verified *cv_cache_srv_verified_new(size_t slots); /* NULL on OOM */
+void cv_cache_srv_verified_free(cv_srv_verified *t);
+bool cv_cache_srv_verified_has(cv_srv_verified *t, const cv_cas_entry *e);
+void cv_cache_srv_verified_add(cv_srv_verified *t, const cv_cas_entry *e);
+
+/* ---- tokens: one "TOKEN rw|ro" per line, '#' starts a comment */
+
+typedef enum cv_srv_right { CV_RIGHT_NONE = 0, CV_RIGHT_READ = 1, CV_RIGHT_WRITE = 2 } cv_srv_right;
+
+typedef struct cv_srv_tokens cv_srv_tokens;
+
+int cv_cache_srv_tokens_load(const char *path, cv_srv_tokens **out, cv_diag *d);
+void cv_cache_srv_tokens_free(cv_srv_tokens *t);
+/* The rights an Authorization header value grants ("Bearer T", or "Basic"
+ * with T as the password); CV_RIGHT_NONE when absent or unknown. */
+cv_srv_right cv_cache_srv_tokens_check(const cv_srv_tokens *t, const char *authorization);
+
+/* ---- metrics */
+
+enum { SRV_KINDS = 4, SRV_METHODS = 4, SRV_STATUSES = 11, SRV_BUCKETS = 15 };
+
+typedef enum cv_srv_kind { SRV_CAS, SRV_AC, SRV_ADMIN, SRV_OTHER } cv_srv_kind;
+typedef enum cv_srv_method { SRV_GET, SRV_HEAD, SRV_PUT, SRV_METHOD_OTHER } cv_srv_method;
+
+typedef struct cv_srv_metrics {
+    atomic_uint_fast64_t requests[SRV_KINDS][SRV_METHODS][SRV_STATUSES];
+    atomic_uint_fast64_t bytes_in[SRV_KINDS], bytes_out[SRV_KINDS];
+    atomic_uint_fast64_t hits[SRV_KINDS], misses[SRV_KINDS];
+    atomic_uint_fast64_t latency[SRV_METHODS][SRV_BUCKETS]; /* non-cumulative */
+    atomic_uint_fast64_t latency_sum_us[SRV_METHODS];
+    atomic_uint_fast64_t corrupt, bad_digest, evictions;
+} cv_srv_metrics;
+
+/* What /metrics and /status add from the store. */
+typedef struct cv_srv_gauges {
+    uint64_t bytes, entries, ac_entries, max_size;
+    double uptime_s;
+} cv_srv_gauges;
+
+void cv_cache_srv_metrics_record(cv_srv_metrics *m, cv_srv_kind kind, cv_srv_method method,
+                                 int status, int64_t latency_us);
+void cv_cache_srv_metrics_text(const cv_srv_metrics *m, const cv_srv_gauges *g, cv_sb *out);
+void cv_cache_srv_status_json(const cv_srv_metrics *m, const cv_srv_gauges *g, const char *dir,
+                              cv_sb *out);
+
+#endif

@@ -1,0 +1,299 @@
+/* cuvil cache {stats,evict,clear,verify,serve}: looking after the
+ * compilation cache and serving it to other machines (and to Bazel and
+ * ccache, which speak the same HTTP layout). */
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache.h"
+#include "cli/cli.h"
+
+extern const cv_cli_command cv_cmd_cache;
+
+typedef struct cache_args {
+    const char *dir, *listen, *tokens;
+    uint64_t max_size, max_request;
+    bool json;
+    int threads, zstd_level;
+} cache_args;
+
+static bool opt_allowed(const char *allowed, const char *o)
+{
+    size_t n = strlen(o);
+    for (const char *p = allowed; (p = strstr(p, o)); p += n)
+        if ((p == allowed || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+            return true;
+    return false;
+}
+
+/* Options shared by the subcommands; each subcommand says which it takes. */
+static int parse_args(int argc, char **argv, const char *allowed, cache_args *a)
+{
+    const cv_cli_command *cmd = &cv_cmd_cache;
+    for (int i = 2; i < argc; i++) {
+        const char *o = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (o[0] != '-' || !opt_allowed(allowed, o))
+            return cv_cli_usage_error(cmd, "%s: unknown argument '%s'", argv[1], o);
+        if (strcmp(o, "--json") == 0) {
+            a->json = true;
+            continue;
+        }
+        if (!v)
+            return cv_cli_usage_error(cmd, "%s needs a value", o);
+        i++;
+        if (strcmp(o, "--dir") == 0)
+            a->dir = v;
+        else if (strcmp(o, "--listen") == 0)
+            a->listen = v;
+        else if (strcmp(o, "--tokens") == 0)
+            a->tokens = v;
+        else if (strcmp(o, "--threads") == 0 || strcmp(o, "--zstd-level") == 0) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || n < 0 || n > 256)
+                return cv_cli_usage_error(cmd, "%s: '%s' is not a small number", o, v);
+            *(o[2] == 't' ? &a->threads : &a->zstd_level) = (int)n;
+        } else if (cv_cache_parse_size(v, strcmp(o, "--max-size") == 0 ? &a->max_size
+                                                                        : &a->max_request) != 0)
+            return cv_cli_usage_error(cmd, "%s: '%s' is not a size (e.g. 20Gi, 500M)", o, v);
+    }
+    return CV_EXIT_OK;
+}
+
+static int open_local(const cache_args *a, cv_cache **c)
+{
+    cv_cache_options o = {.dir = a->dir, .max_size = a->max_size, .remote = ""};
+    cv_diag d;
+    cv_diag_init(&d);
+    int rc = cv_cache_open(&o, c, &d);
+    cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
+    cv_diag_free(&d);
+    if (rc != 0)
+        return CV_EXIT_INTERNAL;
+    if (!cv_cache_enabled(*c))
+        fprintf(stderr, "cuvil cache: the cache is off (CUVIL_CACHE=off)\n");
+    return CV_EXIT_OK;
+}
+
+/* ---------------------------------------------------------------- stats */
+
+static double pct(uint64_t part, uint64_t whole)
+{
+    return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static void print_level(const char *label, const cv_cache_stats *st, int lv)
+{
+    uint64_t hits = st->hits_local[lv] + st->hits_remote[lv];
+    printf("%-20s %llu hits (%llu local, %llu remote), %llu misses, %.1f%% hit rate\n", label,
+           (unsigned long long)hits, (unsigned long long)st->hits_local[lv],
+           (unsigned long long)st->hits_remote[lv], (unsigned long long)st->misses[lv],
+           pct(hits, hits + st->misses[lv]));
+}
+
+static void print_stats(cv_cache *c, const cv_cache_stats *st)
+{
+    char a[32], b[32];
+    printf("%-20s %s\n", "cache directory", cv_cache_dir(c));
+    print_level("L1 (front end)", st, CV_CACHE_L1);
+    print_level("L2 (artifact)", st, CV_CACHE_L2);
+    printf("%-20s not found %llu, evicted %llu, corrupt %llu, remote error %llu\n",
+           "miss reasons", (unsigned long long)st->miss_reasons[CV_MISS_NOT_FOUND],
+           (unsigned long long)st->miss_reasons[CV_MISS_EVICTED],
+           (unsigned long long)st->miss_reasons[CV_MISS_CORRUPT],
+           (unsigned long long)st->miss_reasons[CV_MISS_REMOTE_ERROR]);
+    printf("%-20s %llu hits (%llu local, %llu remote), %llu misses\n", "blobs",
+           (unsigned long long)(st->blob_hits_local + st->blob_hits_remote),
+           (unsigned long long)st->blob_hits_local, (unsigned long long)st->blob_hits_remote,
+           (unsigned long long)st->blob_misses);
+    printf("%-20s %s of %s (%.1f%%), %llu blobs, %llu action entries\n", "stored",
+           cv_cache_format_size(st->bytes_stored, a), cv_cache_format_size(st->max_size, b),
+           pct(st->bytes_stored, st->max_size), (unsigned long long)st->entries,
+           (unsigned long long)st->ac_entries);
+    printf("%-20s %llu (%s), %llu evicted then requested\n", "evictions",
+           (unsigned long long)st->evictions, cv_cache_format_size(st->evicted_bytes, a),
+           (unsigned long long)st->evicted_then_requested);
+    printf("%-20s %llu\n", "corrupt entries", (unsigned long long)st->corrupt);
+    printf("%-20s %llu errors, %llu timeouts, %llu uploads\n", "remote",
+           (unsigned long long)st->remote_errors, (unsigned long long)st->remote_timeouts,
+           (unsigned long long)st->remote_puts);
+    printf("%-20s hit %.2f ms, miss %.2f ms\n", "average time",
+           st->hit_count ? (double)st->hit_time_us / 1000.0 / (double)st->hit_count : 0.0,
+           st->miss_count ? (double)st->miss_time_us / 1000.0 / (double)st->miss_count : 0.0);
+    printf("%-20s %llu unchanged, %llu re-checked (XXH3), %llu hashed\n", "file hashes",
+           (unsigned long long)st->memo_hits, (unsigned long long)st->memo_rechecks,
+           (unsigned long long)st->full_hashes);
+}
+
+static int cmd_stats(cv_cache *c, const cache_args *a)
+{
+    cv_cache_stats st;
+    cv_diag d;
+    cv_diag_init(&d);
+    int rc = cv_cache_stats_get(c, &st, &d);
+    cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
+    cv_diag_free(&d);
+    if (rc != 0)
+        return CV_EXIT_INTERNAL;
+    if (a->json) {
+        json_t *j = cv_cache_stats_json(&st);
+        json_object_set_new(j, "dir", json_string(cv_cache_dir(c)));
+        json_object_set_new(j, "enabled", json_boolean(cv_cache_enabled(c)));
+        json_dumpf(j, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+        json_decref(j);
+    } else {
+        print_stats(c, &st);
+    }
+    return CV_EXIT_OK;
+}
+
+/* ------------------------------------------------- evict, clear, verify */
+
+static int finish(cv_diag *d, int rc)
+{
+    cv_diag_print(d, stderr, cv_cli_use_color(stderr));
+    cv_diag_free(d);
+    return rc != 0 ? CV_EXIT_INTERNAL : CV_EXIT_OK;
+}
+
+static int cmd_evict(cv_cache *c, const cache_args *a)
+{
+    cv_diag d;
+    cv_diag_init(&d);
+    uint64_t n = 0, freed = 0;
+    int rc = cv_cache_evict(c, a->max_size, &n, &freed, &d);
+    char buf[32];
+    if (rc == 0)
+        printf("evicted %llu entries (%s)\n", (unsigned long long)n,
+               cv_cache_format_size(freed, buf));
+    return finish(&d, rc);
+}
+
+static int cmd_clear(cv_cache *c)
+{
+    cv_diag d;
+    cv_diag_init(&d);
+    int rc = cv_cache_clear(c, &d);
+    if (rc == 0)
+        printf("cleared %s\n", cv_cache_dir(c));
+    return finish(&d, rc);
+}
+
+static int cmd_verify(cv_cache *c)
+{
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_cache_verify_report r;
+    int rc = cv_cache_verify(c, &r, &d);
+    char buf[32];
+    if (rc == 0)
+        printf("checked %llu entries (%s): %llu corrupt (removed), %llu re-indexed, %llu stale "
+               "index rows dropped\n",
+               (unsigned long long)r.checked, cv_cache_format_size(r.bytes, buf),
+               (unsigned long long)r.corrupt, (unsigned long long)r.indexed_added,
+               (unsigned long long)r.index_dropped);
+    rc = finish(&d, rc);
+    return rc == CV_EXIT_OK && r.corrupt ? CV_EXIT_INPUT : rc;
+}
+
+/* ---------------------------------------------------------------- serve */
+
+static int cmd_serve(const cache_args *a)
+{
+    if (!a->listen || !a->dir)
+        return cv_cli_usage_error(&cv_cmd_cache, "serve needs --listen HOST:PORT and --dir DIR");
+    /* SIGTERM/SIGINT are taken by sigwait below; the server's threads,
+     * started after this, inherit the blocked mask. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    cv_cache_server_options o = {.listen = a->listen, .dir = a->dir, .max_size = a->max_size,
+                                 .tokens_file = a->tokens, .max_request = a->max_request,
+                                 .threads = a->threads, .zstd_level = a->zstd_level};
+    cv_cache_server *s;
+    cv_diag d;
+    cv_diag_init(&d);
+    int rc = cv_cache_server_start(&o, &s, &d);
+    cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
+    cv_diag_free(&d);
+    if (rc != 0)
+        return CV_EXIT_INTERNAL;
+    fprintf(stderr, "cuvil cache serve: listening on port %d, store %s\n", cv_cache_server_port(s),
+            a->dir);
+    int sig = 0;
+    sigwait(&set, &sig);
+    fprintf(stderr, "cuvil cache serve: %s, finishing requests\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    cv_cache_server_stop(s, 10000);
+    return CV_EXIT_OK;
+}
+
+static int run_cache(int argc, char **argv)
+{
+    const cv_cli_command *cmd = &cv_cmd_cache;
+    if (cv_cli_wants_help(cmd, argc, argv))
+        return CV_EXIT_OK;
+    if (argc < 2)
+        return cv_cli_usage_error(cmd, "which cache command?");
+    const char *sub = argv[1];
+    static const struct { const char *name, *opts; } subs[] = {
+        {"stats", "--json --dir"},
+        {"evict", "--max-size --dir"},
+        {"clear", "--dir"},
+        {"verify", "--dir"},
+        {"serve", "--listen --dir --max-size --tokens --max-request --threads --zstd-level"},
+    };
+    const char *allowed = NULL;
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
+        if (strcmp(sub, subs[i].name) == 0)
+            allowed = subs[i].opts;
+    if (!allowed)
+        return cv_cli_usage_error(cmd, "unknown cache command '%s'", sub);
+    cache_args a = {0};
+    int rc = parse_args(argc, argv, allowed, &a);
+    if (rc != CV_EXIT_OK)
+        return rc;
+    if (strcmp(sub, "serve") == 0)
+        return cmd_serve(&a);
+    cv_cache *c;
+    if ((rc = open_local(&a, &c)) != CV_EXIT_OK)
+        return rc;
+    if (strcmp(sub, "stats") == 0)
+        rc = cmd_stats(c, &a);
+    else if (strcmp(sub, "evict") == 0)
+        rc = cmd_evict(c, &a);
+    else if (strcmp(sub, "clear") == 0)
+        rc = cmd_clear(c);
+    else
+        rc = cmd_verify(c);
+    cv_cache_close(c);
+    return rc;
+}
+
+const cv_cli_command cv_cmd_cache = {
+    "cache", "inspect and maintain the compilation cache; serve it over HTTP",
+    "cuvil cache COMMAND [options]\n"
+    "\n"
+    "  stats [--json]            hits and misses per level (local, remote), miss reasons,\n"
+    "                            size vs limit, evictions, remote errors, average times\n"
+    "  evict [--max-size N]      evict least-recently-used entries down to N (default:\n"
+    "                            the limit, $CUVIL_CACHE_SIZE or 10Gi)\n"
+    "  clear                     remove every entry (statistics stay)\n"
+    "  verify                    re-hash every entry, drop corrupt ones (exit 1 if any),\n"
+    "                            re-index files the index lacks\n"
+    "  serve --listen HOST:PORT --dir DIR [--max-size N] [--tokens FILE]\n"
+    "        [--max-request N] [--threads N] [--zstd-level N]\n"
+    "                            serve DIR in the bazel-remote HTTP layout (GET/HEAD/PUT\n"
+    "                            /cas/<sha256>, /ac/<sha256>; /metrics, /status) until\n"
+    "                            SIGTERM.  Tokens file: one 'TOKEN rw' or 'TOKEN ro' a line\n"
+    "\n"
+    "  stats, evict, clear and verify take --dir DIR (default $CUVIL_CACHE_DIR or\n"
+    "  ~/.cache/cuvil).  Sizes: 20Gi, 500M, 1.5G.\n",
+    run_cache,
+};
