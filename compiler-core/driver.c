@@ -8,6 +8,7 @@
 #include "common/fs.h"
 #include "compiler-core/cuvil.h"
 #include "compiler-core/frontends/dsl/dsl.h"
+#include "compiler-core/frontends/onnx/onnx_import.h"
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -34,6 +35,8 @@ static cv_module *cuir_load(const char *path, cv_diag *d)
 
 static const cv_frontend frontends[] = {
     {"cuir", "1", cuir_matches, cuir_load},
+    {"onnx", "1", cv_onnx_matches, cv_onnx_load},
+    {"dsl", CV_DSL_VERSION, cv_dsl_matches, cv_dsl_load},
 };
 
 const cv_frontend *cv_frontend_at(int i)

@@ -1,0 +1,79 @@
+/* Building CU-IR ops for the node being lowered: every op gets
+ * loc("<node label>"), every failure is reported against the node. */
+#include <stdio.h>
+#include <string.h>
+
+#include "compiler-core/frontends/onnx/onnx_internal.h"
+
+cv_op *onnx_op(onnx_ctx *c, const char *opname, cv_value *const *operands, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!operands[i])
+            return NULL;   /* already reported by whoever failed to make it */
+    cv_op *op = cv_op_new(c->f, opname, operands, n);
+    if (!op) {
+        onnx_err(c, 9002, "out of memory creating %s", opname);
+        return NULL;
+    }
+    if (!op->def)
+        onnx_err(c, ONNX_E_UNSUPPORTED_OPS, "CU-IR op '%s' is not in the op table", opname);
+    cv_op_add_loc(op, c->label, 0, 0);
+    return op->def ? op : NULL;
+}
+
+int onnx_finish_n(onnx_ctx *c, cv_op *op, int n, cv_value **out)
+{
+    if (!op)
+        return -1;
+    int before = c->d->n_errors;
+    if (cv_op_finish(op, n, c->d) < 0) {
+        /* The op table's message lacks the ONNX node: add it as a note. */
+        if (c->d->n_errors > before && c->d->n > 0)
+            cv_diag_note(c->d, c->d->v[c->d->n - 1].id, "while importing ONNX node '%s' (%s)",
+                         c->label, c->node ? c->node->op_type : "?");
+        else
+            onnx_err(c, 9001, "CU-IR op %s failed to build", op->name);
+        return -1;
+    }
+    for (int i = 0; out && i < n; i++)
+        out[i] = op->results[i];
+    return 0;
+}
+
+cv_value *onnx_finish(onnx_ctx *c, cv_op *op)
+{
+    cv_value *v = NULL;
+    return onnx_finish_n(c, op, 1, &v) < 0 ? NULL : v;
+}
+
+cv_value *onnx_unary(onnx_ctx *c, const char *opname, cv_value *a)
+{
+    return onnx_finish(c, onnx_op(c, opname, &a, 1));
+}
+
+cv_value *onnx_binary(onnx_ctx *c, const char *opname, cv_value *a, cv_value *b)
+{
+    cv_value *ops[2] = {a, b};
+    return onnx_finish(c, onnx_op(c, opname, ops, 2));
+}
+
+cv_value *onnx_scalar(onnx_ctx *c, cv_dtype dt, double v)
+{
+    char key[64];
+    snprintf(key, sizeof key, "%s:%.17g", cv_dtype_name(dt), v);
+    cv_value *known = onnx_map_get(&c->scalars, key);
+    if (known)
+        return known;
+    unsigned char buf[16] = {0};
+    cv_dtype_store(dt, buf, 0, v);
+    cv_type t = {.dtype = dt};
+    const char *id = onnx_ident(c, "const");
+    cv_param *p = id ? cv_func_add_dense(c->f, id, &t, buf, cv_dtype_size(dt)) : NULL;
+    const char *k = cv_arena_strdup(c->a, key);
+    if (!p || !k) {
+        onnx_err(c, 9002, "out of memory adding a constant");
+        return NULL;
+    }
+    onnx_map_put(&c->scalars, k, p->value);
+    return p->value;
+}

@@ -1,0 +1,259 @@
+/* Internal to the ONNX front end: the import context, constants known at
+ * import time, and the helpers the op lowerings share. */
+#ifndef CV_ONNX_INTERNAL_H
+#define CV_ONNX_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "compiler-core/frontends/onnx/onnx_import.h"
+#include "onnx/onnx.pb-c.h"
+
+/* Diagnostic codes (registered in common/diag_codes.c). */
+enum {
+    ONNX_E_TRUNCATED = 1301,      /* protobuf ends inside a field */
+    ONNX_E_WIRE_TYPE = 1302,      /* a field has the wrong wire type */
+    ONNX_E_BAD_PROTOBUF = 1303,   /* not a ModelProto / TensorProto at all */
+    ONNX_E_NESTING = 1304,        /* messages nested too deep */
+    ONNX_E_TOO_LARGE = 1305,      /* > 2 GB without external data */
+    ONNX_E_BAD_MODEL = 1306,      /* missing graph, bad opset_import, ... */
+    ONNX_E_TENSOR_DATA = 1307,    /* data does not match dtype and dims */
+    ONNX_E_EXTERNAL = 1308,       /* external data cannot be read */
+    ONNX_E_UNDEFINED = 2301,      /* input never produced (missing initializer) */
+    ONNX_E_DUPLICATE = 2302,      /* a name produced twice */
+    ONNX_E_CYCLE = 2303,
+    ONNX_E_OUTPUT_MISSING = 2304, /* graph output never produced */
+    ONNX_E_ATTRIBUTE = 2305,      /* attribute missing or of the wrong type */
+    ONNX_E_DTYPE = 2306,          /* declared dtype differs from the inferred one */
+    ONNX_E_NO_TYPE = 2307,        /* graph input/output without a tensor type */
+    ONNX_E_ARITY = 2308,          /* wrong number of node inputs/outputs */
+    ONNX_E_ATTR_VALUE = 2309,     /* attribute/input value outside its range */
+    ONNX_E_DIM = 3301,            /* negative or overflowing dimension */
+    ONNX_E_SHAPE = 3302,          /* declared shape differs from the inferred one */
+    ONNX_E_SHAPE_VALUE = 3303,    /* a folded shape value is invalid */
+    ONNX_E_UNSUPPORTED_OPS = 4301,
+    ONNX_E_OPSET = 4302,
+    ONNX_E_UNSUPPORTED_DTYPE = 4303,
+    ONNX_E_SPARSE = 4304,
+    ONNX_E_DATA_DEPENDENT = 4305,
+    ONNX_E_UNSUPPORTED_ATTR = 4306,
+    ONNX_E_NON_TENSOR = 4307,
+    ONNX_E_RANK = 4308,
+};
+
+/* ONNX TensorProto.DataType values this front end names. */
+enum {
+    ONNX_DT_UNDEFINED = 0, ONNX_DT_FLOAT = 1, ONNX_DT_UINT8 = 2, ONNX_DT_INT8 = 3,
+    ONNX_DT_UINT16 = 4, ONNX_DT_INT16 = 5, ONNX_DT_INT32 = 6, ONNX_DT_INT64 = 7,
+    ONNX_DT_STRING = 8, ONNX_DT_BOOL = 9, ONNX_DT_FLOAT16 = 10, ONNX_DT_DOUBLE = 11,
+    ONNX_DT_UINT32 = 12, ONNX_DT_UINT64 = 13, ONNX_DT_BFLOAT16 = 16,
+};
+
+#define ONNX_MAX_NESTING 64
+/* Largest tensor the importer computes itself (masks, folded values). */
+#define ONNX_CONST_MAX_NUMEL (1 << 25)
+
+/* A tensor known at import time (initializer, Constant, folded shape
+ * arithmetic).  Shape values may hold symbolic elements: syms[i] names the
+ * symbol of element i (NULL: data[i] is known). */
+typedef struct onnx_const {
+    cv_dtype dt;            /* may be CV_F64 (folding only, never CU-IR) */
+    int rank;
+    int64_t dims[CV_MAX_RANK];
+    int64_t numel;
+    void *data;             /* little-endian elements: in the module arena, or borrowed
+                               from the unpacked ModelProto (raw_data), which
+                               outlives the import; never written after creation */
+    const char **syms;      /* arena-owned, numel entries, or NULL */
+} onnx_const;
+
+/* What an ONNX value name stands for during import. */
+typedef struct onnx_val {
+    const char *name;       /* ONNX name (arena) */
+    cv_value *v;            /* the CU-IR value once materialized */
+    onnx_const *c;          /* known at import time, or NULL */
+    cv_type type;           /* dtype CV_DT_INVALID while unknown */
+    bool poisoned;          /* its producer failed: consumers stay quiet */
+    bool graph_input;
+    int producer;           /* node index, -1 for graph inputs/initializers */
+} onnx_val;
+
+/* String-keyed hash map (open addressing); the table is malloc'd by the
+ * map, keys and values are owned by the caller. */
+typedef struct onnx_map {
+    const char **keys;
+    void **vals;
+    size_t cap, count;
+} onnx_map;
+
+void *onnx_map_get(const onnx_map *m, const char *key);
+/* Returns 1 if inserted, 0 if the key exists (kept), -1 on OOM. */
+int onnx_map_put(onnx_map *m, const char *key, void *val);
+void onnx_map_free(onnx_map *m);
+
+typedef struct onnx_ctx {
+    cv_module *m;
+    cv_func *f;
+    cv_diag *d;
+    const Onnx__ModelProto *model;
+    const cv_onnx_options *opts;
+    cv_arena *a;            /* the module's arena */
+    const char *path;       /* model path for diagnostics ("<memory>") */
+    const char *base_dir;   /* external data root, NULL when refused */
+    int64_t opset;          /* default-domain opset */
+    onnx_map vals;          /* ONNX name -> onnx_val */
+    onnx_map syms;          /* dim_param -> interned CU-IR symbol */
+    onnx_map scalars;       /* "f32:0.5" -> cv_value of a scalar param */
+    int next_sym;
+    /* the node being lowered */
+    const Onnx__NodeProto *node;
+    int node_index;
+    const char *label;      /* node name or "op#<index>" */
+    const struct onnx_op_entry *entry;  /* its registry entry */
+} onnx_ctx;
+
+/* ---- diagnostics (onnx_diag.c) ---- */
+/* Reports an error tied to the current node (if any); returns -1. */
+int onnx_err(onnx_ctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* An error at the file level with an explicit IR path. */
+int onnx_err_at(cv_diag *d, const char *file, const char *path, int code,
+                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* ---- protobuf (onnx_wire.c) ---- */
+/* Checks the wire format of buf against desc before protobuf-c unpacks it:
+ * complete fields, expected wire types, bounded nesting. */
+int onnx_wire_check(const void *buf, size_t len, const ProtobufCMessageDescriptor *desc,
+                    const char *file, cv_diag *d);
+
+/* ---- tensors and types (onnx_tensor.c) ---- */
+/* Maps an ONNX element type; CV_DT_INVALID when CU-IR has no equivalent
+ * (CV_F64 is returned for DOUBLE: usable for folding only). */
+cv_dtype onnx_dtype(int32_t onnx_type);
+const char *onnx_dtype_name(int32_t onnx_type);
+/* Decodes t into out (data in arena a, or borrowed from t's raw_data: t
+ * must outlive out).  base_dir anchors external data (NULL refuses it).
+ * what names the tensor in diagnostics. */
+int onnx_tensor_decode(const Onnx__TensorProto *t, cv_arena *a, const char *base_dir,
+                       const char *file, const char *what, onnx_const *out, cv_diag *d);
+
+/* ---- constants (onnx_const.c) ---- */
+onnx_const *onnx_const_new(onnx_ctx *c, cv_dtype dt, int rank, const int64_t *dims);
+int64_t onnx_const_i64(const onnx_const *k, int64_t i);
+double onnx_const_f64(const onnx_const *k, int64_t i);
+void onnx_const_set_i64(onnx_const *k, int64_t i, int64_t v);
+void onnx_const_set_f64(onnx_const *k, int64_t i, double v);
+/* Reads a 0/1-D integer constant into out (at most max); -1 if symbolic. */
+int onnx_const_ints(const onnx_const *k, int64_t *out, int max);
+bool onnx_const_is_int(const onnx_const *k);
+void onnx_type_of_const(const onnx_const *k, cv_type *t);
+
+/* ---- import-time evaluation (onnx_fold.c) ---- */
+/* Small enough to evaluate at import time. */
+bool onnx_foldable(const onnx_const *k);
+/* A strided view of src copied into a new constant (symbols kept). */
+onnx_const *onnx_fold_view(onnx_ctx *c, const onnx_const *src, int rank, const int64_t *dims,
+                           const int64_t *strides, int64_t offset);
+/* Same data, new dims (element counts must agree). */
+onnx_const *onnx_fold_reshape(onnx_ctx *c, const onnx_const *src, int rank, const int64_t *dims);
+onnx_const *onnx_fold_expand(onnx_ctx *c, const onnx_const *src, int rank, const int64_t *dims);
+/* Add Sub Mul Div Max Min Equal Less Greater; NULL when not foldable. */
+onnx_const *onnx_fold_binary(onnx_ctx *c, const char *op_type, const onnx_const *a,
+                             const onnx_const *b);
+onnx_const *onnx_fold_concat(onnx_ctx *c, const onnx_const *const *in, int n, int axis);
+onnx_const *onnx_fold_gather(onnx_ctx *c, const onnx_const *src, const onnx_const *idx, int axis);
+/* ONNX Shape of a value of type t (symbolic dims become symbolic elements). */
+onnx_const *onnx_fold_shape(onnx_ctx *c, const cv_type *t, int64_t start, int64_t end);
+/* numpy broadcast of two static shapes; -1 when incompatible. */
+int onnx_broadcast_dims(int ra, const int64_t *da, int rb, const int64_t *db, int *rank,
+                        int64_t *out);
+
+/* ---- values (onnx_values.c) ---- */
+onnx_val *onnx_val_get(onnx_ctx *c, const char *name);
+onnx_val *onnx_val_new(onnx_ctx *c, const char *name, int producer);
+/* Node input i, or NULL when absent or named "". */
+onnx_val *onnx_in(onnx_ctx *c, int i);
+int onnx_n_in(const onnx_ctx *c);
+/* Node input i as a CU-IR value, materializing a constant as a param. */
+cv_value *onnx_in_value(onnx_ctx *c, int i);
+cv_value *onnx_materialize(onnx_ctx *c, onnx_val *v);
+/* Node input i's constant, or NULL (after a CV4305 report unless optional). */
+const onnx_const *onnx_in_const(onnx_ctx *c, int i, const char *role);
+/* An int list given as attribute `attr` before opset `input_since` and as
+ * constant input `input` from then on.  Returns the count, -1 when absent,
+ * -2 after an error (run-time or symbolic values are CV4305). */
+int onnx_ints_arg(onnx_ctx *c, int input, const char *attr, int input_since, int64_t *out,
+                  int max);
+/* Binds node output i to a CU-IR value or a constant. */
+int onnx_bind_value(onnx_ctx *c, int i, cv_value *v);
+int onnx_bind_const(onnx_ctx *c, int i, onnx_const *k);
+/* A legal CU-IR identifier derived from an ONNX name, unique in the func. */
+const char *onnx_ident(onnx_ctx *c, const char *name);
+/* The CU-IR symbol for a dim_param (sanitized, interned), or a fresh one. */
+const char *onnx_symbol(onnx_ctx *c, const char *dim_param);
+/* Converts a ValueInfoProto's tensor type; reports and returns -1. */
+int onnx_type_from_proto(onnx_ctx *c, const Onnx__TypeProto *tp, const char *what, cv_type *out);
+
+/* ---- building ops (onnx_emit.c) ---- */
+/* Starts a CU-IR op with loc("<node label>").  NULL operands refused. */
+cv_op *onnx_op(onnx_ctx *c, const char *opname, cv_value *const *operands, int n);
+/* Finishes op with n results; NULL after an error. */
+cv_value *onnx_finish(onnx_ctx *c, cv_op *op);
+int onnx_finish_n(onnx_ctx *c, cv_op *op, int n, cv_value **out);
+/* One-shot helpers: op(a) / op(a, b) with no attributes. */
+cv_value *onnx_unary(onnx_ctx *c, const char *opname, cv_value *a);
+cv_value *onnx_binary(onnx_ctx *c, const char *opname, cv_value *a, cv_value *b);
+/* A scalar constant param of dtype dt. */
+cv_value *onnx_scalar(onnx_ctx *c, cv_dtype dt, double v);
+
+/* ---- node attributes (onnx_attr.c) ---- */
+const Onnx__AttributeProto *onnx_attr(const onnx_ctx *c, const char *name);
+int onnx_attr_int(onnx_ctx *c, const char *name, int64_t dflt, int64_t *out);
+int onnx_attr_float(onnx_ctx *c, const char *name, double dflt, double *out);
+/* String attribute (NUL-terminated in the arena) or dflt. */
+int onnx_attr_string(onnx_ctx *c, const char *name, const char *dflt, const char **out);
+/* Int list: count, -1 absent; reports and returns -2 on a bad type or > max. */
+int onnx_attr_ints(onnx_ctx *c, const char *name, int64_t *out, int max);
+int onnx_attr_floats(onnx_ctx *c, const char *name, double *out, int max);
+
+/* ---- the op registry (onnx_ops.c) ---- */
+typedef int (*onnx_lower_fn)(onnx_ctx *c);
+
+typedef struct onnx_op_entry {
+    const char *op_type;
+    int since;              /* earliest opset whose semantics are implemented */
+    onnx_lower_fn lower;
+    const char *needs;      /* CU-IR ops required, space separated (NULL: none) */
+    unsigned const_in;      /* bit i: input i must be known at import time */
+} onnx_op_entry;
+
+typedef struct onnx_op_family {
+    const onnx_op_entry *entries;
+    int count;
+} onnx_op_family;
+
+extern const onnx_op_family onnx_ops_elementwise;  /* onnx_lower_elementwise.c */
+extern const onnx_op_family onnx_ops_nn;           /* onnx_lower_nn.c */
+extern const onnx_op_family onnx_ops_shape;        /* onnx_lower_shape.c */
+extern const onnx_op_family onnx_ops_const;        /* onnx_lower_const.c */
+extern const onnx_op_family onnx_ops_norm;         /* onnx_lower_norm.c */
+extern const onnx_op_family onnx_ops_resize;       /* onnx_lower_resize.c */
+extern const onnx_op_family onnx_ops_select;       /* onnx_lower_select.c */
+extern const onnx_op_family onnx_ops_reduce;       /* onnx_lower_reduce.c */
+
+/* The entry for a default-domain op type, or NULL. */
+const onnx_op_entry *onnx_op_find(const char *op_type);
+/* True when every CU-IR op the entry needs is in the op table. */
+bool onnx_op_available(const onnx_op_entry *e);
+
+/* ---- graph (onnx_graph.c, onnx_lower.c) ---- */
+/* Registers every value, sorts the nodes into order[n_node] and reports
+ * structural errors and every unsupported op. */
+int onnx_check_graph(onnx_ctx *c, const Onnx__GraphProto *g, int *order);
+/* Lowers the nodes in order, then binds and checks the graph outputs. */
+int onnx_lower_graph(onnx_ctx *c, const Onnx__GraphProto *g, const int *order);
+/* The node's name, or "op#<index>" when it has none. */
+const char *onnx_node_label(onnx_ctx *c, const Onnx__NodeProto *n, int index);
+/* The opset version imported for a domain ("" = ai.onnx), -1 if none. */
+int64_t onnx_domain_opset(const onnx_ctx *c, const char *domain);
+
+#endif

@@ -1,0 +1,443 @@
+/* ONNX backend node-test conformance runner.
+ *
+ *   onnx_conformance [--json OUT] [--filter SUBSTR] [--backend interp] [-v] NODE_DIR
+ *
+ * NODE_DIR holds the ONNX project's generated node tests (test_X/model.onnx
+ * and test_data_set_N/{input,output}_N.pb).  Each test runs in a child
+ * process (a crash or a hang fails that test only): the model is imported,
+ * verified and run by the reference interpreter, and every output is
+ * compared with rtol 1e-3, atol 1e-5 (exactly for integer and bool outputs).
+ * Prints a per-op table (passed / failed / unsupported) with totals and
+ * writes the JSON report. */
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/fs.h"
+#include "compiler-core/frontends/onnx/onnx_import.h"
+#include "onnx/onnx.pb-c.h"
+#include "tests/conformance/conformance.h"
+
+#define RTOL 1e-3
+#define ATOL 1e-5
+#define TEST_TIMEOUT_S 120
+#define MAX_IO 16
+/* Test directories fit DIR_BUF; files inside them get some room more. */
+#define DIR_BUF 4096
+#define FILE_BUF (DIR_BUF + 256)
+
+static int fail(result *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int fail(result *r, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->msg, sizeof r->msg, fmt, ap);
+    va_end(ap);
+    r->status = status;
+    return -1;
+}
+
+/* The first error of d as "CVnnnn: message"; unsupported when it is 4xxx. */
+static int fail_diag(result *r, const cv_diag *d, const char *stage)
+{
+    for (int i = 0; i < d->n; i++)
+        if (d->v[i].sev == CV_SEV_ERROR) {
+            int unsup = d->v[i].code >= 4000 && d->v[i].code < 5000;
+            return fail(r, unsup ? ST_UNSUP : ST_FAIL, "%s: CV%04d: %s", stage, d->v[i].code,
+                        d->v[i].msg);
+        }
+    return fail(r, ST_FAIL, "%s failed without a diagnostic", stage);
+}
+
+static int read_pb(const char *path, cv_tensor *t, result *r)
+{
+    cv_diag d;
+    cv_diag_init(&d);
+    char *buf = NULL;   /* owned */
+    size_t len = 0;
+    int rc = cv_fs_read_file(path, 1u << 30, &buf, &len, &d);
+    if (rc == 0)
+        rc = cv_onnx_read_tensor_pb(buf, len, path, t, &d);
+    if (rc < 0)
+        fail_diag(r, &d, "reading test data");
+    free(buf);
+    cv_diag_free(&d);
+    return rc;
+}
+
+static bool is_float(cv_dtype t)
+{
+    return t == CV_F32 || t == CV_F16 || t == CV_BF16 || t == CV_F64;
+}
+
+static const char *dims_str(const cv_tensor *t, char *buf, size_t size)
+{
+    size_t n = (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < t->rank && n < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? "," : "", (long long)t->dims[i]);
+    if (n < size)
+        snprintf(buf + n, size - n, "]");
+    return buf;
+}
+
+static int compare(const cv_tensor *got, const cv_tensor *want, int k, result *r)
+{
+    if (got->dtype != want->dtype)
+        return fail(r, ST_FAIL, "output %d is %s, expected %s", k, cv_dtype_name(got->dtype),
+                    cv_dtype_name(want->dtype));
+    bool same = got->rank == want->rank;
+    for (int i = 0; same && i < got->rank; i++)
+        same = got->dims[i] == want->dims[i];
+    if (!same) {
+        char a[160], b[160];
+        return fail(r, ST_FAIL, "output %d has shape %s, expected %s", k,
+                    dims_str(got, a, sizeof a), dims_str(want, b, sizeof b));
+    }
+    for (int64_t i = 0; i < want->numel; i++) {
+        double a = cv_tensor_get(got, i), b = cv_tensor_get(want, i);
+        if (!is_float(want->dtype)) {
+            if (cv_tensor_get_i64(got, i) != cv_tensor_get_i64(want, i))
+                return fail(r, ST_FAIL, "output %d element %lld is %lld, expected %lld", k,
+                            (long long)i, (long long)cv_tensor_get_i64(got, i),
+                            (long long)cv_tensor_get_i64(want, i));
+            continue;
+        }
+        if ((isnan(a) && isnan(b)) || a == b)
+            continue;
+        double err = fabs(a - b);
+        if (isnan(err))
+            err = INFINITY;
+        if (err > r->max_abs_err)
+            r->max_abs_err = err;
+        if (!(err <= ATOL + RTOL * fabs(b)))
+            return fail(r, ST_FAIL, "output %d element %lld is %.9g, expected %.9g", k,
+                        (long long)i, a, b);
+    }
+    return 0;
+}
+
+static void free_tensors(cv_tensor *t, int n)
+{
+    for (int i = 0; i < n; i++)
+        cv_tensor_free(&t[i]);
+}
+
+/* A test data set being run: its inputs, and which of them the importer
+ * folded into constants (shape specialisation). */
+typedef struct data_set {
+    cv_tensor in[MAX_IO];
+    int n_in;
+    bool bound[MAX_IO];
+} data_set;
+
+static int bind_from_data(void *user, int index, const char *name, cv_tensor *t)
+{
+    data_set *ds = user;
+    if (index < 0 || index >= ds->n_in ||
+        cv_tensor_alloc(t, ds->in[index].dtype, ds->in[index].rank, ds->in[index].dims) < 0)
+        return -1;
+    memcpy(t->data, ds->in[index].data, cv_tensor_nbytes(t));
+    ds->bound[index] = true;
+    return 0;
+}
+
+/* Imports the model specialised to ds, verifies and runs it. */
+static int import_and_run(const char *model, size_t len, const char *path, data_set *ds,
+                          cv_tensor *out, int n_want, result *r)
+{
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_onnx_options opts = {bind_from_data, ds};
+    cv_module *m = cv_onnx_load_opts(model, len, path, &opts, &d);
+    int rc = 0;
+    if (!m || cv_verify(m, 0, &d) != 0 || m->n_funcs < 1) {
+        rc = fail_diag(r, &d, m ? "verifier" : "import");
+        goto done;
+    }
+    cv_tensor run_in[MAX_IO];
+    int n = 0;
+    for (int i = 0; i < ds->n_in; i++) {
+        r->specialized |= ds->bound[i];
+        if (!ds->bound[i])
+            run_in[n++] = ds->in[i];
+    }
+    const cv_func *f = m->funcs[0];
+    if (n != f->n_inputs || n_want != f->n_returns)
+        rc = fail(r, ST_FAIL, "test data has %d inputs / %d outputs, model %d / %d", n, n_want,
+                  f->n_inputs, f->n_returns);
+    else if (cv_interp_run(f, run_in, n, out, &d) < 0)
+        rc = fail_diag(r, &d, "interpreter");
+done:
+    cv_module_free(m);
+    cv_diag_free(&d);
+    return rc;
+}
+
+/* Runs one test_data_set directory. */
+static int run_data_set(const char *model, size_t len, const char *path, const char *dir,
+                        result *r)
+{
+    data_set ds = {0};
+    cv_tensor out[MAX_IO] = {0}, want[MAX_IO] = {0};
+    int n_want = 0, rc = 0;
+    char file[FILE_BUF + 64];
+    for (; ds.n_in < MAX_IO && rc == 0; ds.n_in++) {
+        snprintf(file, sizeof file, "%s/input_%d.pb", dir, ds.n_in);
+        if (access(file, R_OK) != 0)
+            break;
+        rc = read_pb(file, &ds.in[ds.n_in], r);
+    }
+    for (; n_want < MAX_IO && rc == 0; n_want++) {
+        snprintf(file, sizeof file, "%s/output_%d.pb", dir, n_want);
+        if (access(file, R_OK) != 0)
+            break;
+        rc = read_pb(file, &want[n_want], r);
+    }
+    if (rc == 0 && import_and_run(model, len, path, &ds, out, n_want, r) == 0) {
+        for (int k = 0; rc == 0 && k < n_want; k++)
+            rc = compare(&out[k], &want[k], k, r);
+        free_tensors(out, n_want);
+    } else {
+        rc = -1;
+    }
+    free_tensors(ds.in, ds.n_in);
+    free_tensors(want, n_want);
+    return rc;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted names in dir that start with prefix (malloc'd array of malloc'd names). */
+static char **list_dir(const char *dir, const char *prefix, int *n)
+{
+    DIR *dp = opendir(dir);
+    char **v = NULL;
+    int cap = 0;
+    *n = 0;
+    for (struct dirent *e; dp && (e = readdir(dp));) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 64;
+            char **nv = realloc(v, (size_t)cap * sizeof *v);
+            if (!nv)
+                break;
+            v = nv;
+        }
+        v[(*n)++] = strdup(e->d_name);
+    }
+    if (dp)
+        closedir(dp);
+    if (*n)
+        qsort(v, (size_t)*n, sizeof *v, name_cmp);
+    return v;
+}
+
+static void free_list(char **v, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* The child's work: import, verify and run every data set. */
+static void run_test(const char *dir, result *r)
+{
+    char path[FILE_BUF], set_dir[FILE_BUF];
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    r->status = ST_PASS;
+    r->max_abs_err = 0;
+    cv_diag d;
+    cv_diag_init(&d);
+    char *model = NULL;   /* owned */
+    size_t len = 0;
+    if (cv_fs_read_file(path, CV_ONNX_MAX_FILE, &model, &len, &d) < 0) {
+        fail_diag(r, &d, "reading the model");
+        cv_diag_free(&d);
+        return;
+    }
+    /* A probe import without test data: a model CU-IR cannot express is
+     * unsupported before its data is even read (sequence inputs, say). */
+    cv_module *probe = cv_onnx_load_mem(model, len, path, &d);
+    bool shape_inputs = false;
+    for (int i = 0; !probe && i < d.n; i++)
+        shape_inputs |= d.v[i].code == 4305;
+    if (!probe && !shape_inputs) {
+        fail_diag(r, &d, "import");
+        r->max_abs_err = -1;
+        free(model);
+        cv_diag_free(&d);
+        return;
+    }
+    cv_module_free(probe);
+    cv_diag_free(&d);
+    int n_sets;
+    char **sets = list_dir(dir, "test_data_set_", &n_sets);
+    for (int i = 0; i < n_sets; i++) {
+        snprintf(set_dir, sizeof set_dir, "%s/%s", dir, sets[i]);
+        if (run_data_set(model, len, path, set_dir, r) < 0)
+            break;
+    }
+    if (n_sets == 0)
+        fail(r, ST_FAIL, "no test_data_set directories");
+    if (r->status != ST_PASS && r->max_abs_err == 0)
+        r->max_abs_err = -1;
+    free_list(sets, n_sets);
+    free(model);
+}
+
+/* Runs run_test in a child so that a crash or hang fails only this test. */
+static void run_isolated(const char *dir, result *r)
+{
+    int fds[2];
+    if (pipe(fds) < 0) {
+        fail(r, ST_FAIL, "pipe: %s", strerror(errno));
+        return;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        alarm(TEST_TIMEOUT_S);
+        result cr = {0};
+        run_test(dir, &cr);
+        ssize_t w = write(fds[1], &cr, sizeof cr);
+        _exit(w == (ssize_t)sizeof cr ? 0 : 1);
+    }
+    close(fds[1]);
+    ssize_t got = pid > 0 ? read(fds[0], r, sizeof *r) : -1;
+    close(fds[0]);
+    int st = 0;
+    if (pid > 0)
+        waitpid(pid, &st, 0);
+    if (got != (ssize_t)sizeof *r) {
+        r->max_abs_err = -1;
+        if (pid > 0 && WIFSIGNALED(st))
+            fail(r, ST_FAIL, WTERMSIG(st) == SIGALRM ? "timeout after %d s" : "crashed (signal %d)",
+                 WTERMSIG(st) == SIGALRM ? TEST_TIMEOUT_S : WTERMSIG(st));
+        else
+            fail(r, ST_FAIL, "the test process failed (exit status %d)", WEXITSTATUS(st));
+    }
+}
+
+/* The op a test exercises: its node's type; for several distinct types,
+ * the op of the test it expands (test_X_expanded -> test_X) or the last. */
+static void test_op(const char *dir, char *op, size_t size)
+{
+    char path[FILE_BUF];
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    snprintf(op, size, "?");
+    cv_diag d;
+    cv_diag_init(&d);
+    char *buf = NULL;   /* owned */
+    size_t len = 0;
+    Onnx__ModelProto *mp = NULL;  /* owned */
+    if (cv_fs_read_file(path, 1u << 30, &buf, &len, &d) == 0)
+        mp = onnx__model_proto__unpack(NULL, len, (const uint8_t *)buf);
+    if (mp && mp->graph && mp->graph->n_node) {
+        const Onnx__GraphProto *g = mp->graph;
+        snprintf(op, size, "%s", g->node[g->n_node - 1]->op_type);
+        for (size_t i = 0; i < g->n_node; i++)
+            if (strcmp(g->node[i]->op_type, g->node[0]->op_type) != 0)
+                snprintf(op, size, "*");   /* resolved from the base test later */
+        if (strcmp(op, "*") == 0 && !strstr(dir, "_expanded"))
+            snprintf(op, size, "%s", g->node[g->n_node - 1]->op_type);
+    }
+    if (mp)
+        onnx__model_proto__free_unpacked(mp, NULL);
+    free(buf);
+    cv_diag_free(&d);
+}
+
+static void resolve_expanded(test *t, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (strcmp(t[i].op, "*") != 0)
+            continue;
+        char base[256];
+        snprintf(base, sizeof base, "%s", t[i].name);
+        char *x = strstr(base, "_expanded");
+        if (x)
+            *x = 0;
+        snprintf(t[i].op, sizeof t[i].op, "?");
+        for (int j = 0; j < n; j++)
+            if (strcmp(t[j].name, base) == 0)
+                snprintf(t[i].op, sizeof t[i].op, "%s", t[j].op);
+    }
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: onnx_conformance [--json OUT] [--filter SUBSTR] [--backend interp] "
+                    "[-v] NODE_DIR\n");
+}
+
+int main(int argc, char **argv)
+{
+    const char *json_out = NULL, *filter = NULL, *dir = NULL;
+    bool verbose = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
+            json_out = argv[++i];
+        else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc)
+            filter = argv[++i];
+        else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+            if (strcmp(argv[++i], "interp") != 0) {
+                fprintf(stderr, "onnx_conformance: only --backend interp exists yet\n");
+                return 2;
+            }
+        } else if (strcmp(argv[i], "-v") == 0)
+            verbose = true;
+        else if (argv[i][0] != '-' && !dir)
+            dir = argv[i];
+        else {
+            usage();
+            return 2;
+        }
+    }
+    if (!dir) {
+        usage();
+        return 2;
+    }
+    int n_names;
+    char **names = list_dir(dir, "test_", &n_names);
+    test *tests = calloc((size_t)n_names + 1, sizeof *tests);   /* owned */
+    int n = 0;
+    for (int i = 0; i < n_names; i++) {
+        if (filter && !strstr(names[i], filter))
+            continue;
+        char path[DIR_BUF];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        tests[n].name = names[i];
+        names[i] = NULL;
+        test_op(path, tests[n].op, sizeof tests[n].op);
+        n++;
+    }
+    resolve_expanded(tests, n);
+    for (int i = 0; i < n; i++) {
+        char path[DIR_BUF];
+        snprintf(path, sizeof path, "%s/%s", dir, tests[i].name);
+        run_isolated(path, &tests[i].r);
+        if (verbose)
+            printf("%-60s %-12s %s\n", tests[i].name, conf_status_name(tests[i].r.status),
+                   tests[i].r.msg);
+    }
+    conf_print_table(tests, n);
+    int rc = json_out ? conf_write_json(json_out, tests, n) : 0;
+    for (int i = 0; i < n; i++)
+        free(tests[i].name);
+    free(tests);
+    free_list(names, n_names);
+    return rc < 0 ? 1 : 0;
+}
