@@ -31,4 +31,13 @@ int cv_cli_usage_error(const cv_cli_command *cmd, const char *fmt, ...)
 /* True when argv contains -h or --help (prints the usage). */
 bool cv_cli_wants_help(const cv_cli_command *cmd, int argc, char **argv);
 
+/* Native execution shared by run and bench (cli/native_open.c): opens an
+ * artifact directory, or compiles a model file (-O2, this machine) into a
+ * fresh temporary directory (*tmpdir, removed by cv_cli_remove_tmpdir). */
+struct cv_native;
+struct cv_diag;
+int cv_cli_open_native(const char *model_or_dir, int threads, struct cv_native **out,
+                       char **tmpdir, double *compile_ms, struct cv_diag *d);
+void cv_cli_remove_tmpdir(char *dir);
+
 #endif

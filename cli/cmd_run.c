@@ -1,5 +1,6 @@
-/* cuvil run MODEL --interp --input NAME=FILE.npy ... --output DIR
- * Runs a model on .npy inputs and writes one .npy per output. */
+/* cuvil run MODEL|ARTIFACT_DIR [--interp] --input NAME=FILE.npy ... --output DIR
+ * Runs a model on .npy inputs (natively, or with the reference interpreter)
+ * and writes one .npy per output. */
 #include <ctype.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -17,9 +18,16 @@ enum { MAX_IO = 64 };
 typedef struct run_opts {
     const char *model, *out_dir;
     const char *in_names[MAX_IO], *in_files[MAX_IO];
-    int n_in;
+    int n_in, threads;
     bool interp, json;
 } run_opts;
+
+/* The model's inputs and outputs, from its IR or its artifact manifest. */
+typedef struct run_sig {
+    int n_in, n_out;
+    const char *in_name[MAX_IO], *out_name[MAX_IO];
+    cv_dtype in_dt[MAX_IO];
+} run_sig;
 
 static int parse_args(run_opts *o, int argc, char **argv)
 {
@@ -41,6 +49,10 @@ static int parse_args(run_opts *o, int argc, char **argv)
             o->in_files[o->n_in++] = eq + 1;
         } else if ((strcmp(a, "--output") == 0 || strcmp(a, "-o") == 0) && i + 1 < argc) {
             o->out_dir = argv[++i];
+        } else if (strcmp(a, "--threads") == 0 && i + 1 < argc) {
+            o->threads = atoi(argv[++i]);
+            if (o->threads < 1 || o->threads > 256)
+                return cv_cli_usage_error(cmd, "--threads takes 1 to 256");
         } else if (a[0] == '-') {
             return cv_cli_usage_error(cmd, "unknown or incomplete option '%s'", a);
         } else if (!o->model) {
@@ -51,18 +63,18 @@ static int parse_args(run_opts *o, int argc, char **argv)
     }
     if (!o->model)
         return cv_cli_usage_error(cmd, "no model given");
-    if (!o->interp)
-        return cv_cli_usage_error(cmd, "native execution arrives with the LLVM backend; pass --interp");
+    if (!o->threads)
+        o->threads = 1;
     return 0;
 }
 
 /* float64 .npy files are what numpy writes by default: accept them for any
  * float input by rounding; everything else must match exactly. */
-static int npy_to_input(cv_npy *n, const cv_value *in, cv_tensor *t, cv_diag *d, const char *file)
+static int npy_to_input(cv_npy *n, const char *name, cv_dtype want, cv_tensor *t, cv_diag *d,
+                        const char *file)
 {
-    cv_dtype want = in->type.dtype;
     if (cv_tensor_alloc(t, want, n->rank, n->dims))
-        return cv_diag_error(d, 9002, (cv_span){.file = file}, "cannot allocate input %%%s", in->name), -1;
+        return cv_diag_error(d, 9002, (cv_span){.file = file}, "cannot allocate input %%%s", name), -1;
     if (n->dtype == want) {
         memcpy(t->data, n->data, cv_tensor_nbytes(t));
     } else if (n->dtype == CV_F64 && cv_dtype_is_float(want)) {
@@ -71,41 +83,43 @@ static int npy_to_input(cv_npy *n, const cv_value *in, cv_tensor *t, cv_diag *d,
     } else {
         cv_tensor_free(t);
         return cv_diag_error(d, 2024, (cv_span){.file = file}, "input %%%s is %s but %s holds %s",
-                             in->name, cv_dtype_name(want), file, cv_dtype_name(n->dtype)), -1;
+                             name, cv_dtype_name(want), file, cv_dtype_name(n->dtype)), -1;
     }
     return 0;
 }
 
-static int load_inputs(const run_opts *o, const cv_func *f, cv_tensor *ins, cv_diag *d)
+static int load_inputs(const run_opts *o, const run_sig *sg, cv_tensor *ins, cv_diag *d)
 {
-    for (int i = 0; i < f->n_inputs; i++) {
-        const cv_value *in = f->inputs[i];
+    for (int i = 0; i < sg->n_in; i++) {
         int k = 0;
-        while (k < o->n_in && strcmp(o->in_names[k], in->name) != 0)
+        while (k < o->n_in && strcmp(o->in_names[k], sg->in_name[i]) != 0)
             k++;
         if (k == o->n_in)
-            return cv_diag_error(d, 2024, f->span, "no --input given for %%%s", in->name), -1;
+            return cv_diag_error(d, 2024, (cv_span){.file = o->model}, "no --input given for %%%s",
+                                 sg->in_name[i]), -1;
         cv_npy n;
         if (cv_npy_read(o->in_files[k], &n, d))
             return -1;
-        int rc = npy_to_input(&n, in, &ins[i], d, o->in_files[k]);
+        int rc = npy_to_input(&n, sg->in_name[i], sg->in_dt[i], &ins[i], d, o->in_files[k]);
         cv_npy_free(&n);
         if (rc)
             return -1;
     }
-    for (int k = 0; k < o->n_in; k++)
-        if (!cv_func_find_value(f, o->in_names[k]) ||
-            cv_func_find_value(f, o->in_names[k])->kind != CV_VAL_INPUT)
-            return cv_diag_error(d, 2024, f->span, "model @%s has no input %%%s", f->name,
+    for (int k = 0; k < o->n_in; k++) {
+        bool known = false;
+        for (int i = 0; i < sg->n_in && !known; i++)
+            known = strcmp(sg->in_name[i], o->in_names[k]) == 0;
+        if (!known)
+            return cv_diag_error(d, 2024, (cv_span){.file = o->model}, "the model has no input %%%s",
                                  o->in_names[k]), -1;
+    }
     return 0;
 }
 
 /* Output file names: the returned value's name when it is a plain
  * identifier, else output<i>. */
-static void output_name(const cv_func *f, int i, char *buf, size_t size)
+static void output_name(const char *n, int i, char *buf, size_t size)
 {
-    const char *n = f->returns[i]->name;
     bool ident = isalpha((unsigned char)n[0]) || n[0] == '_';
     for (const char *p = n; ident && *p; p++)
         ident = isalnum((unsigned char)*p) || *p == '_' || *p == '.' || *p == '-';
@@ -115,13 +129,14 @@ static void output_name(const cv_func *f, int i, char *buf, size_t size)
         snprintf(buf, size, "output%d.npy", i);
 }
 
-static int write_outputs(const run_opts *o, const cv_func *f, cv_tensor *outs, cv_diag *d, json_t *report)
+static int write_outputs(const run_opts *o, const run_sig *sg, cv_tensor *outs, cv_diag *d,
+                         json_t *report)
 {
     if (o->out_dir && cv_fs_mkdirs(o->out_dir, 0755))
         return cv_diag_error(d, 9004, (cv_span){.file = o->out_dir}, "cannot create %s", o->out_dir), -1;
-    for (int i = 0; i < f->n_returns; i++) {
+    for (int i = 0; i < sg->n_out; i++) {
         char name[256];
-        output_name(f, i, name, sizeof name);
+        output_name(sg->out_name[i], i, name, sizeof name);
         char *path = o->out_dir ? cv_fs_join(o->out_dir, name) : NULL;
         if (path && cv_npy_write(path, outs[i].dtype, outs[i].rank, outs[i].dims, outs[i].data, d)) {
             free(path);
@@ -137,24 +152,62 @@ static int write_outputs(const run_opts *o, const cv_func *f, cv_tensor *outs, c
     return 0;
 }
 
-static int run_model(const run_opts *o, cv_diag *d, json_t *report)
+static void free_tensors(cv_tensor *t, int n)
+{
+    for (int i = 0; i < n; i++)
+        cv_tensor_free(&t[i]);
+}
+
+static int run_interp(const run_opts *o, cv_diag *d, json_t *report)
 {
     cv_module *m = cv_model_load(o->model, 0, d);
     if (!m)
         return CV_EXIT_INPUT;
     const cv_func *f = m->funcs[0];
     cv_tensor ins[MAX_IO] = {0}, outs[MAX_IO] = {0};
+    run_sig sg = {.n_in = f->n_inputs, .n_out = f->n_returns};
     int rc = CV_EXIT_INPUT;
-    if (f->n_inputs > MAX_IO || f->n_returns > MAX_IO)
+    if (f->n_inputs > MAX_IO || f->n_returns > MAX_IO) {
         cv_diag_error(d, 9005, f->span, "model has more than %d inputs or outputs", MAX_IO);
-    else if (load_inputs(o, f, ins, d) == 0 && cv_interp_run(f, ins, f->n_inputs, outs, d) == 0)
-        rc = write_outputs(o, f, outs, d, report) ? CV_EXIT_INTERNAL : CV_EXIT_OK;
-    for (int i = 0; i < f->n_inputs && i < MAX_IO; i++)
-        cv_tensor_free(&ins[i]);
+    } else {
+        for (int i = 0; i < sg.n_in; i++) {
+            sg.in_name[i] = f->inputs[i]->name;
+            sg.in_dt[i] = f->inputs[i]->type.dtype;
+        }
+        for (int i = 0; i < sg.n_out; i++)
+            sg.out_name[i] = f->returns[i]->name;
+        if (load_inputs(o, &sg, ins, d) == 0 && cv_interp_run(f, ins, f->n_inputs, outs, d) == 0)
+            rc = write_outputs(o, &sg, outs, d, report) ? CV_EXIT_INTERNAL : CV_EXIT_OK;
+    }
+    free_tensors(ins, sg.n_in < MAX_IO ? sg.n_in : 0);
     if (rc != CV_EXIT_INPUT)
-        for (int i = 0; i < f->n_returns; i++)
-            cv_tensor_free(&outs[i]);
+        free_tensors(outs, sg.n_out);
     cv_module_free(m);
+    return rc;
+}
+
+static int run_native(const run_opts *o, cv_diag *d, json_t *report)
+{
+    cv_native *n;
+    char *tmp;
+    double ms;
+    if (cv_cli_open_native(o->model, o->threads, &n, &tmp, &ms, d))
+        return CV_EXIT_INPUT;
+    run_sig sg = {.n_in = cv_native_num_inputs(n), .n_out = cv_native_num_outputs(n)};
+    for (int i = 0; i < sg.n_in; i++) {
+        sg.in_name[i] = cv_native_input(n, i).name;
+        sg.in_dt[i] = cv_native_input(n, i).dtype;
+    }
+    for (int i = 0; i < sg.n_out; i++)
+        sg.out_name[i] = cv_native_output(n, i).name;
+    cv_tensor ins[MAX_IO] = {0}, outs[MAX_IO] = {0};
+    int rc = CV_EXIT_INPUT;
+    if (load_inputs(o, &sg, ins, d) == 0 && cv_native_run(n, ins, sg.n_in, outs, d) == 0)
+        rc = write_outputs(o, &sg, outs, d, report) ? CV_EXIT_INTERNAL : CV_EXIT_OK;
+    free_tensors(ins, sg.n_in);
+    free_tensors(outs, sg.n_out);
+    cv_native_close(n);
+    cv_cli_remove_tmpdir(tmp);
     return rc;
 }
 
@@ -169,7 +222,7 @@ static int run_run(int argc, char **argv)
     cv_diag d;
     cv_diag_init(&d);
     json_t *report = json_array();
-    rc = run_model(&o, &d, report);
+    rc = o.interp ? run_interp(&o, &d, report) : run_native(&o, &d, report);
     if (o.json) {
         json_t *out = json_pack("{s:b, s:o, s:o}", "ok", rc == 0, "outputs", report,
                                 "diagnostics", cv_diag_to_json(&d));
@@ -191,8 +244,12 @@ static int run_run(int argc, char **argv)
 
 const cv_cli_command cv_cmd_run = {
     "run", "run a model on .npy inputs",
-    "cuvil run MODEL --interp --input NAME=FILE.npy ... [--output DIR] [--json]\n"
+    "cuvil run MODEL|ARTIFACT_DIR [--interp] --input NAME=FILE.npy ... [--output DIR]\n"
+    "          [--threads N] [--json]\n"
+    "  (default)         compile the model for this machine (or load a compiled\n"
+    "                    artifact directory) and run it natively\n"
     "  --interp          run with the reference interpreter (fp64 accumulation)\n"
+    "  --threads N       native thread pool size (default 1)\n"
     "  --input NAME=F    bind model input %NAME to the .npy file F (float64 files are\n"
     "                    rounded to the input's float type)\n"
     "  --output DIR      write one .npy per output into DIR\n"

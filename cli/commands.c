@@ -7,10 +7,15 @@
 #include "cli/cli.h"
 
 extern const cv_cli_command cv_cmd_help, cv_cmd_version, cv_cmd_validate, cv_cmd_run;
+extern const cv_cli_command cv_cmd_compile, cv_cmd_bench;
+extern const cv_cli_command cv_cmd_cache;
 
 static const cv_cli_command *const commands[] = {
     &cv_cmd_validate,
+    &cv_cmd_compile,
     &cv_cmd_run,
+    &cv_cmd_bench,
+    &cv_cmd_cache,
     &cv_cmd_help,
     &cv_cmd_version,
 };

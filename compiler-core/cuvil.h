@@ -30,4 +30,56 @@ cv_module *cv_model_load(const char *path, unsigned flags, cv_diag *d);
 /* Size limit for model text files read by front ends (bytes). */
 #define CV_MAX_MODEL_TEXT (256u << 20)
 
+/* ---- native artifacts (compiler-core/backend/, LLVM 19) ------------------- */
+
+enum {
+    CV_EMIT_OBJ = 1u << 0, CV_EMIT_A = 1u << 1, CV_EMIT_SO = 1u << 2, CV_EMIT_H = 1u << 3,
+    CV_EMIT_LLVM = 1u << 4, CV_EMIT_CUIR = 1u << 5,
+    CV_EMIT_DEFAULT = CV_EMIT_OBJ | CV_EMIT_A | CV_EMIT_SO | CV_EMIT_H,
+};
+
+typedef struct cv_compile_opts {
+    const char *target;     /* x86_64, x86_64-avx2, x86_64-avx512, aarch64-linux-gnu,
+                               riscv64-linux-gnu, native (NULL) */
+    int opt_level;          /* 0..3 */
+    unsigned emit;          /* CV_EMIT_* bits; 0 = CV_EMIT_DEFAULT */
+    const char *out_dir;    /* created when missing */
+} cv_compile_opts;
+
+typedef struct cv_compile_info {
+    char name[128];         /* the artifact's C name: cv_<name>_run ... */
+    int n_ops, n_kernels;
+    int64_t arena_bytes, peak_bytes;  /* with every symbolic dim = 1 */
+    double ms_codegen, ms_llvm, ms_link;
+    bool linked_so;         /* false for a cross target whose linker is missing */
+} cv_compile_info;
+
+/* "so,a,obj,h,llvm,cuir" -> CV_EMIT_* bits; -1 on an unknown name. */
+int cv_emit_parse(const char *list, unsigned *out);
+/* Compiles the module's model into out_dir: <name>.o, lib<name>.a,
+ * lib<name>.so, <name>.h, manifest.json (see docs). */
+int cv_compile_native(cv_module *m, const cv_compile_opts *o, cv_compile_info *info, cv_diag *d);
+
+/* A compiled artifact loaded into this process (dlopen of lib<name>.so). */
+typedef struct cv_native cv_native;
+/* Loads the artifact in dir (its manifest.json and .so) with a pool of
+ * `threads` threads. */
+int cv_native_open(const char *dir, int threads, cv_native **out, cv_diag *d);
+/* Runs it like cv_interp_run: inputs in signature order (symbolic dims are
+ * bound from their shapes); outputs[i] are allocated unless they already
+ * hold a buffer of the right shape, which is then reused. */
+int cv_native_run(cv_native *n, const cv_tensor *inputs, int n_inputs, cv_tensor *outputs,
+                  cv_diag *d);
+typedef struct cv_native_io {
+    const char *name;       /* owned by the cv_native */
+    cv_dtype dtype;
+    int rank;
+    const int64_t *dims;    /* rank entries: >= 0, or -1 - k for symbolic dim k */
+} cv_native_io;
+int cv_native_num_inputs(const cv_native *n);
+int cv_native_num_outputs(const cv_native *n);
+cv_native_io cv_native_input(const cv_native *n, int i);
+cv_native_io cv_native_output(const cv_native *n, int i);
+void cv_native_close(cv_native *n);
+
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "compiler-core/ir/ops_internal.h"
+#include "compiler-core/backend/codegen.h"
 
 /* ---- shape functions ----------------------------------------------------- */
 
@@ -214,29 +215,31 @@ static const cv_attr_schema gelu_attrs[] = {
 
 static const cv_op_def defs[] = {
     /* neg: floats and signed ints (wraps); abs, relu: any numeric dtype. */
-    {"neg", 1, 1, 1, 1, no_attrs, infer_signed, eval_neg, NULL, EW},
-    {"abs", 1, 1, 1, 1, no_attrs, infer_numeric, eval_abs, NULL, EW},
-    {"relu", 1, 1, 1, 1, no_attrs, infer_numeric, eval_relu, NULL, EW},
+    {"neg", 1, 1, 1, 1, no_attrs, infer_signed, eval_neg, cv_cg_neg, EW},
+    {"abs", 1, 1, 1, 1, no_attrs, infer_numeric, eval_abs, cv_cg_abs, EW},
+    {"relu", 1, 1, 1, 1, no_attrs, infer_numeric, eval_relu, cv_cg_relu, EW},
     /* Float-only math, no attributes. */
-    {"sqrt", 1, 1, 1, 1, no_attrs, infer_float, eval_sqrt, NULL, EW},
-    {"exp", 1, 1, 1, 1, no_attrs, infer_float, eval_exp, NULL, EW},
-    {"log", 1, 1, 1, 1, no_attrs, infer_float, eval_log, NULL, EW},
-    {"tanh", 1, 1, 1, 1, no_attrs, infer_float, eval_tanh, NULL, EW},
-    {"erf", 1, 1, 1, 1, no_attrs, infer_float, eval_erf, NULL, EW},
-    {"sigmoid", 1, 1, 1, 1, no_attrs, infer_float, eval_sigmoid, NULL, EW},
+    {"sqrt", 1, 1, 1, 1, no_attrs, infer_float, eval_sqrt, cv_cg_sqrt, EW},
+    {"exp", 1, 1, 1, 1, no_attrs, infer_float, eval_exp, cv_cg_exp, EW},
+    {"log", 1, 1, 1, 1, no_attrs, infer_float, eval_log, cv_cg_log, EW},
+    {"tanh", 1, 1, 1, 1, no_attrs, infer_float, eval_tanh, cv_cg_tanh, EW},
+    {"erf", 1, 1, 1, 1, no_attrs, infer_float, eval_erf, cv_cg_erf, EW},
+    {"sigmoid", 1, 1, 1, 1, no_attrs, infer_float, eval_sigmoid, cv_cg_sigmoid, EW},
     /* silu(x) = x * sigmoid(x) */
-    {"silu", 1, 1, 1, 1, no_attrs, infer_float, eval_silu, NULL, EW},
+    {"silu", 1, 1, 1, 1, no_attrs, infer_float, eval_silu, cv_cg_silu, EW},
     /* hard_swish(x) = x * max(0, min(1, x/6 + 1/2))  (ONNX HardSwish) */
-    {"hard_swish", 1, 1, 1, 1, no_attrs, infer_float, eval_hard_swish, NULL, EW},
+    {"hard_swish", 1, 1, 1, 1, no_attrs, infer_float, eval_hard_swish, cv_cg_hard_swish, EW},
     /* leaky_relu {alpha: float = 0.01} */
-    {"leaky_relu", 1, 1, 1, 1, leaky_relu_attrs, infer_float, eval_leaky_relu, NULL, EW},
+    {"leaky_relu", 1, 1, 1, 1, leaky_relu_attrs, infer_float, eval_leaky_relu, cv_cg_leaky_relu,
+     EW},
     /* hard_sigmoid {alpha: float = 0.2, beta: float = 0.5}: max(0, min(1, alpha*x + beta)) */
-    {"hard_sigmoid", 1, 1, 1, 1, hard_sigmoid_attrs, infer_float, eval_hard_sigmoid, NULL, EW},
+    {"hard_sigmoid", 1, 1, 1, 1, hard_sigmoid_attrs, infer_float, eval_hard_sigmoid,
+     cv_cg_hard_sigmoid, EW},
     /* gelu {approximate: string = "none" | "tanh"} */
-    {"gelu", 1, 1, 1, 1, gelu_attrs, infer_gelu, eval_gelu, NULL, EW},
+    {"gelu", 1, 1, 1, 1, gelu_attrs, infer_gelu, eval_gelu, cv_cg_gelu, EW},
     /* clip {min: float = -inf, max: float = +inf}; numeric dtypes (ints clip to
      * ceil(min)..floor(max)). */
-    {"clip", 1, 1, 1, 1, clip_attrs, infer_clip, eval_clip, NULL, EW},
+    {"clip", 1, 1, 1, 1, clip_attrs, infer_clip, eval_clip, cv_cg_clip, EW},
 };
 
 const cv_op_family cv_ops_activation = {defs, (int)(sizeof defs / sizeof defs[0])};

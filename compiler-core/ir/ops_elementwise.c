@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "compiler-core/ir/ops_internal.h"
+#include "compiler-core/backend/codegen.h"
 
 /* ---- shape functions ----------------------------------------------------- */
 
@@ -244,23 +245,23 @@ static const cv_attr_schema cast_attrs[] = {
 
 static const cv_op_def defs[] = {
     /* add, sub, mul, div (a, b): same numeric dtype, broadcast; no attributes. */
-    {"add", 2, 2, 1, 1, no_attrs, infer_arith, eval_add, NULL, EWC},
-    {"sub", 2, 2, 1, 1, no_attrs, infer_arith, eval_sub, NULL, EW},
-    {"mul", 2, 2, 1, 1, no_attrs, infer_arith, eval_mul, NULL, EWC},
-    {"div", 2, 2, 1, 1, no_attrs, infer_arith, eval_div, NULL, EW},
+    {"add", 2, 2, 1, 1, no_attrs, infer_arith, eval_add, cv_cg_add, EWC},
+    {"sub", 2, 2, 1, 1, no_attrs, infer_arith, eval_sub, cv_cg_sub, EW},
+    {"mul", 2, 2, 1, 1, no_attrs, infer_arith, eval_mul, cv_cg_mul, EWC},
+    {"div", 2, 2, 1, 1, no_attrs, infer_arith, eval_div, cv_cg_div, EW},
     /* pow (base, exponent): exponent of any numeric dtype; result has base's. */
-    {"pow", 2, 2, 1, 1, no_attrs, infer_pow, eval_pow, NULL, EW},
+    {"pow", 2, 2, 1, 1, no_attrs, infer_pow, eval_pow, cv_cg_pow, EW},
     /* min, max (x, ...): one or more operands of one numeric dtype (ONNX Min/Max). */
-    {"min", 1, -1, 1, 1, no_attrs, infer_arith, eval_min, NULL, EWC},
-    {"max", 1, -1, 1, 1, no_attrs, infer_arith, eval_max, NULL, EWC},
+    {"min", 1, -1, 1, 1, no_attrs, infer_arith, eval_min, cv_cg_min, EWC},
+    {"max", 1, -1, 1, 1, no_attrs, infer_arith, eval_max, cv_cg_max, EWC},
     /* equal (any dtype incl. bool), less, greater (numeric) -> bool. */
-    {"equal", 2, 2, 1, 1, no_attrs, infer_equal, eval_equal, NULL, EWC},
-    {"less", 2, 2, 1, 1, no_attrs, infer_compare, eval_less, NULL, EW},
-    {"greater", 2, 2, 1, 1, no_attrs, infer_compare, eval_greater, NULL, EW},
+    {"equal", 2, 2, 1, 1, no_attrs, infer_equal, eval_equal, cv_cg_equal, EWC},
+    {"less", 2, 2, 1, 1, no_attrs, infer_compare, eval_less, cv_cg_less, EW},
+    {"greater", 2, 2, 1, 1, no_attrs, infer_compare, eval_greater, cv_cg_greater, EW},
     /* where (cond: bool, x, y): x and y share a dtype; all three broadcast. */
-    {"where", 3, 3, 1, 1, no_attrs, infer_where, eval_where, NULL, EW},
+    {"where", 3, 3, 1, 1, no_attrs, infer_where, eval_where, cv_cg_where, EW},
     /* cast {to: dtype, required} */
-    {"cast", 1, 1, 1, 1, cast_attrs, infer_cast, eval_cast, NULL, EW},
+    {"cast", 1, 1, 1, 1, cast_attrs, infer_cast, eval_cast, cv_cg_cast, EW},
 };
 
 const cv_op_family cv_ops_elementwise = {defs, (int)(sizeof defs / sizeof defs[0])};

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "compiler-core/ir/ops_nnutil.h"
+#include "compiler-core/backend/codegen.h"
 
 /* ---- transpose ----------------------------------------------------------- */
 
@@ -452,13 +453,15 @@ static const cv_attr_schema pad_attrs[] = {
 };
 
 static const cv_op_def defs[] = {
-    {"transpose", 1, 1, 1, 1, transpose_attrs, transpose_infer, transpose_eval, NULL,
+    {"transpose", 1, 1, 1, 1, transpose_attrs, transpose_infer, transpose_eval, cv_cg_transpose,
      CV_OPF_SHAPE_ONLY},
-    {"concat", 1, -1, 1, 1, concat_attrs, concat_infer, concat_eval, NULL, CV_OPF_SHAPE_ONLY},
-    {"split", 1, 1, 1, -1, split_attrs, split_infer, split_eval, NULL, CV_OPF_SHAPE_ONLY},
-    {"slice", 1, 1, 1, 1, slice_attrs, slice_infer, slice_eval, NULL, CV_OPF_SHAPE_ONLY},
-    {"gather", 2, 2, 1, 1, gather_attrs, gather_infer, gather_eval, NULL, CV_OPF_SHAPE_ONLY},
-    {"pad", 1, 1, 1, 1, pad_attrs, pad_infer, pad_eval, NULL, 0},
+    {"concat", 1, -1, 1, 1, concat_attrs, concat_infer, concat_eval, cv_cg_concat,
+     CV_OPF_SHAPE_ONLY},
+    {"split", 1, 1, 1, -1, split_attrs, split_infer, split_eval, cv_cg_split, CV_OPF_SHAPE_ONLY},
+    {"slice", 1, 1, 1, 1, slice_attrs, slice_infer, slice_eval, cv_cg_slice, CV_OPF_SHAPE_ONLY},
+    {"gather", 2, 2, 1, 1, gather_attrs, gather_infer, gather_eval, cv_cg_gather,
+     CV_OPF_SHAPE_ONLY},
+    {"pad", 1, 1, 1, 1, pad_attrs, pad_infer, pad_eval, cv_cg_pad, 0},
 };
 
 const cv_op_family cv_ops_layout = {defs, (int)(sizeof defs / sizeof defs[0])};

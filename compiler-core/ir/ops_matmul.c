@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "compiler-core/ir/ops_nnutil.h"
+#include "compiler-core/backend/codegen.h"
 
 static int matmul_infer(cv_infer_ctx *c)
 {
@@ -156,8 +157,8 @@ static const cv_attr_schema gemm_attrs[] = {
 };
 
 static const cv_op_def defs[] = {
-    {"matmul", 2, 2, 1, 1, no_attrs, matmul_infer, matmul_eval, NULL, 0},
-    {"gemm", 2, 3, 1, 1, gemm_attrs, gemm_infer, gemm_eval, NULL, 0},
+    {"matmul", 2, 2, 1, 1, no_attrs, matmul_infer, matmul_eval, cv_cg_matmul, 0},
+    {"gemm", 2, 3, 1, 1, gemm_attrs, gemm_infer, gemm_eval, cv_cg_gemm, 0},
 };
 
 const cv_op_family cv_ops_matmul = {defs, (int)(sizeof defs / sizeof defs[0])};

@@ -3,6 +3,7 @@
  * ops_resize.c.  Layout is NCHW; weights are OIHW (conv2d) and IOHW
  * (conv_transpose2d), as in ONNX and PyTorch. */
 #include "compiler-core/ir/ops_nnutil.h"
+#include "compiler-core/backend/codegen.h"
 
 typedef struct conv_params {
     int64_t stride[2], pad[4], dil[2], groups, outpad[2];
@@ -312,9 +313,9 @@ static const cv_attr_schema conv_transpose_attrs[] = {
 };
 
 static const cv_op_def defs[] = {
-    {"conv2d", 2, 3, 1, 1, conv_attrs, conv2d_infer, conv2d_eval, NULL, 0},
+    {"conv2d", 2, 3, 1, 1, conv_attrs, conv2d_infer, conv2d_eval, cv_cg_conv2d, 0},
     {"conv_transpose2d", 2, 3, 1, 1, conv_transpose_attrs, conv_transpose2d_infer,
-     conv_transpose2d_eval, NULL, 0},
+     conv_transpose2d_eval, cv_cg_conv_transpose2d, 0},
 };
 
 const cv_op_family cv_ops_nn = {defs, (int)(sizeof defs / sizeof defs[0])};

@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "compiler-core/ir/ops_internal.h"
+#include "compiler-core/backend/codegen.h"
 
 static int oom(cv_eval_ctx *c)
 {
@@ -145,9 +146,11 @@ static const cv_attr_schema layer_norm_attrs[] = {
 
 static const cv_op_def defs[] = {
     /* batch_norm(x, scale, bias, mean, var) {epsilon: float = 1e-5}: floats. */
-    {"batch_norm", 5, 5, 1, 1, batch_norm_attrs, infer_batch_norm, eval_batch_norm, NULL, 0},
+    {"batch_norm", 5, 5, 1, 1, batch_norm_attrs, infer_batch_norm, eval_batch_norm,
+     cv_cg_batch_norm, 0},
     /* layer_norm(x, scale, bias?) {axis: int = -1, epsilon: float = 1e-5}: one float dtype. */
-    {"layer_norm", 2, 3, 1, 1, layer_norm_attrs, infer_layer_norm, eval_layer_norm, NULL, 0},
+    {"layer_norm", 2, 3, 1, 1, layer_norm_attrs, infer_layer_norm, eval_layer_norm,
+     cv_cg_layer_norm, 0},
 };
 
 const cv_op_family cv_ops_norm = {defs, (int)(sizeof defs / sizeof defs[0])};

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "compiler-core/ir/ops_nnutil.h"
+#include "compiler-core/backend/codegen.h"
 
 typedef struct pool_params {
     int64_t k[2], stride[2], pad[4], dil[2];
@@ -222,9 +223,12 @@ static const cv_attr_schema avg_pool_attrs[] = {
 static const cv_attr_schema no_attrs[] = {{NULL, CV_ATTR_NONE, false}};
 
 static const cv_op_def defs[] = {
-    {"max_pool2d", 1, 1, 1, 1, max_pool_attrs, max_pool2d_infer, max_pool2d_eval, NULL, 0},
-    {"avg_pool2d", 1, 1, 1, 1, avg_pool_attrs, avg_pool2d_infer, avg_pool2d_eval, NULL, 0},
-    {"global_avg_pool", 1, 1, 1, 1, no_attrs, global_avg_pool_infer, global_avg_pool_eval, NULL,
+    {"max_pool2d", 1, 1, 1, 1, max_pool_attrs, max_pool2d_infer, max_pool2d_eval, cv_cg_max_pool2d,
+     0},
+    {"avg_pool2d", 1, 1, 1, 1, avg_pool_attrs, avg_pool2d_infer, avg_pool2d_eval, cv_cg_avg_pool2d,
+     0},
+    {"global_avg_pool", 1, 1, 1, 1, no_attrs, global_avg_pool_infer, global_avg_pool_eval,
+     cv_cg_global_avg_pool,
      0},
 };
 

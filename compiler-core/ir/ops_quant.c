@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "compiler-core/ir/ops_internal.h"
+#include "compiler-core/backend/codegen.h"
 
 /* A per-tensor scale or zero point: a scalar or a one-element vector. */
 static bool per_tensor(const cv_shape *s)
@@ -133,9 +134,11 @@ static const cv_attr_schema quant_attrs[] = {
 
 static const cv_op_def defs[] = {
     /* quantize_linear(x: float, scale: float, zero_point?: u8|i8) {axis: int = 1} -> u8|i8 */
-    {"quantize_linear", 2, 3, 1, 1, quant_attrs, infer_quantize, eval_quantize, NULL, 0},
+    {"quantize_linear", 2, 3, 1, 1, quant_attrs, infer_quantize, eval_quantize,
+     cv_cg_quantize_linear, 0},
     /* dequantize_linear(x: i8|u8|i32, scale: float, zero_point?: x's dtype) {axis: int = 1} -> f32 */
-    {"dequantize_linear", 2, 3, 1, 1, quant_attrs, infer_dequantize, eval_dequantize, NULL, 0},
+    {"dequantize_linear", 2, 3, 1, 1, quant_attrs, infer_dequantize, eval_dequantize,
+     cv_cg_dequantize_linear, 0},
 };
 
 const cv_op_family cv_ops_quant = {defs, (int)(sizeof defs / sizeof defs[0])};

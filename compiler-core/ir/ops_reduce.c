@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "compiler-core/ir/ops_internal.h"
+#include "compiler-core/backend/codegen.h"
 
 /* ---- reduce_* ------------------------------------------------------------ */
 
@@ -284,15 +285,16 @@ static const cv_attr_schema softmax_attrs[] = {
 
 static const cv_op_def defs[] = {
     /* reduce_* {axes: ints = all, keepdims: int = 1}: numeric; result dtype = input's. */
-    {"reduce_sum", 1, 1, 1, 1, reduce_attrs, infer_reduce, eval_reduce_sum, NULL, 0},
-    {"reduce_mean", 1, 1, 1, 1, reduce_attrs, infer_reduce, eval_reduce_mean, NULL, 0},
-    {"reduce_max", 1, 1, 1, 1, reduce_attrs, infer_reduce, eval_reduce_max, NULL, 0},
-    {"reduce_min", 1, 1, 1, 1, reduce_attrs, infer_reduce, eval_reduce_min, NULL, 0},
+    {"reduce_sum", 1, 1, 1, 1, reduce_attrs, infer_reduce, eval_reduce_sum, cv_cg_reduce_sum, 0},
+    {"reduce_mean", 1, 1, 1, 1, reduce_attrs, infer_reduce, eval_reduce_mean, cv_cg_reduce_mean, 0},
+    {"reduce_max", 1, 1, 1, 1, reduce_attrs, infer_reduce, eval_reduce_max, cv_cg_reduce_max, 0},
+    {"reduce_min", 1, 1, 1, 1, reduce_attrs, infer_reduce, eval_reduce_min, cv_cg_reduce_min, 0},
     /* argmax {axis: int = 0, keepdims: int = 1, select_last_index: int = 0} -> i64 */
-    {"argmax", 1, 1, 1, 1, argmax_attrs, infer_argmax, eval_argmax, NULL, 0},
+    {"argmax", 1, 1, 1, 1, argmax_attrs, infer_argmax, eval_argmax, cv_cg_argmax, 0},
     /* softmax, log_softmax {axis: int = -1}: floats. */
-    {"softmax", 1, 1, 1, 1, softmax_attrs, infer_softmax, eval_softmax, NULL, 0},
-    {"log_softmax", 1, 1, 1, 1, softmax_attrs, infer_softmax, eval_log_softmax, NULL, 0},
+    {"softmax", 1, 1, 1, 1, softmax_attrs, infer_softmax, eval_softmax, cv_cg_softmax, 0},
+    {"log_softmax", 1, 1, 1, 1, softmax_attrs, infer_softmax, eval_log_softmax, cv_cg_log_softmax,
+     0},
 };
 
 const cv_op_family cv_ops_reduce = {defs, (int)(sizeof defs / sizeof defs[0])};

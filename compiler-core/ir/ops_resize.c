@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "compiler-core/ir/ops_nnutil.h"
+#include "compiler-core/backend/codegen.h"
 
 enum { CT_HALF_PIXEL, CT_ASYMMETRIC, CT_ALIGN_CORNERS, CT_PYTORCH_HALF_PIXEL };
 enum { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL };
@@ -116,8 +117,11 @@ static double source_coord(const resize_params *p, double scale, int64_t x, int6
     switch (p->ct) {
     case CT_ASYMMETRIC:
         return (double)x / scale;
-    case CT_ALIGN_CORNERS:
-        return out == 1 ? 0.0 : (double)x * (double)(in - 1) / (double)(out - 1);
+    case CT_ALIGN_CORNERS: {
+        /* ONNX resizes to in*scale (unrounded) when given scales. */
+        double len = (double)in * scale;
+        return out == 1 || len <= 1 ? 0.0 : (double)x * (double)(in - 1) / (len - 1);
+    }
     case CT_PYTORCH_HALF_PIXEL:
         return out == 1 ? -0.5 : ((double)x + 0.5) / scale - 0.5;
     default:
@@ -260,7 +264,7 @@ static const cv_attr_schema resize_attrs[] = {
 };
 
 static const cv_op_def defs[] = {
-    {"resize", 1, 1, 1, 1, resize_attrs, resize_infer, resize_eval, NULL, 0},
+    {"resize", 1, 1, 1, 1, resize_attrs, resize_infer, resize_eval, cv_cg_resize, 0},
 };
 
 const cv_op_family cv_ops_resize = {defs, (int)(sizeof defs / sizeof defs[0])};

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "compiler-core/ir/ops_nnutil.h"
+#include "compiler-core/backend/codegen.h"
 
 /* Multiset bookkeeping for reshape: the static product and the symbols of
  * some dims. */
@@ -333,13 +334,17 @@ static const cv_attr_schema constant_attrs[] = {
 };
 
 static const cv_op_def defs[] = {
-    {"reshape", 1, 1, 1, 1, reshape_attrs, reshape_infer, copy_eval, NULL, CV_OPF_SHAPE_ONLY},
-    {"flatten", 1, 1, 1, 1, flatten_attrs, flatten_infer, copy_eval, NULL, CV_OPF_SHAPE_ONLY},
-    {"squeeze", 1, 1, 1, 1, squeeze_attrs, squeeze_infer, copy_eval, NULL, CV_OPF_SHAPE_ONLY},
-    {"unsqueeze", 1, 1, 1, 1, unsqueeze_attrs, unsqueeze_infer, copy_eval, NULL,
+    {"reshape", 1, 1, 1, 1, reshape_attrs, reshape_infer, copy_eval, cv_cg_reshape,
      CV_OPF_SHAPE_ONLY},
-    {"expand", 1, 1, 1, 1, reshape_attrs, expand_infer, expand_eval, NULL, CV_OPF_SHAPE_ONLY},
-    {"shape", 1, 1, 1, 1, shape_attrs, shape_infer, shape_eval, NULL, 0},
+    {"flatten", 1, 1, 1, 1, flatten_attrs, flatten_infer, copy_eval, cv_cg_reshape,
+     CV_OPF_SHAPE_ONLY},
+    {"squeeze", 1, 1, 1, 1, squeeze_attrs, squeeze_infer, copy_eval, cv_cg_reshape,
+     CV_OPF_SHAPE_ONLY},
+    {"unsqueeze", 1, 1, 1, 1, unsqueeze_attrs, unsqueeze_infer, copy_eval, cv_cg_reshape,
+     CV_OPF_SHAPE_ONLY},
+    {"expand", 1, 1, 1, 1, reshape_attrs, expand_infer, expand_eval, cv_cg_expand,
+     CV_OPF_SHAPE_ONLY},
+    {"shape", 1, 1, 1, 1, shape_attrs, shape_infer, shape_eval, cv_cg_shape, 0},
     {"constant", 0, 0, 1, 1, constant_attrs, constant_infer, constant_eval, NULL, 0},
 };
 

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Cuvil native vs PyTorch eager (and ONNX Runtime 1.20.1 when its Node
+# package is installed) on the torchvision resnet18 and mobilenet_v2 exports
+# ($BUILD/models, made by `make test`), fp32, batch 1, at 1 and 2 threads:
+# medians over ITERS runs after warm-up, with the ratios, plus the cold -O2
+# compile time of each model.  Target (issue 5): Cuvil/ORT <= 1.5 at 2 threads
+# and faster than PyTorch.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${BUILD:-build}
+cuvil="$build/cuvil"
+iters=${ITERS:-20}
+[ -x "$cuvil" ] || { echo "bench/models: $cuvil not built (make all)"; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+ort=""
+[ -f node_modules/onnxruntime-node/package.json ] && ort=yes
+printf '%-14s %7s %10s %10s %10s %9s %9s\n' model threads cuvil_ms torch_ms ort_ms cuv/torch cuv/ort
+for m in resnet18 mobilenet_v2; do
+    onnx="$build/models/$m.onnx"
+    [ -f "$onnx" ] || { echo "bench/models: $onnx missing (run make test first)"; exit 1; }
+    t0=$(date +%s%N)
+    "$cuvil" compile "$onnx" -O2 -t native -o "$work/$m" --emit so >/dev/null
+    t1=$(date +%s%N)
+    compile_ms=$(( (t1 - t0) / 1000000 ))
+    for th in 1 2; do
+        c=$("$cuvil" bench "$work/$m" --threads "$th" --iters "$iters" --json |
+            /usr/bin/python3 -c 'import json,sys; print("%.3f" % json.load(sys.stdin)["p50_ms"])')
+        t=$(/usr/bin/python3 bench/models/torch_bench.py "$m" "$th" "$iters" 2>/dev/null || echo nan)
+        o=nan
+        [ -n "$ort" ] && o=$(node bench/models/ort_bench.js "$onnx" "$th" "$iters" 2>/dev/null || echo nan)
+        /usr/bin/python3 -c 'import sys; c,t,o=map(float,sys.argv[2:5]); r=lambda a,b: "%.2f"%(a/b) if b==b else "-"
+print("%-14s %7s %10.2f %10.2f %10s %9s %9s" % (sys.argv[1], sys.argv[5], c, t, "%.2f"%o if o==o else "-", r(c,t), r(c,o)))' \
+            "$m" "$c" "$t" "$o" "$th"
+    done
+    echo "  $m: cold compile -O2 ${compile_ms} ms"
+done
+[ -n "$ort" ] || echo "(ONNX Runtime: npm install --ignore-scripts onnxruntime-node@1.20.1 to add it)"

@@ -1,0 +1,182 @@
+/* cuvil bench MODEL|ARTIFACT_DIR [--threads N] [--iters K] [--warmup W] [--batch B]
+ * Times native runs on deterministic random inputs and prints p50/p90/p99. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "compiler-core/cuvil.h"
+
+extern const cv_cli_command cv_cmd_bench;
+
+enum { MAX_IO = 64, MAX_ITERS = 1000000 };
+
+typedef struct bench_opts {
+    const char *model;
+    int threads, iters, warmup;
+    int64_t batch;
+    bool json;
+} bench_opts;
+
+static int int_arg(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*s == 0 || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_args(bench_opts *o, int argc, char **argv)
+{
+    const cv_cli_command *cmd = &cv_cmd_bench;
+    *o = (bench_opts){.threads = 1, .iters = 50, .warmup = 5, .batch = 1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        long v;
+        if (strcmp(a, "--json") == 0) {
+            o->json = true;
+        } else if (i + 1 < argc && (strcmp(a, "--threads") == 0 || strcmp(a, "--iters") == 0 ||
+                                    strcmp(a, "--warmup") == 0 || strcmp(a, "--batch") == 0)) {
+            long hi = a[2] == 't' ? 256 : MAX_ITERS;
+            if (int_arg(argv[++i], a[2] == 'w' ? 0 : 1, hi, &v))
+                return cv_cli_usage_error(cmd, "%s takes a number from %d to %ld", a,
+                                          a[2] == 'w' ? 0 : 1, hi);
+            if (a[2] == 't')
+                o->threads = (int)v;
+            else if (a[2] == 'i')
+                o->iters = (int)v;
+            else if (a[2] == 'w')
+                o->warmup = (int)v;
+            else
+                o->batch = v;
+        } else if (a[0] == '-') {
+            return cv_cli_usage_error(cmd, "unknown or incomplete option '%s'", a);
+        } else if (!o->model) {
+            o->model = a;
+        } else {
+            return cv_cli_usage_error(cmd, "more than one model given ('%s')", a);
+        }
+    }
+    return o->model ? 0 : cv_cli_usage_error(cmd, "no model given");
+}
+
+/* Inputs of the manifest's shapes (symbolic dims = batch), values in [-1, 1]. */
+static int make_inputs(const cv_native *n, int64_t batch, cv_tensor *ins)
+{
+    uint64_t s = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < cv_native_num_inputs(n); i++) {
+        cv_native_io io = cv_native_input(n, i);
+        int64_t dims[CV_MAX_RANK];
+        for (int k = 0; k < io.rank; k++)
+            dims[k] = io.dims[k] >= 0 ? io.dims[k] : batch;
+        if (cv_tensor_alloc(&ins[i], io.dtype, io.rank, dims))
+            return -1;
+        for (int64_t e = 0; e < ins[i].numel; e++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            cv_tensor_set(&ins[i], e, (double)(s >> 11) / 9007199254740992.0 * 2 - 1);
+        }
+    }
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Runs warmup + iters times; ms[] gets the timed ones, sorted. */
+static int time_runs(cv_native *n, const bench_opts *o, cv_tensor *ins, double *ms, cv_diag *d)
+{
+    cv_tensor outs[MAX_IO] = {{0}};
+    int rc = 0;
+    for (int i = 0; i < o->warmup + o->iters && rc == 0; i++) {
+        double t0 = now_ms();
+        rc = cv_native_run(n, ins, cv_native_num_inputs(n), outs, d);
+        if (i >= o->warmup)
+            ms[i - o->warmup] = now_ms() - t0;
+    }
+    for (int i = 0; i < cv_native_num_outputs(n); i++)
+        cv_tensor_free(&outs[i]);
+    qsort(ms, (size_t)o->iters, sizeof *ms, cmp_double);
+    return rc;
+}
+
+static double pct(const double *ms, int n, double p)
+{
+    int i = (int)(p * (double)(n - 1) + 0.5);
+    return ms[i < 0 ? 0 : i >= n ? n - 1 : i];
+}
+
+static void report(const bench_opts *o, const double *ms, double compile_ms)
+{
+    double p50 = pct(ms, o->iters, 0.5), p90 = pct(ms, o->iters, 0.9), p99 = pct(ms, o->iters, 0.99);
+    if (o->json) {
+        json_t *j = json_pack("{s:s, s:i, s:i, s:I, s:f, s:f, s:f, s:f, s:f}", "model", o->model,
+                              "threads", o->threads, "iters", o->iters, "batch", (json_int_t)o->batch,
+                              "p50_ms", p50, "p90_ms", p90, "p99_ms", p99, "min_ms", ms[0],
+                              "compile_ms", compile_ms);
+        json_dumpf(j, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+        json_decref(j);
+        return;
+    }
+    if (compile_ms > 0)
+        printf("compile  %.1f ms (-O2, native)\n", compile_ms);
+    printf("latency  p50 %.3f ms  p90 %.3f ms  p99 %.3f ms  min %.3f ms  (%d iters, %d thread%s, "
+           "batch %lld)\n", p50, p90, p99, ms[0], o->iters, o->threads, o->threads > 1 ? "s" : "",
+           (long long)o->batch);
+}
+
+static int run_bench(int argc, char **argv)
+{
+    if (cv_cli_wants_help(&cv_cmd_bench, argc, argv))
+        return CV_EXIT_OK;
+    bench_opts o;
+    int rc = parse_args(&o, argc, argv);
+    if (rc)
+        return rc;
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_native *n = NULL;
+    char *tmp = NULL;
+    double compile_ms = 0, *ms = calloc((size_t)o.iters, sizeof *ms);
+    cv_tensor ins[MAX_IO] = {{0}};
+    rc = CV_EXIT_INPUT;
+    if (ms && cv_cli_open_native(o.model, o.threads, &n, &tmp, &compile_ms, &d) == 0) {
+        if (cv_native_num_inputs(n) > MAX_IO || make_inputs(n, o.batch, ins))
+            cv_diag_error(&d, 9002, (cv_span){0}, "cannot make the inputs");
+        else if (time_runs(n, &o, ins, ms, &d) == 0)
+            rc = CV_EXIT_OK;
+        for (int i = 0; i < cv_native_num_inputs(n) && i < MAX_IO; i++)
+            cv_tensor_free(&ins[i]);
+    }
+    if (rc == CV_EXIT_OK)
+        report(&o, ms, compile_ms);
+    cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
+    cv_diag_free(&d);
+    cv_native_close(n);
+    cv_cli_remove_tmpdir(tmp);
+    free(ms);
+    return rc;
+}
+
+const cv_cli_command cv_cmd_bench = {
+    "bench", "time native runs of a model (latency percentiles)",
+    "cuvil bench MODEL|ARTIFACT_DIR [--threads N] [--iters K] [--warmup W] [--batch B] [--json]\n"
+    "  compiles MODEL for this machine (-O2) unless given an artifact directory, then\n"
+    "  times K runs (default 50) after W warm-up runs (default 5) on random inputs\n"
+    "  whose symbolic dims are B (default 1); prints p50/p90/p99 latency\n"
+    "  --threads N   thread pool size (default 1)\n",
+    run_bench,
+};

@@ -1,0 +1,108 @@
+/* cuvil compile MODEL -t TARGET [-O2] [-o DIR] [--emit LIST] [--stats]
+ * Compiles a model into a native inference library. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "compiler-core/cuvil.h"
+
+extern const cv_cli_command cv_cmd_compile;
+
+typedef struct compile_args {
+    const char *model;
+    cv_compile_opts o;
+    bool stats;
+} compile_args;
+
+static int parse_opt_level(const char *a, int *out)
+{
+    if (strlen(a) != 3 || a[0] != '-' || a[1] != 'O' || a[2] < '0' || a[2] > '3')
+        return -1;
+    *out = a[2] - '0';
+    return 0;
+}
+
+static int parse_args(compile_args *a, int argc, char **argv)
+{
+    const cv_cli_command *cmd = &cv_cmd_compile;
+    a->o.opt_level = 2;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if ((strcmp(s, "-t") == 0 || strcmp(s, "--target") == 0) && i + 1 < argc) {
+            a->o.target = argv[++i];
+        } else if ((strcmp(s, "-o") == 0 || strcmp(s, "--output") == 0) && i + 1 < argc) {
+            a->o.out_dir = argv[++i];
+        } else if (strcmp(s, "--emit") == 0 && i + 1 < argc) {
+            if (cv_emit_parse(argv[++i], &a->o.emit))
+                return cv_cli_usage_error(cmd, "--emit takes a list of so,a,obj,h,llvm,cuir; got '%s'",
+                                          argv[i]);
+        } else if (strncmp(s, "-O", 2) == 0) {
+            if (parse_opt_level(s, &a->o.opt_level))
+                return cv_cli_usage_error(cmd, "optimisation level must be -O0 to -O3, got '%s'", s);
+        } else if (strcmp(s, "--stats") == 0) {
+            a->stats = true;
+        } else if (s[0] == '-') {
+            return cv_cli_usage_error(cmd, "unknown or incomplete option '%s'", s);
+        } else if (!a->model) {
+            a->model = s;
+        } else {
+            return cv_cli_usage_error(cmd, "more than one model given ('%s')", s);
+        }
+    }
+    if (!a->model)
+        return cv_cli_usage_error(cmd, "no model given");
+    if (!a->o.out_dir)
+        a->o.out_dir = "cuvil-out";
+    return 0;
+}
+
+static void print_stats(const cv_compile_info *info)
+{
+    printf("model      %s\n", info->name);
+    printf("ops        %d\nkernels    %d\n", info->n_ops, info->n_kernels);
+    printf("arena      %lld bytes (peak-live bound %lld, ratio %.3f; symbolic dims = 1)\n",
+           (long long)info->arena_bytes, (long long)info->peak_bytes,
+           info->peak_bytes ? (double)info->arena_bytes / (double)info->peak_bytes : 1.0);
+    printf("time       codegen %.1f ms, llvm %.1f ms, link %.1f ms\n", info->ms_codegen,
+           info->ms_llvm, info->ms_link);
+}
+
+static int run_compile(int argc, char **argv)
+{
+    if (cv_cli_wants_help(&cv_cmd_compile, argc, argv))
+        return CV_EXIT_OK;
+    compile_args a = {0};
+    int rc = parse_args(&a, argc, argv);
+    if (rc)
+        return rc;
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_module *m = cv_model_load(a.model, 0, &d);
+    cv_compile_info info;
+    rc = CV_EXIT_INPUT;
+    if (m && cv_compile_native(m, &a.o, &info, &d) == 0) {
+        rc = CV_EXIT_OK;
+        if (a.stats)
+            print_stats(&info);
+        if (!info.linked_so && (a.o.emit == 0 || (a.o.emit & CV_EMIT_SO)))
+            fprintf(stderr, "cuvil compile: no linker for %s installed: wrote the object and "
+                    "archive, not lib%s.so\n", a.o.target ? a.o.target : "native", info.name);
+    }
+    cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
+    cv_diag_free(&d);
+    cv_module_free(m);
+    return rc;
+}
+
+const cv_cli_command cv_cmd_compile = {
+    "compile", "compile a model into a native inference library",
+    "cuvil compile MODEL [-t TARGET] [-O0|-O1|-O2|-O3] [-o DIR] [--emit LIST] [--stats]\n"
+    "  -t TARGET     x86_64, x86_64-avx2, x86_64-avx512, aarch64-linux-gnu,\n"
+    "                riscv64-linux-gnu or native (default)\n"
+    "  -O0..-O3      optimisation level (default -O2)\n"
+    "  -o DIR        output directory (default ./cuvil-out)\n"
+    "  --emit LIST   comma-separated files to write: so,a,obj,h,llvm,cuir\n"
+    "                (default so,a,obj,h; manifest.json is always written)\n"
+    "  --stats       print ops, kernels, arena size against the peak-live bound, timings\n",
+    run_compile,
+};

@@ -1,0 +1,250 @@
+/* cv_compile_native: a verified module to an artifact directory
+ *   <name>.o  lib<name>.a  lib<name>.so  <name>.h  [<name>.ll  <name>.cuir]  manifest.json
+ * Every file is a function of the inputs only (no timestamps, no paths), so
+ * two compiles of one model give byte-identical artifacts. */
+#include <errno.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/fs.h"
+#include "common/jsonutil.h"
+#include "compiler-core/backend/artifact_internal.h"
+#include "compiler-core/backend/codegen.h"
+#include "compiler-core/backend/llvm/llvm_backend.h"
+#include "compiler-core/cuvil.h"
+#include "compiler-core/passes/passes.h"
+#include "cv_version.h"
+
+static const struct { const char *name; unsigned bit; } emit_names[] = {
+    {"obj", CV_EMIT_OBJ}, {"a", CV_EMIT_A}, {"so", CV_EMIT_SO}, {"h", CV_EMIT_H},
+    {"llvm", CV_EMIT_LLVM}, {"cuir", CV_EMIT_CUIR},
+};
+
+int cv_emit_parse(const char *list, unsigned *out)
+{
+    *out = 0;
+    const char *p = list;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        bool found = false;
+        for (size_t i = 0; i < sizeof emit_names / sizeof emit_names[0]; i++)
+            if (strlen(emit_names[i].name) == n && strncmp(p, emit_names[i].name, n) == 0) {
+                *out |= emit_names[i].bit;
+                found = true;
+            }
+        if (!found)
+            return -1;
+        p += n + (p[n] == ',');
+    }
+    return *out ? 0 : -1;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void sha256_hex(const void *data, size_t len, char hex[65])
+{
+    unsigned char md[32];
+    unsigned int n = 0;
+    EVP_Digest(data, len, md, &n, EVP_sha256(), NULL);
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+}
+
+typedef struct writer {
+    const char *dir;
+    json_t *files;      /* {name: {sha256, size}} */
+    cv_diag *d;
+} writer;
+
+static int put_file(writer *w, const char *name, const void *data, size_t len)
+{
+    char *path = cv_fs_join(w->dir, name);
+    int rc = path ? cv_fs_write_atomic(path, data, len, w->d) : -1;
+    free(path);
+    if (rc)
+        return -1;
+    char hex[65];
+    sha256_hex(data, len, hex);
+    json_object_set_new(w->files, name, json_pack("{s:s, s:I}", "sha256", hex, "size", (json_int_t)len));
+    return 0;
+}
+
+/* Records a file something else wrote (the linked .so). */
+static int record_file(writer *w, const char *name)
+{
+    char *path = cv_fs_join(w->dir, name), *data = NULL;
+    size_t len = 0;
+    int rc = path ? cv_fs_read_file(path, (size_t)1 << 34, &data, &len, w->d) : -1;
+    if (rc == 0) {
+        char hex[65];
+        sha256_hex(data, len, hex);
+        json_object_set_new(w->files, name, json_pack("{s:s, s:I}", "sha256", hex, "size", (json_int_t)len));
+    }
+    free(path);
+    free(data);
+    return rc;
+}
+
+static json_t *io_json(const cv_value *v)
+{
+    json_t *dims = json_array();
+    for (int k = 0; k < v->type.shape.rank; k++) {
+        const cv_dim *dm = &v->type.shape.d[k];
+        json_array_append_new(dims, dm->sym ? json_string(dm->sym) : json_integer(dm->n));
+    }
+    return json_pack("{s:s, s:s, s:o}", "name", v->name, "dtype", cv_dtype_name(v->type.dtype),
+                     "shape", dims);
+}
+
+static json_t *manifest(const cv_kprog *p, const cv_llvm_out *lo, const cv_compile_opts *o,
+                        json_t *files)
+{
+    const cv_func *f = p->f;
+    json_t *ins = json_array(), *outs = json_array(), *syms = json_array();
+    for (int i = 0; i < f->n_inputs; i++)
+        json_array_append_new(ins, io_json(f->inputs[i]));
+    for (int i = 0; i < f->n_returns; i++)
+        json_array_append_new(outs, io_json(f->returns[i]));
+    for (int i = 0; i < p->n_syms; i++)
+        json_array_append_new(syms, json_string(p->sym_names[i]));
+    int64_t arena, peak;
+    cv_memplan_stats(p, NULL, &arena, &peak);
+    cv_sb expr = CV_SB_INIT;
+    cv_artifact_arena_expr(p, "d", &expr);
+    json_t *m = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:i, s:{s:s, s:s}, s:s, s:o, s:o, s:o,"
+                          " s:{s:s, s:I, s:I}, s:i, s:o}",
+                          "format", "cuvil-artifact/1", "name", p->name,
+                          "target", "name", o->target, "triple", lo->triple, "cpu", lo->cpu,
+                          "opt_level", o->opt_level,
+                          "compiler", "version", CV_VERSION, "build_id", CV_GIT_COMMIT,
+                          "llvm_version", cv_llvm_version(), "symbols", syms, "inputs", ins,
+                          "outputs", outs, "arena", "bytes", cv_sb_str(&expr),
+                          "bytes_at_ones", (json_int_t)arena,
+                          "peak_live_bytes_at_ones", (json_int_t)peak,
+                          "kernels", p->n_kernels, "files", files);
+    cv_sb_free(&expr);
+    return m;
+}
+
+static int write_library(writer *w, const cv_kprog *p, const cv_llvm_out *lo, unsigned emit,
+                         cv_compile_info *info)
+{
+    char obj[200], lib[200];
+    snprintf(obj, sizeof obj, "%s.o", p->name);
+    if ((emit & (CV_EMIT_OBJ | CV_EMIT_SO)) && put_file(w, obj, lo->obj, lo->obj_len))
+        return -1;
+    char syms[8][160];
+    int ns = cv_artifact_symbols(p, syms, 8);
+    const char *sp[8];
+    for (int i = 0; i < ns; i++)
+        sp[i] = syms[i];
+    snprintf(lib, sizeof lib, "lib%s.a", p->name);
+    if ((emit & CV_EMIT_A)) {
+        char *path = cv_fs_join(w->dir, lib);
+        int rc = cv_archive_write(path, obj, lo->obj, lo->obj_len, sp, ns, w->d);
+        free(path);
+        if (rc || record_file(w, lib))
+            return -1;
+    }
+    if (!(emit & CV_EMIT_SO))
+        return 0;
+    double t0 = now_ms();
+    char so[200];
+    snprintf(so, sizeof so, "lib%s.so", p->name);
+    char *objp = cv_fs_join(w->dir, obj), *sop = cv_fs_join(w->dir, so);
+    bool missing = false;
+    int rc = cv_link_shared(lo->linker, objp, sop, so, w->d, &missing);
+    info->ms_link = now_ms() - t0;
+    if (rc == 0)
+        rc = record_file(w, so);
+    else if (missing)
+        rc = 0;     /* a cross target without its toolchain: .o and .a only */
+    info->linked_so = rc == 0 && !missing;
+    if (!(emit & CV_EMIT_OBJ)) {
+        unlink(objp);
+        json_object_del(w->files, obj);
+    }
+    free(objp);
+    free(sop);
+    return rc;
+}
+
+static int write_artifact(const cv_module *m, const cv_kprog *p, const cv_llvm_out *lo,
+                          const cv_compile_opts *o, unsigned emit, cv_compile_info *info,
+                          cv_diag *d)
+{
+    writer w = {.dir = o->out_dir, .files = json_object(), .d = d};
+    char name[200];
+    int rc = write_library(&w, p, lo, emit, info);
+    if (rc == 0 && (emit & CV_EMIT_H)) {
+        cv_sb h = CV_SB_INIT;
+        cv_artifact_header(p, o->target, o->opt_level, &h);
+        snprintf(name, sizeof name, "%s.h", p->name);
+        rc = put_file(&w, name, cv_sb_str(&h), h.len);
+        cv_sb_free(&h);
+    }
+    if (rc == 0 && (emit & CV_EMIT_LLVM) && lo->ir) {
+        snprintf(name, sizeof name, "%s.ll", p->name);
+        rc = put_file(&w, name, lo->ir, strlen(lo->ir));
+    }
+    if (rc == 0 && (emit & CV_EMIT_CUIR)) {
+        char *text = cv_module_print(m, 0);
+        snprintf(name, sizeof name, "%s.cuir", p->name);
+        rc = text ? put_file(&w, name, text, strlen(text)) : -1;
+        free(text);
+    }
+    if (rc == 0) {
+        json_t *man = manifest(p, lo, o, json_incref(w.files));
+        char *path = cv_fs_join(o->out_dir, "manifest.json");
+        rc = man && path ? cv_json_write_file(path, man, true, d) : -1;
+        free(path);
+        json_decref(man);
+    }
+    json_decref(w.files);
+    return rc;
+}
+
+int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info *info,
+                      cv_diag *d)
+{
+    cv_compile_opts o = *opts;
+    if (!o.target)
+        o.target = "native";
+    unsigned emit = o.emit ? o.emit : CV_EMIT_DEFAULT;
+    memset(info, 0, sizeof *info);
+    if (m->n_funcs < 1)
+        return cv_diag_error(d, 5002, (cv_span){.file = m->path}, "the module has no model"), -1;
+    if (cv_fs_mkdirs(o.out_dir, 0755))
+        return cv_diag_error(d, 9004, (cv_span){.file = o.out_dir}, "cannot create %s: %s",
+                             o.out_dir, strerror(errno)), -1;
+    double t0 = now_ms();
+    cv_kprog *p;
+    if (cv_kprog_build(m->funcs[0], &p, d))
+        return -1;
+    double t1 = now_ms();
+    cv_llvm_out lo;
+    int rc = cv_llvm_compile(p, o.target, o.opt_level, (emit & CV_EMIT_LLVM) != 0, &lo, d);
+    double t2 = now_ms();
+    if (rc == 0) {
+        snprintf(info->name, sizeof info->name, "%s", p->name);
+        info->n_ops = p->f->n_ops;
+        info->n_kernels = p->n_kernels;
+        cv_memplan_stats(p, NULL, &info->arena_bytes, &info->peak_bytes);
+        info->ms_codegen = t1 - t0;
+        info->ms_llvm = t2 - t1;
+        rc = write_artifact(m, p, &lo, &o, emit, info, d);
+        cv_llvm_out_free(&lo);
+    }
+    cv_kprog_free(p);
+    return rc;
+}

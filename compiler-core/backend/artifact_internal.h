@@ -1,0 +1,28 @@
+/* Internal to the backend: writing artifact files. */
+#ifndef CV_ARTIFACT_INTERNAL_H
+#define CV_ARTIFACT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/strbuf.h"
+#include "compiler-core/backend/kernel.h"
+
+/* A static archive holding one object, with an index of syms. */
+int cv_archive_write(const char *path, const char *member, const void *obj, size_t len,
+                     const char *const *syms, int n_syms, cv_diag *d);
+/* Runs argv (PATH lookup, no shell), stdout and stderr into out (bounded,
+ * NUL-terminated).  Returns the exit status, or -errno when it cannot start. */
+int cv_spawn_capture(char *const *argv, char *out, size_t out_size);
+/* linker -shared -o so obj -lm -lpthread.  *missing is set (and nothing is
+ * reported) when the linker is not installed. */
+int cv_link_shared(const char *linker, const char *obj, const char *so, const char *soname,
+                   cv_diag *d, bool *missing);
+/* The C header of the artifact's API. */
+void cv_artifact_header(const cv_kprog *p, const char *target, int opt, cv_sb *out);
+/* "128 + 192*d[0]": the arena size as a C expression over an array `arr`. */
+void cv_artifact_arena_expr(const cv_kprog *p, const char *arr, cv_sb *out);
+/* The names of the API functions (static strings in a buffer of the caller's). */
+int cv_artifact_symbols(const cv_kprog *p, char names[][160], int max);
+
+#endif

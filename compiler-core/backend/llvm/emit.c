@@ -1,0 +1,211 @@
+/* The LLVM pipeline: module, runtime bitcode linked in and internalised,
+ * target attributes on every function, verification, the new pass manager
+ * at O0-O3, object emission. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/BitReader.h>
+#include <llvm-c/Linker.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "compiler-core/backend/llvm/llvm_backend.h"
+#include "compiler-core/backend/llvm/llvm_internal.h"
+#include "compiler-core/backend/llvm/rtbc.h"
+
+const char *cv_llvm_version(void)
+{
+    static char v[32];
+    unsigned maj, min, patch;
+    LLVMGetVersion(&maj, &min, &patch);
+    snprintf(v, sizeof v, "%u.%u.%u", maj, min, patch);
+    return v;
+}
+
+static int llvm_error(cv_diag *d, int code, const char *what, char *msg)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", msg ? msg : "(no message)");
+    cv_diag_error(d, code, (cv_span){0}, "%s: %s", what, buf);
+    return -1;
+}
+
+static int link_runtime(LLVMContextRef ctx, LLVMModuleRef mod, const cv_llvm_target *t,
+                        cv_diag *d)
+{
+    size_t n;
+    const unsigned char *bc = cv_rtbc_get(t->rt_variant, &n);
+    if (!bc || !n)
+        return cv_diag_error(d, 9001, (cv_span){0}, "no runtime bitcode for %s", t->rt_variant), -1;
+    LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRange((const char *)bc, n, "cvrt", 0);
+    LLVMModuleRef rt = NULL;
+    int bad = LLVMParseBitcodeInContext2(ctx, mb, &rt);
+    LLVMDisposeMemoryBuffer(mb);
+    if (bad)
+        return cv_diag_error(d, 9001, (cv_span){0}, "the embedded runtime bitcode is unreadable"), -1;
+    LLVMSetTarget(rt, LLVMGetTarget(mod));
+    LLVMSetDataLayout(rt, LLVMGetDataLayoutStr(mod));
+    if (LLVMLinkModules2(mod, rt))
+        return cv_diag_error(d, 9001, (cv_span){0}, "linking the runtime failed"), -1;
+    return 0;
+}
+
+static void set_string_attr(LLVMContextRef ctx, LLVMValueRef fn, const char *k, const char *v)
+{
+    LLVMRemoveStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, k, (unsigned)strlen(k));
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateStringAttribute(ctx, k, (unsigned)strlen(k), v,
+                                                      (unsigned)strlen(v)));
+}
+
+/* Only the cv_<name>_* API stays visible; everything else (kernels, the
+ * runtime) becomes internal, so artifacts never clash in one process. */
+static void finalize(LLVMContextRef ctx, LLVMModuleRef mod, const cv_kprog *p,
+                     const cv_llvm_target *t)
+{
+    char prefix[160];
+    snprintf(prefix, sizeof prefix, "cv_%s_", p->name);
+    size_t plen = strlen(prefix);
+    unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
+        if (LLVMIsDeclaration(fn))
+            continue;
+        size_t len;
+        const char *name = LLVMGetValueName2(fn, &len);
+        if (len < plen || strncmp(name, prefix, plen) != 0)
+            LLVMSetLinkage(fn, LLVMInternalLinkage);
+        set_string_attr(ctx, fn, "target-cpu", t->cpu);
+        set_string_attr(ctx, fn, "target-features", t->features);
+        /* x86 tuning prefers 256-bit vectors; the AVX-512 micro-kernel and
+         * loops are written for 512. */
+        if (strcmp(t->rt_variant, "x86_64_avx512") == 0)
+            set_string_attr(ctx, fn, "prefer-vector-width", "512");
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                LLVMCreateEnumAttribute(ctx, nounwind, 0));
+    }
+    for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g))
+        if (!LLVMIsDeclaration(g) && LLVMGetLinkage(g) == LLVMExternalLinkage)
+            LLVMSetLinkage(g, LLVMInternalLinkage);
+}
+
+static int optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt, cv_diag *d)
+{
+    char passes[32];
+    snprintf(passes, sizeof passes, "default<O%d>", opt);
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMPassBuilderOptionsSetLoopVectorization(po, opt >= 2);
+    LLVMPassBuilderOptionsSetSLPVectorization(po, opt >= 2);
+    LLVMPassBuilderOptionsSetLoopUnrolling(po, opt >= 2);
+    LLVMErrorRef e = LLVMRunPasses(mod, passes, tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (e) {
+        char *msg = LLVMGetErrorMessage(e);
+        llvm_error(d, 9001, "LLVM optimisation failed", msg);
+        LLVMDisposeErrorMessage(msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int setup_module(LLVMContextRef ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                        const cv_llvm_target *t)
+{
+    LLVMSetTarget(mod, t->triple);
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+    char *dl = LLVMCopyStringRepOfTargetData(td);
+    LLVMSetDataLayout(mod, dl);
+    LLVMDisposeMessage(dl);
+    LLVMDisposeTargetData(td);
+    if (t->abi) {
+        LLVMMetadataRef v = LLVMMDStringInContext2(ctx, t->abi, strlen(t->abi));
+        LLVMAddModuleFlag(mod, LLVMModuleFlagBehaviorError, "target-abi", 10, v);
+    }
+    return 0;
+}
+
+static int emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, bool want_ir, cv_llvm_out *out,
+                cv_diag *d)
+{
+    char *err = NULL;
+    LLVMMemoryBufferRef buf = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &err, &buf)) {
+        llvm_error(d, 5011, "LLVM code generation failed", err);
+        LLVMDisposeMessage(err);
+        return -1;
+    }
+    out->obj_len = LLVMGetBufferSize(buf);
+    out->obj = malloc(out->obj_len ? out->obj_len : 1);
+    if (out->obj)
+        memcpy(out->obj, LLVMGetBufferStart(buf), out->obj_len);
+    LLVMDisposeMemoryBuffer(buf);
+    if (want_ir) {
+        char *s = LLVMPrintModuleToString(mod);
+        out->ir = strdup(s);
+        LLVMDisposeMessage(s);
+    }
+    if (!out->obj || (want_ir && !out->ir))
+        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
+    return 0;
+}
+
+static int pipeline(LLVMContextRef ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                    const cv_kprog *p, const cv_llvm_target *t, int opt, bool want_ir,
+                    cv_llvm_out *out, cv_diag *d)
+{
+    /* Half conversions would be libcalls that Debian's libgcc 12 lacks. */
+    bool riscv = strcmp(t->rt_variant, "riscv64") == 0;
+    unsigned quirks = (riscv || strcmp(t->rt_variant, "x86_64") == 0 ? CV_LLVM_SOFT_HALF : 0) |
+                      (riscv ? CV_LLVM_SOFT_ROUND : 0);
+    if (setup_module(ctx, mod, tm, t) || cv_llvm_build_module(ctx, mod, p, quirks, d) ||
+        link_runtime(ctx, mod, t, d))
+        return -1;
+    finalize(ctx, mod, p, t);
+    char *msg = NULL;
+    if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+        llvm_error(d, 9001, "internal error: generated LLVM IR is invalid", msg);
+        LLVMDisposeMessage(msg);
+        return -1;
+    }
+    LLVMDisposeMessage(msg);
+    if (optimize(mod, tm, opt, d))
+        return -1;
+    return emit(mod, tm, want_ir, out, d);
+}
+
+int cv_llvm_compile(const cv_kprog *p, const char *target, int opt, bool want_ir,
+                    cv_llvm_out *out, cv_diag *d)
+{
+    memset(out, 0, sizeof *out);
+    cv_llvm_target t;
+    if (cv_llvm_target_lookup(target, &t, d))
+        return -1;
+    LLVMTargetMachineRef tm = cv_llvm_target_machine(&t, opt, d);
+    if (!tm) {
+        cv_llvm_target_free(&t);
+        return -1;
+    }
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(p->name, ctx);
+    LLVMSetSourceFileName(mod, p->name, strlen(p->name));
+    int rc = pipeline(ctx, mod, tm, p, &t, opt, want_ir, out, d);
+    snprintf(out->triple, sizeof out->triple, "%s", t.triple);
+    snprintf(out->cpu, sizeof out->cpu, "%s", t.cpu);
+    out->linker = t.linker;
+    out->host = t.host;
+    LLVMDisposeModule(mod);
+    LLVMContextDispose(ctx);
+    LLVMDisposeTargetMachine(tm);
+    cv_llvm_target_free(&t);
+    if (rc)
+        cv_llvm_out_free(out);
+    return rc;
+}
+
+void cv_llvm_out_free(cv_llvm_out *o)
+{
+    free(o->obj);
+    free(o->ir);
+    o->obj = NULL;
+    o->ir = NULL;
+}

@@ -1,0 +1,320 @@
+/* The artifact's module: embedded weights, one function per kernel, and the
+ * exported API (cv_<name>_create/reserve/run/destroy/arena_bytes) whose run
+ * function binds every storage to a pointer and launches the kernels. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler-core/backend/llvm/llvm_backend.h"
+#include "compiler-core/backend/llvm/llvm_internal.h"
+
+typedef struct modgen {
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    const cv_kprog *p;
+    LLVMTypeRef ptr, i64, i32, i8, vd;
+    LLVMValueRef *consts;       /* by storage id: the weights global, or NULL */
+    LLVMValueRef arena_fn;      /* internal: int64_t arena_bytes(const int64_t *syms) */
+} modgen;
+
+static void signext(LLVMContextRef ctx, LLVMValueRef fn, unsigned idx)
+{
+    unsigned kind = LLVMGetEnumAttributeKindForName("signext", 7);
+    LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(ctx, kind, 0));
+}
+
+static LLVMValueRef api_fn(modgen *g, const char *verb, LLVMTypeRef ret, LLVMTypeRef *params,
+                           int n)
+{
+    char name[256];
+    snprintf(name, sizeof name, "cv_%s_%s", g->p->name, verb);
+    return LLVMAddFunction(g->mod, name, LLVMFunctionType(ret, params, (unsigned)n, 0));
+}
+
+static void add_weights(modgen *g)
+{
+    const cv_kprog *p = g->p;
+    for (int i = 0; i < p->n_stores; i++) {
+        const cv_kstore *s = &p->stores[i];
+        if (s->kind != CV_KST_CONST || s->first < 0)
+            continue;
+        char name[32];
+        snprintf(name, sizeof name, "cv_w%d", i);
+        LLVMValueRef init = LLVMConstStringInContext2(g->ctx, s->data ? s->data : "", s->nbytes, 1);
+        LLVMValueRef gv = LLVMAddGlobal(g->mod, LLVMTypeOf(init), name);
+        LLVMSetInitializer(gv, init);
+        LLVMSetGlobalConstant(gv, 1);
+        LLVMSetLinkage(gv, LLVMPrivateLinkage);
+        LLVMSetUnnamedAddress(gv, LLVMGlobalUnnamedAddr);
+        LLVMSetAlignment(gv, 64);
+        g->consts[i] = gv;
+    }
+}
+
+/* ---- size classes ------------------------------------------------------------ */
+
+static LLVMValueRef mono(LLVMBuilderRef b, modgen *g, const cv_kclass *c, LLVMValueRef *sym)
+{
+    LLVMValueRef v = LLVMConstInt(g->i64, 1, 0);
+    for (int i = 0; i < c->degree; i++)
+        v = LLVMBuildMul(b, v, sym[c->syms[i]], "");
+    return v;
+}
+
+/* Loads the symbol values from a user array (NULL-safe when there are none). */
+static LLVMValueRef *load_syms(LLVMBuilderRef b, modgen *g, LLVMValueRef arr)
+{
+    LLVMValueRef *sym = calloc((size_t)g->p->n_syms + 1, sizeof *sym);
+    for (int i = 0; sym && i < g->p->n_syms; i++) {
+        LLVMValueRef idx = LLVMConstInt(g->i64, (unsigned long long)i, 0);
+        sym[i] = LLVMBuildLoad2(b, g->i64, LLVMBuildGEP2(b, g->i64, arr, &idx, 1, ""), "");
+    }
+    return sym;
+}
+
+/* class_base[c] = sum over earlier classes of units * monomial. */
+static void class_bases(LLVMBuilderRef b, modgen *g, LLVMValueRef *sym, LLVMValueRef *base,
+                        LLVMValueRef *total)
+{
+    LLVMValueRef acc = LLVMConstInt(g->i64, 0, 0);
+    for (int c = 0; c < g->p->n_classes; c++) {
+        const cv_kclass *k = &g->p->classes[c];
+        base[c] = acc;
+        LLVMValueRef sz = LLVMBuildMul(b, LLVMConstInt(g->i64, (unsigned long long)k->units, 0),
+                                       mono(b, g, k, sym), "");
+        acc = LLVMBuildAdd(b, acc, sz, "");
+    }
+    *total = acc;
+}
+
+static void define_arena_bytes(modgen *g)
+{
+    LLVMTypeRef fty = LLVMFunctionType(g->i64, &g->ptr, 1, 0);
+    g->arena_fn = LLVMAddFunction(g->mod, "cv_arena_bytes", fty);
+    LLVMSetLinkage(g->arena_fn, LLVMInternalLinkage);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(g->ctx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(g->ctx, g->arena_fn, "entry"));
+    LLVMValueRef *sym = load_syms(b, g, LLVMGetParam(g->arena_fn, 0));
+    LLVMValueRef *base = calloc((size_t)g->p->n_classes + 1, sizeof *base), total;
+    if (sym && base) {
+        class_bases(b, g, sym, base, &total);
+        LLVMBuildRet(b, total);
+    } else {
+        LLVMBuildRet(b, LLVMConstInt(g->i64, 0, 0));
+    }
+    free(sym);
+    free(base);
+    LLVMDisposeBuilder(b);
+}
+
+static LLVMValueRef call_arena_bytes(LLVMBuilderRef b, modgen *g, LLVMValueRef syms)
+{
+    return LLVMBuildCall2(b, LLVMGlobalGetValueType(g->arena_fn), g->arena_fn, &syms, 1, "");
+}
+
+/* ---- run ------------------------------------------------------------------------ */
+
+typedef struct run_state {
+    modgen *g;
+    LLVMValueRef inputs, outputs, arena;
+    LLVMValueRef *sym, *base;
+} run_state;
+
+static LLVMValueRef store_ptr(cv_llvm_fn *f, int id)
+{
+    if (f->store_ptr[id])
+        return f->store_ptr[id];
+    run_state *r = f->user;
+    modgen *g = r->g;
+    const cv_kstore *s = &f->prog->stores[id];
+    LLVMValueRef idx = LLVMConstInt(g->i64, (unsigned long long)s->index, 0), v = NULL;
+    switch (s->kind) {
+    case CV_KST_INPUT:
+    case CV_KST_OUTPUT: {
+        LLVMValueRef arr = s->kind == CV_KST_INPUT ? r->inputs : r->outputs;
+        v = LLVMBuildLoad2(f->b, g->ptr, LLVMBuildGEP2(f->b, g->ptr, arr, &idx, 1, ""), "");
+        break;
+    }
+    case CV_KST_CONST: v = g->consts[id]; break;
+    case CV_KST_ARENA: {
+        const cv_kclass *c = &f->prog->classes[s->cls];
+        LLVMValueRef off = LLVMBuildMul(f->b, LLVMConstInt(g->i64, (unsigned long long)s->offset, 0),
+                                        mono(f->b, g, c, r->sym), "");
+        off = LLVMBuildAdd(f->b, r->base[s->cls], off, "");
+        v = LLVMBuildGEP2(f->b, g->i8, r->arena, &off, 1, "");
+        break;
+    }
+    case CV_KST_VIEW: {
+        LLVMValueRef base = store_ptr(f, s->base);
+        LLVMValueRef off = s->byte_offset ? cv_llvm_expr(f, s->byte_offset) : LLVMConstInt(g->i64, 0, 0);
+        v = LLVMBuildGEP2(f->b, g->i8, base, &off, 1, "");
+        break;
+    }
+    }
+    f->store_ptr[id] = v;
+    return v;
+}
+
+/* Returns -1 from the run function when a symbolic dim is negative. */
+static void check_syms(cv_llvm_fn *f, run_state *r)
+{
+    modgen *g = r->g;
+    for (int i = 0; i < g->p->n_syms; i++) {
+        LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(g->ctx, f->fn, "bad_dim");
+        LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(g->ctx, f->fn, "dim_ok");
+        LLVMBuildCondBr(f->b, LLVMBuildICmp(f->b, LLVMIntSLT, r->sym[i], LLVMConstInt(g->i64, 0, 0), ""),
+                        bad, ok);
+        LLVMPositionBuilderAtEnd(f->b, bad);
+        LLVMBuildRet(f->b, LLVMConstInt(g->i32, (unsigned long long)-1, 1));
+        LLVMPositionBuilderAtEnd(f->b, ok);
+    }
+}
+
+static void bind_all_stores(cv_llvm_fn *f)
+{
+    /* Every pointer is made here, before the first launch, so each one
+     * dominates all its uses. */
+    for (const cv_kstmt *s = f->prog->run; s; s = s->next)
+        for (int i = 0; i < s->n_args; i++)
+            store_ptr(f, s->args[i]->id);
+}
+
+static int max_slots(const cv_kprog *p)
+{
+    int m = 1;
+    for (int i = 0; i < p->n_kernels; i++)
+        if (p->kernels[i]->n_slots > m)
+            m = p->kernels[i]->n_slots;
+    return m;
+}
+
+static void define_run(modgen *g, LLVMValueRef *kernel_fns)
+{
+    LLVMTypeRef params[4] = {g->ptr, g->ptr, g->ptr, g->ptr};
+    LLVMValueRef fn = api_fn(g, "run", g->i32, params, 4);
+    signext(g->ctx, fn, LLVMAttributeReturnIndex);
+    cv_llvm_fn f = {.ctx = g->ctx, .mod = g->mod, .fn = fn, .prog = g->p, .rt = LLVMGetParam(fn, 0),
+                    .kernel_fns = kernel_fns, .store_ptr_fn = store_ptr};
+    f.b = LLVMCreateBuilderInContext(g->ctx);
+    f.entry = LLVMAppendBasicBlockInContext(g->ctx, fn, "entry");
+    LLVMPositionBuilderAtEnd(f.b, f.entry);
+    run_state r = {.g = g, .inputs = LLVMGetParam(fn, 1), .outputs = LLVMGetParam(fn, 2)};
+    r.sym = load_syms(f.b, g, LLVMGetParam(fn, 3));
+    r.base = calloc((size_t)g->p->n_classes + 1, sizeof *r.base);
+    f.store_ptr = calloc((size_t)g->p->n_stores + 1, sizeof *f.store_ptr);
+    f.sym = r.sym;
+    if (r.sym && r.base && f.store_ptr) {
+        check_syms(&f, &r);
+        LLVMValueRef total;
+        class_bases(f.b, g, r.sym, r.base, &total);
+        LLVMTypeRef ap[2] = {g->ptr, g->i64};
+        LLVMValueRef aa[2] = {f.rt, total};
+        r.arena = cv_llvm_call(&f, "cvrt_arena", g->ptr, ap, aa, 2);
+        LLVMBasicBlockRef oom = LLVMAppendBasicBlockInContext(g->ctx, fn, "oom");
+        LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(g->ctx, fn, "go");
+        LLVMBuildCondBr(f.b, LLVMBuildIsNull(f.b, r.arena, ""), oom, go);
+        LLVMPositionBuilderAtEnd(f.b, oom);
+        LLVMBuildRet(f.b, LLVMConstInt(g->i32, (unsigned long long)-2, 1));
+        LLVMPositionBuilderAtEnd(f.b, go);
+        f.bufs = LLVMBuildArrayAlloca(f.b, g->ptr, LLVMConstInt(g->i64, (unsigned long long)max_slots(g->p), 0), "bufs");
+        f.user = &r;
+        bind_all_stores(&f);
+        cv_llvm_stmts(&f, g->p->run);
+    }
+    LLVMBuildRet(f.b, LLVMConstInt(g->i32, 0, 0));
+    LLVMDisposeBuilder(f.b);
+    free(r.sym);
+    free(r.base);
+    free(f.store_ptr);
+}
+
+/* ---- create, reserve, destroy, arena_bytes ------------------------------------ */
+
+static LLVMValueRef rt_call(LLVMBuilderRef b, modgen *g, const char *name, LLVMTypeRef ret,
+                            LLVMTypeRef *params, LLVMValueRef *args, int n)
+{
+    cv_llvm_fn f = {.ctx = g->ctx, .mod = g->mod, .b = b};
+    return cv_llvm_call(&f, name, ret, params, args, n);
+}
+
+static void define_create(modgen *g)
+{
+    LLVMValueRef fn = api_fn(g, "create", g->ptr, &g->i32, 1);
+    signext(g->ctx, fn, 1);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(g->ctx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));
+    LLVMValueRef th = LLVMGetParam(fn, 0);
+    LLVMValueRef rt = rt_call(b, g, "cvrt_create", g->ptr, &g->i32, &th, 1);
+    if (g->p->n_syms == 0) {
+        /* Static shapes: size the arena now so that no run allocates. */
+        LLVMBasicBlockRef sized = LLVMAppendBasicBlockInContext(g->ctx, fn, "size");
+        LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(g->ctx, fn, "fail");
+        LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, fn, "done");
+        LLVMBuildCondBr(b, LLVMBuildIsNull(b, rt, ""), done, sized);
+        LLVMPositionBuilderAtEnd(b, sized);
+        LLVMTypeRef ap[2] = {g->ptr, g->i64};
+        LLVMValueRef aa[2] = {rt, call_arena_bytes(b, g, LLVMConstNull(g->ptr))};
+        LLVMValueRef a = rt_call(b, g, "cvrt_arena", g->ptr, ap, aa, 2);
+        LLVMBuildCondBr(b, LLVMBuildIsNull(b, a, ""), fail, done);
+        LLVMPositionBuilderAtEnd(b, fail);
+        rt_call(b, g, "cvrt_destroy", g->vd, &g->ptr, &rt, 1);
+        LLVMBuildRet(b, LLVMConstNull(g->ptr));
+        LLVMPositionBuilderAtEnd(b, done);
+    }
+    LLVMBuildRet(b, rt);
+    LLVMDisposeBuilder(b);
+}
+
+static void define_small_api(modgen *g)
+{
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(g->ctx);
+    LLVMTypeRef two[2] = {g->ptr, g->ptr}, ap[2] = {g->ptr, g->i64};
+    /* int reserve(ctx, dims): 0, or -2 when the arena cannot grow */
+    LLVMValueRef fn = api_fn(g, "reserve", g->i32, two, 2);
+    signext(g->ctx, fn, LLVMAttributeReturnIndex);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));
+    LLVMValueRef aa[2] = {LLVMGetParam(fn, 0), call_arena_bytes(b, g, LLVMGetParam(fn, 1))};
+    LLVMValueRef a = rt_call(b, g, "cvrt_arena", g->ptr, ap, aa, 2);
+    LLVMBuildRet(b, LLVMBuildSelect(b, LLVMBuildIsNull(b, a, ""),
+                                    LLVMConstInt(g->i32, (unsigned long long)-2, 1),
+                                    LLVMConstInt(g->i32, 0, 0), ""));
+    /* void destroy(ctx) */
+    fn = api_fn(g, "destroy", g->vd, &g->ptr, 1);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));
+    LLVMValueRef ctx = LLVMGetParam(fn, 0);
+    rt_call(b, g, "cvrt_destroy", g->vd, &g->ptr, &ctx, 1);
+    LLVMBuildRetVoid(b);
+    /* int64_t arena_bytes(dims) */
+    fn = api_fn(g, "arena_bytes", g->i64, &g->ptr, 1);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));
+    LLVMBuildRet(b, call_arena_bytes(b, g, LLVMGetParam(fn, 0)));
+    LLVMDisposeBuilder(b);
+}
+
+int cv_llvm_build_module(LLVMContextRef ctx, LLVMModuleRef mod, const cv_kprog *p, unsigned quirks,
+                         cv_diag *d)
+{
+    modgen g = {.ctx = ctx, .mod = mod, .p = p};
+    g.ptr = LLVMPointerTypeInContext(ctx, 0);
+    g.i64 = LLVMInt64TypeInContext(ctx);
+    g.i32 = LLVMInt32TypeInContext(ctx);
+    g.i8 = LLVMInt8TypeInContext(ctx);
+    g.vd = LLVMVoidTypeInContext(ctx);
+    g.consts = calloc((size_t)p->n_stores + 1, sizeof *g.consts);
+    LLVMValueRef *kfns = calloc((size_t)p->n_kernels + 1, sizeof *kfns);
+    if (!g.consts || !kfns) {
+        free(g.consts);
+        free(kfns);
+        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
+    }
+    add_weights(&g);
+    for (int i = 0; i < p->n_kernels; i++)
+        kfns[i] = cv_llvm_kernel(ctx, mod, p, p->kernels[i], quirks);
+    define_arena_bytes(&g);
+    define_run(&g, kfns);
+    define_create(&g);
+    define_small_api(&g);
+    free(g.consts);
+    free(kfns);
+    return 0;
+}

@@ -1,0 +1,228 @@
+/* The driver of program construction: symbols, input/param/output storage,
+ * one codegen hook per op (ops without operands are folded at compile time
+ * with their reference kernel), output copies, then memory planning. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler-core/backend/codegen.h"
+#include "compiler-core/backend/kernel_internal.h"
+#include "compiler-core/passes/passes.h"
+
+static cv_span func_span(const cv_func *f)
+{
+    cv_span s = f->span;
+    if (!s.file)
+        s.file = f->module->path;
+    return s;
+}
+
+static int collect_syms(cv_kprog *p, const cv_func *f)
+{
+    p->sym_names = cv_kp_alloc(p, sizeof *p->sym_names * (size_t)(f->n_inputs * CV_MAX_RANK + 1));
+    if (!p->sym_names)
+        return -1;
+    for (int i = 0; i < f->n_inputs; i++) {
+        const cv_shape *s = &f->inputs[i]->type.shape;
+        for (int k = 0; k < s->rank; k++) {
+            const char *sym = s->d[k].sym;
+            bool seen = false;
+            for (int j = 0; sym && j < p->n_syms && !seen; j++)
+                seen = strcmp(p->sym_names[j], sym) == 0;
+            if (sym && !seen)
+                p->sym_names[p->n_syms++] = sym;
+        }
+    }
+    return 0;
+}
+
+static const char *c_identifier(cv_kprog *p, const char *name)
+{
+    size_t n = strlen(name);
+    char *s = cv_kp_alloc(p, n + 2);
+    if (!s)
+        return "model";
+    size_t o = 0;
+    if (!isalpha((unsigned char)name[0]) && name[0] != '_')
+        s[o++] = 'm';
+    for (size_t i = 0; i < n; i++)
+        s[o++] = isalnum((unsigned char)name[i]) ? name[i] : '_';
+    return s;
+}
+
+static int bind_signature(cv_kprog *p, const cv_func *f)
+{
+    for (int i = 0; i < f->n_inputs; i++) {
+        const cv_value *v = f->inputs[i];
+        cv_kstore s = {.kind = CV_KST_INPUT, .index = i, .dtype = v->type.dtype,
+                       .shape = v->type.shape};
+        if ((p->value_store[v->id] = cv_kp_add_store(p, &s)) < 0)
+            return -1;
+    }
+    for (int i = 0; i < f->n_params; i++) {
+        const cv_param *prm = f->params[i];
+        const cv_value *v = prm->value;
+        cv_kstore s = {.kind = CV_KST_CONST, .dtype = v->type.dtype, .shape = v->type.shape,
+                       .data = prm->data, .nbytes = prm->nbytes};
+        if ((p->value_store[v->id] = cv_kp_add_store(p, &s)) < 0)
+            return -1;
+    }
+    /* A returned op result is computed straight into the caller's buffer. */
+    for (int i = 0; i < f->n_returns; i++) {
+        const cv_value *v = f->returns[i];
+        if (v->kind != CV_VAL_RESULT || p->value_store[v->id] >= 0)
+            continue;
+        cv_kstore s = {.kind = CV_KST_OUTPUT, .index = i, .dtype = v->type.dtype,
+                       .shape = v->type.shape};
+        if ((p->value_store[v->id] = cv_kp_add_store(p, &s)) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* An op without operands (constant) is evaluated now and embedded. */
+static int fold_op(cv_kprog *p, const cv_op *op, cv_diag *d)
+{
+    const cv_value *v = op->results[0];
+    int64_t dims[CV_MAX_RANK];
+    for (int i = 0; i < v->type.shape.rank; i++)
+        dims[i] = v->type.shape.d[i].n;
+    cv_tensor t;
+    if (op->n_results != 1 || !cv_shape_is_static(&v->type.shape) ||
+        cv_tensor_alloc(&t, v->type.dtype, v->type.shape.rank, dims))
+        return cv_diag_error(d, 5003, cv_op_span(op), "%s: cannot evaluate at compile time",
+                             op->name), -1;
+    cv_arena scratch;
+    cv_arena_init(&scratch);
+    cv_eval_ctx ec = {.op = op, .n_out = 1, .out = &t, .scratch = &scratch, .diag = d};
+    int rc = op->def->eval(&ec);
+    cv_arena_free(&scratch);
+    size_t nb = cv_tensor_nbytes(&t);
+    void *data = rc ? NULL : cv_kp_alloc(p, nb ? nb : 1);
+    if (data)
+        memcpy(data, t.data, nb);
+    cv_tensor_free(&t);
+    if (!data)
+        return -1;
+    cv_kstore s = {.kind = CV_KST_CONST, .dtype = v->type.dtype, .shape = v->type.shape,
+                   .data = data, .nbytes = nb};
+    int id = cv_kp_add_store(p, &s);
+    if (id < 0)
+        return -1;
+    p->value_store[v->id] = id;     /* if returned, copy_outputs copies it */
+    return 0;
+}
+
+/* Fills the epilogue chain planned after op `index`. */
+static void set_chain(cv_codegen_ctx *c, const cv_func *f, const int *next, const int *link,
+                      int index)
+{
+    for (int i = index; next[i] >= 0 && c->n_epi < 8; i = next[i]) {
+        c->epi[c->n_epi] = f->ops[next[i]];
+        c->epi_link[c->n_epi++] = link[i];
+    }
+}
+
+static int lower_op(cv_kprog *p, const cv_op *op, int index, const int *next, const int *link,
+                    bool *done, cv_diag *d)
+{
+    if (op->n_operands == 0 && op->def && op->def->eval)
+        return fold_op(p, op, d);
+    cv_codegen_fn hook = op->def ? cv_cg_hook_for(op->def) : NULL;
+    if (!hook) {
+        char path[256];
+        cv_op_path(op, path, sizeof path);
+        cv_diag_add(d, CV_SEV_ERROR, 5001, cv_op_span(op), path,
+                    "%s: no native code generation for this op yet", op->name);
+        return -1;
+    }
+    cv_codegen_ctx c = {.prog = p, .op = op, .diag = d, .op_index = index};
+    set_chain(&c, op->func, next, link, index);
+    int errors = d->n_errors;
+    int rc = hook(&c);
+    /* The chain ran inside this op's kernel: its ops are done. */
+    for (int i = index; c.epi_taken && next[i] >= 0; i = next[i])
+        done[next[i]] = true;
+    if (c.k) {
+        cv_kp_bug(&c, "a hook returned with a kernel open");
+        c.k = NULL;
+    }
+    if (rc && d->n_errors == errors)
+        cv_cg_error(&c, 5002, "code generation failed");
+    return rc ? -1 : 0;
+}
+
+/* Returns that are not computed in place (inputs, params, views, a value
+ * returned twice) are copied into their output at the end. */
+static void copy_outputs(cv_kprog *p, const cv_func *f, cv_diag *d)
+{
+    for (int i = 0; i < f->n_returns; i++) {
+        const cv_value *v = f->returns[i];
+        int s = p->value_store[v->id];
+        if (s >= 0 && p->stores[s].kind == CV_KST_OUTPUT && p->stores[s].index == i)
+            continue;
+        cv_kstore out = {.kind = CV_KST_OUTPUT, .index = i, .dtype = v->type.dtype,
+                         .shape = v->type.shape};
+        int o = cv_kp_add_store(p, &out);
+        if (o < 0 || s < 0)
+            continue;
+        cv_op fake = {.func = (cv_func *)f, .name = "return", .id = -1};
+        cv_codegen_ctx c = {.prog = p, .op = &fake, .diag = d, .op_index = f->n_ops};
+        cv_kten src = cv_cg_tensor(&c, s, &v->type), dst = cv_cg_tensor(&c, o, &v->type);
+        cv_cg_copy(&c, &dst, &src, NULL);
+    }
+}
+
+static int build_body(cv_kprog *p, const cv_func *f, cv_diag *d)
+{
+    p->value_store = cv_kp_alloc(p, sizeof *p->value_store * (size_t)(f->n_values + 1));
+    if (!p->value_store)
+        return -1;
+    for (int i = 0; i < f->n_values; i++)
+        p->value_store[i] = -1;
+    if (collect_syms(p, f) || bind_signature(p, f))
+        return -1;
+    int *next = cv_kp_alloc(p, sizeof *next * (size_t)(f->n_ops + 1));
+    int *link = cv_kp_alloc(p, sizeof *link * (size_t)(f->n_ops + 1));
+    bool *done = cv_kp_alloc(p, sizeof *done * (size_t)(f->n_ops + 1));
+    if (!next || !link || !done || cv_fusion_plan(f, next, link))
+        return -1;
+    int rc = 0;
+    for (int i = 0; i < f->n_ops; i++)
+        if (!done[i] && lower_op(p, f->ops[i], i, next, link, done, d))
+            rc = -1;
+    if (rc == 0)
+        copy_outputs(p, f, d);
+    return rc;
+}
+
+int cv_kprog_build(const cv_func *f, cv_kprog **out, cv_diag *d)
+{
+    *out = NULL;
+    cv_kprog *p = calloc(1, sizeof *p);
+    if (!p)
+        return cv_diag_error(d, 9002, func_span(f), "out of memory"), -1;
+    cv_arena_init(&p->arena);
+    p->f = f;
+    p->run_tail = &p->run;
+    p->name = c_identifier(p, f->name);
+    int rc = build_body(p, f, d);
+    if (p->oom)
+        cv_diag_error(d, 9002, func_span(f), "out of memory while generating code");
+    else if (p->bug)
+        cv_diag_error(d, 9001, func_span(f), "internal error in code generation: %s", p->bug);
+    if (rc || p->oom || p->bug || cv_memplan(p, d)) {
+        cv_kprog_free(p);
+        return -1;
+    }
+    *out = p;
+    return 0;
+}
+
+void cv_kprog_free(cv_kprog *p)
+{
+    if (!p)
+        return;
+    cv_arena_free(&p->arena);
+    free(p);
+}

@@ -1,0 +1,217 @@
+/* Memory planning: one activation arena per model.
+ *
+ * Symbolic dims make sizes polynomials, so storages are grouped into size
+ * classes by the monomial of symbols their size carries (1, N, N*N, ...).
+ * Within a class every size is a constant number of bytes per unit of the
+ * monomial, so the class can be planned at compile time as if it were
+ * static: largest first, each at the lowest offset where it overlaps no
+ * placed storage whose lifetime overlaps its own.  The classes are laid end
+ * to end; the run function computes their bases from the symbols. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler-core/backend/kernel_internal.h"
+#include "compiler-core/passes/passes.h"
+
+enum { ALIGN = 64 };
+
+typedef struct item {
+    int store;
+    int cls;
+    int64_t size;       /* units */
+    int first, last;
+} item;
+
+static int sym_of(const cv_kprog *p, const char *s)
+{
+    for (int i = 0; i < p->n_syms; i++)
+        if (strcmp(p->sym_names[i], s) == 0)
+            return i;
+    return 0;   /* cannot happen: program building checked every symbol */
+}
+
+/* Bytes per unit (aligned) and the monomial of a storage. */
+static int64_t storage_units(const cv_kprog *p, const cv_kstore *s, cv_kclass *mono)
+{
+    int64_t bytes = (int64_t)cv_dtype_size(s->dtype);
+    memset(mono, 0, sizeof *mono);
+    for (int i = 0; i < s->shape.rank; i++) {
+        if (s->shape.d[i].sym) {
+            int k = sym_of(p, s->shape.d[i].sym), j = mono->degree++;
+            while (j > 0 && mono->syms[j - 1] > k) {
+                mono->syms[j] = mono->syms[j - 1];
+                j--;
+            }
+            mono->syms[j] = k;
+        } else if (!cv_mul_i64(bytes, s->shape.d[i].n, &bytes)) {
+            return -1;
+        }
+    }
+    if (bytes > INT64_MAX - ALIGN)
+        return -1;
+    return (bytes + ALIGN - 1) / ALIGN * ALIGN;
+}
+
+static int class_cmp(const cv_kclass *a, const cv_kclass *b)
+{
+    if (a->degree != b->degree)
+        return a->degree - b->degree;
+    for (int i = 0; i < a->degree; i++)
+        if (a->syms[i] != b->syms[i])
+            return a->syms[i] - b->syms[i];
+    return 0;
+}
+
+static int find_class(cv_kprog *p, const cv_kclass *m)
+{
+    int i = 0;
+    while (i < p->n_classes && class_cmp(&p->classes[i], m) < 0)
+        i++;
+    if (i < p->n_classes && class_cmp(&p->classes[i], m) == 0)
+        return i;
+    memmove(&p->classes[i + 1], &p->classes[i], sizeof *m * (size_t)(p->n_classes - i));
+    p->classes[i] = *m;
+    p->n_classes++;
+    return i;
+}
+
+static int item_cmp(const void *x, const void *y)
+{
+    const item *a = x, *b = y;
+    if (a->size != b->size)
+        return a->size > b->size ? -1 : 1;
+    if (a->first != b->first)
+        return a->first - b->first;
+    return a->store - b->store;
+}
+
+/* Places items[0..n) (all of one class, sorted largest first). */
+static int64_t place_class(cv_kprog *p, item *items, int n, item **scratch)
+{
+    int64_t top = 0;
+    for (int i = 0; i < n; i++) {
+        int m = 0;
+        for (int j = 0; j < i; j++)
+            if (items[j].first <= items[i].last && items[i].first <= items[j].last)
+                scratch[m++] = &items[j];
+        /* Insertion sort by offset: the conflict lists are short. */
+        for (int a = 1; a < m; a++)
+            for (int b = a; b > 0 && p->stores[scratch[b - 1]->store].offset >
+                                         p->stores[scratch[b]->store].offset; b--) {
+                item *t = scratch[b];
+                scratch[b] = scratch[b - 1];
+                scratch[b - 1] = t;
+            }
+        int64_t off = 0;
+        for (int a = 0; a < m; a++) {
+            int64_t o = p->stores[scratch[a]->store].offset;
+            if (o >= off + items[i].size)
+                break;
+            if (o + scratch[a]->size > off)
+                off = o + scratch[a]->size;
+        }
+        p->stores[items[i].store].offset = off;
+        if (off + items[i].size > top)
+            top = off + items[i].size;
+    }
+    return top;
+}
+
+static int64_t class_peak(const item *items, int n)
+{
+    int64_t peak = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t live = 0;
+        for (int j = 0; j < n; j++)
+            if (items[j].first <= items[i].first && items[i].first <= items[j].last)
+                live += items[j].size;
+        if (live > peak)
+            peak = live;
+    }
+    return peak;
+}
+
+int cv_memplan(cv_kprog *p, cv_diag *d)
+{
+    cv_span sp = {.file = p->f->module->path};
+    item *items = calloc((size_t)p->n_stores + 1, sizeof *items);
+    item **scratch = calloc((size_t)p->n_stores + 1, sizeof *scratch);
+    p->classes = cv_kp_alloc(p, sizeof *p->classes * (size_t)(p->n_stores + 1));
+    int n = 0, rc = 0;
+    if (!items || !scratch || !p->classes) {
+        cv_diag_error(d, 9002, sp, "out of memory planning memory");
+        rc = -1;
+        goto done;
+    }
+    for (int i = 0; i < p->n_stores; i++) {
+        cv_kstore *s = &p->stores[i];
+        if (s->kind != CV_KST_ARENA || s->first < 0)
+            continue;
+        cv_kclass mono;
+        int64_t units = storage_units(p, s, &mono);
+        if (units < 0) {
+            cv_diag_error(d, 5004, sp, "a tensor's size overflows");
+            rc = -1;
+            goto done;
+        }
+        find_class(p, &mono);
+        items[n++] = (item){i, 0, units, s->first, s->last};
+    }
+    /* Class indices settle once every class is known. */
+    for (int i = 0; i < n; i++) {
+        cv_kclass mono;
+        cv_kstore *s = &p->stores[items[i].store];
+        storage_units(p, s, &mono);
+        items[i].cls = s->cls = find_class(p, &mono);
+    }
+    qsort(items, (size_t)n, sizeof *items, item_cmp);
+    for (int c = 0; c < p->n_classes; c++) {
+        /* Gather this class (keeping the order) at the front of a copy. */
+        item *mine = calloc((size_t)n + 1, sizeof *mine);
+        int m = 0;
+        if (!mine) {
+            cv_diag_error(d, 9002, sp, "out of memory planning memory");
+            rc = -1;
+            goto done;
+        }
+        for (int i = 0; i < n; i++)
+            if (items[i].cls == c)
+                mine[m++] = items[i];
+        p->classes[c].units = place_class(p, mine, m, scratch);
+        p->classes[c].peak_units = class_peak(mine, m);
+        free(mine);
+    }
+done:
+    free(items);
+    free(scratch);
+    return rc;
+}
+
+static int64_t mono_value(const cv_kclass *c, const int64_t *syms)
+{
+    int64_t v = 1;
+    for (int i = 0; i < c->degree; i++)
+        v *= syms ? syms[c->syms[i]] : 1;
+    return v;
+}
+
+void cv_memplan_stats(const cv_kprog *p, const int64_t *syms, int64_t *arena, int64_t *peak)
+{
+    *arena = 0;
+    *peak = 0;
+    for (int c = 0; c < p->n_classes; c++)
+        *arena += p->classes[c].units * mono_value(&p->classes[c], syms);
+    /* The exact bound across classes: the live sum at each launch. */
+    for (int t = 0; t < p->n_launches; t++) {
+        int64_t live = 0;
+        for (int i = 0; i < p->n_stores; i++) {
+            const cv_kstore *s = &p->stores[i];
+            if (s->kind != CV_KST_ARENA || s->first < 0 || s->first > t || s->last < t)
+                continue;
+            cv_kclass mono;
+            live += storage_units(p, s, &mono) * mono_value(&mono, syms);
+        }
+        if (live > *peak)
+            *peak = live;
+    }
+}

@@ -1,0 +1,79 @@
+/* cvrt: the small support library linked into every artifact Cuvil builds.
+ *
+ * It is compiled once per target variant to LLVM bitcode when cuvil itself is
+ * built (compiler-core/runtime/build.mk), embedded in the cuvil binary, and
+ * linked into each model's LLVM module, where it is optimised together with
+ * the generated kernels for the chosen target; its symbols are internalised,
+ * so several artifacts can live in one process.
+ *
+ * The generated code sees a cvrt_ctx as the artifact's context: it owns the
+ * thread pool (size fixed at create time), the activation arena and the
+ * per-thread GEMM packing buffers.  A run allocates nothing once the arena is
+ * large enough (cvrt_arena grows it only when a run needs more than any run
+ * before it).
+ *
+ * This header is freestanding (no libc headers), so that the bitcode for
+ * every target builds without that target's sysroot. */
+#ifndef CVRT_H
+#define CVRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct cvrt_ctx cvrt_ctx;
+
+/* A generated kernel: processes items [lo, hi) of its parallel extent. */
+typedef void (*cvrt_kernel_fn)(cvrt_ctx *rt, void *const *bufs, const int64_t *syms,
+                               int64_t lo, int64_t hi);
+
+/* threads <= 0 picks 1.  Returns NULL when memory or threads run out. */
+cvrt_ctx *cvrt_create(int threads);
+void cvrt_destroy(cvrt_ctx *rt);
+int cvrt_threads(const cvrt_ctx *rt);
+
+/* The activation arena, at least `bytes` long and 64-byte aligned; NULL when
+ * it cannot grow. */
+char *cvrt_arena(cvrt_ctx *rt, int64_t bytes);
+
+/* Runs fn over [0, n) in chunks of at least `grain` items, across the pool;
+ * returns when every chunk is done. */
+void cvrt_launch(cvrt_ctx *rt, int64_t n, int64_t grain, cvrt_kernel_fn fn,
+                 void *const *bufs, const int64_t *syms);
+
+/* The epilogue applied to each finished element v of a product:
+ * v += res[i*res_ld + j] (when res is not NULL), then act: 0 none,
+ * 1 relu (v < 0 ? 0 : v), 2 clip to [lo, hi] (max first, NaN stays). */
+typedef struct cvrt_epilogue {
+    const float *res;
+    int64_t res_ld, act;
+    float lo, hi;
+} cvrt_epilogue;
+
+/* C[i,j] = alpha * sum_k A[i,k] B[k,j] + bias_scale * bias[i*brs + j*bcs]
+ *          (+ C[i,j] when accumulate), then the epilogue, for i < M, j < N.
+ * A[i,k] is a[i*ars + k*acs], B[k,j] is b[k*brs_ + j*bcs_]: any strides, so
+ * transposes and broadcasts need no copies.  bias and res may be NULL. */
+void cvrt_sgemm(cvrt_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha,
+                const float *a, int64_t ars, int64_t acs,
+                const float *b, int64_t brs, int64_t bcs,
+                float *c, int64_t ldc, int64_t accumulate,
+                const float *bias, int64_t bias_rs, int64_t bias_cs, float bias_scale,
+                const float *res, int64_t res_ld, int64_t act, float lo, float hi);
+
+/* One group of a 2-D convolution on one image as an implicit GEMM (the
+ * im2col matrix is never stored; its panels are packed straight from x):
+ * y[oc, oh*OW+ow] = sum_{c,kh,kw} w[oc, (c*KH+kh)*KW+kw] * x[c, ih, iw] + bias[oc]
+ * with ih = oh*sh - pt + kh*dh, iw = ow*sw - pl + kw*dw (zero outside the
+ * image).  bias and res (y's shape) may be NULL; act and lo/hi as in
+ * cvrt_epilogue. */
+void cvrt_conv2d(cvrt_ctx *rt, const float *x, const float *w, const float *bias, float *y,
+                 int64_t C, int64_t H, int64_t W, int64_t OC, int64_t KH, int64_t KW,
+                 int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw,
+                 int64_t OH, int64_t OW, const float *res, int64_t act, float lo, float hi);
+
+/* IEEE half <-> float, round to nearest even (for targets without native
+ * conversions; cvrt_half.c). */
+uint16_t cvrt_f32_to_f16(float f);
+float cvrt_f16_to_f32(uint16_t h);
+
+#endif

@@ -1,0 +1,48 @@
+/* Internal to the runtime: the context layout and the task-level pool API
+ * that the GEMM and convolution code share. */
+#ifndef CVRT_INTERNAL_H
+#define CVRT_INTERNAL_H
+
+#include <stdatomic.h>
+
+#include "compiler-core/runtime/cvrt.h"
+#include "compiler-core/runtime/cvrt_sys.h"
+
+#define CVRT_MAX_THREADS 256
+
+/* A unit of parallel work: items [lo, hi) run on thread tid (0 = caller). */
+typedef void (*cvrt_task_fn)(void *arg, int64_t lo, int64_t hi, int tid);
+
+struct cvrt_ctx {
+    int nthreads;
+    cvrt_thread_t *threads;     /* owned: nthreads - 1 workers */
+    struct cvrt_worker *workers;    /* owned: their start arguments */
+    cvrt_mutex mu;
+    cvrt_cond wake;
+    int sleepers;               /* under mu */
+    _Atomic int stop;           /* announced by bumping gen */
+    /* The current job, written by the caller before gen is bumped. */
+    cvrt_task_fn task;
+    void *arg;
+    int64_t n, chunk, nchunks;
+    _Atomic int64_t next;
+    _Atomic int active;
+    _Atomic unsigned gen;
+    /* Memory. */
+    char *arena;                /* owned, 64-byte aligned */
+    int64_t arena_cap;
+    float *pack_b;              /* owned: shared packed B block */
+    float **pack_a;             /* owned: one packed A block per thread */
+};
+
+/* Runs task over [0, n) in chunks of `chunk` items on every thread. */
+void cvrt_parallel(cvrt_ctx *rt, int64_t n, int64_t chunk, cvrt_task_fn task, void *arg);
+/* Allocates the GEMM packing buffers (called by cvrt_create). */
+int cvrt_gemm_init(cvrt_ctx *rt);
+void cvrt_gemm_fini(cvrt_ctx *rt);
+
+static inline int64_t cvrt_min(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t cvrt_max(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t cvrt_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+#endif
