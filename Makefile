@@ -41,7 +41,7 @@ $(shell mkdir -p $(BUILD)/gen && printf '#define CV_VERSION "%s"\n#define CV_GIT
 
 WARN        := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
                -Wvla -Wformat=2 -Wno-format-nonliteral
-BASE_CFLAGS := -std=c17 -D_GNU_SOURCE $(WARN) -fno-strict-aliasing -I. -I$(BUILD)/gen
+BASE_CFLAGS := -std=c17 -D_GNU_SOURCE $(WARN) -fno-strict-aliasing -fPIC -I. -I$(BUILD)/gen
 OPT_CFLAGS  := -O2 -g
 SAN_CFLAGS  := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
@@ -80,7 +80,7 @@ TEST_BINS   := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(TEST_SRCS))
 
 .SECONDARY:
 .PHONY: all deps test unit-test demo bench fuzz conformance install clean help
-all: $(BUILD)/cuvil
+all: $(BUILD)/cuvil $(BUILD)/lib/cuvil/libcv_llvm.so
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -90,16 +90,30 @@ $(BUILD)/asan/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(SAN_CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) $(EXTRA_CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/cuvil: $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS)) $(LIBS_NORMAL)
-	$(Q)$(CC) -o $@ $^ $(PKG_LIBS) $(SYS_LIBS) -rdynamic
+# Programs link every component object (--whole-archive) and export their
+# symbols (-rdynamic): the LLVM plugin calls back into the kernel API and
+# diagnostics of the program that loads it.
+link_all = -Wl,--whole-archive $(filter %.a,$^) -Wl,--no-whole-archive -rdynamic
+
+$(BUILD)/cuvil: $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS)) $(LIBS_NORMAL) | $(BUILD)/lib/cuvil/libcv_llvm.so
+	$(Q)$(CC) -o $@ $(filter %.o,$^) $(link_all) $(PKG_LIBS) $(SYS_LIBS)
 	@echo "built $@"
 
-$(BUILD)/asan/cuvil: $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(CLI_SRCS)) $(LIBS_ASAN)
-	$(Q)$(CC) $(SAN_CFLAGS) -o $@ $^ $(PKG_LIBS) $(SYS_LIBS)
+$(BUILD)/asan/cuvil: $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(CLI_SRCS)) $(LIBS_ASAN) | $(BUILD)/asan/lib/cuvil/libcv_llvm.so
+	$(Q)$(CC) $(SAN_CFLAGS) -o $@ $(filter %.o,$^) $(link_all) $(PKG_LIBS) $(SYS_LIBS)
 
-$(BUILD)/asan/tests/%: $(BUILD)/asan/obj/tests/unit/%.o $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(TEST_SUPPORT)) $(LIBS_ASAN)
+$(BUILD)/asan/tests/%: $(BUILD)/asan/obj/tests/unit/%.o $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(TEST_SUPPORT)) $(LIBS_ASAN) | $(BUILD)/asan/lib/cuvil/libcv_llvm.so
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(SAN_CFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS) $(SYS_LIBS)
+	$(Q)$(CC) $(SAN_CFLAGS) -o $@ $(filter %.o,$^) $(link_all) $(PKG_LIBS) $(TEST_LIBS) $(SYS_LIBS)
+
+# The LLVM backend plugin, one per flavour.
+$(BUILD)/lib/cuvil/libcv_llvm.so: $(patsubst %.c,$(BUILD)/obj/%.o,$(LLVM_PLUGIN_SRCS))
+	@mkdir -p $(@D)
+	$(Q)$(CC) -shared -o $@ $^ $(LLVM_LIBS)
+
+$(BUILD)/asan/lib/cuvil/libcv_llvm.so: $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(LLVM_PLUGIN_SRCS))
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(SAN_CFLAGS) -shared -o $@ $^ $(LLVM_LIBS)
 
 deps:
 	$(Q)scripts/deps.sh
@@ -142,8 +156,9 @@ conformance: all
 	  else echo "conformance: no conformance suite yet (arrives with the ONNX front end)"; fi
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/cuvil
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/cuvil $(DESTDIR)$(PREFIX)/lib/cuvil
 	install -m 755 $(BUILD)/cuvil $(DESTDIR)$(PREFIX)/bin/cuvil
+	install -m 755 $(BUILD)/lib/cuvil/libcv_llvm.so $(DESTDIR)$(PREFIX)/lib/cuvil/libcv_llvm.so
 	install -m 644 compiler-core/cuvil.h $(DESTDIR)$(PREFIX)/include/cuvil/
 
 clean:

@@ -180,6 +180,7 @@ static const cv_diag_code_info codes[] = {
     {5021, "link-failed", "the system linker failed to make lib<name>.so"},
     {5030, "bad-artifact-manifest", "an artifact's manifest.json is missing or malformed"},
     {5031, "artifact-load-failed", "an artifact's shared library cannot be loaded or lacks its API"},
+    {5040, "backend-unavailable", "the LLVM backend plugin (lib/cuvil/libcv_llvm.so) could not be loaded"},
 
     /* 6xxx: specs (CuvilBuildCluster, CuvilPipeline), git source, build DB, planner */
     {6001, "spec-unknown-field", "a spec has a field its kind does not define (did you mean ...?)"},

@@ -14,7 +14,7 @@
 #include "compiler-core/backend/llvm/llvm_internal.h"
 #include "compiler-core/backend/llvm/rtbc.h"
 
-const char *cv_llvm_version(void)
+static const char *plugin_version(void)
 {
     static char v[32];
     unsigned maj, min, patch;
@@ -173,8 +173,10 @@ static int pipeline(LLVMContextRef ctx, LLVMModuleRef mod, LLVMTargetMachineRef 
     return emit(mod, tm, want_ir, out, d);
 }
 
-int cv_llvm_compile(const cv_kprog *p, const char *target, int opt, bool want_ir,
-                    cv_llvm_out *out, cv_diag *d)
+static void plugin_out_free(cv_llvm_out *o);
+
+static int plugin_compile(const cv_kprog *p, const char *target, int opt, bool want_ir,
+                          cv_llvm_out *out, cv_diag *d)
 {
     memset(out, 0, sizeof *out);
     cv_llvm_target t;
@@ -198,14 +200,20 @@ int cv_llvm_compile(const cv_kprog *p, const char *target, int opt, bool want_ir
     LLVMDisposeTargetMachine(tm);
     cv_llvm_target_free(&t);
     if (rc)
-        cv_llvm_out_free(out);
+        plugin_out_free(out);
     return rc;
 }
 
-void cv_llvm_out_free(cv_llvm_out *o)
+static void plugin_out_free(cv_llvm_out *o)
 {
     free(o->obj);
     free(o->ir);
     o->obj = NULL;
     o->ir = NULL;
 }
+
+/* The plugin's one export (see llvm_backend.h). */
+const cv_llvm_plugin cv_llvm_plugin_entry = {
+    CV_LLVM_PLUGIN_ABI, plugin_compile, plugin_out_free, plugin_version,
+    cv_llvm_plugin_describe_native,
+};

@@ -1,9 +1,12 @@
 /* The LLVM backend's entry points (internal to compiler-core): a kernel
- * program in, an object file (and optionally LLVM IR text) out. */
+ * program in, an object file (and optionally LLVM IR text) out.
+ *
+ * The code behind them lives in a plugin, lib/cuvil/libcv_llvm.so, loaded
+ * on the first compile (llvm_loader.c): loading libLLVM costs tens of
+ * milliseconds at start-up, which commands that never generate code
+ * (validate, cache hits, the farm's controller) must not pay. */
 #ifndef CV_LLVM_BACKEND_H
 #define CV_LLVM_BACKEND_H
-
-#include <llvm-c/Core.h>
 
 #include "compiler-core/backend/kernel.h"
 
@@ -22,12 +25,22 @@ typedef struct cv_llvm_out {
 int cv_llvm_compile(const cv_kprog *p, const char *target, int opt, bool want_ir,
                     cv_llvm_out *out, cv_diag *d);
 void cv_llvm_out_free(cv_llvm_out *o);
-/* "19.1.7" */
+/* "19.1.7": the LLVM the plugin was built against (no plugin load). */
 const char *cv_llvm_version(void);
+/* This machine's triple, CPU name and feature string (*features malloc'd). */
+int cv_llvm_describe_native(char triple[64], char cpu[64], char **features, cv_diag *d);
 
-/* module.c: the whole artifact module into mod; quirks: CV_LLVM_SOFT_*
- * (llvm_internal.h). */
-int cv_llvm_build_module(LLVMContextRef ctx, LLVMModuleRef mod, const cv_kprog *p, unsigned quirks,
-                         cv_diag *d);
+/* What the plugin exports, under the symbol CV_LLVM_PLUGIN_SYMBOL. */
+typedef struct cv_llvm_plugin {
+    int abi;    /* CV_LLVM_PLUGIN_ABI */
+    int (*compile)(const cv_kprog *p, const char *target, int opt, bool want_ir,
+                   cv_llvm_out *out, cv_diag *d);
+    void (*out_free)(cv_llvm_out *o);
+    const char *(*version)(void);
+    int (*describe_native)(char triple[64], char cpu[64], char **features, cv_diag *d);
+} cv_llvm_plugin;
+
+#define CV_LLVM_PLUGIN_SYMBOL "cv_llvm_plugin_entry"
+#define CV_LLVM_PLUGIN_ABI 1
 
 #endif

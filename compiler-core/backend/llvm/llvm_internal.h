@@ -23,6 +23,7 @@ typedef struct cv_llvm_target {
 /* Resolves a -t name ("native" asks LLVM about this machine). */
 int cv_llvm_target_lookup(const char *name, cv_llvm_target *t, cv_diag *d);
 void cv_llvm_target_free(cv_llvm_target *t);
+int cv_llvm_plugin_describe_native(char triple[64], char cpu[64], char **features, cv_diag *d);
 /* A target machine for t at opt level 0-3 (PIC: artifacts are shared objects). */
 LLVMTargetMachineRef cv_llvm_target_machine(const cv_llvm_target *t, int opt, cv_diag *d);
 
@@ -75,5 +76,9 @@ LLVMValueRef cv_llvm_entry_alloca(cv_llvm_fn *f, LLVMTypeRef t, const char *name
 /* Defines kernel k as an internal function of the module. */
 LLVMValueRef cv_llvm_kernel(LLVMContextRef ctx, LLVMModuleRef mod, const cv_kprog *p,
                             const cv_kernel *k, unsigned quirks);
+
+/* module.c: the whole artifact module into mod; quirks: CV_LLVM_SOFT_*. */
+int cv_llvm_build_module(LLVMContextRef ctx, LLVMModuleRef mod, const cv_kprog *p, unsigned quirks,
+                         cv_diag *d);
 
 #endif

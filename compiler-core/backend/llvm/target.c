@@ -8,20 +8,7 @@
 #include <llvm-c/Target.h>
 
 #include "compiler-core/backend/llvm/llvm_internal.h"
-
-typedef struct target_desc {
-    const char *name, *triple, *cpu, *features, *rt_variant, *abi, *linker;
-} target_desc;
-
-static const target_desc targets[] = {
-    {"x86_64", "x86_64-unknown-linux-gnu", "x86-64", "", "x86_64", NULL, "cc"},
-    {"x86_64-avx2", "x86_64-unknown-linux-gnu", "x86-64-v3", "", "x86_64_avx2", NULL, "cc"},
-    {"x86_64-avx512", "x86_64-unknown-linux-gnu", "x86-64-v4", "", "x86_64_avx512", NULL, "cc"},
-    {"aarch64-linux-gnu", "aarch64-unknown-linux-gnu", "generic", "+neon", "aarch64", NULL,
-     "aarch64-linux-gnu-gcc"},
-    {"riscv64-linux-gnu", "riscv64-unknown-linux-gnu", "generic-rv64", "+m,+a,+f,+d,+c,+v",
-     "riscv64", "lp64d", "riscv64-linux-gnu-gcc"},
-};
+#include "compiler-core/backend/targets.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
@@ -97,10 +84,8 @@ int cv_llvm_target_lookup(const char *name, cv_llvm_target *t, cv_diag *d)
         t->name = "native";
         return lookup_native(t, d);
     }
-    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
-        const target_desc *g = &targets[i];
-        if (strcmp(g->name, name) != 0)
-            continue;
+    const cv_target_desc *g = cv_target_find(name);
+    if (g) {
         t->name = g->name;
         snprintf(t->triple, sizeof t->triple, "%s", g->triple);
         snprintf(t->cpu, sizeof t->cpu, "%s", g->cpu);
@@ -111,14 +96,28 @@ int cv_llvm_target_lookup(const char *name, cv_llvm_target *t, cv_diag *d)
         t->host = host_is(g->triple);
         return t->features ? 0 : -1;
     }
-    cv_diag_error(d, 5010, (cv_span){0}, "unknown target '%s'", name);
+    int id = cv_diag_error(d, 5010, (cv_span){0}, "unknown target '%s'", name);
     char list[256] = "";
-    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
-        strcat(list, targets[i].name);
+    for (int i = 0; cv_target_at(i); i++) {
+        strcat(list, cv_target_at(i)->name);
         strcat(list, ", ");
     }
-    cv_diag_note(d, d->n ? d->v[d->n - 1].id : 0, "known targets: %snative", list);
+    cv_diag_note(d, id, "known targets: %snative", list);
     return -1;
+}
+
+/* For the plugin table: "native" without building a target machine. */
+int cv_llvm_plugin_describe_native(char triple[64], char cpu[64], char **features, cv_diag *d)
+{
+    cv_llvm_target t;
+    if (cv_llvm_target_lookup("native", &t, d)) {
+        cv_llvm_target_free(&t);
+        return -1;
+    }
+    snprintf(triple, 64, "%s", t.triple);
+    snprintf(cpu, 64, "%s", t.cpu);
+    *features = t.features;  /* handed over */
+    return 0;
 }
 
 void cv_llvm_target_free(cv_llvm_target *t)

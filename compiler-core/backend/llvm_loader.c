@@ -1,0 +1,98 @@
+/* Finds and loads the LLVM backend plugin on the first compile.  Search
+ * order: $CUVIL_LLVM_PLUGIN; next to the executable (<exe dir>/lib/cuvil/,
+ * as in build/); the installed layout (<exe dir>/../lib/cuvil/, which also
+ * serves build/asan/tests/). */
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compiler-core/backend/llvm/llvm_backend.h"
+#include "cv_version.h"  /* generated: CV_LLVM_VERSION */
+
+#define PLUGIN_NAME "libcv_llvm.so"
+
+static const cv_llvm_plugin *plugin;
+static char load_error[PATH_MAX + 256];
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+
+static const cv_llvm_plugin *try_open(const char *path)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(load_error, sizeof load_error, "%s", dlerror());
+        return NULL;
+    }
+    const cv_llvm_plugin *p = dlsym(h, CV_LLVM_PLUGIN_SYMBOL);
+    if (!p || p->abi != CV_LLVM_PLUGIN_ABI) {
+        snprintf(load_error, sizeof load_error, "%s is not a Cuvil %d LLVM plugin", path,
+                 CV_LLVM_PLUGIN_ABI);
+        dlclose(h);
+        return NULL;
+    }
+    return p;  /* stays loaded for the life of the process */
+}
+
+static void load(void)
+{
+    const char *env = getenv("CUVIL_LLVM_PLUGIN");
+    if (env && *env) {
+        plugin = try_open(env);
+        return;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        snprintf(load_error, sizeof load_error, "cannot find the executable's directory");
+        return;
+    }
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = 0;
+    static const char *const rel[] = {"/lib/cuvil/" PLUGIN_NAME, "/../lib/cuvil/" PLUGIN_NAME};
+    char path[PATH_MAX + 64];
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0] && !plugin; i++) {
+        snprintf(path, sizeof path, "%s%s", exe, rel[i]);
+        if (access(path, R_OK) == 0)
+            plugin = try_open(path);
+    }
+    if (!plugin && !load_error[0])
+        snprintf(load_error, sizeof load_error, "%s not found next to %s (set CUVIL_LLVM_PLUGIN)",
+                 PLUGIN_NAME, exe);
+}
+
+static const cv_llvm_plugin *get_plugin(cv_diag *d)
+{
+    pthread_once(&load_once, load);
+    if (!plugin)
+        cv_diag_error(d, 5040, (cv_span){0}, "cannot load the LLVM backend: %s", load_error);
+    return plugin;
+}
+
+int cv_llvm_compile(const cv_kprog *p, const char *target, int opt, bool want_ir,
+                    cv_llvm_out *out, cv_diag *d)
+{
+    memset(out, 0, sizeof *out);
+    const cv_llvm_plugin *pl = get_plugin(d);
+    return pl ? pl->compile(p, target, opt, want_ir, out, d) : -1;
+}
+
+void cv_llvm_out_free(cv_llvm_out *o)
+{
+    /* Allocated by the plugin with the same malloc: freeing here is fine,
+     * but go through the plugin so ownership stays in one place. */
+    if (plugin)
+        plugin->out_free(o);
+}
+
+const char *cv_llvm_version(void) { return CV_LLVM_VERSION; }
+
+int cv_llvm_describe_native(char triple[64], char cpu[64], char **features, cv_diag *d)
+{
+    const cv_llvm_plugin *pl = get_plugin(d);
+    return pl ? pl->describe_native(triple, cpu, features, d) : -1;
+}

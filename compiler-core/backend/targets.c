@@ -1,0 +1,55 @@
+#include "compiler-core/backend/targets.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler-core/backend/llvm/llvm_backend.h"
+
+static const cv_target_desc targets[] = {
+    {"x86_64", "x86_64-unknown-linux-gnu", "x86-64", "", "x86_64", NULL, "cc"},
+    {"x86_64-avx2", "x86_64-unknown-linux-gnu", "x86-64-v3", "", "x86_64_avx2", NULL, "cc"},
+    {"x86_64-avx512", "x86_64-unknown-linux-gnu", "x86-64-v4", "", "x86_64_avx512", NULL, "cc"},
+    {"aarch64-linux-gnu", "aarch64-unknown-linux-gnu", "generic", "+neon", "aarch64", NULL,
+     "aarch64-linux-gnu-gcc"},
+    {"riscv64-linux-gnu", "riscv64-unknown-linux-gnu", "generic-rv64", "+m,+a,+f,+d,+c,+v",
+     "riscv64", "lp64d", "riscv64-linux-gnu-gcc"},
+};
+
+const cv_target_desc *cv_target_at(int i)
+{
+    return (i >= 0 && (size_t)i < sizeof targets / sizeof targets[0]) ? &targets[i] : NULL;
+}
+
+const cv_target_desc *cv_target_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++)
+        if (strcmp(targets[i].name, name) == 0)
+            return &targets[i];
+    return NULL;
+}
+
+int cv_target_describe(const char *name, char triple[64], char *features, size_t size, cv_diag *d)
+{
+    char cpu[64];
+    char *native_features = NULL;
+    const char *feat;
+    const cv_target_desc *t = cv_target_find(name);
+    if (t) {
+        snprintf(triple, 64, "%s", t->triple);
+        snprintf(cpu, sizeof cpu, "%s", t->cpu);
+        feat = t->features;
+    } else if (strcmp(name, "native") == 0) {
+        if (cv_llvm_describe_native(triple, cpu, &native_features, d))
+            return -1;
+        feat = native_features;
+    } else {
+        return cv_diag_error(d, 5010, (cv_span){0}, "unknown target '%s'", name), -1;
+    }
+    int n = snprintf(features, size, "cpu=%s%s%s", cpu, *feat ? "," : "", feat);
+    free(native_features);
+    if (n < 0 || (size_t)n >= size)
+        return cv_diag_error(d, 9005, (cv_span){0}, "target %s: its feature list is too long",
+                             name), -1;
+    return 0;
+}
