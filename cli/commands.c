@@ -9,6 +9,7 @@
 extern const cv_cli_command cv_cmd_help, cv_cmd_version, cv_cmd_validate, cv_cmd_run;
 extern const cv_cli_command cv_cmd_compile, cv_cmd_bench;
 extern const cv_cli_command cv_cmd_cache;
+extern const cv_cli_command cv_cmd_worker;
 
 static const cv_cli_command *const commands[] = {
     &cv_cmd_validate,
@@ -16,6 +17,7 @@ static const cv_cli_command *const commands[] = {
     &cv_cmd_run,
     &cv_cmd_bench,
     &cv_cmd_cache,
+    &cv_cmd_worker,
     &cv_cmd_help,
     &cv_cmd_version,
 };

@@ -1,0 +1,155 @@
+/* cuvil worker --queue URL [--cache DIR] [--remote-cache URL] ...
+ * Leases compile jobs from the queue and runs each in a sandboxed child. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/log.h"
+#include "worker/worker.h"
+
+extern const cv_cli_command cv_cmd_worker;
+
+/* "90", "90s", "1500ms", "10m", "1h" -> milliseconds; -1 when malformed. */
+static int64_t parse_duration_ms(const char *s)
+{
+    char *end;
+    long long n = strtoll(s, &end, 10);
+    if (end == s || n < 0 || n > 100000000LL)
+        return -1;
+    if (*end == 0 || strcmp(end, "s") == 0)
+        return n * 1000;
+    if (strcmp(end, "ms") == 0)
+        return n;
+    if (strcmp(end, "m") == 0)
+        return n * 60000;
+    if (strcmp(end, "h") == 0)
+        return n * 3600000;
+    return -1;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    long n = strtol(s, &end, 10);
+    if (end == s || *end || n < lo || n > hi)
+        return -1;
+    *out = (int)n;
+    return 0;
+}
+
+typedef struct flag {
+    const char *name;
+    enum { F_STR, F_INT, F_MS, F_SIZE, F_BOOL } kind;
+    size_t offset;
+    int lo, hi;
+} flag;
+
+#define O(f) offsetof(cv_worker_opts, f)
+static const flag flags[] = {
+    {"--queue", F_STR, O(queue_url), 0, 0},       {"--cache", F_STR, O(cache_dir), 0, 0},
+    {"--remote-cache", F_STR, O(remote_cache), 0, 0},
+    {"--models", F_STR, O(models_dir), 0, 0},     {"--scratch", F_STR, O(scratch_dir), 0, 0},
+    {"--id", F_STR, O(worker_id), 0, 0},          {"--max-jobs", F_INT, O(max_jobs), 1, 1 << 30},
+    {"--lease", F_INT, O(lease_s), 1, 86400},     {"--poll-ms", F_INT, O(poll_ms), 1, 3600000},
+    {"--cpu-limit", F_INT, O(cpu_limit_s), 1, 1 << 24},
+    {"--timeout", F_MS, O(job_timeout_ms), 0, 0}, {"--grace", F_MS, O(grace_ms), 0, 0},
+    {"--memory-limit", F_SIZE, O(memory_limit), 0, 0},
+    {"--once", F_BOOL, O(once), 0, 0},            {"--explain", F_BOOL, O(explain), 0, 0},
+    {"--allow-test-faults", F_BOOL, O(allow_test_faults), 0, 0},
+};
+#undef O
+
+static int set_flag(const flag *f, const char *v, cv_worker_opts *o)
+{
+    char *at = (char *)o + f->offset;
+    int64_t ms;
+    switch (f->kind) {
+    case F_STR: *(const char **)at = v; return 0;
+    case F_BOOL: *(bool *)at = true; return 0;
+    case F_INT:
+        return parse_int(v, f->lo, f->hi, (int *)at) ? cv_cli_usage_error(&cv_cmd_worker,
+                   "%s takes a number from %d to %d, got '%s'", f->name, f->lo, f->hi, v) : 0;
+    case F_MS:
+        if ((ms = parse_duration_ms(v)) <= 0)
+            return cv_cli_usage_error(&cv_cmd_worker, "%s takes a duration (90s, 1500ms, 10m), "
+                                      "got '%s'", f->name, v);
+        *(int64_t *)at = ms;
+        return 0;
+    case F_SIZE:
+        return cv_cache_parse_size(v, (uint64_t *)at) ? cv_cli_usage_error(&cv_cmd_worker,
+                   "%s takes a size (8Gi, 500M), got '%s'", f->name, v) : 0;
+    }
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, cv_worker_opts *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const flag *f = NULL;
+        for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
+            if (strcmp(argv[i], flags[k].name) == 0)
+                f = &flags[k];
+        if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) {
+            cv_log_level_set(CV_LOG_INFO);
+            continue;
+        }
+        if (!f)
+            return cv_cli_usage_error(&cv_cmd_worker, "unknown argument '%s'", argv[i]);
+        if (f->kind != F_BOOL && i + 1 >= argc)
+            return cv_cli_usage_error(&cv_cmd_worker, "%s needs a value", f->name);
+        int rc = set_flag(f, f->kind == F_BOOL ? NULL : argv[++i], o);
+        if (rc)
+            return rc;
+    }
+    if (!o->queue_url)
+        return cv_cli_usage_error(&cv_cmd_worker, "--queue is required");
+    return CV_EXIT_OK;
+}
+
+static int run_worker(int argc, char **argv)
+{
+    if (cv_cli_wants_help(&cv_cmd_worker, argc, argv))
+        return CV_EXIT_OK;
+    cv_worker_opts o = {0};
+    int rc = parse_args(argc, argv, &o);
+    if (rc)
+        return rc;
+    if (cv_worker_handle_signals() != 0)
+        return CV_EXIT_INTERNAL;
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_worker_stats st;
+    rc = cv_worker_run(&o, &st, &d);
+    cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
+    cv_diag_free(&d);
+    fprintf(stderr, "cuvil worker: %d jobs: %d ok, %d failed, %d ice, %d timeout, %d oom, "
+            "%d infra; %d released, %d lost\n", st.jobs, st.by_status[CV_RESULT_OK],
+            st.by_status[CV_RESULT_FAILED], st.by_status[CV_RESULT_ICE],
+            st.by_status[CV_RESULT_TIMEOUT], st.by_status[CV_RESULT_OOM],
+            st.by_status[CV_RESULT_INFRA], st.released, st.lost);
+    return rc ? CV_EXIT_INTERNAL : CV_EXIT_OK;
+}
+
+const cv_cli_command cv_cmd_worker = {
+    "worker", "run compile jobs from a queue (sandboxed, cached)",
+    "cuvil worker --queue URL [options]\n"
+    "  --queue URL          sqlite:PATH (or kafka://...) shared with the controller\n"
+    "  --cache DIR          the local cache (default $CUVIL_CACHE_DIR or ~/.cache/cuvil)\n"
+    "  --remote-cache URL   a shared cache (default $CUVIL_REMOTE_CACHE)\n"
+    "  --models DIR         where the jobs' model paths are found (default .)\n"
+    "  --scratch DIR        per-job output directories (default $TMPDIR)\n"
+    "  --id ID              worker id in the queue (default host:pid)\n"
+    "  --once               exit when no job is ready\n"
+    "  --max-jobs N         exit after N jobs\n"
+    "  --lease S            lease length in seconds, heartbeat every S/3 (default 30)\n"
+    "  --poll-ms MS         how long one wait for a job lasts (default 1000)\n"
+    "  --timeout DUR        wall-clock limit per job: 90s, 1500ms, 10m (default 10m)\n"
+    "  --cpu-limit S        CPU seconds per job (default twice the timeout)\n"
+    "  --memory-limit SIZE  address space a job may add: 8Gi, 500M (default none)\n"
+    "  --grace DUR          on SIGTERM, how long the running job may finish (default 30s);\n"
+    "                       a second SIGTERM stops it at once; either way it is handed back\n"
+    "  --explain            name the key fields behind each cache miss\n"
+    "  --allow-test-faults  honour CUVIL_TEST_FAULT=segv|hang|oom|abort (tests only)\n"
+    "  -v                   log each job\n",
+    run_worker,
+};

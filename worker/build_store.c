@@ -1,0 +1,316 @@
+/* What the cache holds for a compile, as bytes: the deps list, the L1
+ * value and the artifact's file list, and moving an artifact directory
+ * into the store and back out.  Everything read back from the cache is
+ * checked like any outside input (it may come from a remote). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/fs.h"
+#include "common/jsonutil.h"
+#include "worker/internal.h"
+
+enum { MAX_FILES = 64, MAX_LIST = 1 << 20 };
+#define MAX_FILE_BYTES ((size_t)1 << 34)
+
+static json_t *parse(const void *buf, size_t len)
+{
+    if (len > MAX_LIST)
+        return NULL;
+    return json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
+}
+
+static int get_digest(json_t *obj, const char *key, cv_digest *out)
+{
+    const char *s = json_string_value(json_object_get(obj, key));
+    return s ? cv_cache_digest_parse(s, out) : -1;
+}
+
+static void set_digest(json_t *obj, const char *key, const cv_digest *dg)
+{
+    char hex[CV_DIGEST_HEX + 1];
+    cv_wk_hex(dg, hex);
+    json_object_set_new(obj, key, json_string(hex));
+}
+
+static char *canonical(json_t *v)
+{
+    char *s = v ? cv_json_canonical(v) : NULL;
+    json_decref(v);
+    return s;
+}
+
+/* ------------------------------------------------------------- L1 value */
+
+char *cv_wk_l1_encode(const cv_wk_l1_value *v)
+{
+    json_t *o = json_pack("{s:s, s:s}", "format", "cuvil-l1/1", "name", v->name);
+    if (!o)
+        return NULL;
+    set_digest(o, "ir_text", &v->ir_blob);
+    set_digest(o, "ir_digest", &v->ir);
+    set_digest(o, "ir_loc_digest", &v->ir_loc);
+    set_digest(o, "fingerprint", &v->fingerprint);
+    return canonical(o);
+}
+
+int cv_wk_l1_decode(const void *buf, size_t len, cv_wk_l1_value *v)
+{
+    json_t *o = parse(buf, len);
+    const char *fmt = json_string_value(json_object_get(o, "format"));
+    const char *name = json_string_value(json_object_get(o, "name"));
+    int rc = -1;
+    if (fmt && strcmp(fmt, "cuvil-l1/1") == 0 && name && strlen(name) < sizeof v->name &&
+        get_digest(o, "ir_text", &v->ir_blob) == 0 && get_digest(o, "ir_digest", &v->ir) == 0 &&
+        get_digest(o, "ir_loc_digest", &v->ir_loc) == 0 &&
+        get_digest(o, "fingerprint", &v->fingerprint) == 0) {
+        snprintf(v->name, sizeof v->name, "%s", name);
+        rc = 0;
+    }
+    json_decref(o);
+    return rc;
+}
+
+/* ------------------------------------------------------------ deps list */
+
+char *cv_wk_deps_encode(const cv_wk_deps *x)
+{
+    return canonical(json_pack("{s:s, s:O}", "format", "cuvil-deps/1", "files", x->files));
+}
+
+static bool plain_relative(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 1024 || s[0] == '/')
+        return false;
+    for (const char *p = s; *p; p++)
+        if ((unsigned char)*p < 0x20)
+            return false;
+    return true;
+}
+
+int cv_wk_deps_decode(const void *buf, size_t len, cv_wk_deps *x)
+{
+    *x = (cv_wk_deps){0};
+    json_t *o = parse(buf, len);
+    json_t *files = json_object_get(o, "files");
+    const char *fmt = json_string_value(json_object_get(o, "format"));
+    bool ok = fmt && strcmp(fmt, "cuvil-deps/1") == 0 && json_is_array(files) &&
+              json_array_size(files) <= 4096;
+    size_t i;
+    json_t *v;
+    json_array_foreach(ok ? files : NULL, i, v)
+        ok = ok && json_is_string(v) && plain_relative(json_string_value(v));
+    if (ok)
+        x->files = json_incref(files);
+    json_decref(o);
+    return ok ? 0 : -1;
+}
+
+/* ------------------------------------------------------------ artifacts */
+
+/* A name the artifact may use for one of its files: one plain component. */
+static bool plain_file_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 255 || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+        return false;
+    for (const char *p = s; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == '/' || *p == '\\')
+            return false;
+    return true;
+}
+
+typedef struct lister {
+    cv_cache *c;                /* NULL: list only */
+    const char *dir;
+    json_t *files;
+    cv_diag *d;
+} lister;
+
+static int add_file(lister *ls, const char *name)
+{
+    if (!plain_file_name(name))
+        return cv_diag_error(ls->d, CV_E_BUILD_ARTIFACT, (cv_span){.file = ls->dir},
+                             "the artifact names a file '%s'", name), -1;
+    char *path = cv_fs_join(ls->dir, name), *data = NULL;
+    size_t len = 0;
+    struct stat st;
+    int rc = path ? cv_fs_read_file(path, MAX_FILE_BYTES, &data, &len, ls->d) : -1;
+    if (rc == 0 && stat(path, &st) != 0)
+        rc = -1;
+    cv_digest dg;
+    if (rc == 0 && ls->c)
+        rc = cv_cache_put_blob(ls->c, data, len, &dg, ls->d) == 0 ? 0 : -1;
+    else if (rc == 0)
+        cv_cache_sha256(data, len, &dg);
+    if (rc == 0) {
+        json_t *e = json_pack("{s:I, s:i}", "size", (json_int_t)len, "mode",
+                              (st.st_mode & 0111) ? 0755 : 0644);
+        set_digest(e, "sha256", &dg);
+        json_object_set_new(ls->files, name, e);
+    }
+    free(path);
+    free(data);
+    return rc;
+}
+
+static int collect(cv_cache *c, const char *dir, char **list, size_t *len, char name[128],
+                   cv_diag *d)
+{
+    *list = NULL;
+    json_t *m = NULL;
+    char *mpath = cv_fs_join(dir, "manifest.json");
+    int rc = mpath ? cv_json_read_file(mpath, MAX_LIST, &m, d) : -1;
+    free(mpath);
+    if (rc)
+        return -1;
+    const char *nm = json_string_value(json_object_get(m, "name"));
+    json_t *files = json_object_get(m, "files");
+    lister ls = {c, dir, json_object(), d};
+    if (!nm || strlen(nm) >= 128 || !json_is_object(files) || json_object_size(files) > MAX_FILES)
+        rc = cv_diag_error(d, CV_E_BUILD_ARTIFACT, (cv_span){.file = dir},
+                           "%s/manifest.json is not an artifact manifest", dir);
+    const char *key;
+    json_t *v;
+    json_object_foreach(rc == 0 ? files : NULL, key, v)
+        if (rc == 0)
+            rc = add_file(&ls, key);
+    if (rc == 0)
+        rc = add_file(&ls, "manifest.json");
+    if (rc == 0) {
+        snprintf(name, 128, "%s", nm);
+        *list = canonical(json_pack("{s:s, s:s, s:O}", "format", "cuvil-artifact-files/1",
+                                    "name", nm, "files", ls.files));
+        rc = *list ? 0 : cv_diag_error(d, 9002, (cv_span){0}, "out of memory");
+        *len = *list ? strlen(*list) : 0;
+    }
+    json_decref(ls.files);
+    json_decref(m);
+    return rc;
+}
+
+int cv_wk_artifact_store(cv_cache *c, const char *dir, char **list, size_t *len, char name[128],
+                         cv_diag *d)
+{
+    return collect(c, dir, list, len, name, d);
+}
+
+int cv_wk_artifact_list(const char *dir, char **list, size_t *len, char name[128], cv_diag *d)
+{
+    return collect(NULL, dir, list, len, name, d);
+}
+
+/* An artifact file, replaced atomically (temp file + rename) but without
+ * fsync: it is a build output the cache can always write again, and a
+ * cache hit should not wait for the disk. */
+static int write_output(const char *path, const void *data, size_t len, mode_t mode, cv_diag *d)
+{
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof tmp)
+        return cv_diag_error(d, 9004, (cv_span){.file = path}, "path too long: %s", path), -1;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    const char *p = data;
+    size_t left = len;
+    while (fd >= 0 && left) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        p += n;
+        left -= (size_t)n;
+    }
+    int e = errno;
+    bool ok = fd >= 0 && left == 0 && fchmod(fd, mode) == 0;
+    if (fd >= 0 && close(fd) != 0)
+        ok = false;
+    if (ok && rename(tmp, path) == 0)
+        return 0;
+    e = errno ? errno : e;
+    unlink(tmp);
+    return cv_diag_error(d, 9004, (cv_span){.file = path}, "cannot write %s: %s", path,
+                         strerror(e)), -1;
+}
+
+static int write_one(cv_cache *c, const char *dir, const char *fname, json_t *e, char *reason,
+                     size_t rsize, cv_diag *d)
+{
+    cv_digest dg;
+    json_t *size = json_object_get(e, "size"), *mode = json_object_get(e, "mode");
+    if (!plain_file_name(fname) || get_digest(e, "sha256", &dg) || !json_is_integer(size) ||
+        !json_is_integer(mode) || (json_integer_value(mode) != 0644 &&
+                                   json_integer_value(mode) != 0755)) {
+        snprintf(reason, rsize, "the stored artifact list is malformed");
+        return 0;
+    }
+    void *data = NULL;
+    size_t len = 0;
+    if (!dir && cv_cache_has_blob(c, &dg))
+        return 1;
+    if (cv_cache_get_blob(c, &dg, &data, &len, NULL, d) != 1 ||
+        (json_int_t)len != json_integer_value(size)) {
+        free(data);
+        snprintf(reason, rsize, "the artifact's %s is no longer stored", fname);
+        return 0;
+    }
+    if (!dir) {
+        free(data);
+        return 1;
+    }
+    char *path = cv_fs_join(dir, fname);
+    int rc = path ? write_output(path, data, len, (mode_t)json_integer_value(mode), d) : -1;
+    free(path);
+    free(data);
+    return rc == 0 ? 1 : -1;
+}
+
+/* dir NULL: check that the blobs are stored, write nothing. */
+static int fetch_all(cv_cache *c, const void *list, size_t len, const char *dir, char name[128],
+                     char *reason, size_t rsize, cv_diag *d)
+{
+    json_t *o = parse(list, len);
+    json_t *files = json_object_get(o, "files");
+    const char *fmt = json_string_value(json_object_get(o, "format"));
+    const char *nm = json_string_value(json_object_get(o, "name"));
+    int rc = 1;
+    if (!fmt || strcmp(fmt, "cuvil-artifact-files/1") != 0 || !nm || strlen(nm) >= 128 ||
+        !json_is_object(files) || json_object_size(files) > MAX_FILES ||
+        !json_object_get(files, "manifest.json")) {
+        snprintf(reason, rsize, "the stored artifact list is malformed");
+        rc = 0;
+    } else if (dir && cv_fs_mkdirs(dir, 0755) != 0) {
+        rc = cv_diag_error(d, 9004, (cv_span){.file = dir}, "cannot create %s: %s", dir,
+                           strerror(errno));
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(rc == 1 ? files : NULL, key, v)
+        if (rc == 1 && strcmp(key, "manifest.json") != 0)
+            rc = write_one(c, dir, key, v, reason, rsize, d);
+    /* The manifest last: a directory with one is complete. */
+    if (rc == 1)
+        rc = write_one(c, dir, "manifest.json", json_object_get(files, "manifest.json"), reason,
+                       rsize, d);
+    if (rc == 1)
+        snprintf(name, 128, "%s", nm);
+    json_decref(o);
+    return rc;
+}
+
+int cv_wk_artifact_materialise(cv_cache *c, const void *list, size_t len, const char *dir,
+                               char name[128], char *reason, size_t rsize, cv_diag *d)
+{
+    return fetch_all(c, list, len, dir, name, reason, rsize, d);
+}
+
+int cv_wk_artifact_check(cv_cache *c, const void *list, size_t len, char name[128],
+                         char *reason, size_t rsize, cv_diag *d)
+{
+    return fetch_all(c, list, len, NULL, name, reason, rsize, d);
+}
