@@ -1,17 +1,22 @@
 /* cuvil compile MODEL -t TARGET [-O2] [-o DIR] [--emit LIST] [--stats]
- * Compiles a model into a native inference library. */
+ * Compiles a model into a native inference library, through the cache
+ * (worker/build.c: L1 front-end cache, L2 artifact cache, local then remote). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/cache.h"
 #include "cli/cli.h"
+#include "common/jobmsg.h"
 #include "compiler-core/cuvil.h"
+#include "worker/worker.h"
 
 extern const cv_cli_command cv_cmd_compile;
 
 typedef struct compile_args {
     const char *model;
     cv_compile_opts o;
-    bool stats;
+    const char *precision, *remote;
+    bool stats, verbose, no_cache, explain;
 } compile_args;
 
 static int parse_opt_level(const char *a, int *out)
@@ -41,6 +46,19 @@ static int parse_args(compile_args *a, int argc, char **argv)
                 return cv_cli_usage_error(cmd, "optimisation level must be -O0 to -O3, got '%s'", s);
         } else if (strcmp(s, "--stats") == 0) {
             a->stats = true;
+        } else if (strcmp(s, "-v") == 0 || strcmp(s, "--verbose") == 0) {
+            a->verbose = true;
+        } else if (strcmp(s, "--no-cache") == 0) {
+            a->no_cache = true;
+        } else if (strcmp(s, "--explain") == 0) {
+            a->explain = a->verbose = true;
+        } else if ((strcmp(s, "-p") == 0 || strcmp(s, "--precision") == 0) && i + 1 < argc) {
+            a->precision = argv[++i];
+            if (cv_precision_parse(a->precision) < 0)
+                return cv_cli_usage_error(cmd, "precision must be fp32, fp16, bf16 or int8, got '%s'",
+                                          a->precision);
+        } else if (strcmp(s, "--remote-cache") == 0 && i + 1 < argc) {
+            a->remote = argv[++i];
         } else if (s[0] == '-') {
             return cv_cli_usage_error(cmd, "unknown or incomplete option '%s'", s);
         } else if (!a->model) {
@@ -67,6 +85,24 @@ static void print_stats(const cv_compile_info *info)
            info->ms_llvm, info->ms_link);
 }
 
+static int build(const compile_args *a, cv_build_result *r, cv_diag *d)
+{
+    cv_cache *cache = NULL;
+    cv_cache_options co = {.remote = a->remote, .disabled = a->no_cache};
+    if (cv_cache_open(&co, &cache, d))
+        cache = NULL;  /* a broken cache is a warning: compile without it */
+    cv_build_opts bo = {
+        .model = a->model, .target = a->o.target,
+        .precision = a->precision ? (cv_precision)cv_precision_parse(a->precision)
+                                  : CV_PRECISION_FP32,
+        .opt_level = (cv_opt_level)a->o.opt_level, .emit = a->o.emit,
+        .out_dir = a->o.out_dir, .explain = a->explain,
+    };
+    int rc = cv_build(cache, &bo, r, d);
+    cv_cache_close(cache);
+    return rc;
+}
+
 static int run_compile(int argc, char **argv)
 {
     if (cv_cli_wants_help(&cv_cmd_compile, argc, argv))
@@ -77,32 +113,40 @@ static int run_compile(int argc, char **argv)
         return rc;
     cv_diag d;
     cv_diag_init(&d);
-    cv_module *m = cv_model_load(a.model, 0, &d);
-    cv_compile_info info;
-    rc = CV_EXIT_INPUT;
-    if (m && cv_compile_native(m, &a.o, &info, &d) == 0) {
-        rc = CV_EXIT_OK;
-        if (a.stats)
-            print_stats(&info);
-        if (!info.linked_so && (a.o.emit == 0 || (a.o.emit & CV_EMIT_SO)))
-            fprintf(stderr, "cuvil compile: no linker for %s installed: wrote the object and "
-                    "archive, not lib%s.so\n", a.o.target ? a.o.target : "native", info.name);
-    }
+    cv_build_result r;
+    rc = build(&a, &r, &d) == 0 ? CV_EXIT_OK : CV_EXIT_INPUT;
     cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
+    if (rc == CV_EXIT_OK) {
+        if (a.verbose) {
+            char line[600];
+            cv_build_cache_line(&r, line, sizeof line);
+            fprintf(stderr, "%s\n", line);
+        }
+        if (a.stats && r.compiled)
+            print_stats(&r.info);
+        if (r.compiled && !r.info.linked_so && (a.o.emit == 0 || (a.o.emit & CV_EMIT_SO)))
+            fprintf(stderr, "cuvil compile: no linker for %s installed: wrote the object and "
+                    "archive, not lib%s.so\n", a.o.target ? a.o.target : "native", r.name);
+    }
     cv_diag_free(&d);
-    cv_module_free(m);
     return rc;
 }
 
 const cv_cli_command cv_cmd_compile = {
     "compile", "compile a model into a native inference library",
-    "cuvil compile MODEL [-t TARGET] [-O0|-O1|-O2|-O3] [-o DIR] [--emit LIST] [--stats]\n"
+    "cuvil compile MODEL [-t TARGET] [-O0..-O3] [-p PRECISION] [-o DIR] [--emit LIST]\n"
+    "              [--stats] [-v] [--explain] [--no-cache] [--remote-cache URL]\n"
     "  -t TARGET     x86_64, x86_64-avx2, x86_64-avx512, aarch64-linux-gnu,\n"
     "                riscv64-linux-gnu or native (default)\n"
     "  -O0..-O3      optimisation level (default -O2)\n"
     "  -o DIR        output directory (default ./cuvil-out)\n"
     "  --emit LIST   comma-separated files to write: so,a,obj,h,llvm,cuir\n"
     "                (default so,a,obj,h; manifest.json is always written)\n"
-    "  --stats       print ops, kernels, arena size against the peak-live bound, timings\n",
+    "  -p PRECISION  fp32 (default); fp16, bf16, int8 arrive with quantization\n"
+    "  --stats       print ops, kernels, arena size against the peak-live bound, timings\n"
+    "  -v            print the cache outcome: 'cache: l1 hit, l2 miss (reason)'\n"
+    "  --explain     on a miss, name the key fields that differ from the closest entry\n"
+    "  --no-cache    compile without the cache (also CUVIL_CACHE=off)\n"
+    "  --remote-cache URL  http://host:port[/instance] (also CUVIL_REMOTE_CACHE)\n",
     run_compile,
 };

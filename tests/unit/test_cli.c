@@ -251,6 +251,47 @@ static void test_validate_specs(void **state)
     free(dir);
 }
 
+static char *slurp(const char *path, size_t *len)
+{
+    char *text;
+    cv_diag d;
+    cv_diag_init(&d);
+    assert_int_equal(cv_fs_read_file(path, 1 << 26, &text, len, &d), 0);
+    cv_diag_free(&d);
+    return text;
+}
+
+static void test_compile_cached(void **state)
+{
+    (void)state;
+    char *cache = cv_tmpdir_path(tmp, "cache"), *a1 = cv_tmpdir_path(tmp, "art1");
+    char *a2 = cv_tmpdir_path(tmp, "art2");
+    setenv("CUVIL_CACHE_DIR", cache, 1);
+    char *err;
+    assert_int_equal(cuvil(NULL, &err, "compile", "examples/cuir/mlp.cuir", "-t", "x86_64-avx2",
+                           "-o", a1, "-v", NULL), 0);
+    assert_non_null(strstr(err, "l2 miss"));
+    free(err);
+    assert_int_equal(cuvil(NULL, &err, "compile", "examples/cuir/mlp.cuir", "-t", "x86_64-avx2",
+                           "-o", a2, "-v", NULL), 0);
+    assert_non_null(strstr(err, "l1 hit, l2 hit"));
+    free(err);
+    /* The hit materialises the very same library. */
+    char *p1 = cv_tmpdir_path(a1, "libmlp.so"), *p2 = cv_tmpdir_path(a2, "libmlp.so");
+    size_t n1, n2;
+    char *b1 = slurp(p1, &n1), *b2 = slurp(p2, &n2);
+    assert_true(n1 > 0);
+    assert_int_equal(n1, n2);
+    assert_memory_equal(b1, b2, n1);
+    /* Another target is an L2 miss that names the field. */
+    assert_int_equal(cuvil(NULL, &err, "compile", "examples/cuir/mlp.cuir", "-t", "x86_64-avx512",
+                           "-o", a2, "--explain", NULL), 0);
+    assert_non_null(strstr(err, "x86_64-avx2 -> x86_64-avx512"));
+    free(err);
+    unsetenv("CUVIL_CACHE_DIR");
+    free(b1), free(b2), free(p1), free(p2), free(a1), free(a2), free(cache);
+}
+
 static void test_missing_file_is_input_error(void **state)
 {
     (void)state;
@@ -290,6 +331,7 @@ int main(void)
         cmocka_unit_test(test_run_input_errors_exit_1),
         cmocka_unit_test(test_unwritable_output_is_internal_error),
         cmocka_unit_test(test_validate_specs),
+        cmocka_unit_test(test_compile_cached),
         cmocka_unit_test(test_missing_file_is_input_error),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
