@@ -242,6 +242,8 @@ static int run_cache(int argc, char **argv)
     if (argc < 2)
         return cv_cli_usage_error(cmd, "which cache command?");
     const char *sub = argv[1];
+    if (strcmp(sub, "explain") == 0)
+        return cv_cli_cache_explain(cmd, argc - 1, argv + 1);
     static const struct { const char *name, *opts; } subs[] = {
         {"stats", "--json --dir"},
         {"evict", "--max-size --dir"},
@@ -284,6 +286,9 @@ const cv_cli_command cv_cmd_cache = {
     "                            size vs limit, evictions, remote errors, average times\n"
     "  evict [--max-size N]      evict least-recently-used entries down to N (default:\n"
     "                            the limit, $CUVIL_CACHE_SIZE or 10Gi)\n"
+    "  explain MODEL [-t TARGET] [-O0..-O3] [-p PRECISION]\n"
+    "                            name the key fields in which this compile differs from\n"
+    "                            the closest stored entry, per level\n"
     "  clear                     remove every entry (statistics stay)\n"
     "  verify                    re-hash every entry, drop corrupt ones (exit 1 if any),\n"
     "                            re-index files the index lacks\n"

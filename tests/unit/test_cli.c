@@ -288,6 +288,12 @@ static void test_compile_cached(void **state)
                            "-o", a2, "--explain", NULL), 0);
     assert_non_null(strstr(err, "x86_64-avx2 -> x86_64-avx512"));
     free(err);
+    char *out;
+    assert_int_equal(cuvil(&out, NULL, "cache", "explain", "examples/cuir/mlp.cuir", "-t",
+                           "x86_64-avx512", "-O1", NULL), 0);
+    assert_non_null(strstr(out, "l1 (front end): hit"));
+    assert_non_null(strstr(out, "opt level: O2 -> O1"));
+    free(out);
     unsetenv("CUVIL_CACHE_DIR");
     free(b1), free(b2), free(p1), free(p2), free(a1), free(a2), free(cache);
 }

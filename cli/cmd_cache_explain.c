@@ -1,0 +1,72 @@
+/* cuvil cache explain MODEL [-t TARGET] [-O0..-O3] [-p PRECISION]
+ * Computes the keys this compile would use and compares each level's key
+ * manifest with the closest stored one, naming the fields that differ. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache.h"
+#include "cli/cli.h"
+#include "common/jobmsg.h"
+#include "worker/worker.h"
+
+static void explain_level(cv_cache *c, cv_cache_level lv, const char *name,
+                          const cv_cache_key *key, bool hit, cv_diag *d)
+{
+    if (hit) {
+        printf("%s: hit\n", name);
+        return;
+    }
+    char *closest = NULL;
+    cv_cache_diffs diffs = {0};
+    if (cv_cache_closest_manifest(c, lv, key->manifest, &closest, d) != 1) {  /* 1: found */
+        printf("%s: miss (nothing comparable stored)\n", name);
+    } else if (cv_cache_explain(closest, key->manifest, &diffs, d) == 0) {
+        printf("%s: miss; the closest stored entry differs in %d field%s:\n", name, diffs.n,
+               diffs.n == 1 ? "" : "s");
+        for (int i = 0; i < diffs.n; i++)
+            printf("  %s\n", diffs.v[i].text);
+    }
+    cv_cache_diffs_free(&diffs);
+    free(closest);
+}
+
+int cv_cli_cache_explain(const cv_cli_command *cmd, int argc, char **argv)
+{
+    cv_build_opts o = {.precision = CV_PRECISION_FP32, .opt_level = CV_OPT_O2};
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if ((strcmp(s, "-t") == 0 || strcmp(s, "--target") == 0) && i + 1 < argc)
+            o.target = argv[++i];
+        else if ((strcmp(s, "-p") == 0 || strcmp(s, "--precision") == 0) && i + 1 < argc) {
+            int p = cv_precision_parse(argv[++i]);
+            if (p < 0)
+                return cv_cli_usage_error(cmd, "explain: unknown precision '%s'", argv[i]);
+            o.precision = (cv_precision)p;
+        } else if (strncmp(s, "-O", 2) == 0 && strlen(s) == 3 && s[2] >= '0' && s[2] <= '3')
+            o.opt_level = (cv_opt_level)(s[2] - '0');
+        else if (s[0] != '-' && !o.model)
+            o.model = s;
+        else
+            return cv_cli_usage_error(cmd, "explain: unexpected argument '%s'", s);
+    }
+    if (!o.model)
+        return cv_cli_usage_error(cmd, "explain: no model given");
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_cache *c = NULL;
+    cv_build_keys k = {0};
+    int rc = CV_EXIT_INPUT;
+    if (cv_cache_open(&(cv_cache_options){0}, &c, &d) == 0 &&
+        cv_build_probe(c, &o, true, &k, &d) == 0) {
+        explain_level(c, CV_CACHE_L1, "l1 (front end)", &k.l1, k.l1_hit, &d);
+        if (k.have_l2)
+            explain_level(c, CV_CACHE_L2, "l2 (artifact)", &k.l2, k.l2_hit, &d);
+        rc = CV_EXIT_OK;
+    }
+    cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
+    cv_build_keys_free(&k);
+    cv_cache_close(c);
+    cv_diag_free(&d);
+    return rc;
+}
