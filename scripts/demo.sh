@@ -44,6 +44,14 @@ PY
 echo "== cuvil run lenet.cvl.py --interp"
 "$cuvil" run "$demo/models/lenet.cvl.py" --interp --input "x=$demo/lenet_x.npy" --output "$demo/lenet"
 
+echo "== cuvil compile lenet.cvl.py (native, -O2), twice: the second is a cache hit"
+export CUVIL_CACHE_DIR="$demo/cache"
+"$cuvil" compile "$demo/models/lenet.cvl.py" -o "$demo/lenet-native" -v --stats
+"$cuvil" compile "$demo/models/lenet.cvl.py" -o "$demo/lenet-native2" -v
+echo "== cuvil run lenet natively and compare with the interpreter"
+"$cuvil" run "$demo/lenet-native" --input "x=$demo/lenet_x.npy" --output "$demo/lenet-run"
+/usr/bin/python3 -c "import numpy as np; a=np.load('$demo/lenet/output0.npy'); b=np.load('$demo/lenet-run/output0.npy'); d=float(abs(a-b).max()); print('   max abs difference native vs interpreter: %.2e' % d); assert d < 1e-4"
+
 echo "== a broken model is refused with a located, coded diagnostic"
 sed 's/f32\[N,4,4,4\]/f32[N,4,5,4]/' examples/cuir/tinycnn.cuir > "$demo/broken.cuir"
 if "$cuvil" validate "$demo/broken.cuir"; then
