@@ -1,2 +1,2 @@
-# common/ needs SQLite for the embedded queue backend (queue_sqlite.c).
-PKGS += sqlite3
+# common/ needs SQLite (queue_sqlite.c) and librdkafka (queue_kafka*.c) for the queue backends.
+PKGS += sqlite3 rdkafka

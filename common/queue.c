@@ -15,9 +15,10 @@ enum {
     E_ARG = 9210, E_POISON = 9212,
 };
 
-static const cv_queue_ops *const backends[] = {&cv_queue_sqlite_ops};
-/* Schemes that name a planned backend not built into this binary. */
-static const char *const planned[] = {"kafka"};
+static const cv_queue_ops *const backends[] = {&cv_queue_sqlite_ops, &cv_queue_kafka_ops};
+/* Schemes that name a planned backend not built into this binary (none at
+ * present: every backend is built). */
+static const char *const planned[] = {NULL};
 
 static int arg_error(cv_diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -98,12 +99,13 @@ int cv_queue_open(const char *url, const cv_queue_opts *opts, cv_queue **out, cv
         return 0;
     }
     for (size_t i = 0; i < sizeof planned / sizeof planned[0]; i++)
-        if (strcmp(planned[i], scheme) == 0) {
+        if (planned[i] && strcmp(planned[i], scheme) == 0) {
             cv_diag_error(d, E_UNAVAILABLE, (cv_span){0},
                           "the %s queue backend is not built into this cuvil", scheme);
             return -1;
         }
-    cv_diag_error(d, E_URL, (cv_span){0}, "unknown queue backend '%s' (expected sqlite)", scheme);
+    cv_diag_error(d, E_URL, (cv_span){0}, "unknown queue backend '%s' (expected sqlite or kafka)",
+                  scheme);
     return -1;
 }
 

@@ -3,7 +3,9 @@
  *
  *   sqlite:PATH  (or sqlite:///abs/path)  embedded: one SQLite file shared by
  *                                         the processes of one machine
- *   kafka://...                           distributed (issue 10; not built yet)
+ *   kafka://B1:9092,B2:9092?topic_prefix=P   distributed: Kafka topics P.jobs,
+ *                                         P.results, P.dlq (queue_kafka.c); any
+ *                                         other KEY=VALUE is a librdkafka setting
  *
  * Life of a job: enqueue -> queued -> lease -> leased --complete--> done
  *                                                  \--fail(infra)/expiry--> queued (attempt+1)
@@ -22,7 +24,8 @@
  * "failed"), never a fail(): fail() is for the farm's own trouble.
  *
  * Handles are not shared across fork(): each process opens its own.
- * Errors: CV9201-CV9212 (queue), CV1131-CV1139 (bad messages). */
+ * Errors: CV9201-CV9212 (queue), CV9220-CV9230 (Kafka), CV1131-CV1139 (bad
+ * messages). */
 #ifndef CV_QUEUE_H
 #define CV_QUEUE_H
 
@@ -88,6 +91,9 @@ typedef struct cv_queue_stats {
     int64_t dead_letters;      /* every dead letter ever (kept for inspection) */
     /* Totals since the queue was created. */
     int64_t enqueued, merged, completed, retried, expired;
+    /* Deliveries of a job or result seen a second time and dropped (Kafka:
+     * at-least-once redelivery; counted by this handle only). */
+    int64_t duplicates;
 } cv_queue_stats;
 
 int  cv_queue_open(const char *url, const cv_queue_opts *opts, cv_queue **out, cv_diag *d);
@@ -128,6 +134,11 @@ void cv_queue_results_free(cv_queue_result *r, int n);
 
 int  cv_queue_stats_get(cv_queue *q, cv_queue_stats *out, cv_diag *d);
 
+/* Appends a librdkafka setting given as KEY=VALUE (`--kafka-config`, e.g.
+ * sasl.password=...) to a kafka:// URL, percent-encoding the value.  *out
+ * is malloc'd.  CV9220 if url is not kafka:// or kv is not KEY=VALUE. */
+int  cv_queue_kafka_config_add(const char *url, const char *kv, char **out, cv_diag *d);
+
 /* ---- for backend implementers (queue_sqlite.c, queue_kafka.c) ----------
  * The front end (queue.c) checks arguments and messages, then calls these.
  * A backend's handle embeds struct cv_queue as its first member. */
@@ -162,6 +173,7 @@ struct cv_queue {
 };
 
 extern const cv_queue_ops cv_queue_sqlite_ops;
+extern const cv_queue_ops cv_queue_kafka_ops;
 
 int64_t cv_queue_now_ms(const cv_queue *q);
 /* The result message a dead letter leaves in the result stream: status
