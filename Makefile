@@ -78,7 +78,9 @@ TEST_SRCS   := $(sort $(wildcard tests/unit/test_*.c))
 TEST_SUPPORT:= $(sort $(wildcard tests/support/*.c))
 TEST_BINS   := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(TEST_SRCS))
 
-.SECONDARY:
+# Test objects come from a chain of pattern rules; keep them between runs
+# (a bare .SECONDARY: would also stop new component sources being compiled).
+.SECONDARY: $(patsubst tests/unit/%.c,$(BUILD)/asan/obj/tests/unit/%.o,$(TEST_SRCS))
 .PHONY: all deps test unit-test demo bench fuzz conformance install clean help
 all: $(BUILD)/cuvil $(BUILD)/lib/cuvil/libcv_llvm.so
 

@@ -1,6 +1,7 @@
 /* SHA-256 (OpenSSL EVP) names everything; XXH3 is the cheap content check. */
 #include "cache/cache.h"
 #include "cache/internal.h"
+#include "common/strutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -73,26 +74,15 @@ void cv_cache_digest_hex(const cv_digest *dg, char out[CV_CACHE_HEX_LEN + 1])
     cv_cache_hex(dg->b, sizeof dg->b, out);
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 int cv_cache_digest_parse(const char *hex, cv_digest *out)
 {
     if (!hex)
         return -1;
     for (int i = 0; i < 32; i++) {
-        int hi = hexval(hex[2 * i]);
+        int hi = cv_hex_digit(hex[2 * i]);
         if (hi < 0)
             return -1;
-        int lo = hexval(hex[2 * i + 1]);
+        int lo = cv_hex_digit(hex[2 * i + 1]);
         if (lo < 0)
             return -1;
         out->b[i] = (uint8_t)(hi << 4 | lo);

@@ -32,7 +32,6 @@ enum {
  * plausible typo (at most a third of the word's length, at least 1); NULL
  * otherwise.  candidates is NULL-terminated. */
 const char *cv_ctl_suggest(const char *word, const char *const *candidates);
-int cv_ctl_edit_distance(const char *a, const char *b, int limit);
 
 int64_t cv_ctl_now_ms(cv_queue_clock_fn fn, void *ctx);
 /* Lowercase hex SHA-256 of data. */

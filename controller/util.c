@@ -5,47 +5,17 @@
 #include <time.h>
 
 #include "cache/cache.h"
-
-int cv_ctl_edit_distance(const char *a, const char *b, int limit)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 64 || lb > 64)
-        return limit + 1;
-    int row[65];
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        int diag = row[0], best = row[0] = (int)i;
-        for (size_t j = 1; j <= lb; j++) {
-            int up = row[j];
-            int sub = diag + (a[i - 1] != b[j - 1]);
-            int v = sub < up + 1 ? sub : up + 1;
-            row[j] = v < row[j - 1] + 1 ? v : row[j - 1] + 1;
-            diag = up;
-            if (row[j] < best)
-                best = row[j];
-        }
-        if (best > limit)
-            return limit + 1;
-    }
-    return row[lb];
-}
+#include "common/strutil.h"
 
 const char *cv_ctl_suggest(const char *word, const char *const *candidates)
 {
     int limit = (int)strlen(word) / 3;
     if (limit < 1)
         limit = 1;
-    const char *best = NULL;
-    int best_d = limit + 1;
-    for (; candidates && *candidates; candidates++) {
-        int dist = cv_ctl_edit_distance(word, *candidates, limit);
-        if (dist < best_d) {
-            best_d = dist;
-            best = *candidates;
-        }
-    }
-    return best;
+    size_t n = 0;
+    while (candidates && candidates[n])
+        n++;
+    return cv_closest_match(word, candidates, n, limit);
 }
 
 int64_t cv_ctl_now_ms(cv_queue_clock_fn fn, void *ctx)

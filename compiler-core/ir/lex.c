@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/strutil.h"
+
 void cv_lex_init(cv_lexer *L, const char *src, size_t len, cv_arena *scratch)
 {
     L->src = src;
@@ -66,17 +68,6 @@ static const char *string_end(const cv_lexer *L, const char *q, bool *closed)
     return q;
 }
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Decodes the escapes of q..e into the scratch arena.  On error returns
  * NULL with *bad at the offending byte. */
 static char *decode_string(cv_lexer *L, const char *q, const char *e, size_t *len,
@@ -108,7 +99,8 @@ static char *decode_string(cv_lexer *L, const char *q, const char *e, size_t *le
         case 't': *o++ = '\t'; break;
         case 'r': *o++ = '\r'; break;
         case 'x': {
-            int hi = q + 2 < e ? hexval(q[2]) : -1, lo = q + 3 < e ? hexval(q[3]) : -1;
+            int hi = q + 2 < e ? cv_hex_digit(q[2]) : -1;
+            int lo = q + 3 < e ? cv_hex_digit(q[3]) : -1;
             /* \x00 would cut the name short, and \x80 and above could make
              * invalid UTF-8: escapes spell ASCII only. */
             if (hi < 0 || lo < 0 || (hi | lo) == 0 || hi >= 8)

@@ -7,22 +7,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "tests/support/tmpdir.h"
+
 char *cv_cuirtest_read(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "cannot open %s\n", path);
+    char *buf = cv_tmpdir_read_file(path, len);
+    if (!buf) {
+        fprintf(stderr, "cannot read %s\n", path);
         abort();
     }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n)
-        abort();
-    fclose(f);
-    buf[n] = 0;
-    *len = (size_t)n;
     return buf;
 }
 
@@ -34,8 +27,7 @@ static int by_name(const void *a, const void *b)
 int cv_cuirtest_list(const char *sub, char ***paths)
 {
     char dir[1024];
-    const char *src = getenv("CUVIL_SRC");
-    snprintf(dir, sizeof dir, "%s/tests/cuir/%s", src && *src ? src : ".", sub);
+    snprintf(dir, sizeof dir, "%s/tests/cuir/%s", cv_tmpdir_src_root(), sub);
     DIR *dp = opendir(dir);
     if (!dp) {
         fprintf(stderr, "cannot open corpus %s\n", dir);

@@ -71,3 +71,30 @@ int cv_tmpdir_write(const char *dir, const char *name, const void *data, size_t 
     }
     return close(fd);
 }
+
+char *cv_tmpdir_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf) {
+        buf[n] = 0;
+        *len = (size_t)n;
+    }
+    return buf;
+}
+
+const char *cv_tmpdir_src_root(void)
+{
+    const char *s = getenv("CUVIL_SRC");
+    return s && *s ? s : ".";
+}

@@ -50,33 +50,6 @@ static char *g_dir;      /* owned: the temp dir with the weights */
 static corpus_case g_cases[MAX_CASES];
 static int g_n;
 
-static const char *src_root(void)
-{
-    const char *s = getenv("CUVIL_SRC");
-    return s && *s ? s : ".";
-}
-
-static char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (buf) {
-        buf[n] = 0;
-        *len = (size_t)n;
-    }
-    return buf;
-}
-
 static void parse_header(corpus_case *c)
 {
     c->roots = -1;
@@ -109,7 +82,7 @@ static int by_name(const void *a, const void *b)
 static void load_corpus(void)
 {
     char dir[1024];
-    snprintf(dir, sizeof dir, "%s/tests/dsl", src_root());
+    snprintf(dir, sizeof dir, "%s/tests/dsl", cv_tmpdir_src_root());
     DIR *d = opendir(dir);
     if (!d)
         return;
@@ -121,7 +94,7 @@ static void load_corpus(void)
         snprintf(c->name, sizeof c->name, "%s", ent->d_name);
         char path[2048];
         snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
-        c->text = read_all(path, &c->len);
+        c->text = cv_tmpdir_read_file(path, &c->len);
         parse_header(c);
         g_n++;
     }
@@ -259,7 +232,7 @@ static int group_setup(void **state)
     if (!g_dir)
         return -1;
     char script[1024];
-    snprintf(script, sizeof script, "%s/examples/models/gen_weights.py", src_root());
+    snprintf(script, sizeof script, "%s/examples/models/gen_weights.py", cv_tmpdir_src_root());
     const char *args[] = {script, g_dir, NULL};
     int rc = cv_pyrun("import runpy, sys\n"
                       "path = sys.argv[1]\n"

@@ -20,29 +20,6 @@
 
 static char *g_dir;   /* owned: example models and their weights */
 
-static const char *src_root(void)
-{
-    const char *s = getenv("CUVIL_SRC");
-    return s && *s ? s : ".";
-}
-
-static char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n)
-        n = 0;
-    fclose(f);
-    buf[n] = 0;
-    *len = (size_t)n;
-    return buf;
-}
-
 static const char *const models[] = {"lenet", "mlp", "resblock", "kws"};
 
 static int group_setup(void **state)
@@ -50,7 +27,7 @@ static int group_setup(void **state)
     (void)state;
     g_dir = cv_tmpdir_make("dsl-models");
     char script[1024];
-    snprintf(script, sizeof script, "%s/examples/models/gen_weights.py", src_root());
+    snprintf(script, sizeof script, "%s/examples/models/gen_weights.py", cv_tmpdir_src_root());
     const char *args[] = {script, g_dir, NULL};
     if (cv_pyrun("import runpy, sys\npath = sys.argv[1]\nsys.argv = [path] + sys.argv[2:]\n"
                  "runpy.run_path(path, run_name='__main__')\n", args, NULL) != 0)
@@ -58,9 +35,9 @@ static int group_setup(void **state)
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
         char src[1024], name[64];
         snprintf(name, sizeof name, "%s.cvl.py", models[i]);
-        snprintf(src, sizeof src, "%s/examples/models/%s", src_root(), name);
+        snprintf(src, sizeof src, "%s/examples/models/%s", cv_tmpdir_src_root(), name);
         size_t len;
-        char *text = read_all(src, &len);
+        char *text = cv_tmpdir_read_file(src, &len);
         if (!text || cv_tmpdir_write(g_dir, name, text, len) != 0)
             return -1;
         free(text);
@@ -193,9 +170,10 @@ static void equivalence(const char *model)
     if (!cv_pyrun_has_module("torch"))
         skip();
     char script_path[1024], weights[64];
-    snprintf(script_path, sizeof script_path, "%s/tests/dsl/torch_reference.py", src_root());
+    snprintf(script_path, sizeof script_path, "%s/tests/dsl/torch_reference.py",
+             cv_tmpdir_src_root());
     size_t len;
-    char *script = read_all(script_path, &len);
+    char *script = cv_tmpdir_read_file(script_path, &len);
     assert_non_null(script);
     snprintf(weights, sizeof weights, "%s.safetensors", model);
     char *wpath = cv_tmpdir_path(g_dir, weights);

@@ -12,6 +12,7 @@
 
 #include "compiler-core/ir/ops_internal.h"
 #include "tests/support/numpyref.h"
+#include "tests/support/opstest.h"
 
 /* Helpers for the expected values.  Float references are computed in
  * float64 where NumPy's own f16/f32 chains would add rounding of their own. */
@@ -30,12 +31,8 @@ static const char prelude[] =
     "    u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000\n"
     "    return u.astype(np.uint32).view(np.float32)\n";
 
-/* One single-op case: tag = op name, attribute text, NumPy expression, inputs. */
-#define CASE(op_, attrs_, expr_, ...) \
-    {.tag = op_, .op = op_, .attrs = attrs_, .in = {__VA_ARGS__}, .expr = expr_}
-#define CASE_TOL(op_, attrs_, expr_, tol_, ...) \
-    {.tag = op_, .op = op_, .attrs = attrs_, .in = {__VA_ARGS__}, .expr = expr_, .rtol = tol_, \
-     .atol = tol_}
+#define CASE CV_OPCASE
+#define CASE_TOL CV_OPCASE_TOL
 
 static const cv_npref_opcase cases[] = {
     /* binary arithmetic */
@@ -133,32 +130,19 @@ static const cv_npref_opcase cases[] = {
 
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
-static cv_npref_suite *suite;
-
 static int setup(void **state)
 {
-    char msg[512];
-    suite = cv_npref_suite_run(cases, N_CASES, prelude, msg, sizeof msg);
-    if (!suite)
-        fprintf(stderr, "numpyref: %s\n", msg);
-    return suite ? 0 : -1;
+    return cv_opstest_setup(cases, N_CASES, prelude);
 }
 
 static int teardown(void **state)
 {
-    cv_npref_suite_free(suite);
+    cv_opstest_teardown();
     return 0;
 }
 
-static void check(const char *tag)
-{
-    char msg[2048];
-    if (cv_npref_suite_check(suite, tag, msg, sizeof msg) <= 0)
-        fail_msg("%s", msg);
-}
-
 #define OP_TEST(op) \
-    static void test_##op(void **state) { check(#op); }
+    static void test_##op(void **state) { cv_opstest_check(#op, 1); }
 OP_TEST(add) OP_TEST(sub) OP_TEST(mul) OP_TEST(div) OP_TEST(pow) OP_TEST(min) OP_TEST(max)
 OP_TEST(equal) OP_TEST(less) OP_TEST(greater) OP_TEST(where) OP_TEST(cast)
 OP_TEST(neg) OP_TEST(abs) OP_TEST(relu) OP_TEST(sqrt) OP_TEST(exp) OP_TEST(log) OP_TEST(tanh)
@@ -234,15 +218,7 @@ static void test_infer(void **state)
 {
     for (size_t i = 0; i < sizeof infer_cases / sizeof infer_cases[0]; i++) {
         const infer_case *c = &infer_cases[i];
-        int n = 0;
-        while (n < 4 && c->in[n])
-            n++;
-        char got[160] = "";
-        int code = cv_npref_infer(c->op, c->attrs, c->in, n, got, sizeof got);
-        if (code)
-            snprintf(got, sizeof got, "CV%04d", code);
-        if (strcmp(got, c->want) != 0)
-            fail_msg("infer case %zu (%s): got %s, want %s", i, c->op, got, c->want);
+        cv_opstest_expect_infer(i, c->op, c->attrs, c->in, 4, 1, c->want);
     }
 }
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "tests/support/numpyref.h"
+#include "tests/support/opstest.h"
 
 /* Reference implementations.  conv and pooling go through torch in float64
  * (asymmetric pads by explicit padding); pool_np is an independent loop
@@ -70,12 +71,8 @@ static const char prelude[] =
     "def interp(x, size, mode, ac=None):\n"
     "    return F.interpolate(_t(x), size=size, mode=mode, align_corners=ac).numpy()\n";
 
-/* One single-op case: tag = op name, attribute text, NumPy expression, inputs. */
-#define CASE(op_, attrs_, expr_, ...) \
-    {.tag = op_, .op = op_, .attrs = attrs_, .in = {__VA_ARGS__}, .expr = expr_}
-#define CASE_TOL(op_, attrs_, expr_, tol_, ...) \
-    {.tag = op_, .op = op_, .attrs = attrs_, .in = {__VA_ARGS__}, .expr = expr_, .rtol = tol_, \
-     .atol = tol_}
+#define CASE CV_OPCASE
+#define CASE_TOL CV_OPCASE_TOL
 
 static const cv_npref_opcase cases[] = {
     /* conv2d */
@@ -232,41 +229,25 @@ static const cv_npref_opcase cases[] = {
          "u8[5]"),
 };
 
-static cv_npref_suite *suite;
-
 static int group_setup(void **state)
 {
-    char msg[1024];
-    suite = cv_npref_suite_run(cases, (int)(sizeof cases / sizeof cases[0]), prelude, msg,
-                               sizeof msg);
-    if (!suite)
-        fprintf(stderr, "numpy reference run failed: %s\n", msg);
-    return suite ? 0 : -1;
+    return cv_opstest_setup(cases, (int)(sizeof cases / sizeof cases[0]), prelude);
 }
 
 static int group_teardown(void **state)
 {
-    cv_npref_suite_free(suite);
+    cv_opstest_teardown();
     return 0;
 }
 
-static void check_tag(const char *tag, int at_least)
-{
-    char msg[4096];
-    int n = cv_npref_suite_check(suite, tag, msg, sizeof msg);
-    if (n < 0)
-        fail_msg("%s", msg);
-    assert_true(n >= at_least);
-}
-
-static void test_conv2d(void **state) { check_tag("conv2d", 10); }
-static void test_conv_transpose2d(void **state) { check_tag("conv_transpose2d", 6); }
-static void test_matmul(void **state) { check_tag("matmul", 9); }
-static void test_gemm(void **state) { check_tag("gemm", 5); }
-static void test_max_pool2d(void **state) { check_tag("max_pool2d", 7); }
-static void test_avg_pool2d(void **state) { check_tag("avg_pool2d", 8); }
-static void test_global_avg_pool(void **state) { check_tag("global_avg_pool", 3); }
-static void test_resize(void **state) { check_tag("resize", 14); }
+static void test_conv2d(void **state) { cv_opstest_check("conv2d", 10); }
+static void test_conv_transpose2d(void **state) { cv_opstest_check("conv_transpose2d", 6); }
+static void test_matmul(void **state) { cv_opstest_check("matmul", 9); }
+static void test_gemm(void **state) { cv_opstest_check("gemm", 5); }
+static void test_max_pool2d(void **state) { cv_opstest_check("max_pool2d", 7); }
+static void test_avg_pool2d(void **state) { cv_opstest_check("avg_pool2d", 8); }
+static void test_global_avg_pool(void **state) { cv_opstest_check("global_avg_pool", 3); }
+static void test_resize(void **state) { cv_opstest_check("resize", 14); }
 
 /* 1-D @ 1-D is a rank-0 result, which the NumPy harness returns as [1]
  * (np.ascontiguousarray never yields 0-d), so this one is compared here. */
@@ -338,40 +319,11 @@ static const infer_case infer_cases[] = {
     {"resize", "scales=[1,1,0.5,0.34]", {"f32[1,3,5,7]"}, "f32[1,3,2,2]"},
 };
 
-/* Builds the case and returns the first error code (0 if none); writes the
- * result type into got. */
-static int build_case(const char *op, const char *attrs, const char *const *in, int n_results,
-                      char *got, size_t size)
-{
-    int n = 0;
-    while (n < 4 && in[n])
-        n++;
-    cv_module *m = cv_module_new("test");
-    cv_diag d;
-    cv_diag_init(&d);
-    int rc = -1;
-    cv_op *o = cv_npref_build_op(m, op, attrs, in, n, n_results, &d, &rc);
-    assert_non_null(o);
-    int code = rc ? cv_npref_first_code(&d) : 0;
-    if (!rc && got)
-        cv_type_format(&o->results[0]->type, got, size);
-    if (rc && !code)
-        code = -1;
-    cv_module_free(m);
-    cv_diag_free(&d);
-    return code;
-}
-
 static void test_infer_symbolic(void **state)
 {
     for (size_t i = 0; i < sizeof infer_cases / sizeof infer_cases[0]; i++) {
         const infer_case *c = &infer_cases[i];
-        char got[160] = "";
-        int code = build_case(c->op, c->attrs, c->in, 1, got, sizeof got);
-        int want_code = strncmp(c->want, "CV", 2) == 0 ? atoi(c->want + 2) : 0;
-        if (code != want_code || (!want_code && strcmp(got, c->want) != 0))
-            fail_msg("infer case %zu (%s %s): got %s (code %d), want %s", i, c->op,
-                     c->attrs ? c->attrs : "", got, code, c->want);
+        cv_opstest_expect_infer(i, c->op, c->attrs, c->in, 4, 1, c->want);
     }
 }
 
@@ -442,11 +394,9 @@ static void test_infer_errors(void **state)
 {
     for (size_t i = 0; i < sizeof error_cases / sizeof error_cases[0]; i++) {
         const error_case *c = &error_cases[i];
-        char got[160] = "";
-        int code = build_case(c->op, c->attrs, c->in, 1, got, sizeof got);
-        if (code != c->code)
-            fail_msg("error case %zu (%s %s): got code %d (%s), want %d", i, c->op,
-                     c->attrs ? c->attrs : "", code, got, c->code);
+        char want[16];
+        snprintf(want, sizeof want, "CV%04d", c->code);
+        cv_opstest_expect_infer(i, c->op, c->attrs, c->in, 4, 1, want);
     }
 }
 

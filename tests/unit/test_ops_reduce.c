@@ -12,6 +12,7 @@
 
 #include "compiler-core/ir/ops_internal.h"
 #include "tests/support/numpyref.h"
+#include "tests/support/opstest.h"
 
 static const char prelude[] =
     "def f64(x): return np.asarray(x).astype(np.float64)\n"
@@ -44,9 +45,7 @@ static const char prelude[] =
     "    d = x.astype(np.int64) - (0 if zp is None else zp.astype(np.int64))\n"
     "    return d.astype(np.float32) * s\n";
 
-/* One single-op case: tag = op name, attribute text, NumPy expression, inputs. */
-#define CASE(op_, attrs_, expr_, ...) \
-    {.tag = op_, .op = op_, .attrs = attrs_, .in = {__VA_ARGS__}, .expr = expr_}
+#define CASE CV_OPCASE
 
 static const cv_npref_opcase cases[] = {
     /* reduce_sum */
@@ -135,32 +134,19 @@ static const cv_npref_opcase cases[] = {
 
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
-static cv_npref_suite *suite;
-
 static int setup(void **state)
 {
-    char msg[512];
-    suite = cv_npref_suite_run(cases, N_CASES, prelude, msg, sizeof msg);
-    if (!suite)
-        fprintf(stderr, "numpyref: %s\n", msg);
-    return suite ? 0 : -1;
+    return cv_opstest_setup(cases, N_CASES, prelude);
 }
 
 static int teardown(void **state)
 {
-    cv_npref_suite_free(suite);
+    cv_opstest_teardown();
     return 0;
 }
 
-static void check(const char *tag)
-{
-    char msg[2048];
-    if (cv_npref_suite_check(suite, tag, msg, sizeof msg) <= 0)
-        fail_msg("%s", msg);
-}
-
 #define OP_TEST(op) \
-    static void test_##op(void **state) { check(#op); }
+    static void test_##op(void **state) { cv_opstest_check(#op, 1); }
 OP_TEST(reduce_sum) OP_TEST(reduce_mean) OP_TEST(reduce_max) OP_TEST(reduce_min)
 OP_TEST(argmax) OP_TEST(softmax) OP_TEST(log_softmax) OP_TEST(batch_norm) OP_TEST(layer_norm)
 OP_TEST(quantize_linear) OP_TEST(dequantize_linear)
@@ -254,15 +240,7 @@ static void test_infer(void **state)
 {
     for (size_t i = 0; i < sizeof infer_cases / sizeof infer_cases[0]; i++) {
         const infer_case *c = &infer_cases[i];
-        int n = 0;
-        while (n < 5 && c->in[n])
-            n++;
-        char got[160] = "";
-        int code = cv_npref_infer(c->op, c->attrs, c->in, n, got, sizeof got);
-        if (code)
-            snprintf(got, sizeof got, "CV%04d", code);
-        if (strcmp(got, c->want) != 0)
-            fail_msg("infer case %zu (%s): got %s, want %s", i, c->op, got, c->want);
+        cv_opstest_expect_infer(i, c->op, c->attrs, c->in, 5, 1, c->want);
     }
 }
 

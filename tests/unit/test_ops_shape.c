@@ -13,14 +13,10 @@
 #include <string.h>
 
 #include "tests/support/numpyref.h"
+#include "tests/support/opstest.h"
 
-/* One single-op case: tag = op name, attribute text, NumPy expression, inputs. */
-#define CASE(op_, attrs_, expr_, ...) \
-    {.tag = op_, .op = op_, .attrs = attrs_, .in = {__VA_ARGS__}, .expr = expr_}
-/* A case checking result k of n. */
-#define CASE_RES(op_, attrs_, n_, k_, expr_, ...) \
-    {.tag = op_, .op = op_, .attrs = attrs_, .in = {__VA_ARGS__}, .expr = expr_, \
-     .n_results = n_, .result = k_}
+#define CASE CV_OPCASE
+#define CASE_RES CV_OPCASE_RES
 
 static const cv_npref_opcase cases[] = {
     /* reshape */
@@ -113,46 +109,30 @@ static const cv_npref_opcase cases[] = {
     CASE("constant", "ints=[1234567890123]", "np.array([1234567890123],dtype=np.int64)", NULL),
 };
 
-static cv_npref_suite *suite;
-
 static int group_setup(void **state)
 {
-    char msg[1024];
-    suite = cv_npref_suite_run(cases, (int)(sizeof cases / sizeof cases[0]), NULL, msg,
-                               sizeof msg);
-    if (!suite)
-        fprintf(stderr, "numpy reference run failed: %s\n", msg);
-    return suite ? 0 : -1;
+    return cv_opstest_setup(cases, (int)(sizeof cases / sizeof cases[0]), NULL);
 }
 
 static int group_teardown(void **state)
 {
-    cv_npref_suite_free(suite);
+    cv_opstest_teardown();
     return 0;
 }
 
-static void check_tag(const char *tag, int at_least)
-{
-    char msg[4096];
-    int n = cv_npref_suite_check(suite, tag, msg, sizeof msg);
-    if (n < 0)
-        fail_msg("%s", msg);
-    assert_true(n >= at_least);
-}
-
-static void test_reshape(void **state) { check_tag("reshape", 6); }
-static void test_flatten(void **state) { check_tag("flatten", 5); }
-static void test_transpose(void **state) { check_tag("transpose", 4); }
-static void test_concat(void **state) { check_tag("concat", 6); }
-static void test_split(void **state) { check_tag("split", 5); }
-static void test_slice(void **state) { check_tag("slice", 9); }
-static void test_gather(void **state) { check_tag("gather", 5); }
-static void test_squeeze(void **state) { check_tag("squeeze", 3); }
-static void test_unsqueeze(void **state) { check_tag("unsqueeze", 3); }
-static void test_expand(void **state) { check_tag("expand", 4); }
-static void test_pad(void **state) { check_tag("pad", 7); }
-static void test_shape(void **state) { check_tag("shape", 4); }
-static void test_constant(void **state) { check_tag("constant", 5); }
+static void test_reshape(void **state) { cv_opstest_check("reshape", 6); }
+static void test_flatten(void **state) { cv_opstest_check("flatten", 5); }
+static void test_transpose(void **state) { cv_opstest_check("transpose", 4); }
+static void test_concat(void **state) { cv_opstest_check("concat", 6); }
+static void test_split(void **state) { cv_opstest_check("split", 5); }
+static void test_slice(void **state) { cv_opstest_check("slice", 9); }
+static void test_gather(void **state) { cv_opstest_check("gather", 5); }
+static void test_squeeze(void **state) { cv_opstest_check("squeeze", 3); }
+static void test_unsqueeze(void **state) { cv_opstest_check("unsqueeze", 3); }
+static void test_expand(void **state) { cv_opstest_check("expand", 4); }
+static void test_pad(void **state) { cv_opstest_check("pad", 7); }
+static void test_shape(void **state) { cv_opstest_check("shape", 4); }
+static void test_constant(void **state) { cv_opstest_check("constant", 5); }
 
 /* ---- shape functions: result types and error codes ----------------------- */
 
@@ -253,25 +233,7 @@ static void test_infer(void **state)
 {
     for (size_t i = 0; i < sizeof infer_cases / sizeof infer_cases[0]; i++) {
         const infer_case *c = &infer_cases[i];
-        int n = 0;
-        while (n < 4 && c->in[n])
-            n++;
-        cv_module *m = cv_module_new("test");
-        cv_diag d;
-        cv_diag_init(&d);
-        int rc = -1;
-        cv_op *o = cv_npref_build_op(m, c->op, c->attrs, c->in, n, c->n_results, &d, &rc);
-        assert_non_null(o);
-        char got[160] = "";
-        int code = rc ? cv_npref_first_code(&d) : 0;
-        if (!rc)
-            cv_type_format(&o->results[0]->type, got, sizeof got);
-        int want_code = strncmp(c->want, "CV", 2) == 0 ? atoi(c->want + 2) : 0;
-        if (code != want_code || (!want_code && strcmp(got, c->want) != 0))
-            fail_msg("infer case %zu (%s %s): got %s (CV%d), want %s", i, c->op,
-                     c->attrs ? c->attrs : "", got, code, c->want);
-        cv_module_free(m);
-        cv_diag_free(&d);
+        cv_opstest_expect_infer(i, c->op, c->attrs, c->in, 4, c->n_results, c->want);
     }
 }
 

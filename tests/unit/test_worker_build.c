@@ -108,7 +108,7 @@ static void assert_same_artifact(const char *a, const char *b)
     json_object_foreach(files, name, v) {
         char *pa = cv_tmpdir_path(a, name), *pb = cv_tmpdir_path(b, name);
         size_t la = 0, lb = 0;
-        char *x = twu_slurp(pa, &la), *y = twu_slurp(pb, &lb);
+        char *x = cv_tmpdir_read_file(pa, &la), *y = cv_tmpdir_read_file(pb, &lb);
         assert_non_null(x);
         assert_non_null(y);
         assert_int_equal(la, lb);
@@ -118,7 +118,7 @@ static void assert_same_artifact(const char *a, const char *b)
     }
     size_t la = 0, lb = 0;
     char *mb = cv_tmpdir_path(b, "manifest.json");
-    char *x = twu_slurp(ma, &la), *y = twu_slurp(mb, &lb);
+    char *x = cv_tmpdir_read_file(ma, &la), *y = cv_tmpdir_read_file(mb, &lb);
     assert_int_equal(la, lb);
     assert_memory_equal(x, y, la);
     free(x), free(y), free(ma), free(mb);
@@ -409,7 +409,7 @@ static void test_missing_blob(void **state)
     char *out = build(base_opts(mdir, NULL), &r);
     char *h = cv_tmpdir_path(out, "tiny.h");
     size_t len;
-    char *data = twu_slurp(h, &len);
+    char *data = cv_tmpdir_read_file(h, &len);
     cv_digest dg;
     char hex[65], rel[80];
     cv_cache_sha256(data, len, &dg);
@@ -595,7 +595,7 @@ static void test_onnx_external_data(void **state)
     EXPECT(r, true, true);
     char *bin = cv_tmpdir_path(mdir, "w.bin");
     size_t len;
-    char *data = twu_slurp(bin, &len);
+    char *data = cv_tmpdir_read_file(bin, &len);
     assert_int_equal(len, 32);
     data[0] ^= 1;
     assert_int_equal(cv_tmpdir_write(mdir, "w.bin", data, len), 0);

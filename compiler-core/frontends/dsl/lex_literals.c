@@ -6,17 +6,14 @@
 #include <string.h>
 
 #include "common/strbuf.h"
+#include "common/strutil.h"
 #include "compiler-core/frontends/dsl/lex_internal.h"
 
+/* A digit's value, or 99 (above every base) for a non-digit. */
 static int digit_val(int c)
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return 99;
+    int v = cv_hex_digit(c);
+    return v < 0 ? 99 : v;
 }
 
 /* Consumes digits of `base`, single underscores allowed between digits (and

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/strbuf.h"
+#include "common/strutil.h"
 #include "compiler-core/frontends/dsl/sema.h"
 
 static uint64_t hash_str(const char *p)
@@ -90,52 +91,11 @@ void dsl_note(dsl_sema *s, int id, const char *fmt, ...)
     cv_sb_free(&msg);
 }
 
-/* Levenshtein distance, giving up (returning limit+1) past limit. */
-static int edit_distance(const char *a, const char *b, int limit)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 64 || lb > 64)
-        return limit + 1;
-    int row[65];
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        int diag = row[0], best = row[0] = (int)i;
-        for (size_t j = 1; j <= lb; j++) {
-            int up = row[j];
-            int cost = a[i - 1] == b[j - 1] ? 0 : 1;
-            int v = diag + cost;
-            if (up + 1 < v)
-                v = up + 1;
-            if (row[j - 1] + 1 < v)
-                v = row[j - 1] + 1;
-            row[j] = v;
-            diag = up;
-            if (v < best)
-                best = v;
-        }
-        if (best > limit)
-            return limit + 1;
-    }
-    return row[lb];
-}
-
 const char *dsl_suggest(const char *name, const char *const *cands, int n)
 {
     int len = (int)strlen(name);
     int limit = len <= 3 ? 1 : len <= 8 ? 2 : 3;
-    const char *best = NULL;
-    int best_d = limit + 1;
-    for (int i = 0; i < n; i++) {
-        if (!cands[i] || strcmp(cands[i], name) == 0)
-            continue;
-        int dist = edit_distance(name, cands[i], limit);
-        if (dist < best_d) {
-            best_d = dist;
-            best = cands[i];
-        }
-    }
-    return best;
+    return n > 0 ? cv_closest_match(name, cands, (size_t)n, limit) : NULL;
 }
 
 bool dsl_step(dsl_sema *s, const dsl_node *at)
