@@ -80,7 +80,8 @@ TEST_BINS   := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(TEST_SRCS))
 
 # Test objects come from a chain of pattern rules; keep them between runs
 # (a bare .SECONDARY: would also stop new component sources being compiled).
-.SECONDARY: $(patsubst tests/unit/%.c,$(BUILD)/asan/obj/tests/unit/%.o,$(TEST_SRCS))
+.SECONDARY: $(patsubst tests/unit/%.c,$(BUILD)/asan/obj/tests/unit/%.o,$(TEST_SRCS)) \
+            $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(TEST_SUPPORT))
 .PHONY: all deps test unit-test demo bench fuzz conformance install clean help
 all: $(BUILD)/cuvil $(BUILD)/lib/cuvil/libcv_llvm.so
 
