@@ -162,7 +162,8 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/cuvil $(DESTDIR)$(PREFIX)/lib/cuvil
 	install -m 755 $(BUILD)/cuvil $(DESTDIR)$(PREFIX)/bin/cuvil
 	install -m 755 $(BUILD)/lib/cuvil/libcv_llvm.so $(DESTDIR)$(PREFIX)/lib/cuvil/libcv_llvm.so
-	install -m 644 compiler-core/cuvil.h $(DESTDIR)$(PREFIX)/include/cuvil/
+	for h in compiler-core/cuvil.h compiler-core/ir/ir.h common/diag.h common/arena.h common/dtype.h; do \
+	  install -D -m 644 $$h $(DESTDIR)$(PREFIX)/include/cuvil/$$h; done
 
 clean:
 	rm -rf $(BUILD)
