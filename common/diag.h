@@ -9,6 +9,7 @@
 #ifndef CV_DIAG_H
 #define CV_DIAG_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
