@@ -9,7 +9,7 @@
 extern const cv_cli_command cv_cmd_help, cv_cmd_version, cv_cmd_validate, cv_cmd_run;
 extern const cv_cli_command cv_cmd_compile, cv_cmd_bench;
 extern const cv_cli_command cv_cmd_cache;
-extern const cv_cli_command cv_cmd_worker;
+extern const cv_cli_command cv_cmd_worker, cv_cmd_farm;
 
 static const cv_cli_command *const commands[] = {
     &cv_cmd_validate,
@@ -18,6 +18,7 @@ static const cv_cli_command *const commands[] = {
     &cv_cmd_bench,
     &cv_cmd_cache,
     &cv_cmd_worker,
+    &cv_cmd_farm,
     &cv_cmd_help,
     &cv_cmd_version,
 };

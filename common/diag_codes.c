@@ -228,6 +228,8 @@ static const cv_diag_code_info codes[] = {
     {6093, "plan-too-many-jobs", "a revision expands into more jobs than the limit"},
     {6094, "plan-model-unreadable", "a model file cannot be read from the revision"},
     {6095, "plan-lookup-failed", "the cache look-up for a job failed; the job is queued anyway"},
+    {6100, "farm-workers-failed", "the farm's workers could not be started or stopped with jobs left"},
+    {6101, "farm-tree-write-failed", "the farm could not write a revision's files into its state directory"},
 
     /* 9xxx: internal, resources, infrastructure */
     {9001, "internal-error", "an internal compiler error (please report it)"},

@@ -354,4 +354,44 @@ int cv_planner_plan(const cv_planner_opts *o, const cv_tree *tree, const char *r
  * *n_results may be NULL. */
 int cv_planner_collect(const cv_planner_opts *o, int *n_results, cv_diag *d);
 
+/* ================================================================= farm */
+
+/* `cuvil farm up --once`: the controller and N worker processes on one
+ * machine, meeting through an SQLite queue in the state directory.  The
+ * worker component stays out of controller/: the CLI hands in the planner's
+ * look-up and the binary that runs `worker`.  Codes CV6100-CV6101. */
+#define CV_FARM_WORKERS_MAX 64
+
+typedef struct cv_farm_opts {
+    const char *repo;           /* local path or URL of the models repository */
+    const char *ref;            /* NULL = "main" */
+    const char *state_dir;      /* git/, build.db, queue.db, trees/, scratch/, worker logs */
+    int workers;                /* 1..CV_FARM_WORKERS_MAX */
+    const char *worker_exe;     /* the cuvil binary: each worker runs `EXE worker ...` */
+    const char *cache_dir;      /* passed to the workers as --cache; NULL = their default */
+    cv_planner_lookup_fn lookup;   /* NULL: every job is queued */
+    void *lookup_ctx;
+    /* Told where the revision's files were written, before the planner runs
+     * (the look-up reads models from there); may be NULL. */
+    void (*lookup_models_dir)(void *lookup_ctx, const char *models_dir);
+} cv_farm_opts;
+
+typedef struct cv_farm_summary {
+    char revision[CV_REVISION_MAX + 1];
+    bool spec_errors;
+    int64_t jobs;
+    int64_t plan_hits;          /* found in the cache by the planner: never queued */
+    int64_t worker_hits;        /* queued, then an L2 hit in the worker (no codegen) */
+    int64_t compiled;           /* ok results the worker had to compile */
+    int64_t failed;             /* every result other than ok */
+    int64_t pending;            /* left without a result (0 unless farm trouble) */
+    double seconds;
+} cv_farm_summary;
+
+/* Fetches the head of o->ref, plans it, runs o->workers workers until every
+ * job of the revision has a result, records them in the build DB and stops
+ * the workers.  Returns 0 when the revision was built (s says whether every
+ * job succeeded or hit), -1 on farm trouble (errors in d). */
+int cv_farm_once(const cv_farm_opts *o, cv_farm_summary *s, cv_diag *d);
+
 #endif

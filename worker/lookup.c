@@ -11,11 +11,14 @@
  * one, so the queue still merges them. */
 static void stand_in(const cv_build_keys *k, const cv_job_msg *job, char out[CV_DIGEST_HEX + 1])
 {
-    char buf[CV_DIGEST_HEX + CV_MSG_TOKEN_MAX + 64];
+    /* The model digest too: a model seen for the first time has no L1 key
+     * yet (all zeros), and two such models must not merge into one job. */
+    char buf[2 * CV_DIGEST_HEX + CV_MSG_TOKEN_MAX + 64];
     char l1[CV_DIGEST_HEX + 1];
     cv_wk_hex(&k->l1.digest, l1);
-    int n = snprintf(buf, sizeof buf, "cuvil-l2-pending%c%s%c%s%c%s%c%s", 0, l1, 0, job->target, 0,
-                     cv_precision_name(job->precision), 0, cv_opt_level_name(job->opt_level));
+    int n = snprintf(buf, sizeof buf, "cuvil-l2-pending%c%s%c%s%c%s%c%s%c%s", 0, l1, 0,
+                     job->model_digest, 0, job->target, 0, cv_precision_name(job->precision), 0,
+                     cv_opt_level_name(job->opt_level));
     cv_digest dg;
     cv_cache_sha256(buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf, &dg);
     cv_wk_hex(&dg, out);
