@@ -155,7 +155,7 @@ fuzz: deps
 	$(Q)scripts/fuzz.sh $(BUILD) $(FUZZ_SECONDS) $(FUZZ_BINS)
 
 conformance: all
-	$(Q)if [ -x tests/conformance/run.sh ]; then BUILD=$(BUILD) tests/conformance/run.sh; \
+	$(Q)if [ -x tests/conformance/run.sh ]; then BUILD=$(BUILD) tests/conformance/run.sh $(if $(CONFORMANCE_BACKEND),--backend $(CONFORMANCE_BACKEND)); \
 	  else echo "conformance: no conformance suite yet (arrives with the ONNX front end)"; fi
 
 install: all

@@ -1,26 +1,31 @@
 /* ONNX backend node-test conformance runner.
  *
- *   onnx_conformance [--json OUT] [--filter SUBSTR] [--backend interp] [-v] NODE_DIR
+ *   onnx_conformance [--json OUT] [--filter SUBSTR] [--backend interp|native] [-v] NODE_DIR
  *
  * NODE_DIR holds the ONNX project's generated node tests (test_X/model.onnx
  * and test_data_set_N/{input,output}_N.pb).  Each test runs in a child
  * process (a crash or a hang fails that test only): the model is imported,
- * verified and run by the reference interpreter, and every output is
+ * verified and run by the reference interpreter (or, with --backend native,
+ * compiled at -O1 for the host into a temporary directory, loaded and run;
+ * a model the backend cannot compile, CV5xxx, is unsupported), and every output is
  * compared with rtol 1e-3, atol 1e-5 (exactly for integer and bool outputs).
  * Prints a per-op table (passed / failed / unsupported) with totals and
  * writes the JSON report. */
 #include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/fs.h"
+#include "compiler-core/cuvil.h"
 #include "compiler-core/frontends/onnx/onnx_import.h"
 #include "onnx/onnx.pb-c.h"
 #include "tests/conformance/conformance.h"
@@ -32,6 +37,9 @@
 /* Test directories fit DIR_BUF; files inside them get some room more. */
 #define DIR_BUF 4096
 #define FILE_BUF (DIR_BUF + 256)
+
+/* Set once by main before any test is forked. */
+static bool g_native;
 
 static int fail(result *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -45,16 +53,24 @@ static int fail(result *r, int status, const char *fmt, ...)
     return -1;
 }
 
-/* The first error of d as "CVnnnn: message"; unsupported when it is 4xxx. */
-static int fail_diag(result *r, const cv_diag *d, const char *stage)
+/* The first error of d as "CVnnnn: message"; unsupported when its code is
+ * in [unsup_lo, unsup_hi). */
+static int fail_diag_range(result *r, const cv_diag *d, const char *stage, int unsup_lo,
+                           int unsup_hi)
 {
     for (int i = 0; i < d->n; i++)
         if (d->v[i].sev == CV_SEV_ERROR) {
-            int unsup = d->v[i].code >= 4000 && d->v[i].code < 5000;
+            int unsup = d->v[i].code >= unsup_lo && d->v[i].code < unsup_hi;
             return fail(r, unsup ? ST_UNSUP : ST_FAIL, "%s: CV%04d: %s", stage, d->v[i].code,
                         d->v[i].msg);
         }
     return fail(r, ST_FAIL, "%s failed without a diagnostic", stage);
+}
+
+/* Unsupported when the front end cannot express the model (4xxx). */
+static int fail_diag(result *r, const cv_diag *d, const char *stage)
+{
+    return fail_diag_range(r, d, stage, 4000, 5000);
 }
 
 static int read_pb(const char *path, cv_tensor *t, result *r)
@@ -149,6 +165,41 @@ static int bind_from_data(void *user, int index, const char *name, cv_tensor *t)
     return 0;
 }
 
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+/* Compiles f's module natively into a temporary directory, loads and runs
+ * it.  A compile error the backend reports as 5000..5039 (no codegen for an
+ * op, a link failure, ...) makes the test unsupported; a missing plugin
+ * (5040), a load or a run error fails it. */
+static int native_run(cv_module *m, const cv_tensor *in, int n, cv_tensor *out, result *r,
+                      cv_diag *d)
+{
+    const char *base = getenv("TMPDIR");
+    char dir[DIR_BUF];
+    snprintf(dir, sizeof dir, "%s/cv-conf-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(dir))
+        return fail(r, ST_FAIL, "mkdtemp: %s", strerror(errno));
+    cv_compile_opts o = {.target = "native", .opt_level = 1, .emit = CV_EMIT_SO, .out_dir = dir};
+    cv_compile_info info;
+    cv_native *nat = NULL;
+    int rc = 0;
+    if (cv_compile_native(m, &o, &info, d) < 0)
+        rc = fail_diag_range(r, d, "native compile", 5000, 5040);
+    else if (cv_native_open(dir, 1, &nat, d) < 0)
+        rc = fail_diag_range(r, d, "native load", 0, 0);
+    else if (cv_native_run(nat, in, n, out, d) < 0)
+        rc = fail_diag_range(r, d, "native run", 0, 0);
+    cv_native_close(nat);
+    nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    return rc;
+}
+
 /* Imports the model specialised to ds, verifies and runs it. */
 static int import_and_run(const char *model, size_t len, const char *path, data_set *ds,
                           cv_tensor *out, int n_want, result *r)
@@ -173,6 +224,8 @@ static int import_and_run(const char *model, size_t len, const char *path, data_
     if (n != f->n_inputs || n_want != f->n_returns)
         rc = fail(r, ST_FAIL, "test data has %d inputs / %d outputs, model %d / %d", n, n_want,
                   f->n_inputs, f->n_returns);
+    else if (g_native)
+        rc = native_run(m, run_in, n, out, r, &d);
     else if (cv_interp_run(f, run_in, n, out, &d) < 0)
         rc = fail_diag(r, &d, "interpreter");
 done:
@@ -379,7 +432,7 @@ static void resolve_expanded(test *t, int n)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: onnx_conformance [--json OUT] [--filter SUBSTR] [--backend interp] "
+    fprintf(stderr, "usage: onnx_conformance [--json OUT] [--filter SUBSTR] [--backend interp|native] "
                     "[-v] NODE_DIR\n");
 }
 
@@ -393,8 +446,10 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc)
             filter = argv[++i];
         else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
-            if (strcmp(argv[++i], "interp") != 0) {
-                fprintf(stderr, "onnx_conformance: only --backend interp exists yet\n");
+            const char *b = argv[++i];
+            g_native = strcmp(b, "native") == 0;
+            if (!g_native && strcmp(b, "interp") != 0) {
+                fprintf(stderr, "onnx_conformance: --backend is interp or native\n");
                 return 2;
             }
         } else if (strcmp(argv[i], "-v") == 0)

@@ -4,9 +4,12 @@
 # Generates the ONNX project's node tests with Debian's python3-onnx into
 # $BUILD/onnx-tests (once; generated data is never committed), builds the
 # runner, imports and runs every test with the reference interpreter, prints
-# the per-op table and writes $BUILD/conformance.json.
+# the per-op table and writes $BUILD/conformance.json.  With --backend native
+# every model is compiled natively instead (CUVIL_LLVM_PLUGIN points at the
+# build's LLVM plugin) and the report is $BUILD/conformance-native.json.
 #
-#   BUILD=build tests/conformance/run.sh [--backend interp] [--filter SUBSTR] [-v]
+#   BUILD=build tests/conformance/run.sh [--backend interp|native] [--filter SUBSTR] [-v]
+#   make conformance CONFORMANCE_BACKEND=native
 set -euo pipefail
 BUILD=${BUILD:-build}
 PY=/usr/bin/python3
@@ -27,6 +30,16 @@ from onnx.backend.test import cmd_tools; cmd_tools.main()" "$TESTS" >/dev/null
     touch "$TESTS/.complete"
 fi
 
-make --no-print-directory BUILD="$BUILD" "$RUNNER"
-"$RUNNER" --json "$BUILD/conformance.json" "$@" "$TESTS/node"
-echo "conformance: wrote $BUILD/conformance.json"
+REPORT="$BUILD/conformance.json"
+prev=
+for a in "$@"; do
+    if [ "$prev" = --backend ] && [ "$a" = native ]; then
+        REPORT="$BUILD/conformance-native.json"
+    fi
+    prev=$a
+done
+make --no-print-directory BUILD="$BUILD" "$RUNNER" "$BUILD/lib/cuvil/libcv_llvm.so"
+CUVIL_LLVM_PLUGIN="${CUVIL_LLVM_PLUGIN:-$(cd "$BUILD" && pwd)/lib/cuvil/libcv_llvm.so}"
+export CUVIL_LLVM_PLUGIN
+"$RUNNER" --json "$REPORT" "$@" "$TESTS/node"
+echo "conformance: wrote $REPORT"

@@ -27,10 +27,15 @@ $(foreach f,$(BUILD)/obj $(BUILD)/asan/obj $(BUILD)/fuzz/obj,$(patsubst %.c,$(f)
 # The conformance runner (tests/conformance/run.sh builds it).  It depends on
 # the cuvil binary so that it relinks whenever a library changes; the
 # library list is expanded when the recipe runs (it is set after this file).
+# --backend native compiles in-process: like cuvil it links every component
+# object and exports its symbols for the LLVM plugin, found at
+# $(BUILD)/lib/cuvil/ (<exe dir>/../lib/cuvil/).
 ONNX_CONF_BIN := $(BUILD)/conformance/onnx_conformance
-$(ONNX_CONF_BIN): $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/conformance/*.c)) $(BUILD)/cuvil
+$(ONNX_CONF_BIN): $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/conformance/*.c)) $(BUILD)/cuvil \
+                  | $(BUILD)/lib/cuvil/libcv_llvm.so
 	@mkdir -p $(@D)
-	$(Q)$(CC) -o $@ $(filter %.o,$^) $(LIBS_NORMAL) $(PKG_LIBS) $(SYS_LIBS)
+	$(Q)$(CC) -o $@ $(filter %.o,$^) -Wl,--whole-archive $(LIBS_NORMAL) -Wl,--no-whole-archive \
+	  -rdynamic $(PKG_LIBS) $(SYS_LIBS)
 
 # Real-model test data (torchvision exports with PyTorch reference outputs):
 # generated only when missing; the tests skip when PyTorch is not installed.
