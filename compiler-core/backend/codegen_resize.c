@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "compiler-core/backend/codegen.h"
+#include "compiler-core/ir/ops_nnutil.h"
 
-enum { CT_HALF_PIXEL, CT_ASYMMETRIC, CT_ALIGN_CORNERS, CT_PYTORCH_HALF_PIXEL };
 
 typedef struct axis_map {
     int64_t in, out;
@@ -22,18 +22,9 @@ typedef struct axis_map {
 
 static int ct_of(const char *s)
 {
-    return !strcmp(s, "asymmetric") ? CT_ASYMMETRIC : !strcmp(s, "align_corners") ? CT_ALIGN_CORNERS
-         : !strcmp(s, "pytorch_half_pixel") ? CT_PYTORCH_HALF_PIXEL : CT_HALF_PIXEL;
-}
-
-static double source_coord(int ct, double scale, int64_t x, int64_t in, int64_t out)
-{
-    switch (ct) {
-    case CT_ASYMMETRIC: return (double)x / scale;
-    case CT_ALIGN_CORNERS: return out == 1 ? 0.0 : (double)x * (double)(in - 1) / (double)(out - 1);
-    case CT_PYTORCH_HALF_PIXEL: return out == 1 ? -0.5 : ((double)x + 0.5) / scale - 0.5;
-    default: return ((double)x + 0.5) / scale - 0.5;
-    }
+    return !strcmp(s, "asymmetric") ? CV_RESIZE_ASYMMETRIC
+         : !strcmp(s, "align_corners") ? CV_RESIZE_ALIGN_CORNERS
+         : !strcmp(s, "pytorch_half_pixel") ? CV_RESIZE_PYTORCH_HALF_PIXEL : CV_RESIZE_HALF_PIXEL;
 }
 
 static int64_t nearest_index(const char *mode, double xo, int64_t in)
@@ -58,7 +49,7 @@ static int fill_map(axis_map *m, bool linear, int ct, const char *nearest)
     if (!m->i0 || !m->i1 || !m->w)
         return -1;
     for (int64_t x = 0; x < m->out; x++) {
-        double xo = source_coord(ct, m->scale, x, m->in, m->out);
+        double xo = cv_resize_source_coord(ct, m->scale, x, m->in, m->out);
         if (!linear) {
             m->i0[x] = m->i1[x] = nearest_index(nearest, xo, m->in);
             continue;

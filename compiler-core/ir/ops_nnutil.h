@@ -46,4 +46,12 @@ int cv_nn_eval_error(cv_eval_ctx *c, int code, const char *fmt, ...)
 void cv_nn_copy_strided(void *dst, const void *src, size_t esize, int rank, const int64_t *dims,
                         const int64_t *src_strides, int64_t src_off);
 
+/* Resize: ONNX coordinate_transformation_mode, shared by the reference
+ * kernel (ops_resize.c) and the codegen hook so both map pixels alike.
+ * The enum order matches ops_resize.c's ct_names table. */
+enum { CV_RESIZE_HALF_PIXEL, CV_RESIZE_ASYMMETRIC, CV_RESIZE_ALIGN_CORNERS,
+       CV_RESIZE_PYTORCH_HALF_PIXEL };
+/* The input coordinate of output index x along an axis of in -> out. */
+double cv_resize_source_coord(int mode, double scale, int64_t x, int64_t in, int64_t out);
+
 #endif

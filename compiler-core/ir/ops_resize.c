@@ -6,7 +6,6 @@
 #include "compiler-core/ir/ops_nnutil.h"
 #include "compiler-core/backend/codegen.h"
 
-enum { CT_HALF_PIXEL, CT_ASYMMETRIC, CT_ALIGN_CORNERS, CT_PYTORCH_HALF_PIXEL };
 enum { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL };
 
 static const char *const ct_names[] = {"half_pixel", "asymmetric", "align_corners",
@@ -111,18 +110,17 @@ static int resize_infer(cv_infer_ctx *c)
 }
 
 /* The input coordinate that output index x maps to (ONNX's x_original). */
-static double source_coord(const resize_params *p, double scale, int64_t x, int64_t in,
-                           int64_t out)
+double cv_resize_source_coord(int mode, double scale, int64_t x, int64_t in, int64_t out)
 {
-    switch (p->ct) {
-    case CT_ASYMMETRIC:
+    switch (mode) {
+    case CV_RESIZE_ASYMMETRIC:
         return (double)x / scale;
-    case CT_ALIGN_CORNERS: {
+    case CV_RESIZE_ALIGN_CORNERS: {
         /* ONNX resizes to in*scale (unrounded) when given scales. */
         double len = (double)in * scale;
         return out == 1 || len <= 1 ? 0.0 : (double)x * (double)(in - 1) / (len - 1);
     }
-    case CT_PYTORCH_HALF_PIXEL:
+    case CV_RESIZE_PYTORCH_HALF_PIXEL:
         return out == 1 ? -0.5 : ((double)x + 0.5) / scale - 0.5;
     default:
         return ((double)x + 0.5) / scale - 0.5;
@@ -163,8 +161,8 @@ static void nearest_axis(const resize_params *p, const axis_job *j, const unsign
     size_t row = (size_t)j->inner * es;
     for (int64_t o = 0; o < j->outer; o++)
         for (int64_t x = 0; x < j->out; x++) {
-            int64_t s = nearest_index(p->nearest, source_coord(p, j->scale, x, j->in, j->out),
-                                      j->in);
+            double xo = cv_resize_source_coord(p->ct, j->scale, x, j->in, j->out);
+            int64_t s = nearest_index(p->nearest, xo, j->in);
             memcpy(dst + (size_t)(o * j->out + x) * row, src + (size_t)(o * j->in + s) * row, row);
         }
 }
@@ -172,7 +170,7 @@ static void nearest_axis(const resize_params *p, const axis_job *j, const unsign
 static void linear_axis(const resize_params *p, const axis_job *j, const double *src, double *dst)
 {
     for (int64_t x = 0; x < j->out; x++) {
-        double xo = source_coord(p, j->scale, x, j->in, j->out);
+        double xo = cv_resize_source_coord(p->ct, j->scale, x, j->in, j->out);
         xo = xo < 0 ? 0 : xo > (double)(j->in - 1) ? (double)(j->in - 1) : xo;
         int64_t i0 = (int64_t)floor(xo), i1 = i0 + 1 < j->in ? i0 + 1 : i0;
         double w = xo - (double)i0;
