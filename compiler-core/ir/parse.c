@@ -106,6 +106,26 @@ bool cv_p_expect(cv_parser *P, cv_tk kind, const char *what)
     return cv_p_fail(P, &P->cur, 1002, "expected %s, got %s", what, got);
 }
 
+bool cv_p_list_open(cv_parser *P, cv_tk open, cv_tk close, const char *what, bool *done)
+{
+    if (!cv_p_expect(P, open, what))
+        return false;
+    *done = P->cur.kind == close;
+    if (*done)
+        cv_p_next(P);
+    return true;
+}
+
+bool cv_p_list_sep(cv_parser *P, cv_tk close, const char *what, bool *done)
+{
+    if (P->cur.kind == TK_COMMA) {
+        cv_p_next(P);
+        *done = false;
+        return true;
+    }
+    return cv_p_expect(P, close, what) && (*done = true);
+}
+
 /* ---- error reporting and recovery ---------------------------------------- */
 
 static void report(cv_parser *P, int code, cv_span span, const char *msg)
@@ -201,11 +221,9 @@ static bool push_name(cv_parser *P, cv_vec *v, const cv_pname *n)
 
 static bool parse_inputs(cv_parser *P)
 {
-    if (!cv_p_expect(P, TK_LPAREN, "'(' and the model inputs"))
+    bool done;
+    if (!cv_p_list_open(P, TK_LPAREN, TK_RPAREN, "'(' and the model inputs", &done))
         return false;
-    bool done = P->cur.kind == TK_RPAREN;
-    if (done)
-        cv_p_next(P);
     while (!done) {
         cv_pname n;
         cv_type t;
@@ -213,35 +231,25 @@ static bool parse_inputs(cv_parser *P)
             !cv_p_type(P, &t))
             return false;
         cv_func_add_input(P->f, n.name, &t)->span = n.span;
-        if (P->cur.kind == TK_COMMA)
-            cv_p_next(P);
-        else if (!cv_p_expect(P, TK_RPAREN, "',' or ')' after an input"))
+        if (!cv_p_list_sep(P, TK_RPAREN, "',' or ')' after an input", &done))
             return false;
-        else
-            done = true;
     }
     return true;
 }
 
 static bool parse_outputs(cv_parser *P)
 {
+    bool done;
     if (!cv_p_expect(P, TK_ARROW, "'->' and the output types") ||
-        !cv_p_expect(P, TK_LPAREN, "'(' and the output types"))
+        !cv_p_list_open(P, TK_LPAREN, TK_RPAREN, "'(' and the output types", &done))
         return false;
-    bool done = P->cur.kind == TK_RPAREN;
-    if (done)
-        cv_p_next(P);
     while (!done) {
         cv_type t;
         if (!cv_p_type(P, &t))
             return false;
         cv_func_add_output_type(P->f, &t);
-        if (P->cur.kind == TK_COMMA)
-            cv_p_next(P);
-        else if (!cv_p_expect(P, TK_RPAREN, "',' or ')' after an output type"))
+        if (!cv_p_list_sep(P, TK_RPAREN, "',' or ')' after an output type", &done))
             return false;
-        else
-            done = true;
     }
     return true;
 }
@@ -317,11 +325,9 @@ static bool parse_param(cv_parser *P)
 /* Operands resolve now when already defined, else when the model closes. */
 static bool parse_operands(cv_parser *P)
 {
-    if (!cv_p_expect(P, TK_LPAREN, "'(' and the operands"))
+    bool done;
+    if (!cv_p_list_open(P, TK_LPAREN, TK_RPAREN, "'(' and the operands", &done))
         return false;
-    bool done = P->cur.kind == TK_RPAREN;
-    if (done)
-        cv_p_next(P);
     while (!done) {
         cv_pname n;
         if (!value_name(P, &n))
@@ -336,12 +342,8 @@ static bool parse_operands(cv_parser *P)
                 return cv_p_fail(P, &P->cur, 9002, "out of memory");
             *fw = (cv_fwd){.k = P->operands.n - 1, .ref = n};
         }
-        if (P->cur.kind == TK_COMMA)
-            cv_p_next(P);
-        else if (!cv_p_expect(P, TK_RPAREN, "',' or ')' after an operand"))
+        if (!cv_p_list_sep(P, TK_RPAREN, "',' or ')' after an operand", &done))
             return false;
-        else
-            done = true;
     }
     return true;
 }

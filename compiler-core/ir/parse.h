@@ -67,6 +67,11 @@ void cv_p_next(cv_parser *P);
 bool cv_p_fail(cv_parser *P, const cv_token *t, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 bool cv_p_expect(cv_parser *P, cv_tk kind, const char *what);
+/* A delimited, comma-separated list: cv_p_list_open consumes the opener
+ * (and the closer too when the list is empty: *done = true); after each
+ * element cv_p_list_sep takes ',' (*done = false) or the closer (*done = true). */
+bool cv_p_list_open(cv_parser *P, cv_tk open, cv_tk close, const char *what, bool *done);
+bool cv_p_list_sep(cv_parser *P, cv_tk close, const char *what, bool *done);
 cv_span cv_p_span(const cv_parser *P, const cv_token *t);
 /* Ends span s at the last consumed token. */
 void cv_p_close(const cv_parser *P, cv_span *s);

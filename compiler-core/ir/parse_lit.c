@@ -26,23 +26,6 @@ static bool fail_expected(cv_parser *P, const char *what)
     return cv_p_fail(P, &P->cur, 1002, "expected %s, got %s", what, got);
 }
 
-/* After an element of a list: ',' continues (true, *done false), the closer
- * ends it (true, *done true). */
-static bool list_sep(cv_parser *P, cv_tk closer, const char *what, bool *done)
-{
-    if (P->cur.kind == TK_COMMA) {
-        cv_p_next(P);
-        *done = false;
-        return true;
-    }
-    if (P->cur.kind == closer) {
-        cv_p_next(P);
-        *done = true;
-        return true;
-    }
-    return fail_expected(P, what);
-}
-
 static bool parse_dim(cv_parser *P, cv_dim *dim)
 {
     const cv_token *t = &P->cur;
@@ -85,7 +68,7 @@ bool cv_p_type(cv_parser *P, cv_type *out)
         if (!parse_dim(P, &out->shape.d[out->shape.rank]))
             return false;
         out->shape.rank++;
-        if (!list_sep(P, TK_RBRACK, "',' or ']' in the dimensions", &done))
+        if (!cv_p_list_sep(P, TK_RBRACK, "',' or ']' in the dimensions", &done))
             return false;
     }
     return true;
@@ -141,7 +124,7 @@ static bool parse_list(cv_parser *P, cv_attr_kind want, cv_attr *a)
         if (!parse_num(P, x, "a number in the list"))
             return false;
         any_float |= x->is_float;
-        if (!list_sep(P, TK_RBRACK, "',' or ']' in the list", &done))
+        if (!cv_p_list_sep(P, TK_RBRACK, "',' or ']' in the list", &done))
             return false;
     }
     a->n = items->n;
@@ -231,7 +214,7 @@ bool cv_p_attrs(cv_parser *P, const cv_op_def *def)
         if (!slot)
             return cv_p_fail(P, &P->cur, 9002, "out of memory");
         *slot = a;
-        if (!list_sep(P, TK_RBRACE, "',' or '}' in the attributes", &done))
+        if (!cv_p_list_sep(P, TK_RBRACE, "',' or '}' in the attributes", &done))
             return false;
     }
     return true;
@@ -286,18 +269,16 @@ bool cv_p_dense(cv_parser *P, const cv_type *t)
     size_t size = cv_dtype_size(t->dtype);
     P->bytes.n = 0;
     cv_p_next(P);  /* 'dense' */
-    if (!cv_p_expect(P, TK_LPAREN, "'(' after dense"))
+    bool done;
+    if (!cv_p_list_open(P, TK_LPAREN, TK_RPAREN, "'(' after dense", &done))
         return false;
-    bool done = P->cur.kind == TK_RPAREN;
-    if (done)
-        cv_p_next(P);
     while (!done) {
         void *slot = cv_vec_push(&P->bytes, size);
         if (!slot)
             return cv_p_fail(P, &P->cur, 9002, "out of memory");
         if (!dense_elem(P, t->dtype, slot))
             return false;
-        if (!list_sep(P, TK_RPAREN, "',' or ')' in the constant", &done))
+        if (!cv_p_list_sep(P, TK_RPAREN, "',' or ')' in the constant", &done))
             return false;
     }
     return true;
@@ -348,7 +329,7 @@ bool cv_p_loc(cv_parser *P)
         if (!cv_p_expect(P, TK_LBRACK, "'[' after fused"))
             return false;
         for (bool done = false; !done;)
-            if (!parse_loc_item(P) || !list_sep(P, TK_RBRACK, "',' or ']' in fused[...]", &done))
+            if (!parse_loc_item(P) || !cv_p_list_sep(P, TK_RBRACK, "',' or ']' in fused[...]", &done))
                 return false;
     } else if (!parse_loc_item(P)) {
         return false;
