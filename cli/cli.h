@@ -43,4 +43,17 @@ void cv_cli_remove_tmpdir(char *dir);
 /* cuvil cache explain (cli/cmd_cache_explain.c); argv[0] is "explain". */
 int cv_cli_cache_explain(const cv_cli_command *cmd, int argc, char **argv);
 
+/* --kafka-config KEY=VALUE settings folded into a kafka:// queue URL
+ * (cli/farm_state.c).  *out is malloc'd (a copy of url when n is 0). */
+#define CV_CLI_KAFKA_CONFIG_MAX 32
+int cv_cli_queue_url(const char *url, const char *const *kv, int n, char **out,
+                     struct cv_diag *d);
+
+/* The build DB of a farm's state directory, for the commands that read it
+ * (status, submit, artifacts): CV6070 when there is none. */
+struct cv_builddb;
+int cv_cli_open_builddb(const char *state_dir, struct cv_builddb **out, struct cv_diag *d);
+/* The default state directory: $CUVIL_FARM_STATE or .cuvil-farm. */
+const char *cv_cli_default_state(void);
+
 #endif

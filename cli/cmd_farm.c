@@ -1,58 +1,98 @@
-/* cuvil farm up [REPO] [--workers N] [--state DIR] [--cache DIR] --once
- * The controller and N local `cuvil worker` processes, on one machine.
- * Only --once (build the head, then exit) exists so far. */
+/* cuvil farm up [REPO] [options] [--once]
+ * cuvil controller [REPO] [options]
+ * The controller, with N local `cuvil worker` processes (farm up) or with
+ * workers that run elsewhere and meet it through the queue (controller). */
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "controller/controller.h"
+#include "cli/farm_report.h"
 #include "worker/worker.h"
 
-extern const cv_cli_command cv_cmd_farm;
+extern const cv_cli_command cv_cmd_farm, cv_cmd_controller;
+
+#define FAILURES_SHOWN 20
 
 typedef struct farm_args {
-    const char *repo, *state, *cache;
-    int workers;
+    const char *repo, *state, *cache, *remote, *queue, *ref;
+    const char *kafka_kv[CV_CLI_KAFKA_CONFIG_MAX];
+    int n_kv, workers;
+    int64_t interval_ms;
     bool once;
 } farm_args;
 
-static int parse_args(int argc, char **argv, farm_args *a)
+static volatile int stop_requested;
+
+static void on_stop_signal(int sig)
 {
-    *a = (farm_args){.repo = ".", .state = ".cuvil-farm", .workers = 2};
-    if (argc < 2 || strcmp(argv[1], "up") != 0)
-        return cv_cli_usage_error(&cv_cmd_farm, "expected 'up'");
+    (void)sig;
+    stop_requested = 1;
+}
+
+static const char *const value_flags[] = {"--workers", "--state", "--cache", "--remote-cache",
+                                          "--queue", "--kafka-config", "--ref", "--interval",
+                                          NULL};
+
+static bool takes_value(const char *arg)
+{
+    for (int i = 0; value_flags[i]; i++)
+        if (strcmp(arg, value_flags[i]) == 0)
+            return true;
+    return false;
+}
+
+static int set_value(const cv_cli_command *cmd, farm_args *a, const char *flag, const char *v)
+{
+    if (strcmp(flag, "--workers") == 0) {
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (end == v || *end || n < 0 || n > CV_FARM_WORKERS_MAX)
+            return cv_cli_usage_error(cmd, "--workers takes a number from 0 to %d, got '%s'",
+                                      CV_FARM_WORKERS_MAX, v);
+        a->workers = (int)n;
+    } else if (strcmp(flag, "--interval") == 0) {
+        if (cv_spec_parse_duration(v, &a->interval_ms) != 0 || a->interval_ms < 100)
+            return cv_cli_usage_error(cmd, "--interval takes a duration (30s, 5m, 500ms), "
+                                      "got '%s'", v);
+    } else if (strcmp(flag, "--kafka-config") == 0) {
+        if (a->n_kv == CV_CLI_KAFKA_CONFIG_MAX)
+            return cv_cli_usage_error(cmd, "too many --kafka-config settings");
+        a->kafka_kv[a->n_kv++] = v;
+    } else {
+        const char **slot = strcmp(flag, "--state") == 0   ? &a->state
+                            : strcmp(flag, "--cache") == 0 ? &a->cache
+                            : strcmp(flag, "--queue") == 0 ? &a->queue
+                            : strcmp(flag, "--ref") == 0   ? &a->ref
+                                                           : &a->remote;
+        *slot = v;
+    }
+    return CV_EXIT_OK;
+}
+
+/* argv[first..] after the sub-command. */
+static int parse_args(const cv_cli_command *cmd, int argc, char **argv, int first, farm_args *a)
+{
     bool have_repo = false;
-    for (int i = 2; i < argc; i++) {
+    for (int i = first; i < argc; i++) {
         const char *arg = argv[i];
-        bool has_value = strcmp(arg, "--workers") == 0 || strcmp(arg, "--state") == 0 ||
-                         strcmp(arg, "--cache") == 0;
-        if (has_value && i + 1 >= argc)
-            return cv_cli_usage_error(&cv_cmd_farm, "%s needs a value", arg);
-        if (strcmp(arg, "--once") == 0) {
+        if (takes_value(arg)) {
+            if (i + 1 >= argc)
+                return cv_cli_usage_error(cmd, "%s needs a value", arg);
+            int rc = set_value(cmd, a, arg, argv[++i]);
+            if (rc)
+                return rc;
+        } else if (strcmp(arg, "--once") == 0) {
             a->once = true;
-        } else if (strcmp(arg, "--workers") == 0) {
-            char *end;
-            long n = strtol(argv[++i], &end, 10);
-            if (end == argv[i] || *end || n < 1 || n > CV_FARM_WORKERS_MAX)
-                return cv_cli_usage_error(&cv_cmd_farm, "--workers takes a number from 1 to %d, "
-                                          "got '%s'", CV_FARM_WORKERS_MAX, argv[i]);
-            a->workers = (int)n;
-        } else if (strcmp(arg, "--state") == 0) {
-            a->state = argv[++i];
-        } else if (strcmp(arg, "--cache") == 0) {
-            a->cache = argv[++i];
         } else if (arg[0] == '-' || have_repo) {
-            return cv_cli_usage_error(&cv_cmd_farm, "unexpected argument '%s'", arg);
+            return cv_cli_usage_error(cmd, "unexpected argument '%s'", arg);
         } else {
             a->repo = arg;
             have_repo = true;
         }
     }
-    if (!a->once)
-        return cv_cli_usage_error(&cv_cmd_farm, "not yet: a long-running farm is not "
-                                  "implemented; use --once");
     return CV_EXIT_OK;
 }
 
@@ -61,64 +101,145 @@ static void set_models_dir(void *ctx, const char *dir)
     ((cv_worker_lookup *)ctx)->models_dir = dir;
 }
 
-static void print_summary(const cv_farm_summary *s)
+/* After --once: the summary, then the jobs that failed. */
+static void print_once(const farm_args *a, const cv_farm_summary *s)
 {
-    printf("revision   %s\n", s->revision[0] ? s->revision : "(none)");
-    printf("jobs       %lld\n", (long long)s->jobs);
-    printf("cache hits %lld (%lld at planning, %lld in workers)\n",
-           (long long)(s->plan_hits + s->worker_hits), (long long)s->plan_hits,
-           (long long)s->worker_hits);
-    printf("compiled   %lld\nfailed     %lld\n", (long long)s->compiled, (long long)s->failed);
-    if (s->pending)
-        printf("pending    %lld\n", (long long)s->pending);
-    printf("time       %.2f s\n", s->seconds);
+    cv_cli_print_summary(stdout, s);
+    if (!s->failed || !s->revision[0])
+        return;
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_builddb *db = NULL;
+    cv_rev_summary sum;
+    if (cv_cli_open_builddb(a->state, &db, &d) == 0 &&
+        cv_builddb_revision_summary(db, s->revision, &sum, &d) == 1) {
+        printf("failed jobs:\n");
+        cv_cli_print_failures(stdout, db, sum.id, FAILURES_SHOWN, &d);
+    }
+    cv_builddb_close(db);
+    cv_diag_free(&d);
+}
+
+typedef struct built_ctx {
+    const farm_args *a;
+} built_ctx;
+
+static void on_built(void *ctx, const cv_farm_summary *s)
+{
+    printf("== built %s\n", s->revision);
+    print_once(((built_ctx *)ctx)->a, s);
+    fflush(stdout);
+}
+
+static int run_with(const cv_cli_command *cmd, farm_args *a)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        fprintf(stderr, "cuvil %s: cannot find the running binary (/proc/self/exe)\n", cmd->name);
+        return CV_EXIT_INTERNAL;
+    }
+    exe[n] = '\0';
+    cv_diag d;
+    cv_diag_init(&d);
+    char *queue = NULL;
+    if (cv_cli_queue_url(a->queue, a->kafka_kv, a->n_kv, &queue, &d) != 0) {
+        cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
+        cv_diag_free(&d);
+        return CV_EXIT_USAGE;
+    }
+    cv_cache *cache = NULL;
+    cv_cache_options co = {.dir = a->cache};
+    if (cv_cache_open(&co, &cache, &d))
+        cache = NULL;   /* no look-up: every job is queued, the workers still cache */
+    cv_worker_lookup lk = {.cache = cache};
+    cv_cli_progress_state ps = {.out = stderr, .tty = isatty(STDERR_FILENO) != 0};
+    cv_farm_opts o = {.repo = a->repo, .ref = a->ref, .state_dir = a->state, .queue_url = queue,
+                      .workers = a->workers, .worker_exe = exe, .cache_dir = a->cache,
+                      .remote_cache = a->remote, .interval_ms = a->interval_ms,
+                      .lookup = cache ? cv_worker_plan_lookup : NULL, .lookup_ctx = &lk,
+                      .lookup_models_dir = set_models_dir, .progress = cv_cli_progress,
+                      .progress_ctx = &ps, .stop = &stop_requested};
+    signal(SIGINT, on_stop_signal);
+    signal(SIGTERM, on_stop_signal);
+    int rc;
+    cv_farm_summary s = {0};
+    if (a->once) {
+        rc = cv_farm_once(&o, &s, &d);
+    } else {
+        built_ctx bc = {.a = a};
+        fprintf(stderr, "cuvil %s: watching %s (%s) with %d workers; state in %s; Ctrl-C stops\n",
+                cmd->name, a->repo, a->ref ? a->ref : "main", a->workers, a->state);
+        rc = cv_farm_run(&o, on_built, &bc, &d);
+    }
+    cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
+    cv_diag_free(&d);
+    cv_cache_close(cache);
+    free(queue);
+    if (a->once)
+        print_once(a, &s);
+    if (rc)
+        return CV_EXIT_INTERNAL;
+    if (!a->once)
+        return CV_EXIT_OK;
+    return s.spec_errors || s.failed || s.pending ? CV_EXIT_INPUT : CV_EXIT_OK;
 }
 
 static int run_farm(int argc, char **argv)
 {
     if (cv_cli_wants_help(&cv_cmd_farm, argc, argv))
         return CV_EXIT_OK;
-    farm_args a;
-    int rc = parse_args(argc, argv, &a);
-    if (rc)
-        return rc;
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) {
-        fprintf(stderr, "cuvil farm: cannot find the running binary (/proc/self/exe)\n");
-        return CV_EXIT_INTERNAL;
-    }
-    exe[n] = '\0';
-    cv_diag d;
-    cv_diag_init(&d);
-    cv_cache *cache = NULL;
-    cv_cache_options co = {.dir = a.cache};
-    if (cv_cache_open(&co, &cache, &d))
-        cache = NULL;   /* no look-up: every job is queued, the workers still cache */
-    cv_worker_lookup lk = {.cache = cache};
-    cv_farm_opts o = {.repo = a.repo, .state_dir = a.state, .workers = a.workers,
-                      .worker_exe = exe, .cache_dir = a.cache,
-                      .lookup = cache ? cv_worker_plan_lookup : NULL, .lookup_ctx = &lk,
-                      .lookup_models_dir = set_models_dir};
-    cv_farm_summary s;
-    rc = cv_farm_once(&o, &s, &d);
-    cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
-    cv_diag_free(&d);
-    cv_cache_close(cache);
-    print_summary(&s);
-    if (rc)
-        return CV_EXIT_INTERNAL;
-    return s.spec_errors || s.failed || s.pending ? CV_EXIT_INPUT : CV_EXIT_OK;
+    if (argc < 2 || strcmp(argv[1], "up") != 0)
+        return cv_cli_usage_error(&cv_cmd_farm, "expected 'up'");
+    farm_args a = {.repo = ".", .state = cv_cli_default_state(), .workers = 2};
+    int rc = parse_args(&cv_cmd_farm, argc, argv, 2, &a);
+    return rc ? rc : run_with(&cv_cmd_farm, &a);
 }
+
+static int run_controller(int argc, char **argv)
+{
+    if (cv_cli_wants_help(&cv_cmd_controller, argc, argv))
+        return CV_EXIT_OK;
+    farm_args a = {.repo = ".", .state = cv_cli_default_state()};
+    int rc = parse_args(&cv_cmd_controller, argc, argv, 1, &a);
+    if (rc == 0 && a.workers)
+        rc = cv_cli_usage_error(&cv_cmd_controller, "the controller starts no workers: run "
+                                "`cuvil worker` or use `cuvil farm up --workers N`");
+    return rc ? rc : run_with(&cv_cmd_controller, &a);
+}
+
+#define COMMON_OPTIONS                                                                           \
+    "  REPO               a local path or URL of the models repository (default .)\n"            \
+    "  --ref REF          the branch, tag or ref to build (default main)\n"                      \
+    "  --state DIR        git mirror, build DB, queue, revision trees, worker logs\n"            \
+    "                     (default $CUVIL_FARM_STATE or .cuvil-farm)\n"                           \
+    "  --queue URL        sqlite:PATH or kafka://BROKERS?topic_prefix=P\n"                        \
+    "                     (default sqlite:STATE/queue.db)\n"                                      \
+    "  --kafka-config K=V a librdkafka setting for a kafka:// queue (repeatable)\n"              \
+    "  --cache DIR        the cache the planner looks up and workers fill\n"                     \
+    "                     (default $CUVIL_CACHE_DIR or ~/.cache/cuvil)\n"                         \
+    "  --interval DUR     how often the source is polled (default: the cluster spec's\n"         \
+    "                     source.interval, else 60s); `cuvil submit` polls at once\n"
 
 const cv_cli_command cv_cmd_farm = {
     "farm", "build every model of a models repository with local workers",
-    "cuvil farm up [REPO] [--workers N] [--state DIR] [--cache DIR] --once\n"
-    "  REPO          a local path or URL of the models repository (default .)\n"
-    "  --workers N   worker processes (default 2)\n"
-    "  --state DIR   git mirror, build DB, queue, worker logs (default .cuvil-farm)\n"
-    "  --cache DIR   the cache (default $CUVIL_CACHE_DIR or ~/.cache/cuvil)\n"
-    "  --once        build the head of main, print a summary and exit: 0 only when\n"
-    "                every job succeeded or hit (required for now)\n",
+    "cuvil farm up [REPO] [--workers N] [--once] [options]\n"
+    COMMON_OPTIONS
+    "  --workers N        local worker processes (default 2; 0 = they run elsewhere)\n"
+    "  --remote-cache URL passed to the workers (default $CUVIL_REMOTE_CACHE)\n"
+    "  --once             build the head, print a summary and exit: 0 only when every\n"
+    "                     job succeeded or hit, 1 otherwise\n"
+    "Without --once the farm keeps watching the repository until Ctrl-C or SIGTERM,\n"
+    "restarting workers that exit.\n",
     run_farm,
+};
+
+const cv_cli_command cv_cmd_controller = {
+    "controller", "watch a models repository and queue its compile jobs (no workers)",
+    "cuvil controller [REPO] [options]\n"
+    COMMON_OPTIONS
+    "  --once             plan the head, wait until workers built it, print a summary\n"
+    "Workers started elsewhere with `cuvil worker --queue URL --trees STATE/trees` (same\n"
+    "machine) build the jobs.  Runs until Ctrl-C or SIGTERM.\n",
+    run_controller,
 };

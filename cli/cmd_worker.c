@@ -49,6 +49,7 @@ static const flag flags[] = {
     {"--queue", F_STR, O(queue_url), 0, 0},       {"--cache", F_STR, O(cache_dir), 0, 0},
     {"--remote-cache", F_STR, O(remote_cache), 0, 0},
     {"--models", F_STR, O(models_dir), 0, 0},     {"--scratch", F_STR, O(scratch_dir), 0, 0},
+    {"--trees", F_STR, O(trees_dir), 0, 0},
     {"--id", F_STR, O(worker_id), 0, 0},          {"--max-jobs", F_INT, O(max_jobs), 1, 1 << 30},
     {"--lease", F_INT, O(lease_s), 1, 86400},     {"--poll-ms", F_INT, O(poll_ms), 1, 3600000},
     {"--cpu-limit", F_INT, O(cpu_limit_s), 1, 1 << 24},
@@ -82,9 +83,18 @@ static int set_flag(const flag *f, const char *v, cv_worker_opts *o)
     return 0;
 }
 
-static int parse_args(int argc, char **argv, cv_worker_opts *o)
+static int parse_args(int argc, char **argv, cv_worker_opts *o, const char **kafka_kv, int *n_kv)
 {
+    *n_kv = 0;
     for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--kafka-config") == 0) {
+            if (i + 1 >= argc)
+                return cv_cli_usage_error(&cv_cmd_worker, "--kafka-config needs KEY=VALUE");
+            if (*n_kv == CV_CLI_KAFKA_CONFIG_MAX)
+                return cv_cli_usage_error(&cv_cmd_worker, "too many --kafka-config settings");
+            kafka_kv[(*n_kv)++] = argv[++i];
+            continue;
+        }
         const flag *f = NULL;
         for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
             if (strcmp(argv[i], flags[k].name) == 0)
@@ -111,15 +121,28 @@ static int run_worker(int argc, char **argv)
     if (cv_cli_wants_help(&cv_cmd_worker, argc, argv))
         return CV_EXIT_OK;
     cv_worker_opts o = {0};
-    int rc = parse_args(argc, argv, &o);
+    const char *kafka_kv[CV_CLI_KAFKA_CONFIG_MAX];
+    int n_kv;
+    int rc = parse_args(argc, argv, &o, kafka_kv, &n_kv);
     if (rc)
         return rc;
-    if (cv_worker_handle_signals() != 0)
-        return CV_EXIT_INTERNAL;
     cv_diag d;
     cv_diag_init(&d);
+    char *url = NULL;
+    if (cv_cli_queue_url(o.queue_url, kafka_kv, n_kv, &url, &d) != 0) {
+        cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
+        cv_diag_free(&d);
+        return CV_EXIT_USAGE;
+    }
+    o.queue_url = url;
+    if (cv_worker_handle_signals() != 0) {
+        free(url);
+        cv_diag_free(&d);
+        return CV_EXIT_INTERNAL;
+    }
     cv_worker_stats st;
     rc = cv_worker_run(&o, &st, &d);
+    free(url);
     cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
     cv_diag_free(&d);
     fprintf(stderr, "cuvil worker: %d jobs: %d ok, %d failed, %d ice, %d timeout, %d oom, "
@@ -136,7 +159,10 @@ const cv_cli_command cv_cmd_worker = {
     "  --queue URL          sqlite:PATH (or kafka://...) shared with the controller\n"
     "  --cache DIR          the local cache (default $CUVIL_CACHE_DIR or ~/.cache/cuvil)\n"
     "  --remote-cache URL   a shared cache (default $CUVIL_REMOTE_CACHE)\n"
+    "  --kafka-config K=V   a librdkafka setting for a kafka:// queue (repeatable)\n"
     "  --models DIR         where the jobs' model paths are found (default .)\n"
+    "  --trees DIR          instead: under DIR/<commit of the job's revision>/ (what the\n"
+    "                       controller writes in its state directory's trees/)\n"
     "  --scratch DIR        per-job output directories (default $TMPDIR)\n"
     "  --id ID              worker id in the queue (default host:pid)\n"
     "  --once               exit when no job is ready\n"

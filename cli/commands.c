@@ -9,7 +9,8 @@
 extern const cv_cli_command cv_cmd_help, cv_cmd_version, cv_cmd_validate, cv_cmd_run;
 extern const cv_cli_command cv_cmd_compile, cv_cmd_bench;
 extern const cv_cli_command cv_cmd_cache;
-extern const cv_cli_command cv_cmd_worker, cv_cmd_farm;
+extern const cv_cli_command cv_cmd_worker, cv_cmd_farm, cv_cmd_controller;
+extern const cv_cli_command cv_cmd_submit, cv_cmd_status, cv_cmd_artifacts;
 
 static const cv_cli_command *const commands[] = {
     &cv_cmd_validate,
@@ -19,6 +20,10 @@ static const cv_cli_command *const commands[] = {
     &cv_cmd_cache,
     &cv_cmd_worker,
     &cv_cmd_farm,
+    &cv_cmd_controller,
+    &cv_cmd_submit,
+    &cv_cmd_status,
+    &cv_cmd_artifacts,
     &cv_cmd_help,
     &cv_cmd_version,
 };

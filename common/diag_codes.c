@@ -222,6 +222,7 @@ static const cv_diag_code_info codes[] = {
     {6073, "builddb-busy", "the build DB stayed locked past the busy timeout"},
     {6074, "builddb-unknown-job", "a result names a job the build DB does not know or has finished"},
     {6075, "builddb-unknown-revision", "no revision of that name is in the build DB"},
+    {6076, "builddb-ambiguous-revision", "a commit prefix names more than one revision"},
     {6090, "plan-no-pipelines", "a revision has no CuvilPipeline specs, so nothing is built"},
     {6091, "plan-glob-no-match", "a model glob matches no file of the revision"},
     {6092, "plan-not-a-model", "a file matched by a model glob is not a model (.onnx, .cvl.py, .cuir)"},
@@ -230,6 +231,8 @@ static const cv_diag_code_info codes[] = {
     {6095, "plan-lookup-failed", "the cache look-up for a job failed; the job is queued anyway"},
     {6100, "farm-workers-failed", "the farm's workers could not be started or stopped with jobs left"},
     {6101, "farm-tree-write-failed", "the farm could not write a revision's files into its state directory"},
+    {6102, "submit-not-handled", "no controller handled the build request in time"},
+    {6103, "artifact-not-found", "the artifact is not recorded for that revision, or the cache no longer holds it"},
 
     /* 9xxx: internal, resources, infrastructure */
     {9001, "internal-error", "an internal compiler error (please report it)"},

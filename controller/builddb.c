@@ -61,12 +61,23 @@ static const char *const migrations[] = {
     "CREATE TABLE blob_digests(blob_id TEXT PRIMARY KEY, sha256 TEXT NOT NULL) WITHOUT ROWID;"
     "CREATE TABLE farm_status(key TEXT PRIMARY KEY, value TEXT NOT NULL,"
     "  updated_ms INTEGER NOT NULL) WITHOUT ROWID;",
+    /* 2: build requests from `cuvil submit`, handled by the controller */
+    "CREATE TABLE requests("
+    "  id INTEGER PRIMARY KEY,"
+    "  created_ms INTEGER NOT NULL, handled_ms INTEGER,"
+    "  revision TEXT, error TEXT);"
+    "CREATE INDEX requests_open ON requests(id) WHERE handled_ms IS NULL;",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
 static const char *const rev_states[] = {"planning", "building", "succeeded", "failed"};
 
 int cv_builddb_schema_version(void) { return SCHEMA_VERSION; }
+
+const char *cv_rev_state_name(cv_rev_state s)
+{
+    return s >= 0 && s < CV_REV__COUNT ? rev_states[s] : "?";
+}
 
 int cv_builddb_open(const char *path, cv_builddb **out, cv_diag *d)
 {

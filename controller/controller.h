@@ -292,6 +292,59 @@ int  cv_builddb_artifact_find(cv_builddb *db, const char *revision, const char *
                               char l2_key[CV_DIGEST_HEX + 1], char manifest[CV_DIGEST_HEX + 1],
                               cv_diag *d);
 
+const char *cv_rev_state_name(cv_rev_state s);   /* "planning", "building", ... */
+
+/* ---- reading the history (`cuvil status`, `cuvil artifacts`) */
+
+/* The revisions, newest first: up to max summaries into out; *n is set. */
+int  cv_builddb_revisions_list(cv_builddb *db, cv_rev_summary *out, int max, int *n, cv_diag *d);
+/* A revision named by the user: the full "ref@sha1:<commit>", a commit id
+ * or a prefix of one (at least 4 hex digits), or "latest".  1 found (out
+ * set), 0 none; an ambiguous prefix is CV6076. */
+int  cv_builddb_revision_resolve(cv_builddb *db, const char *name, char out[CV_REVISION_MAX + 1],
+                                 cv_diag *d);
+
+typedef struct cv_job_row {
+    char job_id[CV_MSG_ID_MAX + 1];
+    char pipeline[CV_SPEC_NAME_MAX + 1];
+    char model_path[CV_GIT_PATH_MAX + 1];
+    char target[CV_MSG_TOKEN_MAX + 1];
+    char precision[8], opt_level[8];
+    char state[16];                   /* queued, hit, or a result status name */
+    int64_t result_id;                /* 0 = none yet */
+    int attempts;
+    int64_t queued_ms, finished_ms;
+    char l2[16];                      /* the worker's L2 outcome (miss, hit, ...); "" */
+} cv_job_row;
+
+/* Calls fn for each job of the revision, sorted by model, target and
+ * precision; only_bad keeps the jobs that are neither ok nor hits nor
+ * queued.  fn returns non-zero to stop. */
+typedef int (*cv_job_row_fn)(void *ctx, const cv_job_row *row);
+int  cv_builddb_jobs_visit(cv_builddb *db, int64_t rev_id, bool only_bad, cv_job_row_fn fn,
+                           void *ctx, cv_diag *d);
+/* The diagnostics stored with a result (result_id > 0) or with the
+ * revision itself (rev_id > 0, result_id 0), appended to out with their
+ * codes, spans, paths and root ids. */
+int  cv_builddb_diags_load(cv_builddb *db, int64_t rev_id, int64_t result_id, cv_diag *out,
+                           cv_diag *d);
+
+/* ---- build requests (`cuvil submit`): written by any process, handled by
+ * the controller, which polls the source at once and plans its head. */
+typedef struct cv_build_request {
+    int64_t id, created_ms, handled_ms;      /* handled_ms 0 = not yet */
+    char revision[CV_REVISION_MAX + 1];      /* what it built; "" if it failed */
+    char error[512];                         /* why it failed; "" */
+} cv_build_request;
+
+int  cv_builddb_request_add(cv_builddb *db, int64_t now_ms, int64_t *id, cv_diag *d);
+/* The oldest request not handled: 1 found, 0 none. */
+int  cv_builddb_request_next(cv_builddb *db, cv_build_request *out, cv_diag *d);
+/* Marks every open request up to id handled (one poll serves them all). */
+int  cv_builddb_request_done(cv_builddb *db, int64_t upto_id, const char *revision,
+                             const char *error, int64_t now_ms, cv_diag *d);
+int  cv_builddb_request_get(cv_builddb *db, int64_t id, cv_build_request *out, cv_diag *d);
+
 /* Farm status values (lastAttemptedRevision, lastSucceededRevision, ...):
  * get returns 1 with *value malloc'd, 0 when unset. */
 int  cv_builddb_status_set(cv_builddb *db, const char *key, const char *value, int64_t now_ms,
@@ -354,26 +407,91 @@ int cv_planner_plan(const cv_planner_opts *o, const cv_tree *tree, const char *r
  * *n_results may be NULL. */
 int cv_planner_collect(const cv_planner_opts *o, int *n_results, cv_diag *d);
 
+/* =========================================================== controller */
+
+/* The controller loop: polls the git source every interval (or at once on
+ * a build request), plans each new head, writes its files under
+ * state/trees/<commit>/ for the workers, moves results from the queue into
+ * the build DB and keeps a heartbeat in the farm status.  Source failures
+ * are not fatal: they back off and show in the status.  Codes CV6100-CV6103. */
+typedef struct cv_controller cv_controller;   /* opaque */
+
+typedef struct cv_controller_opts {
+    const char *repo;           /* local path or URL of the models repository */
+    const char *ref;            /* NULL = "main" */
+    const char *state_dir;      /* git/, build.db, queue.db, trees/ */
+    const char *queue_url;      /* NULL = sqlite:<state_dir>/queue.db */
+    int64_t interval_ms;        /* poll interval; 0 = the cluster spec's, else 60 s */
+    cv_planner_lookup_fn lookup;   /* NULL: every job is queued */
+    void *lookup_ctx;
+    /* Told where a revision's files were written, before the planner runs
+     * (the look-up reads models from there); may be NULL. */
+    void (*lookup_models_dir)(void *lookup_ctx, const char *models_dir);
+    cv_queue_clock_fn now_ms;   /* NULL = CLOCK_REALTIME */
+    void *clock_ctx;
+} cv_controller_opts;
+
+typedef struct cv_step_report {
+    bool polled;                /* the source was asked */
+    bool source_failed;         /* ... and failed: why in source_error (also in the status) */
+    char source_error[512];
+    bool planned;               /* a revision new to the build DB was planned */
+    char revision[CV_REVISION_MAX + 1];   /* the head after this step; "" before any */
+    cv_plan_report plan;        /* valid when planned */
+    int results;                /* results recorded */
+    int requests;               /* build requests handled */
+} cv_step_report;
+
+int  cv_controller_open(const cv_controller_opts *o, cv_controller **out, cv_diag *d);
+void cv_controller_close(cv_controller *c);
+/* One round: handles build requests, polls when due (force: now), plans a
+ * new head, collects results.  -1 only on the farm's own trouble (build DB,
+ * queue); spec errors and source failures are recorded, not returned. */
+int  cv_controller_step(cv_controller *c, bool force_poll, cv_step_report *r, cv_diag *d);
+/* How long until the next poll is due, in ms (0 = now). */
+int64_t cv_controller_idle_ms(const cv_controller *c);
+cv_builddb *cv_controller_db(cv_controller *c);
+const char *cv_controller_queue_url(const cv_controller *c);
+const char *cv_controller_trees_dir(const cv_controller *c);
+
+/* The controller's heartbeat in the farm status (key "controller"):
+ * {"pid","host","repo","ref","queue","startedMs","heartbeatMs","stoppedMs"};
+ * stoppedMs is 0 while it runs and the time it closed after. */
+#define CV_STATUS_CONTROLLER "controller"
+
 /* ================================================================= farm */
 
-/* `cuvil farm up --once`: the controller and N worker processes on one
- * machine, meeting through an SQLite queue in the state directory.  The
- * worker component stays out of controller/: the CLI hands in the planner's
- * look-up and the binary that runs `worker`.  Codes CV6100-CV6101. */
+/* `cuvil farm up`: the controller and N worker processes on one machine,
+ * meeting through the queue (SQLite in the state directory by default).
+ * The worker component stays out of controller/: the CLI hands in the
+ * planner's look-up and the binary that runs `worker`. */
 #define CV_FARM_WORKERS_MAX 64
+
+typedef struct cv_farm_progress {
+    const char *revision;
+    int64_t jobs, done, hits, failed, pending;
+    double elapsed_s;           /* since the revision was planned */
+} cv_farm_progress;
 
 typedef struct cv_farm_opts {
     const char *repo;           /* local path or URL of the models repository */
     const char *ref;            /* NULL = "main" */
     const char *state_dir;      /* git/, build.db, queue.db, trees/, scratch/, worker logs */
-    int workers;                /* 1..CV_FARM_WORKERS_MAX */
+    const char *queue_url;      /* NULL = sqlite:<state_dir>/queue.db */
+    int workers;                /* 0..CV_FARM_WORKERS_MAX (0: workers run elsewhere) */
     const char *worker_exe;     /* the cuvil binary: each worker runs `EXE worker ...` */
     const char *cache_dir;      /* passed to the workers as --cache; NULL = their default */
+    const char *remote_cache;   /* passed as --remote-cache; NULL = their default */
+    int64_t interval_ms;        /* long-running: poll interval (0 = spec or 60 s) */
     cv_planner_lookup_fn lookup;   /* NULL: every job is queued */
     void *lookup_ctx;
-    /* Told where the revision's files were written, before the planner runs
-     * (the look-up reads models from there); may be NULL. */
     void (*lookup_models_dir)(void *lookup_ctx, const char *models_dir);
+    /* Called when the counts of the revision being built change, and about
+     * once a second; may be NULL. */
+    void (*progress)(void *ctx, const cv_farm_progress *p);
+    void *progress_ctx;
+    /* Long-running: set (from a signal handler) to stop; not owned. */
+    volatile int *stop;
 } cv_farm_opts;
 
 typedef struct cv_farm_summary {
@@ -393,5 +511,14 @@ typedef struct cv_farm_summary {
  * the workers.  Returns 0 when the revision was built (s says whether every
  * job succeeded or hit), -1 on farm trouble (errors in d). */
 int cv_farm_once(const cv_farm_opts *o, cv_farm_summary *s, cv_diag *d);
+/* Runs the controller and keeps o->workers long-running workers alive
+ * (restarting any that exit) until *o->stop; each built revision is
+ * reported through on_built (may be NULL).  Source failures are logged and
+ * retried.  Returns 0 after a stop, -1 on farm trouble. */
+int cv_farm_run(const cv_farm_opts *o,
+                void (*on_built)(void *ctx, const cv_farm_summary *s), void *ctx, cv_diag *d);
+/* The counts of a finished or running revision, as cv_farm_once reports
+ * them. */
+int cv_farm_summarise(cv_builddb *db, const char *revision, cv_farm_summary *s, cv_diag *d);
 
 #endif

@@ -10,7 +10,7 @@
 
 #include "common/diag.h"
 
-#define CV_DB_MAX_STMTS 48
+#define CV_DB_MAX_STMTS 96
 
 typedef struct cv_db {
     sqlite3 *db;      /* owned */

@@ -1,11 +1,51 @@
 #!/usr/bin/env bash
-# make demo: validates the example models and runs them with the reference
-# interpreter on generated inputs.  (Issue 7 turns this into the farm demo.)
+# make demo: the embedded farm on a real git repository made from
+# examples/ (examples/models-repo/make-repo.sh), built at two commits: the
+# second changes one model and only a comment of another, so only the first
+# is compiled again.  Then a tour of the single-model commands: validate,
+# run with the interpreter, compile through the cache, run natively.
+#
+# DEMO_BREAK=1 adds a third commit that breaks two models and shows how the
+# farm reports them.
 set -euo pipefail
 build=${1:-build}
-cuvil="$build/cuvil"
+cuvil="$(cd "$build" && pwd)/cuvil"
 demo="$build/demo"
+rm -rf "$demo"
 mkdir -p "$demo"
+export CUVIL_CACHE_DIR="$demo/cache"
+
+farm_up() {
+    echo "== cuvil farm up $demo/models-repo --once --workers 2"
+    "$cuvil" farm up "$demo/models-repo" --once --workers 2 --state "$demo/farm" "$@"
+}
+
+echo "== examples/models-repo/make-repo.sh: commit 1 (specs, 5 models, 2 ONNX exports)"
+examples/models-repo/make-repo.sh "$demo/models-repo"
+farm_up
+echo "== commit 2: tinyconv.onnx retrained, a comment added to mlp.cvl.py"
+examples/models-repo/make-repo.sh "$demo/models-repo" --commit 2
+farm_up
+"$cuvil" status --state "$demo/farm" --json > "$demo/status2.json"
+/usr/bin/python3 - "$demo/status2.json" <<'PY'
+import json, sys
+rev = json.load(open(sys.argv[1]))["revision"]
+jobs = rev["jobsList"]
+compiled = sorted({j["model"] for j in jobs if j["state"] == "ok" and j["l2"] == "miss"})
+worker_hits = sorted({j["model"] for j in jobs if j["state"] == "ok" and j["l2"] != "miss"})
+print("   compiled again:", ", ".join(compiled))
+print("   L2 hits in a worker (the front end ran, the IR was unchanged):", ", ".join(worker_hits))
+print("   L2 hits at planning:", sum(1 for j in jobs if j["state"] == "hit"))
+assert compiled == ["onnx/tinyconv.onnx"], compiled
+PY
+if [[ ${DEMO_BREAK:-0} == 1 ]]; then
+    echo "== commit 3: two models broken"
+    examples/models-repo/make-repo.sh "$demo/models-repo" --commit 3
+    if farm_up; then echo "demo: the broken revision was accepted" >&2; exit 1; fi
+fi
+echo "== cuvil artifacts get latest onnx/tinyconv.onnx x86_64-avx2"
+"$cuvil" artifacts get latest onnx/tinyconv.onnx x86_64-avx2 -o "$demo/tinyconv" --state "$demo/farm"
+ls "$demo/tinyconv"
 
 echo "== cuvil validate examples/cuir/*.cuir"
 "$cuvil" validate examples/cuir/*.cuir
@@ -45,7 +85,7 @@ echo "== cuvil run lenet.cvl.py --interp"
 "$cuvil" run "$demo/models/lenet.cvl.py" --interp --input "x=$demo/lenet_x.npy" --output "$demo/lenet"
 
 echo "== cuvil compile lenet.cvl.py (native, -O2), twice: the second is a cache hit"
-export CUVIL_CACHE_DIR="$demo/cache"
+export CUVIL_CACHE_DIR="$demo/cache-single"
 "$cuvil" compile "$demo/models/lenet.cvl.py" -o "$demo/lenet-native" -v --stats
 "$cuvil" compile "$demo/models/lenet.cvl.py" -o "$demo/lenet-native2" -v
 echo "== cuvil run lenet natively and compare with the interpreter"

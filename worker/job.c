@@ -67,23 +67,43 @@ static void provoke(cv_test_fault f, cv_diag *d)
     }
 }
 
+/* With trees_dir, a job's files are under trees_dir/<the commit of its
+ * revision>/ (the controller writes them there); else under models_dir. */
+static char *models_base(const cv_worker_opts *o, const cv_job_msg *job)
+{
+    if (!o->trees_dir)
+        return strdup(o->models_dir ? o->models_dir : ".");
+    const char *at = strstr(job->revision, "@sha1:");
+    const char *commit = at ? at + 6 : "";
+    bool ok = strlen(commit) == 40;
+    for (const char *p = commit; ok && *p; p++)
+        ok = (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f');
+    return ok ? cv_fs_join(o->trees_dir, commit) : NULL;
+}
+
 static int find_model(const cv_wk_job_ctx *j, char **path, cv_diag *d)
 {
     const cv_worker_opts *o = j->o;
     const cv_job_msg *job = &j->lease->job;
     if (o->fetch)
         return o->fetch(o->fetch_ctx, job, path, d);
+    char *base = models_base(o, job);
+    if (!base) {
+        cv_diag_error(d, CV_E_WORKER_MODEL, (cv_span){.file = job->model_path},
+                      "revision '%s' does not name a commit, so its files cannot be found "
+                      "under %s", job->revision, o->trees_dir);
+        return -1;
+    }
     cv_diag scratch;
     cv_diag_init(&scratch);
-    int rc = cv_fs_resolve_inside(o->models_dir ? o->models_dir : ".", job->model_path, path,
-                                  &scratch);
+    int rc = cv_fs_resolve_inside(base, job->model_path, path, &scratch);
     if (rc == 0 && access(*path, R_OK) != 0)
         rc = -1;
     if (rc)
         cv_diag_error(d, CV_E_WORKER_MODEL, (cv_span){.file = job->model_path},
-                      "model %s not found under %s", job->model_path,
-                      o->models_dir ? o->models_dir : ".");
+                      "model %s not found under %s", job->model_path, base);
     cv_diag_free(&scratch);
+    free(base);
     return rc;
 }
 

@@ -88,6 +88,11 @@ const char *cv_build_compiler_id(cv_cache *c);
 int cv_build_materialise(cv_cache *c, const char *manifest_hex, const char *out_dir,
                          cv_diag *d);
 
+/* The same for an artifact known by its L2 key; manifest_hex (may be NULL
+ * or "") is used instead when known.  1 done, 0 not stored, -1 errors. */
+int cv_build_fetch_artifact(cv_cache *c, const char *l2_hex, const char *manifest_hex,
+                            const char *out_dir, cv_diag *d);
+
 /* The keys a compile would use, without compiling: the L1 key manifest,
  * and the L2 one when the IR digest is known (an L1 hit, or when
  * run_frontend allows running the front end on an L1 miss).  For the
@@ -134,6 +139,7 @@ typedef struct cv_worker_opts {
     const char *cache_dir;      /* NULL: $CUVIL_CACHE_DIR or ~/.cache/cuvil */
     const char *remote_cache;   /* NULL: $CUVIL_REMOTE_CACHE; "" = none */
     const char *models_dir;     /* jobs' model_path are relative to it; NULL = "." */
+    const char *trees_dir;      /* instead: relative to trees_dir/<commit of the revision> */
     cv_worker_fetch_fn fetch;   /* NULL: models_dir/model_path */
     void *fetch_ctx;
     const char *scratch_dir;    /* per-job output dirs; NULL = $TMPDIR or /tmp */

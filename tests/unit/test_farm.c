@@ -10,10 +10,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "controller/controller.h"
 #include "tests/support/pyrun.h"
@@ -83,6 +87,69 @@ static void artifact(const char *state_dir, const char *hex, const char *model,
     free(db_path);
 }
 
+/* `cuvil status --json` of the failed head, and `cuvil artifacts get` of
+ * the first revision's model by commit prefix (the same bytes as by the
+ * full revision name). */
+static void check_status_and_artifacts(const char *bin, const char *state_dir, const char *hex1,
+                                       const char *err)
+{
+    const char *st_argv[] = {bin, "status", "--state", state_dir, "--json", NULL};
+    char *out = NULL;
+    assert_int_equal(cv_run_argv(st_argv, err, &out), 0);
+    json_error_t je;
+    json_t *j = json_loads(out, 0, &je);
+    assert_non_null(j);
+    json_t *rev = json_object_get(j, "revision");
+    assert_string_equal(json_string_value(json_object_get(rev, "state")), "failed");
+    assert_int_equal(json_integer_value(json_object_get(rev, "failed")), 1);
+    assert_non_null(strstr(json_string_value(json_object_get(j, "lastSucceededRevision")), "main@"));
+    assert_false(json_is_true(json_object_get(json_object_get(j, "controller"), "alive")));
+    json_t *jobs = json_object_get(rev, "jobsList");
+    int failed_with_diags = 0;
+    for (size_t i = 0; i < json_array_size(jobs); i++) {
+        json_t *job = json_array_get(jobs, i);
+        if (strcmp(json_string_value(json_object_get(job, "state")), "failed") == 0 &&
+            json_array_size(json_object_get(job, "diagnostics")) > 0)
+            failed_with_diags++;
+    }
+    assert_int_equal(failed_with_diags, 1);
+    json_decref(j);
+    free(out);
+
+    char prefix[8], full[CV_REVISION_MAX + 1];
+    snprintf(prefix, sizeof prefix, "%.7s", hex1);
+    snprintf(full, sizeof full, "main@sha1:%s", hex1);
+    char *dirs[2] = {cv_tmpdir_path(state_dir, "../art1"), cv_tmpdir_path(state_dir, "../art2")};
+    const char *names[2] = {prefix, full};
+    for (int i = 0; i < 2; i++) {
+        const char *argv[] = {bin, "artifacts", "get", names[i], "models/residual.cuir",
+                              "x86_64-avx2", "-o", dirs[i], "--state", state_dir, NULL};
+        assert_int_equal(cv_run_argv(argv, err, NULL), 0);
+    }
+    size_t l1, l2;
+    char *p1 = cv_tmpdir_path(dirs[0], "manifest.json"), *p2 = cv_tmpdir_path(dirs[1], "manifest.json");
+    char *a = cv_tmpdir_read_file(p1, &l1), *b = cv_tmpdir_read_file(p2, &l2);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(l1, l2);
+    assert_memory_equal(a, b, l1);
+    assert_non_null(strstr(a, "\"target\""));
+    free(a);
+    free(b);
+    free(p1);
+    free(p2);
+    /* unknown model: a coded error, exit 1 */
+    const char *bad[] = {bin, "artifacts", "get", prefix, "models/nope.cuir", "x86_64-avx2",
+                         "-o", dirs[0], "--state", state_dir, NULL};
+    assert_int_equal(cv_run_argv(bad, err, NULL), 1);
+    size_t elen;
+    char *e = cv_tmpdir_read_file(err, &elen);
+    assert_non_null(strstr(e, "CV6103"));
+    free(e);
+    free(dirs[0]);
+    free(dirs[1]);
+}
+
 static void test_three_commits(void **state)
 {
     (void)state;
@@ -146,9 +213,12 @@ static void test_three_commits(void **state)
     assert_line(out, "failed     1\n");
     free(out);
 
-    /* Only --once exists so far. */
-    const char *argv[] = {bin, "farm", "up", repo_dir, "--state", state_dir, NULL};
-    assert_int_equal(cv_run_argv(argv, "/dev/null", NULL), 2);
+    /* The summary names the failed job and its first error. */
+    assert_int_equal(farm_up(bin, repo_dir, state_dir, err, &out), 1);
+    assert_line(out, "failed jobs:\n  models/mlp.cuir  x86_64-avx2  fp32  failed\n");
+    assert_line(out, "models/mlp.cuir:");
+    free(out);
+    check_status_and_artifacts(bin, state_dir, hex, err);
 
     free(mlp3);
     free(mlp2);
@@ -162,10 +232,119 @@ static void test_three_commits(void **state)
     cv_tmpdir_remove(dir);
 }
 
+/* fork + exec with stdout and stderr to files; returns the pid. */
+static pid_t spawn(const char *const *argv, const char *out_path)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        FILE *o = freopen(out_path, "w", stdout);
+        (void)o;
+        dup2(fileno(stdout), STDERR_FILENO);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int wait_exit(pid_t pid, int seconds)
+{
+    for (int i = 0; i < seconds * 10; i++) {
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        usleep(100000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+/* A long-running farm follows the repository; `cuvil submit --wait` makes
+ * it poll at once and waits for the build; SIGTERM stops it in order. */
+static void test_long_running_farm_and_submit(void **state)
+{
+    (void)state;
+    const char *bin = getenv("CUVIL_BIN");
+    if (!bin || !*bin || access(bin, X_OK) != 0) {
+        skip();
+        return;
+    }
+    char *dir = cv_tmpdir_make("farm-run");
+    char *repo_dir = cv_tmpdir_path(dir, "models-repo");
+    char *state_dir = cv_tmpdir_path(dir, "state");
+    char *cache_dir = cv_tmpdir_path(dir, "cache");
+    char *farm_out = cv_tmpdir_path(dir, "farm.txt");
+    char *err = cv_tmpdir_path(dir, "stderr.txt");
+    setenv("CUVIL_CACHE_DIR", cache_dir, 1);
+    setenv("CUVIL_REMOTE_CACHE", "", 1);
+    char *mlp = example("mlp.cuir"), *residual = example("residual.cuir");
+    git_repository *repo = trepo_init(repo_dir);
+    const trepo_file first[] = {{"cuvil/pipelines.yaml", PIPELINE, 0},
+                                {"models/mlp.cuir", mlp, 0}};
+    trepo_commit(repo, "one model", first, 2, NULL);
+
+    const char *farm[] = {bin, "farm", "up", repo_dir, "--workers", "1", "--state", state_dir,
+                          "--interval", "1h", NULL};
+    pid_t pid = spawn(farm, farm_out);
+    /* the farm may not have created its state yet: submit until it has */
+    const char *submit[] = {bin, "submit", "--wait", "--timeout", "120s", "--state", state_dir,
+                            NULL};
+    char *out = NULL;
+    int rc = 1;
+    for (int i = 0; i < 100 && rc != 0; i++) {
+        free(out);
+        out = NULL;
+        rc = cv_run_argv(submit, err, &out);
+        if (rc)
+            usleep(100000);
+    }
+    assert_int_equal(rc, 0);
+    assert_line(out, "jobs       1\n");
+    free(out);
+
+    const trepo_file second[] = {{"models/residual.cuir", residual, 0}};
+    char hex2[41];
+    trepo_commit(repo, "second model", second, 1, hex2);
+    assert_int_equal(cv_run_argv(submit, err, &out), 0);
+    assert_line(out, hex2);
+    assert_line(out, "jobs       2\n");
+    assert_line(out, "compiled   1\n");
+    free(out);
+    const char *status[] = {bin, "status", "--state", state_dir, NULL};
+    assert_int_equal(cv_run_argv(status, err, &out), 0);
+    assert_line(out, "controller  running");
+    assert_line(out, "succeeded");
+    free(out);
+
+    kill(pid, SIGTERM);
+    assert_int_equal(wait_exit(pid, 60), 0);
+    assert_int_equal(cv_run_argv(status, err, &out), 0);
+    assert_line(out, "controller  stopped");
+    free(out);
+    size_t len;
+    char *log = cv_tmpdir_read_file(farm_out, &len);
+    assert_non_null(log);
+    assert_line(log, "== built main@sha1:");
+    assert_line(log, hex2);
+    free(log);
+
+    free(mlp);
+    free(residual);
+    trepo_free(repo);
+    free(err);
+    free(farm_out);
+    free(cache_dir);
+    free(state_dir);
+    free(repo_dir);
+    cv_tmpdir_remove(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_three_commits),
+        cmocka_unit_test(test_long_running_farm_and_submit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

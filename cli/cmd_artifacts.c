@@ -1,0 +1,135 @@
+/* cuvil artifacts get REVISION MODEL TARGET [PRECISION] -o DIR
+ * cuvil artifacts list [REVISION]
+ * The artifacts a farm built, fetched from the cache by what the build DB
+ * recorded (the file list's digest, or the L2 key for a planner hit). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "controller/controller.h"
+#include "worker/worker.h"
+
+extern const cv_cli_command cv_cmd_artifacts;
+
+typedef struct artifacts_args {
+    const char *state, *cache, *remote, *out;
+    const char *pos[4];     /* REVISION MODEL TARGET PRECISION */
+    int n_pos;
+} artifacts_args;
+
+static int parse_args(int argc, char **argv, artifacts_args *a)
+{
+    *a = (artifacts_args){.state = cv_cli_default_state()};
+    for (int i = 2; i < argc; i++) {
+        const char **slot = strcmp(argv[i], "--state") == 0          ? &a->state
+                            : strcmp(argv[i], "--cache") == 0        ? &a->cache
+                            : strcmp(argv[i], "--remote-cache") == 0 ? &a->remote
+                            : strcmp(argv[i], "-o") == 0             ? &a->out
+                                                                     : NULL;
+        if (slot) {
+            if (i + 1 >= argc)
+                return cv_cli_usage_error(&cv_cmd_artifacts, "%s needs a value", argv[i]);
+            *slot = argv[++i];
+        } else if (argv[i][0] == '-' || a->n_pos == 4) {
+            return cv_cli_usage_error(&cv_cmd_artifacts, "unexpected argument '%s'", argv[i]);
+        } else {
+            a->pos[a->n_pos++] = argv[i];
+        }
+    }
+    return CV_EXIT_OK;
+}
+
+static int get_artifact(const artifacts_args *a, cv_builddb *db, cv_diag *d)
+{
+    char revision[CV_REVISION_MAX + 1], l2[CV_DIGEST_HEX + 1], manifest[CV_DIGEST_HEX + 1];
+    const char *precision = a->n_pos == 4 ? a->pos[3] : "fp32";
+    int found = cv_builddb_revision_resolve(db, a->pos[0], revision, d);
+    if (found == 1)
+        found = cv_builddb_artifact_find(db, revision, a->pos[1], a->pos[2], precision, l2,
+                                         manifest, d);
+    if (found == 0)
+        cv_diag_error(d, 6103, (cv_span){0}, "no artifact of %s for %s %s in revision %s",
+                      a->pos[1], a->pos[2], precision, a->pos[0]);
+    if (found != 1)
+        return CV_EXIT_INPUT;
+    cv_cache *cache = NULL;
+    cv_cache_options co = {.dir = a->cache, .remote = a->remote};
+    if (cv_cache_open(&co, &cache, d) != 0)
+        return CV_EXIT_INTERNAL;
+    int rc = cv_build_fetch_artifact(cache, l2, manifest, a->out, d);
+    cv_cache_close(cache);
+    if (rc == 0)
+        cv_diag_error(d, 6103, (cv_span){0}, "the cache no longer holds the artifact of %s for "
+                      "%s %s (L2 key %.16s...): rebuild it with `cuvil submit`",
+                      a->pos[1], a->pos[2], precision, l2);
+    if (rc != 1)
+        return rc < 0 ? CV_EXIT_INTERNAL : CV_EXIT_INPUT;
+    printf("%s\n", a->out);
+    return CV_EXIT_OK;
+}
+
+static int print_row(void *ctx, const cv_job_row *row)
+{
+    (void)ctx;
+    printf("%-40s %-20s %-5s %-8s %s\n", row->model_path, row->target, row->precision,
+           row->state, row->pipeline);
+    return 0;
+}
+
+static int list_artifacts(const artifacts_args *a, cv_builddb *db, cv_diag *d)
+{
+    char revision[CV_REVISION_MAX + 1];
+    int found = cv_builddb_revision_resolve(db, a->n_pos ? a->pos[0] : "latest", revision, d);
+    cv_rev_summary s;
+    if (found == 1)
+        found = cv_builddb_revision_summary(db, revision, &s, d);
+    if (found == 0)
+        cv_diag_error(d, 6075, (cv_span){0}, "no revision '%s'", a->n_pos ? a->pos[0] : "latest");
+    if (found != 1)
+        return CV_EXIT_INPUT;
+    printf("# %s (%s)\n", s.revision, cv_rev_state_name(s.state));
+    return cv_builddb_jobs_visit(db, s.id, false, print_row, NULL, d) ? CV_EXIT_INTERNAL
+                                                                      : CV_EXIT_OK;
+}
+
+static int run_artifacts(int argc, char **argv)
+{
+    if (cv_cli_wants_help(&cv_cmd_artifacts, argc, argv))
+        return CV_EXIT_OK;
+    bool get = argc >= 2 && strcmp(argv[1], "get") == 0;
+    bool list = argc >= 2 && strcmp(argv[1], "list") == 0;
+    if (!get && !list)
+        return cv_cli_usage_error(&cv_cmd_artifacts, "expected 'get' or 'list'");
+    artifacts_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc)
+        return rc;
+    if (get && (a.n_pos < 3 || !a.out))
+        return cv_cli_usage_error(&cv_cmd_artifacts, "get needs REVISION MODEL TARGET and -o DIR");
+    if (list && a.n_pos > 1)
+        return cv_cli_usage_error(&cv_cmd_artifacts, "list takes at most a REVISION");
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_builddb *db = NULL;
+    rc = cv_cli_open_builddb(a.state, &db, &d) != 0 ? CV_EXIT_INPUT
+         : get                                       ? get_artifact(&a, db, &d)
+                                                     : list_artifacts(&a, db, &d);
+    cv_builddb_close(db);
+    cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
+    cv_diag_free(&d);
+    return rc;
+}
+
+const cv_cli_command cv_cmd_artifacts = {
+    "artifacts", "list or fetch the artifacts a farm built",
+    "cuvil artifacts get REVISION MODEL TARGET [PRECISION] -o DIR [options]\n"
+    "cuvil artifacts list [REVISION] [--state DIR]\n"
+    "  REVISION            ref@sha1:COMMIT, a commit id or prefix, or latest\n"
+    "  MODEL               the model's path in the repository\n"
+    "  PRECISION           fp32 (default), fp16, bf16, int8\n"
+    "  -o DIR              where the artifact's files are written\n"
+    "  --state DIR         the farm's state directory (default $CUVIL_FARM_STATE or .cuvil-farm)\n"
+    "  --cache DIR         the cache (default $CUVIL_CACHE_DIR or ~/.cache/cuvil)\n"
+    "  --remote-cache URL  also look in a shared cache (default $CUVIL_REMOTE_CACHE)\n",
+    run_artifacts,
+};

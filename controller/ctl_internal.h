@@ -1,0 +1,20 @@
+/* Shared by the controller loop (ctl.c), the revision trees (trees.c) and
+ * the farm (farm.c). */
+#ifndef CV_CONTROLLER_CTL_INTERNAL_H
+#define CV_CONTROLLER_CTL_INTERNAL_H
+
+#include "controller/builddb_internal.h"
+
+enum {
+    CV_E_FARM_WORKERS = 6100, CV_E_FARM_TREE = 6101, CV_E_SUBMIT_TIMEOUT = 6102,
+    CV_E_ARTIFACT_NOT_FOUND = 6103,
+};
+
+/* Writes every file of tree under dir, unless a complete copy is there. */
+int cv_ctl_tree_write(const cv_tree *tree, const char *dir, cv_diag *d);
+/* Removes the trees/<commit>/ directories whose commit has no pending job,
+ * except keep_commit (may be NULL).  Removal trouble is a warning. */
+int cv_ctl_trees_gc(cv_builddb *db, const char *trees_dir, const char *keep_commit, int *removed,
+                    cv_diag *d);
+
+#endif

@@ -1,0 +1,352 @@
+/* The controller loop over a real git repository made by the test and a
+ * real SQLite queue: planning a new head once, build requests forcing a
+ * poll, results collected into the build DB, the revision trees written and
+ * removed, a source that disappears (recorded, retried, never fatal), and
+ * the build DB's read side (revision names, failed jobs, stored
+ * diagnostics). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "controller/controller.h"
+#include "tests/support/tmpdir.h"
+#include "tests/unit/test_gitrepo.h"
+
+static const char PIPELINE[] =
+    "apiVersion: cuvil.dev/v1\n"
+    "kind: CuvilPipeline\n"
+    "metadata: {name: p}\n"
+    "spec: {models: [\"models/*.cuir\"], targets: [x86_64], precisions: [fp32]}\n";
+static const char MODEL_A[] = "# a\n";
+static const char MODEL_B[] = "# b\n";
+static const char MANIFEST[] =
+    "1111111111111111111111111111111111111111111111111111111111111111";
+
+typedef struct fx {
+    char *dir, *repo_dir, *state_dir;
+    git_repository *repo;
+    cv_controller *ctl;
+    cv_queue *q;          /* the workers' handle on the controller's queue */
+    cv_diag d;
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    f->dir = cv_tmpdir_make("controller");
+    f->repo_dir = cv_tmpdir_path(f->dir, "repo");
+    f->state_dir = cv_tmpdir_path(f->dir, "state");
+    f->repo = trepo_init(f->repo_dir);
+    cv_diag_init(&f->d);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    cv_queue_close(f->q);
+    cv_controller_close(f->ctl);
+    trepo_free(f->repo);
+    cv_diag_free(&f->d);
+    cv_tmpdir_remove(f->dir);
+    free(f->repo_dir);
+    free(f->state_dir);
+    free(f);
+    return 0;
+}
+
+static void open_controller(fx *f)
+{
+    cv_controller_opts o = {.repo = f->repo_dir, .state_dir = f->state_dir,
+                            .interval_ms = 3600 * 1000};
+    assert_int_equal(cv_controller_open(&o, &f->ctl, &f->d), 0);
+    assert_int_equal(cv_queue_open(cv_controller_queue_url(f->ctl), NULL, &f->q, &f->d), 0);
+}
+
+/* A worker: completes every queued job with status (diagnostics for a
+ * failure: a root error and one derived from it). */
+static int run_jobs(fx *f, cv_result_status status)
+{
+    int n = 0;
+    cv_lease l;
+    while (cv_queue_lease(f->q, "w", 60, 0, &l, &f->d) == 1) {
+        cv_result_msg r;
+        cv_result_msg_init(&r);
+        r.job_id = strdup(l.job.job_id);
+        r.status = status;
+        r.l1 = r.l2 = CV_CACHE_MISS;
+        if (status == CV_RESULT_OK) {
+            memcpy(r.artifact_manifest, MANIFEST, sizeof MANIFEST);
+        } else {
+            int root = cv_diag_add(&r.diags, CV_SEV_ERROR, 3003,
+                                   (cv_span){.file = l.job.model_path, .line = 3, .col = 5},
+                                   "@f>%2", "declared f32[N,5]");
+            int derived = cv_diag_error(&r.diags, 3101, (cv_span){.file = l.job.model_path},
+                                        "use of a bad value");
+            cv_diag_set_root(&r.diags, derived, root);
+        }
+        char *msg;
+        size_t len;
+        assert_int_equal(cv_result_msg_encode(&r, &msg, &len, &f->d), 0);
+        assert_int_equal(cv_queue_complete(f->q, &l, msg, len, &f->d), 0);
+        free(msg);
+        cv_result_msg_free(&r);
+        cv_queue_lease_free(&l);
+        n++;
+    }
+    return n;
+}
+
+static bool tree_exists(fx *f, const char *hex, const char *file)
+{
+    char rel[256];
+    snprintf(rel, sizeof rel, "trees/%s/%s", hex, file);
+    char *p = cv_tmpdir_path(f->state_dir, rel);
+    bool ok = access(p, F_OK) == 0;
+    free(p);
+    return ok;
+}
+
+static void test_plans_each_head_once_and_collects(void **state)
+{
+    fx *f = *state;
+    const trepo_file files[] = {{"cuvil/p.yaml", PIPELINE, 0}, {"models/a.cuir", MODEL_A, 0}};
+    char hex1[41];
+    trepo_commit(f->repo, "one", files, 2, hex1);
+    open_controller(f);
+
+    cv_step_report r;
+    assert_int_equal(cv_controller_step(f->ctl, true, &r, &f->d), 0);
+    assert_true(r.polled);
+    assert_true(r.planned);
+    assert_int_equal(r.plan.queued, 1);
+    assert_non_null(strstr(r.revision, hex1));
+    assert_true(tree_exists(f, hex1, "models/a.cuir"));
+    /* not due: no poll, nothing planned twice */
+    assert_int_equal(cv_controller_step(f->ctl, false, &r, &f->d), 0);
+    assert_false(r.polled);
+    assert_false(r.planned);
+    assert_true(cv_controller_idle_ms(f->ctl) > 3000 * 1000);
+    /* a forced poll of an unchanged head plans nothing either */
+    assert_int_equal(cv_controller_step(f->ctl, true, &r, &f->d), 0);
+    assert_true(r.polled);
+    assert_false(r.planned);
+
+    assert_int_equal(run_jobs(f, CV_RESULT_OK), 1);
+    assert_int_equal(cv_controller_step(f->ctl, false, &r, &f->d), 0);
+    assert_int_equal(r.results, 1);
+    cv_rev_summary s;
+    assert_int_equal(cv_builddb_revision_summary(cv_controller_db(f->ctl), NULL, &s, &f->d), 1);
+    assert_int_equal(s.state, CV_REV_SUCCEEDED);
+    assert_true(tree_exists(f, hex1, "models/a.cuir"));   /* the head's tree stays */
+
+    /* A build request makes the next step poll although it is not due. */
+    const trepo_file more[] = {{"models/b.cuir", MODEL_B, 0}};
+    char hex2[41];
+    trepo_commit(f->repo, "two", more, 1, hex2);
+    cv_builddb *db = cv_controller_db(f->ctl);
+    int64_t req;
+    assert_int_equal(cv_builddb_request_add(db, 1, &req, &f->d), 0);
+    cv_build_request br;
+    assert_int_equal(cv_builddb_request_get(db, req, &br, &f->d), 1);
+    assert_int_equal(br.handled_ms, 0);
+    assert_int_equal(cv_controller_step(f->ctl, false, &r, &f->d), 0);
+    assert_true(r.planned);
+    assert_int_equal(r.requests, 1);
+    assert_int_equal(r.plan.jobs, 2);
+    assert_int_equal(r.plan.queued, 2);
+    assert_int_equal(cv_builddb_request_get(db, req, &br, &f->d), 1);
+    assert_true(br.handled_ms > 0);
+    assert_non_null(strstr(br.revision, hex2));
+    assert_string_equal(br.error, "");
+    assert_int_equal(cv_builddb_request_next(db, &br, &f->d), 0);
+
+    /* The second revision fails; once it has no pending job, the first
+     * revision's tree goes and the head's stays. */
+    assert_int_equal(run_jobs(f, CV_RESULT_FAILED), 2);
+    assert_int_equal(cv_controller_step(f->ctl, false, &r, &f->d), 0);
+    assert_int_equal(r.results, 2);
+    assert_false(tree_exists(f, hex1, "models/a.cuir"));
+    assert_true(tree_exists(f, hex2, "models/b.cuir"));
+    assert_int_equal(cv_builddb_revision_summary(db, NULL, &s, &f->d), 1);
+    assert_int_equal(s.state, CV_REV_FAILED);
+    assert_int_equal(s.failed, 2);
+    char *v = NULL;
+    assert_int_equal(cv_builddb_status_get(db, CV_STATUS_LAST_SUCCEEDED, &v, &f->d), 1);
+    assert_non_null(strstr(v, hex1));
+    free(v);
+    assert_int_equal(cv_builddb_status_get(db, CV_STATUS_CONTROLLER, &v, &f->d), 1);
+    assert_non_null(strstr(v, "\"heartbeatMs\""));
+    free(v);
+    assert_false(cv_diag_has_errors(&f->d));
+}
+
+typedef struct rows {
+    cv_job_row v[8];
+    int n;
+} rows;
+
+static int collect_row(void *ctx, const cv_job_row *row)
+{
+    rows *r = ctx;
+    if (r->n < 8)
+        r->v[r->n++] = *row;
+    return 0;
+}
+
+static void test_history_queries(void **state)
+{
+    fx *f = *state;
+    const trepo_file files[] = {{"cuvil/p.yaml", PIPELINE, 0}, {"models/a.cuir", MODEL_A, 0},
+                                {"models/b.cuir", MODEL_B, 0}};
+    char hex[41];
+    trepo_commit(f->repo, "two models", files, 3, hex);
+    open_controller(f);
+    cv_step_report r;
+    assert_int_equal(cv_controller_step(f->ctl, true, &r, &f->d), 0);
+    cv_builddb *db = cv_controller_db(f->ctl);
+    /* one job ok, the other failed with a root error and a derived one */
+    cv_lease l;
+    assert_int_equal(cv_queue_lease(f->q, "w", 60, 0, &l, &f->d), 1);
+    cv_result_msg ok;
+    cv_result_msg_init(&ok);
+    ok.job_id = strdup(l.job.job_id);
+    ok.status = CV_RESULT_OK;
+    ok.l1 = ok.l2 = CV_CACHE_HIT;
+    memcpy(ok.artifact_manifest, MANIFEST, sizeof MANIFEST);
+    char *msg;
+    size_t len;
+    assert_int_equal(cv_result_msg_encode(&ok, &msg, &len, &f->d), 0);
+    assert_int_equal(cv_queue_complete(f->q, &l, msg, len, &f->d), 0);
+    free(msg);
+    cv_result_msg_free(&ok);
+    cv_queue_lease_free(&l);
+    assert_int_equal(run_jobs(f, CV_RESULT_FAILED), 1);
+    assert_int_equal(cv_controller_step(f->ctl, false, &r, &f->d), 0);
+
+    rows all = {0}, bad = {0};
+    cv_rev_summary s;
+    assert_int_equal(cv_builddb_revision_summary(db, NULL, &s, &f->d), 1);
+    assert_int_equal(cv_builddb_jobs_visit(db, s.id, false, collect_row, &all, &f->d), 0);
+    assert_int_equal(cv_builddb_jobs_visit(db, s.id, true, collect_row, &bad, &f->d), 0);
+    assert_int_equal(all.n, 2);
+    assert_string_equal(all.v[0].model_path, "models/a.cuir");   /* sorted by model */
+    assert_string_equal(all.v[1].model_path, "models/b.cuir");
+    assert_int_equal(bad.n, 1);
+    assert_string_equal(bad.v[0].state, "failed");
+    assert_string_equal(bad.v[0].target, "x86_64");
+    assert_true(bad.v[0].result_id > 0);
+    const cv_job_row *good = strcmp(all.v[0].state, "ok") == 0 ? &all.v[0] : &all.v[1];
+    assert_string_equal(good->l2, "hit");
+
+    cv_diag dg;
+    cv_diag_init(&dg);
+    assert_int_equal(cv_builddb_diags_load(db, 0, bad.v[0].result_id, &dg, &f->d), 0);
+    assert_int_equal(dg.n, 2);
+    const cv_diag_entry *root = cv_diag_get(&dg, 1), *derived = cv_diag_get(&dg, 2);
+    assert_int_equal(root->code, 3003);
+    assert_int_equal(root->span.line, 3);
+    assert_int_equal(root->span.col, 5);
+    assert_string_equal(root->span.file, bad.v[0].model_path);
+    assert_string_equal(root->path, "@f>%2");
+    assert_int_equal(root->root_id, 0);
+    assert_int_equal(derived->code, 3101);
+    assert_int_equal(derived->root_id, root->id);
+    cv_diag_free(&dg);
+
+    /* revision names: full, commit, prefix, latest, unknown, ambiguous */
+    char name[CV_REVISION_MAX + 1];
+    assert_int_equal(cv_builddb_revision_resolve(db, s.revision, name, &f->d), 1);
+    assert_string_equal(name, s.revision);
+    assert_int_equal(cv_builddb_revision_resolve(db, hex, name, &f->d), 1);
+    assert_string_equal(name, s.revision);
+    char prefix[8];
+    snprintf(prefix, sizeof prefix, "%.6s", hex);
+    assert_int_equal(cv_builddb_revision_resolve(db, prefix, name, &f->d), 1);
+    assert_string_equal(name, s.revision);
+    assert_int_equal(cv_builddb_revision_resolve(db, "latest", name, &f->d), 1);
+    assert_string_equal(name, s.revision);
+    assert_int_equal(cv_builddb_revision_resolve(db, "main@sha1:0000", name, &f->d), 0);
+    int64_t id;
+    bool created;
+    assert_int_equal(cv_builddb_revision_begin(
+                         db, "main@sha1:abcd111111111111111111111111111111111111", 1, &id,
+                         &created, &f->d), 0);
+    assert_int_equal(cv_builddb_revision_begin(
+                         db, "dev@sha1:abcd222222222222222222222222222222222222", 2, &id,
+                         &created, &f->d), 0);
+    cv_diag amb;
+    cv_diag_init(&amb);
+    assert_int_equal(cv_builddb_revision_resolve(db, "abcd", name, &amb), -1);
+    assert_int_equal(cv_diag_get(&amb, 1)->code, 6076);
+    cv_diag_free(&amb);
+    assert_int_equal(cv_builddb_revision_resolve(db, "abcd2", name, &f->d), 1);
+    assert_string_equal(name, "dev@sha1:abcd222222222222222222222222222222222222");
+
+    cv_rev_summary list[8];
+    int n;
+    assert_int_equal(cv_builddb_revisions_list(db, list, 8, &n, &f->d), 0);
+    assert_int_equal(n, 3);
+    assert_string_equal(list[0].revision, "dev@sha1:abcd222222222222222222222222222222222222");
+    assert_string_equal(list[2].revision, s.revision);
+    assert_int_equal(list[2].jobs, 2);
+    assert_false(cv_diag_has_errors(&f->d));
+}
+
+static void test_source_failure_is_recorded_not_fatal(void **state)
+{
+    fx *f = *state;
+    const trepo_file files[] = {{"cuvil/p.yaml", PIPELINE, 0}, {"models/a.cuir", MODEL_A, 0}};
+    trepo_commit(f->repo, "one", files, 2, NULL);
+    open_controller(f);
+    cv_step_report r;
+    assert_int_equal(cv_controller_step(f->ctl, true, &r, &f->d), 0);
+    assert_true(r.planned);
+
+    char *moved = cv_tmpdir_path(f->dir, "repo-gone");
+    assert_int_equal(rename(f->repo_dir, moved), 0);
+    cv_builddb *db = cv_controller_db(f->ctl);
+    int64_t req;
+    assert_int_equal(cv_builddb_request_add(db, 1, &req, &f->d), 0);
+    assert_int_equal(cv_controller_step(f->ctl, false, &r, &f->d), 0);
+    assert_true(r.source_failed);
+    assert_true(strlen(r.source_error) > 0);
+    cv_build_request br;
+    assert_int_equal(cv_builddb_request_get(db, req, &br, &f->d), 1);
+    assert_true(br.handled_ms > 0);
+    assert_string_equal(br.revision, "");
+    assert_true(strlen(br.error) > 0);
+    char *src = NULL;
+    assert_int_equal(cv_builddb_status_get(db, CV_STATUS_SOURCE, &src, &f->d), 1);
+    assert_non_null(strstr(src, "\"failures\":1"));
+    free(src);
+
+    /* back: the next forced poll succeeds and the failures are reset */
+    assert_int_equal(rename(moved, f->repo_dir), 0);
+    assert_int_equal(cv_controller_step(f->ctl, true, &r, &f->d), 0);
+    assert_false(r.source_failed);
+    assert_int_equal(cv_builddb_status_get(db, CV_STATUS_SOURCE, &src, &f->d), 1);
+    assert_non_null(strstr(src, "\"failures\":0"));
+    free(src);
+    free(moved);
+    assert_false(cv_diag_has_errors(&f->d));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_plans_each_head_once_and_collects, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_history_queries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_source_failure_is_recorded_not_fatal, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
