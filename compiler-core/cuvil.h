@@ -56,6 +56,10 @@ typedef struct cv_compile_info {
 
 /* "so,a,obj,h,llvm,cuir" -> CV_EMIT_* bits; -1 on an unknown name. */
 int cv_emit_parse(const char *list, unsigned *out);
+/* Loads the LLVM backend plugin and initialises its targets now rather than
+ * on the first compile, so that forked compile children (the worker's
+ * sandbox) inherit it instead of each loading it again. */
+int cv_backend_preload(cv_diag *d);
 /* Compiles the module's model into out_dir: <name>.o, lib<name>.a,
  * lib<name>.so, <name>.h, manifest.json (see docs). */
 int cv_compile_native(cv_module *m, const cv_compile_opts *o, cv_compile_info *info, cv_diag *d);

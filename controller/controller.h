@@ -442,7 +442,24 @@ typedef struct cv_step_report {
     int requests;               /* build requests handled */
 } cv_step_report;
 
+/* What the head's CuvilBuildCluster spec asks of the farm (its defaults
+ * when the repository has none). */
+typedef struct cv_cluster_settings {
+    bool found;                 /* the head has a valid cluster spec */
+    int64_t interval_ms, job_timeout_ms;
+    uint64_t memory_limit;      /* 0 = none */
+    char queue_url[1024];       /* kafka://... for queue.kind kafka; "" = embedded */
+    char remote[1024];          /* cache.remote; "" = none */
+    bool remote_read_only;
+} cv_cluster_settings;
+
+/* Without o->queue_url, the queue is the one the head's cluster spec names
+ * (queue.kind kafka: kafka://BROKERS?topic_prefix=P), else the embedded
+ * one; opening polls the source once to read it. */
 int  cv_controller_open(const cv_controller_opts *o, cv_controller **out, cv_diag *d);
+const cv_cluster_settings *cv_controller_cluster(const cv_controller *c);
+/* The queue URL a cluster spec names; "" for the embedded queue. */
+void cv_spec_cluster_queue_url(const cv_spec_cluster *cl, char *out, size_t size);
 void cv_controller_close(cv_controller *c);
 /* One round: handles build requests, polls when due (force: now), plans a
  * new head, collects results.  -1 only on the farm's own trouble (build DB,

@@ -28,6 +28,7 @@ struct cv_controller {
     char head_commit[CV_GIT_HEX + 1];    /* the last head planned */
     char head_revision[CV_REVISION_MAX + 1];
     int64_t interval_ms, next_poll_ms, started_ms, heartbeat_ms;
+    cv_cluster_settings cluster;   /* from the last head read */
 };
 
 static int oom(cv_diag *d)
@@ -51,6 +52,56 @@ int64_t cv_controller_idle_ms(const cv_controller *c)
 {
     int64_t left = c->next_poll_ms - now_ms(c);
     return left > 0 ? left : 0;
+}
+
+/* ---- the cluster spec */
+
+void cv_spec_cluster_queue_url(const cv_spec_cluster *cl, char *out, size_t size)
+{
+    out[0] = '\0';
+    if (cl && cl->queue.kind == CV_SPEC_QUEUE_KAFKA && cl->queue.brokers)
+        snprintf(out, size, "kafka://%s?topic_prefix=%s", cl->queue.brokers,
+                 cl->queue.topic_prefix ? cl->queue.topic_prefix : "cuvil");
+}
+
+const cv_cluster_settings *cv_controller_cluster(const cv_controller *c) { return &c->cluster; }
+
+/* The tree's cluster spec (spec errors are the planner's to report). */
+static void read_cluster(cv_controller *c, const cv_tree *tree)
+{
+    cv_spec_set *s = cv_spec_set_new();
+    cv_diag quiet;
+    cv_diag_init(&quiet);
+    if (s)
+        cv_planner_load_specs(tree, s, &quiet);
+    const cv_spec_cluster *cl = s ? cv_spec_set_cluster(s) : NULL;
+    cv_cluster_settings *cs = &c->cluster;
+    *cs = (cv_cluster_settings){.found = cl != NULL};
+    if (cl) {
+        cs->interval_ms = cl->source.interval_ms;
+        cs->job_timeout_ms = cl->workers.job_timeout_ms;
+        cs->memory_limit = cl->workers.memory_limit;
+        cv_spec_cluster_queue_url(cl, cs->queue_url, sizeof cs->queue_url);
+        snprintf(cs->remote, sizeof cs->remote, "%s", cl->cache.remote ? cl->cache.remote : "");
+        cs->remote_read_only = cl->cache.read_only;
+    }
+    if (c->o.interval_ms <= 0)
+        c->interval_ms = cs->interval_ms > 0 ? cs->interval_ms : DEFAULT_INTERVAL_MS;
+    cv_diag_free(&quiet);
+    cv_spec_set_free(s);
+}
+
+/* Before the queue is open: the head's cluster spec, if the source answers. */
+static void read_head_cluster(cv_controller *c)
+{
+    cv_diag quiet;
+    cv_diag_init(&quiet);
+    cv_tree *tree = NULL;
+    if (cv_gitsource_poll(c->src, true, &quiet) >= 0 &&
+        cv_gitsource_tree(c->src, NULL, &tree, &quiet) == 0)
+        read_cluster(c, tree);
+    cv_tree_free(tree);
+    cv_diag_free(&quiet);
 }
 
 static char *default_queue_url(const char *state_dir)
@@ -79,16 +130,24 @@ int cv_controller_open(const cv_controller_opts *o, cv_controller **out, cv_diag
     if (!c)
         return oom(d);
     c->o = *o;
-    c->queue_url = o->queue_url ? strdup(o->queue_url) : default_queue_url(o->state_dir);
+    c->interval_ms = o->interval_ms > 0 ? o->interval_ms : DEFAULT_INTERVAL_MS;
     c->trees_dir = cv_fs_join(o->state_dir, "trees");
     char *db_path = cv_fs_join(o->state_dir, "build.db");
-    int rc = c->queue_url && c->trees_dir && db_path ? 0 : oom(d);
+    int rc = c->trees_dir && db_path ? 0 : oom(d);
     cv_gitsource_opts go = {.url = o->repo, .ref = o->ref, .state_dir = o->state_dir,
                             .now_ms = o->now_ms, .clock_ctx = o->clock_ctx};
     if (rc == 0)
         rc = cv_gitsource_open(&go, &c->src, d);
     if (rc == 0)
         rc = cv_builddb_open(db_path, &c->db, d);
+    if (rc == 0 && !o->queue_url)
+        read_head_cluster(c);
+    if (rc == 0) {
+        c->queue_url = o->queue_url            ? strdup(o->queue_url)
+                       : c->cluster.queue_url[0] ? strdup(c->cluster.queue_url)
+                                                 : default_queue_url(o->state_dir);
+        rc = c->queue_url ? 0 : oom(d);
+    }
     cv_queue_opts qo = {.now_ms = o->now_ms, .clock_ctx = o->clock_ctx};
     if (rc == 0)
         rc = cv_queue_open(c->queue_url, &qo, &c->q, d);
@@ -97,7 +156,6 @@ int cv_controller_open(const cv_controller_opts *o, cv_controller **out, cv_diag
         cv_controller_close(c);
         return -1;
     }
-    c->interval_ms = o->interval_ms > 0 ? o->interval_ms : DEFAULT_INTERVAL_MS;
     c->started_ms = now_ms(c);
     *out = c;
     return 0;
@@ -146,24 +204,6 @@ static int heartbeat(cv_controller *c, int64_t now, bool stopped, cv_diag *d)
     return rc;
 }
 
-/* The cluster spec of the planned tree may set the poll interval. */
-static void adopt_interval(cv_controller *c, const cv_tree *tree)
-{
-    if (c->o.interval_ms > 0)
-        return;
-    cv_spec_set *s = cv_spec_set_new();
-    cv_diag quiet;
-    cv_diag_init(&quiet);
-    if (s) {
-        cv_planner_load_specs(tree, s, &quiet);
-        const cv_spec_cluster *cl = cv_spec_set_cluster(s);
-        if (cl && cl->source.interval_ms > 0)
-            c->interval_ms = cl->source.interval_ms;
-    }
-    cv_diag_free(&quiet);
-    cv_spec_set_free(s);
-}
-
 static int plan_head(cv_controller *c, const cv_gitsource_status *st, cv_step_report *r,
                      cv_diag *d)
 {
@@ -180,7 +220,7 @@ static int plan_head(cv_controller *c, const cv_gitsource_status *st, cv_step_re
     if (rc == 0)
         rc = cv_planner_plan(&po, tree, st->revision, &r->plan, d);
     if (rc == 0) {
-        adopt_interval(c, tree);
+        read_cluster(c, tree);
         r->planned = !r->plan.already_planned;
         memcpy(c->head_commit, st->commit, sizeof c->head_commit);
         snprintf(c->head_revision, sizeof c->head_revision, "%s", st->revision);

@@ -56,7 +56,15 @@ static pid_t spawn_worker(const farm *f, int slot)
     snprintf(id, sizeof id, "farm-%d-%d", (int)getpid(), slot);
     snprintf(log_name, sizeof log_name, "worker-%d.log", slot);
     char *log_path = cv_fs_join(f->o->state_dir, log_name);
-    const char *argv[32];
+    /* the cluster spec's worker settings, unless the farm's options say */
+    const cv_cluster_settings *cs = cv_controller_cluster(f->ctl);
+    char timeout[32], memory[32];
+    snprintf(timeout, sizeof timeout, "%lldms", (long long)cs->job_timeout_ms);
+    snprintf(memory, sizeof memory, "%llu", (unsigned long long)cs->memory_limit);
+    const char *remote = f->o->remote_cache ? f->o->remote_cache
+                         : cs->remote[0]    ? cs->remote
+                                            : NULL;
+    const char *argv[40];
     int n = 0;
     argv[n++] = f->o->worker_exe;
     argv[n++] = "worker";
@@ -71,9 +79,17 @@ static pid_t spawn_worker(const farm *f, int slot)
         argv[n++] = "--cache";
         argv[n++] = f->o->cache_dir;
     }
-    if (f->o->remote_cache) {
+    if (remote) {
         argv[n++] = "--remote-cache";
-        argv[n++] = f->o->remote_cache;
+        argv[n++] = remote;
+    }
+    if (cs->job_timeout_ms > 0) {
+        argv[n++] = "--timeout";
+        argv[n++] = timeout;
+    }
+    if (cs->memory_limit) {
+        argv[n++] = "--memory-limit";
+        argv[n++] = memory;
     }
     argv[n] = NULL;
     pid_t pid = log_path ? fork() : -1;

@@ -266,6 +266,13 @@ int cv_worker_run(const cv_worker_opts *opts, cv_worker_stats *st, cv_diag *d)
         return -1;
     cv_log_info("worker %s: queue %s", w.id, w.o.queue_url);
     remove_stale(w.scratch);
+    /* Each job's child would otherwise load LLVM again; one that cannot
+     * load it reports that in its own result. */
+    cv_diag pd;
+    cv_diag_init(&pd);
+    if (cv_backend_preload(&pd) != 0)
+        cv_log_warn("the native backend did not load: %s", pd.n ? pd.v[0].msg : "?");
+    cv_diag_free(&pd);
     int failures = 0, rc = 0;
     while (!done(&w, st)) {
         cv_lease l;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "compiler-core/backend/llvm/llvm_backend.h"
+#include "compiler-core/cuvil.h"
 #include "cv_version.h"  /* generated: CV_LLVM_VERSION */
 
 #define PLUGIN_NAME "libcv_llvm.so"
@@ -95,4 +96,12 @@ int cv_llvm_describe_native(char triple[64], char cpu[64], char **features, cv_d
 {
     const cv_llvm_plugin *pl = get_plugin(d);
     return pl ? pl->describe_native(triple, cpu, features, d) : -1;
+}
+
+int cv_backend_preload(cv_diag *d)
+{
+    char triple[64], cpu[64], *features = NULL;
+    int rc = cv_llvm_describe_native(triple, cpu, &features, d);
+    free(features);
+    return rc;
 }

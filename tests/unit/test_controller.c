@@ -340,6 +340,49 @@ static void test_source_failure_is_recorded_not_fatal(void **state)
     assert_false(cv_diag_has_errors(&f->d));
 }
 
+static void test_cluster_spec_settings(void **state)
+{
+    fx *f = *state;
+    static const char CLUSTER[] =
+        "apiVersion: cuvil.dev/v1\nkind: CuvilBuildCluster\nmetadata: {name: c}\n"
+        "spec:\n  source: {url: /srv/models.git, interval: 45s}\n"
+        "  workers: {jobTimeout: 90s, memoryLimit: 2Gi}\n"
+        "  cache: {remote: \"http://127.0.0.1:9/x\", readOnly: true}\n";
+    const trepo_file files[] = {{"cuvil/p.yaml", PIPELINE, 0}, {"cuvil/c.yaml", CLUSTER, 0},
+                                {"models/a.cuir", MODEL_A, 0}};
+    trepo_commit(f->repo, "one", files, 3, NULL);
+    cv_controller_opts o = {.repo = f->repo_dir, .state_dir = f->state_dir};
+    assert_int_equal(cv_controller_open(&o, &f->ctl, &f->d), 0);
+    const cv_cluster_settings *cs = cv_controller_cluster(f->ctl);
+    assert_true(cs->found);
+    assert_int_equal(cs->interval_ms, 45000);
+    assert_int_equal(cs->job_timeout_ms, 90000);
+    assert_int_equal(cs->memory_limit, 2ull << 30);
+    assert_string_equal(cs->remote, "http://127.0.0.1:9/x");
+    assert_true(cs->remote_read_only);
+    assert_string_equal(cs->queue_url, "");   /* embedded */
+    assert_non_null(strstr(cv_controller_queue_url(f->ctl), "sqlite:"));
+    /* the interval comes from the spec when the caller gives none */
+    cv_step_report r;
+    assert_int_equal(cv_controller_step(f->ctl, true, &r, &f->d), 0);
+    assert_true(cv_controller_idle_ms(f->ctl) > 40000);
+    assert_true(cv_controller_idle_ms(f->ctl) <= 45000);
+
+    /* a kafka queue in the spec becomes the queue URL */
+    cv_spec_set *s = cv_spec_set_new();
+    static const char KAFKA[] =
+        "apiVersion: cuvil.dev/v1\nkind: CuvilBuildCluster\nmetadata: {name: k}\n"
+        "spec:\n  source: {url: /srv/models.git}\n"
+        "  queue: {kind: kafka, brokers: \"k1:9092,k2:9092\", topicPrefix: farm1}\n";
+    assert_int_equal(cv_spec_set_add(s, KAFKA, strlen(KAFKA), "k.yaml", false, &f->d), 0);
+    assert_int_equal(cv_spec_set_resolve(s, &f->d), 0);
+    char url[256];
+    cv_spec_cluster_queue_url(cv_spec_set_cluster(s), url, sizeof url);
+    assert_string_equal(url, "kafka://k1:9092,k2:9092?topic_prefix=farm1");
+    cv_spec_set_free(s);
+    assert_false(cv_diag_has_errors(&f->d));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -347,6 +390,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_history_queries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_source_failure_is_recorded_not_fatal, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_spec_settings, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,122 @@
+#!/usr/bin/python3
+"""bench/farm: the embedded farm on a generated repository.
+
+    farm_bench.py CUVIL WORKDIR [MODELS]
+
+MODELS (default 200) small CU-IR models x 2 targets (x86_64, x86_64-avx2):
+  1. cold build with 1 worker, then (fresh cache and state) with 2 workers:
+     wall time and the speedup (target >= 1.9x on 2 cores);
+  2. a no-change rebuild (a commit that touches only a README): every job a
+     cache hit at planning; jobs/s through the planner (target >= 500);
+  3. the per-job scheduling overhead of the 1-worker cold build: wall time
+     per job minus the time a worker spent on the job (started -> uploaded),
+     i.e. queue and hand-off time that is not compiling.
+"""
+import os
+import random
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+
+TARGETS = ("x86_64", "x86_64-avx2")
+
+
+def git(repo, *args):
+    subprocess.run(["git", "-C", repo, "-c", "user.name=bench", "-c", "user.email=b@cuvil.dev",
+                    *args], check=True, stdout=subprocess.DEVNULL)
+
+
+def model_text(i, rng):
+    vals = ", ".join("%.6f" % rng.uniform(-1, 1) for _ in range(8))
+    return ("cuir 1\n"
+            "model @m%d(%%x: f32[N,8]) -> (f32[N,8]) {\n"
+            "  param %%b: f32[8] = dense(%s)\n"
+            "  %%0 = add(%%x, %%b) : f32[N,8]\n"
+            "  %%1 = relu(%%0) : f32[N,8]\n"
+            "  return %%1\n"
+            "}\n") % (i, vals)
+
+
+def make_repo(repo, n):
+    os.makedirs(os.path.join(repo, "cuvil"))
+    os.makedirs(os.path.join(repo, "models"))
+    subprocess.run(["git", "init", "-q", "-b", "main", repo], check=True)
+    with open(os.path.join(repo, "cuvil", "p.yaml"), "w") as f:
+        f.write("apiVersion: cuvil.dev/v1\nkind: CuvilPipeline\nmetadata: {name: bench}\n"
+                "spec:\n  models: [\"models/*.cuir\"]\n  targets: [%s]\n  precisions: [fp32]\n"
+                % ", ".join(TARGETS))
+    rng = random.Random(7)
+    for i in range(n):
+        with open(os.path.join(repo, "models", "m%03d.cuir" % i), "w") as f:
+            f.write(model_text(i, rng))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "models")
+
+
+def farm_once(cuvil, repo, state, cache, workers):
+    env = dict(os.environ, CUVIL_CACHE_DIR=cache, CUVIL_REMOTE_CACHE="")
+    t0 = time.monotonic()
+    p = subprocess.run([cuvil, "farm", "up", repo, "--once", "--workers", str(workers),
+                        "--state", state], env=env, capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    if p.returncode != 0:
+        sys.exit("farm up failed (%d):\n%s%s" % (p.returncode, p.stdout, p.stderr[-3000:]))
+    fields = {}
+    for line in p.stdout.splitlines():
+        parts = line.split(None, 1)
+        if len(parts) == 2:
+            fields[parts[0]] = parts[1]
+    return wall, fields
+
+
+def scheduling_overhead(state, wall, workers):
+    db = sqlite3.connect(os.path.join(state, "build.db"))
+    rows = db.execute("SELECT started_ms, uploaded_ms FROM jobs j JOIN revisions r"
+                      " ON r.id = j.revision_id WHERE r.id = (SELECT MAX(id) FROM revisions)"
+                      " AND started_ms IS NOT NULL AND uploaded_ms IS NOT NULL").fetchall()
+    db.close()
+    if not rows:
+        return float("nan"), float("nan")
+    busy = sum(u - s for s, u in rows) / 1000.0
+    per_job_busy = busy / len(rows)
+    return per_job_busy * 1000, (wall * workers - busy) / len(rows) * 1000
+
+
+def main():
+    cuvil, work = sys.argv[1], sys.argv[2]
+    n = int(sys.argv[3]) if len(sys.argv) > 3 else 200
+    repo = os.path.join(work, "repo")
+    make_repo(repo, n)
+    jobs = n * len(TARGETS)
+    print("repository: %d models x %d targets = %d jobs" % (n, len(TARGETS), jobs))
+    results = {}
+    for workers in (1, 2):
+        tag = "w%d" % workers
+        state, cache = os.path.join(work, tag + "-state"), os.path.join(work, tag + "-cache")
+        wall, fields = farm_once(cuvil, repo, state, cache, workers)
+        assert fields.get("compiled") == str(jobs), fields
+        results[workers] = (wall, state, cache)
+        print("cold build, %d worker%s: %7.2f s  (%.1f jobs/s)"
+              % (workers, "" if workers == 1 else "s", wall, jobs / wall))
+    speedup = results[1][0] / results[2][0]
+    print("speedup 2 workers / 1 worker: %.2fx (target >= 1.9x)" % speedup)
+
+    busy_ms, overhead_ms = scheduling_overhead(results[1][1], results[1][0], 1)
+    print("per job, 1 worker: %.1f ms compiling (started -> uploaded), %.1f ms scheduling "
+          "overhead (wall per job minus that)" % (busy_ms, overhead_ms))
+
+    with open(os.path.join(repo, "README.md"), "w") as f:
+        f.write("no model changes\n")
+    git(repo, "add", "README.md")
+    git(repo, "commit", "-q", "-m", "readme")
+    wall, fields = farm_once(cuvil, repo, results[2][1], results[2][2], 2)
+    assert fields.get("compiled") == "0", fields
+    farm_s = float(fields["time"].split()[0])
+    print("no-change rebuild: %d jobs, all hits at planning, %.3f s in the farm (%.3f s "
+          "whole process): %.0f jobs/s (target >= 500)" % (jobs, farm_s, wall, jobs / farm_s))
+
+
+if __name__ == "__main__":
+    main()
