@@ -80,6 +80,11 @@ static int fill_defaults(const cv_worker_opts *in, wopts *w, cv_diag *d)
     }
     const char *tmp = getenv("TMPDIR");
     w->scratch = o->scratch_dir ? o->scratch_dir : tmp && *tmp ? tmp : "/tmp";
+    /* a scratch directory that cannot be made would dead-letter every job */
+    if (cv_fs_mkdirs(w->scratch, 0755) != 0)
+        return cv_diag_error(d, CV_E_WORKER_ARGS, (cv_span){.file = w->scratch},
+                             "cannot create the scratch directory %s: %s", w->scratch,
+                             strerror(errno)), -1;
     return 0;
 }
 
