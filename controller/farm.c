@@ -2,12 +2,11 @@
  *
  * The workers are `cuvil worker` processes that read each job's model from
  * trees/<commit>/ (--trees), so one set of workers serves every revision.
- * With --once all jobs are queued before the workers start, so they run
- * with --once too: a worker that finds the queue empty has nothing left to
- * do; should they all leave with jobs pending (a worker killed, a lease
- * that expired after they left), a fresh set is started, a bounded number
- * of times.  Long-running, each worker slot is restarted when its process
- * ends, at most once per RESTART_MS. */
+ * With --once they are stopped (SIGTERM) once the revision has no job
+ * pending; should they all die before (killed, crashed), a fresh set is
+ * started, a bounded number of times.  Long-running, each worker slot is
+ * restarted when its process ends, at most once per RESTART_MS.  The same
+ * code serves both queues: SQLite in the state directory or Kafka. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -23,7 +22,6 @@
 
 #define FARM_POLL_US 50000
 #define FARM_RESPAWNS 2            /* --once: fresh worker sets after the first */
-#define FARM_STOP_GRACE_MS 30000   /* workers still running after the last result */
 #define RESTART_MS 2000            /* long-running: a slot restarts at most this often */
 #define PROGRESS_EVERY_S 1.0
 
@@ -31,7 +29,6 @@ typedef struct farm {
     const cv_farm_opts *o;
     cv_controller *ctl;     /* owned */
     char *scratch;          /* owned */
-    bool once;
     pid_t pids[CV_FARM_WORKERS_MAX];
     double started[CV_FARM_WORKERS_MAX];
     int spawned_sets;
@@ -73,8 +70,6 @@ static pid_t spawn_worker(const farm *f, int slot)
     argv[n++] = "--scratch"; argv[n++] = f->scratch;
     argv[n++] = "--id";      argv[n++] = id;
     argv[n++] = "--poll-ms"; argv[n++] = "200";
-    if (f->once)
-        argv[n++] = "--once";
     if (f->o->cache_dir) {
         argv[n++] = "--cache";
         argv[n++] = f->o->cache_dir;
@@ -228,9 +223,9 @@ static void report_progress(farm *f, const cv_rev_summary *sum)
 
 /* ------------------------------------------------------------ set-up */
 
-static int farm_open(farm *f, const cv_farm_opts *o, bool once, cv_diag *d)
+static int farm_open(farm *f, const cv_farm_opts *o, cv_diag *d)
 {
-    *f = (farm){.o = o, .once = once};
+    *f = (farm){.o = o};
     if (!o->repo || !o->state_dir || (o->workers && !o->worker_exe) || o->workers < 0 ||
         o->workers > CV_FARM_WORKERS_MAX) {
         cv_diag_error(d, CV_E_FARM_WORKERS, (cv_span){0},
@@ -298,7 +293,7 @@ int cv_farm_once(const cv_farm_opts *o, cv_farm_summary *s, cv_diag *d)
     memset(s, 0, sizeof *s);
     double t0 = mono_s();
     farm f;
-    int rc = farm_open(&f, o, true, d);
+    int rc = farm_open(&f, o, d);
     cv_step_report r = {0};
     if (rc == 0)
         rc = cv_controller_step(f.ctl, true, &r, d);
@@ -320,7 +315,7 @@ int cv_farm_once(const cv_farm_opts *o, cv_farm_summary *s, cv_diag *d)
             rc = build_revision(&f, &sum, d);
     }
     if (f.ctl)
-        workers_stop(&f, rc == 0 ? FARM_STOP_GRACE_MS : 0);
+        workers_stop(&f, 0);
     if (rc == 0)
         rc = cv_farm_summarise(cv_controller_db(f.ctl), f.revision, s, d);
     if (f.ctl)
@@ -365,7 +360,7 @@ int cv_farm_run(const cv_farm_opts *o, void (*on_built)(void *ctx, const cv_farm
                 void *ctx, cv_diag *d)
 {
     farm f;
-    int rc = farm_open(&f, o, false, d);
+    int rc = farm_open(&f, o, d);
     bool first = true;
     while (rc == 0 && !(o->stop && *o->stop)) {
         cv_step_report r;

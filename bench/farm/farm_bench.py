@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """bench/farm: the embedded farm on a generated repository.
 
-    farm_bench.py CUVIL WORKDIR [MODELS]
+    farm_bench.py CUVIL WORKDIR [MODELS [KAFKA_MOCK]]
 
 MODELS (default 200) small CU-IR models x 2 targets (x86_64, x86_64-avx2):
   1. cold build with 1 worker, then (fresh cache and state) with 2 workers:
@@ -10,7 +10,10 @@ MODELS (default 200) small CU-IR models x 2 targets (x86_64, x86_64-avx2):
      cache hit at planning; jobs/s through the planner (target >= 500);
   3. the per-job scheduling overhead of the 1-worker cold build: wall time
      per job minus the time a worker spent on the job (started -> uploaded),
-     i.e. queue and hand-off time that is not compiling.
+     i.e. queue and hand-off time that is not compiling;
+  4. with KAFKA_MOCK (bench/farm/run.sh --queue kafka): the cold 2-worker
+     build and the rebuild again through librdkafka's mock cluster, with the
+     Kafka/SQLite throughput ratios.
 """
 import os
 import random
@@ -55,11 +58,12 @@ def make_repo(repo, n):
     git(repo, "commit", "-q", "-m", "models")
 
 
-def farm_once(cuvil, repo, state, cache, workers):
+def farm_once(cuvil, repo, state, cache, workers, queue=None):
     env = dict(os.environ, CUVIL_CACHE_DIR=cache, CUVIL_REMOTE_CACHE="")
     t0 = time.monotonic()
+    extra = ["--queue", queue] if queue else []
     p = subprocess.run([cuvil, "farm", "up", repo, "--once", "--workers", str(workers),
-                        "--state", state], env=env, capture_output=True, text=True)
+                        "--state", state] + extra, env=env, capture_output=True, text=True)
     wall = time.monotonic() - t0
     if p.returncode != 0:
         sys.exit("farm up failed (%d):\n%s%s" % (p.returncode, p.stdout, p.stderr[-3000:]))
@@ -84,9 +88,42 @@ def scheduling_overhead(state, wall, workers):
     return per_job_busy * 1000, (wall * workers - busy) / len(rows) * 1000
 
 
+# Short group timeouts for the mock cluster (its first join waits 3 s).
+KAFKA_CONF = ("&session.timeout.ms=4000&heartbeat.interval.ms=300&max.poll.interval.ms=4000"
+              "&fetch.wait.max.ms=10")
+
+
+def kafka_compare(cuvil, mock, repo, work, jobs, sqlite_cold, sqlite_rebuild):
+    """Cold build with 2 workers and an all-hit rebuild through the mock
+    cluster, next to the SQLite figures of the same run."""
+    p = subprocess.Popen([mock, "--exit-on-stdin-eof", "--brokers", "3", "--partitions", "6",
+                          "cold", "again"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    boot = p.stdout.readline().strip()
+    try:
+        state, cache = os.path.join(work, "kafka-state"), os.path.join(work, "kafka-cache")
+        url = "kafka://%s?topic_prefix=cold%s" % (boot, KAFKA_CONF)
+        cold, fields = farm_once(cuvil, repo, state, cache, 2, url)
+        # a job redelivered during the second worker's join may run twice:
+        # its second run is a cache hit (at-least-once delivery)
+        assert fields.get("failed") == "0" and fields.get("jobs") == str(jobs), fields
+        url = "kafka://%s?topic_prefix=again%s" % (boot, KAFKA_CONF)
+        shutil.rmtree(state)
+        wall, fields = farm_once(cuvil, repo, state, cache, 2, url)
+        assert fields.get("compiled") == "0", fields
+        rebuild = float(fields["time"].split()[0])
+    finally:
+        p.stdin.close()
+        p.wait()
+    print("kafka (mock cluster, 3 brokers): cold build 2 workers %.2f s (Kafka/SQLite "
+          "throughput %.2f); no-change rebuild %.3f s = %.0f jobs/s (Kafka/SQLite %.2f)"
+          % (cold, sqlite_cold / cold, rebuild, jobs / rebuild, sqlite_rebuild / rebuild))
+
+
 def main():
     cuvil, work = sys.argv[1], sys.argv[2]
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 200
+    mock = sys.argv[4] if len(sys.argv) > 4 else None
     repo = os.path.join(work, "repo")
     make_repo(repo, n)
     jobs = n * len(TARGETS)
@@ -116,6 +153,8 @@ def main():
     farm_s = float(fields["time"].split()[0])
     print("no-change rebuild: %d jobs, all hits at planning, %.3f s in the farm (%.3f s "
           "whole process): %.0f jobs/s (target >= 500)" % (jobs, farm_s, wall, jobs / farm_s))
+    if mock:
+        kafka_compare(cuvil, mock, repo, work, jobs, results[2][0], farm_s)
 
 
 if __name__ == "__main__":
