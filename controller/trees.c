@@ -5,9 +5,9 @@
  * writes each planned revision once under trees/<commit>/; a marker file
  * says the copy is complete, so a crash mid-copy is redone.  A tree is
  * removed once no job of its commit is pending and it is not the head. */
-#define _XOPEN_SOURCE 700
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +27,40 @@ static int fs_error(cv_diag *d, const char *path, const char *what)
     return -1;
 }
 
+/* No fsync per file: the whole tree is synced once before its marker is
+ * written, and a tree without its marker is written again. */
+static int write_plain(const char *path, const char *data, size_t len, cv_diag *d)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return fs_error(d, path, "create");
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = write(fd, data + done, len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int e = n < 0 ? errno : ENOSPC;
+            close(fd);
+            errno = e;
+            return fs_error(d, path, "write");
+        }
+        done += (size_t)n;
+    }
+    return close(fd) == 0 ? 0 : fs_error(d, path, "write");
+}
+
+/* Makes the tree's files durable before the marker says it is complete. */
+static int sync_tree(const char *dir, cv_diag *d)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return fs_error(d, dir, "open");
+    int rc = syncfs(fd);
+    close(fd);
+    return rc == 0 ? 0 : fs_error(d, dir, "sync");
+}
+
 static int write_entry(const cv_tree *tree, const char *dir, const cv_tree_entry *e, cv_diag *d)
 {
     char *path = NULL, *data = NULL;
@@ -42,7 +76,7 @@ static int write_entry(const cv_tree *tree, const char *dir, const cv_tree_entry
     if (rc == 0 && cv_fs_mkdirs(parent, 0755) != 0)
         rc = fs_error(d, parent, "create");
     if (rc == 0)
-        rc = cv_fs_write_atomic(path, data, len, d);
+        rc = write_plain(path, data, len, d);
     free(parent);
     free(data);
     free(path);
@@ -62,6 +96,8 @@ int cv_ctl_tree_write(const cv_tree *tree, const char *dir, cv_diag *d)
             rc = fs_error(d, dir, "create");
         for (size_t i = 0; rc == 0 && i < cv_tree_count(tree); i++)
             rc = write_entry(tree, dir, cv_tree_at(tree, i), d);
+        if (rc == 0)
+            rc = sync_tree(dir, d);
         if (rc == 0)
             rc = cv_fs_write_atomic(marker, "", 0, d);
     }

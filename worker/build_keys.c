@@ -23,12 +23,15 @@ void cv_wk_hex(const cv_digest *dg, char out[CV_DIGEST_HEX + 1])
 static pthread_mutex_t id_mu = PTHREAD_MUTEX_INITIALIZER;
 static char compiler_id[200];
 
+/* Through the cache's stat memo when it answers; a memo that fails (a busy
+ * index) must not change the compiler id, so then the file is hashed. */
 static int digest_file(cv_cache *c, const char *path, cv_digest *dg)
 {
     cv_diag scratch;
     cv_diag_init(&scratch);
-    int rc = c ? cv_cache_file_digest(c, path, dg, &scratch)
-               : cv_cache_hash_file(path, dg, NULL, NULL, &scratch);
+    int rc = c ? cv_cache_file_digest(c, path, dg, &scratch) : -1;
+    if (rc != 0)
+        rc = cv_cache_hash_file(path, dg, NULL, NULL, &scratch);
     cv_diag_free(&scratch);
     return rc;
 }
