@@ -50,7 +50,7 @@ static int keepdims(cv_infer_ctx *c, const char *name, int64_t dflt, bool *out)
 /* reduce_* {axes: ints (absent = all), keepdims: int = 1} */
 static int infer_reduce(cv_infer_ctx *c)
 {
-    bool red[CV_MAX_RANK], keep;
+    bool red[CV_MAX_RANK], keep = false;
     const cv_shape *in = &c->in[0].shape;
     if (cv_infer_dtype_in(c, 0, CV_DT_NUMERIC) || reduced_axes(c, c->op, in->rank, red) ||
         keepdims(c, "keepdims", 1, &keep))
@@ -169,7 +169,7 @@ static int infer_argmax(cv_infer_ctx *c)
 {
     const cv_shape *in = &c->in[0].shape;
     int axis;
-    bool keep, last;
+    bool keep = false, last = false;
     if (cv_infer_dtype_in(c, 0, CV_DT_NUMERIC) ||
         cv_infer_axis(c, cv_op_int(c->op, "axis", 0), in->rank, &axis) ||
         keepdims(c, "keepdims", 1, &keep) || keepdims(c, "select_last_index", 0, &last))
