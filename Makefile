@@ -2,6 +2,7 @@
 #
 #   make            build build/cuvil (and build/lib/libcv_<component>.a)
 #   make test       install missing packages, build, run every unit test under ASan+UBSan
+#   make integration  real-client tests too slow for make test (Bazel against cuvil cache serve)
 #   make demo       install missing packages, build, run the demo on examples/
 #   make fuzz       run every libFuzzer target for FUZZ_SECONDS (default 60) each
 #   make bench      run every benchmark under bench/
@@ -82,7 +83,7 @@ TEST_BINS   := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(TEST_SRCS))
 # (a bare .SECONDARY: would also stop new component sources being compiled).
 .SECONDARY: $(patsubst tests/unit/%.c,$(BUILD)/asan/obj/tests/unit/%.o,$(TEST_SRCS)) \
             $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(TEST_SUPPORT))
-.PHONY: all deps test unit-test demo bench fuzz conformance install clean help
+.PHONY: all deps test unit-test integration demo bench fuzz conformance install clean help
 all: $(BUILD)/cuvil $(BUILD)/lib/cuvil/libcv_llvm.so
 
 $(BUILD)/obj/%.o: %.c
@@ -128,6 +129,11 @@ test: deps
 unit-test: $(TEST_BINS) $(BUILD)/asan/cuvil $(TEST_DATA)
 	$(Q)CUVIL_BIN=$(abspath $(BUILD)/asan/cuvil) CUVIL_BUILD=$(abspath $(BUILD)) \
 	  tests/run-unit.sh $(TEST_BINS)
+
+# Real-client tests too slow for `make test` (each Bazel command starts a JVM).
+integration: all
+	$(Q)for t in tests/integration/*.sh; do echo "== $$t"; \
+	  CUVIL_BIN=$(abspath $(BUILD)/cuvil) $$t || exit 1; done
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) all

@@ -52,6 +52,7 @@ int cv_cache_stats_get(cv_cache *c, cv_cache_stats *st, cv_diag *d)
     st->max_size = c->max_size;
     if (!cv_cache_enabled(c))
         return 0;
+    cv_cache_flush(c, d);
     uint64_t bytes[2], entries[2];
     if (cv_cache_index_counters(c->ix, take_counter, st, d) != 0 ||
         cv_cache_index_totals(c->ix, bytes, entries, d) != 0)
@@ -64,6 +65,7 @@ int cv_cache_stats_get(cv_cache *c, cv_cache_stats *st, cv_diag *d)
 
 int cv_cache_stats_zero(cv_cache *c, cv_diag *d)
 {
+    cv_cache_flush(c, d);
     return cv_cache_enabled(c) ? cv_cache_index_zero_counters(c->ix, d) : 0;
 }
 
@@ -117,12 +119,14 @@ int cv_cache_evict(cv_cache *c, uint64_t max_bytes, uint64_t *n_evicted, uint64_
         *bytes_freed = 0;
     if (!cv_cache_enabled(c))
         return 0;
+    cv_cache_flush(c, d);
     return cv_cache_index_evict(c->ix, c->cas, max_bytes ? max_bytes : c->max_size, n_evicted,
                                 bytes_freed, d);
 }
 
 int cv_cache_enforce_limit(cv_cache *c, cv_diag *d)
 {
+    cv_cache_flush(c, d);
     uint64_t bytes[2], entries[2];
     if (cv_cache_index_totals(c->ix, bytes, entries, NULL) != 0 ||
         bytes[0] + bytes[1] <= c->max_size)
@@ -152,6 +156,7 @@ int cv_cache_clear(cv_cache *c, cv_diag *d)
 {
     if (!cv_cache_enabled(c))
         return 0;
+    cv_cache_flush(c, d);
     if (cv_cache_cas_walk(c->cas, remove_entry, c->cas, d) != 0)
         return -1;
     cv_cache_cas_clean_tmp(c->cas, 3600);
@@ -231,6 +236,7 @@ int cv_cache_verify(cv_cache *c, cv_cache_verify_report *r, cv_diag *d)
     memset(r, 0, sizeof *r);
     if (!cv_cache_enabled(c))
         return 0;
+    cv_cache_flush(c, d);
     uint64_t before[2], after[2], bytes[2];
     cv_cache_index_totals(c->ix, bytes, before, NULL);
     verify_ctx v = {.c = c, .r = r, .d = d};

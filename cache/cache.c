@@ -1,7 +1,7 @@
 /* The cache as the compile path sees it: local store first, the remote
  * second (a remote hit is written back locally), every access counted in
- * the index.  A cache problem never fails a build: look-ups degrade to
- * misses with one warning. */
+ * the index (hits in batches: see pending.h).  A cache problem never
+ * fails a build: look-ups degrade to misses with one warning. */
 #include "cache/cache_impl.h"
 #include "cache/internal.h"
 
@@ -109,6 +109,8 @@ void cv_cache_close(cv_cache *c)
 {
     if (!c)
         return;
+    cv_cache_flush(c, NULL);
+    cv_pending_free(&c->pending);
     cv_cache_remote_close(c->remote);
     cv_cache_index_close(c->ix);
     cv_cache_cas_close(c->cas);
@@ -128,43 +130,55 @@ const char *cv_cache_dir(const cv_cache *c)
 
 /* ------------------------------------------------ one access = one txn */
 
-typedef struct txn {
-    cv_index_event ev[2];
-    int n_ev;
-    cv_index_count cnt[12];
-    int n_cnt;
-} txn;
-
-static void count(txn *a, const char *name, int64_t delta)
+void cv_cache_txn_count(cv_cache_txn *a, const char *name, int64_t delta)
 {
     if (a->n_cnt < (int)(sizeof a->cnt / sizeof a->cnt[0]))
         a->cnt[a->n_cnt++] = (cv_index_count){name, delta};
 }
 
-static void event(txn *a, cv_index_op op, cv_cas_kind kind, const cv_digest *name,
-                  uint64_t stored)
+void cv_cache_txn_event(cv_cache_txn *a, cv_index_op op, cv_cas_kind kind, const cv_digest *name,
+                        uint64_t stored)
 {
-    a->ev[a->n_ev++] = (cv_index_event){
-        .op = op, .kind = kind, .name = *name, .stored = stored, .at_us = cv_cache_now_us()};
+    if (a->n_ev < (int)(sizeof a->ev / sizeof a->ev[0]))
+        a->ev[a->n_ev++] = (cv_index_event){
+            .op = op, .kind = kind, .name = *name, .stored = stored, .at_us = cv_cache_now_us()};
 }
 
 /* Adds the remote client's new errors and timeouts to the access. */
-static void count_remote(cv_cache *c, txn *a)
+static void count_remote(cv_cache *c, cv_cache_txn *a)
 {
     if (!c->remote)
         return;
     cv_remote_stats s;
     cv_cache_remote_stats(c->remote, &s);
-    count(a, "remote.errors", (int64_t)(s.errors - c->remote_seen.errors));
-    count(a, "remote.timeouts", (int64_t)(s.timeouts - c->remote_seen.timeouts));
+    cv_cache_txn_count(a, "remote.errors", (int64_t)(s.errors - c->remote_seen.errors));
+    cv_cache_txn_count(a, "remote.timeouts", (int64_t)(s.timeouts - c->remote_seen.timeouts));
     c->remote_seen = s;
 }
 
 /* Index trouble is not worth failing a build over: it becomes a warning. */
-static void commit(cv_cache *c, txn *a, cv_diag *d)
+void cv_cache_flush(cv_cache *c, cv_diag *d)
+{
+    if (!cv_cache_enabled(c) || cv_pending_empty(&c->pending))
+        return;
+    cv_diag scratch;
+    cv_diag_init(&scratch);
+    if (cv_pending_flush(&c->pending, c->ix, &scratch) != 0 && scratch.n)
+        cv_cache_warn(d, CV_DIAG_CACHE_INDEX, "%s", scratch.v[0].msg);
+    cv_diag_free(&scratch);
+}
+
+void cv_cache_txn_commit(cv_cache *c, cv_cache_txn *a, cv_diag *d)
 {
     count_remote(c, a);
-    cv_diag scratch;
+    if (a->n_ev == 0 && a->n_cnt == 0)
+        return;
+    if (cv_pending_add(&c->pending, a->ev, a->n_ev, a->cnt, a->n_cnt) == 0) {
+        if (cv_pending_due(&c->pending))
+            cv_cache_flush(c, d);
+        return;
+    }
+    cv_diag scratch; /* out of memory queueing: written directly */
     cv_diag_init(&scratch);
     if (cv_cache_index_apply(c->ix, a->ev, a->n_ev, a->cnt, a->n_cnt, &scratch) != 0 &&
         scratch.n)
@@ -202,7 +216,8 @@ static void demote(cv_diag *scratch, cv_diag *d)
 }
 
 /* The local half: 1 hit, 0 miss (reason set). */
-static int local_get(cv_cache *c, lookup_ctx *l, txn *a, void **data, size_t *len, cv_diag *d)
+static int local_get(cv_cache *c, lookup_ctx *l, cv_cache_txn *a, void **data, size_t *len,
+                     cv_diag *d)
 {
     uint64_t stored = 0;
     cv_diag scratch;
@@ -212,22 +227,23 @@ static int local_get(cv_cache *c, lookup_ctx *l, txn *a, void **data, size_t *le
     demote(&scratch, d);
     cv_diag_free(&scratch);
     if (rc == CV_CAS_FOUND) {
-        event(a, CV_IDX_HIT, l->kind, l->name, stored);
+        cv_cache_txn_event(a, CV_IDX_HIT, l->kind, l->name, stored);
         l->info.source = CV_CACHE_SRC_LOCAL;
         return 1;
     }
     l->info.reason = CV_MISS_NOT_FOUND;
     if (rc == CV_CAS_CORRUPT) {
         l->info.reason = CV_MISS_CORRUPT;
-        count(a, CV_CTR_CORRUPT, 1);
+        cv_cache_txn_count(a, CV_CTR_CORRUPT, 1);
     }
     if (rc == CV_CAS_CORRUPT || rc == CV_CAS_MISSING)
-        event(a, CV_IDX_REMOVE, l->kind, l->name, 0); /* a stale row, if any */
+        cv_cache_txn_event(a, CV_IDX_REMOVE, l->kind, l->name, 0); /* a stale row, if any */
     return 0;
 }
 
 /* The remote half, after a local miss; a hit is stored locally. */
-static int remote_get(cv_cache *c, lookup_ctx *l, txn *a, void **data, size_t *len, cv_diag *d)
+static int remote_get(cv_cache *c, lookup_ctx *l, cv_cache_txn *a, void **data, size_t *len,
+                      cv_diag *d)
 {
     cv_diag scratch;
     cv_diag_init(&scratch);
@@ -235,7 +251,7 @@ static int remote_get(cv_cache *c, lookup_ctx *l, txn *a, void **data, size_t *l
     if (rc == CV_REMOTE_FOUND) {
         uint64_t stored = 0;
         if (cv_cache_cas_put(c->cas, l->kind, l->name, *data, *len, NULL, &stored, &scratch) == 0)
-            event(a, CV_IDX_PUT, l->kind, l->name, stored);
+            cv_cache_txn_event(a, CV_IDX_PUT, l->kind, l->name, stored);
         l->info.source = CV_CACHE_SRC_REMOTE;
         l->info.reason = CV_MISS_NONE;
     } else if (rc < 0) {
@@ -247,13 +263,13 @@ static int remote_get(cv_cache *c, lookup_ctx *l, txn *a, void **data, size_t *l
     return rc == CV_REMOTE_FOUND;
 }
 
-static void note_evicted(cv_cache *c, lookup_ctx *l, txn *a)
+static void note_evicted(cv_cache *c, lookup_ctx *l, cv_cache_txn *a)
 {
     bool evicted = false;
     if (l->info.reason == CV_MISS_NOT_FOUND &&
         cv_cache_index_was_evicted(c->ix, l->kind, l->name, &evicted, NULL) == 0 && evicted) {
         l->info.reason = CV_MISS_EVICTED;
-        count(a, CV_CTR_EVICTED_THEN_REQUESTED, 1);
+        cv_cache_txn_count(a, CV_CTR_EVICTED_THEN_REQUESTED, 1);
     }
 }
 
@@ -289,7 +305,7 @@ static int lookup(cv_cache *c, int lv, lookup_ctx *l, void **data, size_t *len, 
 {
     *data = NULL;
     *len = 0;
-    txn a = {0};
+    cv_cache_txn a = {0};
     int rc = local_get(c, l, &a, data, len, d);
     if (rc == 0 && c->remote)
         rc = remote_get(c, l, &a, data, len, d);
@@ -299,17 +315,18 @@ static int lookup(cv_cache *c, int lv, lookup_ctx *l, void **data, size_t *len, 
     l->info.ms = (double)us / 1000.0;
     if (rc >= 0 && lv != LV_AUX) {
         cv_cache_source src = rc > 0 ? l->info.source : CV_CACHE_SRC_NONE;
-        count(&a, lv < 0 ? blob_counter(src) : level_counter((cv_cache_level)lv, src), 1);
+        cv_cache_txn_count(&a, lv < 0 ? blob_counter(src)
+                                      : level_counter((cv_cache_level)lv, src), 1);
         if (rc == 0 && lv >= 0)
-            count(&a, reason_counter(l->info.reason), 1);
+            cv_cache_txn_count(&a, reason_counter(l->info.reason), 1);
         if (lv >= 0) {
-            count(&a, rc > 0 ? "time.hit_us" : "time.miss_us", us);
-            count(&a, rc > 0 ? "time.hit_n" : "time.miss_n", 1);
+            cv_cache_txn_count(&a, rc > 0 ? "time.hit_us" : "time.miss_us", us);
+            cv_cache_txn_count(&a, rc > 0 ? "time.hit_n" : "time.miss_n", 1);
         }
     }
-    commit(c, &a, d);
-    if (rc > 0)
-        cv_cache_enforce_limit(c, d); /* a remote hit may have grown the store */
+    cv_cache_txn_commit(c, &a, d);
+    if (rc > 0 && l->info.source == CV_CACHE_SRC_REMOTE)
+        cv_cache_enforce_limit(c, d); /* a remote hit has grown the store */
     return rc;
 }
 
@@ -372,14 +389,14 @@ int cv_cache_has_blob(cv_cache *c, const cv_digest *dg)
 /* --------------------------------------------------------------- stores */
 
 static void remote_put(cv_cache *c, cv_cas_kind kind, const cv_digest *name, const void *data,
-                       size_t len, txn *a, cv_diag *d)
+                       size_t len, cv_cache_txn *a, cv_diag *d)
 {
     if (!c->remote || cv_cache_remote_read_only(c->remote))
         return;
     cv_diag scratch;
     cv_diag_init(&scratch);
     if (cv_cache_remote_put(c->remote, kind, name, data, len, &scratch) == 0)
-        count(a, "remote.puts", 1);
+        cv_cache_txn_count(a, "remote.puts", 1);
     else
         remote_failed(c, &scratch, d);
     cv_diag_free(&scratch);
@@ -390,7 +407,7 @@ static void remote_put(cv_cache *c, cv_cas_kind kind, const cv_digest *name, con
 static int store(cv_cache *c, cv_cas_kind kind, const cv_digest *name, const void *data,
                  size_t len, cv_digest *out_name, cv_diag *d)
 {
-    txn a = {0};
+    cv_cache_txn a = {0};
     uint64_t stored = 0;
     cv_digest nm;
     if (kind == CV_CAS_BLOB)
@@ -409,11 +426,11 @@ static int store(cv_cache *c, cv_cas_kind kind, const cv_digest *name, const voi
         if (rc != 0)
             return -1;
     }
-    event(&a, CV_IDX_PUT, kind, &nm, stored);
-    count(&a, kind == CV_CAS_BLOB ? "blob.puts" : "ac.puts", 1);
+    cv_cache_txn_event(&a, CV_IDX_PUT, kind, &nm, stored);
+    cv_cache_txn_count(&a, kind == CV_CAS_BLOB ? "blob.puts" : "ac.puts", 1);
     if (!had)
         remote_put(c, kind, &nm, data, len, &a, d);
-    commit(c, &a, d);
+    cv_cache_txn_commit(c, &a, d);
     return cv_cache_enforce_limit(c, d);
 }
 
@@ -456,71 +473,7 @@ void cv_cache_note_miss_time(cv_cache *c, cv_cache_level lv, double ms)
     (void)lv;
     if (!cv_cache_enabled(c) || !(ms > 0))
         return;
-    txn a = {0};
-    count(&a, "time.miss_us", (int64_t)(ms * 1000.0));
-    commit(c, &a, NULL);
-}
-
-/* ------------------------------------------------------ file-hash memo */
-
-static int64_t ts_ns(struct timespec t)
-{
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
-static bool same_stat(const cv_index_memo *m, const struct stat *st)
-{
-    return m->size == (uint64_t)st->st_size && m->ino == (uint64_t)st->st_ino &&
-           m->dev == (uint64_t)st->st_dev && m->mtime_ns == ts_ns(st->st_mtim) &&
-           m->ctime_ns == ts_ns(st->st_ctim);
-}
-
-/* Unchanged stat data is trusted only when the file was last changed well
- * before it was hashed: a write in the same timestamp tick as the hashing
- * leaves the stat unchanged (git's "racily clean" problem), so such a file
- * is re-checked with XXH3, which is much cheaper than SHA-256. */
-int cv_cache_file_digest(cv_cache *c, const char *path, cv_digest *out, cv_diag *d)
-{
-    char abs[PATH_MAX];
-    struct stat st;
-    if (!realpath(path, abs) || stat(abs, &st) != 0)
-        return cv_cache_err(d, CV_DIAG_CACHE_IO, "cannot read %s", path);
-    if (!cv_cache_enabled(c))
-        return cv_cache_hash_file(abs, out, NULL, NULL, d);
-    cv_index_memo m = {0};
-    int64_t now = cv_cache_now_us() * 1000;
-    txn a = {0};
-    int got = cv_cache_index_memo_get(c->ix, abs, &m, NULL);
-    bool trusted = false;
-    if (got == 1 && same_stat(&m, &st)) {
-        int64_t changed = ts_ns(st.st_mtim) > ts_ns(st.st_ctim) ? ts_ns(st.st_mtim)
-                                                                : ts_ns(st.st_ctim);
-        if (changed + c->racy_ns < m.recorded_ns) {
-            trusted = true;
-            count(&a, "memo.hits", 1);
-        } else {
-            uint64_t x = 0;
-            trusted = cv_cache_xxh3_file(abs, &x, NULL) == 0 && x == m.xxh3;
-            if (trusted) {
-                count(&a, "memo.rechecks", 1);
-                m.recorded_ns = now;
-                cv_cache_index_memo_put(c->ix, abs, &m, NULL);
-            }
-        }
-    }
-    if (!trusted) {
-        uint64_t size = 0;
-        if (cv_cache_hash_file(abs, &m.sha, &m.xxh3, &size, d) != 0)
-            return -1;
-        m = (cv_index_memo){.size = (uint64_t)st.st_size, .ino = (uint64_t)st.st_ino,
-                            .dev = (uint64_t)st.st_dev, .mtime_ns = ts_ns(st.st_mtim),
-                            .ctime_ns = ts_ns(st.st_ctim), .xxh3 = m.xxh3, .sha = m.sha,
-                            .recorded_ns = now};
-        if (size == m.size) /* changed while read: do not memoise */
-            cv_cache_index_memo_put(c->ix, abs, &m, NULL);
-        count(&a, "memo.full_hashes", 1);
-    }
-    *out = m.sha;
-    commit(c, &a, d);
-    return 0;
+    cv_cache_txn a = {0};
+    cv_cache_txn_count(&a, "time.miss_us", (int64_t)(ms * 1000.0));
+    cv_cache_txn_commit(c, &a, NULL);
 }

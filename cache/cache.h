@@ -5,8 +5,12 @@
  *  - keys: an ordered list of named fields -> a key manifest (JSON, every
  *    field recorded) and the key sha256(domain || length-prefixed fields).
  *  - the local store ($CUVIL_CACHE_DIR): cas/ab/<sha256> blobs and
- *    ac/ab/<sha256> action entries, zstd-compressed, written to a temp file
- *    and renamed, verified on read; index.sqlite for LRU eviction and stats.
+ *    ac/ab/<sha256> action entries, zstd-compressed (large blobs zstd cannot
+ *    shrink much are kept raw, to be cloned or copied in the kernel on a
+ *    hit), written to a temp file and renamed, verified on read (a large
+ *    blob in full on its first read, then while its file's stat data are
+ *    unchanged: see cache/blobfile.c); index.sqlite for LRU eviction and
+ *    stats, written once per process on a hit (cache/pending.h).
  *  - a remote: the bazel-remote HTTP layout (libcurl client, libmicrohttpd
  *    server), so Bazel and ccache share a `cuvil cache serve`.
  *
@@ -34,7 +38,7 @@ typedef struct cv_xxh128 {
     uint64_t lo, hi;
 } cv_xxh128;
 
-typedef struct cv_cache_hasher cv_cache_hasher; /* opaque: an EVP_MD_CTX */
+typedef struct cv_cache_hasher cv_cache_hasher; /* opaque: a SHA256_CTX */
 
 void cv_cache_sha256(const void *data, size_t len, cv_digest *out);
 cv_cache_hasher *cv_cache_hasher_new(void); /* NULL on OOM; caller frees */
@@ -202,6 +206,19 @@ int cv_cache_put_blob(cv_cache *c, const void *data, size_t len, cv_digest *out,
 int cv_cache_get_blob(cv_cache *c, const cv_digest *dg, void **data, size_t *len,
                       cv_cache_lookup *info, cv_diag *d);
 int cv_cache_has_blob(cv_cache *c, const cv_digest *dg);
+
+/* Blobs as files (an artifact's outputs; see cache/blobfile.c).  get:
+ * blob dg as the file `path` with permissions `mode`: 1 done (written
+ * beside path and renamed over it, a large blob cloned or copied in the
+ * kernel; or left alone when the file-hash memo shows path to hold exactly
+ * these bytes already), 0 miss (as cv_cache_get_blob, remote included),
+ * < 0 path could not be written.  *size: the blob's size.  put: stores the
+ * file's bytes (at most max_bytes) as a blob and remembers that path holds
+ * them, so that the next get into the same place writes nothing. */
+int cv_cache_get_blob_file(cv_cache *c, const cv_digest *dg, const char *path, unsigned mode,
+                           uint64_t *size, cv_cache_lookup *info, cv_diag *d);
+int cv_cache_put_blob_file(cv_cache *c, const char *path, size_t max_bytes, cv_digest *out,
+                           uint64_t *size, cv_diag *d);
 
 /* Action entries by key; the key's manifest is recorded for explain. */
 int cv_cache_put_action(cv_cache *c, cv_cache_level lv, const cv_cache_key *key,

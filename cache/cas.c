@@ -10,14 +10,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/fs.h>
 #include <xxhash.h>
 #include <zstd.h>
 
-enum { CODEC_RAW = 0, CODEC_ZSTD = 1, ZBUF = 128 * 1024 };
+enum {
+    CODEC_RAW = 0,       /* payload at CV_CAS_HEADER */
+    CODEC_ZSTD = 1,      /* one zstd frame at CV_CAS_HEADER */
+    CODEC_PAGED = 2,     /* payload at CV_CAS_PAGE */
+    ZBUF = 128 * 1024,
+    PAGED_MIN = 1 << 20, /* blobs from this size on may be stored paged */
+    SAMPLE = 128 * 1024, /* bytes zstd tries before a large blob is compressed */
+};
 
 static const char MAGIC[4] = {'C', 'V', 'B', '1'};
 
@@ -36,6 +45,7 @@ struct cv_cas_writer {
     ZSTD_CCtx *zc;         /* owned; NULL when storing raw */
     uint8_t *zbuf;         /* owned */
     uint64_t raw, stored;
+    bool paged;            /* raw payload at CV_CAS_PAGE */
 };
 
 const char *cv_cache_cas_kind_dir(cv_cas_kind kind)
@@ -258,7 +268,7 @@ int cv_cache_cas_writer_commit(cv_cas_writer *w, const cv_digest *expect, cv_dig
         return writer_fail(w, d, "write");
     uint8_t hdr[CV_CAS_HEADER] = {0};
     memcpy(hdr, MAGIC, 4);
-    hdr[4] = w->zc ? CODEC_ZSTD : CODEC_RAW;
+    hdr[4] = w->zc ? CODEC_ZSTD : w->paged ? CODEC_PAGED : CODEC_RAW;
     put_le64(hdr + 8, w->raw);
     put_le64(hdr + 16, XXH3_64bits_digest(w->xs));
     if (pwrite(w->fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr)
@@ -305,12 +315,43 @@ void cv_cache_cas_writer_abort(cv_cas_writer *w)
     free(w);
 }
 
+/* Whether zstd shrinks a large blob enough to be worth decompressing on
+ * every hit: tried on a slice from its middle, where an artifact's weights
+ * are (float weights save about 8%; code and text far more). */
+static bool worth_compressing(const uint8_t *data, size_t len)
+{
+    size_t n = len < SAMPLE ? len : SAMPLE;
+    size_t cap = ZSTD_compressBound(n);
+    void *z = malloc(cap); /* owned here */
+    if (!z)
+        return true;
+    size_t got = ZSTD_compress(z, cap, data + (len - n) / 2, n, 1);
+    free(z);
+    return !ZSTD_isError(got) && got < n - n / 5;
+}
+
+/* Switches a writer that has written nothing yet to the paged layout. */
+static int writer_page(cv_cas_writer *w)
+{
+    static const uint8_t zero[CV_CAS_PAGE - CV_CAS_HEADER];
+    ZSTD_freeCCtx(w->zc);
+    w->zc = NULL;
+    w->paged = true;
+    if (write_all(w->fd, zero, sizeof zero) != 0)
+        return -1;
+    w->stored = CV_CAS_PAGE;
+    return 0;
+}
+
 int cv_cache_cas_put(cv_cas *cas, cv_cas_kind kind, const cv_digest *key, const void *data,
                      size_t len, cv_digest *out_name, uint64_t *stored, cv_diag *d)
 {
     cv_cas_writer *w;
     if (cv_cache_cas_writer_open(cas, kind, &w, d) != 0)
         return -1;
+    if (kind == CV_CAS_BLOB && len >= PAGED_MIN && (!w->zc || !worth_compressing(data, len)) &&
+        writer_page(w) != 0)
+        return writer_fail(w, d, "write");
     if (key && w->sha) { /* the caller already hashed (or verified) these bytes */
         cv_cache_hasher_free(w->sha);
         w->sha = NULL;
@@ -353,25 +394,28 @@ static int corrupt(const cv_cas_entry *e, const char *why, cv_diag *d)
 }
 
 /* Reads the payload into *out (malloc'd); returns NULL, or why it is corrupt. */
-static const char *decode(int fd, uint64_t body, const uint8_t *hdr, uint64_t raw, uint8_t **out)
+static const char *decode(const cv_cas_entry *e, uint8_t **out)
 {
-    if (hdr[4] == CODEC_RAW) {
-        if (body != raw)
+    const uint8_t *hdr = e->hdr;
+    uint64_t raw = e->raw;
+    if (hdr[4] == CODEC_RAW || hdr[4] == CODEC_PAGED) {
+        if (!e->raw_codec && !e->paged)
             return "size does not match its header";
         *out = malloc(raw ? raw : 1);
         if (!*out)
             return NULL;
-        return read_at(fd, *out, raw, CV_CAS_HEADER) == 0 ? NULL : "short read";
+        return read_at(e->fd, *out, raw, (off_t)(e->stored - raw)) == 0 ? NULL : "short read";
     }
     if (hdr[4] != CODEC_ZSTD)
         return "unknown codec";
+    uint64_t body = e->stored - CV_CAS_HEADER;
     if (body > ZSTD_compressBound(raw))
         return "size does not match its header";
     uint8_t *z = malloc(body ? body : 1); /* owned here */
     if (!z)
         return NULL;
     const char *why = NULL;
-    if (read_at(fd, z, body, CV_CAS_HEADER) != 0) {
+    if (read_at(e->fd, z, body, CV_CAS_HEADER) != 0) {
         why = "short read";
     } else {
         unsigned long long fcs = ZSTD_getFrameContentSize(z, body);
@@ -428,6 +472,8 @@ int cv_cache_cas_entry_header(cv_cas_entry *e, cv_diag *d)
     }
     e->raw = get_le64(e->hdr + 8);
     e->raw_codec = e->hdr[4] == CODEC_RAW && e->stored - CV_CAS_HEADER == e->raw;
+    e->paged = e->hdr[4] == CODEC_PAGED && e->stored >= CV_CAS_PAGE &&
+               e->stored - CV_CAS_PAGE == e->raw;
     return CV_CAS_FOUND;
 }
 
@@ -445,6 +491,64 @@ void cv_cache_cas_entry_close(cv_cas_entry *e)
     e->fd = -1;
 }
 
+uint64_t cv_cache_cas_entry_xxh3(const cv_cas_entry *e)
+{
+    return get_le64(e->hdr + 16);
+}
+
+/* The plain copy, from src offset `in` on: the last resort. */
+static int copy_rw(int in_fd, off_t in, int out_fd, uint64_t left)
+{
+    enum { CHUNK = 1 << 20 };
+    uint8_t *buf = malloc(CHUNK); /* owned here */
+    if (!buf)
+        return -1;
+    int rc = 0;
+    while (rc == 0 && left) {
+        size_t want = left < CHUNK ? (size_t)left : CHUNK;
+        if (read_at(in_fd, buf, want, in) != 0 || write_all(out_fd, buf, want) != 0)
+            rc = -1;
+        in += (off_t)want;
+        left -= want;
+    }
+    free(buf);
+    return rc;
+}
+
+int cv_cache_cas_entry_copy(cv_cas_entry *e, int out_fd)
+{
+    if (!e->raw_codec && !e->paged) {
+        errno = EINVAL;
+        return -1;
+    }
+    off_t off = (off_t)(e->stored - e->raw);
+    if (e->paged) {
+        struct file_clone_range r = {.src_fd = e->fd, .src_offset = (uint64_t)off};
+        if (ioctl(out_fd, FICLONERANGE, &r) == 0) /* src_length 0: to the end */
+            return 0;
+    }
+    loff_t in = off;
+    uint64_t left = e->raw;
+    errno = 0;
+    while (left) {
+        ssize_t n = copy_file_range(e->fd, &in, out_fd, NULL, left, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        left -= (uint64_t)n;
+    }
+    if (!left)
+        return 0;
+    if (in != off || (errno != EXDEV && errno != EINVAL && errno != ENOSYS &&
+                      errno != EOPNOTSUPP && errno != EBADF)) {
+        if (errno == 0)
+            errno = EIO; /* the file ended early */
+        return -1;
+    }
+    return copy_rw(e->fd, off, out_fd, left); /* the kernel cannot copy these two */
+}
+
 int cv_cache_cas_entry_read(cv_cas_entry *e, cv_cas_verify v, size_t max_len, void **data,
                             size_t *len, cv_diag *d)
 {
@@ -454,7 +558,7 @@ int cv_cache_cas_entry_read(cv_cas_entry *e, cv_cas_verify v, size_t max_len, vo
         return cv_cache_err(d, CV_DIAG_CACHE_TOO_LARGE, "cache entry %s holds %llu bytes (limit %zu)",
                             e->path, (unsigned long long)e->raw, max_len);
     uint8_t *out = NULL; /* owned until handed to the caller */
-    const char *why = decode(e->fd, e->stored - CV_CAS_HEADER, e->hdr, e->raw, &out);
+    const char *why = decode(e, &out);
     if (!why && !out)
         return cv_cache_err(d, CV_DIAG_OOM, "out of memory reading %s", e->path);
     if (!why && XXH3_64bits(out, e->raw) != get_le64(e->hdr + 16))

@@ -1,7 +1,11 @@
 /* The on-disk store: <root>/cas/ab/<sha256> blobs (content-addressed) and
  * <root>/ac/ab/<sha256> action entries (key -> opaque bytes), each file a
  * 24-byte header (magic "CVB1", codec, raw size, XXH3-64 of the raw bytes)
- * followed by the raw or zstd-compressed bytes.  Files are written to
+ * followed by the raw or zstd-compressed bytes.  Large blobs that zstd
+ * cannot shrink much (an artifact is mostly weights) are stored raw with
+ * the payload at offset 4096: a cache hit then clones it (FICLONERANGE on
+ * btrfs and XFS) or copies it inside the kernel (copy_file_range) into the
+ * output file instead of decompressing it.  Files are written to
  * <root>/tmp, fsynced and renamed into place, so readers in any process see
  * either nothing or a whole file; every read is verified. */
 #ifndef CV_CACHE_CAS_H
@@ -22,6 +26,7 @@ enum {
     CV_CAS_CORRUPT = 2,      /* reported, removed: callers treat it as a miss */
     CV_CAS_BAD_DIGEST = -2,  /* commit: the bytes do not hash to the name */
     CV_CAS_HEADER = 24,
+    CV_CAS_PAGE = 4096,      /* where a large raw blob's payload starts */
 };
 
 /* How much a read checks: the header's XXH3 always; the SHA-256 of a blob
@@ -63,6 +68,7 @@ typedef struct cv_cas_entry {
     uint64_t raw;          /* payload bytes */
     uint64_t stored;       /* file bytes */
     bool raw_codec;        /* the payload lies as is at offset CV_CAS_HEADER */
+    bool paged;            /* the payload lies as is at offset CV_CAS_PAGE */
     bool verified;         /* the caller knows the payload to be intact */
     uint64_t dev, ino;     /* which file was opened (it is never changed in place) */
     int64_t mtime_ns, ctime_ns;
@@ -83,6 +89,12 @@ int cv_cache_cas_entry_header(cv_cas_entry *e, cv_diag *d);
 int cv_cache_cas_entry_read(cv_cas_entry *e, cv_cas_verify v, size_t max_len, void **data,
                             size_t *len, cv_diag *d);
 void cv_cache_cas_entry_close(cv_cas_entry *e);
+/* The XXH3-64 of the payload that the header records. */
+uint64_t cv_cache_cas_entry_xxh3(const cv_cas_entry *e);
+/* Copies a raw or paged entry's payload, unverified, into out_fd (empty,
+ * at offset 0): cloned when the file system can share the blocks, else
+ * copied inside the kernel, else by read and write.  0, or -1 with errno. */
+int cv_cache_cas_entry_copy(cv_cas_entry *e, int out_fd);
 
 /* Streaming writes (server uploads). */
 int cv_cache_cas_writer_open(cv_cas *cas, cv_cas_kind kind, cv_cas_writer **out, cv_diag *d);

@@ -14,6 +14,9 @@
 enum {
     BUSY_MS = 15000,
     EVICTED_KEEP = 100000,   /* evicted names remembered */
+    SCHEMA_VERSION = 1,      /* PRAGMA user_version at the end of SCHEMA */
+    WAL_PAGES = 64,          /* a closing connection empties a WAL this large */
+    WAL_MAX_PAGES = 1000,    /* any commit checkpoints a WAL this large */
 };
 
 /* The table totals is kept by triggers, so the store's size is one row
@@ -48,7 +51,7 @@ static const char SCHEMA[] =
 typedef enum {
     S_PUT, S_HIT, S_DEL, S_ENSURE, S_UNEVICT, S_COUNT, S_WAS_EVICTED, S_TOTALS, S_COUNTERS, S_LRU,
     S_EVICTED_ADD, S_MANIFEST_DROP, S_MEMO_GET, S_MEMO_PUT, S_MANIFEST_PUT, S_MANIFEST_SCAN,
-    S_ROWS, S_N
+    S_ROWS, S_MEMO_DROP, S_N
 } stmt_id;
 
 static const char *const SQL[S_N] = {
@@ -78,12 +81,14 @@ static const char *const SQL[S_N] = {
     [S_MANIFEST_SCAN] = "SELECT manifest FROM manifests WHERE level = ?1"
                         " ORDER BY created DESC LIMIT 2000", /* explain compares the newest */
     [S_ROWS] = "SELECT kind, name, size FROM blobs",
+    [S_MEMO_DROP] = "DELETE FROM memo WHERE path = ?1",
 };
 
 struct cv_index {
     sqlite3 *db;               /* owned */
     sqlite3_stmt *st[S_N];     /* owned, prepared on first use */
     pthread_mutex_t mu;
+    int wal_pages;             /* WAL size after this connection's last commit */
 };
 
 static int db_err(cv_index *ix, cv_diag *d, const char *what)
@@ -120,18 +125,52 @@ static int on_busy(void *ctx, int n)
     return 1;
 }
 
-/* Switching to WAL needs a moment alone with the file; with several
- * processes opening at once it may report busy, so it is retried. */
+static int user_version(cv_index *ix)
+{
+    sqlite3_stmt *s = NULL;
+    int v = -1;
+    if (sqlite3_prepare_v2(ix->db, "PRAGMA user_version", -1, &s, NULL) == SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_int(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
+
+/* After each commit: remembers the WAL's size, and checkpoints (without
+ * waiting for readers) when it grows large, as SQLite's own
+ * auto-checkpoint would. */
+static int on_wal(void *ctx, sqlite3 *db, const char *name, int pages)
+{
+    cv_index *ix = ctx;
+    ix->wal_pages = pages;
+    if (pages >= WAL_MAX_PAGES)
+        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    return SQLITE_OK;
+}
+
+/* Opening and closing must cost a cache hit next to nothing.  An index
+ * already set up is only read (its user_version), never written.  SQLite
+ * would checkpoint and delete the WAL whenever its last connection closes
+ * (four fsyncs per `cuvil` process, counting the WAL's re-creation);
+ * instead a connection leaves it, and one that finds it past WAL_PAGES
+ * empties it on closing (cv_cache_index_close).  A small WAL also keeps
+ * cheap what the next process reads to rebuild its WAL index.  Switching
+ * to WAL needs a moment alone with the file; with several processes
+ * creating the index at once it may report busy, so it is retried. */
 static int setup(cv_index *ix, cv_diag *d)
 {
     sqlite3_busy_handler(ix->db, on_busy, NULL);
+    sqlite3_db_config(ix->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
+    sqlite3_wal_hook(ix->db, on_wal, ix);
+    if (exec(ix, "PRAGMA synchronous=NORMAL") != 0)
+        return db_err(ix, d, "setting synchronous mode");
+    if (user_version(ix) == SCHEMA_VERSION)
+        return 0;
     for (int i = 0; i < 200; i++) {
         if (exec(ix, "PRAGMA journal_mode=WAL") == 0)
             break;
         usleep(20000);
     }
-    if (exec(ix, "PRAGMA synchronous=NORMAL") != 0)
-        return db_err(ix, d, "setting synchronous mode");
     if (exec(ix, "BEGIN IMMEDIATE") != 0)
         return db_err(ix, d, "locking for schema set-up");
     if (exec(ix, SCHEMA) != 0) {
@@ -173,6 +212,11 @@ void cv_cache_index_close(cv_index *ix)
 {
     if (!ix)
         return;
+    if (ix->wal_pages >= WAL_PAGES) {
+        /* Readers in other processes: try again another time, not wait. */
+        sqlite3_busy_handler(ix->db, NULL, NULL);
+        sqlite3_wal_checkpoint_v2(ix->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    }
     for (int i = 0; i < S_N; i++)
         sqlite3_finalize(ix->st[i]);
     sqlite3_close(ix->db);
@@ -231,15 +275,18 @@ static int apply_count(cv_index *ix, const cv_index_count *c)
     return step_done(s);
 }
 
-int cv_cache_index_apply(cv_index *ix, const cv_index_event *ev, int n_ev,
-                         const cv_index_count *cnt, int n_cnt, cv_diag *d)
+static int put_memo(cv_index *ix, const char *path, const cv_index_memo *m);
+
+int cv_cache_index_apply_batch(cv_index *ix, const cv_index_batch *b, cv_diag *d)
 {
     pthread_mutex_lock(&ix->mu);
     int rc = exec(ix, "BEGIN IMMEDIATE");
-    for (int i = 0; rc == 0 && i < n_ev; i++)
-        rc = apply_event(ix, &ev[i]);
-    for (int i = 0; rc == 0 && i < n_cnt; i++)
-        rc = apply_count(ix, &cnt[i]);
+    for (int i = 0; rc == 0 && i < b->n_ev; i++)
+        rc = apply_event(ix, &b->ev[i]);
+    for (int i = 0; rc == 0 && i < b->n_cnt; i++)
+        rc = apply_count(ix, &b->cnt[i]);
+    for (int i = 0; rc == 0 && i < b->n_memo; i++)
+        rc = put_memo(ix, b->memo[i].path, &b->memo[i].m);
     if (rc == 0)
         rc = exec(ix, "COMMIT");
     if (rc != 0) {
@@ -248,6 +295,13 @@ int cv_cache_index_apply(cv_index *ix, const cv_index_event *ev, int n_ev,
     }
     pthread_mutex_unlock(&ix->mu);
     return rc;
+}
+
+int cv_cache_index_apply(cv_index *ix, const cv_index_event *ev, int n_ev,
+                         const cv_index_count *cnt, int n_cnt, cv_diag *d)
+{
+    cv_index_batch b = {.ev = ev, .n_ev = n_ev, .cnt = cnt, .n_cnt = n_cnt};
+    return cv_cache_index_apply_batch(ix, &b, d);
 }
 
 int cv_cache_index_was_evicted(cv_index *ix, cv_cas_kind kind, const cv_digest *name, bool *out,
@@ -313,6 +367,18 @@ int cv_cache_index_zero_counters(cv_index *ix, cv_diag *d)
     return rc;
 }
 
+/* A blob's memo row (the stat data it was last verified with) goes with it. */
+static int drop_memo(cv_index *ix, cv_cas *cas, const cv_digest *name)
+{
+    char path[PATH_MAX];
+    cv_cache_cas_path(cas, CV_CAS_BLOB, name, path, sizeof path);
+    sqlite3_stmt *s = stmt(ix, S_MEMO_DROP);
+    if (!s)
+        return -1;
+    sqlite3_bind_text(s, 1, path, -1, SQLITE_TRANSIENT);
+    return step_done(s);
+}
+
 /* One batch of the oldest entries: removes their files and rows. */
 static int evict_batch(cv_index *ix, cv_cas *cas, uint64_t *total, uint64_t max_bytes,
                        uint64_t *n, uint64_t *freed)
@@ -349,6 +415,8 @@ static int evict_batch(cv_index *ix, cv_cas *cas, uint64_t *total, uint64_t max_
             return -1;
         bind_name(s, 1, &v[i].name);
         if (kind == CV_CAS_AC && step_done(s) != 0)
+            return -1;
+        if (kind == CV_CAS_BLOB && drop_memo(ix, cas, &v[i].name) != 0)
             return -1;
         *total = *total > v[i].size ? *total - v[i].size : 0;
         (*n)++;
@@ -475,23 +543,27 @@ int cv_cache_index_memo_get(cv_index *ix, const char *path, cv_index_memo *m, cv
     return rc;
 }
 
+static int put_memo(cv_index *ix, const char *path, const cv_index_memo *m)
+{
+    sqlite3_stmt *s = stmt(ix, S_MEMO_PUT);
+    if (!s)
+        return -1;
+    sqlite3_bind_text(s, 1, path, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, (sqlite3_int64)m->size);
+    sqlite3_bind_int64(s, 3, m->mtime_ns);
+    sqlite3_bind_int64(s, 4, m->ctime_ns);
+    sqlite3_bind_int64(s, 5, (sqlite3_int64)m->ino);
+    sqlite3_bind_int64(s, 6, (sqlite3_int64)m->dev);
+    sqlite3_bind_int64(s, 7, (sqlite3_int64)m->xxh3);
+    sqlite3_bind_blob(s, 8, m->sha.b, sizeof m->sha.b, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 9, m->recorded_ns);
+    return step_done(s);
+}
+
 int cv_cache_index_memo_put(cv_index *ix, const char *path, const cv_index_memo *m, cv_diag *d)
 {
     pthread_mutex_lock(&ix->mu);
-    sqlite3_stmt *s = stmt(ix, S_MEMO_PUT);
-    int rc = -1;
-    if (s) {
-        sqlite3_bind_text(s, 1, path, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(s, 2, (sqlite3_int64)m->size);
-        sqlite3_bind_int64(s, 3, m->mtime_ns);
-        sqlite3_bind_int64(s, 4, m->ctime_ns);
-        sqlite3_bind_int64(s, 5, (sqlite3_int64)m->ino);
-        sqlite3_bind_int64(s, 6, (sqlite3_int64)m->dev);
-        sqlite3_bind_int64(s, 7, (sqlite3_int64)m->xxh3);
-        sqlite3_bind_blob(s, 8, m->sha.b, sizeof m->sha.b, SQLITE_STATIC);
-        sqlite3_bind_int64(s, 9, m->recorded_ns);
-        rc = step_done(s);
-    }
+    int rc = put_memo(ix, path, m);
     if (rc != 0)
         db_err(ix, d, "writing the file-hash memo");
     pthread_mutex_unlock(&ix->mu);

@@ -69,6 +69,24 @@ typedef struct cv_index_memo {
 int cv_cache_index_memo_get(cv_index *ix, const char *path, cv_index_memo *out, cv_diag *d);
 int cv_cache_index_memo_put(cv_index *ix, const char *path, const cv_index_memo *m, cv_diag *d);
 
+typedef struct cv_index_memo_row {
+    const char *path;
+    cv_index_memo m;
+} cv_index_memo_row;
+
+/* Events, counter deltas and memo rows in one transaction (what a process
+ * has gathered since its last write: see cache/pending.h). */
+typedef struct cv_index_batch {
+    const cv_index_event *ev;
+    int n_ev;
+    const cv_index_count *cnt;
+    int n_cnt;
+    const cv_index_memo_row *memo;
+    int n_memo;
+} cv_index_batch;
+
+int cv_cache_index_apply_batch(cv_index *ix, const cv_index_batch *b, cv_diag *d);
+
 /* Key manifests by level and key (dropped when their entry is evicted). */
 int cv_cache_index_manifest_put(cv_index *ix, int level, const cv_digest *key,
                                 const char *manifest, cv_diag *d);

@@ -1,18 +1,17 @@
 /* The remote cache client (see remote.h). */
 #include "cache/remote.h"
 #include "cache/internal.h"
+#include "cache/netlib.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include <curl/curl.h>
-
 enum { MAX_URL = 1024 };
 
 struct cv_remote {
+    const cv_curl_fns *cu;     /* libcurl (loaded by the first open) */
     CURL *h;                   /* owned: reused, so its connection stays open */
     struct curl_slist *hdrs;   /* owned */
     char base[MAX_URL + 1];
@@ -25,11 +24,6 @@ struct cv_remote {
     char errbuf[CURL_ERROR_SIZE];
 };
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 static bool url_chars_ok(const char *s, size_t n)
 {
@@ -71,10 +65,13 @@ static int parse_url(const char *url, cv_remote *r, cv_diag *d)
 int cv_cache_remote_open(const cv_remote_options *o, cv_remote **out, cv_diag *d)
 {
     *out = NULL;
-    pthread_once(&curl_once, curl_init_once);
+    const cv_curl_fns *cu = cv_cache_curl(d);
+    if (!cu)
+        return -1;
     cv_remote *r = calloc(1, sizeof *r);
     if (!r)
         return cv_cache_err(d, CV_DIAG_OOM, "out of memory opening the remote cache");
+    r->cu = cu;
     if (!o->url || parse_url(o->url, r, d) != 0) {
         if (!o->url)
             cv_cache_err(d, CV_DIAG_CACHE_BAD_URL, "remote cache URL missing");
@@ -87,8 +84,8 @@ int cv_cache_remote_open(const cv_remote_options *o, cv_remote **out, cv_diag *d
     r->retries = o->retries < 0 ? 0 : o->retries == 0 ? 2 : o->retries;
     r->down_ms = o->down_ms > 0 ? o->down_ms : 30000;
     r->max_get = o->max_get ? o->max_get : (size_t)4 << 30;
-    r->h = curl_easy_init();
-    r->hdrs = curl_slist_append(NULL, "Expect:"); /* no 100-continue round trip */
+    r->h = cu->easy_init();
+    r->hdrs = cu->slist_append(NULL, "Expect:"); /* no 100-continue round trip */
     if (r->hdrs && o->token && *o->token) {
         if (strlen(o->token) > 4096 || !url_chars_ok(o->token, strlen(o->token))) {
             cv_cache_remote_close(r);
@@ -96,7 +93,7 @@ int cv_cache_remote_open(const cv_remote_options *o, cv_remote **out, cv_diag *d
         }
         char auth[4200];
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", o->token);
-        struct curl_slist *h2 = curl_slist_append(r->hdrs, auth);
+        struct curl_slist *h2 = cu->slist_append(r->hdrs, auth);
         if (!h2) {
             cv_cache_remote_close(r);
             return cv_cache_err(d, CV_DIAG_OOM, "out of memory opening the remote cache");
@@ -116,8 +113,8 @@ void cv_cache_remote_close(cv_remote *r)
     if (!r)
         return;
     if (r->h)
-        curl_easy_cleanup(r->h);
-    curl_slist_free_all(r->hdrs);
+        r->cu->easy_cleanup(r->h);
+    r->cu->slist_free_all(r->hdrs);
     free(r);
 }
 
@@ -185,18 +182,19 @@ static size_t on_read(char *p, size_t sz, size_t n, void *ctx)
 static void set_common(cv_remote *r, const char *url, body *b)
 {
     CURL *h = r->h;
-    curl_easy_reset(h); /* keeps the live connection */
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, r->hdrs);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, r->timeout_ms);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, r->connect_ms);
-    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, r->errbuf);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
+    const cv_curl_fns *cu = r->cu;
+    cu->easy_reset(h); /* keeps the live connection */
+    cu->easy_setopt(h, CURLOPT_URL, url);
+    cu->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    cu->easy_setopt(h, CURLOPT_HTTPHEADER, r->hdrs);
+    cu->easy_setopt(h, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+    cu->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, r->connect_ms);
+    cu->easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    cu->easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+    cu->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    cu->easy_setopt(h, CURLOPT_ERRORBUFFER, r->errbuf);
+    cu->easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
+    cu->easy_setopt(h, CURLOPT_WRITEDATA, b);
 }
 
 static bool transient_curl(CURLcode c)
@@ -216,6 +214,7 @@ static void backoff(int attempt)
  * error.  *b holds the response body. */
 static int perform(cv_remote *r, method m, const char *url, body *b, cv_diag *d)
 {
+    const cv_curl_fns *cu = r->cu;
     int64_t now = cv_cache_mono_us();
     if (now < r->down_until_us) {
         r->st.skipped++;
@@ -228,17 +227,17 @@ static int perform(cv_remote *r, method m, const char *url, body *b, cv_diag *d)
         r->errbuf[0] = '\0';
         set_common(r, url, b);
         if (m == M_HEAD) {
-            curl_easy_setopt(r->h, CURLOPT_NOBODY, 1L);
+            cu->easy_setopt(r->h, CURLOPT_NOBODY, 1L);
         } else if (m == M_PUT) {
-            curl_easy_setopt(r->h, CURLOPT_UPLOAD, 1L);
-            curl_easy_setopt(r->h, CURLOPT_READFUNCTION, on_read);
-            curl_easy_setopt(r->h, CURLOPT_READDATA, b);
-            curl_easy_setopt(r->h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)b->up_len);
+            cu->easy_setopt(r->h, CURLOPT_UPLOAD, 1L);
+            cu->easy_setopt(r->h, CURLOPT_READFUNCTION, on_read);
+            cu->easy_setopt(r->h, CURLOPT_READDATA, b);
+            cu->easy_setopt(r->h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)b->up_len);
         }
         r->st.requests++;
-        CURLcode c = curl_easy_perform(r->h);
+        CURLcode c = cu->easy_perform(r->h);
         long status = 0;
-        curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &status);
+        cu->easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &status);
         bool retry_status = c == CURLE_OK && (status == 502 || status == 503 || status == 504);
         if ((transient_curl(c) || retry_status) && attempt < r->retries) {
             r->st.retries++;
@@ -268,7 +267,7 @@ static int perform(cv_remote *r, method m, const char *url, body *b, cv_diag *d)
             cv_cache_err(d, CV_DIAG_CACHE_HTTP_STATUS, "remote cache %s: HTTP %ld", url, status);
         else
             cv_cache_err(d, CV_DIAG_CACHE_UNREACHABLE, "remote cache %s: %s", r->base,
-                         r->errbuf[0] ? r->errbuf : curl_easy_strerror(c));
+                         r->errbuf[0] ? r->errbuf : cu->easy_strerror(c));
         return CV_REMOTE_ERROR;
     }
 }

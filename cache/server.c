@@ -17,6 +17,7 @@
 #include "cache/cas.h"
 #include "cache/index.h"
 #include "cache/internal.h"
+#include "cache/netlib.h"
 #include "cache/server_internal.h"
 
 #include <errno.h>
@@ -28,9 +29,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <microhttpd.h>
-
 enum { QUEUE_MAX = 200000, FLUSH_MS = 200, MAX_LISTEN = 300 };
+
+/* libmicrohttpd, loaded by cv_cache_server_start before any other use. */
+static const cv_mhd_fns *mhd(void)
+{
+    return cv_cache_mhd(NULL);
+}
 
 struct cv_cache_server {
     struct MHD_Daemon *daemon;
@@ -173,8 +178,8 @@ static enum MHD_Result respond(struct MHD_Connection *c, req *r, int status,
 {
     if (!resp)
         return MHD_NO;
-    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, resp);
-    MHD_destroy_response(resp);
+    enum MHD_Result ok = mhd()->queue_response(c, (unsigned)status, resp);
+    mhd()->destroy_response(resp);
     r->status = status;
     r->responded = true;
     return ok;
@@ -184,14 +189,14 @@ static enum MHD_Result respond_text(struct MHD_Connection *c, req *r, int status
                                     const char *text)
 {
     struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+        mhd()->create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
     if (resp) {
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
+        mhd()->add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
         if (status == MHD_HTTP_UNAUTHORIZED)
-            MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+            mhd()->add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                                     "Bearer realm=\"cuvil-cache\"");
         if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-            MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD, PUT");
+            mhd()->add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD, PUT");
     }
     return respond(c, r, status, resp);
 }
@@ -200,13 +205,13 @@ static enum MHD_Result respond_sb(struct MHD_Connection *c, req *r, cv_sb *sb, c
 {
     size_t n = sb->len;
     char *buf = cv_sb_steal(sb); /* handed to MHD, which frees it */
-    struct MHD_Response *resp = buf ? MHD_create_response_from_buffer(n, buf, MHD_RESPMEM_MUST_FREE)
+    struct MHD_Response *resp = buf ? mhd()->create_response_from_buffer(n, buf, MHD_RESPMEM_MUST_FREE)
                                     : NULL;
     if (!resp) {
         free(buf);
         return MHD_NO;
     }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    mhd()->add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
     return respond(c, r, MHD_HTTP_OK, resp);
 }
 
@@ -266,7 +271,7 @@ static struct MHD_Response *entry_response(cv_cache_server *s, req *r, cv_cas_en
 {
     if (e->verified) {
         struct MHD_Response *resp =
-            MHD_create_response_from_fd_at_offset64(e->raw, e->fd, CV_CAS_HEADER);
+            mhd()->create_response_from_fd_at_offset64(e->raw, e->fd, CV_CAS_HEADER);
         if (resp)
             e->fd = -1; /* MHD closes it */
         *rc = CV_CAS_FOUND;
@@ -279,7 +284,7 @@ static struct MHD_Response *entry_response(cv_cache_server *s, req *r, cv_cas_en
         return NULL;
     if (e->raw_codec)
         cv_cache_srv_verified_add(s->verified, e);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *resp = mhd()->create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
     if (!resp)
         free(data);
     (void)r;
@@ -305,7 +310,7 @@ static enum MHD_Result serve_get(cv_cache_server *s, struct MHD_Connection *c, r
         return respond_text(c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot read entry\n");
     if (!resp)
         return MHD_NO;
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+    mhd()->add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
     atomic_fetch_add(&s->m.hits[r->kind], 1);
     atomic_fetch_add(&s->m.bytes_out[r->kind], e.raw);
     enqueue(s, CV_IDX_HIT, r->cas_kind, &r->name, e.stored);
@@ -328,7 +333,7 @@ static enum MHD_Result serve_head(cv_cache_server *s, struct MHD_Connection *c, 
     atomic_fetch_add(&s->m.hits[r->kind], 1);
     /* a sized callback response: Content-Length right, no body read */
     return respond(c, r, MHD_HTTP_OK,
-                   MHD_create_response_from_callback(e.raw, 4096, no_body, NULL, NULL));
+                   mhd()->create_response_from_callback(e.raw, 4096, no_body, NULL, NULL));
 }
 
 /* -------------------------------------------------------------------- PUT */
@@ -345,7 +350,7 @@ static void defer(req *r, int status, const char *text)
 
 static void begin_put(cv_cache_server *s, struct MHD_Connection *c, req *r)
 {
-    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *cl = mhd()->lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl && strtoull(cl, NULL, 10) > s->max_request) {
         defer(r, MHD_HTTP_CONTENT_TOO_LARGE, "entry too large\n");
         return;
@@ -455,7 +460,7 @@ static cv_srv_right rights(cv_cache_server *s, struct MHD_Connection *c)
 {
     if (!s->tokens)
         return CV_RIGHT_WRITE;
-    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *auth = mhd()->lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     return cv_cache_srv_tokens_check(s->tokens, auth);
 }
 
@@ -587,9 +592,9 @@ static int start_daemon(cv_cache_server *s, const cv_cache_server_options *o, cv
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned threads = (unsigned)(o->threads > 0 ? o->threads : cpus > 0 ? cpus : 1);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_TURBO |
-                     (MHD_is_feature_supported(MHD_FEATURE_EPOLL) ? MHD_USE_EPOLL : MHD_USE_POLL) |
+                     (mhd()->is_feature_supported(MHD_FEATURE_EPOLL) ? MHD_USE_EPOLL : MHD_USE_POLL) |
                      (v6 ? MHD_USE_IPv6 : 0);
-    s->daemon = MHD_start_daemon(
+    s->daemon = mhd()->start_daemon(
         flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u, MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_LISTEN_BACKLOG_SIZE,
@@ -597,7 +602,7 @@ static int start_daemon(cv_cache_server *s, const cv_cache_server_options *o, cv
     if (!s->daemon)
         return cv_cache_err(d, CV_DIAG_CACHE_SERVER, "cannot listen on %s: %s", o->listen,
                             strerror(errno));
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    const union MHD_DaemonInfo *info = mhd()->get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info ? info->port : 0;
     return 0;
 }
@@ -605,6 +610,8 @@ static int start_daemon(cv_cache_server *s, const cv_cache_server_options *o, cv
 int cv_cache_server_start(const cv_cache_server_options *o, cv_cache_server **out, cv_diag *d)
 {
     *out = NULL;
+    if (!cv_cache_mhd(d))
+        return -1;
     cv_cache_server *s = calloc(1, sizeof *s);
     if (!s || !(s->dir = strdup(o->dir ? o->dir : ""))) {
         free(s);
@@ -651,12 +658,12 @@ void cv_cache_server_stop(cv_cache_server *s, int grace_ms)
     if (s->daemon) {
         /* No new connections; requests under way may finish (idle
          * keep-alive connections are not waited for). */
-        MHD_socket lfd = MHD_quiesce_daemon(s->daemon);
+        MHD_socket lfd = mhd()->quiesce_daemon(s->daemon);
         for (int waited = 0; waited < grace_ms && atomic_load(&s->inflight) > 0; waited += 10) {
             struct timespec ts = {0, 10 * 1000000L};
             nanosleep(&ts, NULL);
         }
-        MHD_stop_daemon(s->daemon);
+        mhd()->stop_daemon(s->daemon);
         if (lfd != MHD_INVALID_SOCKET)
             close(lfd);
     }

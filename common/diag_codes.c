@@ -233,6 +233,9 @@ static const cv_diag_code_info codes[] = {
     {6101, "farm-tree-write-failed", "the farm could not write a revision's files into its state directory"},
     {6102, "submit-not-handled", "no controller handled the build request in time"},
     {6103, "artifact-not-found", "the artifact is not recorded for that revision, or the cache no longer holds it"},
+    {6110, "failures-history-not-stored", "the failure classifier could not store a revision's patterns; first-seen revisions may show later than they were"},
+    {6111, "failures-bad-range", "--since names a revision newer than the one reported"},
+    {6112, "failures-range-cut", "a trend covers more revisions than shown; the oldest are left out"},
 
     /* 9xxx: internal, resources, infrastructure */
     {9001, "internal-error", "an internal compiler error (please report it)"},

@@ -67,6 +67,16 @@ static const char *const migrations[] = {
     "  created_ms INTEGER NOT NULL, handled_ms INTEGER,"
     "  revision TEXT, error TEXT);"
     "CREATE INDEX requests_open ON requests(id) WHERE handled_ms IS NULL;",
+    /* 3: the failure classifier's history: jobs broken per pattern of each
+     * finished revision (controller/builddb_failures.c) */
+    "CREATE TABLE failure_revisions("
+    "  revision_id INTEGER PRIMARY KEY REFERENCES revisions(id),"
+    "  classifier INTEGER NOT NULL, classified_ms INTEGER NOT NULL);"
+    "CREATE TABLE failure_patterns("
+    "  revision_id INTEGER NOT NULL REFERENCES failure_revisions(revision_id),"
+    "  pattern TEXT NOT NULL, class TEXT NOT NULL, code INTEGER NOT NULL,"
+    "  jobs INTEGER NOT NULL, PRIMARY KEY(revision_id, pattern)) WITHOUT ROWID;"
+    "CREATE INDEX failure_patterns_first ON failure_patterns(pattern, revision_id);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 

@@ -6,7 +6,7 @@
 # run with the interpreter, compile through the cache, run natively.
 #
 # DEMO_BREAK=1 adds a third commit that breaks two models and shows how the
-# farm reports them.
+# farm reports them, then `cuvil failures` sorts them into patterns.
 set -euo pipefail
 build=${1:-build}
 cuvil="$(cd "$build" && pwd)/cuvil"
@@ -42,6 +42,8 @@ if [[ ${DEMO_BREAK:-0} == 1 ]]; then
     echo "== commit 3: two models broken"
     examples/models-repo/make-repo.sh "$demo/models-repo" --commit 3
     if farm_up; then echo "demo: the broken revision was accepted" >&2; exit 1; fi
+    echo "== cuvil failures: the broken jobs by root cause"
+    "$cuvil" failures --state "$demo/farm"
 fi
 echo "== cuvil artifacts get latest onnx/tinyconv.onnx x86_64-avx2"
 "$cuvil" artifacts get latest onnx/tinyconv.onnx x86_64-avx2 -o "$demo/tinyconv" --state "$demo/farm"

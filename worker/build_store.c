@@ -3,13 +3,10 @@
  * into the store and back out.  Everything read back from the cache is
  * checked like any outside input (it may come from a remote). */
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "common/fs.h"
 #include "common/jsonutil.h"
@@ -138,17 +135,20 @@ static int add_file(lister *ls, const char *name)
     if (!plain_file_name(name))
         return cv_diag_error(ls->d, CV_E_BUILD_ARTIFACT, (cv_span){.file = ls->dir},
                              "the artifact names a file '%s'", name), -1;
-    char *path = cv_fs_join(ls->dir, name), *data = NULL;
-    size_t len = 0;
+    char *path = cv_fs_join(ls->dir, name);
     struct stat st;
-    int rc = path ? cv_fs_read_file(path, MAX_FILE_BYTES, &data, &len, ls->d) : -1;
-    if (rc == 0 && stat(path, &st) != 0)
-        rc = -1;
     cv_digest dg;
+    uint64_t len = 0;
+    /* Stored through the cache, the file is remembered as holding these
+     * bytes: a hit into the same directory then leaves it alone. */
+    int rc = path ? 0 : (cv_diag_error(ls->d, 9002, (cv_span){0}, "out of memory"), -1);
+    if (rc == 0 && stat(path, &st) != 0)
+        rc = (cv_diag_error(ls->d, 9004, (cv_span){.file = path}, "cannot read %s: %s", path,
+                            strerror(errno)), -1);
     if (rc == 0 && ls->c)
-        rc = cv_cache_put_blob(ls->c, data, len, &dg, ls->d) == 0 ? 0 : -1;
+        rc = cv_cache_put_blob_file(ls->c, path, MAX_FILE_BYTES, &dg, &len, ls->d) == 0 ? 0 : -1;
     else if (rc == 0)
-        cv_cache_sha256(data, len, &dg);
+        rc = cv_cache_hash_file(path, &dg, NULL, &len, ls->d);
     if (rc == 0) {
         json_t *e = json_pack("{s:I, s:i}", "size", (json_int_t)len, "mode",
                               (st.st_mode & 0111) ? 0755 : 0644);
@@ -156,7 +156,6 @@ static int add_file(lister *ls, const char *name)
         json_object_set_new(ls->files, name, e);
     }
     free(path);
-    free(data);
     return rc;
 }
 
@@ -206,38 +205,6 @@ int cv_wk_artifact_list(const char *dir, char **list, size_t *len, char name[128
     return collect(NULL, dir, list, len, name, d);
 }
 
-/* An artifact file, replaced atomically (temp file + rename) but without
- * fsync: it is a build output the cache can always write again, and a
- * cache hit should not wait for the disk. */
-static int write_output(const char *path, const void *data, size_t len, mode_t mode, cv_diag *d)
-{
-    char tmp[PATH_MAX];
-    if (snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof tmp)
-        return cv_diag_error(d, 9004, (cv_span){.file = path}, "path too long: %s", path), -1;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    const char *p = data;
-    size_t left = len;
-    while (fd >= 0 && left) {
-        ssize_t n = write(fd, p, left);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        p += n;
-        left -= (size_t)n;
-    }
-    int e = errno;
-    bool ok = fd >= 0 && left == 0 && fchmod(fd, mode) == 0;
-    if (fd >= 0 && close(fd) != 0)
-        ok = false;
-    if (ok && rename(tmp, path) == 0)
-        return 0;
-    e = errno ? errno : e;
-    unlink(tmp);
-    return cv_diag_error(d, 9004, (cv_span){.file = path}, "cannot write %s: %s", path,
-                         strerror(e)), -1;
-}
-
 static int write_one(cv_cache *c, const char *dir, const char *fname, json_t *e, char *reason,
                      size_t rsize, cv_diag *d)
 {
@@ -249,25 +216,28 @@ static int write_one(cv_cache *c, const char *dir, const char *fname, json_t *e,
         snprintf(reason, rsize, "the stored artifact list is malformed");
         return 0;
     }
-    void *data = NULL;
-    size_t len = 0;
     if (!dir && cv_cache_has_blob(c, &dg))
         return 1;
-    if (cv_cache_get_blob(c, &dg, &data, &len, NULL, d) != 1 ||
-        (json_int_t)len != json_integer_value(size)) {
+    uint64_t got = 0;
+    int rc;
+    if (dir) {
+        char *path = cv_fs_join(dir, fname);
+        rc = path ? cv_cache_get_blob_file(c, &dg, path, (unsigned)json_integer_value(mode), &got,
+                                           NULL, d)
+                  : -1;
+        free(path);
+    } else { /* not stored here: the remote may have it (and it is written back) */
+        void *data = NULL;
+        size_t len = 0;
+        rc = cv_cache_get_blob(c, &dg, &data, &len, NULL, d);
+        got = len;
         free(data);
+    }
+    if (rc == 0 || (rc == 1 && (json_int_t)got != json_integer_value(size))) {
         snprintf(reason, rsize, "the artifact's %s is no longer stored", fname);
         return 0;
     }
-    if (!dir) {
-        free(data);
-        return 1;
-    }
-    char *path = cv_fs_join(dir, fname);
-    int rc = path ? write_output(path, data, len, (mode_t)json_integer_value(mode), d) : -1;
-    free(path);
-    free(data);
-    return rc == 0 ? 1 : -1;
+    return rc;
 }
 
 /* dir NULL: check that the blobs are stored, write nothing. */

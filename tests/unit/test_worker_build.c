@@ -154,6 +154,20 @@ static void test_cold_then_warm(void **state)
     cv_native_close(n);
     fprintf(stderr, "  cold %.1f ms, warm %.1f ms (%.0fx)\n", r1.ms_total, r2.ms_total,
             r1.ms_total / r2.ms_total);
+    /* A hit into the directory the cold compile wrote leaves its files
+     * alone (same inode and times: nothing for `make` to redo). */
+    char *so1 = cv_tmpdir_path(out1, "libtiny.so");
+    struct stat before, after;
+    assert_int_equal(stat(so1, &before), 0);
+    o.out_dir = out1;
+    assert_int_equal(cv_build(g_cache, &o, &r2, NULL), 0);
+    EXPECT(r2, true, true);
+    assert_int_equal(stat(so1, &after), 0);
+    assert_int_equal(before.st_ino, after.st_ino);
+    assert_int_equal(before.st_ctim.tv_nsec, after.st_ctim.tv_nsec);
+    assert_int_equal(before.st_mtim.tv_sec, after.st_mtim.tv_sec);
+    o.out_dir = NULL;
+    free(so1);
     /* From the manifest digest alone (`cuvil artifacts get`). */
     char *out4 = new_out();
     assert_int_equal(cv_build_materialise(g_cache, r1.artifact_manifest, out4, NULL), 1);

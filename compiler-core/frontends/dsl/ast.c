@@ -157,6 +157,19 @@ static void label(const dsl_node *n, cv_sb *sb)
     }
 }
 
+/* Nodes that compute a value: the failure classifier needs to know which
+ * operation failed, not only which argument it is of an enclosing call. */
+static bool computes(const dsl_node *n)
+{
+    switch (n->kind) {
+    case DSL_N_CALL: case DSL_N_BINOP: case DSL_N_UNARYOP: case DSL_N_BOOLOP:
+    case DSL_N_COMPARE: case DSL_N_IFEXP:
+        return true;
+    default:
+        return false;
+    }
+}
+
 void dsl_ast_path(const dsl_node *n, cv_sb *out)
 {
     const dsl_node *chain[512];
@@ -170,8 +183,8 @@ void dsl_ast_path(const dsl_node *n, cv_sb *out)
         if (e->role == DSL_ROLE_ARG) {
             cv_sb_printf(out, "%sarg[%d]", sep ? ">" : "", e->role_index);
             sep = true;
-            if (last)
-                break;
+            if (last && !computes(e))
+                break;   /* the argument itself; an operation there is named too */
         } else if (e->role == DSL_ROLE_KWVALUE && last) {
             break;  /* the kw[name] element already names this node */
         }

@@ -115,6 +115,9 @@ typedef struct onnx_ctx {
 /* ---- diagnostics (onnx_diag.c) ---- */
 /* Reports an error tied to the current node (if any); returns -1. */
 int onnx_err(onnx_ctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Errors the IR builder raised for the current node (entries from index
+ * first on) get the node's path instead of an IR one, and a note naming it. */
+void onnx_node_paths(onnx_ctx *c, int first);
 /* An error at the file level with an explicit IR path. */
 int onnx_err_at(cv_diag *d, const char *file, const char *path, int code,
                 const char *fmt, ...) __attribute__((format(printf, 5, 6)));

@@ -36,8 +36,9 @@ static int lower_node(onnx_ctx *c, const Onnx__NodeProto *n, int index)
     }
     const onnx_op_entry *e = onnx_op_find(n->op_type);
     c->entry = e;
-    int before = c->d->n_errors;
+    int before = c->d->n_errors, first = c->d->n;
     int rc = e ? e->lower(c) : -1;
+    onnx_node_paths(c, first);
     if (rc < 0 && c->d->n_errors == before)
         onnx_err(c, 9001, "lowering failed without a diagnostic");
     for (size_t k = 0; rc == 0 && k < n->n_output; k++) {

@@ -1,0 +1,253 @@
+/* Blobs as files: an artifact's outputs on a hit, and its files on a store.
+ *
+ * A hit that finds an output already holding the right bytes (the memo:
+ * the file is as it was when Cuvil wrote or stored it) leaves it alone,
+ * mtime and all, so a warm compile neither rewrites 140 MB nor makes
+ * `make` relink what depends on it.  Otherwise the blob is written beside
+ * the output and renamed over it: a large stored-raw blob is cloned or
+ * copied inside the kernel, without passing through this process.
+ *
+ * Verification: a blob is checked in full (SHA-256 of its bytes against
+ * its name) the first time it is read, and its store file's stat data are
+ * then remembered; while they are unchanged the file is trusted, as the
+ * memo trusts a model file (the store never changes a file in place: any
+ * change to it moves its ctime).  Outputs are copies, never hard links: a
+ * user editing an output (strip rewrites in place when a file has several
+ * links) must not be able to change what the cache serves. */
+#include "cache/cache_impl.h"
+#include "cache/internal.h"
+#include "common/fs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The absolute name of path (its directory resolved): the memo's key. */
+static int absolute(const char *path, char out[PATH_MAX])
+{
+    const char *slash = strrchr(path, '/');
+    char dir[PATH_MAX], real[PATH_MAX];
+    const char *base = slash ? slash + 1 : path;
+    size_t n = slash ? (size_t)(slash - path) : 0;
+    if (n >= sizeof dir || !*base)
+        return -1;
+    memcpy(dir, path, n);
+    dir[n] = 0;
+    if (!realpath(slash ? (n ? dir : "/") : ".", real))
+        return -1;
+    int w = snprintf(out, PATH_MAX, "%s/%s", strcmp(real, "/") ? real : "", base);
+    return w > 0 && w < PATH_MAX ? 0 : -1;
+}
+
+/* 1 when abs already holds blob dg with this mode, as the memo knows. */
+static int in_place(cv_cache *c, const char *abs, const cv_digest *dg, unsigned mode,
+                    uint64_t *size)
+{
+    struct stat st;
+    cv_index_memo m;
+    int64_t seen = cv_cache_now_us() * 1000;
+    if (lstat(abs, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & 07777) != mode)
+        return 0;
+    cv_memo_state ms = cv_cache_memo_lookup(c, abs, &st, &m);
+    if (ms == CV_MEMO_STALE || !cv_cache_digest_eq(&m.sha, dg))
+        return 0;
+    if (ms == CV_MEMO_RACY) {
+        uint64_t x = 0;
+        if (cv_cache_xxh3_file(abs, &x, NULL) != 0 || x != m.xxh3)
+            return 0;
+        cv_cache_memo_record(c, abs, &st, x, dg, seen);
+    }
+    *size = (uint64_t)st.st_size;
+    return 1;
+}
+
+typedef struct filler {
+    cv_cas_entry *e;    /* copy this entry's payload, or */
+    const void *data;   /* write these bytes */
+    size_t len;
+} filler;
+
+static int fill(int fd, const filler *f)
+{
+    if (f->e)
+        return cv_cache_cas_entry_copy(f->e, fd);
+    const char *p = f->data;
+    size_t left = f->len;
+    while (left) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        left -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Writes abs beside itself and renames it into place, without fsync: an
+ * output the cache can always write again, and a hit should not wait for
+ * the disk.  Then the memo learns what abs holds. */
+static int write_out(cv_cache *c, const char *abs, unsigned mode, const filler *f,
+                     const cv_digest *dg, uint64_t xxh3, cv_diag *d)
+{
+    static unsigned long counter;
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.%ld.%lu.tmp", abs, (long)getpid(), counter++) >=
+        (int)sizeof tmp)
+        return cv_cache_err(d, CV_DIAG_CACHE_IO, "path too long: %s", abs);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    bool ok = fd >= 0 && fill(fd, f) == 0 && fchmod(fd, (mode_t)mode) == 0;
+    int e = errno;
+    if (fd >= 0 && close(fd) != 0 && ok) {
+        ok = false;
+        e = errno;
+    }
+    if (ok && rename(tmp, abs) != 0) {
+        ok = false;
+        e = errno;
+    }
+    if (!ok) {
+        unlink(tmp);
+        return cv_cache_err(d, cv_cache_write_errcode(e), "cannot write %s: %s", abs, strerror(e));
+    }
+    struct stat st;
+    int64_t seen = cv_cache_now_us() * 1000;
+    if (lstat(abs, &st) == 0)
+        cv_cache_memo_record(c, abs, &st, xxh3, dg, seen);
+    return 0;
+}
+
+/* The store file's memo row, if it vouches for e holding blob dg. */
+static cv_memo_state vouched(cv_cache *c, cv_cas_entry *e, const cv_digest *dg,
+                             struct stat *st)
+{
+    cv_index_memo m = {0};
+    if (fstat(e->fd, st) != 0)
+        return CV_MEMO_STALE;
+    cv_memo_state ms = cv_cache_memo_lookup(c, e->path, st, &m);
+    if (!cv_cache_digest_eq(&m.sha, dg) || m.xxh3 != cv_cache_cas_entry_xxh3(e))
+        return CV_MEMO_STALE;
+    return ms;
+}
+
+/* From the local store: 1 written, 0 not there (or corrupt: removed and
+ * counted; or unreadable: a warning), < 0 the output could not be written. */
+static int from_store(cv_cache *c, const cv_digest *dg, const char *abs, unsigned mode,
+                      uint64_t *size, cv_cache_txn *a, cv_diag *d)
+{
+    cv_diag scratch;
+    cv_diag_init(&scratch);
+    cv_cas_entry e;
+    int64_t seen = cv_cache_now_us() * 1000;
+    int rc = cv_cache_cas_entry_open(c->cas, CV_CAS_BLOB, dg, &e, &scratch);
+    struct stat st;
+    cv_memo_state ms = rc == CV_CAS_FOUND ? vouched(c, &e, dg, &st) : CV_MEMO_STALE;
+    void *data = NULL; /* owned here */
+    size_t len = 0;
+    if (rc == CV_CAS_FOUND && (ms != CV_MEMO_FRESH || (!e.raw_codec && !e.paged))) {
+        /* Racy: the bytes must still hash to the XXH3 recorded with the
+         * full check (entry_read compares them with the header's). */
+        rc = cv_cache_cas_entry_read(&e, ms == CV_MEMO_STALE ? CV_CAS_VERIFY_FULL
+                                                             : CV_CAS_VERIFY_FAST,
+                                     CV_CACHE_MAX_ENTRY, &data, &len, &scratch);
+        if (rc == CV_CAS_FOUND && ms != CV_MEMO_FRESH)
+            cv_cache_memo_record(c, e.path, &st, cv_cache_cas_entry_xxh3(&e), dg, seen);
+    }
+    if (rc == CV_CAS_CORRUPT) {
+        cv_cache_txn_count(a, CV_CTR_CORRUPT, 1);
+        cv_cache_txn_event(a, CV_IDX_REMOVE, CV_CAS_BLOB, dg, 0);
+    }
+    for (int i = 0; i < scratch.n; i++) /* store trouble: a warning, the build goes on */
+        cv_cache_warn(d, scratch.v[i].code, "%s", scratch.v[i].msg);
+    cv_diag_free(&scratch);
+    int out = 0;
+    if (rc == CV_CAS_FOUND) {
+        filler f = {.e = data ? NULL : &e, .data = data, .len = len};
+        *size = e.raw;
+        out = write_out(c, abs, mode, &f, dg, cv_cache_cas_entry_xxh3(&e), d) == 0 ? 1 : -1;
+        if (out == 1)
+            cv_cache_txn_event(a, CV_IDX_HIT, CV_CAS_BLOB, dg, e.stored);
+    }
+    if (e.fd >= 0)
+        cv_cache_cas_entry_close(&e);
+    free(data);
+    return out;
+}
+
+int cv_cache_get_blob_file(cv_cache *c, const cv_digest *dg, const char *path, unsigned mode,
+                           uint64_t *size, cv_cache_lookup *info, cv_diag *d)
+{
+    cv_cache_lookup l = {.source = CV_CACHE_SRC_NONE, .reason = CV_MISS_DISABLED};
+    int64_t t0 = cv_cache_mono_us();
+    char abs[PATH_MAX];
+    int rc = 0;
+    *size = 0;
+    if (!cv_cache_enabled(c)) {
+        if (info)
+            *info = l;
+        return 0;
+    }
+    if (absolute(path, abs) != 0)
+        return cv_cache_err(d, CV_DIAG_CACHE_IO, "cannot write %s: no such directory", path);
+    cv_cache_txn a = {0};
+    uint64_t stored = 0;
+    if (cv_cache_cas_exists(c->cas, CV_CAS_BLOB, dg, &stored) && in_place(c, abs, dg, mode, size)) {
+        cv_cache_txn_event(&a, CV_IDX_HIT, CV_CAS_BLOB, dg, stored);
+        rc = 1;
+    } else {
+        rc = from_store(c, dg, abs, mode, size, &a, d);
+    }
+    if (rc == 1) {
+        cv_cache_txn_count(&a, "blob.hit.local", 1);
+        l = (cv_cache_lookup){.source = CV_CACHE_SRC_LOCAL, .reason = CV_MISS_NONE};
+    }
+    cv_cache_txn_commit(c, &a, d);
+    if (rc == 0) { /* the remote, or a counted miss */
+        void *data = NULL;
+        size_t len = 0;
+        rc = cv_cache_get_blob(c, dg, &data, &len, &l, d);
+        filler f = {.data = data, .len = len};
+        *size = len;
+        if (rc == 1 && write_out(c, abs, mode, &f, dg, cv_cache_xxh3_64(data, len), d) != 0)
+            rc = -1;
+        free(data);
+    }
+    l.ms = (double)(cv_cache_mono_us() - t0) / 1000.0;
+    if (info)
+        *info = l;
+    return rc;
+}
+
+int cv_cache_put_blob_file(cv_cache *c, const char *path, size_t max_bytes, cv_digest *out,
+                           uint64_t *size, cv_diag *d)
+{
+    char abs[PATH_MAX];
+    if (absolute(path, abs) != 0)
+        return cv_cache_err(d, CV_DIAG_CACHE_IO, "cannot read %s: no such directory", path);
+    int64_t seen = cv_cache_now_us() * 1000;
+    struct stat before, after;
+    char *data = NULL;
+    size_t len = 0;
+    int rc = stat(abs, &before) == 0 ? 0 : cv_cache_err(d, CV_DIAG_CACHE_IO, "cannot read %s: %s",
+                                                         abs, strerror(errno));
+    if (rc == 0)
+        rc = cv_fs_read_file(abs, max_bytes, &data, &len, d);
+    if (rc == 0)
+        rc = cv_cache_put_blob(c, data, len, out, d);
+    /* The memo row only if the file did not change while it was read. */
+    if (rc == 0 && cv_cache_enabled(c) && stat(abs, &after) == 0 &&
+        after.st_ino == before.st_ino && after.st_size == (off_t)len &&
+        after.st_mtim.tv_sec == before.st_mtim.tv_sec &&
+        after.st_mtim.tv_nsec == before.st_mtim.tv_nsec &&
+        after.st_ctim.tv_sec == before.st_ctim.tv_sec &&
+        after.st_ctim.tv_nsec == before.st_ctim.tv_nsec)
+        cv_cache_memo_record(c, abs, &after, cv_cache_xxh3_64(data, len), out, seen);
+    *size = len;
+    free(data);
+    return rc;
+}

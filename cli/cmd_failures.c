@@ -1,0 +1,361 @@
+/* cuvil failures [REVISION] [--top N] [--json] [--since REV] [--state DIR]
+ * A revision's broken jobs sorted into patterns, root causes first, ranked
+ * by the jobs each broke (controller/classify*.c); with --since, the
+ * patterns of every revision in a range side by side. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli/cli.h"
+#include "common/fs.h"
+#include "controller/controller.h"
+
+extern const cv_cli_command cv_cmd_failures;
+
+#define DEFAULT_TOP 20
+#define LIST_SHOWN 8         /* models, roots, configs listed in text */
+#define SHORT_COMMIT 7
+
+typedef struct failures_args {
+    const char *state, *revision, *since;
+    int top;
+    bool json;
+} failures_args;
+
+/* What a class-only pattern means (no diagnostic to explain it). */
+static const char *class_summary(cv_fail_class c)
+{
+    switch (c) {
+    case CV_FAIL_ICE: return "the compiler crashed or reported an internal error";
+    case CV_FAIL_TIMEOUT: return "the compile ran past its time limit";
+    case CV_FAIL_OOM: return "the compile ran out of memory";
+    case CV_FAIL_INFRA: return "the farm failed the job (cache, queue, model fetch, disk)";
+    case CV_FAIL_FLAKY: return "the same job failed and succeeded at this revision";
+    default: return "the model failed without a diagnostic";
+    }
+}
+
+static void explain(const cv_failure_group *g, const char **name, const char **summary)
+{
+    const cv_diag_code_info *info = g->code ? cv_diag_code_lookup(g->code) : NULL;
+    *name = info ? info->name : cv_fail_class_name(g->cls);
+    *summary = info ? info->summary : class_summary(g->cls);
+}
+
+static const char *short_rev(const char *rev, char buf[SHORT_COMMIT + 1])
+{
+    const char *at = strstr(rev, "@sha1:");
+    snprintf(buf, SHORT_COMMIT + 1, "%s", at ? at + 6 : rev);
+    return buf;
+}
+
+static void reproduce(const cv_failure_group *g, char *buf, size_t size)
+{
+    snprintf(buf, size, "cuvil compile %s -t %s -p %s -%s", g->ex_model, g->ex_target,
+             g->ex_precision, g->ex_opt);
+}
+
+/* ---- text */
+
+static void print_list(const char *label, const char *const *v, int n)
+{
+    printf("    %-12s", label);
+    for (int i = 0; i < n && i < LIST_SHOWN; i++)
+        printf("%s%s", i ? ", " : "", v[i]);
+    if (n > LIST_SHOWN)
+        printf(", ... (%d in all)", n);
+    printf("\n");
+}
+
+static void print_roots(const cv_failure_group *g)
+{
+    for (int i = 0; i < g->n_roots && i < LIST_SHOWN; i++) {
+        const cv_failure_root *r = &g->roots[i];
+        char where[CV_GIT_PATH_MAX + 64];
+        if (r->file && r->line)
+            snprintf(where, sizeof where, "%s:%d:%d", r->file, r->line, r->col);
+        else
+            snprintf(where, sizeof where, "%s", r->model);
+        printf("    %-12s%s  (%lld job%s:", i ? "" : "roots", where, (long long)r->jobs,
+               r->jobs == 1 ? "" : "s");
+        for (int k = 0; k < r->n_configs && k < LIST_SHOWN; k++)
+            printf("%s %s", k ? "," : "", r->configs[k]);
+        printf("%s)\n", r->n_configs > LIST_SHOWN ? ", ..." : "");
+    }
+    if (g->n_roots > LIST_SHOWN)
+        printf("    %-12s... %d more roots (--json lists them all)\n", "", g->n_roots - LIST_SHOWN);
+}
+
+/* The example diagnostic as `cuvil compile` prints it, indented. */
+static void print_indented(const cv_diag *ex)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    if (!mem)
+        return;
+    cv_diag_print_entry(ex, cv_diag_get(ex, 1), mem, false);
+    fclose(mem);
+    for (char *line = buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+        nl = strchr(line, '\n');
+        printf("      %.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);
+    }
+    free(buf);
+}
+
+static void print_group(int rank, const cv_failure_group *g)
+{
+    const char *name, *summary;
+    explain(g, &name, &summary);
+    char cmd[CV_GIT_PATH_MAX + 256];
+    printf("\n%2d. %s\n", rank, g->pattern);
+    printf("    %lld job%s broken, %d root%s in %d model%s%s\n", (long long)g->jobs,
+           g->jobs == 1 ? "" : "s", g->n_roots, g->n_roots == 1 ? "" : "s", g->n_models,
+           g->n_models == 1 ? "" : "s", g->is_new ? "  -- NEW in this revision" : "");
+    printf("    %-12s%s: %s\n", "means", name, summary);
+    printf("    %-12s%s\n", "first seen", g->is_new ? "this revision" : g->first_seen);
+    print_list("models", g->models, g->n_models);
+    print_list("targets", g->targets, g->n_targets);
+    print_roots(g);
+    if (g->derived)
+        printf("    %-12s%lld error%s caused by these roots (folded in)\n", "derived",
+               (long long)g->derived, g->derived == 1 ? "" : "s");
+    if (g->example && g->example->n) {
+        printf("    example     %s  %s %s %s\n", g->ex_model, g->ex_target, g->ex_precision,
+               g->ex_opt);
+        print_indented(g->example);
+    }
+    reproduce(g, cmd, sizeof cmd);
+    printf("    %-12s%s\n", "reproduce", cmd);
+}
+
+static void print_report(const cv_failure_report *r, int top)
+{
+    int fresh = 0;
+    for (int i = 0; i < r->n_groups; i++)
+        fresh += r->groups[i].is_new;
+    printf("revision    %s  %s\n", r->revision, cv_rev_state_name(r->state));
+    printf("jobs        %lld, %lld broken: %d pattern%s, %d new in this revision\n",
+           (long long)r->jobs, (long long)r->broken, r->n_groups, r->n_groups == 1 ? "" : "s",
+           fresh);
+    if (r->revision_errors)
+        printf("specs       %lld errors about the revision itself (see `cuvil status`)\n",
+               (long long)r->revision_errors);
+    for (int i = 0; i < r->n_groups && i < top; i++)
+        print_group(i + 1, &r->groups[i]);
+    if (r->n_groups > top)
+        printf("\n... %d more patterns (--top %d shows them)\n", r->n_groups - top, r->n_groups);
+}
+
+static void print_trend(const cv_failure_trend *t)
+{
+    char buf[SHORT_COMMIT + 1];
+    printf("patterns from %s to %s (%d revisions, oldest first)\n\n", t->revisions[0],
+           t->revisions[t->n_revisions - 1], t->n_revisions);
+    for (int r = 0; r < t->n_revisions; r++)
+        printf("%8s", short_rev(t->revisions[r], buf));
+    printf("  %-8s pattern\n", "first");
+    for (int r = 0; r < t->n_revisions; r++)
+        printf("%8lld", (long long)t->broken[r]);
+    printf("  %-8s (jobs broken)\n", "");
+    for (int k = 0; k < t->n_patterns; k++) {
+        for (int r = 0; r < t->n_revisions; r++)
+            printf("%8lld", (long long)t->jobs[(size_t)k * (size_t)t->n_revisions + (size_t)r]);
+        printf("  %-8s %s\n", short_rev(t->first_seen[k], buf), t->patterns[k]);
+    }
+}
+
+/* ---- JSON */
+
+static json_t *strings(const char *const *v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_string(v[i]));
+    return a;
+}
+
+static json_t *roots_json(const cv_failure_group *g)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < g->n_roots; i++) {
+        const cv_failure_root *r = &g->roots[i];
+        json_array_append_new(
+            a, json_pack("{s:s, s:o, s:i, s:i, s:I, s:o}", "model", r->model, "file",
+                         r->file ? json_string(r->file) : json_null(), "line", r->line, "col",
+                         r->col, "jobs", (json_int_t)r->jobs, "configs",
+                         strings(r->configs, r->n_configs)));
+    }
+    return a;
+}
+
+static json_t *group_json(const cv_failure_group *g)
+{
+    const char *name, *summary;
+    explain(g, &name, &summary);
+    char code[16], cmd[CV_GIT_PATH_MAX + 256];
+    snprintf(code, sizeof code, "CV%04d", g->code);
+    reproduce(g, cmd, sizeof cmd);
+    json_t *diags = g->example ? cv_diag_to_json(g->example) : json_array();
+    json_t *first = json_array_get(diags, 0);
+    json_t *ex = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o}", "model", g->ex_model, "target",
+                           g->ex_target, "precision", g->ex_precision, "opt", g->ex_opt,
+                           "diagnostic", first ? json_incref(first) : json_null(),
+                           "sourceLine", g->ex_line ? json_string(g->ex_line) : json_null());
+    json_decref(diags);
+    return json_pack("{s:s, s:s, s:o, s:s, s:s, s:I, s:I, s:s, s:b, s:o, s:o, s:o, s:o, s:s}",
+                     "pattern", g->pattern, "class", cv_fail_class_name(g->cls), "code",
+                     g->code ? json_string(code) : json_null(), "name", name, "summary",
+                     summary, "jobs", (json_int_t)g->jobs, "derived", (json_int_t)g->derived,
+                     "firstSeen", g->first_seen, "new", g->is_new, "models",
+                     strings(g->models, g->n_models), "targets",
+                     strings(g->targets, g->n_targets), "roots", roots_json(g), "example", ex,
+                     "reproduce", cmd);
+}
+
+static json_t *report_json(const cv_failure_report *r, int top)
+{
+    json_t *groups = json_array();
+    for (int i = 0; i < r->n_groups && i < top; i++)
+        json_array_append_new(groups, group_json(&r->groups[i]));
+    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:i, s:o}", "revision", r->revision, "state",
+                     cv_rev_state_name(r->state), "jobs", (json_int_t)r->jobs, "broken",
+                     (json_int_t)r->broken, "revisionErrors", (json_int_t)r->revision_errors,
+                     "patternCount", r->n_groups, "patterns", groups);
+}
+
+static json_t *trend_json(const cv_failure_trend *t)
+{
+    json_t *revs = json_array(), *pats = json_array();
+    for (int r = 0; r < t->n_revisions; r++)
+        json_array_append_new(revs, json_pack("{s:s, s:I}", "revision", t->revisions[r],
+                                              "broken", (json_int_t)t->broken[r]));
+    for (int k = 0; k < t->n_patterns; k++) {
+        json_t *counts = json_array();
+        for (int r = 0; r < t->n_revisions; r++)
+            json_array_append_new(counts, json_integer(t->jobs[(size_t)k * (size_t)t->n_revisions +
+                                                                (size_t)r]));
+        json_array_append_new(pats, json_pack("{s:s, s:s, s:o}", "pattern", t->patterns[k],
+                                              "firstSeen", t->first_seen[k], "jobs", counts));
+    }
+    return json_pack("{s:o, s:o}", "revisions", revs, "patterns", pats);
+}
+
+static void print_json(json_t *o)
+{
+    char *text = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
+    if (text)
+        printf("%s\n", text);
+    free(text);
+    json_decref(o);
+}
+
+/* ---- the command */
+
+static int parse_args(int argc, char **argv, failures_args *a)
+{
+    *a = (failures_args){.state = cv_cli_default_state(), .top = DEFAULT_TOP};
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        bool value = strcmp(arg, "--state") == 0 || strcmp(arg, "--since") == 0 ||
+                     strcmp(arg, "--top") == 0;
+        if (value && i + 1 >= argc)
+            return cv_cli_usage_error(&cv_cmd_failures, "%s needs a value", arg);
+        if (strcmp(arg, "--json") == 0) {
+            a->json = true;
+        } else if (strcmp(arg, "--state") == 0) {
+            a->state = argv[++i];
+        } else if (strcmp(arg, "--since") == 0) {
+            a->since = argv[++i];
+        } else if (strcmp(arg, "--top") == 0) {
+            char *end;
+            long n = strtol(argv[++i], &end, 10);
+            if (end == argv[i] || *end || n < 1 || n > 100000)
+                return cv_cli_usage_error(&cv_cmd_failures, "--top takes a number from 1 to "
+                                          "100000, got '%s'", argv[i]);
+            a->top = (int)n;
+        } else if (arg[0] == '-' || a->revision) {
+            return cv_cli_usage_error(&cv_cmd_failures, "unexpected argument '%s'", arg);
+        } else {
+            a->revision = arg;
+        }
+    }
+    return CV_EXIT_OK;
+}
+
+static int run_report(cv_builddb *db, const failures_args *a, cv_diag *d)
+{
+    cv_failure_report r;
+    if (cv_failures_classify(db, a->revision, &r, d) != 0)
+        return -1;
+    char *trees = cv_fs_join(a->state, "trees");
+    if (trees)
+        cv_failure_report_attach_sources(&r, trees);
+    free(trees);
+    if (a->json)
+        print_json(report_json(&r, a->top));
+    else
+        print_report(&r, a->top);
+    cv_failure_report_free(&r);
+    return 0;
+}
+
+static int run_trend(cv_builddb *db, const failures_args *a, cv_diag *d)
+{
+    cv_failure_trend t;
+    if (cv_failures_trend(db, a->since, a->revision, &t, d) != 0)
+        return -1;
+    if (a->json)
+        print_json(trend_json(&t));
+    else
+        print_trend(&t);
+    cv_failure_trend_free(&t);
+    return 0;
+}
+
+static int run_failures(int argc, char **argv)
+{
+    if (cv_cli_wants_help(&cv_cmd_failures, argc, argv))
+        return CV_EXIT_OK;
+    failures_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc)
+        return rc;
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_builddb *db = NULL;
+    rc = cv_cli_open_builddb(a.state, &db, &d);
+    if (rc == 0)
+        rc = a.since ? run_trend(db, &a, &d) : run_report(db, &a, &d);
+    cv_builddb_close(db);
+    cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
+    cv_diag_free(&d);
+    return rc ? CV_EXIT_INPUT : CV_EXIT_OK;
+}
+
+const cv_cli_command cv_cmd_failures = {
+    "failures", "sort a revision's failed jobs into root causes and patterns",
+    "cuvil failures [REVISION] [--top N] [--json] [--since REV] [--state DIR]\n"
+    "  REVISION     ref@sha1:COMMIT, a commit id or a prefix of one (4+ hex digits), or\n"
+    "               latest (default)\n"
+    "  --top N      show the N patterns that broke the most jobs (default 20)\n"
+    "  --json       the report as one JSON object\n"
+    "  --since REV  trends: the patterns of every revision from REV to REVISION, jobs\n"
+    "               broken per revision (at most the newest 100 revisions)\n"
+    "  --state DIR  the farm's state directory (default $CUVIL_FARM_STATE or .cuvil-farm)\n"
+    "A pattern is a root diagnostic's code and its AST path (model language) or IR/op\n"
+    "path (CU-IR, ONNX) with names, numbers and places abstracted, e.g.\n"
+    "  CV3203 FunctionDef>Assign>Call[cvl.conv2d]\n"
+    "so the same mistake in two models, or in two revisions, is one pattern.  Errors\n"
+    "caused by an earlier error are folded under it; a root failing for several\n"
+    "targets and precisions is one entry.  Failures that are not the model's are\n"
+    "named by class: ice (crash), timeout, oom, infra, flaky (the same job failed and\n"
+    "succeeded at one revision).  Each pattern shows the registry's explanation of\n"
+    "its code, the revision it was first seen at (NEW when this one), the models and\n"
+    "targets affected, an example with its source line while the revision's files\n"
+    "are in the state directory, and a command that reproduces it.  Exit status 0\n"
+    "unless the revision or the farm state cannot be read.\n",
+    run_failures,
+};
