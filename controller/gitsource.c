@@ -184,7 +184,10 @@ static int poll_failed(cv_gitsource *g, int code, int64_t now, cv_diag *d, const
 static const git_remote_head *find_head(const git_remote_head **heads, size_t n, const char *ref)
 {
     static const char *const prefixes[] = {"", "refs/heads/", "refs/tags/"};
-    for (int p = strncmp(ref, "refs/", 5) == 0 ? 0 : 1; p < 3; p++) {
+    /* "HEAD": whatever the source has checked out (a CI runner's detached
+     * checkout); other names are branches first, then tags */
+    bool exact = strncmp(ref, "refs/", 5) == 0 || strcmp(ref, "HEAD") == 0;
+    for (int p = exact ? 0 : 1; p < 3; p++) {
         char full[512];
         snprintf(full, sizeof full, "%s%s", prefixes[p], ref);
         for (size_t i = 0; i < n; i++)
@@ -196,11 +199,19 @@ static const git_remote_head *find_head(const git_remote_head **heads, size_t n,
     return NULL;
 }
 
+/* The mirror's name for the source's ref: the same, except that the
+ * source's HEAD is kept under refs/cuvil/ (a bare mirror's own HEAD is a
+ * symbolic ref). */
+static const char *mirror_ref(const char *full)
+{
+    return strcmp(full, "HEAD") == 0 ? "refs/cuvil/source-HEAD" : full;
+}
+
 /* Downloads ref over the connected remote and updates the mirror's ref. */
 static int fetch_ref(cv_gitsource *g, git_remote *remote, const char *full)
 {
     char spec[1100];
-    snprintf(spec, sizeof spec, "+%s:%s", full, full);
+    snprintf(spec, sizeof spec, "+%s:%s", full, mirror_ref(full));
     char *specs[] = {spec};
     git_strarray refspecs = {specs, 1};
     git_fetch_options fo;
@@ -217,7 +228,7 @@ static int fetch_ref(cv_gitsource *g, git_remote *remote, const char *full)
 static int local_commit(cv_gitsource *g, const char *full, char hex[CV_GIT_HEX + 1])
 {
     git_object *obj = NULL, *commit = NULL;
-    int rc = git_revparse_single(&obj, g->repo, full);
+    int rc = git_revparse_single(&obj, g->repo, mirror_ref(full));
     if (rc == 0)
         rc = git_object_peel(&commit, obj, GIT_OBJECT_COMMIT);
     if (rc == 0)
@@ -256,7 +267,7 @@ static int poll_remote(cv_gitsource *g, int64_t now, cv_diag *d)
     char full[512];
     snprintf(full, sizeof full, "%s", h->name);
     git_oid local;
-    bool moved = git_reference_name_to_id(&local, g->repo, full) != 0 ||
+    bool moved = git_reference_name_to_id(&local, g->repo, mirror_ref(full)) != 0 ||
                  !git_oid_equal(&local, &h->oid);
     if (moved && fetch_ref(g, remote, full)) {
         int rc = poll_failed(g, CV_E_GIT_FETCH, now, d, "cannot fetch %s from %s: %s", full,

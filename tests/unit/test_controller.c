@@ -383,6 +383,32 @@ static void test_cluster_spec_settings(void **state)
     assert_false(cv_diag_has_errors(&f->d));
 }
 
+/* --ref HEAD: what the source has checked out (a CI runner's checkout). */
+static void test_ref_head(void **state)
+{
+    fx *f = *state;
+    const trepo_file files[] = {{"cuvil/p.yaml", PIPELINE, 0}, {"models/a.cuir", MODEL_A, 0}};
+    char hex[41];
+    trepo_commit(f->repo, "one", files, 2, hex);
+    cv_controller_opts o = {.repo = f->repo_dir, .ref = "HEAD", .state_dir = f->state_dir,
+                            .interval_ms = 3600 * 1000};
+    assert_int_equal(cv_controller_open(&o, &f->ctl, &f->d), 0);
+    cv_step_report r;
+    assert_int_equal(cv_controller_step(f->ctl, true, &r, &f->d), 0);
+    assert_false(r.source_failed);
+    assert_true(r.planned);
+    char want[CV_REVISION_MAX + 1];
+    snprintf(want, sizeof want, "HEAD@sha1:%s", hex);
+    assert_string_equal(r.revision, want);
+    const trepo_file more[] = {{"models/b.cuir", MODEL_B, 0}};
+    trepo_commit(f->repo, "two", more, 1, hex);
+    assert_int_equal(cv_controller_step(f->ctl, true, &r, &f->d), 0);
+    assert_true(r.planned);
+    snprintf(want, sizeof want, "HEAD@sha1:%s", hex);
+    assert_string_equal(r.revision, want);
+    assert_false(cv_diag_has_errors(&f->d));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -391,6 +417,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_source_failure_is_recorded_not_fatal, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_cluster_spec_settings, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ref_head, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* One change in a commit: content NULL deletes the path. */
 typedef struct trepo_file {
@@ -87,6 +88,26 @@ static inline void trepo_commit(git_repository *r, const char *msg, const trepo_
 }
 
 /* The blob id git gives these bytes. */
+/* Writes files into the working tree too (trepo_commit does not check
+ * out), for tools that read it. */
+static inline void trepo_write_worktree(const char *root, const trepo_file *files, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", root, files[i].path);
+        for (char *s = strchr(path + strlen(root) + 1, '/'); s; s = strchr(s + 1, '/')) {
+            *s = 0;
+            mkdir(path, 0755);
+            *s = '/';
+        }
+        FILE *f = fopen(path, "w");
+        if (!f || fputs(files[i].content, f) < 0 || fclose(f) != 0) {
+            fprintf(stderr, "cannot write %s\n", path);
+            abort();
+        }
+    }
+}
+
 static inline void trepo_blob_id(const char *content, char hex[41])
 {
     git_oid oid;
