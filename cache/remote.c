@@ -1,7 +1,7 @@
 /* The remote cache client (see remote.h). */
 #include "cache/remote.h"
 #include "cache/internal.h"
-#include "cache/netlib.h"
+#include "common/netlib.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +65,7 @@ static int parse_url(const char *url, cv_remote *r, cv_diag *d)
 int cv_cache_remote_open(const cv_remote_options *o, cv_remote **out, cv_diag *d)
 {
     *out = NULL;
-    const cv_curl_fns *cu = cv_cache_curl(d);
+    const cv_curl_fns *cu = cv_netlib_curl(d);
     if (!cu)
         return -1;
     cv_remote *r = calloc(1, sizeof *r);

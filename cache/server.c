@@ -17,7 +17,7 @@
 #include "cache/cas.h"
 #include "cache/index.h"
 #include "cache/internal.h"
-#include "cache/netlib.h"
+#include "common/netlib.h"
 #include "cache/server_internal.h"
 
 #include <errno.h>
@@ -34,7 +34,7 @@ enum { QUEUE_MAX = 200000, FLUSH_MS = 200, MAX_LISTEN = 300 };
 /* libmicrohttpd, loaded by cv_cache_server_start before any other use. */
 static const cv_mhd_fns *mhd(void)
 {
-    return cv_cache_mhd(NULL);
+    return cv_netlib_mhd(NULL);
 }
 
 struct cv_cache_server {
@@ -610,7 +610,7 @@ static int start_daemon(cv_cache_server *s, const cv_cache_server_options *o, cv
 int cv_cache_server_start(const cv_cache_server_options *o, cv_cache_server **out, cv_diag *d)
 {
     *out = NULL;
-    if (!cv_cache_mhd(d))
+    if (!cv_netlib_mhd(d))
         return -1;
     cv_cache_server *s = calloc(1, sizeof *s);
     if (!s || !(s->dir = strdup(o->dir ? o->dir : ""))) {

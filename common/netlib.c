@@ -1,12 +1,13 @@
 /* Loading libcurl and libmicrohttpd on first use (see netlib.h). */
-#include "cache/netlib.h"
-#include "cache/internal.h"
+#include "common/netlib.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+
+enum { CV_E_NETLIB_LOAD = 9004 };   /* io-error */
 
 /* The sonames of the ABI the headers describe. */
 #define CURL_SONAME "libcurl.so.4"
@@ -45,7 +46,8 @@ static bool get(lib *l, void (*once_fn)(void), cv_diag *d)
 {
     pthread_once(&l->once, once_fn);
     if (!l->ok)
-        cv_cache_err(d, CV_DIAG_CACHE_IO, "cannot load %s: %s", l->soname, l->why);
+        cv_diag_error(d, CV_E_NETLIB_LOAD, (cv_span){0}, "cannot load %s: %s", l->soname,
+                      l->why);
     return l->ok;
 }
 
@@ -72,7 +74,7 @@ static void load_curl(void)
     }
 }
 
-const cv_curl_fns *cv_cache_curl(cv_diag *d)
+const cv_curl_fns *cv_netlib_curl(cv_diag *d)
 {
     return get(&curl_lib, load_curl, d) ? &curl_fns : NULL;
 }
@@ -98,7 +100,7 @@ static void load_mhd(void)
     load(&mhd_lib);
 }
 
-const cv_mhd_fns *cv_cache_mhd(cv_diag *d)
+const cv_mhd_fns *cv_netlib_mhd(cv_diag *d)
 {
     return get(&mhd_lib, load_mhd, d) ? &mhd_fns : NULL;
 }
