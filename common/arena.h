@@ -14,6 +14,9 @@ typedef struct cv_arena {
 
 void  cv_arena_init(cv_arena *a);
 void  cv_arena_free(cv_arena *a);
+/* Empties the arena for reuse, keeping its newest block (zeroed again):
+ * for scratch memory that lives one step of a loop. */
+void  cv_arena_reset(cv_arena *a);
 /* Returns zeroed memory aligned to 16 bytes; NULL only when malloc fails
  * or the size overflows. */
 void *cv_arena_alloc(cv_arena *a, size_t size);

@@ -13,26 +13,19 @@
 
 #include "common/fs.h"
 #include "common/nbytes.h"
+#include "common/safetensors_internal.h"
 
 enum { CODE_HEADER = 1111, CODE_DTYPE = 1112, CODE_OFFSETS = 1113, CODE_OOM = 9002, CODE_IO = 9004 };
-
-struct cv_safetensors {
-    void *map;              /* owned mapping, or NULL (empty file, or bytes owned by the caller) */
-    size_t map_len;
-    cv_st_tensor *t;        /* owned array; t[i].name owned */
-    void **copies;          /* owned: aligned copies of misaligned tensors (NULL where none) */
-    int n;
-};
 
 static const struct { const char *name; cv_dtype dt; } dtypes[] = {
     {"F32", CV_F32}, {"F16", CV_F16}, {"BF16", CV_BF16}, {"I8", CV_I8},  {"U8", CV_U8},
     {"I32", CV_I32}, {"I64", CV_I64}, {"BOOL", CV_BOOL}, {"F64", CV_F64},
 };
 
-static cv_dtype dtype_of(const char *s)
+cv_dtype cv_st_dtype_of(const char *s, size_t n)
 {
     for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
-        if (strcmp(dtypes[i].name, s) == 0)
+        if (strlen(dtypes[i].name) == n && memcmp(dtypes[i].name, s, n) == 0)
             return dtypes[i].dt;
     return CV_DT_INVALID;
 }
@@ -50,6 +43,8 @@ static int st_error(cv_diag *d, const char *file, int code, const char *fmt, ...
 
 static int st_error(cv_diag *d, const char *file, int code, const char *fmt, ...)
 {
+    if (!d)
+        return -1;
     cv_span sp = {.file = file};
     va_list ap;
     va_start(ap, fmt);
@@ -58,20 +53,75 @@ static int st_error(cv_diag *d, const char *file, int code, const char *fmt, ...
     return -1;
 }
 
-/* ---- parsing one tensor entry */
+/* ---- the tensor table, shared with the fast scanner */
 
-typedef struct st_ctx {
-    const char *file;
-    const unsigned char *data;  /* start of the byte buffer after the header */
-    size_t data_len;
-    cv_diag *d;
-} st_ctx;
+cv_st_tensor *cv_st_push(cv_safetensors *st, const char *s, size_t n)
+{
+    if (n >= st->names_cap - st->names_len)
+        return NULL;
+    if (st->n == st->cap) {
+        int cap = st->cap ? st->cap * 2 : 64;
+        cv_st_tensor *t = st->cap < INT32_MAX / 2 ? realloc(st->t, (size_t)cap * sizeof *t) : NULL;
+        if (!t)
+            return NULL;
+        st->t = t;
+        st->cap = cap;
+    }
+    char *name = st->names + st->names_len;
+    memcpy(name, s, n);
+    name[n] = 0;
+    st->names_len += n + 1;
+    cv_st_tensor *t = &st->t[st->n++];
+    memset(t, 0, sizeof *t);
+    t->name = name;
+    return t;
+}
 
-static int parse_shape(st_ctx *c, const char *name, json_t *shape, cv_st_tensor *t)
+static int cmp_tensor(const void *a, const void *b)
+{
+    return strcmp(((const cv_st_tensor *)a)->name, ((const cv_st_tensor *)b)->name);
+}
+
+bool cv_st_sort(cv_safetensors *st)
+{
+    int i = 1;
+    while (i < st->n && strcmp(st->t[i - 1].name, st->t[i].name) < 0)
+        i++;
+    if (i >= st->n)
+        return true;  /* writers usually sort: skip the sort */
+    qsort(st->t, (size_t)st->n, sizeof *st->t, cmp_tensor);
+    for (i = 1; i < st->n; i++)
+        if (strcmp(st->t[i - 1].name, st->t[i].name) == 0)
+            return false;
+    return true;
+}
+
+int cv_st_place(const cv_st_ctx *c, const char *name, int64_t begin, int64_t end, cv_st_tensor *t)
+{
+    size_t want = 0;
+    int64_t numel;
+    if (begin < 0 || end < begin || (uint64_t)end > c->data_len)
+        return st_error(c->d, c->file, CODE_OFFSETS, "tensor `%s`: data_offsets [%lld, %lld] are "
+                        "outside the %zu data bytes", name, (long long)begin, (long long)end,
+                        c->data_len);
+    if (cv_shape_nbytes(t->dtype, t->rank, t->dims, &numel, &want) != 0)
+        return st_error(c->d, c->file, CODE_OFFSETS, "tensor `%s`: shape is too large", name);
+    if ((size_t)(end - begin) != want)
+        return st_error(c->d, c->file, CODE_OFFSETS, "tensor `%s`: data_offsets span %zu bytes but "
+                        "%s x shape needs %zu", name, (size_t)(end - begin), dtype_name(t->dtype),
+                        want);
+    t->data = c->data + begin;
+    t->nbytes = want;
+    return 0;
+}
+
+/* ---- the general reader: any JSON, through jansson, with its errors */
+
+static int parse_shape(const cv_st_ctx *c, const char *name, json_t *shape, cv_st_tensor *t)
 {
     if (!json_is_array(shape) || json_array_size(shape) > CV_ST_MAX_RANK)
-        return st_error(c->d, c->file, CODE_HEADER, "tensor `%s`: shape must be an array of at most "
-                        "%d integers", name, CV_ST_MAX_RANK);
+        return st_error(c->d, c->file, CODE_HEADER, "tensor `%s`: shape must be an array of at "
+                        "most %d integers", name, CV_ST_MAX_RANK);
     t->rank = (int)json_array_size(shape);
     for (int i = 0; i < t->rank; i++) {
         json_t *v = json_array_get(shape, (size_t)i);
@@ -83,73 +133,78 @@ static int parse_shape(st_ctx *c, const char *name, json_t *shape, cv_st_tensor 
     return 0;
 }
 
-static int parse_offsets(st_ctx *c, const char *name, json_t *offs, size_t *begin, size_t *end)
-{
-    json_t *b = json_array_get(offs, 0), *e = json_array_get(offs, 1);
-    if (!json_is_array(offs) || json_array_size(offs) != 2 || !json_is_integer(b) ||
-        !json_is_integer(e))
-        return st_error(c->d, c->file, CODE_HEADER,
-                        "tensor `%s`: data_offsets must be [begin, end] integers", name);
-    json_int_t bv = json_integer_value(b), ev = json_integer_value(e);
-    if (bv < 0 || ev < bv || (uint64_t)ev > c->data_len)
-        return st_error(c->d, c->file, CODE_OFFSETS, "tensor `%s`: data_offsets [%lld, %lld] are "
-                        "outside the %zu data bytes", name, (long long)bv, (long long)ev, c->data_len);
-    *begin = (size_t)bv;
-    *end = (size_t)ev;
-    return 0;
-}
-
-static int parse_dtype(st_ctx *c, const char *name, json_t *dt, cv_st_tensor *t)
+static int parse_dtype(const cv_st_ctx *c, const char *name, json_t *dt, cv_st_tensor *t)
 {
     const char *s = json_string_value(dt);
     if (!s)
         return st_error(c->d, c->file, CODE_HEADER, "tensor `%s`: dtype must be a string", name);
-    t->dtype = dtype_of(s);
+    t->dtype = cv_st_dtype_of(s, json_string_length(dt));
     if (t->dtype == CV_DT_INVALID)
         return st_error(c->d, c->file, CODE_DTYPE, "tensor `%s`: dtype `%s` is not supported "
                         "(F32 F16 BF16 F64 I8 U8 I32 I64 BOOL are)", name, s);
     return 0;
 }
 
-static int parse_tensor(st_ctx *c, const char *name, json_t *v, cv_st_tensor *t)
+static int parse_tensor(const cv_st_ctx *c, const char *name, json_t *v, cv_st_tensor *t)
 {
-    size_t begin = 0, end = 0, want = 0;
-    int64_t numel;
     if (!json_is_object(v))
         return st_error(c->d, c->file, CODE_HEADER, "tensor `%s`: entry is not an object", name);
+    json_t *offs = json_object_get(v, "data_offsets");
+    json_t *b = json_array_get(offs, 0), *e = json_array_get(offs, 1);
     if (parse_dtype(c, name, json_object_get(v, "dtype"), t) ||
-        parse_shape(c, name, json_object_get(v, "shape"), t) ||
-        parse_offsets(c, name, json_object_get(v, "data_offsets"), &begin, &end))
+        parse_shape(c, name, json_object_get(v, "shape"), t))
         return -1;
-    if (cv_shape_nbytes(t->dtype, t->rank, t->dims, &numel, &want) != 0)
-        return st_error(c->d, c->file, CODE_OFFSETS, "tensor `%s`: shape is too large", name);
-    if (end - begin != want)
-        return st_error(c->d, c->file, CODE_OFFSETS, "tensor `%s`: data_offsets span %zu bytes but "
-                        "%s x shape needs %zu", name, end - begin, dtype_name(t->dtype), want);
-    t->data = c->data + begin;
-    t->nbytes = want;
+    if (!json_is_array(offs) || json_array_size(offs) != 2 || !json_is_integer(b) ||
+        !json_is_integer(e))
+        return st_error(c->d, c->file, CODE_HEADER,
+                        "tensor `%s`: data_offsets must be [begin, end] integers", name);
+    return cv_st_place(c, name, json_integer_value(b), json_integer_value(e), t);
+}
+
+static int parse_entries(const cv_st_ctx *c, json_t *root, cv_safetensors *st)
+{
+    const char *name;
+    json_t *v;
+    json_object_foreach(root, name, v) {
+        if (strcmp(name, "__metadata__") == 0)
+            continue;
+        cv_st_tensor *t = cv_st_push(st, name, strlen(name));
+        if (!t)
+            return st_error(c->d, c->file, CODE_OOM, "out of memory");
+        if (parse_tensor(c, name, v, t))
+            return -1;
+    }
+    cv_st_sort(st);  /* jansson refused repeated names */
     return 0;
+}
+
+int cv_st_read_json(const cv_st_ctx *c, const char *h, size_t hlen, cv_safetensors *st)
+{
+    json_error_t err;
+    json_t *root = json_loadb(h, hlen, JSON_REJECT_DUPLICATES, &err);   /* owned here */
+    if (!root || !json_is_object(root)) {
+        st_error(c->d, c->file, CODE_HEADER, "safetensors header is not a JSON object: %s "
+                 "(header byte %d)", root ? "wrong type" : err.text, root ? 0 : err.position);
+        json_decref(root);
+        return -1;
+    }
+    int rc = parse_entries(c, root, st);
+    json_decref(root);
+    return rc;
 }
 
 /* ---- the whole file */
 
 static void st_free(cv_safetensors *st)
 {
-    for (int i = 0; i < st->n; i++) {
-        free((char *)st->t[i].name);
-        if (st->copies)
-            free(st->copies[i]);
-    }
-    free(st->t);
+    for (int i = 0; st->copies && i < st->n; i++)
+        free(st->copies[i]);
     free(st->copies);
+    free(st->t);
+    free(st->names);
     if (st->map)
         munmap(st->map, st->map_len);
     free(st);
-}
-
-static int cmp_tensor(const void *a, const void *b)
-{
-    return strcmp(((const cv_st_tensor *)a)->name, ((const cv_st_tensor *)b)->name);
 }
 
 /* Tensor data must be usable as a typed array; the header length need not be
@@ -161,6 +216,8 @@ static int align_tensors(cv_safetensors *st)
         size_t a = cv_dtype_size(t->dtype);
         if (t->nbytes == 0 || (uintptr_t)t->data % a == 0)
             continue;
+        if (!st->copies && !(st->copies = calloc((size_t)st->n, sizeof *st->copies)))
+            return -1;
         void *p = malloc(t->nbytes);
         if (!p)
             return -1;
@@ -171,29 +228,6 @@ static int align_tensors(cv_safetensors *st)
     return 0;
 }
 
-static int parse_entries(st_ctx *c, json_t *root, cv_safetensors *st)
-{
-    size_t cap = json_object_size(root);
-    st->t = calloc(cap ? cap : 1, sizeof *st->t);
-    st->copies = calloc(cap ? cap : 1, sizeof *st->copies);
-    if (!st->t || !st->copies)
-        return st_error(c->d, c->file, CODE_OOM, "out of memory");
-    const char *name;
-    json_t *v;
-    json_object_foreach(root, name, v) {
-        if (strcmp(name, "__metadata__") == 0)
-            continue;
-        cv_st_tensor *t = &st->t[st->n];
-        if (!(t->name = strdup(name)))
-            return st_error(c->d, c->file, CODE_OOM, "out of memory");
-        st->n++;
-        if (parse_tensor(c, name, v, t))
-            return -1;
-    }
-    qsort(st->t, (size_t)st->n, sizeof *st->t, cmp_tensor);
-    return align_tensors(st) ? st_error(c->d, c->file, CODE_OOM, "out of memory") : 0;
-}
-
 static uint64_t le_u64(const unsigned char *p)
 {
     uint64_t v = 0;
@@ -202,47 +236,54 @@ static uint64_t le_u64(const unsigned char *p)
     return v;
 }
 
-static json_t *load_header(const unsigned char *b, size_t len, const char *file, size_t *hlen,
-                           cv_diag *d)
+/* The header's length, checked against the file. */
+static int header_len(const unsigned char *b, size_t len, const char *file, size_t *hlen,
+                      cv_diag *d)
 {
-    if (len < 8) {
-        st_error(d, file, CODE_HEADER, "file is shorter than the 8-byte safetensors header length");
-        return NULL;
-    }
+    if (len < 8)
+        return st_error(d, file, CODE_HEADER,
+                        "file is shorter than the 8-byte safetensors header length");
     uint64_t n = le_u64(b);
-    if (n > CV_ST_MAX_HEADER || n > len - 8 || n < 2 || b[8] != '{') {
-        st_error(d, file, CODE_HEADER, "safetensors header length %llu is %s", (unsigned long long)n,
-                 n > CV_ST_MAX_HEADER ? "above the 100 MiB limit"
-                 : n > len - 8 ? "beyond the end of the file" : "not that of a JSON object");
-        return NULL;
-    }
-    json_error_t err;
-    json_t *root = json_loadb((const char *)b + 8, (size_t)n, JSON_REJECT_DUPLICATES, &err);
-    if (!root || !json_is_object(root)) {
-        st_error(d, file, CODE_HEADER, "safetensors header is not a JSON object: %s (header byte %d)",
-                 root ? "wrong type" : err.text, root ? 0 : err.position);
-        json_decref(root);
-        return NULL;
-    }
+    if (n > CV_ST_MAX_HEADER || n > len - 8 || n < 2 || b[8] != '{')
+        return st_error(d, file, CODE_HEADER, "safetensors header length %llu is %s",
+                        (unsigned long long)n, n > CV_ST_MAX_HEADER ? "above the 100 MiB limit"
+                        : n > len - 8 ? "beyond the end of the file" : "not that of a JSON object");
     *hlen = (size_t)n;
-    return root;
+    return 0;
+}
+
+/* Every name fits in the header's own length: a key takes its bytes plus
+ * two quotes there, and escapes only shrink. */
+static int read_header(const cv_st_ctx *c, const char *h, size_t hlen, cv_safetensors *st)
+{
+    st->names_cap = hlen + 1;
+    if (!(st->names = malloc(st->names_cap)))
+        return st_error(c->d, c->file, CODE_OOM, "out of memory");
+    cv_st_ctx quiet = *c;
+    quiet.d = NULL;
+    if (cv_st_scan(h, hlen, &quiet, st) != 0) {
+        st->n = 0;
+        st->names_len = 0;
+        if (cv_st_read_json(c, h, hlen, st))
+            return -1;
+    }
+    return align_tensors(st) ? st_error(c->d, c->file, CODE_OOM, "out of memory") : 0;
 }
 
 int cv_safetensors_open_mem(const void *buf, size_t len, const char *name, cv_safetensors **out,
                             cv_diag *d)
 {
     *out = NULL;
-    size_t hlen;
-    json_t *root = load_header(buf, len, name, &hlen, d);   /* owned here */
-    if (!root)
+    const unsigned char *b = buf;
+    size_t hlen = 0;
+    if (header_len(b, len, name, &hlen, d))
         return -1;
     cv_safetensors *st = calloc(1, sizeof *st);
-    st_ctx c = {name, (const unsigned char *)buf + 8 + hlen, len - 8 - hlen, d};
-    int rc = st ? parse_entries(&c, root, st) : st_error(d, name, CODE_OOM, "out of memory");
-    json_decref(root);
-    if (rc) {
-        if (st)
-            st_free(st);
+    if (!st)
+        return st_error(d, name, CODE_OOM, "out of memory");
+    cv_st_ctx c = {name, b + 8 + hlen, len - 8 - hlen, d};
+    if (read_header(&c, (const char *)b + 8, hlen, st)) {
+        st_free(st);
         return -1;
     }
     *out = st;

@@ -6,64 +6,104 @@
 
 #include "compiler-core/ir/ir.h"
 
+/* Open addressing over (hash, value id, name prefix) slots.  A name of up
+ * to 7 bytes is compared within its slot, a longer one by reading the
+ * value's name on a full prefix match: a look-up need not touch the value,
+ * which in a large model is rarely in the cache. */
+enum { NAME_TAG = 8 };
+
+typedef struct name_slot {
+    uint32_t hash;
+    int32_t id;             /* index in f->values, -1: empty */
+    char tag[NAME_TAG];     /* the name's first bytes, NUL-padded */
+} name_slot;
+
 struct cv_name_index {
-    cv_value **slots;   /* open addressing; arena-owned */
+    name_slot *slots;   /* arena-owned */
     int cap, count;
 };
 
-static uint64_t name_hash(const char *s)
+/* The hash and tag of name. */
+static uint32_t name_key(const char *s, char tag[NAME_TAG])
 {
     uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
+    memset(tag, 0, NAME_TAG);
+    for (size_t i = 0; s[i]; i++) {
+        if (i < NAME_TAG)
+            tag[i] = s[i];
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    }
+    return (uint32_t)(h ^ (h >> 32));
 }
 
-static void index_insert(cv_func *f, cv_value *v);
+/* The slot holding name (hash h, tag), or the empty slot where it would go. */
+static name_slot *index_slot(const cv_func *f, uint32_t h, const char *tag, const char *name)
+{
+    const struct cv_name_index *ix = f->names;
+    size_t mask = (size_t)ix->cap - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        name_slot *s = &ix->slots[i];
+        if (s->id < 0)
+            return s;
+        if (s->hash == h && memcmp(s->tag, tag, NAME_TAG) == 0 &&
+            (tag[NAME_TAG - 1] == 0 || strcmp(f->values[s->id]->name, name) == 0))
+            return s;
+    }
+}
 
 static void index_grow(cv_func *f)
 {
     struct cv_name_index *ix = f->names;
-    cv_value **old = ix->slots;
-    int old_cap = ix->cap;
-    ix->cap = old_cap ? old_cap * 2 : 64;
-    ix->slots = cv_arena_alloc_array(&f->module->arena, (size_t)ix->cap, sizeof *ix->slots);
-    ix->count = 0;
-    for (int i = 0; i < old_cap; i++)
-        if (old[i])
-            index_insert(f, old[i]);
+    int cap = ix->cap ? ix->cap * 2 : 64;
+    name_slot *slots = cv_arena_alloc_array(&f->module->arena, (size_t)cap, sizeof *slots);
+    if (!slots)
+        return;
+    for (int i = 0; i < cap; i++)
+        slots[i].id = -1;
+    size_t mask = (size_t)cap - 1;
+    for (int i = 0; i < ix->cap; i++) {
+        const name_slot *o = &ix->slots[i];
+        if (o->id < 0)
+            continue;
+        size_t k = o->hash & mask;
+        while (slots[k].id >= 0)
+            k = (k + 1) & mask;
+        slots[k] = *o;
+    }
+    ix->slots = slots;
+    ix->cap = cap;
 }
 
+/* v must already be f->values[v->id]. */
 static void index_insert(cv_func *f, cv_value *v)
 {
     struct cv_name_index *ix = f->names;
     if ((ix->count + 1) * 2 > ix->cap)
         index_grow(f);
-    if (!ix->slots)
-        return;
-    size_t mask = (size_t)ix->cap - 1;
-    for (size_t i = name_hash(v->name) & mask;; i = (i + 1) & mask) {
-        if (!ix->slots[i]) {
-            ix->slots[i] = v;
-            ix->count++;
-            return;
-        }
-        if (strcmp(ix->slots[i]->name, v->name) == 0)
-            return;  /* first definition wins; the verifier reports the duplicate */
-    }
+    if ((ix->count + 1) * 2 > ix->cap)
+        return;  /* out of memory */
+    char tag[NAME_TAG];
+    uint32_t h = name_key(v->name, tag);
+    name_slot *s = index_slot(f, h, tag, v->name);
+    if (s->id >= 0)
+        return;  /* first definition wins; the verifier reports the duplicate */
+    s->hash = h;
+    s->id = v->id;
+    memcpy(s->tag, tag, NAME_TAG);
+    ix->count++;
 }
 
 cv_value *cv_func_find_value(const cv_func *f, const char *name)
 {
-    const struct cv_name_index *ix = f->names;
-    if (!ix->cap)
+    if (!f->names->cap)
         return NULL;
-    size_t mask = (size_t)ix->cap - 1;
-    for (size_t i = name_hash(name) & mask; ix->slots[i]; i = (i + 1) & mask)
-        if (strcmp(ix->slots[i]->name, name) == 0)
-            return ix->slots[i];
-    return NULL;
+    char tag[NAME_TAG];
+    uint32_t h = name_key(name, tag);
+    const name_slot *s = index_slot(f, h, tag, name);
+    return s->id >= 0 ? f->values[s->id] : NULL;
 }
+
+int cv_func_name_count(const cv_func *f) { return f->names->count; }
 
 cv_module *cv_module_new(const char *path)
 {

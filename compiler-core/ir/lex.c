@@ -21,23 +21,25 @@ void cv_lex_init(cv_lexer *L, const char *src, size_t len, cv_arena *scratch)
         L->p = L->line_start = src + 3;
 }
 
-static bool is_name_char(int c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '.';
-}
+/* Bytes 0x80 and above are 0: UTF-8 only appears in strings and comments. */
+const unsigned char cv_lex_cc[256] = {
+    8, 8, 8, 8, 8, 8, 8, 8, 8, 0, 8, 8, 8, 8, 8, 8,  /* 0x00 */
+    8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8,  /* 0x10 */
+    0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0,  /* 0x20 */
+    3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0,  /* 0x30 */
+    0, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5,  /* 0x40 */
+    5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 0, 8, 0, 0, 5,  /* 0x50 */
+    0, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5,  /* 0x60 */
+    5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 0, 0, 0, 0, 0,  /* 0x70 */
+};
 
-static bool is_digit(int c) { return c >= '0' && c <= '9'; }
+static bool is_name_char(int c) { return c >= 0 && (cv_lex_cc[c & 0xff] & CV_CC_NAME); }
+
+static bool is_digit(int c) { return c >= 0 && (cv_lex_cc[c & 0xff] & CV_CC_DIGIT); }
 
 static int peek(const cv_lexer *L, size_t k)
 {
     return L->p + k < L->end ? (unsigned char)L->p[k] : -1;
-}
-
-bool cv_tok_is(const cv_token *t, const char *kw)
-{
-    size_t n = strlen(kw);
-    return t->kind == TK_IDENT && t->n == n && memcmp(t->p, kw, n) == 0;
 }
 
 static void finish(cv_lexer *L, cv_token *t, cv_tk kind, const char *end)
@@ -119,10 +121,33 @@ static char *decode_string(cv_lexer *L, const char *q, const char *e, size_t *le
     return out;
 }
 
+/* A string without escapes or control characters (the usual kind): copied
+ * as it is.  False, with nothing done, for any other. */
+static bool plain_string(cv_lexer *L, cv_token *t, cv_tk kind, const char *q)
+{
+    const char *e = q;
+    while (e < L->end && !(cv_lex_cc[(unsigned char)*e] & CV_CC_STOP))
+        e++;
+    if (e == L->end || *e != '"' || (size_t)(e - q) > CV_LEX_MAX_NAME ||
+        (kind != TK_STRING && e == q))
+        return false;
+    char *s = cv_arena_alloc(L->scratch, (size_t)(e - q) + 1);
+    if (!s)
+        return false;
+    memcpy(s, q, (size_t)(e - q));
+    t->s = s;
+    t->slen = (size_t)(e - q);
+    t->quoted = true;
+    finish(L, t, kind, e + 1);
+    return true;
+}
+
 /* A quoted string starting at the quote L->p + skip. */
 static void lex_quoted(cv_lexer *L, cv_token *t, cv_tk kind, size_t skip)
 {
     const char *q = L->p + skip + 1;
+    if (plain_string(L, t, kind, q))
+        return;
     bool closed;
     const char *e = string_end(L, q, &closed);
     if (!closed) {
@@ -183,6 +208,49 @@ static void lex_name(cv_lexer *L, cv_token *t, cv_tk kind, size_t skip)
     finish(L, t, kind, q);
 }
 
+/* Decimal digits of a number, collected for the exact fast conversion. */
+typedef struct digits {
+    uint64_t mant;      /* the significant digits as an integer */
+    int n;              /* how many went into mant (at most 19) */
+    bool lost;          /* more digits than mant holds */
+    int scale;          /* digits after the point that went into mant */
+} digits;
+
+static void add_digit(digits *g, unsigned d, bool fraction)
+{
+    if (g->n == 0 && d == 0) {
+        g->scale += fraction;   /* leading zeros: only the scale moves */
+        return;
+    }
+    if (g->n == 19) {
+        g->lost = true;
+        return;
+    }
+    g->mant = g->mant * 10 + d;
+    g->n++;
+    g->scale += fraction;
+}
+
+/* The double nearest to the decimal, when one IEEE operation gives it
+ * exactly rounded (Clinger: mantissa below 2^53, power of ten at most
+ * 1e22); else strtod on the text. */
+static double to_double(const digits *g, int exp10, bool neg, const char *p, size_t n)
+{
+    static const double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                   1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                   1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    int e = exp10 - g->scale;
+    if (!g->lost && g->mant <= (1ull << 53) && e >= -22 && e <= 22) {
+        double v = (double)g->mant;
+        v = e < 0 ? v / pow10[-e] : v * pow10[e];
+        return neg ? -v : v;
+    }
+    char buf[CV_LEX_MAX_NUMBER + 1];
+    memcpy(buf, p, n);
+    buf[n] = 0;
+    return strtod(buf, NULL);
+}
+
 static void lex_number(cv_lexer *L, cv_token *t)
 {
     const char *q = L->p, *e = L->end;
@@ -191,29 +259,37 @@ static void lex_number(cv_lexer *L, cv_token *t)
         q++;
     uint64_t v = 0;
     bool ovf = false;
+    digits g = {0};
     for (; q < e && is_digit(*q); q++) {
         unsigned d = (unsigned)(*q - '0');
-        if (v > (UINT64_MAX - d) / 10)
+        add_digit(&g, d, false);
+        /* v * 10 + d <= UINT64_MAX, without a division */
+        if (v > UINT64_MAX / 10 || (v == UINT64_MAX / 10 && d > UINT64_MAX % 10))
             ovf = true;
         else
             v = v * 10 + d;
     }
     bool bad = false;
+    int exp10 = 0;
     if (q < e && *q == '.') {
         is_float = true;
         q++;
         bad |= !(q < e && is_digit(*q));
-        while (q < e && is_digit(*q))
-            q++;
+        for (; q < e && is_digit(*q); q++)
+            add_digit(&g, (unsigned)(*q - '0'), true);
     }
     if (q < e && (*q == 'e' || *q == 'E')) {
         is_float = true;
         q++;
+        bool eneg = q < e && *q == '-';
         if (q < e && (*q == '+' || *q == '-'))
             q++;
         bad |= !(q < e && is_digit(*q));
-        while (q < e && is_digit(*q))
-            q++;
+        for (; q < e && is_digit(*q); q++)
+            if (exp10 < 100000)
+                exp10 = exp10 * 10 + (*q - '0');
+        if (eneg)
+            exp10 = -exp10;
     }
     while (q < e && is_name_char((unsigned char)*q)) {  /* "12ab", "1.2.3" */
         bad = true;
@@ -234,11 +310,8 @@ static void lex_number(cv_lexer *L, cv_token *t)
         t->i = t->overflow ? 0 : neg ? (int64_t)(0 - v) : (int64_t)v;
         t->f = (double)t->i;
     }
-    if (is_float || t->overflow) {  /* strtod is slow: only where needed */
-        char buf[CV_LEX_MAX_NUMBER + 1];
-        memcpy(buf, L->p, n);
-        buf[n] = 0;
-        t->f = strtod(buf, NULL);
+    if (is_float || t->overflow) {
+        t->f = to_double(&g, exp10, neg, L->p, n);
         if (is_float)
             t->overflow = isinf(t->f);
     }
@@ -260,32 +333,37 @@ static bool lex_neg_special(cv_lexer *L, cv_token *t)
 
 static void skip_blank(cv_lexer *L)
 {
-    while (L->p < L->end) {
-        char c = *L->p;
-        if (c == ' ' || c == '\t' || (c == '\r' && peek(L, 1) == '\n'))
-            L->p++;
-        else if (c == '#') {
-            const char *nl = memchr(L->p, '\n', (size_t)(L->end - L->p));
-            L->p = nl ? nl : L->end;
-        } else
+    const char *p = L->p, *e = L->end;
+    for (;;) {
+        while (p < e && (*p == ' ' || *p == '\t'))
+            p++;
+        if (p < e && *p == '#') {
+            const char *nl = memchr(p, '\n', (size_t)(e - p));
+            p = nl ? nl : e;
+        } else if (p + 1 < e && *p == '\r' && p[1] == '\n') {
+            p++;
+        } else {
             break;
+        }
     }
+    L->p = p;
 }
 
-static cv_tk punct(int c)
+static void lex_other(cv_lexer *L, cv_token *t, int c)
 {
-    switch (c) {
-    case '(': return TK_LPAREN;
-    case ')': return TK_RPAREN;
-    case '[': return TK_LBRACK;
-    case ']': return TK_RBRACK;
-    case '{': return TK_LBRACE;
-    case '}': return TK_RBRACE;
-    case ',': return TK_COMMA;
-    case ':': return TK_COLON;
-    case '=': return TK_EQ;
-    default: return TK_EOF;
-    }
+    if (c == '-' && is_digit(peek(L, 1)))
+        lex_number(L, t);
+    else if (c == '-' && peek(L, 1) == '>')
+        finish(L, t, TK_ARROW, L->p + 2);
+    else if (c == '-' && lex_neg_special(L, t))
+        return;
+    else if (c == '-' && L->p + 1 == L->end)
+        fail(L, t, 1010, "input ends after '-' (truncated file?)", L->end);
+    else if (cv_lex_cc[c] & CV_CC_IDENT)
+        lex_name(L, t, TK_IDENT, 0);
+    else
+        fail(L, t, 1001, c >= 0x80 ? "non-ASCII character outside a string or comment"
+                                   : "character cannot start a token", L->p + 1);
 }
 
 void cv_lex_next(cv_lexer *L, cv_token *t)
@@ -309,33 +387,37 @@ void cv_lex_next(cv_lexer *L, cv_token *t)
         return;
     }
     int c = (unsigned char)*L->p;
-    cv_tk pk = punct(c);
-    if (c == '\n') {
+    switch (c) {
+    case '\n':
         finish(L, t, TK_NEWLINE, L->p + 1);
         L->line++;
         L->line_start = L->p;
-    } else if (pk != TK_EOF) {
-        finish(L, t, pk, L->p + 1);
-    } else if (c == '%') {
-        lex_name(L, t, TK_VALUE, 1);
-    } else if (c == '@') {
-        lex_name(L, t, TK_GLOBAL, 1);
-    } else if (c == '"') {
-        lex_quoted(L, t, TK_STRING, 0);
-    } else if (is_digit(c) || (c == '-' && is_digit(peek(L, 1)))) {
+        return;
+    case '(': finish(L, t, TK_LPAREN, L->p + 1); return;
+    case ')': finish(L, t, TK_RPAREN, L->p + 1); return;
+    case '[': finish(L, t, TK_LBRACK, L->p + 1); return;
+    case ']': finish(L, t, TK_RBRACK, L->p + 1); return;
+    case '{': finish(L, t, TK_LBRACE, L->p + 1); return;
+    case '}': finish(L, t, TK_RBRACE, L->p + 1); return;
+    case ',': finish(L, t, TK_COMMA, L->p + 1); return;
+    case ':': finish(L, t, TK_COLON, L->p + 1); return;
+    case '=': finish(L, t, TK_EQ, L->p + 1); return;
+    case '%': lex_name(L, t, TK_VALUE, 1); return;
+    case '@': lex_name(L, t, TK_GLOBAL, 1); return;
+    case '"': lex_quoted(L, t, TK_STRING, 0); return;
+    case '0': case '1': case '2': case '3': case '4':
+    case '5': case '6': case '7': case '8': case '9':
         lex_number(L, t);
-    } else if (c == '-' && peek(L, 1) == '>') {
-        finish(L, t, TK_ARROW, L->p + 2);
-    } else if (c == '-' && lex_neg_special(L, t)) {
-        /* done */
-    } else if (c == '-' && L->p + 1 == L->end) {
-        fail(L, t, 1010, "input ends after '-' (truncated file?)", L->end);
-    } else if (is_name_char(c) && c != '.' && !is_digit(c)) {
-        lex_name(L, t, TK_IDENT, 0);
-    } else {
-        fail(L, t, 1001, c >= 0x80 ? "non-ASCII character outside a string or comment"
-                                   : "character cannot start a token", L->p + 1);
+        return;
+    default:
+        lex_other(L, t, c);
     }
+}
+
+void cv_lex_seek(cv_lexer *L, const char *p)
+{
+    if (p >= L->p && p <= L->end && !memchr(L->p, '\n', (size_t)(p - L->p)))
+        L->p = p;
 }
 
 const char *cv_lex_cstr(cv_lexer *L, const cv_token *t)

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "common/arena.h"
 
@@ -48,8 +49,17 @@ typedef struct cv_lexer {
     cv_arena *scratch;      /* not owned: decoded strings live here */
 } cv_lexer;
 
+/* Byte classes: NAME continues a bare name, DIGIT is 0-9, IDENT starts an
+ * identifier, STOP ends the fast scan of a string (quote, backslash, line
+ * end, control character). */
+enum { CV_CC_NAME = 1, CV_CC_DIGIT = 2, CV_CC_IDENT = 4, CV_CC_STOP = 8 };
+extern const unsigned char cv_lex_cc[256];
+
 void cv_lex_init(cv_lexer *L, const char *src, size_t len, cv_arena *scratch);
 void cv_lex_next(cv_lexer *L, cv_token *t);
+/* Moves the lexer to p, further on the current line: the parser's fast
+ * paths read compact text directly and resume tokenizing at p. */
+void cv_lex_seek(cv_lexer *L, const char *p);
 /* A NUL-terminated copy of a name/string token's text in the scratch arena. */
 const char *cv_lex_cstr(cv_lexer *L, const cv_token *t);
 /* Moves past the end of the line that contains `from` (strings and comments
@@ -58,8 +68,13 @@ const char *cv_lex_cstr(cv_lexer *L, const cv_token *t);
  * level seen; *deep_col is the column where the depth first exceeded
  * `limit` (0 if never). */
 int cv_lex_skip_line(cv_lexer *L, const char *from, int limit, int *deep_col);
-/* True if the raw token text is exactly kw. */
-bool cv_tok_is(const cv_token *t, const char *kw);
+/* True if the raw token text is exactly kw (inline: kw is a literal, so its
+ * length folds away). */
+static inline bool cv_tok_is(const cv_token *t, const char *kw)
+{
+    size_t n = strlen(kw);
+    return t->kind == TK_IDENT && t->n == n && memcmp(t->p, kw, n) == 0;
+}
 
 /* The first NUL byte or invalid UTF-8 sequence, as a byte offset; -1 if none. */
 long long cv_lex_find_nul(const char *s, size_t n);

@@ -20,12 +20,37 @@ cv_span cv_op_span(const cv_op *op)
     return s;
 }
 
+/* Copies s to o, stopping at end (where the caller terminates). */
+static char *path_put(char *o, char *end, const char *s)
+{
+    if (!s)
+        s = "(null)";   /* as glibc's printf spells it */
+    while (*s && o < end)
+        *o++ = *s++;
+    return o;
+}
+
+/* Every op's path is formatted during verification: no snprintf here, and
+ * the same text (and truncation) as "@%s>%%%s=%s[%s]". */
 void cv_op_path(const cv_op *op, char *buf, size_t size)
 {
+    if (!size)
+        return;
     const char *res = op->n_results && op->results ? op->results[0]->name : "?";
     const char *node = (op->n_locs && op->locs[0].line == 0) ? op->locs[0].file : NULL;
-    snprintf(buf, size, "@%s>%%%s=%s%s%s%s", op->func ? op->func->name : "?", res, op->name,
-             node ? "[" : "", node ? node : "", node ? "]" : "");
+    char *o = buf, *end = buf + size - 1;
+    o = path_put(o, end, "@");
+    o = path_put(o, end, op->func ? op->func->name : "?");
+    o = path_put(o, end, ">%");
+    o = path_put(o, end, res);
+    o = path_put(o, end, "=");
+    o = path_put(o, end, op->name);
+    if (node) {
+        o = path_put(o, end, "[");
+        o = path_put(o, end, node);
+        o = path_put(o, end, "]");
+    }
+    *o = 0;
 }
 
 static bool kind_accepts(cv_attr_kind want, cv_attr_kind got)

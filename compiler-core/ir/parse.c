@@ -217,6 +217,22 @@ static bool push_name(cv_parser *P, cv_vec *v, const cv_pname *n)
     return true;
 }
 
+/* A copy of n whose name outlives the statement. */
+static bool keep_name(cv_parser *P, cv_pname *n)
+{
+    n->name = cv_arena_strdup(&P->scratch, n->name);
+    return n->name != NULL || cv_p_fail(P, &P->cur, 9002, "out of memory");
+}
+
+/* Starts a statement: the line arena of the one before last is free again
+ * (the current token was read into the other one). */
+static void next_line(cv_parser *P)
+{
+    P->line_i ^= 1;
+    cv_arena_reset(&P->line[P->line_i]);
+    P->L.scratch = &P->line[P->line_i];
+}
+
 /* ---- model header -------------------------------------------------------- */
 
 static bool parse_inputs(cv_parser *P)
@@ -338,7 +354,7 @@ static bool parse_operands(cv_parser *P)
         *slot = cv_func_find_value(P->f, n.name);
         if (!*slot) {
             cv_fwd *fw = cv_vec_push(&P->fwd_here, sizeof *fw);
-            if (!fw)
+            if (!fw || !keep_name(P, &n))
                 return cv_p_fail(P, &P->cur, 9002, "out of memory");
             *fw = (cv_fwd){.k = P->operands.n - 1, .ref = n};
         }
@@ -376,7 +392,7 @@ static bool build_op(cv_parser *P, const char *opname, cv_span span)
         const cv_ploc *l = &CV_VEC_AT(P->locs, cv_ploc, k);
         cv_op_add_loc(op, l->file, l->line, l->col);
     }
-    const char **names = cv_arena_alloc_array(&P->scratch, (size_t)P->results.n, sizeof *names);
+    const char **names = cv_arena_alloc_array(P->L.scratch, (size_t)P->results.n, sizeof *names);
     if (!names)
         return cv_p_fail(P, &P->cur, 9002, "out of memory");
     for (int k = 0; k < P->results.n; k++)
@@ -438,7 +454,7 @@ static bool parse_return(cv_parser *P)
     P->rets.n = 0;
     while (P->cur.kind == TK_VALUE) {
         cv_pname n;
-        if (!value_name(P, &n) || !push_name(P, &P->rets, &n))
+        if (!value_name(P, &n) || !keep_name(P, &n) || !push_name(P, &P->rets, &n))
             return false;
         if (P->cur.kind != TK_COMMA)
             break;
@@ -529,6 +545,7 @@ static void parse_model(cv_parser *P)
             P->failed = false;
             break;
         }
+        next_line(P);
         if (!parse_statement(P))
             recover(P);
     }
@@ -596,6 +613,8 @@ static void parser_free(cv_parser *P)
     for (size_t i = 0; i < sizeof vecs / sizeof vecs[0]; i++)
         cv_vec_free(vecs[i]);
     cv_arena_free(&P->scratch);
+    cv_arena_free(&P->line[0]);
+    cv_arena_free(&P->line[1]);
 }
 
 cv_module *cv_cuir_parse(const char *text, size_t len, const char *filename, cv_diag *d)
@@ -613,7 +632,9 @@ cv_module *cv_cuir_parse(const char *text, size_t len, const char *filename, cv_
         return NULL;
     P.file = P.m->path;
     cv_arena_init(&P.scratch);
-    cv_lex_init(&P.L, text ? text : "", len, &P.scratch);
+    cv_arena_init(&P.line[0]);
+    cv_arena_init(&P.line[1]);
+    cv_lex_init(&P.L, text ? text : "", len, &P.line[0]);
     cv_lex_next(&P.L, &P.cur);
     if (!parse_header(&P)) {
         recover(&P);

@@ -17,7 +17,7 @@ typedef struct cv_vec {
 } cv_vec;
 
 typedef struct cv_pname {       /* a %name as written, with where */
-    const char *name;           /* scratch arena */
+    const char *name;           /* a line arena, or scratch once kept past the statement */
     cv_span span;
 } cv_pname;
 
@@ -28,7 +28,7 @@ typedef struct cv_fwd {         /* an operand naming a value not seen yet */
 } cv_fwd;
 
 typedef struct cv_ploc {
-    const char *file;           /* scratch arena */
+    const char *file;           /* a line arena */
     int line, col;
 } cv_ploc;
 
@@ -40,7 +40,11 @@ typedef struct cv_parser {
     cv_func *f;                 /* the model being read, or NULL */
     cv_diag *d;                 /* not owned */
     const char *file;           /* m->path: lives as long as the module */
-    cv_arena scratch;           /* owned: token text, names */
+    cv_arena scratch;           /* owned: names kept past their statement */
+    /* Owned: token text and names of one statement.  Two take turns: the
+     * next statement's first token is read while the current one ends. */
+    cv_arena line[2];
+    int line_i;
     int n_errors;
     bool stop;
     /* The first error of the current statement, reported on recovery. */

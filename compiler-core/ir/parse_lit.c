@@ -44,6 +44,107 @@ static bool parse_dim(cv_parser *P, cv_dim *dim)
     return true;
 }
 
+/* ---- fast paths -----------------------------------------------------------
+ * Types and locations make up most tokens of a large module, and are nearly
+ * always written compactly ("f32[N,3,224,224]", loc("m.py":12:9)).  These
+ * read such text directly; any other spelling (blanks, comments, escapes,
+ * signs, long numbers) returns false having consumed nothing, and the token
+ * path reads it and reports what is wrong.  On success the lexer resumes at
+ * the closing bracket, which is then consumed as a token, so spans and the
+ * parser state are what the token path leaves. */
+
+enum { FAST_MAX_DIGITS = 9, FAST_MAX_NAME = 1024 };
+
+static bool cc_is(const char *q, const char *e, unsigned cls)
+{
+    return q < e && (cv_lex_cc[(unsigned char)*q] & cls);
+}
+
+/* Up to FAST_MAX_DIGITS decimal digits at *q. */
+static bool fast_uint(const char **q, const char *e, int64_t *v)
+{
+    const char *p = *q;
+    *v = 0;
+    while (cc_is(p, e, CV_CC_DIGIT) && p - *q < FAST_MAX_DIGITS)
+        *v = *v * 10 + (*p++ - '0');
+    if (p == *q || cc_is(p, e, CV_CC_NAME))
+        return false;  /* none, more digits, or "8a" / "8.5" */
+    *q = p;
+    return true;
+}
+
+/* Resumes tokenizing at the closer q, then consumes it. */
+static void fast_done(cv_parser *P, const char *q)
+{
+    cv_lex_seek(&P->L, q);
+    cv_p_next(P);
+    cv_p_next(P);
+}
+
+/* "[d,...]" right after the element type. */
+static bool fast_dims(cv_parser *P, cv_shape *sh)
+{
+    const char *q = P->L.p, *e = P->L.end;
+    if (q >= e || *q != '[')
+        return false;
+    q++;
+    sh->rank = 0;
+    while (q < e && *q != ']') {
+        if (sh->rank == CV_MAX_RANK)
+            goto slow;
+        cv_dim *dim = &sh->d[sh->rank];
+        if (cc_is(q, e, CV_CC_DIGIT)) {
+            if (!fast_uint(&q, e, &dim->n))
+                goto slow;
+        } else if (cc_is(q, e, CV_CC_IDENT)) {
+            const char *n = q;
+            while (cc_is(q, e, CV_CC_NAME) && q - n < FAST_MAX_NAME)
+                q++;
+            if (cc_is(q, e, CV_CC_NAME))
+                goto slow;
+            dim->sym = cv_module_intern(P->m, n, (size_t)(q - n));
+        } else {
+            goto slow;
+        }
+        sh->rank++;
+        if (q < e && *q == ',' && q + 1 < e && q[1] != ']')
+            q++;
+        else if (q >= e || *q != ']')
+            goto slow;
+    }
+    if (q >= e)
+        goto slow;
+    fast_done(P, q);
+    return true;
+slow:
+    memset(sh, 0, sizeof *sh);
+    return false;
+}
+
+/* ("file":line:col) right after loc. */
+static bool fast_loc(cv_parser *P)
+{
+    const char *q = P->L.p, *e = P->L.end;
+    if (e - q < 2 || q[0] != '(' || q[1] != '"')
+        return false;
+    const char *f = q + 2, *fe = f;
+    while (fe < e && !(cv_lex_cc[(unsigned char)*fe] & CV_CC_STOP) && fe - f <= FAST_MAX_NAME)
+        fe++;
+    q = fe + 1;
+    int64_t line, col;
+    if (fe >= e || *fe != '"' || q >= e || *q++ != ':' || !fast_uint(&q, e, &line) || q >= e ||
+        *q++ != ':' || !fast_uint(&q, e, &col) || q >= e || *q != ')')
+        return false;
+    /* Out of memory, the token path fails again and reports it. */
+    char *file = cv_arena_strndup(P->L.scratch, f, (size_t)(fe - f));
+    cv_ploc *slot = file ? cv_vec_push(&P->locs, sizeof *slot) : NULL;
+    if (!slot)
+        return false;
+    *slot = (cv_ploc){file, (int)line, (int)col};
+    fast_done(P, q);
+    return true;
+}
+
 bool cv_p_type(cv_parser *P, cv_type *out)
 {
     memset(out, 0, sizeof *out);
@@ -55,6 +156,8 @@ bool cv_p_type(cv_parser *P, cv_type *out)
         return cv_p_fail(P, t, 2010, "unknown element type '%.*s' (CU-IR has f32 f16 bf16 i8 "
                          "u8 i32 i64 bool)", (int)(t->n > 64 ? 64 : t->n), t->p);
     out->dtype = dt;
+    if (fast_dims(P, &out->shape))
+        return true;
     cv_p_next(P);
     if (!cv_p_expect(P, TK_LBRACK, "'[' and the dimensions after the element type"))
         return false;
@@ -203,8 +306,12 @@ bool cv_p_attrs(cv_parser *P, const cv_op_def *def)
             return cv_p_fail(P, t, 2002, "attribute '%.*s' is given twice", (int)t->n, t->p);
         cv_attr a = {0};
         a.span = cv_p_span(P, t);
-        a.name = cv_arena_strndup(&P->m->arena, t->p, t->n);
-        const cv_attr_schema *s = cv_op_def_attr(def, a.name, NULL);
+        const char *name = cv_lex_cstr(&P->L, t);
+        const cv_attr_schema *s = name ? cv_op_def_attr(def, name, NULL) : NULL;
+        /* A known attribute is named by the op table's static string. */
+        a.name = s ? s->name : name ? cv_arena_strdup(&P->m->arena, name) : NULL;
+        if (!a.name)
+            return cv_p_fail(P, t, 9002, "out of memory");
         cv_p_next(P);
         if (!cv_p_expect(P, TK_EQ, "'=' after the attribute name") ||
             !parse_attr_value(P, s ? s->kind : CV_ATTR_NONE, &a))
@@ -321,6 +428,8 @@ static bool parse_loc_item(cv_parser *P)
 
 bool cv_p_loc(cv_parser *P)
 {
+    if (fast_loc(P))
+        return true;
     cv_p_next(P);  /* 'loc' */
     if (!cv_p_expect(P, TK_LPAREN, "'(' after loc"))
         return false;

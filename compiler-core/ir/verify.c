@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/strbuf.h"
 #include "compiler-core/ir/verify.h"
 
 enum { MAX_CYCLE_CHECKS = 64, MAX_SUGGESTIONS = 32, MAX_SUGGEST_LEN = 64 };
@@ -195,7 +196,7 @@ static int report_undefined(cv_vstate *S, const cv_value *v)
 static void check_value(cv_vstate *S, const cv_value *v)
 {
     char path[256];
-    cv_value *first = v->name ? cv_func_find_value(S->f, v->name) : NULL;
+    cv_value *first = S->find_twins && v->name ? cv_func_find_value(S->f, v->name) : NULL;
     if (first && first != v) {
         cv_verify_value_path(S, v, path, sizeof path);
         int id = cv_verify_error(S, 2002, cv_verify_value_span(S, v), path,
@@ -210,7 +211,7 @@ static void check_value(cv_vstate *S, const cv_value *v)
         return;
     }
     if (v->kind != CV_VAL_RESULT)
-        S->eff[v->id] = v->type;
+        S->eff[v->id] = &v->type;
 }
 
 static bool path_escapes(const char *file)
@@ -228,6 +229,49 @@ static bool path_escapes(const char *file)
     return false;
 }
 
+/* What is wrong with the binding of param p, as a code and message (into
+ * msg); 0 if sound.  Nothing is formatted for a sound param: this runs per
+ * param. */
+static int param_problem(const cv_param *p, cv_sb *msg)
+{
+    const cv_value *v = p->value;
+    if (p->kind == CV_PARAM_WEIGHTS) {
+        if (!p->file || !p->file[0] || !p->key || !p->key[0]) {
+            cv_sb_printf(msg, "param %%%s: the weights %s name is empty", v->name,
+                         (!p->file || !p->file[0]) ? "file" : "tensor");
+            return 2014;
+        }
+        if (path_escapes(p->file)) {
+            cv_sb_printf(msg, "param %%%s: weights file \"%s\" must be a relative path inside "
+                         "the model's directory", v->name, p->file);
+            return 2016;
+        }
+        if (!cv_shape_is_static(&v->type.shape)) {
+            cv_sb_printf(msg, "param %%%s: weights need a static shape", v->name);
+            return 2015;
+        }
+        return 0;
+    }
+    if (!cv_shape_is_static(&v->type.shape)) {
+        cv_sb_printf(msg, "param %%%s: an inline constant needs a static shape", v->name);
+        return 2015;
+    }
+    size_t elem = cv_dtype_size(v->type.dtype);
+    int64_t want = cv_shape_numel(&v->type.shape);
+    if (!p->data && p->nbytes) {
+        cv_sb_printf(msg, "param %%%s has no data", v->name);
+        return 9001;
+    }
+    if (want < 0 || p->nbytes != (size_t)want * elem) {
+        char ts[160];
+        cv_type_format(&v->type, ts, sizeof ts);
+        cv_sb_printf(msg, "param %%%s: dense(...) has %zu values but %s holds %lld", v->name,
+                     elem ? p->nbytes / elem : 0, ts, (long long)want);
+        return 2015;
+    }
+    return 0;
+}
+
 /* The binding of a param.  Its type stays sound whatever is wrong here, so
  * nothing downstream derives from these errors. */
 static void check_param(cv_vstate *S, const cv_param *p)
@@ -235,35 +279,15 @@ static void check_param(cv_vstate *S, const cv_param *p)
     const cv_value *v = p->value;
     if (S->root[v->id])
         return;  /* its type is already wrong */
-    char path[256];
-    cv_verify_value_path(S, v, path, sizeof path);
-    cv_span sp = p->span.line > 0 ? p->span : cv_verify_value_span(S, v);
-    if (p->kind == CV_PARAM_WEIGHTS) {
-        if (!p->file || !p->file[0] || !p->key || !p->key[0])
-            cv_verify_error(S, 2014, sp, path, "param %%%s: the weights %s name is empty", v->name,
-                            (!p->file || !p->file[0]) ? "file" : "tensor");
-        else if (path_escapes(p->file))
-            cv_verify_error(S, 2016, sp, path, "param %%%s: weights file \"%s\" must be a relative "
-                            "path inside the model's directory", v->name, p->file);
-        else if (!cv_shape_is_static(&v->type.shape))
-            cv_verify_error(S, 2015, sp, path, "param %%%s: weights need a static shape", v->name);
-        return;
+    cv_sb msg = CV_SB_INIT;
+    int code = param_problem(p, &msg);
+    if (code) {
+        char path[256];
+        cv_verify_value_path(S, v, path, sizeof path);
+        cv_span sp = p->span.line > 0 ? p->span : cv_verify_value_span(S, v);
+        cv_verify_error(S, code, sp, path, "%s", cv_sb_str(&msg));
     }
-    if (!cv_shape_is_static(&v->type.shape)) {
-        cv_verify_error(S, 2015, sp, path, "param %%%s: an inline constant needs a static shape",
-                        v->name);
-        return;
-    }
-    size_t size = cv_dtype_size(v->type.dtype);
-    int64_t want = cv_shape_numel(&v->type.shape);
-    if (!p->data && p->nbytes) {
-        cv_verify_error(S, 9001, sp, path, "param %%%s has no data", v->name);
-    } else if (want < 0 || p->nbytes != (size_t)want * size) {
-        char ts[160];
-        cv_type_format(&v->type, ts, sizeof ts);
-        cv_verify_error(S, 2015, sp, path, "param %%%s: dense(...) has %zu values but %s holds %lld",
-                        v->name, size ? p->nbytes / size : 0, ts, (long long)want);
-    }
+    cv_sb_free(&msg);
 }
 
 /* ---- graph order and cycles ---------------------------------------------- */
@@ -337,11 +361,15 @@ static void compare_results(cv_vstate *S, const cv_op *op, const cv_type *out, i
 {
     for (int i = 0; i < op->n_results; i++) {
         const cv_value *r = op->results[i];
-        S->eff[r->id] = out[i];
+        bool same = cv_type_equal(&r->type, &out[i]);
+        cv_type *copy = same ? NULL : cv_arena_alloc(&S->types, sizeof *copy);
+        if (copy)
+            *copy = out[i];
+        S->eff[r->id] = same ? &r->type : copy;  /* NULL (unknown) when out of memory */
         if (S->root[r->id])
             continue;  /* declared type already reported */
         S->root[r->id] = in_root;
-        if (!cv_type_known(&r->type) || cv_type_equal(&r->type, &out[i]))
+        if (!cv_type_known(&r->type) || same)
             continue;
         char ds[160], is[160];
         cv_type_format(&r->type, ds, sizeof ds);
@@ -376,8 +404,8 @@ static bool gather_operands(cv_vstate *S, const cv_op *op, cv_type *in, int *in_
             r = report_order(S, op, v, path);
         } else {
             r = S->root[v->id];
-            if (r >= 0 && cv_type_known(&S->eff[v->id])) {
-                in[k] = S->eff[v->id];
+            if (r >= 0 && S->eff[v->id] && cv_type_known(S->eff[v->id])) {
+                in[k] = *S->eff[v->id];
                 if (r && !*in_root)
                     *in_root = r;
                 continue;
@@ -418,7 +446,9 @@ static void check_op(cv_vstate *S, const cv_op *op)
         mark_results(S, op, in_root ? in_root : -1);  /* nothing new to say */
         goto done;
     }
-    memset(out, 0, (size_t)(op->n_results > 16 ? op->n_results : 16) * sizeof *out);
+    /* Unknown (zero) until the shape function sets them: only those it sets
+     * are read. */
+    memset(out, 0, (size_t)op->n_results * sizeof *out);
     before = S->d->n;
     if (cv_infer_op(op, in, out, S->m, S->d)) {
         for (int id = before + 1; id <= S->d->n; id++)
@@ -461,8 +491,8 @@ static void check_returns(cv_vstate *S)
             report_undefined(S, v);
             continue;
         }
-        const cv_type *t = &S->eff[v->id];
-        if (S->root[v->id] < 0 || !cv_type_known(t) || cv_type_equal(t, &f->out_types[i]))
+        const cv_type *t = S->eff[v->id];
+        if (S->root[v->id] < 0 || !t || !cv_type_known(t) || cv_type_equal(t, &f->out_types[i]))
             continue;
         char have[160], want[160];
         cv_type_format(t, have, sizeof have);
@@ -476,6 +506,10 @@ static void check_returns(cv_vstate *S)
 static int verify_func(cv_module *m, cv_func *f, unsigned flags, cv_diag *d)
 {
     cv_vstate S = {.m = m, .f = f, .d = d};
+    /* Names are looked up for repeats only when the builder's index holds
+     * fewer names than there are values. */
+    S.find_twins = cv_func_name_count(f) != f->n_values;
+    cv_arena_init(&S.types);
     S.eff = calloc((size_t)f->n_values + 1, sizeof *S.eff);
     S.root = calloc((size_t)f->n_values + 1, sizeof *S.root);
     S.stamp = calloc((size_t)f->n_ops + 1, sizeof *S.stamp);
@@ -505,6 +539,7 @@ static int verify_func(cv_module *m, cv_func *f, unsigned flags, cv_diag *d)
     free(S.eff);
     free(S.root);
     free(S.stamp);
+    cv_arena_free(&S.types);
     return 0;
 }
 

@@ -9,7 +9,11 @@ typedef struct cv_vstate {
     cv_module *m;
     cv_func *f;
     cv_diag *d;
-    cv_type *eff;       /* owned: per value id, the inferred (effective) type */
+    const cv_type **eff;  /* owned: per value id, the inferred (effective) type, NULL
+                           * while unknown; points at the declared type when they agree,
+                           * else into types */
+    cv_arena types;     /* owned: inferred types that differ from the declared ones */
+    bool find_twins;    /* some name may be defined twice (look each one up) */
     int *root;          /* owned: per value id, 0 = sound, > 0 = id of the error it
                          * derives from, -1 = derived from an error not recorded */
     int *stamp;         /* owned: per op id, for graph walks */

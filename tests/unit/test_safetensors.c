@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/safetensors.h"
+#include "common/safetensors_internal.h"
 #include "tests/support/pyrun.h"
 #include "tests/support/tmpdir.h"
 
@@ -294,6 +295,97 @@ static void test_writer_errors(void **state)
     free(path);
 }
 
+/* ---- the fast header scanner against the general JSON reader */
+
+static cv_safetensors *empty_table(size_t hlen)
+{
+    cv_safetensors *st = calloc(1, sizeof *st);
+    assert_non_null(st);
+    st->names = malloc(hlen + 1);
+    st->names_cap = hlen + 1;
+    return st;
+}
+
+/* Reads header h over 64 data bytes with both readers: the scanner must take
+ * it exactly when `fast`, and then read what jansson reads; the whole reader
+ * must accept it exactly when `ok` (with jansson's first error code when not). */
+static void check_header(const char *h, bool fast, bool ok, int code)
+{
+    size_t n = strlen(h);
+    unsigned char data[64] = {0};
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_st_ctx quiet = {"h", data, sizeof data, NULL}, loud = quiet;
+    loud.d = &d;
+    cv_safetensors *a = empty_table(n), *b = empty_table(n);
+    print_message("header %s\n", h);
+    assert_int_equal(cv_st_scan(h, n, &quiet, a), fast ? 0 : 1);
+    assert_int_equal(cv_st_read_json(&loud, h, n, b), ok ? 0 : -1);
+    assert_int_equal(first_code(&d), ok ? 0 : code);
+    if (fast) {
+        assert_int_equal(a->n, b->n);
+        for (int i = 0; i < a->n; i++) {
+            assert_string_equal(a->t[i].name, b->t[i].name);
+            assert_int_equal(a->t[i].dtype, b->t[i].dtype);
+            assert_int_equal(a->t[i].rank, b->t[i].rank);
+            assert_memory_equal(a->t[i].dims, b->t[i].dims, sizeof a->t[i].dims);
+            assert_ptr_equal(a->t[i].data, b->t[i].data);
+            assert_int_equal(a->t[i].nbytes, b->t[i].nbytes);
+        }
+    }
+    cv_safetensors_close(a);
+    cv_safetensors_close(b);
+    cv_diag_free(&d);
+}
+
+/* One tensor "a" of dtype I8 (shape and offsets spelled as given), then `more`. */
+#define ONE(shape, offs, more) \
+    "{\"a\": {\"dtype\": \"I8\", \"shape\": [" shape "], \"data_offsets\": [" offs "]" more "}}"
+
+static void test_fast_scanner_agrees(void **state)
+{
+    static const struct { const char *h; bool fast, ok; int code; } cases[] = {
+        {"{}", true, true, 0},
+        {"{\"b\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]},\"a\":{\"dtype\":"
+         "\"U8\",\"shape\":[],\"data_offsets\":[16,17]},\"__metadata__\":{\"format\":\"pt\"}}",
+         true, true, 0},
+        {"{ \"x\" : { \"shape\" : [ 3 ] , \"data_offsets\" : [ 4, 10 ], \"dtype\" : \"I16\" } }",
+         false, false, 1112},
+        {"\n{\"t\": {\"dtype\": \"BF16\", \"shape\": [0, 5], \"data_offsets\": [64, 64]}}\t\r\n ",
+         true, true, 0},
+        {"{\"__metadata__\": {}, \"a\": {\"dtype\": \"I64\", \"shape\": [1], \"data_offsets\": "
+         "[0, 8]}}", true, true, 0},
+        {ONE("1", "0, 1", ""), true, true, 0},
+        /* valid, but for the general reader: escapes, non-ASCII, other keys and values */
+        {"{\"a\\u00e9\": {\"dtype\": \"I8\", \"shape\": [1], \"data_offsets\": [0, 1]}}",
+         false, true, 0},
+        {"{\"\xc3\xa9\": {\"dtype\": \"I8\", \"shape\": [1], \"data_offsets\": [0, 1]}}",
+         false, true, 0},
+        {ONE("1", "0, 1", ", \"x\": null"), false, true, 0},
+        {"{\"__metadata__\": {\"n\": 1}}", false, true, 0},
+        /* refused: the general reader says why */
+        {ONE("01", "0, 1", ""), false, false, 1111},
+        {ONE("1.0", "0, 1", ""), false, false, 1111},
+        {ONE("-1", "0, 1", ""), false, false, 1111},
+        {ONE("9223372036854775808", "0, 1", ""), false, false, 1111},
+        {ONE("1", "0, 1", ", \"dtype\": \"I8\""), false, false, 1111},
+        {"{\"a\": {\"dtype\": \"I8\", \"shape\": [1], \"data_offsets\": [0, 1]}, \"a\": "
+         "{\"dtype\": \"I8\", \"shape\": [1], \"data_offsets\": [0, 1]}}", false, false, 1111},
+        {"{\"__metadata__\": {\"k\": \"1\", \"k\": \"2\"}}", false, false, 1111},
+        {"{\"__metadata__\": {}, \"__metadata__\": {}}", false, false, 1111},
+        {"{\"a\": {\"dtype\": \"I8\", \"shape\": [1], \"data_offsets\": [0, 1]},}",
+         false, false, 1111},
+        {ONE("1", "0, 1", "") " x", false, false, 1111},
+        {ONE("1", "0", ""), false, false, 1111},
+        {ONE("1,1,1,1,1,1,1,1,1", "0, 1", ""), false, false, 1111},
+        {ONE("2", "0, 1", ""), false, false, 1113},
+        {ONE("65", "0, 65", ""), false, false, 1113},
+        {"{\"a\": {\"dtype\": \"I8\", \"shape\": [1]}}", false, false, 1111},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        check_header(cases[k].h, cases[k].fast, cases[k].ok, cases[k].code);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -303,6 +395,7 @@ int main(void)
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_writer_round_trip),
         cmocka_unit_test(test_writer_errors),
+        cmocka_unit_test(test_fast_scanner_agrees),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
