@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "cli/farm_report.h"
+#include "common/fs.h"
 #include "worker/worker.h"
 
 extern const cv_cli_command cv_cmd_farm, cv_cmd_controller;
@@ -18,6 +19,7 @@ extern const cv_cli_command cv_cmd_farm, cv_cmd_controller;
 
 typedef struct farm_args {
     const char *repo, *state, *cache, *remote, *queue, *ref;
+    const char *http, *http_tokens, *webhook_secret_file;   /* the HTTP server; NULL = off */
     const char *kafka_kv[CV_CLI_KAFKA_CONFIG_MAX];
     int n_kv, workers;
     int64_t interval_ms;
@@ -34,7 +36,8 @@ static void on_stop_signal(int sig)
 
 static const char *const value_flags[] = {"--workers", "--state", "--cache", "--remote-cache",
                                           "--queue", "--kafka-config", "--ref", "--interval",
-                                          NULL};
+                                          "--http", "--http-token-file",
+                                          "--webhook-secret-file", NULL};
 
 static bool takes_value(const char *arg)
 {
@@ -62,11 +65,15 @@ static int set_value(const cv_cli_command *cmd, farm_args *a, const char *flag, 
             return cv_cli_usage_error(cmd, "too many --kafka-config settings");
         a->kafka_kv[a->n_kv++] = v;
     } else {
-        const char **slot = strcmp(flag, "--state") == 0   ? &a->state
-                            : strcmp(flag, "--cache") == 0 ? &a->cache
-                            : strcmp(flag, "--queue") == 0 ? &a->queue
-                            : strcmp(flag, "--ref") == 0   ? &a->ref
-                                                           : &a->remote;
+        const char **slot = strcmp(flag, "--state") == 0             ? &a->state
+                            : strcmp(flag, "--cache") == 0           ? &a->cache
+                            : strcmp(flag, "--queue") == 0           ? &a->queue
+                            : strcmp(flag, "--ref") == 0             ? &a->ref
+                            : strcmp(flag, "--http") == 0            ? &a->http
+                            : strcmp(flag, "--http-token-file") == 0 ? &a->http_tokens
+                            : strcmp(flag, "--webhook-secret-file") == 0
+                                ? &a->webhook_secret_file
+                                : &a->remote;
         *slot = v;
     }
     return CV_EXIT_OK;
@@ -131,6 +138,34 @@ static void on_built(void *ctx, const cv_farm_summary *s)
     fflush(stdout);
 }
 
+/* The dashboard, API, metrics and webhooks, when --http asks for them. */
+static int start_http(const cv_cli_command *cmd, const farm_args *a, const char *queue,
+                      cv_http **out, cv_diag *d)
+{
+    *out = NULL;
+    if (!a->http)
+        return 0;
+    char *secret = NULL;
+    size_t len = 0;
+    if (a->webhook_secret_file &&
+        cv_fs_read_file(a->webhook_secret_file, 4096, &secret, &len, d) != 0)
+        return -1;
+    while (len && (secret[len - 1] == '\n' || secret[len - 1] == '\r' || secret[len - 1] == ' '))
+        secret[--len] = '\0';
+    cv_http_opts ho = {.listen = a->http, .state_dir = a->state, .queue_url = queue,
+                       .cache_dir = a->cache, .ref = a->ref, .tokens_file = a->http_tokens,
+                       .webhook_secret = secret};
+    int rc = cv_http_start(&ho, out, d);
+    if (secret) {
+        explicit_bzero(secret, len);
+        free(secret);
+    }
+    if (rc == 0)
+        fprintf(stderr, "cuvil %s: dashboard, API and metrics on http://%.*s:%d/\n", cmd->name,
+                (int)(strrchr(a->http, ':') - a->http), a->http, cv_http_port(*out));
+    return rc;
+}
+
 static int run_with(const cv_cli_command *cmd, farm_args *a)
 {
     char exe[PATH_MAX];
@@ -164,7 +199,11 @@ static int run_with(const cv_cli_command *cmd, farm_args *a)
     signal(SIGTERM, on_stop_signal);
     int rc;
     cv_farm_summary s = {0};
-    if (a->once) {
+    cv_http *http = NULL;
+    bool http_failed = start_http(cmd, a, queue, &http, &d) != 0;
+    if (http_failed) {
+        rc = -1;
+    } else if (a->once) {
         rc = cv_farm_once(&o, &s, &d);
     } else {
         built_ctx bc = {.a = a};
@@ -172,14 +211,15 @@ static int run_with(const cv_cli_command *cmd, farm_args *a)
                 cmd->name, a->repo, a->ref ? a->ref : "main", a->workers, a->state);
         rc = cv_farm_run(&o, on_built, &bc, &d);
     }
+    cv_http_stop(http);
     cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
     cv_diag_free(&d);
     cv_cache_close(cache);
     free(queue);
-    if (a->once)
+    if (a->once && !http_failed)
         print_once(a, &s);
     if (rc)
-        return CV_EXIT_INTERNAL;
+        return http_failed ? CV_EXIT_USAGE : CV_EXIT_INTERNAL;
     if (!a->once)
         return CV_EXIT_OK;
     return s.spec_errors || s.failed || s.pending ? CV_EXIT_INPUT : CV_EXIT_OK;
@@ -219,7 +259,13 @@ static int run_controller(int argc, char **argv)
     "  --cache DIR        the cache the planner looks up and workers fill\n"                     \
     "                     (default $CUVIL_CACHE_DIR or ~/.cache/cuvil)\n"                         \
     "  --interval DUR     how often the source is polled (default: the cluster spec's\n"         \
-    "                     source.interval, else 60s); `cuvil submit` polls at once\n"
+    "                     source.interval, else 60s); `cuvil submit` polls at once\n"          \
+    "  --http ADDR        serve the dashboard, /api/v1, /metrics and webhooks on ADDR\n"        \
+    "                     (host:port, e.g. 127.0.0.1:8081; port 0 = any free port)\n"           \
+    "  --http-token-file F  'TOKEN ro|rw' per line: ro reads, rw also requests builds\n"         \
+    "                     (default: no token needed)\n"                                          \
+    "  --webhook-secret-file F  the secret GitHub signs pushes with (X-Hub-Signature-256)\n"     \
+    "                     and GitLab sends (X-Gitlab-Token); without it hooks get 403\n"
 
 const cv_cli_command cv_cmd_farm = {
     "farm", "build every model of a models repository with local workers",

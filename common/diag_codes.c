@@ -236,6 +236,18 @@ static const cv_diag_code_info codes[] = {
     {6110, "failures-history-not-stored", "the failure classifier could not store a revision's patterns; first-seen revisions may show later than they were"},
     {6111, "failures-bad-range", "--since names a revision newer than the one reported"},
     {6112, "failures-range-cut", "a trend covers more revisions than shown; the oldest are left out"},
+    {6130, "http-start-failed", "the farm's HTTP server could not start (listen address, port in use, token file, build DB)"},
+    {6131, "http-bad-request", "a request's path, query parameter or body is malformed"},
+    {6132, "http-unauthorized", "the request carries no token, or one the server does not know"},
+    {6133, "http-forbidden", "a read-only token was used for a write (POST /api/v1/revisions)"},
+    {6134, "http-not-found", "no page or API resource of that name"},
+    {6135, "http-method-not-allowed", "the resource does not take that HTTP method"},
+    {6136, "http-too-large", "the request body is larger than 1 MB"},
+    {6137, "http-internal", "the build DB, queue or cache failed while answering"},
+    {6138, "webhook-bad-signature", "a webhook's X-Hub-Signature-256 or X-Gitlab-Token does not match the configured secret"},
+    {6139, "webhook-not-configured", "webhooks are refused: the farm has no webhook secret"},
+    {6140, "webhook-bad-payload", "a webhook payload is not a JSON object with a ref"},
+    {6141, "webhook-ignored", "a webhook event is not a push of the tracked ref; nothing is built"},
 
     /* 9xxx: internal, resources, infrastructure */
     {9001, "internal-error", "an internal compiler error (please report it)"},

@@ -310,6 +310,14 @@ int cv_queue_stats_get(cv_queue *q, cv_queue_stats *out, cv_diag *d)
     return q->ops->stats(q, out, d);
 }
 
+int cv_queue_leases_list(cv_queue *q, cv_queue_lease_info *out, int max, int *n, cv_diag *d)
+{
+    *n = 0;
+    if (!q->ops->leases)
+        return 0;
+    return q->ops->leases(q, out, max > 0 ? max : 0, n, d) < 0 ? -1 : 1;
+}
+
 int cv_queue_dead_letter_result(const char *job_id, int attempts, int code, const char *reason,
                                 char **msg, size_t *len)
 {

@@ -134,6 +134,20 @@ void cv_queue_results_free(cv_queue_result *r, int n);
 
 int  cv_queue_stats_get(cv_queue *q, cv_queue_stats *out, cv_diag *d);
 
+/* A job under lease: who holds it, since when, and until when (each
+ * heartbeat of the holder pushes the deadline on). */
+typedef struct cv_queue_lease_info {
+    char job_id[CV_MSG_ID_MAX + 1];
+    char worker_id[CV_QUEUE_WORKER_MAX + 1];
+    int attempt;
+    int64_t leased_ms, deadline_ms;
+} cv_queue_lease_info;
+
+/* The jobs leased now, oldest lease first: up to max into out, *n set.
+ * Returns 1, or 0 when the backend cannot tell (Kafka: a partition's
+ * assignment is not a job lease), -1 on error. */
+int  cv_queue_leases_list(cv_queue *q, cv_queue_lease_info *out, int max, int *n, cv_diag *d);
+
 /* Appends a librdkafka setting given as KEY=VALUE (`--kafka-config`, e.g.
  * sasl.password=...) to a kafka:// URL, percent-encoding the value.  *out
  * is malloc'd.  CV9220 if url is not kafka:// or kv is not KEY=VALUE. */
@@ -165,6 +179,8 @@ typedef struct cv_queue_ops {
                          int *n, cv_diag *d);
     int  (*ack_results)(cv_queue *q, int64_t upto_seq, cv_diag *d);
     int  (*stats)(cv_queue *q, cv_queue_stats *out, cv_diag *d);
+    /* Optional (NULL: cannot list): at most max into out, *n counted up. */
+    int  (*leases)(cv_queue *q, cv_queue_lease_info *out, int max, int *n, cv_diag *d);
 } cv_queue_ops;
 
 struct cv_queue {

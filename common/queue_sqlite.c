@@ -118,6 +118,8 @@ static const char SQL_DEPTH[] =
 static const char SQL_PENDING[] = "SELECT COUNT(*) FROM results";
 static const char SQL_DEAD_COUNT[] = "SELECT COUNT(*) FROM dead_letters";
 static const char SQL_COUNTERS[] = "SELECT name, value FROM counters";
+static const char SQL_LEASES[] = "SELECT job_id, COALESCE(worker,''), attempt, leased_ms,"
+    " deadline_ms FROM jobs WHERE state='leased' ORDER BY leased_ms, id LIMIT ?";
 
 /* ---- statement helpers */
 
@@ -666,6 +668,24 @@ static int sq_stats(cv_queue *base, cv_queue_stats *out, cv_diag *d)
     return rc;
 }
 
+static int sq_leases(cv_queue *base, cv_queue_lease_info *out, int max, int *n, cv_diag *d)
+{
+    sq_queue *q = sq(base);
+    sqlite3_stmt *st = query(q, d, SQL_LEASES, "i", (int64_t)max);
+    int rc = st ? 1 : -1;
+    while (rc == 1 && *n < max && (rc = step(q, st, d)) == 1) {
+        cv_queue_lease_info *l = &out[(*n)++];
+        snprintf(l->job_id, sizeof l->job_id, "%s", (const char *)sqlite3_column_text(st, 0));
+        snprintf(l->worker_id, sizeof l->worker_id, "%s", (const char *)sqlite3_column_text(st, 1));
+        l->attempt = sqlite3_column_int(st, 2);
+        l->leased_ms = sqlite3_column_int64(st, 3);
+        l->deadline_ms = sqlite3_column_int64(st, 4);
+    }
+    if (rc == 1)
+        sqlite3_reset(st);
+    return rc < 0 ? -1 : 0;
+}
+
 const cv_queue_ops cv_queue_sqlite_ops = {
     .scheme = "sqlite",
     .open = sq_open,
@@ -680,4 +700,5 @@ const cv_queue_ops cv_queue_sqlite_ops = {
     .poll_results = sq_poll_results,
     .ack_results = sq_ack_results,
     .stats = sq_stats,
+    .leases = sq_leases,
 };

@@ -1,2 +1,4 @@
 # controller/: git source (libgit2), build DB (SQLite), specs, planner.
-PKGS += libgit2 sqlite3
+# http/: webhook signatures (OpenSSL HMAC); libmicrohttpd is loaded with
+# dlopen by common/netlib.c, as for `cuvil cache serve`.
+PKGS += libgit2 sqlite3 openssl

@@ -642,4 +642,71 @@ int  cv_failures_trend(cv_builddb *db, const char *since, const char *until,
                        cv_failure_trend *out, cv_diag *d);
 void cv_failure_trend_free(cv_failure_trend *t);
 
+/* ======================================================== JSON views */
+
+/* The JSON that `cuvil status --json`, `cuvil failures --json` and the
+ * HTTP API share (controller/status_json.c, controller/failures_json.c).
+ * Each returns a new jansson json_t the caller owns. */
+struct json_t;
+/* A farm status value holding JSON (controller heartbeat, source); NULL
+ * when unset or unreadable. */
+struct json_t *cv_status_value_json(cv_builddb *db, const char *key, cv_diag *d);
+/* Whether a controller heartbeat object is fresh and not stopped. */
+bool cv_status_controller_alive(const struct json_t *ctl, int64_t now_ms);
+/* {"revision","state","createdMs","finishedMs","jobs","hits","ok","failed","pending"} */
+struct json_t *cv_status_summary_json(const cv_rev_summary *s);
+/* The summary with "jobsList" (every job with its diagnostics) and the
+ * revision's own "diagnostics". */
+struct json_t *cv_status_revision_json(cv_builddb *db, const cv_rev_summary *s, cv_diag *d);
+/* `cuvil status --json`: controller, source, last attempted and succeeded
+ * revisions, rev (may be NULL) in full and the recent revisions. */
+struct json_t *cv_status_json(cv_builddb *db, const cv_rev_summary *rev, int64_t now_ms,
+                              cv_diag *d);
+
+/* A failure group's diagnostic name and one-line summary (its code's, or
+ * its class's when no diagnostic was reported); static strings. */
+void cv_failure_group_explain(const cv_failure_group *g, const char **name, const char **summary);
+/* The `cuvil compile` line that reproduces a group's example. */
+void cv_failure_group_reproduce(const cv_failure_group *g, char *buf, size_t size);
+struct json_t *cv_failure_report_json(const cv_failure_report *r, int top);
+struct json_t *cv_failure_trend_json(const cv_failure_trend *t);
+
+/* ================================================================ HTTP */
+
+/* The farm's HTTP face (controller/http/): a JSON API under /api/v1/
+ * (schemas/api.yaml), a server-rendered dashboard (/, /revisions/REV,
+ * /failures), Prometheus metrics (/metrics) and git webhooks
+ * (/hooks/github, /hooks/gitlab).  It runs on libmicrohttpd's own thread
+ * and reads the build DB through its own handle (WAL: the controller
+ * writes meanwhile).  A webhook push for the tracked ref and
+ * POST /api/v1/revisions leave a build request, which the controller's
+ * next step handles (it polls the source at once).  Codes CV6130-CV6149. */
+#define CV_HTTP_DEFAULT_LISTEN "127.0.0.1:8081"
+#define CV_HTTP_BODY_MAX (1 << 20)   /* request bodies (webhook payloads) */
+
+typedef struct cv_http cv_http;   /* opaque */
+
+typedef struct cv_http_opts {
+    const char *listen;          /* "host:port", "[v6]:port"; NULL = CV_HTTP_DEFAULT_LISTEN;
+                                    port 0 = any free port (cv_http_port) */
+    const char *state_dir;       /* the farm's: build.db, trees/ */
+    const char *queue_url;       /* NULL = the controller's (from its heartbeat), else
+                                    sqlite:STATE/queue.db; only sqlite: queues are read,
+                                    other depths come from the build DB */
+    const char *cache_dir;       /* NULL = the default cache ($CUVIL_CACHE_DIR or
+                                    ~/.cache/cuvil) */
+    bool no_cache;               /* report no cache figures */
+    const char *ref;             /* the tracked ref, for webhooks; NULL = "main" */
+    const char *tokens_file;     /* "TOKEN ro|rw" per line ('#' comments); ro reads, rw also
+                                    builds; NULL = no authentication */
+    const char *webhook_secret;  /* GitHub's HMAC key and GitLab's token; NULL = hooks 403 */
+    cv_queue_clock_fn now_ms;    /* NULL = CLOCK_REALTIME */
+    void *clock_ctx;             /* not owned */
+} cv_http_opts;
+
+int  cv_http_start(const cv_http_opts *o, cv_http **out, cv_diag *d);
+int  cv_http_port(const cv_http *h);
+/* Stops accepting, waits for requests under way and frees h (NULL: no-op). */
+void cv_http_stop(cv_http *h);
+
 #endif

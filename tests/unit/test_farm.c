@@ -285,7 +285,7 @@ static void test_long_running_farm_and_submit(void **state)
     trepo_commit(repo, "one model", first, 2, NULL);
 
     const char *farm[] = {bin, "farm", "up", repo_dir, "--workers", "1", "--state", state_dir,
-                          "--interval", "1h", NULL};
+                          "--interval", "1h", "--http", "127.0.0.1:0", NULL};
     pid_t pid = spawn(farm, farm_out);
     /* the farm may not have created its state yet: submit until it has */
     const char *submit[] = {bin, "submit", "--wait", "--timeout", "120s", "--state", state_dir,
@@ -317,13 +317,43 @@ static void test_long_running_farm_and_submit(void **state)
     assert_line(out, "succeeded");
     free(out);
 
+    /* the same through the farm's HTTP API: POST /api/v1/revisions, then
+     * follow the request and the revision; JUnit and Markdown reports */
+    size_t len;
+    char *log = cv_tmpdir_read_file(farm_out, &len);
+    assert_non_null(log);
+    const char *at = strstr(log, "on http://127.0.0.1:");
+    assert_non_null(at);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", atoi(at + strlen("on http://127.0.0.1:")));
+    free(log);
+    const trepo_file third[] = {{"models/mlp2.cuir", residual, 0}};
+    char hex3[41];
+    trepo_commit(repo, "a copy", third, 1, hex3);
+    char *junit = cv_tmpdir_path(dir, "junit.xml");
+    const char *remote[] = {bin, "submit", "--farm", url, "--wait", "--timeout", "120s",
+                            "--markdown", "--junit", junit, NULL};
+    assert_int_equal(cv_run_argv(remote, err, &out), 0);
+    assert_line(out, "### Cuvil: `main@sha1:");
+    assert_line(out, hex3);
+    assert_line(out, "| 3 | ");   /* jobs */
+    free(out);
+    char *xml = cv_tmpdir_read_file(junit, &len);
+    assert_non_null(xml);
+    assert_line(xml, "<testsuites name=\"cuvil\" tests=\"3\" failures=\"0\"");
+    assert_line(xml, "name=\"models/mlp2.cuir\"");
+    free(xml);
+    free(junit);
+    /* a wrong farm URL: a transport error, exit 1 */
+    const char *nowhere[] = {bin, "submit", "--farm", "http://127.0.0.1:9", "--wait", NULL};
+    assert_int_equal(cv_run_argv(nowhere, err, NULL), 1);
+
     kill(pid, SIGTERM);
     assert_int_equal(wait_exit(pid, 60), 0);
     assert_int_equal(cv_run_argv(status, err, &out), 0);
     assert_line(out, "controller  stopped");
     free(out);
-    size_t len;
-    char *log = cv_tmpdir_read_file(farm_out, &len);
+    log = cv_tmpdir_read_file(farm_out, &len);
     assert_non_null(log);
     assert_line(log, "== built main@sha1:");
     assert_line(log, hex2);

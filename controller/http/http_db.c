@@ -1,0 +1,276 @@
+/* The build DB queries only the HTTP server needs: job rows with every
+ * timestamp and both cache outcomes, a page of revisions, cache outcomes
+ * per revision, and the results recorded since a point (for counters that
+ * only grow).  They read the tables builddb*.c write. */
+#include "controller/builddb_internal.h"
+#include "controller/http/http_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const stage_names[HTTP_STAGES] = {"queue", "frontend", "passes", "codegen",
+                                                     "upload"};
+
+const char *http_stage_name(http_stage s)
+{
+    return s < HTTP_STAGES ? stage_names[s] : "?";
+}
+
+/* Stage i lasts from timestamp i to timestamp i+1 (queued, started,
+ * front end done, passes done, codegen done, uploaded). */
+void http_job_stages(const int64_t ts[CV_JOB_TS__COUNT], int64_t out[HTTP_STAGES])
+{
+    for (int s = 0; s < HTTP_STAGES; s++) {
+        int64_t a = ts[s], b = ts[s + 1];
+        out[s] = a > 0 && b >= a ? b - a : 0;
+    }
+}
+
+static int oom(cv_diag *d)
+{
+    cv_diag_error(d, CV_E_OOM, (cv_span){0}, "out of memory");
+    return -1;
+}
+
+/* ---- jobs */
+
+static const char SQL_JOBS[] =
+    "SELECT j.job_id, j.pipeline, j.model_path, j.target, j.precision, j.opt_level, j.state,"
+    " COALESCE(j.result_id,0), j.attempts, j.queued_ms, COALESCE(j.finished_ms,0),"
+    " COALESCE(r.l2,''), COALESCE(r.l1,''), COALESCE(j.started_ms,0),"
+    " COALESCE(j.frontend_ms,0), COALESCE(j.passes_ms,0), COALESCE(j.codegen_ms,0),"
+    " COALESCE(j.uploaded_ms,0)"
+    " FROM jobs j LEFT JOIN results r ON r.id = j.result_id WHERE j.revision_id=?"
+    " ORDER BY j.model_path, j.target, j.precision, j.pipeline";
+
+static void job_read(sqlite3_stmt *st, http_job *j)
+{
+    cv_job_row *r = &j->row;
+    cv_db_text(st, 0, r->job_id, sizeof r->job_id);
+    cv_db_text(st, 1, r->pipeline, sizeof r->pipeline);
+    cv_db_text(st, 2, r->model_path, sizeof r->model_path);
+    cv_db_text(st, 3, r->target, sizeof r->target);
+    cv_db_text(st, 4, r->precision, sizeof r->precision);
+    cv_db_text(st, 5, r->opt_level, sizeof r->opt_level);
+    cv_db_text(st, 6, r->state, sizeof r->state);
+    r->result_id = sqlite3_column_int64(st, 7);
+    r->attempts = sqlite3_column_int(st, 8);
+    r->queued_ms = sqlite3_column_int64(st, 9);
+    r->finished_ms = sqlite3_column_int64(st, 10);
+    cv_db_text(st, 11, r->l2, sizeof r->l2);
+    cv_db_text(st, 12, j->l1, sizeof j->l1);
+    j->ts[CV_JOB_TS_QUEUED] = r->queued_ms;
+    for (int i = CV_JOB_TS_STARTED; i <= CV_JOB_TS_UPLOADED; i++)
+        j->ts[i] = sqlite3_column_int64(st, 12 + i);
+    j->ts[CV_JOB_TS_FINISHED] = r->finished_ms;
+}
+
+int http_db_jobs(cv_builddb *db, int64_t rev_id, http_job **out, size_t *n, cv_diag *d)
+{
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_JOBS, "i", rev_id);
+    if (!st)
+        return -1;
+    size_t cap = 0;
+    int rc;
+    while ((rc = cv_db_step(&db->db, st, d)) == 1) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 64;
+            http_job *grown = realloc(*out, cap * sizeof **out);
+            if (!grown) {
+                sqlite3_reset(st);
+                free(*out);
+                *out = NULL;
+                *n = 0;
+                return oom(d);
+            }
+            *out = grown;
+        }
+        job_read(st, &(*out)[(*n)++]);
+    }
+    return rc < 0 ? -1 : 0;
+}
+
+/* ---- revisions */
+
+static const char SQL_REV_PAGE[] =
+    "SELECT revision FROM revisions ORDER BY id DESC LIMIT ? OFFSET ?";
+static const char SQL_REV_COUNT[] = "SELECT COUNT(*) FROM revisions";
+
+int http_db_revisions(cv_builddb *db, int limit, int64_t offset, cv_rev_summary *out, int *n,
+                      int64_t *total, cv_diag *d)
+{
+    *n = 0;
+    if (cv_db_int(&db->db, d, total, SQL_REV_COUNT, "") < 0)
+        return -1;
+    char (*names)[CV_REVISION_MAX + 1] = limit > 0 ? calloc((size_t)limit, sizeof *names) : NULL;
+    if (limit > 0 && !names)
+        return oom(d);
+    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_REV_PAGE, "ii", (int64_t)limit, offset);
+    int rc = st ? 1 : -1, count = 0;
+    while (rc == 1 && count < limit && (rc = cv_db_step(&db->db, st, d)) == 1)
+        cv_db_text(st, 0, names[count++], sizeof names[0]);
+    if (st && rc == 1)
+        sqlite3_reset(st);
+    /* summaries after the cursor is done: they use the statement cache */
+    for (int i = 0; rc >= 0 && i < count; i++)
+        if (cv_builddb_revision_summary(db, names[i], &out[i], d) != 1)
+            rc = -1;
+    free(names);
+    if (rc < 0)
+        return -1;
+    *n = count;
+    return 0;
+}
+
+/* ---- cache outcomes per revision */
+
+#define SQL_CACHE_COUNTS                                                                     \
+    "SELECT v.revision, v.state, COUNT(j.id), COALESCE(SUM(j.state='hit'),0),"                 \
+    " COALESCE(SUM(j.state='queued'),0),"                                                      \
+    " COALESCE(SUM(r.l1='none'),0), COALESCE(SUM(r.l1='miss'),0), COALESCE(SUM(r.l1='hit'),0),"\
+    " COALESCE(SUM(r.l1='remote-hit'),0),"                                                     \
+    " COALESCE(SUM(r.l2='none'),0), COALESCE(SUM(r.l2='miss'),0), COALESCE(SUM(r.l2='hit'),0),"\
+    " COALESCE(SUM(r.l2='remote-hit'),0) FROM "
+#define SQL_CACHE_JOIN                                                                       \
+    " v LEFT JOIN jobs j ON j.revision_id = v.id LEFT JOIN results r ON r.id = j.result_id"   \
+    " GROUP BY v.id ORDER BY v.id"
+static const char SQL_CACHE_HISTORY[] =
+    SQL_CACHE_COUNTS "(SELECT id, revision, state FROM revisions ORDER BY id DESC LIMIT ?)"
+    SQL_CACHE_JOIN;
+static const char SQL_CACHE_ONE[] =
+    SQL_CACHE_COUNTS "(SELECT id, revision, state FROM revisions WHERE id=?)" SQL_CACHE_JOIN;
+
+static cv_rev_state state_parse(const char *s)
+{
+    for (int i = 0; i < CV_REV__COUNT; i++)
+        if (strcmp(cv_rev_state_name((cv_rev_state)i), s) == 0)
+            return (cv_rev_state)i;
+    return CV_REV_PLANNING;
+}
+
+static int cache_rows(cv_builddb *db, sqlite3_stmt *st, int max, http_rev_cache *out, int *n,
+                      cv_diag *d)
+{
+    *n = 0;
+    int rc = st ? 1 : -1;
+    while (rc == 1 && *n < max && (rc = cv_db_step(&db->db, st, d)) == 1) {
+        http_rev_cache *c = &out[(*n)++];
+        memset(c, 0, sizeof *c);
+        char state[16];
+        cv_db_text(st, 0, c->revision, sizeof c->revision);
+        cv_db_text(st, 1, state, sizeof state);
+        c->state = state_parse(state);
+        c->jobs = sqlite3_column_int64(st, 2);
+        c->plan_hits = sqlite3_column_int64(st, 3);
+        c->pending = sqlite3_column_int64(st, 4);
+        for (int o = 0; o < CV_CACHE__COUNT; o++) {
+            c->l1[o] = sqlite3_column_int64(st, 5 + o);
+            c->l2[o] = sqlite3_column_int64(st, 5 + CV_CACHE__COUNT + o);
+        }
+    }
+    if (st && rc == 1)
+        sqlite3_reset(st);
+    return rc < 0 ? -1 : 0;
+}
+
+int http_db_cache_history(cv_builddb *db, int max, http_rev_cache *out, int *n, cv_diag *d)
+{
+    return cache_rows(db, cv_db_query(&db->db, d, SQL_CACHE_HISTORY, "i", (int64_t)max), max, out,
+                      n, d);
+}
+
+int http_db_rev_cache(cv_builddb *db, int64_t rev_id, http_rev_cache *out, cv_diag *d)
+{
+    int n = 0;
+    memset(out, 0, sizeof *out);
+    return cache_rows(db, cv_db_query(&db->db, d, SQL_CACHE_ONE, "i", rev_id), 1, out, &n, d);
+}
+
+static double ratio(int64_t part, int64_t whole)
+{
+    return whole > 0 ? (double)part / (double)whole : 0.0;
+}
+
+/* A planner hit is an L2 hit in the farm's own (local) cache. */
+double http_rev_cache_l2_ratio(const http_rev_cache *c, double *local, double *remote)
+{
+    int64_t loc = c->plan_hits + c->l2[CV_CACHE_HIT], rem = c->l2[CV_CACHE_REMOTE_HIT];
+    int64_t asked = loc + rem + c->l2[CV_CACHE_MISS];
+    *local = ratio(loc, asked);
+    *remote = ratio(rem, asked);
+    return ratio(loc + rem, asked);
+}
+
+double http_rev_cache_l1_ratio(const http_rev_cache *c, double *local, double *remote)
+{
+    int64_t loc = c->l1[CV_CACHE_HIT], rem = c->l1[CV_CACHE_REMOTE_HIT];
+    int64_t asked = loc + rem + c->l1[CV_CACHE_MISS];
+    *local = ratio(loc, asked);
+    *remote = ratio(rem, asked);
+    return ratio(loc + rem, asked);
+}
+
+/* ---- results since a point */
+
+/* The execution's own job row holds its timestamps (merged jobs copy
+ * them); a result whose execution is not in the build DB is skipped. */
+static const char SQL_RESULTS_SINCE[] =
+    "SELECT r.id, j.target, r.status, r.l1, r.l2, j.queued_ms, COALESCE(j.started_ms,0),"
+    " COALESCE(j.frontend_ms,0), COALESCE(j.passes_ms,0), COALESCE(j.codegen_ms,0),"
+    " COALESCE(j.uploaded_ms,0), COALESCE(j.finished_ms,0)"
+    " FROM results r JOIN jobs j ON j.job_id = r.job_id WHERE r.id > ? ORDER BY r.id LIMIT ?";
+
+int http_db_results_since(cv_builddb *db, int64_t after_id, int max, http_result_fn fn, void *ctx,
+                          int64_t *last, cv_diag *d)
+{
+    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_RESULTS_SINCE, "ii", after_id, (int64_t)max);
+    int rc = st ? 1 : -1;
+    while (rc == 1 && (rc = cv_db_step(&db->db, st, d)) == 1) {
+        http_result r;
+        r.id = sqlite3_column_int64(st, 0);
+        cv_db_text(st, 1, r.target, sizeof r.target);
+        cv_db_text(st, 2, r.status, sizeof r.status);
+        cv_db_text(st, 3, r.l1, sizeof r.l1);
+        cv_db_text(st, 4, r.l2, sizeof r.l2);
+        for (int i = 0; i < CV_JOB_TS__COUNT; i++)
+            r.ts[i] = sqlite3_column_int64(st, 5 + i);
+        fn(ctx, &r);
+        *last = r.id;
+    }
+    return rc < 0 ? -1 : 0;
+}
+
+/* ---- counts */
+
+static const char SQL_JOB_COUNTS[] =
+    "SELECT target, state, COUNT(*) FROM jobs WHERE revision_id=? GROUP BY target, state"
+    " ORDER BY target, state";
+static const char SQL_QUEUED[] = "SELECT COUNT(DISTINCT runner) FROM jobs WHERE state='queued'";
+static const char SQL_FINISHED[] =
+    "SELECT COALESCE(finished_ms,0) FROM revisions WHERE revision=?";
+
+int http_db_job_counts(cv_builddb *db, int64_t rev_id, http_count_fn fn, void *ctx, cv_diag *d)
+{
+    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_JOB_COUNTS, "i", rev_id);
+    int rc = st ? 1 : -1;
+    while (rc == 1 && (rc = cv_db_step(&db->db, st, d)) == 1)
+        fn(ctx, (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
+           sqlite3_column_int64(st, 2));
+    return rc < 0 ? -1 : 0;
+}
+
+int http_db_queued(cv_builddb *db, int64_t *n, cv_diag *d)
+{
+    *n = 0;
+    return cv_db_int(&db->db, d, n, SQL_QUEUED, "") < 0 ? -1 : 0;
+}
+
+int64_t http_db_finished_ms(cv_builddb *db, const char *revision, cv_diag *d)
+{
+    int64_t ms = 0;
+    if (cv_db_int(&db->db, d, &ms, SQL_FINISHED, "t", revision) != 1)
+        return 0;
+    return ms;
+}

@@ -1,0 +1,238 @@
+/* The farm's HTTP server, inside the controller component:
+ *
+ *   server.c     the daemon (libmicrohttpd, loaded by common/netlib.c), request
+ *                bodies, tokens, routing
+ *   respond.c    JSON answers and coded JSON errors
+ *   http_db.c    the build DB queries only the server needs (per-revision
+ *                cache outcomes, job timestamps, new results)
+ *   sources.c    the queue and cache the figures come from, opened lazily
+ *   api.c        /api/v1/...
+ *   metrics.c    /metrics
+ *   webhook.c    /hooks/github, /hooks/gitlab
+ *   html.c, page_*.c  the dashboard
+ *
+ * One polling thread answers every request, so the handles below are used
+ * by one request at a time; the mutex makes that explicit for the day a
+ * thread pool is switched on. */
+#ifndef CV_CONTROLLER_HTTP_INTERNAL_H
+#define CV_CONTROLLER_HTTP_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "cache/cache.h"
+#include "common/strbuf.h"
+#include "controller/controller.h"
+#include "controller/internal.h"
+
+enum {
+    HTTP_E_START = 6130, HTTP_E_BAD_REQUEST = 6131, HTTP_E_UNAUTHORIZED = 6132,
+    HTTP_E_FORBIDDEN = 6133, HTTP_E_NOT_FOUND = 6134, HTTP_E_METHOD = 6135,
+    HTTP_E_TOO_LARGE = 6136, HTTP_E_INTERNAL = 6137, HTTP_E_BAD_SIGNATURE = 6138,
+    HTTP_E_HOOKS_OFF = 6139, HTTP_E_BAD_PAYLOAD = 6140, HTTP_E_IGNORED = 6141,
+    HTTP_E_UNKNOWN_REVISION = 6075, HTTP_E_NO_ARTIFACT = 6103,
+};
+
+/* ---- counters (atomics: recorded without the lock) */
+
+typedef enum { HTTP_AREA_PAGE, HTTP_AREA_API, HTTP_AREA_METRICS, HTTP_AREA_HOOK,
+               HTTP_AREA_OTHER, HTTP_AREAS } http_area;
+typedef enum { HOOK_GITHUB, HOOK_GITLAB, HOOK_HOSTS } http_hook_host;
+typedef enum { HOOK_ACCEPTED, HOOK_IGNORED, HOOK_PING, HOOK_BAD_SIGNATURE, HOOK_BAD_PAYLOAD,
+               HOOK_TOO_LARGE, HOOK_REFUSED, HOOK_FAILED, HOOK_OUTCOMES } http_hook_outcome;
+enum { HTTP_STATUS_CLASSES = 5 };   /* 1xx..5xx */
+
+typedef struct http_counters {
+    atomic_uint_fast64_t requests[HTTP_AREAS][HTTP_STATUS_CLASSES];
+    atomic_uint_fast64_t hooks[HOOK_HOSTS][HOOK_OUTCOMES];
+    atomic_uint_fast64_t builds_requested;   /* POST /api/v1/revisions */
+} http_counters;
+
+const char *http_area_name(http_area a);
+const char *http_hook_host_name(http_hook_host h);
+const char *http_hook_outcome_name(http_hook_outcome o);
+
+/* ---- the server */
+
+typedef struct http_metrics_state http_metrics_state;   /* metrics.c */
+struct MHD_Daemon;
+struct MHD_Connection;
+struct cv_srv_tokens;
+
+struct cv_http {
+    char *state_dir, *db_path, *trees_dir, *ref;   /* owned */
+    char *secret;                 /* owned, cleansed on stop; NULL = hooks refused */
+    char *queue_url;              /* owned; NULL = the controller's, found later */
+    char *cache_dir;              /* owned; NULL = the default */
+    bool no_cache;
+    cv_queue_clock_fn now_fn;
+    void *clock_ctx;
+    struct cv_srv_tokens *tokens; /* owned; NULL = no authentication */
+    struct MHD_Daemon *daemon;
+    int port;
+    http_counters counters;
+    pthread_mutex_t mu;           /* guards everything below */
+    cv_builddb *db;               /* owned: the server's own handle */
+    cv_queue *q;                  /* owned; opened on first use */
+    char queue_opened[512];       /* the URL q (or the attempt) was for; "" = none yet */
+    cv_cache *cache;              /* owned; opened on first use */
+    bool cache_tried;
+    http_metrics_state *ms;       /* owned */
+};
+
+int64_t http_now_ms(const cv_http *h);
+
+/* One request as a handler sees it. */
+typedef struct http_req {
+    struct MHD_Connection *conn;
+    const char *method;           /* GET (HEAD too), POST, ... */
+    const char *path;             /* unescaped, without the query */
+    const char *rest;             /* a prefix route: what follows the prefix */
+    const char *body;             /* NUL-terminated; "" when none */
+    size_t body_len;
+    int64_t now_ms;
+} http_req;
+
+typedef struct http_resp {
+    int status;                   /* 0 = not answered yet */
+    const char *type;             /* static */
+    cv_sb body;                   /* owned */
+    bool html_auth;               /* a 401 asks a browser for Basic credentials */
+    const char *allow;            /* static; a 405's Allow */
+} http_resp;
+
+/* A query argument or request header; NULL when absent (server.c). */
+const char *http_arg(const http_req *rq, const char *name);
+const char *http_header(const http_req *rq, const char *name);
+
+/* ---- answers (respond.c) */
+
+/* Takes o (a reference is stolen). */
+void http_json(http_resp *rs, int status, json_t *o);
+/* {"error":{"code":"CV6134","name":"http-not-found","message":...}} */
+void http_error(http_resp *rs, int status, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The first error of d (or a generic CV6137), as http_error. */
+void http_error_diag(http_resp *rs, int status, const cv_diag *d);
+/* A "limit"/"offset" style argument: dflt when absent; -1 (and a 400 in
+ * rs) when not an integer in [lo, hi]. */
+int64_t http_int_arg(const http_req *rq, http_resp *rs, const char *name, int64_t dflt,
+                     int64_t lo, int64_t hi);
+/* Resolves ?revision= (dflt when absent) to a summary: 1, or 0 with a
+ * 404/500 answered in rs.  "latest" with no revision yet is a 404 too. */
+int http_revision(cv_http *h, const char *name, cv_rev_summary *out, http_resp *rs);
+
+/* ---- figures from the queue and cache (sources.c); with h->mu held */
+
+typedef struct http_queue_view {
+    bool known;                   /* false: no queue and no build DB figures */
+    bool from_builddb;            /* the queue could not be read: depths from the build DB */
+    char url[512];
+    cv_queue_stats st;
+    bool leases_known;
+    cv_queue_lease_info *leases;  /* owned */
+    int n_leases;
+} http_queue_view;
+
+#define HTTP_LEASES_MAX 512
+void http_queue_view_get(cv_http *h, http_queue_view *v);
+void http_queue_view_free(http_queue_view *v);
+/* The cache's totals: 1, or 0 when there is no cache to read. */
+int  http_cache_stats(cv_http *h, cv_cache_stats *st);
+/* Whether the cache holds blob hex; -1 when unknown. */
+int  http_cache_has(cv_http *h, const char *hex);
+
+/* ---- build DB queries (http_db.c) */
+
+typedef struct http_job {
+    cv_job_row row;
+    char l1[16];                  /* the worker's L1 outcome; "" */
+    int64_t ts[CV_JOB_TS__COUNT];
+} http_job;
+
+/* The durations of a job's stages in ms (0 when not reached). */
+typedef enum { HTTP_ST_QUEUE, HTTP_ST_FRONTEND, HTTP_ST_PASSES, HTTP_ST_CODEGEN,
+               HTTP_ST_UPLOAD, HTTP_STAGES } http_stage;
+const char *http_stage_name(http_stage s);
+void http_job_stages(const int64_t ts[CV_JOB_TS__COUNT], int64_t out[HTTP_STAGES]);
+
+/* Every job of a revision, sorted as cv_builddb_jobs_visit sorts them;
+ * *out malloc'd (caller frees). */
+int http_db_jobs(cv_builddb *db, int64_t rev_id, http_job **out, size_t *n, cv_diag *d);
+/* Revisions newest first, a page of them, with the total count. */
+int http_db_revisions(cv_builddb *db, int limit, int64_t offset, cv_rev_summary *out, int *n,
+                      int64_t *total, cv_diag *d);
+
+/* Cache outcomes of a revision's jobs: planner hits, and the workers'
+ * L1/L2 outcomes indexed by cv_cache_outcome. */
+typedef struct http_rev_cache {
+    char revision[CV_REVISION_MAX + 1];
+    cv_rev_state state;
+    int64_t jobs, plan_hits, pending;
+    int64_t l1[CV_CACHE__COUNT], l2[CV_CACHE__COUNT];
+} http_rev_cache;
+/* The newest max revisions, oldest first. */
+int http_db_cache_history(cv_builddb *db, int max, http_rev_cache *out, int *n, cv_diag *d);
+int http_db_rev_cache(cv_builddb *db, int64_t rev_id, http_rev_cache *out, cv_diag *d);
+/* L2 hits (planner + worker, local + remote) over the jobs with an answer. */
+double http_rev_cache_l2_ratio(const http_rev_cache *c, double *local, double *remote);
+double http_rev_cache_l1_ratio(const http_rev_cache *c, double *local, double *remote);
+
+/* One result recorded after after_id, with its execution's job. */
+typedef struct http_result {
+    int64_t id;
+    char target[CV_MSG_TOKEN_MAX + 1];
+    char status[16], l1[16], l2[16];
+    int64_t ts[CV_JOB_TS__COUNT];
+} http_result;
+typedef void (*http_result_fn)(void *ctx, const http_result *r);
+/* Visits up to max results with id > after_id in id order; *last is the
+ * last id visited (unchanged when none). */
+int http_db_results_since(cv_builddb *db, int64_t after_id, int max, http_result_fn fn, void *ctx,
+                          int64_t *last, cv_diag *d);
+/* Jobs of a revision by target and state: fn per group. */
+typedef void (*http_count_fn)(void *ctx, const char *target, const char *state, int64_t n);
+int http_db_job_counts(cv_builddb *db, int64_t rev_id, http_count_fn fn, void *ctx, cv_diag *d);
+/* Executions still queued (the build DB's view of the queue depth). */
+int http_db_queued(cv_builddb *db, int64_t *n, cv_diag *d);
+/* A revision's finish time (ms), 0 when unknown. */
+int64_t http_db_finished_ms(cv_builddb *db, const char *revision, cv_diag *d);
+
+/* The failure report of a revision (api_farm.c); free it with
+ * cv_failure_report_free. */
+int http_failures_classify(cv_http *h, const cv_rev_summary *s, cv_failure_report *r, cv_diag *d);
+
+/* ---- handlers: fill rs; run with h->mu held */
+
+typedef void (*http_handler)(cv_http *h, const http_req *rq, http_resp *rs);
+
+void http_api_status(cv_http *h, const http_req *rq, http_resp *rs);
+void http_api_revisions(cv_http *h, const http_req *rq, http_resp *rs);
+void http_api_revision(cv_http *h, const http_req *rq, http_resp *rs);
+void http_api_build(cv_http *h, const http_req *rq, http_resp *rs);
+void http_api_request(cv_http *h, const http_req *rq, http_resp *rs);
+void http_api_jobs(cv_http *h, const http_req *rq, http_resp *rs);
+void http_api_failures(cv_http *h, const http_req *rq, http_resp *rs);
+void http_api_cache(cv_http *h, const http_req *rq, http_resp *rs);
+void http_api_workers(cv_http *h, const http_req *rq, http_resp *rs);
+void http_api_artifacts(cv_http *h, const http_req *rq, http_resp *rs);
+void http_metrics(cv_http *h, const http_req *rq, http_resp *rs);
+void http_hook_github(cv_http *h, const http_req *rq, http_resp *rs);
+void http_hook_gitlab(cv_http *h, const http_req *rq, http_resp *rs);
+void http_page_overview(cv_http *h, const http_req *rq, http_resp *rs);
+void http_page_revision(cv_http *h, const http_req *rq, http_resp *rs);
+void http_page_failures(cv_http *h, const http_req *rq, http_resp *rs);
+
+/* Where a job's JSON and a queue view's JSON are shared by API handlers. */
+json_t *http_job_json(cv_builddb *db, const http_job *j, bool diagnostics);
+json_t *http_queue_json(const http_queue_view *v, int64_t now_ms);
+
+/* Incremental per-stage histograms and result counts for /metrics. */
+http_metrics_state *http_metrics_new(void);
+void http_metrics_free(http_metrics_state *m);
+
+#endif

@@ -1,0 +1,296 @@
+/* The dashboard's overview (/): controller and source health, the current
+ * and last good revisions, jobs by status, cache hit ratios over the last
+ * 50 revisions, the top failure patterns, queue depth and busy workers.
+ * Figures the browser test checks carry ids. */
+#include "controller/http/html.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define HISTORY 50
+#define RECENT 10
+#define TOP_PATTERNS 5
+#define REFRESH_S 15
+
+static void card_begin(cv_sb *o, const char *label)
+{
+    cv_sb_printf(o, "<div class=\"card\"><div class=\"k\">%s</div>", label);
+}
+
+static void controller_card(cv_http *h, cv_sb *o, int64_t now, cv_diag *d)
+{
+    json_t *ctl = cv_status_value_json(h->db, CV_STATUS_CONTROLLER, d);
+    bool alive = cv_status_controller_alive(ctl, now);
+    json_int_t stopped = json_integer_value(json_object_get(ctl, "stoppedMs"));
+    card_begin(o, "Controller");
+    const char *state = !ctl ? "never started" : alive ? "running" : stopped ? "stopped"
+                                                                             : "not responding";
+    cv_sb_printf(o, "<div class=\"v\" id=\"controller-state\">%s</div><div class=\"muted\">",
+                 state);
+    if (ctl) {
+        html_esc(o, json_string_value(json_object_get(ctl, "repo")));
+        cv_sb_puts(o, " ");
+        html_esc(o, json_string_value(json_object_get(ctl, "ref")));
+        cv_sb_puts(o, "<br>heartbeat ");
+        html_ago(o, json_integer_value(json_object_get(ctl, stopped ? "stoppedMs" : "heartbeatMs")),
+                 now);
+    }
+    cv_sb_puts(o, "</div></div>");
+    json_decref(ctl);
+    json_t *src = cv_status_value_json(h->db, CV_STATUS_SOURCE, d);
+    card_begin(o, "Git source");
+    json_int_t failures = json_integer_value(json_object_get(src, "failures"));
+    cv_sb_printf(o, "<div class=\"v\" id=\"source-state\">%s</div><div class=\"muted\">",
+                 !src ? "unknown" : failures ? "failing" : "ok");
+    if (src) {
+        cv_sb_puts(o, "polled ");
+        html_ago(o, json_integer_value(json_object_get(src, "lastPollMs")), now);
+        cv_sb_printf(o, ", %lld fetch errors", (long long)json_integer_value(
+                                                   json_object_get(src, "errors")));
+        if (failures) {
+            cv_sb_puts(o, "<br>");
+            html_esc(o, json_string_value(json_object_get(src, "lastError")));
+        }
+    }
+    cv_sb_puts(o, "</div></div>");
+    json_decref(src);
+}
+
+static void queue_card(cv_http *h, cv_sb *o, http_queue_view *v)
+{
+    card_begin(o, "Queue");
+    cv_sb_printf(o, "<div class=\"v\"><span id=\"queue-queued\">%lld</span> queued</div>"
+                    "<div class=\"muted\">",
+                 (long long)v->st.queued);
+    if (v->from_builddb)
+        cv_sb_puts(o, "from the build DB (the queue is not readable here)");
+    else
+        cv_sb_printf(o, "<span id=\"queue-leased\">%lld</span> leased, %lld results pending, "
+                        "%lld dead letters",
+                     (long long)v->st.leased, (long long)v->st.results_pending,
+                     (long long)v->st.dead_letters);
+    cv_sb_puts(o, "</div></div>");
+    (void)h;
+}
+
+static void cache_card(cv_http *h, cv_sb *o, const http_rev_cache *newest)
+{
+    card_begin(o, "L2 hit ratio (current)");
+    double local = 0, remote = 0;
+    double hit = newest ? http_rev_cache_l2_ratio(newest, &local, &remote) : 0;
+    cv_sb_puts(o, "<div class=\"v\" id=\"l2-ratio\">");
+    html_pct(o, hit);
+    cv_sb_puts(o, "</div><div class=\"muted\">local ");
+    html_pct(o, local);
+    cv_sb_puts(o, ", remote ");
+    html_pct(o, remote);
+    cv_cache_stats st;
+    if (http_cache_stats(h, &st)) {
+        cv_sb_puts(o, "<br>cache holds ");
+        html_bytes(o, st.bytes_stored);
+        cv_sb_printf(o, ", %llu evictions", (unsigned long long)st.evictions);
+    }
+    cv_sb_puts(o, "</div></div>");
+}
+
+static void revision_line(cv_sb *o, const char *label, const cv_rev_summary *s, const char *id)
+{
+    cv_sb_printf(o, "<p id=\"%s\"><b>%s</b> ", id, label);
+    html_rev_link(o, s->revision);
+    cv_sb_puts(o, " ");
+    html_state(o, cv_rev_state_name(s->state));
+    cv_sb_printf(o, " — %lld jobs: %lld hits, %lld ok, %lld failed, %lld pending</p>",
+                 (long long)s->jobs, (long long)s->hits, (long long)s->ok, (long long)s->failed,
+                 (long long)s->pending);
+}
+
+typedef struct state_counts {
+    const char *states[8];
+    int64_t n[8];
+    int k;
+} state_counts;
+
+static void add_count(void *ctx, const char *target, const char *state, int64_t n)
+{
+    (void)target;
+    state_counts *c = ctx;
+    for (int i = 0; i < c->k; i++)
+        if (strcmp(c->states[i], state) == 0) {
+            c->n[i] += n;
+            return;
+        }
+    static const char *const known[] = {"queued", "hit", "ok", "failed", "ice", "timeout", "oom",
+                                        "infra"};
+    for (int i = 0; i < 8 && c->k < 8; i++)
+        if (strcmp(known[i], state) == 0) {
+            c->states[c->k] = known[i];
+            c->n[c->k++] = n;
+        }
+}
+
+static void jobs_by_status(cv_http *h, cv_sb *o, const cv_rev_summary *s, cv_diag *d)
+{
+    state_counts c = {.k = 0};
+    http_db_job_counts(h->db, s->id, add_count, &c, d);
+    cv_sb_puts(o, "<h2>Jobs by status</h2><table id=\"jobs-by-status\"><tr><th>status</th>"
+                  "<th>jobs</th></tr>");
+    for (int i = 0; i < c.k; i++) {
+        cv_sb_puts(o, "<tr><td>");
+        html_state(o, c.states[i]);
+        cv_sb_printf(o, "</td><td class=\"n\" id=\"count-%s\">%lld</td></tr>", c.states[i],
+                     (long long)c.n[i]);
+    }
+    cv_sb_printf(o, "<tr><th>all</th><th class=\"n\" id=\"jobs-total\">%lld</th></tr></table>",
+                 (long long)s->jobs);
+}
+
+static void cache_history(cv_sb *o, const http_rev_cache *v, int n)
+{
+    cv_sb_printf(o, "<h2>Cache hit ratio per revision (last %d)</h2>", n);
+    svg_cache_legend(o);
+    cv_sb_puts(o, "<h3>L2 (artifacts; planner hits count as local)</h3>");
+    svg_cache_chart(o, "chart-l2", v, n, true);
+    cv_sb_puts(o, "<h3>L1 (front end)</h3>");
+    svg_cache_chart(o, "chart-l1", v, n, false);
+}
+
+static void top_failures(cv_http *h, cv_sb *o, const cv_rev_summary *s)
+{
+    cv_sb_puts(o, "<h2>Top failure patterns</h2>");
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_failure_report r;
+    if (http_failures_classify(h, s, &r, &d) != 0) {
+        cv_sb_puts(o, "<p class=\"muted\">the failures could not be classified</p>");
+        cv_diag_free(&d);
+        return;
+    }
+    if (!r.n_groups)
+        cv_sb_puts(o, "<p id=\"no-failures\">No failures in the current revision.</p>");
+    else
+        cv_sb_puts(o, "<table id=\"top-patterns\"><tr><th>#</th><th>pattern</th><th>class</th>"
+                      "<th>jobs</th><th>models</th></tr>");
+    for (int i = 0; i < r.n_groups && i < TOP_PATTERNS; i++) {
+        const cv_failure_group *g = &r.groups[i];
+        cv_sb_printf(o, "<tr><td>%d</td><td><a href=\"/failures#p%d\"><code>", i + 1, i + 1);
+        html_esc(o, g->pattern);
+        cv_sb_printf(o, "</code></a>%s</td><td>%s</td><td class=\"n\">%lld</td><td class=\"n\">"
+                        "%d</td></tr>",
+                     g->is_new ? " <span class=\"new\">new</span>" : "",
+                     cv_fail_class_name(g->cls), (long long)g->jobs, g->n_models);
+    }
+    if (r.n_groups)
+        cv_sb_printf(o, "</table><p><a href=\"/failures\">All %d patterns</a></p>", r.n_groups);
+    cv_failure_report_free(&r);
+    cv_diag_free(&d);
+}
+
+static void workers(cv_sb *o, const http_queue_view *v, int64_t now)
+{
+    cv_sb_puts(o, "<h2>Workers</h2>");
+    if (!v->leases_known) {
+        cv_sb_puts(o, "<p class=\"muted\">This queue does not list its leases.</p>");
+        return;
+    }
+    if (!v->n_leases) {
+        cv_sb_puts(o, "<p id=\"workers-idle\">No worker holds a job (idle workers are not "
+                      "seen).</p>");
+        return;
+    }
+    cv_sb_puts(o, "<table id=\"workers\"><tr><th>worker</th><th>job</th><th>attempt</th>"
+                  "<th>leased</th><th>lease ends in</th></tr>");
+    for (int i = 0; i < v->n_leases; i++) {
+        const cv_queue_lease_info *l = &v->leases[i];
+        cv_sb_puts(o, "<tr><td>");
+        html_esc(o, l->worker_id);
+        cv_sb_puts(o, "</td><td><code>");
+        html_esc(o, l->job_id);
+        cv_sb_printf(o, "</code></td><td class=\"n\">%d</td><td>", l->attempt);
+        html_ago(o, l->leased_ms, now);
+        cv_sb_puts(o, "</td><td>");
+        if (l->deadline_ms >= now)
+            html_duration(o, l->deadline_ms - now);
+        else
+            cv_sb_puts(o, "<span class=\"new\">expired</span>");
+        cv_sb_puts(o, "</td></tr>");
+    }
+    cv_sb_puts(o, "</table>");
+}
+
+static void recent(cv_sb *o, const http_rev_cache *v, int n)
+{
+    cv_sb_puts(o, "<h2>Recent revisions</h2><table id=\"recent\"><tr><th>revision</th>"
+                  "<th>state</th><th>jobs</th><th>planner hits</th><th>pending</th>"
+                  "<th>L2 hit</th><th>L1 hit</th></tr>");
+    for (int i = n - 1; i >= 0 && i >= n - RECENT; i--) {
+        double a, b;
+        cv_sb_puts(o, "<tr><td>");
+        html_rev_link(o, v[i].revision);
+        cv_sb_puts(o, "</td><td>");
+        html_state(o, cv_rev_state_name(v[i].state));
+        cv_sb_printf(o, "</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td><td class=\"n\">"
+                        "%lld</td><td class=\"n\">",
+                     (long long)v[i].jobs, (long long)v[i].plan_hits, (long long)v[i].pending);
+        html_pct(o, http_rev_cache_l2_ratio(&v[i], &a, &b));
+        cv_sb_puts(o, "</td><td class=\"n\">");
+        html_pct(o, http_rev_cache_l1_ratio(&v[i], &a, &b));
+        cv_sb_puts(o, "</td></tr>");
+    }
+    cv_sb_puts(o, "</table>");
+}
+
+static void last_succeeded(cv_http *h, cv_sb *o, const cv_rev_summary *cur, cv_diag *d)
+{
+    char *name = NULL;
+    cv_rev_summary s;
+    if (cv_builddb_status_get(h->db, CV_STATUS_LAST_SUCCEEDED, &name, d) == 1 &&
+        cv_builddb_revision_summary(h->db, name, &s, d) == 1)
+        revision_line(o, strcmp(s.revision, cur->revision) == 0 ? "Last succeeded (current)"
+                                                                  : "Last succeeded",
+                      &s, "last-succeeded");
+    else
+        cv_sb_puts(o, "<p id=\"last-succeeded\"><b>Last succeeded</b> none yet</p>");
+    free(name);
+}
+
+void http_page_overview(cv_http *h, const http_req *rq, http_resp *rs)
+{
+    cv_sb *o = &rs->body;
+    cv_diag d;
+    cv_diag_init(&d);
+    http_rev_cache *hist = calloc(HISTORY, sizeof *hist);
+    int n = 0;
+    if (!hist || http_db_cache_history(h->db, HISTORY, hist, &n, &d) != 0) {
+        free(hist);
+        html_error_page(rs, 500, "The build DB could not be read", d.n ? d.v[0].msg : "");
+        cv_diag_free(&d);
+        return;
+    }
+    cv_rev_summary cur;
+    bool have = cv_builddb_revision_summary(h->db, NULL, &cur, &d) == 1;
+    http_queue_view qv;
+    http_queue_view_get(h, &qv);
+    html_begin(o, "Overview", "/", REFRESH_S);
+    cv_sb_puts(o, "<h1>Overview</h1><div class=\"cards\">");
+    controller_card(h, o, rq->now_ms, &d);
+    queue_card(h, o, &qv);
+    cache_card(h, o, n ? &hist[n - 1] : NULL);
+    cv_sb_puts(o, "</div>");
+    if (have) {
+        cv_sb_puts(o, "<h2>Revisions</h2>");
+        revision_line(o, "Current", &cur, "current");
+        last_succeeded(h, o, &cur, &d);
+        jobs_by_status(h, o, &cur, &d);
+        cache_history(o, hist, n);
+        top_failures(h, o, &cur);
+    } else {
+        cv_sb_puts(o, "<p id=\"current\">No revision planned yet.</p>");
+    }
+    workers(o, &qv, rq->now_ms);
+    if (have)
+        recent(o, hist, n);
+    http_queue_view_free(&qv);
+    free(hist);
+    cv_diag_free(&d);
+    html_finish(rs, o, rq->now_ms);
+}
