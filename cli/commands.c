@@ -9,7 +9,7 @@
 extern const cv_cli_command cv_cmd_help, cv_cmd_version, cv_cmd_validate, cv_cmd_run;
 extern const cv_cli_command cv_cmd_compile, cv_cmd_bench;
 extern const cv_cli_command cv_cmd_cache;
-extern const cv_cli_command cv_cmd_worker, cv_cmd_farm, cv_cmd_controller;
+extern const cv_cli_command cv_cmd_worker, cv_cmd_farm, cv_cmd_controller, cv_cmd_operator;
 extern const cv_cli_command cv_cmd_submit, cv_cmd_status, cv_cmd_artifacts, cv_cmd_failures;
 
 static const cv_cli_command *const commands[] = {
@@ -21,6 +21,7 @@ static const cv_cli_command *const commands[] = {
     &cv_cmd_worker,
     &cv_cmd_farm,
     &cv_cmd_controller,
+    &cv_cmd_operator,
     &cv_cmd_submit,
     &cv_cmd_status,
     &cv_cmd_artifacts,

@@ -249,6 +249,22 @@ static const cv_diag_code_info codes[] = {
     {6140, "webhook-bad-payload", "a webhook payload is not a JSON object with a ref"},
     {6141, "webhook-ignored", "a webhook event is not a push of the tracked ref; nothing is built"},
 
+    /* 7xxx: the Kubernetes operator */
+    {7001, "k8s-no-config", "no Kubernetes configuration: not in a pod, no --kubeconfig, $KUBECONFIG or ~/.kube/config"},
+    {7002, "k8s-bad-kubeconfig", "the kubeconfig cannot be used (malformed, a missing context, cluster or user, an exec plugin)"},
+    {7003, "k8s-unreachable", "the Kubernetes API server could not be reached (connection, TLS, certificate)"},
+    {7004, "k8s-api-error", "the Kubernetes API server answered with an unexpected status"},
+    {7005, "k8s-unauthorized", "the Kubernetes API server refused the credentials or the operation (401, 403)"},
+    {7006, "k8s-conflict", "an object kept changing under the operator (409 on every attempt); retried later"},
+    {7007, "k8s-watch-expired", "the watch's resourceVersion was compacted away (410 Gone); the operator lists again"},
+    {7008, "k8s-bad-response", "an API answer or watch event is not the JSON expected, or too large"},
+    {7010, "k8s-spec-invalid", "a CuvilBuildCluster's spec does not validate: the cluster is Stalled until it changes"},
+    {7011, "k8s-unknown-profile", "spec.workers.resourceProfile names no resource profile the operator knows"},
+    {7012, "k8s-child-not-owned", "an object with a child's name exists and is not owned by the cluster; it is left alone"},
+    {7013, "k8s-name-too-long", "a CuvilBuildCluster's name is too long for its children's names"},
+    {7014, "k8s-volume-shrink", "a volume claim asks for less storage than it has; claims cannot shrink, it is kept"},
+    {7020, "crd-not-structural", "a JSON Schema cannot become a CRD's structural schema"},
+
     /* 9xxx: internal, resources, infrastructure */
     {9001, "internal-error", "an internal compiler error (please report it)"},
     {9002, "out-of-memory", "memory ran out"},
