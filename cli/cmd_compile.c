@@ -39,8 +39,8 @@ static int parse_args(compile_args *a, int argc, char **argv)
             a->o.out_dir = argv[++i];
         } else if (strcmp(s, "--emit") == 0 && i + 1 < argc) {
             if (cv_emit_parse(argv[++i], &a->o.emit))
-                return cv_cli_usage_error(cmd, "--emit takes a list of so,a,obj,h,llvm,cuir; got '%s'",
-                                          argv[i]);
+                return cv_cli_usage_error(cmd, "--emit takes a list of so,a,obj,h,llvm,cuir,c; "
+                                          "got '%s'", argv[i]);
         } else if (strncmp(s, "-O", 2) == 0) {
             if (parse_opt_level(s, &a->o.opt_level))
                 return cv_cli_usage_error(cmd, "optimisation level must be -O0 to -O3, got '%s'", s);
@@ -77,12 +77,18 @@ static int parse_args(compile_args *a, int argc, char **argv)
 static void print_stats(const cv_compile_info *info)
 {
     printf("model      %s\n", info->name);
-    printf("ops        %d\nkernels    %d\n", info->n_ops, info->n_kernels);
+    printf("ops        %d before the graph passes, %d after\n", info->n_ops_in, info->n_ops);
+    printf("passes     const-fold %d ops, batch-norm fold %d, cse %d ops + %d params, "
+           "dce %d ops + %d params\n", info->pass_folded, info->pass_bn_folded,
+           info->pass_cse_ops, info->pass_cse_params, info->pass_dead_ops,
+           info->pass_dead_params);
+    printf("kernels    %d before fusion, %d after (%d ops fused into their producer)\n",
+           info->n_kernels + info->n_fused, info->n_kernels, info->n_fused);
     printf("arena      %lld bytes (peak-live bound %lld, ratio %.3f; symbolic dims = 1)\n",
            (long long)info->arena_bytes, (long long)info->peak_bytes,
            info->peak_bytes ? (double)info->arena_bytes / (double)info->peak_bytes : 1.0);
-    printf("time       codegen %.1f ms, llvm %.1f ms, link %.1f ms\n", info->ms_codegen,
-           info->ms_llvm, info->ms_link);
+    printf("time       passes %.1f ms, codegen %.1f ms, llvm %.1f ms, link %.1f ms\n",
+           info->ms_passes, info->ms_codegen, info->ms_llvm, info->ms_link);
 }
 
 static int build(const compile_args *a, cv_build_result *r, cv_diag *d)
@@ -140,8 +146,11 @@ const cv_cli_command cv_cmd_compile = {
     "                riscv64-linux-gnu or native (default)\n"
     "  -O0..-O3      optimisation level (default -O2)\n"
     "  -o DIR        output directory (default ./cuvil-out)\n"
-    "  --emit LIST   comma-separated files to write: so,a,obj,h,llvm,cuir\n"
-    "                (default so,a,obj,h; manifest.json is always written)\n"
+    "  --emit LIST   comma-separated files to write: so,a,obj,h,llvm,cuir,c\n"
+    "                (default so,a,obj,h; manifest.json is always written);\n"
+    "                c: portable C99 <name>.c + <name>_weights.c + <name>.h for\n"
+    "                any C compiler (cc -std=c99 -O2, -lm; -fopenmp for threads),\n"
+    "                made without LLVM when no so,a,obj,llvm is asked for\n"
     "  -p PRECISION  fp32 (default); fp16, bf16, int8 arrive with quantization\n"
     "  --stats       print ops, kernels, arena size against the peak-live bound, timings\n"
     "  -v            print the cache outcome: 'cache: l1 hit, l2 miss (reason)'\n"

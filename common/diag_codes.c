@@ -181,6 +181,17 @@ static const cv_diag_code_info codes[] = {
     {5030, "bad-artifact-manifest", "an artifact's manifest.json is missing or malformed"},
     {5031, "artifact-load-failed", "an artifact's shared library cannot be loaded or lacks its API"},
     {5040, "backend-unavailable", "the LLVM backend plugin (lib/cuvil/libcv_llvm.so) could not be loaded"},
+    {5041, "c99-no-runtime-routine", "a kernel calls a runtime routine the C99 backend has no version of"},
+    {5042, "c99-build-failed", "the C compiler rejected or could not build the C99 backend's output"},
+    {5060, "cuda-no-driver", "a CUDA artifact found no NVIDIA driver (libcuda.so.1) on this machine"},
+    {5061, "cuda-no-device", "the NVIDIA driver reports no usable CUDA device (or not the one asked for)"},
+    {5062, "cuda-device-too-old", "the GPU's compute capability is below the SM the CUDA artifact was built for"},
+    {5063, "cuda-driver-error", "a CUDA driver call failed (PTX JIT, launch, copy...) in a CUDA artifact"},
+    {5064, "cuda-device-oom", "a CUDA artifact could not allocate device memory"},
+    {5065, "cuda-host-kernel", "a kernel both calls runtime routines and touches tensor elements; the CUDA backend cannot place it"},
+    {5066, "cuda-no-device-routine", "a kernel calls a runtime routine that has no CUDA device kernel yet"},
+    {5067, "cuda-codegen-failed", "NVPTX code generation failed, or the PTX would call an undefined function"},
+    {5068, "cuda-runtime-bitcode", "the CUDA device or host runtime bitcode embedded in the LLVM plugin is missing or broken"},
 
     /* 6xxx: specs (CuvilBuildCluster, CuvilPipeline), git source, build DB, planner */
     {6001, "spec-unknown-field", "a spec has a field its kind does not define (did you mean ...?)"},

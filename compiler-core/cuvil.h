@@ -35,6 +35,7 @@ cv_module *cv_model_load(const char *path, unsigned flags, cv_diag *d);
 enum {
     CV_EMIT_OBJ = 1u << 0, CV_EMIT_A = 1u << 1, CV_EMIT_SO = 1u << 2, CV_EMIT_H = 1u << 3,
     CV_EMIT_LLVM = 1u << 4, CV_EMIT_CUIR = 1u << 5,
+    CV_EMIT_C = 1u << 6,    /* portable C99: <name>.c, <name>_weights.c (and <name>.h) */
     CV_EMIT_DEFAULT = CV_EMIT_OBJ | CV_EMIT_A | CV_EMIT_SO | CV_EMIT_H,
 };
 
@@ -48,13 +49,17 @@ typedef struct cv_compile_opts {
 
 typedef struct cv_compile_info {
     char name[128];         /* the artifact's C name: cv_<name>_run ... */
-    int n_ops, n_kernels;
+    int n_ops, n_kernels;   /* ops after the graph passes; kernels after fusion */
+    int n_ops_in;           /* ops before the graph passes */
+    int n_fused;            /* ops run inside their producer's kernel */
+    int pass_folded, pass_bn_folded, pass_cse_ops, pass_cse_params;
+    int pass_dead_ops, pass_dead_params;
     int64_t arena_bytes, peak_bytes;  /* with every symbolic dim = 1 */
-    double ms_codegen, ms_llvm, ms_link;
+    double ms_passes, ms_codegen, ms_llvm, ms_link;
     bool linked_so;         /* false for a cross target whose linker is missing */
 } cv_compile_info;
 
-/* "so,a,obj,h,llvm,cuir" -> CV_EMIT_* bits; -1 on an unknown name. */
+/* "so,a,obj,h,llvm,cuir,c" -> CV_EMIT_* bits; -1 on an unknown name. */
 int cv_emit_parse(const char *list, unsigned *out);
 /* Loads the LLVM backend plugin and initialises its targets now rather than
  * on the first compile, so that forked compile children (the worker's

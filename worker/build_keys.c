@@ -163,8 +163,8 @@ int cv_wk_l1_key(const cv_wk_source *s, const cv_wk_deps *x, cv_cache_key *out, 
 static const char *emit_text(unsigned emit, char *buf, size_t size)
 {
     static const struct { unsigned bit; const char *name; } names[] = {
-        {CV_EMIT_A, "a"}, {CV_EMIT_CUIR, "cuir"}, {CV_EMIT_H, "h"}, {CV_EMIT_LLVM, "llvm"},
-        {CV_EMIT_OBJ, "obj"}, {CV_EMIT_SO, "so"},
+        {CV_EMIT_A, "a"}, {CV_EMIT_C, "c"}, {CV_EMIT_CUIR, "cuir"}, {CV_EMIT_H, "h"},
+        {CV_EMIT_LLVM, "llvm"}, {CV_EMIT_OBJ, "obj"}, {CV_EMIT_SO, "so"},
     };
     size_t at = 0;
     buf[0] = 0;

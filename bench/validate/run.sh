@@ -50,3 +50,25 @@ row "cuvil validate big.cuir" "$val_mean" "$val_min" "1.0x"
 awk -v v="$val_mean" -v s="$start_mean" 'BEGIN {
     printf "validate - start-up: %.2f ms   target: mean < 50 ms (%s)\n", v - s,
            v < 50 ? "met" : "NOT met" }'
+
+# The pre-commit hook's other inputs (issue 11): an exported ONNX model
+# (torchvision resnet18, 47 MB of weights; target < 50 ms) and a model-
+# language file with its weights (lenet; target < 10 ms).
+onnx=${RESNET18_ONNX:-$build/models/resnet18.onnx}
+if [ ! -f "$onnx" ]; then
+    mkdir -p "$build/models"
+    /usr/bin/python3 tests/tools/export_torchvision.py "$build/models" >/dev/null 2>&1 ||
+        echo "bench/validate: cannot export resnet18 (python3-torch, torchvision)"
+fi
+cp examples/models/lenet.cvl.py "$work/"
+/usr/bin/python3 examples/models/gen_weights.py "$work" lenet >/dev/null
+read -r dsl_mean dsl_min <<<"$(time_ms "$cuvil" validate -q "$work/lenet.cvl.py")"
+row "cuvil validate lenet.cvl.py" "$dsl_mean" "$dsl_min" "$(ratio "$dsl_mean" "$start_mean")"
+awk -v v="$dsl_mean" 'BEGIN { printf "model language (lenet): mean %.2f ms, target < 10 ms (%s)\n",
+    v, v < 10 ? "met" : "NOT met" }'
+if [ -f "$onnx" ]; then
+    read -r onnx_mean onnx_min <<<"$(time_ms "$cuvil" validate -q "$onnx")"
+    row "cuvil validate resnet18.onnx" "$onnx_mean" "$onnx_min" "$(ratio "$onnx_mean" "$start_mean")"
+    awk -v v="$onnx_mean" 'BEGIN { printf "ONNX (resnet18): mean %.2f ms, target < 50 ms (%s)\n",
+        v, v < 50 ? "met" : "NOT met" }'
+fi

@@ -14,6 +14,7 @@
 #include "common/fs.h"
 #include "common/jsonutil.h"
 #include "compiler-core/backend/artifact_internal.h"
+#include "compiler-core/backend/c99/c99.h"
 #include "compiler-core/backend/codegen.h"
 #include "compiler-core/backend/llvm/llvm_backend.h"
 #include "compiler-core/cuvil.h"
@@ -22,7 +23,7 @@
 
 static const struct { const char *name; unsigned bit; } emit_names[] = {
     {"obj", CV_EMIT_OBJ}, {"a", CV_EMIT_A}, {"so", CV_EMIT_SO}, {"h", CV_EMIT_H},
-    {"llvm", CV_EMIT_LLVM}, {"cuir", CV_EMIT_CUIR},
+    {"llvm", CV_EMIT_LLVM}, {"cuir", CV_EMIT_CUIR}, {"c", CV_EMIT_C},
 };
 
 int cv_emit_parse(const char *list, unsigned *out)
@@ -179,6 +180,22 @@ static int write_library(writer *w, const cv_kprog *p, const cv_llvm_out *lo, un
     return rc;
 }
 
+/* The C99 backend's files (c99/c99.h). */
+static int write_c(writer *w, const cv_kprog *p)
+{
+    cv_c99_out c;
+    char name[200];
+    if (cv_c99_generate(p, &c, w->d))
+        return -1;
+    snprintf(name, sizeof name, "%s.c", p->name);
+    int rc = put_file(w, name, c.source, c.source_len);
+    snprintf(name, sizeof name, "%s_weights.c", p->name);
+    if (rc == 0)
+        rc = put_file(w, name, c.weights, c.weights_len);
+    cv_c99_out_free(&c);
+    return rc;
+}
+
 static int write_artifact(const cv_module *m, const cv_kprog *p, const cv_llvm_out *lo,
                           const cv_compile_opts *o, unsigned emit, cv_compile_info *info,
                           cv_diag *d)
@@ -186,7 +203,13 @@ static int write_artifact(const cv_module *m, const cv_kprog *p, const cv_llvm_o
     writer w = {.dir = o->out_dir, .files = json_object(), .d = d};
     char name[200];
     int rc = write_library(&w, p, lo, emit, info);
-    if (rc == 0 && (emit & CV_EMIT_H)) {
+    if (rc == 0 && lo->ptx) {   /* CUDA: the PTX the library embeds, for inspection */
+        snprintf(name, sizeof name, "%s.ptx", p->name);
+        rc = put_file(&w, name, lo->ptx, lo->ptx_len);
+    }
+    if (rc == 0 && (emit & CV_EMIT_C))
+        rc = write_c(&w, p);
+    if (rc == 0 && (emit & (CV_EMIT_H | CV_EMIT_C))) {
         cv_sb h = CV_SB_INIT;
         cv_artifact_header(p, o->target, o->opt_level, &h);
         snprintf(name, sizeof name, "%s.h", p->name);
@@ -227,23 +250,40 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info
     if (cv_fs_mkdirs(o.out_dir, 0755))
         return cv_diag_error(d, 9004, (cv_span){.file = o.out_dir}, "cannot create %s: %s",
                              o.out_dir, strerror(errno)), -1;
+    double tp = now_ms();
+    cv_pass_stats ps;
+    if (cv_passes_run(m->funcs[0], &ps, d))
+        return -1;
     double t0 = now_ms();
     cv_kprog *p;
     if (cv_kprog_build(m->funcs[0], &p, d))
         return -1;
     double t1 = now_ms();
-    cv_llvm_out lo;
-    int rc = cv_llvm_compile(p, o.target, o.opt_level, (emit & CV_EMIT_LLVM) != 0, &lo, d);
+    cv_llvm_out lo = {.triple = "c99", .cpu = "generic"};
+    /* --emit c alone needs no LLVM (nor its plugin). */
+    bool llvm = (emit & (CV_EMIT_OBJ | CV_EMIT_A | CV_EMIT_SO | CV_EMIT_LLVM)) != 0;
+    int rc = llvm ? cv_llvm_compile(p, o.target, o.opt_level, (emit & CV_EMIT_LLVM) != 0, &lo, d)
+                  : 0;
     double t2 = now_ms();
     if (rc == 0) {
         snprintf(info->name, sizeof info->name, "%s", p->name);
         info->n_ops = p->f->n_ops;
         info->n_kernels = p->n_kernels;
+        info->n_ops_in = ps.ops_before;
+        info->n_fused = p->n_fused;
+        info->pass_folded = ps.folded;
+        info->pass_bn_folded = ps.bn_folded;
+        info->pass_cse_ops = ps.cse_ops;
+        info->pass_cse_params = ps.cse_params;
+        info->pass_dead_ops = ps.dead_ops;
+        info->pass_dead_params = ps.dead_params;
         cv_memplan_stats(p, NULL, &info->arena_bytes, &info->peak_bytes);
+        info->ms_passes = t0 - tp;
         info->ms_codegen = t1 - t0;
         info->ms_llvm = t2 - t1;
         rc = write_artifact(m, p, &lo, &o, emit, info, d);
-        cv_llvm_out_free(&lo);
+        if (llvm)
+            cv_llvm_out_free(&lo);
     }
     cv_kprog_free(p);
     return rc;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "compiler-core/backend/artifact_internal.h"
+#include "compiler-core/backend/targets.h"
 
 static const char *const verbs[] = {"create", "reserve", "run", "destroy", "arena_bytes"};
 
@@ -105,5 +106,16 @@ void cv_artifact_header(const cv_kprog *p, const char *target, int opt, cv_sb *o
                     "void *const *outputs,\n    const int64_t *symbolic_dims);\n", n, n);
     cv_sb_printf(o, "void cv_%s_destroy(cv_%s_ctx *ctx);\n", n, n);
     cv_sb_printf(o, "int64_t cv_%s_arena_bytes(const int64_t *symbolic_dims);\n\n", n);
+    if (cv_target_is_cuda(target)) {
+        cv_sb_puts(o, "/* CUDA: run copies the inputs to the GPU and the outputs back, and returns\n"
+                      " * -3 when a driver call fails.  run_stream takes device addresses\n"
+                      " * (CUdeviceptr) and queues the work on stream (a CUstream; NULL: the\n"
+                      " * context's own) without waiting for it.  last_error gives the CVnnnn\n"
+                      " * code (0: none) and message of this thread's last failure, create's\n"
+                      " * included (no driver, no device, device too old). */\n");
+        cv_sb_printf(o, "int cv_%s_run_stream(cv_%s_ctx *ctx, const void *const *inputs, "
+                        "void *const *outputs,\n    const int64_t *symbolic_dims, void *stream);\n", n, n);
+        cv_sb_printf(o, "int cv_%s_last_error(const char **message);\n\n", n);
+    }
     cv_sb_printf(o, "#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
 }

@@ -1,9 +1,16 @@
 /* Codegen hooks: convolutions (ops_nn.c).  f32 conv2d with more than one
  * input channel per group runs as an implicit GEMM in the runtime (packed
- * panels read straight from the image, register-tiled FMA micro-kernel);
- * depthwise and other dtypes use direct loops; conv_transpose2d is direct
- * in its gather form (each output sums the taps that land on it). */
+ * panels read straight from the image, register-tiled FMA micro-kernel),
+ * with constant weights packed for it at compile time; f32 depthwise
+ * convolutions (one filter per channel) have their own runtime routine;
+ * other dtypes and channel multipliers use direct loops; conv_transpose2d
+ * is direct in its gather form (each output sums the taps that land on it). */
+#include <stdlib.h>
+
 #include "compiler-core/backend/codegen.h"
+#include "compiler-core/runtime/cvrt.h"
+
+enum { P8 = CVRT_P8 };  /* rows per panel of the runtime's packed weights */
 
 typedef struct conv_geo {
     int64_t stride[2], pad[4], dil[2], groups;
@@ -45,10 +52,60 @@ static void geometry(cv_codegen_ctx *c, const cv_kten *x, const cv_kten *w, cons
 
 static const cv_kexpr *i64(cv_codegen_ctx *c, int64_t v) { return cv_k_i64(c, v); }
 
-/* for n, g: cvrt_conv2d(one image, one group) */
+/* The weights of each group as the runtime's P8 form of its OCg x K
+ * matrix (K = Cg*KH*KW): rows in panels of 8, k-major inside a panel, zero
+ * rows up to a multiple of 8.  NULL when the weights are not a constant. */
+static const cv_kten *packed_weights(cv_codegen_ctx *c, const cv_kten *w, const conv_geo *g,
+                                     cv_kten *out)
+{
+    const cv_kstore *s = &c->prog->stores[w->store];
+    int64_t ocg, k = w->sdim[1] * w->sdim[2] * w->sdim[3];
+    if (s->kind != CV_KST_CONST || !s->data || w->dtype != CV_F32 || !cv_k_is_const(g->OCg, &ocg))
+        return NULL;
+    int64_t rows = (ocg + P8 - 1) / P8 * P8, n = g->groups * rows * k;
+    cv_shape shape = {.rank = 1, .d = {{.n = n}}};
+    float *buf = calloc((size_t)(n ? n : 1), sizeof *buf);
+    if (!buf)
+        return NULL;
+    const float *src = s->data;
+    for (int64_t gi = 0; gi < g->groups; gi++)
+        for (int64_t i = 0; i < ocg; i++)
+            for (int64_t q = 0; q < k; q++)
+                buf[((gi * rows + i / P8 * P8) * k + q * P8) + i % P8] = src[(gi * ocg + i) * k + q];
+    *out = cv_cg_const(c, CV_F32, &shape, buf);
+    free(buf);
+    return out;
+}
+
+/* Room for the zero-padded, phase-split copy of one group's image through
+ * which cvrt_conv2d_p8 reads its taps as plain runs (it decides whether
+ * to).  One copy per image, so the scratch scales with the batch like the
+ * activations and memory planning can overlap them (it plans each
+ * monomial of the symbolic dims on its own). */
+static const cv_kten *conv_scratch(cv_codegen_ctx *c, const conv_geo *g, cv_kten *out)
+{
+    int64_t cg, H, W, OH, OW, KH, KW, sh = g->stride[0], sw = g->stride[1];
+    if (!cv_k_is_const(g->Cg, &cg) || !cv_k_is_const(g->H, &H) || !cv_k_is_const(g->W, &W) ||
+        !cv_k_is_const(g->OH, &OH) || !cv_k_is_const(g->OW, &OW) ||
+        !cv_k_is_const(g->KH, &KH) || !cv_k_is_const(g->KW, &KW) || sh * sw > 16)
+        return NULL;
+    if (sh == 1 && sw == 1 && g->pad[0] == 0 && g->pad[1] == 0 &&
+        OH + (KH - 1) * g->dil[0] <= H && OW + (KW - 1) * g->dil[1] <= W)
+        return NULL;    /* stride 1 and nothing to pad: x is read as it is */
+    int64_t n = CVRT_CONV_SCRATCH(cg, KH, KW, sh, sw, g->dil[0], g->dil[1], OH, OW);
+    cv_shape shape = {.rank = 2, .d = {c->op->operands[0]->type.shape.d[0], {.n = n}}};
+    *out = cv_cg_scratch(c, CV_F32, &shape);
+    return out;
+}
+
+/* for n, g: cvrt_conv2d(one image, one group), or cvrt_conv2d_p8 with the
+ * weights packed at compile time. */
 static void conv_gemm(cv_codegen_ctx *c, const cv_kten *x, const cv_kten *w, const cv_kten *b,
                       const cv_kten *y, const conv_geo *g, const cv_cg_rt_epi *e)
 {
+    cv_kten wpk, scr;
+    const cv_kten *wp = packed_weights(c, w, g, &wpk);
+    const cv_kten *scratch = wp ? conv_scratch(c, g, &scr) : NULL;
     const cv_kexpr *zero = i64(c, 0);
     cv_k_begin(c, "conv2d", NULL, NULL);
     const cv_kexpr *n = cv_k_for(c, zero, g->N, 0);
@@ -58,22 +115,52 @@ static void conv_gemm(cv_codegen_ctx *c, const cv_kten *x, const cv_kten *w, con
     const cv_kexpr *xo = cv_k_mul(c, cv_k_add(c, cv_k_mul(c, n, g->C), cv_k_mul(c, gi, g->Cg)), HW);
     const cv_kexpr *oc0 = cv_k_mul(c, gi, g->OCg);
     const cv_kexpr *yo = cv_k_mul(c, cv_k_add(c, cv_k_mul(c, n, g->OC), oc0), OHW);
+    const cv_kexpr *wo = cv_k_mul(c, oc0, ksz);
+    if (wp) {
+        int64_t ocg = 0;
+        cv_k_is_const(g->OCg, &ocg);
+        wo = cv_k_mul(c, cv_k_mul(c, gi, i64(c, (ocg + P8 - 1) / P8 * P8)), ksz);
+    }
     const cv_kexpr *args[] = {
-        cv_k_addr(c, x, xo), cv_k_addr(c, w, cv_k_mul(c, oc0, ksz)),
+        cv_k_addr(c, x, xo), cv_k_addr(c, wp ? wp : w, wo),
         b ? cv_k_addr(c, b, oc0) : cv_k_null(c), cv_k_addr(c, y, yo),
         g->Cg, g->H, g->W, g->OCg, g->KH, g->KW, i64(c, g->stride[0]), i64(c, g->stride[1]),
         i64(c, g->pad[0]), i64(c, g->pad[1]), i64(c, g->dil[0]), i64(c, g->dil[1]), g->OH, g->OW,
         NULL, NULL, NULL, NULL,
+        scratch ? cv_k_addr(c, scratch, cv_k_mul(c, n, scratch->dim[1])) : cv_k_null(c),
     };
     cv_cg_rt_epilogue_args(c, e, yo, &args[18]);
-    cv_k_call(c, CV_KRT_CONV2D, args, (int)(sizeof args / sizeof args[0]));
+    int nargs = (int)(sizeof args / sizeof args[0]);
+    cv_k_call(c, wp ? CV_KRT_CONV2D_P8 : CV_KRT_CONV2D, args, wp ? nargs : nargs - 1);
     cv_k_close(c);
     cv_k_close(c);
     cv_k_end(c);
 }
 
+/* for n: cvrt_dwconv2d(one image) -- one filter per channel, f32. */
+static void conv_depthwise(cv_codegen_ctx *c, const cv_kten *x, const cv_kten *w,
+                           const cv_kten *b, const cv_kten *y, const conv_geo *g,
+                           const cv_cg_rt_epi *e)
+{
+    const cv_kexpr *zero = i64(c, 0);
+    cv_k_begin(c, "dwconv2d", NULL, NULL);
+    const cv_kexpr *n = cv_k_for(c, zero, g->N, 0);
+    const cv_kexpr *xo = cv_k_mul(c, cv_k_mul(c, n, g->C), cv_k_mul(c, g->H, g->W));
+    const cv_kexpr *yo = cv_k_mul(c, cv_k_mul(c, n, g->OC), cv_k_mul(c, g->OH, g->OW));
+    const cv_kexpr *args[] = {
+        cv_k_addr(c, x, xo), cv_k_addr(c, w, zero), b ? cv_k_addr(c, b, zero) : cv_k_null(c),
+        cv_k_addr(c, y, yo), g->C, g->H, g->W, g->KH, g->KW, i64(c, g->stride[0]),
+        i64(c, g->stride[1]), i64(c, g->pad[0]), i64(c, g->pad[1]), i64(c, g->dil[0]),
+        i64(c, g->dil[1]), g->OH, g->OW, NULL, NULL, NULL, NULL,
+    };
+    cv_cg_rt_epilogue_args(c, e, yo, &args[17]);
+    cv_k_call(c, CV_KRT_DWCONV2D, args, (int)(sizeof args / sizeof args[0]));
+    cv_k_close(c);
+    cv_k_end(c);
+}
+
 /* One parallel item per output plane (n, oc); taps outside the image skip.
- * Used for depthwise convolutions and non-f32 data. */
+ * Used for non-f32 data and depthwise convolutions with several filters per channel. */
 static void conv_direct(cv_codegen_ctx *c, const cv_kten *x, const cv_kten *w, const cv_kten *b,
                         const cv_kten *y, const conv_geo *g)
 {
@@ -117,12 +204,17 @@ int cv_cg_conv2d(cv_codegen_ctx *c)
         b = cv_cg_in(c, 2);
     conv_geo g;
     geometry(c, &x, &w, &y, false, &g);
-    int64_t cg;
+    int64_t cg, ocg;
     bool depthwise = cv_k_is_const(g.Cg, &cg) && cg == 1;
+    bool one_filter = depthwise && cv_k_is_const(g.OCg, &ocg) && ocg == 1;
     cv_cg_rt_epi e;
-    if (y.dtype == CV_F32 && !depthwise) {
+    if (y.dtype == CV_F32 && (!depthwise || one_filter)) {
         bool fused = cv_cg_rt_epilogue(c, &e);
-        conv_gemm(c, &x, &w, has_b ? &b : NULL, fused ? &e.out : &y, &g, fused ? &e : NULL);
+        if (depthwise)
+            conv_depthwise(c, &x, &w, has_b ? &b : NULL, fused ? &e.out : &y, &g,
+                           fused ? &e : NULL);
+        else
+            conv_gemm(c, &x, &w, has_b ? &b : NULL, fused ? &e.out : &y, &g, fused ? &e : NULL);
     } else {
         cv_cg_take_pointwise_chain(c);
         conv_direct(c, &x, &w, has_b ? &b : NULL, &y, &g);

@@ -87,7 +87,12 @@ typedef struct cv_kstmt {
 
 /* Runtime routines kernels may call (compiler-core/runtime/cvrt.h); the
  * runtime context is passed implicitly as the first argument. */
-typedef enum cv_krt { CV_KRT_SGEMM, CV_KRT_CONV2D, CV_KRT__COUNT } cv_krt;
+typedef enum cv_krt {
+    CV_KRT_SGEMM, CV_KRT_CONV2D,
+    CV_KRT_CONV2D_P8,           /* cvrt_conv2d with weights packed at compile time */
+    CV_KRT_DWCONV2D,            /* depthwise convolution, one filter per channel */
+    CV_KRT__COUNT
+} cv_krt;
 
 typedef struct cv_krt_info {
     const char *name;           /* the C function */
@@ -161,6 +166,7 @@ typedef struct cv_kprog {
     cv_kstmt *run;              /* the launches, in order */
     cv_kstmt **run_tail;
     int n_launches;
+    int n_fused;                /* ops whose work ran inside their producer's kernel */
     cv_kclass *classes;
     int n_classes;
     bool oom;                   /* an allocation failed while building */

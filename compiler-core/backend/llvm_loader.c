@@ -10,13 +10,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compiler-core/backend/cuda/cuda_backend.h"
 #include "compiler-core/backend/llvm/llvm_backend.h"
+#include "compiler-core/backend/targets.h"
 #include "compiler-core/cuvil.h"
 #include "cv_version.h"  /* generated: CV_LLVM_VERSION */
 
 #define PLUGIN_NAME "libcv_llvm.so"
 
 static const cv_llvm_plugin *plugin;
+static const cv_cuda_plugin *cuda_plugin;   /* the same plugin's CUDA backend, if built in */
 static char load_error[PATH_MAX + 256];
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
@@ -34,6 +37,8 @@ static const cv_llvm_plugin *try_open(const char *path)
         dlclose(h);
         return NULL;
     }
+    const cv_cuda_plugin *cu = dlsym(h, CV_CUDA_PLUGIN_SYMBOL);
+    cuda_plugin = cu && cu->abi == CV_CUDA_PLUGIN_ABI ? cu : NULL;
     return p;  /* stays loaded for the life of the process */
 }
 
@@ -79,6 +84,12 @@ int cv_llvm_compile(const cv_kprog *p, const char *target, int opt, bool want_ir
 {
     memset(out, 0, sizeof *out);
     const cv_llvm_plugin *pl = get_plugin(d);
+    if (pl && target && cv_target_is_cuda(target)) {
+        if (!cuda_plugin)
+            return cv_diag_error(d, 5040, (cv_span){0}, "the LLVM backend plugin has no CUDA "
+                                 "backend"), -1;
+        return cuda_plugin->compile(p, target, opt, want_ir, out, d);
+    }
     return pl ? pl->compile(p, target, opt, want_ir, out, d) : -1;
 }
 
@@ -88,6 +99,8 @@ void cv_llvm_out_free(cv_llvm_out *o)
      * but go through the plugin so ownership stays in one place. */
     if (plugin)
         plugin->out_free(o);
+    if (cuda_plugin)
+        cuda_plugin->out_free(o);
 }
 
 const char *cv_llvm_version(void) { return CV_LLVM_VERSION; }

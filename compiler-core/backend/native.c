@@ -83,6 +83,23 @@ static int load_symbols(cv_native *n, const char *dir, const char *name, void *(
     return 0;
 }
 
+/* Why create failed: artifacts that can say (CUDA: no driver, no device...)
+ * export cv_<name>_last_error with a diagnostic code and a message. */
+static int create_failed(cv_native *n, const char *dir, const char *name, int threads,
+                         cv_diag *d)
+{
+    char fn[300];
+    snprintf(fn, sizeof fn, "cv_%s_last_error", name);
+    int (*last_error)(const char **) = NULL;
+    *(void **)&last_error = dlsym(n->dl, fn);
+    const char *msg = NULL;
+    int code = last_error ? last_error(&msg) : 0;
+    if (code > 0 && code < 10000 && msg)
+        return cv_diag_error(d, code, (cv_span){.file = dir}, "cv_%s_create: %s", name, msg), -1;
+    return cv_diag_error(d, 9002, (cv_span){.file = dir}, "cv_%s_create(%d) failed", name,
+                         threads), -1;
+}
+
 int cv_native_open(const char *dir, int threads, cv_native **out, cv_diag *d)
 {
     *out = NULL;
@@ -106,8 +123,7 @@ int cv_native_open(const char *dir, int threads, cv_native **out, cv_diag *d)
     else if (load_symbols(n, dir, name, &create, d) == 0) {
         n->n_syms = (int)json_array_size(syms);
         n->ctx = create(threads);
-        rc = n->ctx ? 0 : cv_diag_error(d, 9002, (cv_span){.file = dir},
-                                        "cv_%s_create(%d) failed", name, threads);
+        rc = n->ctx ? 0 : create_failed(n, dir, name, threads, d);
     }
     json_decref(m);
     if (rc) {

@@ -141,8 +141,12 @@ static int lower_op(cv_kprog *p, const cv_op *op, int index, const int *next, co
     int errors = d->n_errors;
     int rc = hook(&c);
     /* The chain ran inside this op's kernel: its ops are done. */
-    for (int i = index; c.epi_taken && next[i] >= 0; i = next[i])
+    /* (Only the ops set_chain handed over: a longer chain's tail stays.) */
+    int k = 0;
+    for (int i = index; c.epi_taken && next[i] >= 0 && k < c.n_epi; i = next[i], k++) {
         done[next[i]] = true;
+        p->n_fused++;
+    }
     if (c.k) {
         cv_kp_bug(&c, "a hook returned with a kernel open");
         c.k = NULL;

@@ -14,6 +14,10 @@ static const cv_target_desc targets[] = {
      "aarch64-linux-gnu-gcc"},
     {"riscv64-linux-gnu", "riscv64-unknown-linux-gnu", "generic-rv64", "+m,+a,+f,+d,+c,+v",
      "riscv64", "lp64d", "riscv64-linux-gnu-gcc"},
+    /* CUDA (backend/cuda/): PTX for the SM, in an x86-64 host library. */
+    {"cuda-sm80", "nvptx64-nvidia-cuda", "sm_80", "+ptx70", "cuda", NULL, "cc"},
+    {"cuda-sm89", "nvptx64-nvidia-cuda", "sm_89", "+ptx78", "cuda", NULL, "cc"},
+    {"cuda-sm90", "nvptx64-nvidia-cuda", "sm_90", "+ptx78", "cuda", NULL, "cc"},
 };
 
 const cv_target_desc *cv_target_at(int i)
@@ -27,6 +31,12 @@ const cv_target_desc *cv_target_find(const char *name)
         if (strcmp(targets[i].name, name) == 0)
             return &targets[i];
     return NULL;
+}
+
+bool cv_target_is_cuda(const char *name)
+{
+    const cv_target_desc *t = name ? cv_target_find(name) : NULL;
+    return t && strncmp(t->triple, "nvptx", 5) == 0;
 }
 
 int cv_target_describe(const char *name, char triple[64], char *features, size_t size, cv_diag *d)

@@ -59,20 +59,23 @@ int cv_fusion_plan(const cv_func *f, int *next, int *link)
     /* Chains grow from each op; an op already inside a chain extends it
      * from the chain's first op (whose index bounds the other operands). */
     int *first = calloc((size_t)f->n_ops + 1, sizeof *first);
+    int *len = calloc((size_t)f->n_ops + 1, sizeof *len);     /* ops chained after first[i] */
     for (int i = 0; first && i < f->n_ops; i++)
         first[i] = i;
-    for (int i = 0; first && i < f->n_ops; i++) {
+    for (int i = 0; first && len && i < f->n_ops; i++) {
         const cv_op *x = f->ops[i];
-        if (x->n_results != 1 || uses[x->results[0]->id] != 1)
+        if (x->n_results != 1 || uses[x->results[0]->id] != 1 || len[first[i]] >= CV_FUSION_MAX)
             continue;
         int e = user[x->results[0]->id], l;
         if (e > i && joins(x, f->ops[e], first[i], uses, &l)) {
             next[i] = e;
             link[i] = l;
             first[e] = first[i];
+            len[first[i]]++;
         }
     }
     free(first);
+    free(len);
     free(uses);
     free(user);
     return 0;

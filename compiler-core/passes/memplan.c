@@ -20,6 +20,7 @@ typedef struct item {
     int cls;
     int64_t size;       /* units */
     int first, last;
+    int64_t key;        /* the sort key of the order being tried */
 } item;
 
 static int sym_of(const cv_kprog *p, const char *s)
@@ -75,9 +76,27 @@ static int find_class(cv_kprog *p, const cv_kclass *m)
     return i;
 }
 
+/* Placement orders tried for each class; the smallest arena wins.  Largest
+ * first is the classic; longest-lived first keeps the tensors that span
+ * the whole model at the bottom, and size-time area first favours big
+ * long-lived tensors while leaving short scratch to fill the holes. */
+enum { ORDER_SIZE, ORDER_LIFETIME, ORDER_AREA, ORDER_FIRST_USE, N_ORDERS };
+static int64_t order_key(const item *a, int order)
+{
+    int64_t life = (int64_t)(a->last - a->first + 1);
+    switch (order) {
+    case ORDER_LIFETIME: return life;
+    case ORDER_AREA: return a->size * life;
+    case ORDER_FIRST_USE: return -(int64_t)a->first;
+    default: return a->size;
+    }
+}
+
 static int item_cmp(const void *x, const void *y)
 {
     const item *a = x, *b = y;
+    if (a->key != b->key)
+        return a->key > b->key ? -1 : 1;
     if (a->size != b->size)
         return a->size > b->size ? -1 : 1;
     if (a->first != b->first)
@@ -85,36 +104,65 @@ static int item_cmp(const void *x, const void *y)
     return a->store - b->store;
 }
 
-/* Places items[0..n) (all of one class, sorted largest first). */
-static int64_t place_class(cv_kprog *p, item *items, int n, item **scratch)
+static void sort_items(item *items, int n, int order)
+{
+    for (int i = 0; i < n; i++)
+        items[i].key = order_key(&items[i], order);
+    qsort(items, (size_t)n, sizeof *items, item_cmp);
+}
+
+/* Places items[0..n) (all of one class) in their order, each at the lowest
+ * offset where it overlaps no placed item whose lifetime overlaps its own;
+ * fills off[] (by position in items) and returns the class size. */
+static int64_t place_order(const item *items, int n, int64_t *off, int *scratch)
 {
     int64_t top = 0;
     for (int i = 0; i < n; i++) {
         int m = 0;
         for (int j = 0; j < i; j++)
             if (items[j].first <= items[i].last && items[i].first <= items[j].last)
-                scratch[m++] = &items[j];
+                scratch[m++] = j;
         /* Insertion sort by offset: the conflict lists are short. */
         for (int a = 1; a < m; a++)
-            for (int b = a; b > 0 && p->stores[scratch[b - 1]->store].offset >
-                                         p->stores[scratch[b]->store].offset; b--) {
-                item *t = scratch[b];
+            for (int b = a; b > 0 && off[scratch[b - 1]] > off[scratch[b]]; b--) {
+                int t = scratch[b];
                 scratch[b] = scratch[b - 1];
                 scratch[b - 1] = t;
             }
-        int64_t off = 0;
+        int64_t o = 0;
         for (int a = 0; a < m; a++) {
-            int64_t o = p->stores[scratch[a]->store].offset;
-            if (o >= off + items[i].size)
+            int64_t c = off[scratch[a]];
+            if (c >= o + items[i].size)
                 break;
-            if (o + scratch[a]->size > off)
-                off = o + scratch[a]->size;
+            if (c + items[scratch[a]].size > o)
+                o = c + items[scratch[a]].size;
         }
-        p->stores[items[i].store].offset = off;
-        if (off + items[i].size > top)
-            top = off + items[i].size;
+        off[i] = o;
+        if (o + items[i].size > top)
+            top = o + items[i].size;
     }
     return top;
+}
+
+/* Tries every order on items[0..n) (reordering them) and commits the best
+ * placement to the storages. */
+static int64_t place_class(cv_kprog *p, item *items, int n, int *scratch, int64_t *off)
+{
+    int64_t best = -1;
+    int best_order = 0;
+    for (int o = 0; o < N_ORDERS; o++) {
+        sort_items(items, n, o);
+        int64_t top = place_order(items, n, off, scratch);
+        if (best < 0 || top < best) {
+            best = top;
+            best_order = o;
+        }
+    }
+    sort_items(items, n, best_order);
+    place_order(items, n, off, scratch);
+    for (int i = 0; i < n; i++)
+        p->stores[items[i].store].offset = off[i];
+    return best;
 }
 
 static int64_t class_peak(const item *items, int n)
@@ -134,11 +182,13 @@ static int64_t class_peak(const item *items, int n)
 int cv_memplan(cv_kprog *p, cv_diag *d)
 {
     cv_span sp = {.file = p->f->module->path};
-    item *items = calloc((size_t)p->n_stores + 1, sizeof *items);
-    item **scratch = calloc((size_t)p->n_stores + 1, sizeof *scratch);
-    p->classes = cv_kp_alloc(p, sizeof *p->classes * (size_t)(p->n_stores + 1));
+    size_t cap = (size_t)p->n_stores + 1;
+    item *items = calloc(cap, sizeof *items), *mine = calloc(cap, sizeof *mine);
+    int *scratch = calloc(cap, sizeof *scratch);
+    int64_t *off = calloc(cap, sizeof *off);
+    p->classes = cv_kp_alloc(p, sizeof *p->classes * cap);
     int n = 0, rc = 0;
-    if (!items || !scratch || !p->classes) {
+    if (!items || !mine || !scratch || !off || !p->classes) {
         cv_diag_error(d, 9002, sp, "out of memory planning memory");
         rc = -1;
         goto done;
@@ -155,7 +205,7 @@ int cv_memplan(cv_kprog *p, cv_diag *d)
             goto done;
         }
         find_class(p, &mono);
-        items[n++] = (item){i, 0, units, s->first, s->last};
+        items[n++] = (item){i, 0, units, s->first, s->last, 0};
     }
     /* Class indices settle once every class is known. */
     for (int i = 0; i < n; i++) {
@@ -164,26 +214,19 @@ int cv_memplan(cv_kprog *p, cv_diag *d)
         storage_units(p, s, &mono);
         items[i].cls = s->cls = find_class(p, &mono);
     }
-    qsort(items, (size_t)n, sizeof *items, item_cmp);
     for (int c = 0; c < p->n_classes; c++) {
-        /* Gather this class (keeping the order) at the front of a copy. */
-        item *mine = calloc((size_t)n + 1, sizeof *mine);
         int m = 0;
-        if (!mine) {
-            cv_diag_error(d, 9002, sp, "out of memory planning memory");
-            rc = -1;
-            goto done;
-        }
         for (int i = 0; i < n; i++)
             if (items[i].cls == c)
                 mine[m++] = items[i];
-        p->classes[c].units = place_class(p, mine, m, scratch);
+        p->classes[c].units = place_class(p, mine, m, scratch, off);
         p->classes[c].peak_units = class_peak(mine, m);
-        free(mine);
     }
 done:
     free(items);
+    free(mine);
     free(scratch);
+    free(off);
     return rc;
 }
 

@@ -1,8 +1,59 @@
-/* Passes over the compiled program (internal to compiler-core). */
+/* Passes (internal to compiler-core): graph rewrites of a verified CU-IR
+ * function before code generation, and the planning passes over the
+ * kernel program. */
 #ifndef CV_PASSES_H
 #define CV_PASSES_H
 
 #include "compiler-core/backend/kernel.h"
+
+/* ---- graph rewrites (each keeps the function verified and its meaning) ---- */
+
+/* What the rewrites did (cv_passes_run adds up every pass). */
+typedef struct cv_pass_stats {
+    int ops_before, ops_after;
+    int folded;                 /* ops evaluated at compile time (const_fold.c) */
+    int bn_folded;              /* batch_norms folded into conv/gemm weights (bn_fold.c) */
+    int cse_ops;                /* ops merged into an identical earlier op (cse.c) */
+    int cse_params;             /* params merged into an identical earlier param */
+    int dead_ops, dead_params;  /* removed because nothing used them (dce.c) */
+} cv_pass_stats;
+
+/* Runs const_fold, bn_fold, cse and dce on f, in that order.  A pass that
+ * cannot work (out of memory) leaves f valid and reports a diagnostic;
+ * returns 0 or -1. */
+int cv_passes_run(cv_func *f, cv_pass_stats *st, cv_diag *d);
+
+/* Replaces every op whose operands are all params (constants) by params
+ * holding its results, computed by the op's reference kernel -- the very
+ * values the interpreter computes.  Results much larger than the op's
+ * inputs (expand) stay ops: folding them would only grow the artifact. */
+int cv_pass_const_fold(cv_func *f, cv_pass_stats *st, cv_diag *d);
+/* Folds batch_norm into the conv2d or gemm producing its input (used by
+ * nothing else), when their weights are f32 params: the weights are scaled
+ * per output channel and the bias absorbs the shift.  The producer keeps
+ * the batch_norm's locations too. */
+int cv_pass_bn_fold(cv_func *f, cv_pass_stats *st, cv_diag *d);
+/* Common-subexpression elimination: an op with the same definition,
+ * operands (in any order for commutative ops), attributes and result types
+ * as an earlier op is replaced by it (which keeps both ops' locations);
+ * small params with identical bytes are merged first. */
+int cv_pass_cse(cv_func *f, cv_pass_stats *st, cv_diag *d);
+/* Dead-code elimination: drops ops none of whose results reach a return,
+ * and params nothing uses. */
+int cv_pass_dce(cv_func *f, cv_pass_stats *st);
+
+/* Shared by the rewrites (rewrite.c). */
+/* Every use of `from` (operands, returns) becomes a use of `to`. */
+void cv_pass_replace_uses(cv_func *f, const cv_value *from, cv_value *to);
+/* Appends src's locations to dst's (dst now stands for both). */
+void cv_pass_merge_locs(cv_op *dst, const cv_op *src);
+/* Uses of each value (operands and returns), indexed by value id; the
+ * caller frees it.  NULL when out of memory. */
+int *cv_pass_count_uses(const cv_func *f);
+/* A new dense param holding t (copied), with an unused name. */
+cv_value *cv_pass_add_const(cv_func *f, const cv_tensor *t);
+
+/* ---- planning passes over the kernel program ----------------------------- */
 
 /* Memory planning: lays out every arena storage of p (size classes by
  * monomial of the symbolic dims, liveness-based first fit within each
@@ -16,7 +67,9 @@ void cv_memplan_stats(const cv_kprog *p, const int64_t *syms, int64_t *arena, in
 
 /* Fusion planning (fusion.c): next[i] is the op whose elementwise work can
  * run inside op i's kernel (-1: none), link[i] the operand of next[i] that
- * takes op i's result.  Both arrays have f->n_ops entries. */
+ * takes op i's result.  Both arrays have f->n_ops entries.  A chain holds
+ * at most CV_FUSION_MAX ops after its producer (cv_codegen_ctx.epi). */
+enum { CV_FUSION_MAX = 8 };
 int cv_fusion_plan(const cv_func *f, int *next, int *link);
 
 #endif

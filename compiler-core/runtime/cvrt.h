@@ -71,6 +71,34 @@ void cvrt_conv2d(cvrt_ctx *rt, const float *x, const float *w, const float *bias
                  int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw,
                  int64_t OH, int64_t OW, const float *res, int64_t act, float lo, float hi);
 
+/* P8, the packed form of a constant matrix A (M x K) that the compiler
+ * makes at compile time: ap[((i / 8) * K + k) * 8 + i % 8] = A[i][k], with
+ * zero rows making M up to a multiple of 8. */
+#define CVRT_P8 8
+
+/* cvrt_conv2d with the weights as the P8 form of the OC x (C*KH*KW) matrix.
+ * scratch is NULL or room for CVRT_CONV_SCRATCH(...) floats that the call
+ * may use (a zero-padded copy of x split by stride phase, so that every tap
+ * reads plain runs). */
+#define CVRT_CDIV_(a, b) (((a) + (b) - 1) / (b))
+#define CVRT_CONV_SCRATCH(C, KH, KW, sh, sw, dh, dw, OH, OW) \
+    ((C) * (sh) * CVRT_CDIV_(((OH) - 1) * (sh) + ((KH) - 1) * (dh) + 1, (sh)) * \
+     (sw) * CVRT_CDIV_(((OW) - 1) * (sw) + ((KW) - 1) * (dw) + 1, (sw)))
+void cvrt_conv2d_p8(cvrt_ctx *rt, const float *x, const float *wp, const float *bias, float *y,
+                    int64_t C, int64_t H, int64_t W, int64_t OC, int64_t KH, int64_t KW,
+                    int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw,
+                    int64_t OH, int64_t OW, const float *res, int64_t act, float lo, float hi,
+                    float *scratch);
+
+/* Depthwise 2-D convolution of one image (C channels, one filter each):
+ * y[c, oh, ow] = bias[c] + sum_{kh,kw} w[(c*KH+kh)*KW+kw] * x[c, ih, iw]
+ * with ih, iw as in cvrt_conv2d (zero outside), then the epilogue as in
+ * cvrt_epilogue (res has y's shape; bias and res may be NULL). */
+void cvrt_dwconv2d(cvrt_ctx *rt, const float *x, const float *w, const float *bias, float *y,
+                   int64_t C, int64_t H, int64_t W, int64_t KH, int64_t KW,
+                   int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw,
+                   int64_t OH, int64_t OW, const float *res, int64_t act, float lo, float hi);
+
 /* IEEE half <-> float, round to nearest even (for targets without native
  * conversions; cvrt_half.c). */
 uint16_t cvrt_f32_to_f16(float f);

@@ -1,27 +1,41 @@
-/* Packed, register-tiled single-precision GEMM (the classic five-loop
- * structure): B is packed per (KC x NC) block into NR-wide panels shared by
- * all threads, each task packs its own MC x KC block of A into MR-tall
- * panels, and an MR x NR micro-kernel keeps the whole C tile in vector
- * registers, one fused multiply-add per element of B and row of A.
+/* The GEMM engine: packed, register-tiled single precision (the classic
+ * blocked structure).  The work is cut into tasks of (row range, column
+ * panel range), as many as keep every thread busy, split along whichever
+ * of A and B is larger.  K runs in blocks of at most KC.  A task reads A
+ * from its packed form (P8, made at compile time for weights, or packed by
+ * the task), reads B in place when its rows are contiguous runs (a plain
+ * matrix, a convolution's grid) or packs it into NR-wide panels in its
+ * thread's buffer (the im2col view), and an MR x NR micro-kernel keeps the
+ * whole C tile in vector registers, one fused multiply-add per element of
+ * B and row of A.  The C update (bias, accumulation across K blocks,
+ * residual, activation) is applied to the registers as they are stored.
  *
  * The tile shape is chosen per target variant (the bitcode is built once per
- * variant; see build.mk).  The B operand is either a strided matrix or a
- * convolution's im2col matrix read straight from the image (implicit GEMM),
- * so convolutions never materialise im2col. */
-#include "compiler-core/runtime/cvrt_internal.h"
+ * variant; see build.mk).  MR divides P (8), so a tile's rows always lie in
+ * one packed panel. */
+#include "compiler-core/runtime/cvrt_gemm.h"
+#include "compiler-core/runtime/cvrt_vec.h"
 
 #if defined(CVRT_AVX512)
-enum { MR = 8, NR = 32 };
+enum { NV = 2, MR = 8 };
 #elif defined(CVRT_AVX2)
-enum { MR = 6, NR = 16 };
-#elif defined(__x86_64__)
-enum { MR = 4, NR = 8 };
+enum { NV = 3, MR = 4 };
+#elif defined(__aarch64__)
+enum { NV = 3, MR = 8 };
 #else
-enum { MR = 6, NR = 16 };
+enum { NV = 3, MR = 4 };
 #endif
-enum { KC = 256, MC = MR * 16, NC = 2048 };
+enum { VL = CVRT_VL };
+enum {
+    NR = VL * NV,
+    P = CVRT_P8,
+    KC = 320,           /* a B panel (KC x NR) stays in a 48 KB L1 with room for A */
+    PANELS_PER_TASK = (512 + NR - 1) / NR,  /* a task's B block: at most KC x 512 floats */
+    MC_PACKED = 128,                        /* rows per task when A is packed at run time */
+};
 
-typedef float vnr __attribute__((vector_size(NR * 4)));
+typedef cvrt_vf vf;
+typedef cvrt_vfu vfu;
 
 #if defined(__clang__)
 #define UNROLL_FULL _Pragma("clang loop unroll(full)")
@@ -29,77 +43,109 @@ typedef float vnr __attribute__((vector_size(NR * 4)));
 #define UNROLL_FULL
 #endif
 
-/* The im2col view of one image. */
-typedef struct conv_geom {
-    int64_t C, H, W, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW;
-} conv_geom;
-
-typedef struct gemm_job {
-    int64_t M, N, K;
-    float alpha;
-    const float *a;
-    int64_t ars, acs;
-    const float *b;             /* strided B, or the image when conv is set */
-    int64_t brs, bcs;
-    const conv_geom *conv;
-    float *c;
-    int64_t ldc, accumulate;
-    const float *bias;
-    int64_t bias_rs, bias_cs;
-    float bias_scale;
-    cvrt_epilogue epi;
-    /* The current block. */
-    int64_t jc, nc, pc, kc, n_panels, m_blocks, n_groups, panels_per_group;
-    cvrt_ctx *rt;
-} gemm_job;
-
 int cvrt_gemm_init(cvrt_ctx *rt)
 {
-    void *p = 0;
-    if (posix_memalign(&p, 128, sizeof(float) * KC * NC))
-        return -1;
-    rt->pack_b = p;
     rt->pack_a = calloc((size_t)rt->nthreads, sizeof *rt->pack_a);
-    if (!rt->pack_a)
+    rt->pack_b = calloc((size_t)rt->nthreads, sizeof *rt->pack_b);
+    if (!rt->pack_a || !rt->pack_b)
         return -1;
     for (int t = 0; t < rt->nthreads; t++) {
-        if (posix_memalign(&p, 128, sizeof(float) * MC * KC))
+        void *p = 0, *q = 0;
+        if (posix_memalign(&p, 128, sizeof(float) * MC_PACKED * KC) ||
+            posix_memalign(&q, 128, sizeof(float) * KC * NR * PANELS_PER_TASK)) {
+            free(p);
             return -1;
+        }
         rt->pack_a[t] = p;
+        rt->pack_b[t] = q;
     }
     return 0;
 }
 
 void cvrt_gemm_fini(cvrt_ctx *rt)
 {
-    for (int t = 0; rt->pack_a && t < rt->nthreads; t++)
-        free(rt->pack_a[t]);
+    for (int t = 0; t < rt->nthreads; t++) {
+        if (rt->pack_a)
+            free(rt->pack_a[t]);
+        if (rt->pack_b)
+            free(rt->pack_b[t]);
+    }
     free(rt->pack_a);
     free(rt->pack_b);
     rt->pack_a = 0;
     rt->pack_b = 0;
 }
 
-/* ---- packing ------------------------------------------------------------ */
-
-static void pack_b_strided(const gemm_job *j, int64_t j0, int64_t nr, float *out)
+int64_t cvrt_scratch_floats(void)
 {
-    for (int64_t k = 0; k < j->kc; k++) {
-        const float *src = j->b + (j->pc + k) * j->brs + j0 * j->bcs;
-        float *dst = out + k * NR;
-        if (nr == NR && j->bcs == 1) {
+    return (int64_t)KC * NR * PANELS_PER_TASK;
+}
+
+/* ---- the schedule ------------------------------------------------------- */
+
+typedef struct sched {
+    const cvrt_gemm_job *j;
+    cvrt_ctx *rt;
+    int64_t n_panels, n_cols;   /* columns (B's n range, grid columns included) */
+    int64_t m_chunk, m_tasks;   /* rows per task (a multiple of P), count */
+    int64_t p_chunk, p_tasks;   /* panels per task, count */
+} sched;
+
+/* ---- packing B ------------------------------------------------------------ */
+
+/* Row k of the B block from a contiguous source row: one NR slice into
+ * each of panels [p0, p1) (zeros past the last column).  Rows go one after
+ * another along memory, which the hardware prefetcher follows. */
+static void pack_row(const sched *s, const float *restrict row, int64_t k, int64_t kc, int64_t p0,
+                     int64_t p1, float *restrict out)
+{
+    for (int64_t pnl = p0; pnl < p1; pnl++) {
+        int64_t j0 = pnl * NR, nr = cvrt_min(NR, s->n_cols - j0);
+        float *restrict dst = out + (pnl - p0) * kc * NR + k * NR;
+        if (nr == NR) {
             for (int jj = 0; jj < NR; jj++)
-                dst[jj] = src[jj];
-            continue;
+                dst[jj] = row[j0 + jj];
+        } else {
+            for (int64_t jj = 0; jj < NR; jj++)
+                dst[jj] = jj < nr ? row[j0 + jj] : 0.0f;
         }
+    }
+}
+
+/* A strided B whose columns are not contiguous, panel by panel. */
+static void pack_b_strided(const cvrt_gemm_job *j, int64_t pc, int64_t kc, int64_t j0, int64_t nr,
+                           float *restrict out)
+{
+    for (int64_t k = 0; k < kc; k++) {
+        const float *src = j->b + (pc + k) * j->brs + j0 * j->bcs;
+        float *dst = out + k * NR;
         for (int64_t jj = 0; jj < NR; jj++)
             dst[jj] = jj < nr ? src[jj * j->bcs] : 0.0f;
     }
 }
 
-/* One output row's run of n positions starting at ow: the taps of input row
- * src (NULL when outside the image) at columns iw0 + t*sw, zero outside. */
-static void pack_run(const conv_geom *g, const float *restrict src, int64_t iw0, int64_t n,
+/* Row k of the grid is a run of the image: no bounds to check. */
+static void pack_b_grid(const sched *s, int64_t pc, int64_t kc, int64_t p0, int64_t p1,
+                        float *out)
+{
+    const cvrt_gemm_job *j = s->j;
+    const cvrt_conv_geom *g = j->g;
+    int64_t khw = g->KH * g->KW, c = pc / khw, r = pc % khw, kh = r / g->KW, kw = r % g->KW;
+    for (int64_t k = 0; k < kc; k++) {
+        pack_row(s, cvrt_grid_row(j, c, kh, kw), k, kc, p0, p1, out);
+        if (++kw == g->KW) {
+            kw = 0;
+            if (++kh == g->KH) {
+                kh = 0;
+                c++;
+            }
+        }
+    }
+}
+
+/* One output row's run of n positions: the taps of input row src (NULL
+ * when outside the image) at columns iw0 + t*sw, zero outside. */
+static void pack_run(const cvrt_conv_geom *g, const float *restrict src, int64_t iw0, int64_t n,
                      float *restrict dst)
 {
     int64_t lo = 0, hi = 0;
@@ -124,12 +170,13 @@ static void pack_run(const conv_geom *g, const float *restrict src, int64_t iw0,
 /* Row k of the im2col matrix is tap (c, kh, kw); its columns are output
  * positions, packed run by run along output rows.  The tap advances
  * incrementally: divisions per row would cost more than the copy. */
-static void pack_b_conv(const gemm_job *j, int64_t j0, int64_t nr, float *out)
+static void pack_b_im2col(const cvrt_gemm_job *j, int64_t pc, int64_t kc, int64_t j0, int64_t nr,
+                          float *restrict out)
 {
-    const conv_geom *g = j->conv;
-    int64_t khw = g->KH * g->KW, c = j->pc / khw, r = j->pc % khw;
+    const cvrt_conv_geom *g = j->g;
+    int64_t khw = g->KH * g->KW, c = pc / khw, r = pc % khw;
     int64_t kh = r / g->KW, kw = r % g->KW, oh0 = j0 / g->OW, ow0 = j0 % g->OW;
-    for (int64_t k = 0; k < j->kc; k++) {
+    for (int64_t k = 0; k < kc; k++) {
         const float *plane = j->b + c * g->H * g->W;
         float *dst = out + k * NR;
         int64_t jj = 0, oh = oh0, ow = ow0;
@@ -157,147 +204,484 @@ static void pack_b_conv(const gemm_job *j, int64_t j0, int64_t nr, float *out)
     }
 }
 
-static void pack_b_task(void *p, int64_t lo, int64_t hi, int tid)
+static void pack_b(const sched *s, int64_t pc, int64_t kc, int64_t p0, int64_t p1, float *out)
 {
-    (void)tid;
-    const gemm_job *j = p;
-    for (int64_t pnl = lo; pnl < hi; pnl++) {
-        int64_t j0 = j->jc + pnl * NR, nr = cvrt_min(NR, j->jc + j->nc - j0);
-        float *out = j->rt->pack_b + pnl * j->kc * NR;
-        if (j->conv)
-            pack_b_conv(j, j0, nr, out);
+    const cvrt_gemm_job *j = s->j;
+    if (j->bkind == CVRT_B_GRID) {
+        pack_b_grid(s, pc, kc, p0, p1, out);
+        return;
+    }
+    if (j->bkind == CVRT_B_STRIDED && j->bcs == 1) {
+        for (int64_t k = 0; k < kc; k++)
+            pack_row(s, j->b + (pc + k) * j->brs, k, kc, p0, p1, out);
+        return;
+    }
+    for (int64_t pnl = p0; pnl < p1; pnl++) {
+        int64_t j0 = pnl * NR, nr = cvrt_min(NR, s->n_cols - j0);
+        float *o = out + (pnl - p0) * kc * NR;
+        if (j->bkind == CVRT_B_IM2COL)
+            pack_b_im2col(j, pc, kc, j0, nr, o);
         else
-            pack_b_strided(j, j0, nr, out);
+            pack_b_strided(j, pc, kc, j0, nr, o);
     }
 }
 
-static void pack_a(const gemm_job *j, int64_t ic, int64_t mc, float *out)
+/* Rows [m0, m0+mc) of A, columns [pc, pc+kc), into P8 panels. */
+static void pack_a(const cvrt_gemm_job *j, int64_t m0, int64_t mc, int64_t pc, int64_t kc,
+                   float *restrict out)
 {
-    for (int64_t i0 = 0; i0 < mc; i0 += MR) {
-        int64_t mr = cvrt_min(MR, mc - i0);
-        float *panel = out + i0 * j->kc;
-        for (int64_t ii = 0; ii < MR; ii++) {
-            const float *src = j->a + (ic + i0 + ii) * j->ars + j->pc * j->acs;
-            for (int64_t k = 0; k < j->kc; k++)
-                panel[k * MR + ii] = ii < mr ? src[k * j->acs] : 0.0f;
+    for (int64_t i0 = 0; i0 < mc; i0 += P) {
+        float *panel = out + i0 * kc;
+        for (int64_t ii = 0; ii < P; ii++) {
+            if (i0 + ii >= mc) {
+                for (int64_t k = 0; k < kc; k++)
+                    panel[k * P + ii] = 0.0f;
+                continue;
+            }
+            const float *src = j->a + (m0 + i0 + ii) * j->ars + pc * j->acs;
+            if (j->acs == 1) {
+                for (int64_t k = 0; k < kc; k++)
+                    panel[k * P + ii] = src[k];
+            } else {
+                for (int64_t k = 0; k < kc; k++)
+                    panel[k * P + ii] = src[k * j->acs];
+            }
         }
     }
 }
 
 /* ---- the micro-kernel and the C update ---------------------------------- */
 
-static void ukernel(int64_t kc, const float *restrict ap, const float *restrict bp,
-                    float *restrict out)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+/* acc = the MR x NR product of an A panel (stride P) and a B panel: packed
+ * (bp, NR floats per k) or read in place (rows[k] + col, see b_rows). */
+static ALWAYS_INLINE void ukernel_acc(int64_t kc, const float *restrict ap,
+                                      const float *restrict bp, const float *const *rows,
+                                      int64_t col, vf acc[MR][NV])
 {
-    vnr acc[MR];
     UNROLL_FULL
     for (int i = 0; i < MR; i++)
-        acc[i] = (vnr){0};
+        UNROLL_FULL
+        for (int v = 0; v < NV; v++)
+            acc[i][v] = (vf){0};
     for (int64_t k = 0; k < kc; k++) {
-        vnr b = *(const vnr *)(bp + k * NR);
-        const float *a = ap + k * MR;
+        vf b[NV];
+        UNROLL_FULL
+        for (int v = 0; v < NV; v++)
+            b[v] = rows ? *(const vfu *)(rows[k] + col + v * VL) : *(const vf *)(bp + k * NR + v * VL);
+        const float *a = ap + k * P;
         UNROLL_FULL
         for (int i = 0; i < MR; i++)
-            acc[i] += a[i] * b;
+            UNROLL_FULL
+            for (int v = 0; v < NV; v++)
+                acc[i][v] += a[i] * b[v];
     }
+}
+
+/* The C update of lanes [a, b) of x (a row's columns v*VL.. of the tile):
+ * the first K block writes C (plus bias, or onto C when accumulating),
+ * later blocks add; the last applies the epilogue.  p, rp and bp point
+ * where lane 0 would go in C, res and bias. */
+static ALWAYS_INLINE vf update(const cvrt_gemm_job *j, vf x, const float *p, const float *rp,
+                               const float *bp, int64_t a, int64_t b, int first, int last)
+{
+    const cvrt_epilogue *e = &j->epi;
+    x = cvrt_splat(j->alpha) * x;
+    if (first && j->bias) {
+        if (j->bias_cs == 0) {
+            x += cvrt_splat(j->bias_scale * bp[0]);
+        } else {
+            vf bv = {0};
+            for (int64_t l = a; l < b; l++)
+                bv[l] = bp[l * j->bias_cs];
+            x += cvrt_splat(j->bias_scale) * bv;
+        }
+    }
+    if (!first || j->accumulate)
+        x += cvrt_load_mask(p, a, b);
+    if (last && e->res)
+        x += cvrt_load_mask(rp, a, b);
+    if (last && e->act == 1)
+        x = cvrt_select(x < (vf){0}, (vf){0}, x);
+    else if (last && e->act == 2)
+        x = cvrt_select(x > cvrt_splat(e->hi), cvrt_splat(e->hi),
+                        cvrt_select(x < cvrt_splat(e->lo), cvrt_splat(e->lo), x));
+    return x;
+}
+
+/* The common tile: all MR rows, NR consecutive output columns from dst,
+ * straight from the registers. */
+static ALWAYS_INLINE void store_whole(const cvrt_gemm_job *j, vf acc[MR][NV], int64_t i0,
+                                      int64_t dst, int first, int last)
+{
+    UNROLL_FULL
+    for (int i = 0; i < MR; i++) {
+        float *crow = j->c + (i0 + i) * j->ldc + dst;
+        const float *rrow = j->epi.res ? j->epi.res + (i0 + i) * j->epi.res_ld + dst : 0;
+        const float *brow = j->bias ? j->bias + (i0 + i) * j->bias_rs : 0;
+        UNROLL_FULL
+        for (int v = 0; v < NV; v++)
+            *(vfu *)(crow + v * VL) = update(j, acc[i][v], crow + v * VL,
+                                             rrow ? rrow + v * VL : 0, brow, 0, VL, first, last);
+    }
+}
+
+/* Where the lanes of one tile vector go: pieces of lanes [a, b) stored at
+ * output column shift + lane (a grid row may end inside the vector). */
+enum { MAX_PIECES = 4 };
+typedef struct pieces {
+    int n;
+    int64_t shift[MAX_PIECES], a[MAX_PIECES], b[MAX_PIECES];
+} pieces;
+
+/* Adds tile columns [t, t+cnt), stored from output column shift + t on. */
+static int add_run(pieces *pv, int64_t t, int64_t cnt, int64_t shift)
+{
+    for (int v = 0; v < NV; v++) {
+        int64_t a = cvrt_max(t - v * VL, 0), b = cvrt_min(t + cnt - v * VL, VL);
+        if (a >= b)
+            continue;
+        if (pv[v].n == MAX_PIECES)
+            return 0;
+        pv[v].shift[pv[v].n] = shift + v * VL;
+        pv[v].a[pv[v].n] = a;
+        pv[v].b[pv[v].n++] = b;
+    }
+    return 1;
+}
+
+/* The pieces of every vector of the tile at columns [j0, j0+nr); false
+ * when a vector would need more than MAX_PIECES (grid rows narrower than
+ * a third of a vector). */
+static int find_pieces(const cvrt_gemm_job *j, int64_t j0, int64_t nr, pieces *pv)
+{
+    for (int v = 0; v < NV; v++)
+        pv[v].n = 0;
+    if (j->bkind != CVRT_B_GRID || j->wg == j->g->OW)
+        return add_run(pv, 0, nr, j0);
+    int64_t wg = j->wg, ow = j->g->OW, row = j0 / wg, col = j0 % wg;
+    for (int64_t t = 0; t < nr; row++, col = 0) {
+        int64_t len = cvrt_min(nr - t, wg - col);
+        if (col < ow && !add_run(pv, t, cvrt_min(len, ow - col), row * ow + col - t))
+            return 0;
+        t += len;
+    }
+    return 1;
+}
+
+/* Lanes of x's pieces from row p (others 0). */
+static inline vf gather_pieces(const float *p, const pieces *pc)
+{
+    vf x = {0};
+    for (int k = 0; k < pc->n; k++)
+        x += cvrt_load_mask(p + pc->shift[k], pc->a[k], pc->b[k]);
+    return x;
+}
+
+/* Any other tile, from memory: the update of store_whole, vector by vector
+ * through the pieces. */
+static void store_pieces(const cvrt_gemm_job *j, const float *tile, int64_t i0, int64_t mr,
+                         const pieces *pv, int first, int last)
+{
+    const cvrt_epilogue *e = &j->epi;
+    for (int64_t i = 0; i < mr; i++) {
+        float *crow = j->c + (i0 + i) * j->ldc;
+        const float *rrow = e->res ? e->res + (i0 + i) * e->res_ld : 0;
+        const float *brow = j->bias ? j->bias + (i0 + i) * j->bias_rs : 0;
+        for (int v = 0; v < NV; v++) {
+            const pieces *pc = &pv[v];
+            vf x = cvrt_splat(j->alpha) * *(const vf *)(tile + i * NR + v * VL);
+            if (first && brow && j->bias_cs == 0) {
+                x += cvrt_splat(j->bias_scale * brow[0]);
+            } else if (first && brow) {
+                for (int k = 0; k < pc->n; k++)
+                    for (int64_t l = pc->a[k]; l < pc->b[k]; l++)
+                        x[l] += j->bias_scale * brow[(pc->shift[k] + l) * j->bias_cs];
+            }
+            if (!first || j->accumulate)
+                x += gather_pieces(crow, pc);
+            if (last && rrow)
+                x += gather_pieces(rrow, pc);
+            if (last && e->act == 1)
+                x = cvrt_select(x < (vf){0}, (vf){0}, x);
+            else if (last && e->act == 2)
+                x = cvrt_select(x > cvrt_splat(e->hi), cvrt_splat(e->hi),
+                                cvrt_select(x < cvrt_splat(e->lo), cvrt_splat(e->lo), x));
+            for (int k = 0; k < pc->n; k++)
+                cvrt_store_mask(crow + pc->shift[k], x, pc->a[k], pc->b[k]);
+        }
+    }
+}
+
+/* Tiles whose vectors would need too many pieces: column by column. */
+static void store_columns(const cvrt_gemm_job *j, const float *tile, int64_t i0, int64_t mr,
+                          int64_t j0, int64_t nr, int first, int last)
+{
+    const cvrt_epilogue *e = &j->epi;
+    for (int64_t t = 0; t < nr; t++) {
+        int64_t n = j0 + t, col = n % j->wg;
+        if (col >= j->g->OW)
+            continue;
+        int64_t dst = (n / j->wg) * j->g->OW + col;
+        for (int64_t i = 0; i < mr; i++) {
+            float *c = j->c + (i0 + i) * j->ldc + dst;
+            float x = j->alpha * tile[i * NR + t];
+            if (first && j->bias)
+                x += j->bias_scale * j->bias[(i0 + i) * j->bias_rs];
+            if (!first || j->accumulate)
+                x += *c;
+            if (last && e->res)
+                x += e->res[(i0 + i) * e->res_ld + dst];
+            if (last && e->act == 1)
+                x = x < 0.0f ? 0.0f : x;
+            else if (last && e->act == 2)
+                x = x < e->lo ? e->lo : x > e->hi ? e->hi : x;
+            *c = x;
+        }
+    }
+}
+
+/* Whether tile columns [j0, j0+NR) are output columns [dst, dst+NR). */
+static int whole_cols(const cvrt_gemm_job *j, int64_t j0, int64_t nr, int64_t *dst)
+{
+    if (nr != NR || (j->bias && j->bias_cs != 0))
+        return 0;
+    if (j->bkind != CVRT_B_GRID || j->wg == j->g->OW) {
+        *dst = j0;
+        return 1;
+    }
+    int64_t col = j0 % j->wg;
+    *dst = (j0 / j->wg) * j->g->OW + col;
+    return col + NR <= j->g->OW;
+}
+
+/* One tile: the product of its panels, then the C update. */
+static ALWAYS_INLINE void tile(const cvrt_gemm_job *j, int64_t kc, const float *restrict ap,
+                               const float *restrict bp, const float *const *rows, int64_t i0,
+                               int64_t j0, int64_t nr, int first, int last)
+{
+    vf acc[MR][NV];
+    if (rows)
+        ukernel_acc(kc, ap, 0, rows, j0, acc);
+    else
+        ukernel_acc(kc, ap, bp, 0, 0, acc);
+    int64_t dst;
+    if (i0 + MR <= j->M && whole_cols(j, j0, nr, &dst)) {
+        store_whole(j, acc, i0, dst, first, last);
+        return;
+    }
+    _Alignas(64) float buf[MR * NR];
     UNROLL_FULL
     for (int i = 0; i < MR; i++)
-        *(vnr *)(out + i * NR) = acc[i];
+        UNROLL_FULL
+        for (int v = 0; v < NV; v++)
+            *(vf *)(buf + i * NR + v * VL) = acc[i][v];
+    pieces pv[NV];
+    int64_t mr = cvrt_min(MR, j->M - i0);
+    if (find_pieces(j, j0, nr, pv))
+        store_pieces(j, buf, i0, mr, pv, first, last);
+    else
+        store_columns(j, buf, i0, mr, j0, nr, first, last);
 }
 
-/* The epilogue on a finished row segment (res offset ro). */
-static void finish_row(const cvrt_epilogue *e, float *row, int64_t ro, int64_t n)
+/* Whether full B panels are read in place: B rows contiguous in memory (the
+ * grid, a strided B with unit column stride), and the thread's A buffer
+ * free to hold the row pointers (A packed already).  Reading in place
+ * saves the copy; B panels of a K block are still few enough to stay in
+ * cache while the A panels stream past them. */
+static int b_in_place(const cvrt_gemm_job *j)
 {
-    if (e->res)
-        for (int64_t jj = 0; jj < n; jj++)
-            row[jj] += e->res[ro + jj];
-    if (e->act == 1) {
-        for (int64_t jj = 0; jj < n; jj++)
-            row[jj] = row[jj] < 0.0f ? 0.0f : row[jj];
-    } else if (e->act == 2) {
-        for (int64_t jj = 0; jj < n; jj++) {
-            float v = row[jj] < e->lo ? e->lo : row[jj];
-            row[jj] = v > e->hi ? e->hi : v;
-        }
+    return j->ap && (j->bkind == CVRT_B_GRID || (j->bkind == CVRT_B_STRIDED && j->bcs == 1));
+}
+
+/* rows[k] = where row pc+k of B starts (column n at rows[k][n]). */
+static void b_rows(const cvrt_gemm_job *j, int64_t pc, int64_t kc, const float **rows)
+{
+    if (j->bkind == CVRT_B_STRIDED) {
+        for (int64_t k = 0; k < kc; k++)
+            rows[k] = j->b + (pc + k) * j->brs;
+        return;
     }
-}
-
-/* The first K block writes C from scratch (plus bias, or onto C when
- * accumulating); later blocks add to it. */
-static void store_tile(const gemm_job *j, const float *acc, int64_t i0, int64_t j0, int64_t mr,
-                       int64_t nr)
-{
-    int first = j->pc == 0;
-    for (int64_t ii = 0; ii < mr; ii++) {
-        float *crow = j->c + (i0 + ii) * j->ldc + j0;
-        const float *arow = acc + ii * NR;
-        if (!first || j->accumulate) {
-            for (int64_t jj = 0; jj < nr; jj++)
-                crow[jj] += j->alpha * arow[jj];
-        } else {
-            for (int64_t jj = 0; jj < nr; jj++)
-                crow[jj] = j->alpha * arow[jj];
-        }
-        if (first && j->bias) {
-            const float *brow = j->bias + (i0 + ii) * j->bias_rs + j0 * j->bias_cs;
-            for (int64_t jj = 0; jj < nr; jj++)
-                crow[jj] += j->bias_scale * brow[jj * j->bias_cs];
-        }
-        if (j->pc + j->kc >= j->K)
-            finish_row(&j->epi, crow, (i0 + ii) * j->epi.res_ld + j0, nr);
-    }
-}
-
-static void compute_task(void *p, int64_t lo, int64_t hi, int tid)
-{
-    const gemm_job *j = p;
-    _Alignas(sizeof(vnr)) float tile[MR * NR];
-    float *ap = j->rt->pack_a[tid];
-    for (int64_t t = lo; t < hi; t++) {
-        int64_t ic = (t / j->n_groups) * MC, mc = cvrt_min(MC, j->M - ic);
-        int64_t p0 = (t % j->n_groups) * j->panels_per_group;
-        int64_t p1 = cvrt_min(j->n_panels, p0 + j->panels_per_group);
-        pack_a(j, ic, mc, ap);
-        for (int64_t pnl = p0; pnl < p1; pnl++) {
-            int64_t j0 = j->jc + pnl * NR, nr = cvrt_min(NR, j->jc + j->nc - j0);
-            const float *bp = j->rt->pack_b + pnl * j->kc * NR;
-            for (int64_t i0 = 0; i0 < mc; i0 += MR) {
-                ukernel(j->kc, ap + i0 * j->kc, bp, tile);
-                store_tile(j, tile, ic + i0, j0, cvrt_min(MR, mc - i0), nr);
+    const cvrt_conv_geom *g = j->g;
+    int64_t khw = g->KH * g->KW, c = pc / khw, r = pc % khw, kh = r / g->KW, kw = r % g->KW;
+    for (int64_t k = 0; k < kc; k++) {
+        rows[k] = cvrt_grid_row(j, c, kh, kw);
+        if (++kw == g->KW) {
+            kw = 0;
+            if (++kh == g->KH) {
+                kh = 0;
+                c++;
             }
         }
     }
 }
 
-/* ---- the block loops ---------------------------------------------------- */
-
-static void run_block(gemm_job *j)
+/* One K block of a task: rows [m0, m0+mc), panels [p0, p1). */
+static void block(const sched *s, int tid, int64_t m0, int64_t mc, int64_t p0, int64_t p1,
+                  int64_t pc, int64_t kc)
 {
-    cvrt_ctx *rt = j->rt;
-    j->n_panels = cvrt_cdiv(j->nc, NR);
-    j->m_blocks = cvrt_cdiv(j->M, MC);
-    /* Small products are not worth waking the pool for. */
-    int small = j->M * j->nc * cvrt_max(j->kc, 1) < 32768;
-    int64_t want = small ? 1 : 2 * (int64_t)rt->nthreads;
-    int64_t groups = cvrt_min(j->n_panels, cvrt_max(1, cvrt_cdiv(want, j->m_blocks)));
-    j->panels_per_group = cvrt_cdiv(j->n_panels, groups);
-    j->n_groups = cvrt_cdiv(j->n_panels, j->panels_per_group);
-    cvrt_parallel(rt, j->n_panels, small ? j->n_panels : 8, pack_b_task, j);
-    cvrt_parallel(rt, j->m_blocks * j->n_groups, 1, compute_task, j);
+    const cvrt_gemm_job *j = s->j;
+    float *bbuf = s->rt->pack_b[tid], *abuf = s->rt->pack_a[tid];
+    const float **rows = b_in_place(j) ? (const float **)(void *)abuf : 0;
+    int first = pc == 0, last = pc + kc >= j->K;
+    if (rows)
+        b_rows(j, pc, kc, rows);
+    else
+        pack_b(s, pc, kc, p0, p1, bbuf);
+    if (!j->ap)
+        pack_a(j, m0, mc, pc, kc, abuf);
+    for (int64_t pnl = p0; pnl < p1; pnl++) {
+        int64_t j0 = pnl * NR, nr = cvrt_min(NR, s->n_cols - j0);
+        const float *bp = bbuf + (pnl - p0) * kc * NR;
+        /* A partial last panel is packed (reading it in place would read
+         * past the end of B). */
+        int in_place = rows && nr == NR;
+        if (rows && !in_place) {
+            pack_b(s, pc, kc, pnl, pnl + 1, bbuf);
+            bp = bbuf;
+        }
+        for (int64_t i0 = 0; i0 < mc; i0 += MR) {
+            int64_t row = m0 + i0;
+            const float *ap = j->ap ? j->ap + ((row / P) * j->K + pc) * P + row % P
+                                    : abuf + (i0 / P) * kc * P + i0 % P;
+            if (in_place)
+                tile(j, kc, ap, 0, rows, row, j0, nr, first, last);
+            else
+                tile(j, kc, ap, bp, 0, row, j0, nr, first, last);
+        }
+    }
 }
 
-static void gemm_run(gemm_job *j)
+static void task(void *arg, int64_t lo, int64_t hi, int tid)
+{
+    const sched *s = arg;
+    const cvrt_gemm_job *j = s->j;
+    /* K in equal blocks of at most KC: no short last block. */
+    int64_t kb = cvrt_cdiv(cvrt_cdiv(j->K, cvrt_max(cvrt_cdiv(j->K, KC), 1)), 8) * 8;
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t m0 = (t / s->p_tasks) * s->m_chunk, mc = cvrt_min(s->m_chunk, j->M - m0);
+        int64_t p0 = (t % s->p_tasks) * s->p_chunk, p1 = cvrt_min(s->n_panels, p0 + s->p_chunk);
+        int64_t pc = 0;
+        do {
+            int64_t kc = cvrt_min(kb, j->K - pc);
+            block(s, tid, m0, mc, p0, p1, pc, kc);
+            pc += kc;
+        } while (pc < j->K);
+    }
+}
+
+/* Bytes of B that every task reading a range of columns touches: the
+ * image of a convolution, the matrix otherwise. */
+static int64_t b_bytes(const cvrt_gemm_job *j)
+{
+    const cvrt_conv_geom *g = j->g;
+    if (j->bkind == CVRT_B_GRID)
+        return g->sh * g->sw * g->C * j->plane * 4;
+    if (j->bkind == CVRT_B_IM2COL)
+        return g->C * g->H * g->W * 4;
+    return j->K * j->N * 4;
+}
+
+/* At least two tasks per thread and a multiple of the thread count, so
+ * that the threads finish together.  A task splitting the columns reads
+ * all of its rows of A, one splitting the rows all of B: the larger of the
+ * two is split first, so that each thread streams its own share of it. */
+static void spread(const cvrt_gemm_job *j, int64_t T, int64_t max_m, int64_t max_p,
+                   int64_t *m_tasks, int64_t *p_tasks)
+{
+    int rows_first = j->ap && j->M * j->K * 4 > b_bytes(j);
+    int64_t *first = rows_first ? m_tasks : p_tasks, *second = rows_first ? p_tasks : m_tasks;
+    int64_t first_max = rows_first ? max_m : max_p, second_max = rows_first ? max_p : max_m;
+    if (*m_tasks * *p_tasks < 4 * T)
+        *first = cvrt_min(first_max, cvrt_cdiv(4 * T, *second));
+    if (*m_tasks * *p_tasks < 4 * T)
+        *second = cvrt_min(second_max, cvrt_cdiv(4 * T, *first));
+    while ((*m_tasks * *p_tasks) % T && *first < first_max)
+        (*first)++;
+}
+
+void cvrt_gemm_run(cvrt_ctx *rt, const cvrt_gemm_job *j)
 {
     if (j->M <= 0 || j->N <= 0)
         return;
-    for (j->jc = 0; j->jc < j->N; j->jc += NC) {
-        j->nc = cvrt_min(NC, j->N - j->jc);
-        j->pc = 0;
-        do {
-            j->kc = cvrt_min(KC, j->K - j->pc);
-            run_block(j);
-            j->pc += KC;
-        } while (j->pc < j->K);
+    sched s = {.j = j, .rt = rt, .n_cols = j->N};
+    if (j->bkind == CVRT_B_GRID)
+        s.n_cols = (j->g->OH - 1) * j->wg + j->g->OW;
+    s.n_panels = cvrt_cdiv(s.n_cols, NR);
+    /* Rows: all of them when A is packed already (B is then packed once);
+     * chunks that fit the thread's buffer otherwise. */
+    int64_t m_round = cvrt_cdiv(j->M, P) * P, T = rt->nthreads;
+    int64_t m_tasks = cvrt_cdiv(m_round, j->ap ? m_round : MC_PACKED);
+    int64_t p_tasks = cvrt_cdiv(s.n_panels, PANELS_PER_TASK);
+    if (T > 1 && j->M * j->N * cvrt_max(j->K, 1) >= 65536)
+        spread(j, T, m_round / P, s.n_panels, &m_tasks, &p_tasks);
+    s.p_chunk = cvrt_cdiv(s.n_panels, p_tasks);
+    s.p_tasks = cvrt_cdiv(s.n_panels, s.p_chunk);
+    s.m_chunk = cvrt_cdiv(cvrt_cdiv(m_round, m_tasks), P) * P;
+    s.m_tasks = cvrt_cdiv(m_round, s.m_chunk);
+    cvrt_parallel(rt, s.m_tasks * s.p_tasks, 1, task, &s);
+}
+
+/* y[i][j] = alpha * sum_k A[i][k] B[k][j] for few rows: dot products or
+ * row updates, whichever runs along memory; columns split across threads. */
+typedef struct small_job {
+    const cvrt_gemm_job *j;
+} small_job;
+
+/* sum_k a[k*as] b[k], in VL partial sums when a is contiguous. */
+static float dot(const float *a, int64_t as, const float *b, int64_t K)
+{
+    int64_t k = 0;
+    float acc = 0.0f;
+    if (as == 1) {
+        vf s[4] = {{0}, {0}, {0}, {0}};
+        for (; k + 4 * VL <= K; k += 4 * VL)
+            for (int u = 0; u < 4; u++)
+                s[u] += *(const vfu *)(a + k + u * VL) * *(const vfu *)(b + k + u * VL);
+        vf t = (s[0] + s[1]) + (s[2] + s[3]);
+        for (int q = 0; q < VL; q++)
+            acc += t[q];
+    }
+    for (; k < K; k++)
+        acc += a[k * as] * b[k];
+    return acc;
+}
+
+static void small_task(void *arg, int64_t lo, int64_t hi, int tid)
+{
+    (void)tid;
+    const cvrt_gemm_job *j = ((const small_job *)arg)->j;
+    for (int64_t i = 0; i < j->M; i++) {
+        float *crow = j->c + i * j->ldc;
+        const float *arow = j->a + i * j->ars;
+        if (j->brs == 1) {
+            for (int64_t n = lo; n < hi; n++) {
+                float acc = dot(arow, j->acs, j->b + n * j->bcs, j->K);
+                crow[n] = j->accumulate ? crow[n] + j->alpha * acc : j->alpha * acc;
+            }
+        } else {
+            for (int64_t n = lo; n < hi; n++)
+                crow[n] = j->accumulate ? crow[n] : 0.0f;
+            for (int64_t k = 0; k < j->K; k++) {
+                float av = j->alpha * arow[k * j->acs];
+                const float *brow = j->b + k * j->brs;
+                for (int64_t n = lo; n < hi; n++)
+                    crow[n] += av * brow[n * j->bcs];
+            }
+        }
+        if (j->bias)
+            for (int64_t n = lo; n < hi; n++)
+                crow[n] += j->bias_scale * j->bias[i * j->bias_rs + n * j->bias_cs];
+        const cvrt_epilogue *e = &j->epi;
+        for (int64_t n = lo; n < hi; n++) {
+            float v = crow[n] + (e->res ? e->res[i * e->res_ld + n] : 0.0f);
+            if (e->act == 1)
+                v = v < 0.0f ? 0.0f : v;
+            else if (e->act == 2)
+                v = v < e->lo ? e->lo : v > e->hi ? e->hi : v;
+            crow[n] = v;
+        }
     }
 }
 
@@ -308,29 +692,18 @@ void cvrt_sgemm(cvrt_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha,
                 const float *bias, int64_t bias_rs, int64_t bias_cs, float bias_scale,
                 const float *res, int64_t res_ld, int64_t act, float lo, float hi)
 {
-    gemm_job j = {.M = M, .N = N, .K = K, .alpha = alpha, .a = a, .ars = ars, .acs = acs,
-                  .b = b, .brs = brs, .bcs = bcs, .c = c, .ldc = ldc, .accumulate = accumulate,
-                  .bias = bias, .bias_rs = bias_rs, .bias_cs = bias_cs,
-                  .bias_scale = bias_scale, .epi = {res, res_ld, act, lo, hi}, .rt = rt};
-    gemm_run(&j);
-}
-
-void cvrt_conv2d(cvrt_ctx *rt, const float *x, const float *w, const float *bias, float *y,
-                 int64_t C, int64_t H, int64_t W, int64_t OC, int64_t KH, int64_t KW,
-                 int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw,
-                 int64_t OH, int64_t OW, const float *res, int64_t act, float lo, float hi)
-{
-    conv_geom g = {C, H, W, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW};
-    int64_t K = C * KH * KW;
-    gemm_job j = {.M = OC, .N = OH * OW, .K = K, .alpha = 1.0f, .a = w, .ars = K, .acs = 1,
-                  .b = x, .c = y, .ldc = OH * OW, .bias = bias, .bias_rs = 1, .bias_cs = 0,
-                  .bias_scale = 1.0f, .epi = {res, OH * OW, act, lo, hi}, .rt = rt};
-    /* A 1x1 convolution with unit strides and no padding reads x as is. */
-    if (KH == 1 && KW == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0 && OH == H && OW == W) {
-        j.brs = H * W;
-        j.bcs = 1;
-    } else {
-        j.conv = &g;
+    cvrt_gemm_job j = {.M = M, .N = N, .K = K, .alpha = alpha, .a = a, .ars = ars, .acs = acs,
+                       .bkind = CVRT_B_STRIDED, .b = b, .brs = brs, .bcs = bcs, .c = c,
+                       .ldc = ldc, .accumulate = accumulate, .bias = bias, .bias_rs = bias_rs,
+                       .bias_cs = bias_cs, .bias_scale = bias_scale,
+                       .epi = {res, res_ld, act, lo, hi}};
+    if (M <= 0 || N <= 0)
+        return;
+    if (M < MR / 2 || M == 1) {
+        small_job sj = {&j};
+        int64_t grain = cvrt_max(64, 65536 / cvrt_max(1, M * K));
+        cvrt_parallel(rt, N, cvrt_max(grain, cvrt_cdiv(N, 2 * (int64_t)rt->nthreads)), small_task, &sj);
+        return;
     }
-    gemm_run(&j);
+    cvrt_gemm_run(rt, &j);
 }

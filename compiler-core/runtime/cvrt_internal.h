@@ -31,8 +31,8 @@ struct cvrt_ctx {
     /* Memory. */
     char *arena;                /* owned, 64-byte aligned */
     int64_t arena_cap;
-    float *pack_b;              /* owned: shared packed B block */
     float **pack_a;             /* owned: one packed A block per thread */
+    float **pack_b;             /* owned: one packed B block per thread */
 };
 
 /* Runs task over [0, n) in chunks of `chunk` items on every thread. */

@@ -1,13 +1,15 @@
 /* ONNX backend node-test conformance runner.
  *
- *   onnx_conformance [--json OUT] [--filter SUBSTR] [--backend interp|native] [-v] NODE_DIR
+ *   onnx_conformance [--json OUT] [--filter SUBSTR] [--backend interp|native|c99] [-v] NODE_DIR
  *
  * NODE_DIR holds the ONNX project's generated node tests (test_X/model.onnx
  * and test_data_set_N/{input,output}_N.pb).  Each test runs in a child
  * process (a crash or a hang fails that test only): the model is imported,
  * verified and run by the reference interpreter (or, with --backend native,
  * compiled at -O1 for the host into a temporary directory, loaded and run;
- * a model the backend cannot compile, CV5xxx, is unsupported), and every output is
+ * a model the backend cannot compile, CV5xxx, is unsupported; with --backend
+ * c99, emitted as C and built with gcc -std=c99 -pedantic -Wall -Wextra
+ * -Werror into the shared object instead), and every output is
  * compared with rtol 1e-3, atol 1e-5 (exactly for integer and bool outputs).
  * Prints a per-op table (passed / failed / unsupported) with totals and
  * writes the JSON report. */
@@ -25,6 +27,7 @@
 #include <unistd.h>
 
 #include "common/fs.h"
+#include "compiler-core/backend/c99/c99.h"
 #include "compiler-core/cuvil.h"
 #include "compiler-core/frontends/onnx/onnx_import.h"
 #include "onnx/onnx.pb-c.h"
@@ -40,6 +43,7 @@
 
 /* Set once by main before any test is forked. */
 static bool g_native;
+static bool g_c99;      /* the native path through the C99 backend and gcc */
 
 static int fail(result *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -185,12 +189,19 @@ static int native_run(cv_module *m, const cv_tensor *in, int n, cv_tensor *out, 
     snprintf(dir, sizeof dir, "%s/cv-conf-XXXXXX", base && *base ? base : "/tmp");
     if (!mkdtemp(dir))
         return fail(r, ST_FAIL, "mkdtemp: %s", strerror(errno));
-    cv_compile_opts o = {.target = "native", .opt_level = 1, .emit = CV_EMIT_SO, .out_dir = dir};
+    cv_compile_opts o = {.target = "native", .opt_level = 1, .emit = g_c99 ? CV_EMIT_C : CV_EMIT_SO,
+                         .out_dir = dir};
     cv_compile_info info;
     cv_native *nat = NULL;
+    bool missing = false;
+    static const char *const o1[] = {"-O1"};   /* as the native path's -O1 */
     int rc = 0;
     if (cv_compile_native(m, &o, &info, d) < 0)
         rc = fail_diag_range(r, d, "native compile", 5000, 5040);
+    else if (g_c99 && (cv_c99_build_shared("gcc", dir, info.name, o1, 1, &missing, d) < 0 ||
+                       missing))
+        rc = missing ? fail(r, ST_FAIL, "gcc is not installed")
+                     : fail_diag_range(r, d, "gcc build of the C99 output", 0, 0);
     else if (cv_native_open(dir, 1, &nat, d) < 0)
         rc = fail_diag_range(r, d, "native load", 0, 0);
     else if (cv_native_run(nat, in, n, out, d) < 0)
@@ -432,8 +443,8 @@ static void resolve_expanded(test *t, int n)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: onnx_conformance [--json OUT] [--filter SUBSTR] [--backend interp|native] "
-                    "[-v] NODE_DIR\n");
+    fprintf(stderr, "usage: onnx_conformance [--json OUT] [--filter SUBSTR] "
+                    "[--backend interp|native|c99] [-v] NODE_DIR\n");
 }
 
 int main(int argc, char **argv)
@@ -447,9 +458,10 @@ int main(int argc, char **argv)
             filter = argv[++i];
         else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
             const char *b = argv[++i];
-            g_native = strcmp(b, "native") == 0;
+            g_c99 = strcmp(b, "c99") == 0;
+            g_native = g_c99 || strcmp(b, "native") == 0;
             if (!g_native && strcmp(b, "interp") != 0) {
-                fprintf(stderr, "onnx_conformance: --backend is interp or native\n");
+                fprintf(stderr, "onnx_conformance: --backend is interp, native or c99\n");
                 return 2;
             }
         } else if (strcmp(argv[i], "-v") == 0)

@@ -6,10 +6,13 @@
 # runner, imports and runs every test with the reference interpreter, prints
 # the per-op table and writes $BUILD/conformance.json.  With --backend native
 # every model is compiled natively instead (CUVIL_LLVM_PLUGIN points at the
-# build's LLVM plugin) and the report is $BUILD/conformance-native.json.
+# build's LLVM plugin) and the report is $BUILD/conformance-native.json;
+# with --backend c99 every model is emitted as C99 (--emit c), built with
+# gcc -std=c99 -pedantic -Wall -Wextra -Werror and loaded the same way
+# (report: $BUILD/conformance-c99.json).
 #
-#   BUILD=build tests/conformance/run.sh [--backend interp|native] [--filter SUBSTR] [-v]
-#   make conformance CONFORMANCE_BACKEND=native
+#   BUILD=build tests/conformance/run.sh [--backend interp|native|c99] [--filter SUBSTR] [-v]
+#   make conformance CONFORMANCE_BACKEND=native|c99
 set -euo pipefail
 BUILD=${BUILD:-build}
 PY=/usr/bin/python3
@@ -33,8 +36,8 @@ fi
 REPORT="$BUILD/conformance.json"
 prev=
 for a in "$@"; do
-    if [ "$prev" = --backend ] && [ "$a" = native ]; then
-        REPORT="$BUILD/conformance-native.json"
+    if [ "$prev" = --backend ] && { [ "$a" = native ] || [ "$a" = c99 ]; }; then
+        REPORT="$BUILD/conformance-$a.json"
     fi
     prev=$a
 done

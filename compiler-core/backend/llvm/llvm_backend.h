@@ -18,6 +18,8 @@ typedef struct cv_llvm_out {
     char cpu[64];
     const char *linker;         /* C compiler driver that links for this target */
     bool host;                  /* the target runs on this machine */
+    char *ptx;                  /* CUDA targets: malloc'd PTX text (NUL-terminated), else NULL */
+    size_t ptx_len;
 } cv_llvm_out;
 
 /* Lowers p for target (-t name) at opt level 0-3, links the runtime,

@@ -1,0 +1,55 @@
+/* The device runtime of CUDA artifacts (compiler-core/backend/cuda/dev/):
+ * C compiled with clang-19 for nvptx64-nvidia-cuda to LLVM bitcode when
+ * cuvil is built (cuda/build.mk), embedded in the LLVM plugin and linked
+ * into every CUDA artifact's device module.  Freestanding: no libc, no
+ * CUDA headers; thread indices come from clang's NVPTX builtins.
+ *
+ * Functions named cvdk_* are kernels: the backend gives them the PTX kernel
+ * calling convention (plain C has no __global__), and the artifact's host
+ * runtime launches them with the parameters of their cvrt.h counterparts
+ * (less the context). */
+#ifndef CVDEV_H
+#define CVDEV_H
+
+#include <stdint.h>
+
+#ifdef __NVPTX__
+/* The first item of this thread and the stride of a grid-stride loop. */
+static inline int64_t cvd_gid(void)
+{
+    return (int64_t)__nvvm_read_ptx_sreg_ctaid_x() * __nvvm_read_ptx_sreg_ntid_x() +
+           __nvvm_read_ptx_sreg_tid_x();
+}
+
+static inline int64_t cvd_gstride(void)
+{
+    return (int64_t)__nvvm_read_ptx_sreg_nctaid_x() * __nvvm_read_ptx_sreg_ntid_x();
+}
+#endif
+
+/* The epilogue of cvrt.h's cvrt_epilogue: residual, then relu or clip
+ * (NaN stays). */
+static inline float cvd_epilogue(float v, const float *res, int64_t at, int64_t act, float lo,
+                                 float hi)
+{
+    if (res)
+        v += res[at];
+    if (act == 1)
+        v = v < 0.0f ? 0.0f : v;
+    else if (act == 2)
+        v = v < lo ? lo : v > hi ? hi : v;
+    return v;
+}
+
+double cvd_exp(double x);
+double cvd_log(double x);
+double cvd_pow(double x, double y);
+double cvd_tanh(double x);
+double cvd_erf(double x);
+float cvd_expf(float x);
+float cvd_logf(float x);
+float cvd_powf(float x, float y);
+float cvd_tanhf(float x);
+float cvd_erff(float x);
+
+#endif

@@ -1,0 +1,119 @@
+/* The runtime routines that kernels call (cvrt.h's cvrt_sgemm,
+ * cvrt_conv2d, cvrt_conv2d_p8, cvrt_dwconv2d) as device kernels: one
+ * thread per output element in a grid-stride loop, each summing its dot
+ * product in the order the CPU's plain loops do.  The artifact's host
+ * runtime launches them where the CPU artifact would call the routine. */
+#include "compiler-core/backend/cuda/dev/cudev.h"
+
+void cvdk_sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float *a, int64_t ars,
+                int64_t acs, const float *b, int64_t brs, int64_t bcs, float *c, int64_t ldc,
+                int64_t accumulate, const float *bias, int64_t bias_rs, int64_t bias_cs,
+                float bias_scale, const float *res, int64_t res_ld, int64_t act, float lo,
+                float hi);
+void cvdk_conv2d(const float *x, const float *w, const float *bias, float *y, int64_t C,
+                 int64_t H, int64_t W, int64_t OC, int64_t KH, int64_t KW, int64_t sh,
+                 int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw, int64_t OH,
+                 int64_t OW, const float *res, int64_t act, float lo, float hi);
+void cvdk_conv2d_p8(const float *x, const float *wp, const float *bias, float *y, int64_t C,
+                    int64_t H, int64_t W, int64_t OC, int64_t KH, int64_t KW, int64_t sh,
+                    int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw, int64_t OH,
+                    int64_t OW, const float *res, int64_t act, float lo, float hi,
+                    float *scratch);
+void cvdk_dwconv2d(const float *x, const float *w, const float *bias, float *y, int64_t C,
+                   int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
+                   int64_t pt, int64_t pl, int64_t dh, int64_t dw, int64_t OH, int64_t OW,
+                   const float *res, int64_t act, float lo, float hi);
+
+void cvdk_sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float *a, int64_t ars,
+                int64_t acs, const float *b, int64_t brs, int64_t bcs, float *c, int64_t ldc,
+                int64_t accumulate, const float *bias, int64_t bias_rs, int64_t bias_cs,
+                float bias_scale, const float *res, int64_t res_ld, int64_t act, float lo,
+                float hi)
+{
+    for (int64_t t = cvd_gid(); t < M * N; t += cvd_gstride()) {
+        int64_t i = t / N, j = t % N;
+        const float *ap = a + i * ars, *bp = b + j * bcs;
+        float s = 0.0f;
+        for (int64_t k = 0; k < K; k++)
+            s += ap[k * acs] * bp[k * brs];
+        float v = alpha * s;
+        if (bias)
+            v += bias_scale * bias[i * bias_rs + j * bias_cs];
+        if (accumulate)
+            v += c[i * ldc + j];
+        c[i * ldc + j] = cvd_epilogue(v, res, i * res_ld + j, act, lo, hi);
+    }
+}
+
+/* The geometry both dense convolutions share. */
+typedef struct geo {
+    int64_t C, H, W, OC, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW;
+} geo;
+
+/* y[oc, pix] for item t = oc * OH*OW + pix, with weight row oc of K = C*KH*KW
+ * columns at w[k * wstride]. */
+static float conv_dot(const geo *g, const float *x, const float *w, int64_t wstride,
+                      int64_t t)
+{
+    int64_t pix = t % (g->OH * g->OW), oh = pix / g->OW, ow = pix % g->OW;
+    float s = 0.0f;
+    for (int64_t c = 0; c < g->C; c++)
+        for (int64_t kh = 0; kh < g->KH; kh++) {
+            int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+            if (ih < 0 || ih >= g->H)
+                continue;
+            for (int64_t kw = 0; kw < g->KW; kw++) {
+                int64_t iw = ow * g->sw - g->pl + kw * g->dw;
+                if (iw < 0 || iw >= g->W)
+                    continue;
+                s += w[((c * g->KH + kh) * g->KW + kw) * wstride] * x[(c * g->H + ih) * g->W + iw];
+            }
+        }
+    return s;
+}
+
+void cvdk_conv2d(const float *x, const float *w, const float *bias, float *y, int64_t C,
+                 int64_t H, int64_t W, int64_t OC, int64_t KH, int64_t KW, int64_t sh,
+                 int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw, int64_t OH,
+                 int64_t OW, const float *res, int64_t act, float lo, float hi)
+{
+    geo g = {C, H, W, OC, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW};
+    int64_t K = C * KH * KW, n = OC * OH * OW;
+    for (int64_t t = cvd_gid(); t < n; t += cvd_gstride()) {
+        int64_t oc = t / (OH * OW);
+        float v = conv_dot(&g, x, w + oc * K, 1, t) + (bias ? bias[oc] : 0.0f);
+        y[t] = cvd_epilogue(v, res, t, act, lo, hi);
+    }
+}
+
+/* The weights in cvrt.h's P8 form: A[i][k] = wp[((i/8)*K + k)*8 + i%8]. */
+void cvdk_conv2d_p8(const float *x, const float *wp, const float *bias, float *y, int64_t C,
+                    int64_t H, int64_t W, int64_t OC, int64_t KH, int64_t KW, int64_t sh,
+                    int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw, int64_t OH,
+                    int64_t OW, const float *res, int64_t act, float lo, float hi,
+                    float *scratch)
+{
+    (void)scratch;
+    geo g = {C, H, W, OC, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW};
+    int64_t K = C * KH * KW, n = OC * OH * OW;
+    for (int64_t t = cvd_gid(); t < n; t += cvd_gstride()) {
+        int64_t oc = t / (OH * OW);
+        const float *row = wp + (oc / 8) * K * 8 + oc % 8;
+        float v = conv_dot(&g, x, row, 8, t) + (bias ? bias[oc] : 0.0f);
+        y[t] = cvd_epilogue(v, res, t, act, lo, hi);
+    }
+}
+
+void cvdk_dwconv2d(const float *x, const float *w, const float *bias, float *y, int64_t C,
+                   int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
+                   int64_t pt, int64_t pl, int64_t dh, int64_t dw, int64_t OH, int64_t OW,
+                   const float *res, int64_t act, float lo, float hi)
+{
+    geo g = {1, H, W, 1, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW};
+    int64_t n = C * OH * OW;
+    for (int64_t t = cvd_gid(); t < n; t += cvd_gstride()) {
+        int64_t c = t / (OH * OW);
+        float v = conv_dot(&g, x + c * H * W, w + c * KH * KW, 1, t) + (bias ? bias[c] : 0.0f);
+        y[t] = cvd_epilogue(v, res, t, act, lo, hi);
+    }
+}

@@ -1,0 +1,110 @@
+/* Loading the NVIDIA driver (libcuda.so.1) and recording failures as
+ * coded messages for cv_<name>_last_error. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler-core/backend/cuda/host/cuhost_internal.h"
+
+static _Thread_local char last_msg[1024];
+static _Thread_local int last_code;
+
+int cvcu_fail(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+    va_end(ap);
+    last_code = code;
+    return code == CVCU_E_DEVICE_OOM ? -2 : -3;
+}
+
+int cvcu_last_error(const char **msg)
+{
+    *msg = last_code ? last_msg : "";
+    return last_code;
+}
+
+int cvcu_check(const cvcu_driver *drv, CUresult r, const char *what)
+{
+    if (r == 0)
+        return 0;
+    const char *name = NULL;
+    if (!drv->GetErrorName || drv->GetErrorName(r, &name) != 0 || !name)
+        name = "unknown error";
+    cvcu_fail(r == CU_ERROR_OUT_OF_MEMORY ? CVCU_E_DEVICE_OOM : CVCU_E_DRIVER,
+              "%s failed: %s (CUresult %d)", what, name, r);
+    return -1;
+}
+
+static cvcu_driver driver;
+static const cvcu_driver *loaded;
+static char load_msg[512];
+static int load_code;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+#define SYM(field, name) {name, offsetof(cvcu_driver, field)}
+static const struct { const char *name; size_t off; } symbols[] = {
+    SYM(Init, "cuInit"), SYM(DeviceGetCount, "cuDeviceGetCount"),
+    SYM(DeviceGet, "cuDeviceGet"), SYM(DeviceGetAttribute, "cuDeviceGetAttribute"),
+    SYM(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+    SYM(PrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
+    SYM(CtxPushCurrent, "cuCtxPushCurrent_v2"), SYM(CtxPopCurrent, "cuCtxPopCurrent_v2"),
+    SYM(ModuleLoadDataEx, "cuModuleLoadDataEx"), SYM(ModuleUnload, "cuModuleUnload"),
+    SYM(ModuleGetFunction, "cuModuleGetFunction"), SYM(MemAlloc, "cuMemAlloc_v2"),
+    SYM(MemFree, "cuMemFree_v2"), SYM(MemcpyHtoD, "cuMemcpyHtoD_v2"),
+    SYM(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"), SYM(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
+    SYM(StreamCreate, "cuStreamCreate"), SYM(StreamDestroy, "cuStreamDestroy_v2"),
+    SYM(StreamSynchronize, "cuStreamSynchronize"), SYM(LaunchKernel, "cuLaunchKernel"),
+    SYM(GetErrorName, "cuGetErrorName"),
+};
+
+static void load(void)
+{
+    /* CUVIL_CUDA_DRIVER names another library (tests use a missing one). */
+    const char *path = getenv("CUVIL_CUDA_DRIVER");
+    if (!path || !*path)
+        path = "libcuda.so.1";
+    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!dl) {
+        const char *e = dlerror();
+        load_code = CVCU_E_NO_DRIVER;
+        snprintf(load_msg, sizeof load_msg, "no NVIDIA driver on this machine: %s",
+                 e ? e : path);
+        return;
+    }
+    for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++) {
+        void *fn = dlsym(dl, symbols[i].name);
+        if (!fn) {
+            load_code = CVCU_E_NO_DRIVER;
+            snprintf(load_msg, sizeof load_msg, "%s lacks %s (driver too old)", path,
+                     symbols[i].name);
+            dlclose(dl);
+            return;
+        }
+        memcpy((char *)&driver + symbols[i].off, &fn, sizeof fn);
+    }
+    driver.dl = dl;
+    CUresult r = driver.Init(0);
+    if (r != 0) {
+        const char *name = NULL;
+        if (driver.GetErrorName(r, &name) != 0 || !name)
+            name = "unknown error";
+        load_code = CVCU_E_NO_DEVICE;
+        snprintf(load_msg, sizeof load_msg, "cuInit failed: %s (CUresult %d)", name, r);
+        return;
+    }
+    loaded = &driver;
+}
+
+const cvcu_driver *cvcu_driver_get(void)
+{
+    pthread_once(&once, load);
+    if (!loaded)
+        cvcu_fail(load_code, "%s", load_msg);
+    return loaded;
+}

@@ -1,0 +1,21 @@
+/* The graph rewrites in order: constants first (so that later passes see
+ * folded weights), batch norms into their producers, then merging of equal
+ * ops and params, and finally removal of whatever none of it uses. */
+#include "compiler-core/passes/passes.h"
+
+int cv_passes_run(cv_func *f, cv_pass_stats *st, cv_diag *d)
+{
+    *st = (cv_pass_stats){.ops_before = f->n_ops};
+    int rc = cv_pass_const_fold(f, st, d);
+    if (rc == 0)
+        rc = cv_pass_bn_fold(f, st, d);
+    if (rc == 0)
+        rc = cv_pass_cse(f, st, d);
+    /* dce also tidies after a failed pass: every pass leaves f valid. */
+    if (cv_pass_dce(f, st) && rc == 0) {
+        cv_diag_error(d, 9002, f->span, "out of memory removing dead code");
+        rc = -1;
+    }
+    st->ops_after = f->n_ops;
+    return rc;
+}

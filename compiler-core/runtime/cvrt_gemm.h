@@ -1,0 +1,65 @@
+/* Internal to the runtime: the one GEMM engine behind cvrt_sgemm and the
+ * convolutions.  A job describes C = alpha * A B (+ bias, + C) followed by
+ * the epilogue, with A read strided or from its packed form (cvrt.h's P8
+ * layout), B read strided, as an im2col view of an image (implicit GEMM),
+ * or as "grid rows" B[k][n] = b[rowoff(k) + n], and C written densely or
+ * through the grid's column map (see below). */
+#ifndef CVRT_GEMM_H
+#define CVRT_GEMM_H
+
+#include "compiler-core/runtime/cvrt_internal.h"
+
+/* A convolution over one image and one group (pads: top, left). */
+typedef struct cvrt_conv_geom {
+    int64_t C, H, W, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW;
+} cvrt_conv_geom;
+
+typedef enum cvrt_bkind {
+    CVRT_B_STRIDED,     /* B[k][n] = b[k*brs + n*bcs] */
+    CVRT_B_IM2COL,      /* B[k][n] = x[c, oh*sh-pt+kh*dh, ow*sw-pl+kw*dw] (0 outside),
+                           k = (c*KH+kh)*KW+kw, n = oh*OW+ow */
+    CVRT_B_GRID,        /* b split by stride phase with no padding left to do (see
+                           cvrt_grid_row): B[k][n] = row(k)[n], n = oh*wg + ow (columns with
+                           ow >= OW are dropped) */
+} cvrt_bkind;
+
+typedef struct cvrt_gemm_job {
+    int64_t M, N, K;
+    float alpha;
+    const float *ap;            /* A packed P8 over all of K, or NULL: */
+    const float *a;             /* A[i][k] = a[i*ars + k*acs] */
+    int64_t ars, acs;
+    cvrt_bkind bkind;
+    const float *b;
+    int64_t brs, bcs;           /* STRIDED */
+    const cvrt_conv_geom *g;    /* IM2COL, GRID */
+    int64_t plane, wg;          /* GRID: a channel plane of one phase, its row width */
+    float *c;
+    int64_t ldc, accumulate;
+    const float *bias;          /* bias[i*bias_rs + n*bias_cs], n the output column */
+    int64_t bias_rs, bias_cs;
+    float bias_scale;
+    cvrt_epilogue epi;          /* res[i*res_ld + n], n the output column */
+} cvrt_gemm_job;
+
+/* Floats in each thread's B packing buffer (rt->pack_b[tid]), which other
+ * routines may use as scratch between GEMMs. */
+int64_t cvrt_scratch_floats(void);
+
+/* GRID: where row k = (c*KH+kh)*KW+kw of B starts.  b holds sh*sw phase
+ * images, phase (ph, pw) = rows ph, ph+sh, ... and columns pw, pw+sw, ...
+ * of the padded image (each C planes of `plane` floats, rows wg wide), so
+ * that a tap reads one phase at a fixed offset from the output position. */
+static inline const float *cvrt_grid_row(const cvrt_gemm_job *j, int64_t c, int64_t kh,
+                                         int64_t kw)
+{
+    const cvrt_conv_geom *g = j->g;
+    int64_t rh = kh * g->dh, rw = kw * g->dw;
+    int64_t phase = (rh % g->sh) * g->sw + rw % g->sw;
+    return j->b + (phase * g->C + c) * j->plane + (rh / g->sh) * j->wg + rw / g->sw;
+}
+
+/* Runs the job across the pool (returns when C is complete). */
+void cvrt_gemm_run(cvrt_ctx *rt, const cvrt_gemm_job *job);
+
+#endif

@@ -1,0 +1,336 @@
+/* The CUDA backend without a GPU: PTX for the core ops (every group of
+ * tests/gpu/cuda_cases.h compiled for cuda-sm90: .entry kernels, .target
+ * sm_90, nothing left undefined), sm_80 PTX, reproducible artifacts, the
+ * host library's create failing with a coded error where there is no
+ * driver or no usable device, whole runs through a stand-in driver
+ * (tests/gpu/fake_libcuda.c: device memory on the host, every launch's
+ * pointers checked, kernels not run), L2 keys that tell SMs apart, and the
+ * device math functions against libm. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dlfcn.h>
+#include <math.h>
+#include <unistd.h>
+
+#include "cache/cache.h"
+#include "compiler-core/backend/targets.h"
+#include "tests/gpu/cuda_cases.h"
+#include "worker/internal.h"
+
+/* The device math, compiled for this machine (it is freestanding C). */
+#include "compiler-core/backend/cuda/dev/cudev_math.c"
+
+static char *g_dirs[CUDA_N_GROUPS];  /* each group's cuda-sm90 artifact */
+static bk_model g_models[CUDA_N_GROUPS];
+
+static char *read_in(const char *dir, const char *name)
+{
+    char *path = cv_tmpdir_path(dir, name);
+    size_t len;
+    char *s = cv_tmpdir_read_file(path, &len);
+    free(path);
+    return s;
+}
+
+static int count(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, what)) != NULL; p += strlen(what))
+        n++;
+    return n;
+}
+
+static char *compile(cv_module *m, const char *target)
+{
+    char msg[2048] = "";
+    char *dir = bk_compile(m, target, 2, CV_EMIT_SO | CV_EMIT_H, msg, sizeof msg);
+    if (!dir)
+        fail_msg("%s: %s", target, msg);
+    return dir;
+}
+
+static int setup(void **state)
+{
+    char msg[1024];
+    for (int g = 0; g < CUDA_N_GROUPS; g++) {
+        char name[64];
+        snprintf(name, sizeof name, "cuda_%s", cuda_groups[g].name);
+        if (bk_build(&g_models[g], name, cuda_groups[g].cases, cuda_groups[g].n, msg, sizeof msg)) {
+            fprintf(stderr, "%s: %s\n", name, msg);
+            return -1;
+        }
+        g_dirs[g] = bk_compile(g_models[g].m, "cuda-sm90", 2, CV_EMIT_SO, msg, sizeof msg);
+        if (!g_dirs[g]) {
+            fprintf(stderr, "%s: %s\n", name, msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    for (int g = 0; g < CUDA_N_GROUPS; g++) {
+        if (g_dirs[g])
+            cv_tmpdir_remove(g_dirs[g]);
+        bk_model_free(&g_models[g]);
+    }
+    return 0;
+}
+
+/* ---- what the compiler writes ------------------------------------------------------ */
+
+static void test_ptx_core_ops(void **state)
+{
+    for (int g = 0; g < CUDA_N_GROUPS; g++) {
+        char name[80];
+        snprintf(name, sizeof name, "cuda_%s.ptx", cuda_groups[g].name);
+        char *ptx = read_in(g_dirs[g], name), *man = read_in(g_dirs[g], "manifest.json");
+        assert_non_null(ptx);
+        assert_non_null(man);
+        assert_non_null(strstr(ptx, ".target sm_90"));
+        assert_null(strstr(ptx, ".extern"));
+        /* Every group has kernels of its own on the GPU. */
+        if (count(ptx, ".visible .entry k") < 1)
+            fail_msg("%s: no program kernel in the PTX", name);
+        assert_non_null(strstr(man, "\"nvptx64-nvidia-cuda\""));
+        assert_non_null(strstr(man, "\"sm_90\""));
+        snprintf(name, sizeof name, "cuda_%s.ptx", cuda_groups[g].name);
+        assert_non_null(strstr(man, name));
+        free(ptx);
+        free(man);
+    }
+    /* The matrix products and convolutions launch the routines' kernels. */
+    char *mm = read_in(g_dirs[2], "cuda_matmul.ptx"), *cv = read_in(g_dirs[3], "cuda_conv.ptx");
+    assert_non_null(strstr(mm, ".entry cvdk_sgemm("));
+    assert_non_null(strstr(cv, ".entry cvdk_conv2d"));
+    free(mm);
+    free(cv);
+}
+
+static void test_sm80_and_header(void **state)
+{
+    char *dir = compile(g_models[3].m, "cuda-sm80");
+    char *ptx = read_in(dir, "cuda_conv.ptx"), *h = read_in(dir, "cuda_conv.h");
+    assert_non_null(strstr(ptx, ".target sm_80"));
+    assert_non_null(strstr(h, "int cv_cuda_conv_run_stream(cv_cuda_conv_ctx *ctx"));
+    assert_non_null(strstr(h, "int cv_cuda_conv_last_error(const char **message);"));
+    free(ptx);
+    free(h);
+    cv_tmpdir_remove(dir);
+}
+
+/* Two compiles of one model (each from a fresh module: compiling runs the
+ * graph passes in place) give identical files. */
+static void test_reproducible(void **state)
+{
+    char msg[1024], *man[2];
+    for (int i = 0; i < 2; i++) {
+        bk_model b;
+        assert_int_equal(bk_build(&b, "cuda_repro", cuda_reduce, 8, msg, sizeof msg), 0);
+        char *dir = bk_compile(b.m, "cuda-sm90", 2, CV_EMIT_SO, msg, sizeof msg);
+        assert_non_null(dir);
+        man[i] = read_in(dir, "manifest.json");     /* it lists every file's SHA-256 */
+        cv_tmpdir_remove(dir);
+        bk_model_free(&b);
+    }
+    assert_string_equal(man[0], man[1]);
+    free(man[0]);
+    free(man[1]);
+}
+
+static void test_unknown_target_lists_cuda(void **state)
+{
+    assert_true(cv_target_is_cuda("cuda-sm90"));
+    assert_true(cv_target_is_cuda("cuda-sm80"));
+    assert_false(cv_target_is_cuda("x86_64"));
+    assert_false(cv_target_is_cuda("cuda-sm70"));
+}
+
+/* ---- the host library without a usable GPU ---------------------------------------- */
+
+/* Opens the artifact with the driver at `driver`; returns the first error
+ * code (0 when it opened). */
+static int open_code(const char *dir, const char *driver, cv_native **out, char *msg, size_t size)
+{
+    setenv("CUVIL_CUDA_DRIVER", driver, 1);
+    cv_diag d;
+    cv_diag_init(&d);
+    int code = cv_native_open(dir, 1, out, &d) ? (d.n ? d.v[0].code : -1) : 0;
+    snprintf(msg, size, "%s", d.n ? d.v[0].msg : "");
+    cv_diag_free(&d);
+    unsetenv("CUVIL_CUDA_DRIVER");
+    return code;
+}
+
+static const char *fake_driver(void)
+{
+    static char path[4096];
+    const char *b = getenv("CUVIL_BUILD");
+    snprintf(path, sizeof path, "%s/tools/libcuda-fake.so", b ? b : "build");
+    return access(path, R_OK) == 0 ? path : NULL;
+}
+
+static void test_no_driver(void **state)
+{
+    cv_native *n = NULL;
+    char msg[1024];
+    assert_int_equal(open_code(g_dirs[0], "/nonexistent/libcuda.so.1", &n, msg, sizeof msg), 5060);
+    assert_null(n);
+    assert_non_null(strstr(msg, "no NVIDIA driver"));
+}
+
+/* A fresh artifact per driver mode: the driver is loaded once per library. */
+static void check_mode(const char *mode, int want, const char *text)
+{
+    const char *fake = fake_driver();
+    if (!fake)
+        skip();
+    char *dir = compile(g_models[1].m, "cuda-sm90");
+    setenv("CVFAKE_MODE", mode, 1);
+    cv_native *n = NULL;
+    char msg[1024];
+    int code = open_code(dir, fake, &n, msg, sizeof msg);
+    unsetenv("CVFAKE_MODE");
+    if (code != want || !strstr(msg, text))
+        fail_msg("mode %s: CV%04d %s", mode, code, msg);
+    cv_native_close(n);
+    cv_tmpdir_remove(dir);
+}
+
+static void test_no_device(void **state) { check_mode("nodevice", 5061, "CUDA_ERROR_NO_DEVICE"); }
+static void test_old_device(void **state) { check_mode("sm80", 5062, "compute capability 8.0"); }
+
+/* Every group runs through the stand-in driver: the PTX loads, every kernel
+ * is found, every launch gets in-bounds device pointers, the outputs come
+ * back.  (Values are not checked: nothing runs the kernels.) */
+static void test_fake_runs(void **state)
+{
+    const char *fake = fake_driver();
+    if (!fake)
+        skip();
+    void *dl = dlopen(fake, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(dl);
+    const char *(*log)(void) = NULL;
+    *(void **)&log = dlsym(dl, "cvfake_log");
+    assert_non_null(log);
+    for (int g = 0; g < CUDA_N_GROUPS; g++) {
+        cv_native *n = NULL;
+        char msg[1024];
+        int code = open_code(g_dirs[g], fake, &n, msg, sizeof msg);
+        if (code)
+            fail_msg("%s: CV%04d %s", cuda_groups[g].name, code, msg);
+        size_t at = strlen(log());
+        cv_tensor got[BK_MAX_CASES] = {{0}};
+        cv_diag d;
+        cv_diag_init(&d);
+        int rc = cv_native_run(n, g_models[g].ins, g_models[g].n_ins, got, &d);
+        if (rc)
+            fail_msg("%s: %s\nlog:\n%s", cuda_groups[g].name, d.n ? d.v[0].msg : "?", log() + at);
+        const char *run = log() + at;
+        assert_true(count(run, "launch ") >= 1);
+        assert_int_equal(count(run, "bad=0"), count(run, "launch "));
+        assert_int_equal(count(run, "dtoh "), cuda_groups[g].n);
+        for (int i = 0; i < cuda_groups[g].n; i++)
+            cv_tensor_free(&got[i]);
+        cv_diag_free(&d);
+        cv_native_close(n);
+    }
+    dlclose(dl);
+}
+
+/* ---- cache keys ---------------------------------------------------------------------- */
+
+static void test_l2_key_sm(void **state)
+{
+    char *tmp = cv_tmpdir_make("cuda-key");
+    cv_cache_options co = {.dir = tmp, .remote = "", .ignore_env = true};
+    cv_cache *c = NULL;
+    cv_diag d;
+    cv_diag_init(&d);
+    assert_int_equal(cv_cache_open(&co, &c, &d), 0);
+    cv_build_opts o = {.target = "cuda-sm90", .precision = CV_PRECISION_FP32};
+    cv_cache_key k[3];
+    const char *targets[3] = {"cuda-sm80", "cuda-sm90", "cuda-sm90"};
+    for (int i = 0; i < 3; i++) {
+        cv_wk_target t;
+        assert_int_equal(cv_wk_target_describe(targets[i], &t, &d), 0);
+        assert_string_equal(t.triple, "nvptx64-nvidia-cuda");
+        cv_wk_l2_in in = {.target = targets[i], .desc = &t, .o = &o, .emit = CV_EMIT_DEFAULT};
+        assert_int_equal(cv_wk_l2_key(c, &in, &k[i], &d), 0);
+    }
+    assert_memory_not_equal(&k[0].digest, &k[1].digest, sizeof k[0].digest);
+    assert_memory_equal(&k[1].digest, &k[2].digest, sizeof k[1].digest);
+    assert_non_null(strstr(k[0].manifest, "sm_80"));
+    for (int i = 0; i < 3; i++)
+        cv_cache_key_free(&k[i]);
+    cv_cache_close(c);
+    cv_diag_free(&d);
+    cv_tmpdir_remove(tmp);
+}
+
+/* ---- device math (dev/cudev_math.c) against libm ------------------------------------- */
+
+static double ulp_f(float want) { return (double)nextafterf(fabsf(want), INFINITY) - fabsf(want); }
+
+static void check_f(const char *name, float got, float want, float x)
+{
+    if (isnan(want) ? !isnan(got) : got != want && fabs((double)got - want) > 2 * ulp_f(want))
+        fail_msg("%s(%.9g) = %.9g, libm %.9g", name, x, got, want);
+}
+
+static void check_d(const char *name, double got, double want, double x, double rtol)
+{
+    if (isnan(want) ? !isnan(got) : got != want && fabs(got - want) > rtol * fabs(want) + 1e-300)
+        fail_msg("%s(%.17g) = %.17g, libm %.17g", name, x, got, want);
+}
+
+static void test_device_math(void **state)
+{
+    static const float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, INFINITY, -INFINITY, NAN,
+                                     1e-30f, -1e-30f, 88.7f, -103.9f, 1e-45f, 3.4e38f};
+    for (int i = -20000; i <= 20000 + (int)(sizeof specials / sizeof specials[0]); i++) {
+        float x = i <= 20000 ? (float)i * 0.0047f : specials[i - 20001];
+        check_f("expf", cvd_expf(x), expf(x), x);
+        check_f("logf", cvd_logf(fabsf(x) * 13.0f), logf(fabsf(x) * 13.0f), fabsf(x) * 13.0f);
+        check_f("tanhf", cvd_tanhf(x), tanhf(x), x);
+        check_f("erff", cvd_erff(x), erff(x), x);
+        check_f("powf", cvd_powf(fabsf(x), 1.7f), powf(fabsf(x), 1.7f), x);
+        check_f("powf", cvd_powf(x, 3.0f), powf(x, 3.0f), x);
+        double y = (double)x * 7.3;
+        check_d("exp", cvd_exp(y), exp(y), y, 4e-16);
+        check_d("log", cvd_log(fabs(y)), log(fabs(y)), y, 4e-16);
+        check_d("tanh", cvd_tanh(y), tanh(y), y, 4e-16);
+        check_d("erf", cvd_erf(x), erf(x), x, 4e-15);
+        check_d("pow", cvd_pow(fabs(y), 0.37), pow(fabs(y), 0.37), y, 1e-13);
+    }
+    static const float pw[][2] = {{-2, 3}, {-2, 0.5f}, {0, -1}, {-0.0f, -3}, {-0.0f, 2},
+                                  {NAN, 0}, {1, NAN}, {-1, INFINITY}, {0.5f, INFINITY},
+                                  {2, -INFINITY}, {-INFINITY, 3}, {-INFINITY, 2}};
+    for (size_t i = 0; i < sizeof pw / sizeof pw[0]; i++) {
+        float a = pw[i][0], b = pw[i][1], got = cvd_powf(a, b), want = powf(a, b);
+        if (isnan(want) ? !isnan(got) : (got != want || signbit(got) != signbit(want)))
+            fail_msg("powf(%g, %g) = %g, libm %g", a, b, got, want);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unknown_target_lists_cuda),
+        cmocka_unit_test(test_device_math),
+        cmocka_unit_test(test_l2_key_sm),
+        cmocka_unit_test(test_ptx_core_ops),
+        cmocka_unit_test(test_sm80_and_header),
+        cmocka_unit_test(test_reproducible),
+        cmocka_unit_test(test_no_driver),
+        cmocka_unit_test(test_no_device),
+        cmocka_unit_test(test_old_device),
+        cmocka_unit_test(test_fake_runs),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
