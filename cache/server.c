@@ -42,7 +42,7 @@ struct cv_cache_server {
     char *dir;                 /* owned */
     cv_cas *cas;               /* owned */
     cv_index *ix;              /* owned */
-    cv_srv_tokens *tokens;     /* owned; NULL = no authentication */
+    cv_tokens *tokens;     /* owned; NULL = no authentication */
     cv_srv_verified *verified; /* owned */
     uint64_t max_size, max_request;
     int port;
@@ -456,12 +456,12 @@ static bool parse_entry_url(const char *url, req *r)
 }
 
 /* The rights the request's token grants (all when there are no tokens). */
-static cv_srv_right rights(cv_cache_server *s, struct MHD_Connection *c)
+static cv_token_right rights(cv_cache_server *s, struct MHD_Connection *c)
 {
     if (!s->tokens)
-        return CV_RIGHT_WRITE;
+        return CV_TOKEN_WRITE;
     const char *auth = mhd()->lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    return cv_cache_srv_tokens_check(s->tokens, auth);
+    return cv_tokens_check(s->tokens, auth);
 }
 
 /* Decides what the request gets, from its line and headers. */
@@ -479,10 +479,10 @@ static void prepare(cv_cache_server *s, struct MHD_Connection *c, req *r, const 
     } else if (r->method == SRV_METHOD_OTHER) {
         defer(r, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
     } else {
-        cv_srv_right right = rights(s, c);
-        if (right == CV_RIGHT_NONE)
+        cv_token_right right = rights(s, c);
+        if (right == CV_TOKEN_NONE)
             defer(r, MHD_HTTP_UNAUTHORIZED, "unauthorized\n");
-        else if (!read && right != CV_RIGHT_WRITE)
+        else if (!read && right != CV_TOKEN_WRITE)
             defer(r, MHD_HTTP_FORBIDDEN, "read-only token\n");
         else if (read)
             r->act = r->method == SRV_GET ? ACT_GET : ACT_HEAD;
@@ -628,7 +628,7 @@ int cv_cache_server_start(const cv_cache_server_options *o, cv_cache_server **ou
     if (rc == 0)
         rc = cv_cache_index_open(s->dir, &s->ix, d);
     if (rc == 0 && o->tokens_file)
-        rc = cv_cache_srv_tokens_load(o->tokens_file, &s->tokens, d);
+        rc = cv_tokens_load(o->tokens_file, &s->tokens, d);
     if (rc == 0) {
         rc = pthread_create(&s->flusher, NULL, flusher_main, s) == 0
                  ? 0
@@ -675,7 +675,7 @@ void cv_cache_server_stop(cv_cache_server *s, int grace_ms)
         pthread_join(s->flusher, NULL); /* writes what is queued */
     }
     free(s->q);
-    cv_cache_srv_tokens_free(s->tokens);
+    cv_tokens_free(s->tokens);
     cv_cache_srv_verified_free(s->verified);
     cv_cache_index_close(s->ix);
     cv_cache_cas_close(s->cas);

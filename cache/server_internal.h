@@ -10,6 +10,7 @@
 #include "cache/cache.h"
 #include "cache/cas.h"
 #include "common/strbuf.h"
+#include "common/tokens.h"
 
 /* ---- raw entries already verified (server_verified.c) */
 
@@ -20,17 +21,6 @@ void cv_cache_srv_verified_free(cv_srv_verified *t);
 bool cv_cache_srv_verified_has(cv_srv_verified *t, const cv_cas_entry *e);
 void cv_cache_srv_verified_add(cv_srv_verified *t, const cv_cas_entry *e);
 
-/* ---- tokens: one "TOKEN rw|ro" per line, '#' starts a comment */
-
-typedef enum cv_srv_right { CV_RIGHT_NONE = 0, CV_RIGHT_READ = 1, CV_RIGHT_WRITE = 2 } cv_srv_right;
-
-typedef struct cv_srv_tokens cv_srv_tokens;
-
-int cv_cache_srv_tokens_load(const char *path, cv_srv_tokens **out, cv_diag *d);
-void cv_cache_srv_tokens_free(cv_srv_tokens *t);
-/* The rights an Authorization header value grants ("Bearer T", or "Basic"
- * with T as the password); CV_RIGHT_NONE when absent or unknown. */
-cv_srv_right cv_cache_srv_tokens_check(const cv_srv_tokens *t, const char *authorization);
 
 /* ---- metrics */
 

@@ -294,7 +294,7 @@ static const cv_diag_code_info codes[] = {
     {9110, "cache-bad-size", "a cache size is malformed (expected e.g. 20Gi, 500M, 1.5G)"},
     {9111, "cache-bad-url", "a remote cache URL or listen address is malformed"},
     {9112, "cache-server-error", "the cache server could not start or failed"},
-    {9113, "cache-tokens-file", "the cache server's tokens file is malformed"},
+    {9113, "tokens-file", "a tokens file (cache serve --tokens, --http-token-file) is malformed"},
     {9114, "cache-entry-too-large", "a cache entry is larger than the configured limit"},
     {9115, "cache-bad-key", "a cache key field is invalid (bad name, duplicate, not UTF-8)"},
     {9116, "cache-remote-bad-blob", "the remote cache returned content that does not hash to its name"},

@@ -61,7 +61,7 @@ const char *http_hook_outcome_name(http_hook_outcome o);
 typedef struct http_metrics_state http_metrics_state;   /* metrics.c */
 struct MHD_Daemon;
 struct MHD_Connection;
-struct cv_srv_tokens;
+struct cv_tokens;
 
 struct cv_http {
     char *state_dir, *db_path, *trees_dir, *ref;   /* owned */
@@ -71,7 +71,7 @@ struct cv_http {
     bool no_cache;
     cv_queue_clock_fn now_fn;
     void *clock_ctx;
-    struct cv_srv_tokens *tokens; /* owned; NULL = no authentication */
+    struct cv_tokens *tokens; /* owned; NULL = no authentication */
     struct MHD_Daemon *daemon;
     int port;
     http_counters counters;

@@ -8,7 +8,7 @@
  * token as password, which browsers ask for). */
 #include "controller/http/http_internal.h"
 
-#include "cache/server_internal.h"
+#include "common/tokens.h"
 #include "common/fs.h"
 #include "common/netlib.h"
 
@@ -107,14 +107,14 @@ static bool authorised(cv_http *h, const route *r, const http_req *rq, http_resp
 {
     if (!h->tokens || r->right == NEED_NONE)
         return true;
-    cv_srv_right got = cv_cache_srv_tokens_check(h->tokens, http_header(rq, "Authorization"));
-    if (got == CV_RIGHT_NONE) {
+    cv_token_right got = cv_tokens_check(h->tokens, http_header(rq, "Authorization"));
+    if (got == CV_TOKEN_NONE) {
         rs->html_auth = browser_area(r->area);
         http_error(rs, 401, HTTP_E_UNAUTHORIZED, "this farm needs a token: send "
                    "'Authorization: Bearer TOKEN'");
         return false;
     }
-    if (r->right == NEED_WRITE && got != CV_RIGHT_WRITE) {
+    if (r->right == NEED_WRITE && got != CV_TOKEN_WRITE) {
         http_error(rs, 403, HTTP_E_FORBIDDEN, "a read-only token cannot request builds");
         return false;
     }
@@ -389,7 +389,7 @@ int cv_http_start(const cv_http_opts *o, cv_http **out, cv_diag *d)
     pthread_mutex_init(&h->mu, NULL);
     int rc = copy_opts(h, o, d);
     if (rc == 0 && o->tokens_file)
-        rc = cv_cache_srv_tokens_load(o->tokens_file, &h->tokens, d);
+        rc = cv_tokens_load(o->tokens_file, &h->tokens, d);
     if (rc == 0 && !(h->ms = http_metrics_new()))
         rc = -1, cv_diag_error(d, HTTP_E_START, (cv_span){0}, "out of memory");
     if (rc == 0 && cv_fs_mkdirs(h->state_dir, 0755) != 0)
@@ -421,7 +421,7 @@ void cv_http_stop(cv_http *h)
         mhd()->stop_daemon(h->daemon);   /* joins the polling thread */
     if (h->secret)
         OPENSSL_cleanse(h->secret, strlen(h->secret));
-    cv_cache_srv_tokens_free(h->tokens);
+    cv_tokens_free(h->tokens);
     http_metrics_free(h->ms);
     cv_queue_close(h->q);
     cv_cache_close(h->cache);

@@ -1,7 +1,8 @@
-/* Tokens of the cache server: read-only or read-write. */
-#include "cache/internal.h"
-#include "cache/server_internal.h"
+/* Bearer tokens with read-only or read-write rights, for `cuvil cache
+ * serve` and the farm's HTTP API (see tokens.h). */
+#include "common/tokens.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,20 +11,30 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-enum { MAX_TOKENS = 10000, MAX_TOKEN = 512, MAX_LINE = 1024 };
+enum { MAX_TOKENS = 10000, MAX_TOKEN = 512, MAX_LINE = 1024, CV_E_TOKENS_FILE = 9113 };
+
+/* Reports a bad tokens file; returns -1. */
+__attribute__((format(printf, 2, 3))) static int tokens_error(cv_diag *d, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cv_diag_vadd(d, CV_SEV_ERROR, CV_E_TOKENS_FILE, (cv_span){0}, NULL, fmt, ap);
+    va_end(ap);
+    return -1;
+}
 
 typedef struct token {
     char *text; /* owned */
     size_t len;
-    cv_srv_right right;
+    cv_token_right right;
 } token;
 
-struct cv_srv_tokens {
+struct cv_tokens {
     token *v; /* owned */
     int n;
 };
 
-void cv_cache_srv_tokens_free(cv_srv_tokens *t)
+void cv_tokens_free(cv_tokens *t)
 {
     if (!t)
         return;
@@ -44,7 +55,7 @@ static bool token_chars_ok(const char *s, size_t n)
 }
 
 /* One line: "TOKEN RIGHT"; returns 1 added, 0 blank, -1 malformed. */
-static int parse_line(cv_srv_tokens *t, char *line)
+static int parse_line(cv_tokens *t, char *line)
 {
     char *hash = strchr(line, '#');
     if (hash)
@@ -56,11 +67,11 @@ static int parse_line(cv_srv_tokens *t, char *line)
     char *right = strtok_r(NULL, " \t\r\n", &save);
     if (!right || strtok_r(NULL, " \t\r\n", &save) || !token_chars_ok(tok, strlen(tok)))
         return -1;
-    cv_srv_right r;
+    cv_token_right r;
     if (strcmp(right, "rw") == 0 || strcmp(right, "read-write") == 0)
-        r = CV_RIGHT_WRITE;
+        r = CV_TOKEN_WRITE;
     else if (strcmp(right, "ro") == 0 || strcmp(right, "read-only") == 0)
-        r = CV_RIGHT_READ;
+        r = CV_TOKEN_READ;
     else
         return -1;
     if (t->n == MAX_TOKENS)
@@ -76,13 +87,13 @@ static int parse_line(cv_srv_tokens *t, char *line)
     return 1;
 }
 
-int cv_cache_srv_tokens_load(const char *path, cv_srv_tokens **out, cv_diag *d)
+int cv_tokens_load(const char *path, cv_tokens **out, cv_diag *d)
 {
     *out = NULL;
     FILE *f = fopen(path, "r");
     if (!f)
-        return cv_cache_err(d, CV_DIAG_CACHE_TOKENS, "cannot open tokens file %s", path);
-    cv_srv_tokens *t = calloc(1, sizeof *t);
+        return tokens_error(d, "cannot open tokens file %s", path);
+    cv_tokens *t = calloc(1, sizeof *t);
     char line[MAX_LINE + 2];
     int lineno = 0, rc = t ? 0 : -1;
     while (rc == 0 && fgets(line, sizeof line, f)) {
@@ -95,51 +106,51 @@ int cv_cache_srv_tokens_load(const char *path, cv_srv_tokens **out, cv_diag *d)
     OPENSSL_cleanse(line, sizeof line);
     fclose(f);
     if (rc == 0 && t->n == 0) {
-        cv_cache_srv_tokens_free(t);
-        return cv_cache_err(d, CV_DIAG_CACHE_TOKENS, "tokens file %s holds no token", path);
+        cv_tokens_free(t);
+        return tokens_error(d, "tokens file %s holds no token", path);
     }
     if (rc != 0) {
-        cv_cache_srv_tokens_free(t);
-        return cv_cache_err(d, CV_DIAG_CACHE_TOKENS,
-                            "tokens file %s:%d: expected 'TOKEN rw' or 'TOKEN ro'", path, lineno);
+        cv_tokens_free(t);
+        return tokens_error(d, "tokens file %s:%d: expected 'TOKEN rw' or 'TOKEN ro'", path,
+                            lineno);
     }
     *out = t;
     return 0;
 }
 
 /* Compares against every token, in time independent of where it matches. */
-static cv_srv_right lookup(const cv_srv_tokens *t, const char *s, size_t n)
+static cv_token_right lookup(const cv_tokens *t, const char *s, size_t n)
 {
-    cv_srv_right found = CV_RIGHT_NONE;
+    cv_token_right found = CV_TOKEN_NONE;
     for (int i = 0; i < t->n; i++)
         if (t->v[i].len == n && CRYPTO_memcmp(t->v[i].text, s, n) == 0)
             found = t->v[i].right;
     return found;
 }
 
-cv_srv_right cv_cache_srv_tokens_check(const cv_srv_tokens *t, const char *auth)
+cv_token_right cv_tokens_check(const cv_tokens *t, const char *auth)
 {
     if (!auth)
-        return CV_RIGHT_NONE;
+        return CV_TOKEN_NONE;
     size_t n = strlen(auth);
     if (n > 7 && strncasecmp(auth, "Bearer ", 7) == 0)
         return lookup(t, auth + 7, n - 7);
     if (n <= 6 || strncasecmp(auth, "Basic ", 6) != 0 || n - 6 > 4 * MAX_TOKEN)
-        return CV_RIGHT_NONE;
+        return CV_TOKEN_NONE;
     /* ccache 4.7 and Bazel send user:password in the URL as Basic auth; the
      * password is the token. */
     unsigned char dec[3 * MAX_TOKEN + 4];
     int len = EVP_DecodeBlock(dec, (const unsigned char *)auth + 6, (int)(n - 6));
     if (len <= 0)
-        return CV_RIGHT_NONE;
+        return CV_TOKEN_NONE;
     while (len > 0 && auth[n - 1] == '=' && dec[len - 1] == '\0') {
         len--; /* EVP_DecodeBlock counts the padding */
         n--;
     }
     dec[len] = '\0';
     char *colon = memchr(dec, ':', (size_t)len);
-    cv_srv_right r = colon ? lookup(t, colon + 1, (size_t)len - (size_t)(colon + 1 - (char *)dec))
-                           : CV_RIGHT_NONE;
+    cv_token_right r = colon ? lookup(t, colon + 1, (size_t)len - (size_t)(colon + 1 - (char *)dec))
+                           : CV_TOKEN_NONE;
     OPENSSL_cleanse(dec, sizeof dec);
     return r;
 }
