@@ -459,31 +459,13 @@ static int whole_cols(const cvrt_gemm_job *j, int64_t j0, int64_t nr, int64_t *d
 /* One tile: the product of its panels, then the C update. */
 static ALWAYS_INLINE void tile(const cvrt_gemm_job *j, int64_t kc, const float *restrict ap,
                                const float *restrict bp, const float *const *rows, int64_t i0,
-                               int64_t j0, int64_t nr, float *ps, int64_t pld, int first,
-                               int last)
+                               int64_t j0, int64_t nr, int first, int last)
 {
     vf acc[MR][NV];
     if (rows)
         ukernel_acc(kc, ap, 0, rows, j0, acc);
     else
         ukernel_acc(kc, ap, bp, 0, 0, acc);
-    if (ps) {
-        /* Partial sums of the K blocks before the last stay in the task's
-         * dense buffer; the last block stores their total once. */
-        UNROLL_FULL
-        for (int i = 0; i < MR; i++)
-            UNROLL_FULL
-            for (int v = 0; v < NV; v++) {
-                vf *p = (vf *)(ps + i * pld + v * VL);
-                if (!last)
-                    *p = first ? acc[i][v] : *p + acc[i][v];
-                else
-                    acc[i][v] += *p;
-            }
-        if (!last)
-            return;
-        first = 1;
-    }
     int64_t dst;
     if (i0 + MR <= j->M && whole_cols(j, j0, nr, &dst)) {
         store_whole(j, acc, i0, dst, first, last);
@@ -536,28 +518,12 @@ static void b_rows(const cvrt_gemm_job *j, int64_t pc, int64_t kc, const float *
 }
 
 /* One K block of a task: rows [m0, m0+mc), panels [p0, p1). */
-/* The task's buffer of partial sums across K blocks, or NULL: for a grid
- * whose rows end inside tiles (storing into C costs masked pieces each
- * time), when B is read in place (its packing buffer is then free but for
- * one panel) and the sums fit. */
-static float *partial_sums(const sched *s, int tid, int64_t mc, int64_t p0, int64_t p1)
-{
-    const cvrt_gemm_job *j = s->j;
-    int64_t need = cvrt_cdiv(mc, MR) * MR * (p1 - p0) * NR;
-    if (j->bkind != CVRT_B_GRID || j->wg == j->g->OW || j->K <= KC || j->accumulate ||
-        !b_in_place(j) || need > cvrt_scratch_floats() - KC * NR)
-        return 0;
-    return s->rt->pack_b[tid] + KC * NR;
-}
-
 static void block(const sched *s, int tid, int64_t m0, int64_t mc, int64_t p0, int64_t p1,
                   int64_t pc, int64_t kc)
 {
     const cvrt_gemm_job *j = s->j;
     float *bbuf = s->rt->pack_b[tid], *abuf = s->rt->pack_a[tid];
     const float **rows = b_in_place(j) ? (const float **)(void *)abuf : 0;
-    float *ps = partial_sums(s, tid, mc, p0, p1);
-    int64_t pld = (p1 - p0) * NR;
     int first = pc == 0, last = pc + kc >= j->K;
     if (rows)
         b_rows(j, pc, kc, rows);
@@ -579,11 +545,10 @@ static void block(const sched *s, int tid, int64_t m0, int64_t mc, int64_t p0, i
             int64_t row = m0 + i0;
             const float *ap = j->ap ? j->ap + ((row / P) * j->K + pc) * P + row % P
                                     : abuf + (i0 / P) * kc * P + i0 % P;
-            float *pt = ps ? ps + i0 * pld + (pnl - p0) * NR : 0;
             if (in_place)
-                tile(j, kc, ap, 0, rows, row, j0, nr, pt, pld, first, last);
+                tile(j, kc, ap, 0, rows, row, j0, nr, first, last);
             else
-                tile(j, kc, ap, bp, 0, row, j0, nr, pt, pld, first, last);
+                tile(j, kc, ap, bp, 0, row, j0, nr, first, last);
         }
     }
 }
@@ -628,10 +593,10 @@ static void spread(const cvrt_gemm_job *j, int64_t T, int64_t max_m, int64_t max
     int rows_first = j->ap && j->M * j->K * 4 > b_bytes(j);
     int64_t *first = rows_first ? m_tasks : p_tasks, *second = rows_first ? p_tasks : m_tasks;
     int64_t first_max = rows_first ? max_m : max_p, second_max = rows_first ? max_p : max_m;
-    if (*m_tasks * *p_tasks < 2 * T)
-        *first = cvrt_min(first_max, cvrt_cdiv(2 * T, *second));
-    if (*m_tasks * *p_tasks < 2 * T)
-        *second = cvrt_min(second_max, cvrt_cdiv(2 * T, *first));
+    if (*m_tasks * *p_tasks < 4 * T)
+        *first = cvrt_min(first_max, cvrt_cdiv(4 * T, *second));
+    if (*m_tasks * *p_tasks < 4 * T)
+        *second = cvrt_min(second_max, cvrt_cdiv(4 * T, *first));
     while ((*m_tasks * *p_tasks) % T && *first < first_max)
         (*first)++;
 }

@@ -4,7 +4,7 @@
  * costs no CPU. */
 #include "compiler-core/runtime/cvrt_internal.h"
 
-enum { SPIN_ROUNDS = 20000, YIELD_EVERY = 256 };
+enum { SPIN_ROUNDS = 20000 };
 
 typedef struct cvrt_worker {
     cvrt_ctx *rt;
@@ -20,18 +20,6 @@ static inline void cpu_relax(void)
 #else
     __asm__ __volatile__("" ::: "memory");
 #endif
-}
-
-/* A spin-wait step.  Every YIELD_EVERY spins the thread yields: when the
- * machine has fewer free cores than the pool has threads (another job is
- * running), the thread it waits for may be queued behind it on its own
- * core, and spinning through a whole time slice would only delay it. */
-static inline void relax(unsigned spins)
-{
-    if (spins % YIELD_EVERY == YIELD_EVERY - 1)
-        sched_yield();
-    else
-        cpu_relax();
 }
 
 static void run_chunks(cvrt_ctx *rt, int tid)
@@ -53,7 +41,7 @@ static unsigned wait_job(cvrt_ctx *rt, unsigned seen)
         if (g != seen)
             return g;
         if (spins < SPIN_ROUNDS) {
-            relax((unsigned)spins);
+            cpu_relax();
             continue;
         }
         pthread_mutex_lock(&rt->mu);
@@ -108,8 +96,8 @@ void cvrt_parallel(cvrt_ctx *rt, int64_t n, int64_t chunk, cvrt_task_fn task, vo
     atomic_store_explicit(&rt->active, rt->nthreads - 1, memory_order_relaxed);
     announce(rt);
     run_chunks(rt, 0);
-    for (unsigned spins = 0; atomic_load_explicit(&rt->active, memory_order_acquire) > 0; spins++)
-        relax(spins);
+    while (atomic_load_explicit(&rt->active, memory_order_acquire) > 0)
+        cpu_relax();
 }
 
 typedef struct launch_arg {
