@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "common/clock.h"
 #include "cli/cli.h"
 #include "cli/farm_report.h"
 
@@ -18,19 +19,12 @@ typedef struct status_args {
     bool json, markdown;
 } status_args;
 
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void print_ago(const char *label, int64_t ms)
 {
     if (ms <= 0)
         printf("%s never", label);
     else
-        printf("%s %.1fs ago", label, (double)(wall_ms() - ms) / 1000.0);
+        printf("%s %.1fs ago", label, (double)(cv_clock_wall_ms() - ms) / 1000.0);
 }
 
 static void print_controller_and_source(cv_builddb *db, cv_diag *d)
@@ -41,7 +35,7 @@ static void print_controller_and_source(cv_builddb *db, cv_diag *d)
     } else {
         json_int_t hb = json_integer_value(json_object_get(ctl, "heartbeatMs"));
         json_int_t stopped = json_integer_value(json_object_get(ctl, "stoppedMs"));
-        bool alive = cv_status_controller_alive(ctl, wall_ms());
+        bool alive = cv_status_controller_alive(ctl, cv_clock_wall_ms());
         printf("controller  %s (pid %lld on %s, ",
                alive ? "running" : stopped ? "stopped" : "not responding",
                (long long)json_integer_value(json_object_get(ctl, "pid")),
@@ -59,7 +53,7 @@ static void print_controller_and_source(cv_builddb *db, cv_diag *d)
         if (failures)
             printf(", %lld failures in a row, next attempt in %.0fs: %s", (long long)failures,
                    (double)(json_integer_value(json_object_get(src, "nextAttemptMs")) -
-                            wall_ms()) / 1000.0,
+                            cv_clock_wall_ms()) / 1000.0,
                    json_string_value(json_object_get(src, "lastError")));
         else
             printf(", ok");
@@ -168,7 +162,7 @@ static int run_status(int argc, char **argv)
     if (a.markdown) {
         /* the summary is all it prints */
     } else if (found >= 0 && a.json) {
-        json_t *o = cv_status_json(db, found == 1 ? &rev : NULL, wall_ms(), &d);
+        json_t *o = cv_status_json(db, found == 1 ? &rev : NULL, cv_clock_wall_ms(), &d);
         char *text = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);
         if (text)
             printf("%s\n", text);

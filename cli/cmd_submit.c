@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "common/clock.h"
 #include "cli/cli.h"
 #include "cli/farm_client.h"
 #include "cli/farm_report.h"
@@ -21,7 +22,6 @@ extern const cv_cli_command cv_cmd_submit;
 
 #define WAIT_POLL_US 200000
 #define REMOTE_POLL_US 1000000
-#define CONTROLLER_STALE_MS 15000
 #define DEFAULT_TIMEOUT_MS (3600 * 1000)
 #define TOKEN_MAX 512
 
@@ -37,17 +37,10 @@ typedef struct farm_link {
     cv_farm_api api;
 } farm_link;
 
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void warn_if_no_controller(cv_builddb *db, cv_diag *d)
 {
     json_t *ctl = cv_status_value_json(db, CV_STATUS_CONTROLLER, d);
-    if (!ctl || !cv_status_controller_alive(ctl, wall_ms()))
+    if (!ctl || !cv_status_controller_alive(ctl, cv_clock_wall_ms()))
         fprintf(stderr, "cuvil submit: warning: no controller is running on this state "
                 "directory; the request waits until one starts\n");
     json_decref(ctl);
@@ -59,7 +52,7 @@ static int64_t request_build(farm_link *f, cv_diag *d)
 {
     int64_t id = 0;
     if (f->db) {
-        if (cv_builddb_request_add(f->db, wall_ms(), &id, d) != 0)
+        if (cv_builddb_request_add(f->db, cv_clock_wall_ms(), &id, d) != 0)
             return -1;
         warn_if_no_controller(f->db, d);
         return id;
@@ -125,7 +118,7 @@ static int wait_handled(farm_link *f, int64_t id, int64_t deadline, char *revisi
         json_decref(r);
         if (handled)
             return err ? -1 : 0;
-        if (wall_ms() > deadline)
+        if (cv_clock_wall_ms() > deadline)
             break;
         usleep(f->db ? WAIT_POLL_US : REMOTE_POLL_US);
     }
@@ -144,7 +137,7 @@ static bool is_finished(const json_t *rev)
 static json_t *wait_built(farm_link *f, const char *revision, int64_t deadline, cv_diag *d)
 {
     cv_cli_progress_state ps = {.out = stderr, .tty = isatty(STDERR_FILENO) != 0};
-    int64_t last_done = -1, t0 = wall_ms();
+    int64_t last_done = -1, t0 = cv_clock_wall_ms();
     for (;;) {
         json_t *rev = revision_get(f, revision, d);
         if (!rev)
@@ -156,14 +149,14 @@ static json_t *wait_built(farm_link *f, const char *revision, int64_t deadline, 
                                   .hits = json_integer_value(json_object_get(rev, "hits")),
                                   .failed = json_integer_value(json_object_get(rev, "failed")),
                                   .pending = pending,
-                                  .elapsed_s = (double)(wall_ms() - t0) / 1000.0};
+                                  .elapsed_s = (double)(cv_clock_wall_ms() - t0) / 1000.0};
             cv_cli_progress(&ps, &p);
             last_done = jobs - pending;
         }
         if (is_finished(rev))
             return rev;
         json_decref(rev);
-        if (wall_ms() > deadline) {
+        if (cv_clock_wall_ms() > deadline) {
             cv_diag_error(d, 6102, (cv_span){0}, "%s was not built in time", revision);
             return NULL;
         }
@@ -223,7 +216,7 @@ static int submit_and_wait(const submit_args *a, farm_link *f, cv_diag *d)
     fprintf(stderr, "cuvil submit: request %lld submitted\n", (long long)id);
     if (!a->wait)
         return CV_EXIT_OK;
-    int64_t deadline = wall_ms() + a->timeout_ms;
+    int64_t deadline = cv_clock_wall_ms() + a->timeout_ms;
     char revision[CV_REVISION_MAX + 1];
     if (wait_handled(f, id, deadline, revision, d) != 0)
         return CV_EXIT_INPUT;

@@ -5,17 +5,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "cli/farm_report.h"
 
 #define BAR_WIDTH 24
 #define PLAIN_EVERY_S 2.0
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 void cv_cli_progress(void *ctx, const cv_farm_progress *p)
 {
@@ -44,7 +38,7 @@ void cv_cli_progress(void *ctx, const cv_farm_progress *p)
         fflush(s->out);
         return;
     }
-    double now = mono_s();
+    double now = cv_clock_mono_s();
     if (p->pending && now - s->last_plain < PLAIN_EVERY_S)
         return;
     s->last_plain = now;

@@ -107,6 +107,17 @@ static int write_all(int fd, const void *data, size_t len)
     return 0;
 }
 
+int cv_fs_write_plain(const char *path, const void *data, size_t len, cv_diag *d)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return io_error(d, path, "cannot create", errno);
+    int err = write_all(fd, data, len);
+    if (close(fd) != 0 && !err)
+        err = errno;
+    return err ? io_error(d, path, "cannot write", err) : 0;
+}
+
 /* A rename is durable only once the directory entry is on disk. */
 static void fsync_parent(const char *path)
 {

@@ -18,6 +18,11 @@ int cv_fs_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
  * The file gets mode 0644. */
 int cv_fs_write_atomic(const char *path, const void *data, size_t len, cv_diag *d);
 
+/* Creates or truncates path and writes data, without fsync or rename: for
+ * derived files whose completeness something else records (a marker file
+ * written after a sync).  The file gets mode 0644. */
+int cv_fs_write_plain(const char *path, const void *data, size_t len, cv_diag *d);
+
 /* One piece of a file written by cv_fs_write_atomic_parts. */
 typedef struct cv_fs_part {
     const void *data;   /* not owned */

@@ -11,9 +11,11 @@
 
 /* ---- revisions */
 
-static const char SQL_REV_LIST[] = "SELECT revision FROM revisions ORDER BY id DESC LIMIT ?";
+static const char SQL_REV_LIST[] =
+    "SELECT revision FROM revisions ORDER BY id DESC LIMIT ? OFFSET ?";
 
-int cv_builddb_revisions_list(cv_builddb *db, cv_rev_summary *out, int max, int *n, cv_diag *d)
+int cv_builddb_revisions_list(cv_builddb *db, int64_t offset, cv_rev_summary *out, int max,
+                              int *n, cv_diag *d)
 {
     *n = 0;
     /* names first: the summary query reuses the statement cache */
@@ -22,7 +24,7 @@ int cv_builddb_revisions_list(cv_builddb *db, cv_rev_summary *out, int max, int 
         cv_diag_error(d, CV_E_OOM, (cv_span){0}, "out of memory");
         return -1;
     }
-    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_REV_LIST, "i", (int64_t)max);
+    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_REV_LIST, "ii", (int64_t)max, offset);
     int rc = st ? 1 : -1, count = 0;
     while (rc == 1 && count < max && (rc = cv_db_step(&db->db, st, d)) == 1)
         cv_db_text(st, 0, names[count++], sizeof names[0]);
@@ -92,7 +94,9 @@ int cv_builddb_revision_resolve(cv_builddb *db, const char *name, char out[CV_RE
 #define SQL_JOBS_SELECT                                                                       \
     "SELECT j.job_id, j.pipeline, j.model_path, j.target, j.precision, j.opt_level, j.state,"  \
     " COALESCE(j.result_id,0), j.attempts, j.queued_ms, COALESCE(j.finished_ms,0),"            \
-    " COALESCE(r.l2,'')"                                                                       \
+    " COALESCE(r.l2,''), COALESCE(r.l1,''), COALESCE(j.started_ms,0),"                         \
+    " COALESCE(j.frontend_ms,0), COALESCE(j.passes_ms,0), COALESCE(j.codegen_ms,0),"           \
+    " COALESCE(j.uploaded_ms,0)"                                                               \
     " FROM jobs j LEFT JOIN results r ON r.id = j.result_id WHERE j.revision_id=?"
 #define SQL_JOBS_ORDER " ORDER BY j.model_path, j.target, j.precision, j.pipeline"
 static const char SQL_JOBS_ALL[] = SQL_JOBS_SELECT SQL_JOBS_ORDER;
@@ -113,6 +117,11 @@ static void job_row_read(sqlite3_stmt *st, cv_job_row *r)
     r->queued_ms = sqlite3_column_int64(st, 9);
     r->finished_ms = sqlite3_column_int64(st, 10);
     cv_db_text(st, 11, r->l2, sizeof r->l2);
+    cv_db_text(st, 12, r->l1, sizeof r->l1);
+    r->ts[CV_JOB_TS_QUEUED] = r->queued_ms;
+    for (int i = CV_JOB_TS_STARTED; i <= CV_JOB_TS_UPLOADED; i++)
+        r->ts[i] = sqlite3_column_int64(st, 12 + i);
+    r->ts[CV_JOB_TS_FINISHED] = r->finished_ms;
 }
 
 int cv_builddb_jobs_visit(cv_builddb *db, int64_t rev_id, bool only_bad, cv_job_row_fn fn,
@@ -193,7 +202,7 @@ int cv_builddb_diags_load(cv_builddb *db, int64_t rev_id, int64_t result_id, cv_
 static const char SQL_REQ_ADD[] = "INSERT INTO requests(created_ms) VALUES(?)";
 static const char SQL_REQ_NEXT[] =
     "SELECT id, created_ms, COALESCE(handled_ms,0), COALESCE(revision,''), COALESCE(error,'')"
-    " FROM requests WHERE handled_ms IS NULL ORDER BY id LIMIT 1";
+    " FROM requests WHERE handled_ms IS NULL ORDER BY id DESC LIMIT 1";
 static const char SQL_REQ_GET[] =
     "SELECT id, created_ms, COALESCE(handled_ms,0), COALESCE(revision,''), COALESCE(error,'')"
     " FROM requests WHERE id=?";
@@ -239,5 +248,5 @@ int cv_builddb_request_done(cv_builddb *db, int64_t upto_id, const char *revisio
     int n = cv_db_exec(&db->db, d, SQL_REQ_DONE, "itti", now_ms,
                        revision && *revision ? revision : NULL, error && *error ? error : NULL,
                        upto_id);
-    return n < 0 ? -1 : 0;
+    return n;
 }

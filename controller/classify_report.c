@@ -10,18 +10,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/fs.h"
 #include "controller/classify_internal.h"
 #include "controller/classify_state.h"
 
 #define HISTORY_BATCH 64
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int store_counts(cv_builddb *db, int64_t rev_id, const cv_cls *s, cv_diag *d)
 {
@@ -35,7 +29,7 @@ static int store_counts(cv_builddb *db, int64_t rev_id, const cv_cls *s, cv_diag
         c[i] = (cv_fh_count){.pattern = g->pattern, .cls = g->cls, .code = g->code,
                              .jobs = g->jobs};
     }
-    int rc = cv_fh_store(db, rev_id, c, s->n_groups, wall_ms(), d);
+    int rc = cv_fh_store(db, rev_id, c, s->n_groups, cv_clock_wall_ms(), d);
     free(c);
     return rc;
 }

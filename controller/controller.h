@@ -296,8 +296,10 @@ const char *cv_rev_state_name(cv_rev_state s);   /* "planning", "building", ... 
 
 /* ---- reading the history (`cuvil status`, `cuvil artifacts`) */
 
-/* The revisions, newest first: up to max summaries into out; *n is set. */
-int  cv_builddb_revisions_list(cv_builddb *db, cv_rev_summary *out, int max, int *n, cv_diag *d);
+/* The revisions, newest first, skipping the newest `offset`: up to max
+ * summaries into out; *n is set. */
+int  cv_builddb_revisions_list(cv_builddb *db, int64_t offset, cv_rev_summary *out, int max,
+                               int *n, cv_diag *d);
 /* A revision named by the user: the full "ref@sha1:<commit>", a commit id
  * or a prefix of one (at least 4 hex digits), or "latest".  1 found (out
  * set), 0 none; an ambiguous prefix is CV6076. */
@@ -314,7 +316,8 @@ typedef struct cv_job_row {
     int64_t result_id;                /* 0 = none yet */
     int attempts;
     int64_t queued_ms, finished_ms;
-    char l2[16];                      /* the worker's L2 outcome (miss, hit, ...); "" */
+    char l1[16], l2[16];              /* the worker's cache outcomes (miss, hit, ...); "" */
+    int64_t ts[CV_JOB_TS__COUNT];     /* REAPI-style timestamps; 0 = not reached */
 } cv_job_row;
 
 /* Calls fn for each job of the revision, sorted by model, target and
@@ -338,9 +341,10 @@ typedef struct cv_build_request {
 } cv_build_request;
 
 int  cv_builddb_request_add(cv_builddb *db, int64_t now_ms, int64_t *id, cv_diag *d);
-/* The oldest request not handled: 1 found, 0 none. */
+/* The newest request not handled: 1 found, 0 none. */
 int  cv_builddb_request_next(cv_builddb *db, cv_build_request *out, cv_diag *d);
-/* Marks every open request up to id handled (one poll serves them all). */
+/* Marks every open request up to id handled (one poll serves them all);
+ * returns how many it marked, or -1. */
 int  cv_builddb_request_done(cv_builddb *db, int64_t upto_id, const char *revision,
                              const char *error, int64_t now_ms, cv_diag *d);
 int  cv_builddb_request_get(cv_builddb *db, int64_t id, cv_build_request *out, cv_diag *d);

@@ -265,19 +265,14 @@ static int handle_requests(cv_controller *c, bool force, cv_step_report *r, cv_d
         return -1;
     if (!found)
         return 0;
-    /* every request up to the newest one open is answered by this poll */
-    int64_t newest = req.id;
-    if (cv_db_int(&c->db->db, d, &newest,
-                  "SELECT MAX(id) FROM requests WHERE handled_ms IS NULL", "") < 0)
-        return -1;
-    int64_t before = 0;
-    cv_db_int(&c->db->db, d, &before, "SELECT COUNT(*) FROM requests WHERE handled_ms IS NULL",
-              "");
+    /* this poll answers every request made before it started: up to the
+     * newest one open then */
     const char *why = r->source_failed ? r->source_error : NULL;
-    if (cv_builddb_request_done(c->db, newest, why ? NULL : c->head_revision, why, now_ms(c),
-                                d) != 0)
+    int n = cv_builddb_request_done(c->db, req.id, why ? NULL : c->head_revision, why, now_ms(c),
+                                    d);
+    if (n < 0)
         return -1;
-    r->requests = (int)before;
+    r->requests = n;
     return 0;
 }
 

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/fs.h"
 #include "controller/ctl_internal.h"
 
@@ -37,13 +38,6 @@ typedef struct farm {
     double rev_t0, last_progress;
     int64_t last_done;
 } farm;
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* ------------------------------------------------------------ workers */
 
@@ -114,7 +108,7 @@ static int worker_start(farm *f, int slot, cv_diag *d)
         return -1;
     }
     f->pids[slot] = pid;
-    f->started[slot] = mono_s();
+    f->started[slot] = cv_clock_mono_s();
     return 0;
 }
 
@@ -160,7 +154,7 @@ static void workers_stop(farm *f, int grace_ms)
 static int workers_keep_alive(farm *f, cv_diag *d)
 {
     workers_reap(f, false);
-    double now = mono_s();
+    double now = cv_clock_mono_s();
     for (int i = 0; i < f->o->workers; i++)
         if (f->pids[i] <= 0 && now - f->started[i] >= RESTART_MS / 1000.0 &&
             worker_start(f, i, d) != 0)
@@ -209,7 +203,7 @@ static void report_progress(farm *f, const cv_rev_summary *sum)
 {
     if (!f->o->progress)
         return;
-    double now = mono_s();
+    double now = cv_clock_mono_s();
     int64_t done = sum->jobs - sum->pending;
     if (done == f->last_done && now - f->last_progress < PROGRESS_EVERY_S)
         return;
@@ -291,7 +285,7 @@ static int build_revision(farm *f, cv_rev_summary *sum, cv_diag *d)
 int cv_farm_once(const cv_farm_opts *o, cv_farm_summary *s, cv_diag *d)
 {
     memset(s, 0, sizeof *s);
-    double t0 = mono_s();
+    double t0 = cv_clock_mono_s();
     farm f;
     int rc = farm_open(&f, o, d);
     cv_step_report r = {0};
@@ -322,7 +316,7 @@ int cv_farm_once(const cv_farm_opts *o, cv_farm_summary *s, cv_diag *d)
         farm_close(&f);
     else
         free(f.scratch);
-    s->seconds = mono_s() - t0;
+    s->seconds = cv_clock_mono_s() - t0;
     return rc;
 }
 
@@ -335,7 +329,7 @@ static int follow_revision(farm *f, const cv_step_report *r,
 {
     if (r->planned) {
         snprintf(f->revision, sizeof f->revision, "%s", r->revision);
-        f->rev_t0 = mono_s();
+        f->rev_t0 = cv_clock_mono_s();
         f->last_done = -1;
     }
     if (!f->revision[0])
@@ -349,7 +343,7 @@ static int follow_revision(farm *f, const cv_step_report *r,
     cv_farm_summary s;
     if (cv_farm_summarise(cv_controller_db(f->ctl), f->revision, &s, d) != 0)
         return -1;
-    s.seconds = mono_s() - f->rev_t0;
+    s.seconds = cv_clock_mono_s() - f->rev_t0;
     if (on_built)
         on_built(ctx, &s);
     f->revision[0] = '\0';

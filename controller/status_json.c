@@ -95,7 +95,7 @@ json_t *cv_status_json(cv_builddb *db, const cv_rev_summary *rev, int64_t now_ms
     json_t *recent = json_array();
     cv_rev_summary list[RECENT_REVISIONS];
     int n = 0;
-    cv_builddb_revisions_list(db, list, RECENT_REVISIONS, &n, d);
+    cv_builddb_revisions_list(db, 0, list, RECENT_REVISIONS, &n, d);
     for (int i = 0; i < n; i++)
         json_array_append_new(recent, cv_status_summary_json(&list[i]));
     return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "controller", ctl ? ctl : json_null(),

@@ -27,29 +27,6 @@ static int fs_error(cv_diag *d, const char *path, const char *what)
     return -1;
 }
 
-/* No fsync per file: the whole tree is synced once before its marker is
- * written, and a tree without its marker is written again. */
-static int write_plain(const char *path, const char *data, size_t len, cv_diag *d)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return fs_error(d, path, "create");
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = write(fd, data + done, len - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            int e = n < 0 ? errno : ENOSPC;
-            close(fd);
-            errno = e;
-            return fs_error(d, path, "write");
-        }
-        done += (size_t)n;
-    }
-    return close(fd) == 0 ? 0 : fs_error(d, path, "write");
-}
-
 /* Makes the tree's files durable before the marker says it is complete. */
 static int sync_tree(const char *dir, cv_diag *d)
 {
@@ -76,7 +53,7 @@ static int write_entry(const cv_tree *tree, const char *dir, const cv_tree_entry
     if (rc == 0 && cv_fs_mkdirs(parent, 0755) != 0)
         rc = fs_error(d, parent, "create");
     if (rc == 0)
-        rc = write_plain(path, data, len, d);
+        rc = cv_fs_write_plain(path, data, len, d);   /* synced once, with the tree */
     free(parent);
     free(data);
     free(path);

@@ -155,7 +155,7 @@ json_t *http_job_json(cv_builddb *db, const http_job *j, bool diagnostics)
 {
     const cv_job_row *r = &j->row;
     int64_t st[HTTP_STAGES];
-    http_job_stages(j->ts, st);
+    http_job_stages(j->row.ts, st);
     json_t *stages = json_object();
     for (int s = 0; s < HTTP_STAGES; s++)
         json_object_set_new(stages, http_stage_name((http_stage)s), json_integer(st[s]));
@@ -164,12 +164,12 @@ json_t *http_job_json(cv_builddb *db, const http_job *j, bool diagnostics)
         " s:o}",
         "job", r->job_id, "pipeline", r->pipeline, "model", r->model_path, "target", r->target,
         "precision", r->precision, "opt", r->opt_level, "state", r->state, "l1",
-        text_or_null(j->l1), "l2", r->l2[0] ? r->l2 : r->state, "attempts", r->attempts,
-        "queuedMs", (json_int_t)j->ts[CV_JOB_TS_QUEUED], "startedMs",
-        (json_int_t)j->ts[CV_JOB_TS_STARTED], "frontendMs", (json_int_t)j->ts[CV_JOB_TS_FRONTEND],
-        "passesMs", (json_int_t)j->ts[CV_JOB_TS_PASSES], "codegenMs",
-        (json_int_t)j->ts[CV_JOB_TS_CODEGEN], "uploadedMs", (json_int_t)j->ts[CV_JOB_TS_UPLOADED],
-        "finishedMs", (json_int_t)j->ts[CV_JOB_TS_FINISHED], "stagesMs", stages);
+        text_or_null(j->row.l1), "l2", r->l2[0] ? r->l2 : r->state, "attempts", r->attempts,
+        "queuedMs", (json_int_t)j->row.ts[CV_JOB_TS_QUEUED], "startedMs",
+        (json_int_t)j->row.ts[CV_JOB_TS_STARTED], "frontendMs", (json_int_t)j->row.ts[CV_JOB_TS_FRONTEND],
+        "passesMs", (json_int_t)j->row.ts[CV_JOB_TS_PASSES], "codegenMs",
+        (json_int_t)j->row.ts[CV_JOB_TS_CODEGEN], "uploadedMs", (json_int_t)j->row.ts[CV_JOB_TS_UPLOADED],
+        "finishedMs", (json_int_t)j->row.ts[CV_JOB_TS_FINISHED], "stagesMs", stages);
     if (diagnostics && o) {
         cv_diag dg, tmp;
         cv_diag_init(&dg);

@@ -34,68 +34,46 @@ static int oom(cv_diag *d)
 
 /* ---- jobs */
 
-static const char SQL_JOBS[] =
-    "SELECT j.job_id, j.pipeline, j.model_path, j.target, j.precision, j.opt_level, j.state,"
-    " COALESCE(j.result_id,0), j.attempts, j.queued_ms, COALESCE(j.finished_ms,0),"
-    " COALESCE(r.l2,''), COALESCE(r.l1,''), COALESCE(j.started_ms,0),"
-    " COALESCE(j.frontend_ms,0), COALESCE(j.passes_ms,0), COALESCE(j.codegen_ms,0),"
-    " COALESCE(j.uploaded_ms,0)"
-    " FROM jobs j LEFT JOIN results r ON r.id = j.result_id WHERE j.revision_id=?"
-    " ORDER BY j.model_path, j.target, j.precision, j.pipeline";
+typedef struct jobs_acc {
+    http_job *v;   /* grown here, handed to the caller */
+    size_t n, cap;
+    bool oom;
+} jobs_acc;
 
-static void job_read(sqlite3_stmt *st, http_job *j)
+static int add_job(void *ctx, const cv_job_row *row)
 {
-    cv_job_row *r = &j->row;
-    cv_db_text(st, 0, r->job_id, sizeof r->job_id);
-    cv_db_text(st, 1, r->pipeline, sizeof r->pipeline);
-    cv_db_text(st, 2, r->model_path, sizeof r->model_path);
-    cv_db_text(st, 3, r->target, sizeof r->target);
-    cv_db_text(st, 4, r->precision, sizeof r->precision);
-    cv_db_text(st, 5, r->opt_level, sizeof r->opt_level);
-    cv_db_text(st, 6, r->state, sizeof r->state);
-    r->result_id = sqlite3_column_int64(st, 7);
-    r->attempts = sqlite3_column_int(st, 8);
-    r->queued_ms = sqlite3_column_int64(st, 9);
-    r->finished_ms = sqlite3_column_int64(st, 10);
-    cv_db_text(st, 11, r->l2, sizeof r->l2);
-    cv_db_text(st, 12, j->l1, sizeof j->l1);
-    j->ts[CV_JOB_TS_QUEUED] = r->queued_ms;
-    for (int i = CV_JOB_TS_STARTED; i <= CV_JOB_TS_UPLOADED; i++)
-        j->ts[i] = sqlite3_column_int64(st, 12 + i);
-    j->ts[CV_JOB_TS_FINISHED] = r->finished_ms;
+    jobs_acc *a = ctx;
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 64;
+        http_job *grown = realloc(a->v, cap * sizeof *grown);
+        if (!grown) {
+            a->oom = true;
+            return 1;
+        }
+        a->v = grown;
+        a->cap = cap;
+    }
+    a->v[a->n++].row = *row;
+    return 0;
 }
 
 int http_db_jobs(cv_builddb *db, int64_t rev_id, http_job **out, size_t *n, cv_diag *d)
 {
-    *out = NULL;
-    *n = 0;
-    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_JOBS, "i", rev_id);
-    if (!st)
-        return -1;
-    size_t cap = 0;
-    int rc;
-    while ((rc = cv_db_step(&db->db, st, d)) == 1) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 64;
-            http_job *grown = realloc(*out, cap * sizeof **out);
-            if (!grown) {
-                sqlite3_reset(st);
-                free(*out);
-                *out = NULL;
-                *n = 0;
-                return oom(d);
-            }
-            *out = grown;
-        }
-        job_read(st, &(*out)[(*n)++]);
+    jobs_acc a = {0};
+    int rc = cv_builddb_jobs_visit(db, rev_id, false, add_job, &a, d);
+    if (rc == 0 && a.oom)
+        rc = oom(d);
+    if (rc != 0) {
+        free(a.v);
+        a = (jobs_acc){0};
     }
-    return rc < 0 ? -1 : 0;
+    *out = a.v;
+    *n = a.n;
+    return rc;
 }
 
 /* ---- revisions */
 
-static const char SQL_REV_PAGE[] =
-    "SELECT revision FROM revisions ORDER BY id DESC LIMIT ? OFFSET ?";
 static const char SQL_REV_COUNT[] = "SELECT COUNT(*) FROM revisions";
 
 int http_db_revisions(cv_builddb *db, int limit, int64_t offset, cv_rev_summary *out, int *n,
@@ -104,24 +82,7 @@ int http_db_revisions(cv_builddb *db, int limit, int64_t offset, cv_rev_summary 
     *n = 0;
     if (cv_db_int(&db->db, d, total, SQL_REV_COUNT, "") < 0)
         return -1;
-    char (*names)[CV_REVISION_MAX + 1] = limit > 0 ? calloc((size_t)limit, sizeof *names) : NULL;
-    if (limit > 0 && !names)
-        return oom(d);
-    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_REV_PAGE, "ii", (int64_t)limit, offset);
-    int rc = st ? 1 : -1, count = 0;
-    while (rc == 1 && count < limit && (rc = cv_db_step(&db->db, st, d)) == 1)
-        cv_db_text(st, 0, names[count++], sizeof names[0]);
-    if (st && rc == 1)
-        sqlite3_reset(st);
-    /* summaries after the cursor is done: they use the statement cache */
-    for (int i = 0; rc >= 0 && i < count; i++)
-        if (cv_builddb_revision_summary(db, names[i], &out[i], d) != 1)
-            rc = -1;
-    free(names);
-    if (rc < 0)
-        return -1;
-    *n = count;
-    return 0;
+    return cv_builddb_revisions_list(db, offset, out, limit, n, d);
 }
 
 /* ---- cache outcomes per revision */

@@ -149,9 +149,7 @@ int  http_cache_has(cv_http *h, const char *hex);
 /* ---- build DB queries (http_db.c) */
 
 typedef struct http_job {
-    cv_job_row row;
-    char l1[16];                  /* the worker's L1 outcome; "" */
-    int64_t ts[CV_JOB_TS__COUNT];
+    cv_job_row row;               /* with both cache outcomes and every timestamp */
 } http_job;
 
 /* The durations of a job's stages in ms (0 when not reached). */

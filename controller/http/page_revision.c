@@ -53,7 +53,7 @@ static void cache_cell(cv_sb *o, const http_job *j)
         cv_sb_puts(o, "<span class=\"muted\">—</span>");
     else {
         cv_sb_puts(o, "L1 ");
-        html_esc(o, j->l1);
+        html_esc(o, j->row.l1);
         cv_sb_puts(o, " / L2 ");
         html_esc(o, j->row.l2);
     }
@@ -62,7 +62,7 @@ static void cache_cell(cv_sb *o, const http_job *j)
 static int64_t total_ms(const http_job *j)
 {
     int64_t st[HTTP_STAGES], t = 0;
-    http_job_stages(j->ts, st);
+    http_job_stages(j->row.ts, st);
     for (int s = 0; s < HTTP_STAGES; s++)
         t += st[s];
     return t;
@@ -87,10 +87,10 @@ static void job_row(cv_sb *o, const http_job *j, size_t index, int64_t max_ms, i
     cache_cell(o, j);
     cv_sb_puts(o, "</td><td>");
     int64_t st[HTTP_STAGES];
-    http_job_stages(j->ts, st);
+    http_job_stages(j->row.ts, st);
     svg_stage_bar(o, st, max_ms);
     cv_sb_puts(o, "</td><td class=\"n\">");
-    if (j->ts[CV_JOB_TS_STARTED])
+    if (j->row.ts[CV_JOB_TS_STARTED])
         html_duration(o, total_ms(j));
     cv_sb_puts(o, "</td><td>");
     if (n_diags)

@@ -293,7 +293,7 @@ static void test_history_queries(void **state)
 
     cv_rev_summary list[8];
     int n;
-    assert_int_equal(cv_builddb_revisions_list(db, list, 8, &n, &f->d), 0);
+    assert_int_equal(cv_builddb_revisions_list(db, 0, list, 8, &n, &f->d), 0);
     assert_int_equal(n, 3);
     assert_string_equal(list[0].revision, "dev@sha1:abcd222222222222222222222222222222222222");
     assert_string_equal(list[2].revision, s.revision);
