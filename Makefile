@@ -99,8 +99,19 @@ $(BUILD)/asan/obj/%.o: %.c
 # diagnostics of the program that loads it.
 link_all = -Wl,--whole-archive $(filter %.a,$^) -Wl,--no-whole-archive -rdynamic
 
+# The release cuvil links the libraries that every command loads (SQLite,
+# OpenSSL's libcrypto, zstd, ...) statically, with their symbols kept out of
+# its exports so that a library dlopen'd later (librdkafka's libssl) binds
+# to its own copy: loading and relocating them cost each process ~2 ms, as
+# much as a local cache hit's own work.  The sanitized builds link them as
+# shared libraries.
+empty :=
+space := $(empty) $(empty)
+STATIC_LINK = -Wl,-Bstatic $(PKG_LIBS) -Wl,-Bdynamic \
+              -Wl,--exclude-libs,$(subst $(space),:,$(strip $(patsubst -l%,lib%.a,$(filter -l%,$(PKG_LIBS)))))
+
 $(BUILD)/cuvil: $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS)) $(LIBS_NORMAL) | $(BUILD)/lib/cuvil/libcv_llvm.so
-	$(Q)$(CC) -o $@ $(filter %.o,$^) $(link_all) $(PKG_LIBS) $(SYS_LIBS)
+	$(Q)$(CC) -o $@ $(filter %.o,$^) $(link_all) $(STATIC_LINK) $(SYS_LIBS)
 	@echo "built $@"
 
 $(BUILD)/asan/cuvil: $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(CLI_SRCS)) $(LIBS_ASAN) | $(BUILD)/asan/lib/cuvil/libcv_llvm.so

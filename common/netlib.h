@@ -1,4 +1,4 @@
-/* libcurl and libmicrohttpd, loaded when a remote cache, the cache server,
+/* libcurl and libmicrohttpd (common/lazylib.h), loaded when a remote cache, the cache server,
  * the farm's HTTP API or an API client is first used rather than when
  * cuvil starts.  Both pull in GnuTLS
  * (through librtmp and libldap, and directly), whose load-time set-up cost

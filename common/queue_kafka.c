@@ -43,14 +43,14 @@ static kq_queue *kq(cv_queue *q) { return (kq_queue *)q; }
 
 static void pause_resume(rd_kafka_t *rk, const char *topic, int32_t partition, bool pause)
 {
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(l, topic, partition);
-    rd_kafka_resp_err_t err = pause ? rd_kafka_pause_partitions(rk, l)
-                                    : rd_kafka_resume_partitions(rk, l);
+    rd_kafka_topic_partition_list_t *l = cv_rdkafka()->topic_partition_list_new(1);
+    cv_rdkafka()->topic_partition_list_add(l, topic, partition);
+    rd_kafka_resp_err_t err = pause ? cv_rdkafka()->pause_partitions(rk, l)
+                                    : cv_rdkafka()->resume_partitions(rk, l);
     if (err || l->elems[0].err)
         cv_log_warn("kafka: cannot %s %s[%d]: %s", pause ? "pause" : "resume", topic, partition,
-                    rd_kafka_err2str(err ? err : l->elems[0].err));
-    rd_kafka_topic_partition_list_destroy(l);
+                    cv_rdkafka()->err2str(err ? err : l->elems[0].err));
+    cv_rdkafka()->topic_partition_list_destroy(l);
 }
 
 static bool first_of_partition(const kq_queue *q, int i)
@@ -73,19 +73,19 @@ static void finish_slot(kq_queue *q, int i)
     rd_kafka_message_t *m = q->slots[i].m;
     int32_t partition = m->partition;
     int64_t next = m->offset + 1;
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(l, q->topic_jobs, partition)->offset = next;
-    rd_kafka_resp_err_t err = rd_kafka_offsets_store(q->workers, l);
+    rd_kafka_topic_partition_list_t *l = cv_rdkafka()->topic_partition_list_new(1);
+    cv_rdkafka()->topic_partition_list_add(l, q->topic_jobs, partition)->offset = next;
+    rd_kafka_resp_err_t err = cv_rdkafka()->offsets_store(q->workers, l);
     if (err || l->elems[0].err)   /* revoked meanwhile: the next owner runs it again */
         cv_log_info("kafka: offset of %s[%d]@%lld not stored: %s", q->topic_jobs, (int)partition,
-                    (long long)m->offset, rd_kafka_err2str(err ? err : l->elems[0].err));
+                    (long long)m->offset, cv_rdkafka()->err2str(err ? err : l->elems[0].err));
     else
-        rd_kafka_commit(q->workers, NULL, 1);
-    rd_kafka_topic_partition_list_destroy(l);
+        cv_rdkafka()->commit(q->workers, NULL, 1);
+    cv_rdkafka()->topic_partition_list_destroy(l);
     char key[48];
     done_key(m, key, sizeof key);
     cv_kq_seen_add(&q->done, key);
-    rd_kafka_message_destroy(m);
+    cv_rdkafka()->message_destroy(m);
     memmove(&q->slots[i], &q->slots[i + 1], (size_t)(q->n_slots - i - 1) * sizeof q->slots[0]);
     q->n_slots--;
     for (int j = 0; j < q->n_slots; j++)
@@ -95,12 +95,12 @@ static void finish_slot(kq_queue *q, int i)
     /* librdkafka 2.0 does not wake a broker thread that went idle when its
      * partitions were paused, so a resumed partition could wait up to a
      * second for its next fetch; a seek to the same position fetches now. */
-    l = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(l, q->topic_jobs, partition)->offset = next;
-    rd_kafka_error_t *e = rd_kafka_seek_partitions(q->workers, l, 0);
+    l = cv_rdkafka()->topic_partition_list_new(1);
+    cv_rdkafka()->topic_partition_list_add(l, q->topic_jobs, partition)->offset = next;
+    rd_kafka_error_t *e = cv_rdkafka()->seek_partitions(q->workers, l, 0);
     if (e)
-        rd_kafka_error_destroy(e);
-    rd_kafka_topic_partition_list_destroy(l);
+        cv_rdkafka()->error_destroy(e);
+    cv_rdkafka()->topic_partition_list_destroy(l);
 }
 
 /* The group took these partitions away: whatever we hold of them is
@@ -114,7 +114,7 @@ static void drop_slots(kq_queue *q, const rd_kafka_topic_partition_list_t *parts
                 continue;
             if (q->slots[i].serial)
                 q->totals.expired++;
-            rd_kafka_message_destroy(q->slots[i].m);
+            cv_rdkafka()->message_destroy(q->slots[i].m);
             memmove(&q->slots[i], &q->slots[i + 1],
                     (size_t)(q->n_slots - i - 1) * sizeof q->slots[0]);
             q->n_slots--;
@@ -127,29 +127,29 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
     kq_queue *q = opaque;
-    bool coop = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+    bool coop = strcmp(cv_rdkafka()->rebalance_protocol(rk), "COOPERATIVE") == 0;
     rd_kafka_error_t *e = NULL;
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         cv_log_info("kafka: %d partition(s) of %s assigned", parts->cnt, q->topic_jobs);
         if (coop)
-            e = rd_kafka_incremental_assign(rk, parts);
+            e = cv_rdkafka()->incremental_assign(rk, parts);
         else
-            rd_kafka_assign(rk, parts);
+            cv_rdkafka()->assign(rk, parts);
         /* Pauses are ours; a partition assigned afresh carries none. */
-        rd_kafka_resume_partitions(rk, parts);
+        cv_rdkafka()->resume_partitions(rk, parts);
     } else {
         if (err != RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS)
-            cv_log_warn("kafka: rebalance error: %s", rd_kafka_err2str(err));
+            cv_log_warn("kafka: rebalance error: %s", cv_rdkafka()->err2str(err));
         cv_log_info("kafka: %d partition(s) of %s revoked", parts->cnt, q->topic_jobs);
         drop_slots(q, parts);
         if (coop)
-            e = rd_kafka_incremental_unassign(rk, parts);
+            e = cv_rdkafka()->incremental_unassign(rk, parts);
         else
-            rd_kafka_assign(rk, NULL);
+            cv_rdkafka()->assign(rk, NULL);
     }
     if (e) {
-        cv_log_warn("kafka: rebalance: %s", rd_kafka_error_string(e));
-        rd_kafka_error_destroy(e);
+        cv_log_warn("kafka: rebalance: %s", cv_rdkafka()->error_string(e));
+        cv_rdkafka()->error_destroy(e);
     }
 }
 
@@ -170,23 +170,23 @@ static int make_consumer(kq_queue *q, cv_diag *d)
     rd_kafka_conf_t *c = cv_kq_conf_new(&q->url, defaults, fixed, d);
     if (!c)
         return -1;
-    rd_kafka_conf_set_rebalance_cb(c, on_rebalance);
-    rd_kafka_conf_set_opaque(c, q);
+    cv_rdkafka()->conf_set_rebalance_cb(c, on_rebalance);
+    cv_rdkafka()->conf_set_opaque(c, q);
     char err[512];
-    q->workers = rd_kafka_new(RD_KAFKA_CONSUMER, c, err, sizeof err);
+    q->workers = cv_rdkafka()->new(RD_KAFKA_CONSUMER, c, err, sizeof err);
     if (!q->workers) {
-        rd_kafka_conf_destroy(c);
+        cv_rdkafka()->conf_destroy(c);
         cv_diag_error(d, KQ_E_CLIENT, (cv_span){0}, "cannot create a Kafka consumer: %s", err);
         return -1;
     }
-    rd_kafka_poll_set_consumer(q->workers);
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(l, q->topic_jobs, RD_KAFKA_PARTITION_UA);
-    rd_kafka_resp_err_t e = rd_kafka_subscribe(q->workers, l);
-    rd_kafka_topic_partition_list_destroy(l);
+    cv_rdkafka()->poll_set_consumer(q->workers);
+    rd_kafka_topic_partition_list_t *l = cv_rdkafka()->topic_partition_list_new(1);
+    cv_rdkafka()->topic_partition_list_add(l, q->topic_jobs, RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t e = cv_rdkafka()->subscribe(q->workers, l);
+    cv_rdkafka()->topic_partition_list_destroy(l);
     if (!e)
         return 0;
-    rd_kafka_destroy(q->workers);   /* the next lease tries again */
+    cv_rdkafka()->destroy(q->workers);   /* the next lease tries again */
     q->workers = NULL;
     return cv_kq_error(d, KQ_E_CONSUME, "cannot join the Kafka worker group", e);
 }
@@ -208,7 +208,7 @@ static int add_slot(kq_queue *q, rd_kafka_message_t *m)
     int64_t v = 1;
     s->attempt = cv_kq_header_int(m, KQ_H_ATTEMPT, 1, CV_MSG_ATTEMPT_MAX, &v) < 0 ? -1 : (int)v;
     if (cv_kq_header_int(m, KQ_H_ENQUEUED, 0, INT64_MAX, &s->enqueued_ms) != 1) {
-        int64_t ts = rd_kafka_message_timestamp(m, NULL);
+        int64_t ts = cv_rdkafka()->message_timestamp(m, NULL);
         s->enqueued_ms = ts > 0 ? ts : 0;
     }
     if (cv_kq_header_int(m, KQ_H_NOT_BEFORE, 0, INT64_MAX, &s->not_before_ms) != 1)
@@ -222,27 +222,27 @@ static int add_slot(kq_queue *q, rd_kafka_message_t *m)
 static int pump(kq_queue *q, int wait_ms, cv_diag *d)
 {
     for (int i = 0; i < 1000; i++, wait_ms = 0) {
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(q->workers, wait_ms);
+        rd_kafka_message_t *m = cv_rdkafka()->consumer_poll(q->workers, wait_ms);
         if (!m)
             return 0;
         if (!m->err) {
             if (add_slot(q, m) == 0)
                 continue;
-            rd_kafka_message_destroy(m);
+            cv_rdkafka()->message_destroy(m);
             cv_diag_error(d, KQ_E_CONSUME, (cv_span){0}, "out of memory holding a job");
             return -1;
         }
         char fatal[256];
-        if (rd_kafka_fatal_error(q->workers, fatal, sizeof fatal)) {
-            rd_kafka_message_destroy(m);
+        if (cv_rdkafka()->fatal_error(q->workers, fatal, sizeof fatal)) {
+            cv_rdkafka()->message_destroy(m);
             cv_diag_error(d, KQ_E_FATAL, (cv_span){0}, "the Kafka consumer failed for good: %s",
                           fatal);
             return -1;
         }
         /* Transient (broker down, max.poll.interval exceeded): librdkafka
          * recovers by itself; say so and go on. */
-        cv_log_warn("kafka: consumer: %s", rd_kafka_message_errstr(m));
-        rd_kafka_message_destroy(m);
+        cv_log_warn("kafka: consumer: %s", cv_rdkafka_message_errstr(m));
+        cv_rdkafka()->message_destroy(m);
     }
     return 0;
 }
@@ -262,16 +262,16 @@ static void kq_close(cv_queue *base)
 {
     kq_queue *q = kq(base);
     for (int i = 0; i < q->n_slots; i++)   /* unfinished: the partition's next owner runs them */
-        rd_kafka_message_destroy(q->slots[i].m);
+        cv_rdkafka()->message_destroy(q->slots[i].m);
     q->n_slots = 0;   /* closing revokes: the rebalance callback must find nothing */
     if (q->workers) {
-        rd_kafka_consumer_close(q->workers);   /* commits stored offsets, leaves the group */
-        rd_kafka_destroy(q->workers);
+        cv_rdkafka()->consumer_close(q->workers);   /* commits stored offsets, leaves the group */
+        cv_rdkafka()->destroy(q->workers);
     }
     cv_kq_results_close(q);
     if (q->producer) {
-        rd_kafka_flush(q->producer, q->url.timeout_ms);
-        rd_kafka_destroy(q->producer);
+        cv_rdkafka()->flush(q->producer, q->url.timeout_ms);
+        cv_rdkafka()->destroy(q->producer);
     }
     free(q->slots);
     cv_kq_seen_free(&q->done);
@@ -381,9 +381,9 @@ static int bury(kq_queue *q, int i, int code, const char *reason, cv_diag *d)
         return -1;
     }
     rd_kafka_headers_t *dh = cv_kq_headers(job_id, attempts, s->enqueued_ms);
-    rd_kafka_header_add(dh, KQ_H_REASON, -1, reason, -1);
+    cv_rdkafka()->header_add(dh, KQ_H_REASON, -1, reason, -1);
     rd_kafka_headers_t *rh = cv_kq_headers(job_id, attempts, 0);
-    rd_kafka_header_add(rh, KQ_H_DEAD, -1, "1", 1);
+    cv_rdkafka()->header_add(rh, KQ_H_DEAD, -1, "1", 1);
     kq_msg_out m[2] = {
         {.topic = q->topic_dlq, .key = s->m->key, .key_len = s->m->key_len,
          .value = s->m->payload, .value_len = s->m->len, .headers = dh},
@@ -512,7 +512,7 @@ static int retry(kq_queue *q, int i, const char *reason, cv_diag *d)
     int64_t wait = backoff_ms(&q->base.opts, s->attempt);
     if (wait)
         cv_kq_header_set_int(h, KQ_H_NOT_BEFORE, cv_queue_now_ms(&q->base) + wait);
-    rd_kafka_header_add(h, KQ_H_REASON, -1, reason, -1);
+    cv_rdkafka()->header_add(h, KQ_H_REASON, -1, reason, -1);
     kq_msg_out m = {.topic = q->topic_jobs, .key = s->m->key, .key_len = s->m->key_len,
                     .value = s->m->payload, .value_len = s->m->len, .headers = h};
     if (cv_kq_produce_wait(q->producer, &m, 1, d))

@@ -13,7 +13,7 @@ typedef struct kq_dr {
     rd_kafka_resp_err_t err;
 } kq_dr;
 
-/* Runs on the thread that calls rd_kafka_poll(), i.e. inside
+/* Runs on the thread that calls cv_rdkafka()->poll(), i.e. inside
  * cv_kq_produce_wait: no locking needed. */
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
@@ -38,11 +38,11 @@ rd_kafka_t *cv_kq_producer_new(const kq_url *u, cv_diag *d)
     rd_kafka_conf_t *c = cv_kq_conf_new(u, defaults, fixed, d);
     if (!c)
         return NULL;
-    rd_kafka_conf_set_dr_msg_cb(c, on_delivery);
+    cv_rdkafka()->conf_set_dr_msg_cb(c, on_delivery);
     char err[512];
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof err);
+    rd_kafka_t *rk = cv_rdkafka()->new(RD_KAFKA_PRODUCER, c, err, sizeof err);
     if (!rk) {
-        rd_kafka_conf_destroy(c);
+        cv_rdkafka()->conf_destroy(c);
         cv_diag_error(d, KQ_E_CLIENT, (cv_span){0}, "cannot create a Kafka producer: %s", err);
     }
     return rk;
@@ -50,24 +50,24 @@ rd_kafka_t *cv_kq_producer_new(const kq_url *u, cv_diag *d)
 
 int cv_kq_error(cv_diag *d, int code, const char *what, rd_kafka_resp_err_t err)
 {
-    cv_diag_error(d, code, (cv_span){0}, "%s: %s (%s)", what, rd_kafka_err2str(err),
-                  rd_kafka_err2name(err));
+    cv_diag_error(d, code, (cv_span){0}, "%s: %s (%s)", what, cv_rdkafka()->err2str(err),
+                  cv_rdkafka()->err2name(err));
     return -1;
 }
 
 int cv_kq_topic_check(rd_kafka_t *rk, const char *topic, int timeout_ms, int *partitions,
                       cv_diag *d)
 {
-    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
+    rd_kafka_topic_t *t = cv_rdkafka()->topic_new(rk, topic, NULL);
     if (!t)
-        return cv_kq_error(d, KQ_E_CLIENT, "Kafka topic handle", rd_kafka_last_error());
+        return cv_kq_error(d, KQ_E_CLIENT, "Kafka topic handle", cv_rdkafka()->last_error());
     const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, t, &md, timeout_ms);
-    rd_kafka_topic_destroy(t);
+    rd_kafka_resp_err_t err = cv_rdkafka()->metadata(rk, 0, t, &md, timeout_ms);
+    cv_rdkafka()->topic_destroy(t);
     if (err) {
         cv_diag_error(d, KQ_E_UNREACHABLE, (cv_span){0},
                       "no Kafka broker answered within %d ms: %s", timeout_ms,
-                      rd_kafka_err2str(err));
+                      cv_rdkafka()->err2str(err));
         return -1;
     }
     int rc = 0;
@@ -75,12 +75,12 @@ int cv_kq_topic_check(rd_kafka_t *rk, const char *topic, int timeout_ms, int *pa
         cv_diag_error(d, KQ_E_TOPIC, (cv_span){0},
                       "Kafka topic '%s' is not available (%s); create it before starting cuvil "
                       "(see docs/scaling.md)",
-                      topic, md->topic_cnt == 1 ? rd_kafka_err2str(md->topics[0].err) : "no answer");
+                      topic, md->topic_cnt == 1 ? cv_rdkafka()->err2str(md->topics[0].err) : "no answer");
         rc = -1;
     } else {
         *partitions = md->topics[0].partition_cnt;
     }
-    rd_kafka_metadata_destroy(md);
+    cv_rdkafka()->metadata_destroy(md);
     return rc;
 }
 
@@ -88,14 +88,14 @@ int cv_kq_produce_wait(rd_kafka_t *producer, kq_msg_out *msgs, int n, cv_diag *d
 {
     kq_dr dr[KQ_BATCH_MAX] = {{0}};
     for (int i = 0; i < n && i < KQ_BATCH_MAX; i++) {
-        rd_kafka_resp_err_t err = rd_kafka_producev(
+        rd_kafka_resp_err_t err = cv_rdkafka()->producev(
             producer, RD_KAFKA_V_TOPIC(msgs[i].topic),
             RD_KAFKA_V_KEY(msgs[i].key, msgs[i].key_len),
             RD_KAFKA_V_VALUE((void *)msgs[i].value, msgs[i].value_len),
             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(msgs[i].headers),
             RD_KAFKA_V_OPAQUE(&dr[i]), RD_KAFKA_V_END);
         if (err) {   /* not queued: the headers are still ours */
-            rd_kafka_headers_destroy(msgs[i].headers);
+            cv_rdkafka()->headers_destroy(msgs[i].headers);
             dr[i] = (kq_dr){.done = 1, .err = err};
         }
         msgs[i].headers = NULL;
@@ -104,17 +104,17 @@ int cv_kq_produce_wait(rd_kafka_t *producer, kq_msg_out *msgs, int n, cv_diag *d
      * message.timeout.ms, so this loop ends. */
     for (int i = 0; i < n && i < KQ_BATCH_MAX; i++)
         while (!dr[i].done)
-            rd_kafka_poll(producer, 10);
+            cv_rdkafka()->poll(producer, 10);
     for (int i = 0; i < n && i < KQ_BATCH_MAX; i++) {
         if (!dr[i].err)
             continue;
         char fatal[256];
-        if (rd_kafka_fatal_error(producer, fatal, sizeof fatal))
+        if (cv_rdkafka()->fatal_error(producer, fatal, sizeof fatal))
             cv_diag_error(d, KQ_E_FATAL, (cv_span){0},
                           "the Kafka producer failed for good: %s; restart the process", fatal);
         else
             cv_diag_error(d, KQ_E_DELIVERY, (cv_span){0}, "Kafka did not accept a message for "
-                          "'%s': %s", msgs[i].topic, rd_kafka_err2str(dr[i].err));
+                          "'%s': %s", msgs[i].topic, cv_rdkafka()->err2str(dr[i].err));
         return -1;
     }
     return 0;
@@ -124,14 +124,14 @@ void cv_kq_header_set_int(rd_kafka_headers_t *h, const char *name, int64_t v)
 {
     char buf[24];
     int n = snprintf(buf, sizeof buf, "%" PRId64, v);
-    rd_kafka_header_remove(h, name);
-    rd_kafka_header_add(h, name, -1, buf, n);
+    cv_rdkafka()->header_remove(h, name);
+    cv_rdkafka()->header_add(h, name, -1, buf, n);
 }
 
 rd_kafka_headers_t *cv_kq_headers(const char *job_id, int attempt, int64_t enqueued_ms)
 {
-    rd_kafka_headers_t *h = rd_kafka_headers_new(6);
-    rd_kafka_header_add(h, KQ_H_JOB_ID, -1, job_id, -1);
+    rd_kafka_headers_t *h = cv_rdkafka()->headers_new(6);
+    cv_rdkafka()->header_add(h, KQ_H_JOB_ID, -1, job_id, -1);
     cv_kq_header_set_int(h, KQ_H_ATTEMPT, attempt);
     if (enqueued_ms > 0)
         cv_kq_header_set_int(h, KQ_H_ENQUEUED, enqueued_ms);
@@ -142,7 +142,7 @@ static int header(const rd_kafka_message_t *m, const char *name, const char **va
 {
     rd_kafka_headers_t *h;
     const void *v;
-    if (rd_kafka_message_headers(m, &h) || rd_kafka_header_get_last(h, name, &v, len))
+    if (cv_rdkafka()->message_headers(m, &h) || cv_rdkafka()->header_get_last(h, name, &v, len))
         return 0;
     *val = v;
     return 1;

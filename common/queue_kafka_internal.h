@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "common/diag.h"
+#include "common/kafkalib.h"
 #include "common/queue.h"
 
 enum {

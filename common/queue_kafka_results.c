@@ -33,17 +33,17 @@ static int make_reader(kq_queue *q, cv_diag *d)
     if (!c)
         return -1;
     char err[512];
-    q->reader = rd_kafka_new(RD_KAFKA_CONSUMER, c, err, sizeof err);
+    q->reader = cv_rdkafka()->new(RD_KAFKA_CONSUMER, c, err, sizeof err);
     if (!q->reader) {
-        rd_kafka_conf_destroy(c);
+        cv_rdkafka()->conf_destroy(c);
         cv_diag_error(d, KQ_E_CLIENT, (cv_span){0}, "cannot create a Kafka consumer: %s", err);
         return -1;
     }
-    rd_kafka_poll_set_consumer(q->reader);
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(l, q->topic_results, 0)->offset = RD_KAFKA_OFFSET_STORED;
-    rd_kafka_resp_err_t e = rd_kafka_assign(q->reader, l);
-    rd_kafka_topic_partition_list_destroy(l);
+    cv_rdkafka()->poll_set_consumer(q->reader);
+    rd_kafka_topic_partition_list_t *l = cv_rdkafka()->topic_partition_list_new(1);
+    cv_rdkafka()->topic_partition_list_add(l, q->topic_results, 0)->offset = RD_KAFKA_OFFSET_STORED;
+    rd_kafka_resp_err_t e = cv_rdkafka()->assign(q->reader, l);
+    cv_rdkafka()->topic_partition_list_destroy(l);
     return e ? cv_kq_error(d, KQ_E_CONSUME, "cannot read the results topic", e) : 0;
 }
 
@@ -118,15 +118,15 @@ static int take(kq_queue *q, const rd_kafka_message_t *m)
 static int fill(kq_queue *q, cv_diag *d)
 {
     while (q->n_results < BUFFERED_MAX) {
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(q->reader, 0);
+        rd_kafka_message_t *m = cv_rdkafka()->consumer_poll(q->reader, 0);
         if (!m)
             return 0;
         int rc = 0;
         if (m->err)
-            cv_log_warn("kafka: results reader: %s", rd_kafka_message_errstr(m));
+            cv_log_warn("kafka: results reader: %s", cv_rdkafka_message_errstr(m));
         else
             rc = take(q, m);
-        rd_kafka_message_destroy(m);
+        cv_rdkafka()->message_destroy(m);
         if (rc < 0) {
             cv_diag_error(d, KQ_E_CONSUME, (cv_span){0}, "out of memory reading results");
             return -1;
@@ -183,12 +183,12 @@ int cv_kq_ack_results(cv_queue *base, int64_t upto_seq, cv_diag *d)
     q->n_results -= k;
     if (!q->reader || upto_seq <= 0)
         return 0;
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(l, q->topic_results, 0)->offset = upto_seq;
-    rd_kafka_resp_err_t err = rd_kafka_commit(q->reader, l, 0);
+    rd_kafka_topic_partition_list_t *l = cv_rdkafka()->topic_partition_list_new(1);
+    cv_rdkafka()->topic_partition_list_add(l, q->topic_results, 0)->offset = upto_seq;
+    rd_kafka_resp_err_t err = cv_rdkafka()->commit(q->reader, l, 0);
     if (!err)
         err = l->elems[0].err;
-    rd_kafka_topic_partition_list_destroy(l);
+    cv_rdkafka()->topic_partition_list_destroy(l);
     return err ? cv_kq_error(d, KQ_E_OFFSET, "cannot commit the results cursor", err) : 0;
 }
 
@@ -205,9 +205,9 @@ static int make_probe(kq_queue *q, rd_kafka_t **probe, const char *group, cv_dia
     if (!c)
         return -1;
     char err[512];
-    *probe = rd_kafka_new(RD_KAFKA_CONSUMER, c, err, sizeof err);
+    *probe = cv_rdkafka()->new(RD_KAFKA_CONSUMER, c, err, sizeof err);
     if (!*probe) {
-        rd_kafka_conf_destroy(c);
+        cv_rdkafka()->conf_destroy(c);
         cv_diag_error(d, KQ_E_CLIENT, (cv_span){0}, "cannot create a Kafka consumer: %s", err);
         return -1;
     }
@@ -219,20 +219,20 @@ static int make_probe(kq_queue *q, rd_kafka_t **probe, const char *group, cv_dia
 static int backlog(kq_queue *q, rd_kafka_t *rk, const char *topic, int n, bool committed,
                    int64_t *out, cv_diag *d)
 {
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(n);
+    rd_kafka_topic_partition_list_t *l = cv_rdkafka()->topic_partition_list_new(n);
     for (int p = 0; p < n; p++)
-        rd_kafka_topic_partition_list_add(l, topic, p);
+        cv_rdkafka()->topic_partition_list_add(l, topic, p);
     rd_kafka_resp_err_t err =
-        committed ? rd_kafka_committed(rk, l, q->url.timeout_ms) : RD_KAFKA_RESP_ERR_NO_ERROR;
+        committed ? cv_rdkafka()->committed(rk, l, q->url.timeout_ms) : RD_KAFKA_RESP_ERR_NO_ERROR;
     *out = 0;
     for (int p = 0; !err && p < n; p++) {
         int64_t lo, hi;
-        err = rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi, q->url.timeout_ms);
+        err = cv_rdkafka()->query_watermark_offsets(rk, topic, p, &lo, &hi, q->url.timeout_ms);
         int64_t from = committed && l->elems[p].offset > lo ? l->elems[p].offset : lo;
         if (!err && hi > from)
             *out += hi - from;
     }
-    rd_kafka_topic_partition_list_destroy(l);
+    cv_rdkafka()->topic_partition_list_destroy(l);
     return err ? cv_kq_error(d, KQ_E_QUERY, "cannot read Kafka offsets for the queue figures", err)
                : 0;
 }
@@ -264,14 +264,14 @@ void cv_kq_results_close(kq_queue *q)
     q->results = NULL;
     q->n_results = 0;
     if (q->reader) {
-        rd_kafka_consumer_close(q->reader);
-        rd_kafka_destroy(q->reader);
+        cv_rdkafka()->consumer_close(q->reader);
+        cv_rdkafka()->destroy(q->reader);
         q->reader = NULL;
     }
     rd_kafka_t **probes[] = {&q->probe, &q->probe_results};
     for (int i = 0; i < 2; i++)
         if (*probes[i]) {
-            rd_kafka_destroy(*probes[i]);
+            cv_rdkafka()->destroy(*probes[i]);
             *probes[i] = NULL;
         }
 }

@@ -241,13 +241,13 @@ static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char 
     cv_log_level l = level <= 2 ? CV_LOG_ERROR : level == 3 ? CV_LOG_WARN
                    : level <= 4 ? CV_LOG_INFO : level <= 6 ? CV_LOG_DEBUG : CV_LOG_TRACE;
     if (cv_log_enabled(l))
-        cv_log_write(l, __FILE__, "kafka %s %s: %s", rd_kafka_name(rk), fac, buf);
+        cv_log_write(l, __FILE__, "kafka %s %s: %s", cv_rdkafka()->name(rk), fac, buf);
 }
 
 static int conf_set(rd_kafka_conf_t *c, const char *key, const char *val, cv_diag *d)
 {
     char err[256];
-    if (rd_kafka_conf_set(c, key, val, err, sizeof err) == RD_KAFKA_CONF_OK)
+    if (cv_rdkafka()->conf_set(c, key, val, err, sizeof err) == RD_KAFKA_CONF_OK)
         return 0;
     cv_diag_error(d, KQ_E_CONFIG, (cv_span){0}, "Kafka setting '%.100s' rejected: %s", key, err);
     return -1;
@@ -256,11 +256,13 @@ static int conf_set(rd_kafka_conf_t *c, const char *key, const char *val, cv_dia
 rd_kafka_conf_t *cv_kq_conf_new(const kq_url *u, const char *const *defaults,
                                 const char *const *fixed, cv_diag *d)
 {
-    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    if (!cv_rdkafka_load(d)) /* every Kafka client starts here */
+        return NULL;
+    rd_kafka_conf_t *c = cv_rdkafka()->conf_new();
     int rc = conf_set(c, "bootstrap.servers", u->brokers, d);
     if (rc == 0)
         rc = conf_set(c, "client.id", "cuvil", d);
-    rd_kafka_conf_set_log_cb(c, on_log);
+    cv_rdkafka()->conf_set_log_cb(c, on_log);
     for (int i = 0; rc == 0 && defaults && defaults[i]; i += 2)
         rc = conf_set(c, defaults[i], defaults[i + 1], d);
     for (int i = 0; rc == 0 && i < u->n_props; i++)
@@ -268,7 +270,7 @@ rd_kafka_conf_t *cv_kq_conf_new(const kq_url *u, const char *const *defaults,
     for (int i = 0; rc == 0 && fixed && fixed[i]; i += 2)
         rc = conf_set(c, fixed[i], fixed[i + 1], d);
     if (rc) {
-        rd_kafka_conf_destroy(c);
+        cv_rdkafka()->conf_destroy(c);
         return NULL;
     }
     return c;

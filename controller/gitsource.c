@@ -29,7 +29,7 @@
 
 static const char *git_msg(void)
 {
-    const git_error *e = git_error_last();
+    const git_error *e = cv_git()->error_last();
     return e && e->message ? e->message : "unknown libgit2 error";
 }
 
@@ -77,13 +77,13 @@ static char *mirror_path(const char *state_dir, const char *url)
 
 static int open_mirror(cv_gitsource *g, cv_diag *d)
 {
-    if (git_repository_open_bare(&g->repo, g->mirror) == 0)
+    if (cv_git()->repository_open_bare(&g->repo, g->mirror) == 0)
         return 0;
     char *parent = cv_fs_dirname(g->mirror);
     int rc = parent ? cv_fs_mkdirs(parent, 0755) : -1;
     free(parent);
     if (rc == 0)
-        rc = git_repository_init(&g->repo, g->mirror, 1);
+        rc = cv_git()->repository_init(&g->repo, g->mirror, 1);
     if (rc == 0)
         return 0;
     cv_diag_error(d, CV_E_GIT_OPEN, (cv_span){.file = g->mirror},
@@ -107,12 +107,14 @@ int cv_gitsource_open(const cv_gitsource_opts *o, cv_gitsource **out, cv_diag *d
         cv_diag_error(d, CV_E_GIT_OPEN, (cv_span){0}, "git source needs a state directory");
         return -1;
     }
+    if (!cv_git_load(d))
+        return -1;
     cv_gitsource *g = calloc(1, sizeof *g);
     if (!g) {
         cv_diag_error(d, CV_E_OOM, (cv_span){0}, "out of memory");
         return -1;
     }
-    git_libgit2_init();
+    cv_git()->libgit2_init();
     g->opts = *o;
     g->opts.backoff_base_ms = o->backoff_base_ms > 0 ? o->backoff_base_ms : DEFAULT_BACKOFF_BASE_MS;
     g->opts.backoff_max_ms = o->backoff_max_ms > 0 ? o->backoff_max_ms : DEFAULT_BACKOFF_MAX_MS;
@@ -139,12 +141,12 @@ void cv_gitsource_close(cv_gitsource *g)
 {
     if (!g)
         return;
-    git_repository_free(g->repo);
+    cv_git()->repository_free(g->repo);
     free(g->url);
     free(g->ref);
     free(g->mirror);
     free(g);
-    git_libgit2_shutdown();
+    cv_git()->libgit2_shutdown();
 }
 
 const char *cv_gitsource_mirror(const cv_gitsource *g) { return g->mirror; }
@@ -215,12 +217,12 @@ static int fetch_ref(cv_gitsource *g, git_remote *remote, const char *full)
     char *specs[] = {spec};
     git_strarray refspecs = {specs, 1};
     git_fetch_options fo;
-    git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
+    cv_git()->fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
     fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
     fo.update_fetchhead = 0;
-    if (git_remote_download(remote, &refspecs, &fo))
+    if (cv_git()->remote_download(remote, &refspecs, &fo))
         return -1;
-    return git_remote_update_tips(remote, &fo.callbacks, 0, GIT_REMOTE_DOWNLOAD_TAGS_NONE,
+    return cv_git()->remote_update_tips(remote, &fo.callbacks, 0, GIT_REMOTE_DOWNLOAD_TAGS_NONE,
                                   "cuvil: fetch");
 }
 
@@ -228,13 +230,13 @@ static int fetch_ref(cv_gitsource *g, git_remote *remote, const char *full)
 static int local_commit(cv_gitsource *g, const char *full, char hex[CV_GIT_HEX + 1])
 {
     git_object *obj = NULL, *commit = NULL;
-    int rc = git_revparse_single(&obj, g->repo, mirror_ref(full));
+    int rc = cv_git()->revparse_single(&obj, g->repo, mirror_ref(full));
     if (rc == 0)
-        rc = git_object_peel(&commit, obj, GIT_OBJECT_COMMIT);
+        rc = cv_git()->object_peel(&commit, obj, GIT_OBJECT_COMMIT);
     if (rc == 0)
-        git_oid_tostr(hex, CV_GIT_HEX + 1, git_object_id(commit));
-    git_object_free(commit);
-    git_object_free(obj);
+        cv_git()->oid_tostr(hex, CV_GIT_HEX + 1, cv_git()->object_id(commit));
+    cv_git()->object_free(commit);
+    cv_git()->object_free(obj);
     return rc;
 }
 
@@ -242,41 +244,41 @@ static int poll_remote(cv_gitsource *g, int64_t now, cv_diag *d)
 {
     git_remote *remote = NULL;
     git_remote_callbacks cb;
-    git_remote_init_callbacks(&cb, GIT_REMOTE_CALLBACKS_VERSION);
+    cv_git()->remote_init_callbacks(&cb, GIT_REMOTE_CALLBACKS_VERSION);
     const git_remote_head **heads = NULL;
     size_t n = 0;
     /* Skipping url.*.insteadOf also avoids a leak in libgit2 1.5's pcre2
      * matching (each non-matching regexec leaks its match data). */
     git_remote_create_options co;
-    git_remote_create_options_init(&co, GIT_REMOTE_CREATE_OPTIONS_VERSION);
+    cv_git()->remote_create_options_init(&co, GIT_REMOTE_CREATE_OPTIONS_VERSION);
     co.repository = g->repo;
     co.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
-    if (git_remote_create_with_opts(&remote, g->url, &co) ||
-        git_remote_connect(remote, GIT_DIRECTION_FETCH, &cb, NULL, NULL) ||
-        git_remote_ls(&heads, &n, remote)) {
+    if (cv_git()->remote_create_with_opts(&remote, g->url, &co) ||
+        cv_git()->remote_connect(remote, GIT_DIRECTION_FETCH, &cb, NULL, NULL) ||
+        cv_git()->remote_ls(&heads, &n, remote)) {
         int rc = poll_failed(g, CV_E_GIT_FETCH, now, d, "cannot list %s: %s", g->url, git_msg());
-        git_remote_free(remote);
+        cv_git()->remote_free(remote);
         return rc;
     }
     const git_remote_head *h = find_head(heads, n, g->ref);
     if (!h) {
-        git_remote_free(remote);
+        cv_git()->remote_free(remote);
         return poll_failed(g, CV_E_GIT_REF, now, d, "%s has no branch, tag or ref '%s'", g->url,
                            g->ref);
     }
     char full[512];
     snprintf(full, sizeof full, "%s", h->name);
     git_oid local;
-    bool moved = git_reference_name_to_id(&local, g->repo, mirror_ref(full)) != 0 ||
-                 !git_oid_equal(&local, &h->oid);
+    bool moved = cv_git()->reference_name_to_id(&local, g->repo, mirror_ref(full)) != 0 ||
+                 !cv_git()->oid_equal(&local, &h->oid);
     if (moved && fetch_ref(g, remote, full)) {
         int rc = poll_failed(g, CV_E_GIT_FETCH, now, d, "cannot fetch %s from %s: %s", full,
                              g->url, git_msg());
-        git_remote_free(remote);
+        cv_git()->remote_free(remote);
         return rc;
     }
-    git_remote_disconnect(remote);
-    git_remote_free(remote);
+    cv_git()->remote_disconnect(remote);
+    cv_git()->remote_free(remote);
     g->st.fetches += moved;
     char hex[CV_GIT_HEX + 1];
     if (local_commit(g, full, hex))

@@ -3,9 +3,8 @@
 #ifndef CV_CONTROLLER_GITSOURCE_INTERNAL_H
 #define CV_CONTROLLER_GITSOURCE_INTERNAL_H
 
-#include <git2.h>
-
 #include "controller/controller.h"
+#include "controller/gitlib.h"
 
 struct cv_gitsource {
     git_repository *repo;       /* owned: the bare mirror */

@@ -20,10 +20,10 @@ struct cv_tree {
 static int walk_cb(const char *root, const git_tree_entry *e, void *payload)
 {
     cv_tree *t = payload;
-    git_filemode_t mode = git_tree_entry_filemode(e);
+    git_filemode_t mode = cv_git()->tree_entry_filemode(e);
     if (mode != GIT_FILEMODE_BLOB && mode != GIT_FILEMODE_BLOB_EXECUTABLE)
         return 0;   /* subtrees are walked into; links and submodules left out */
-    size_t rn = strlen(root), nn = strlen(git_tree_entry_name(e));
+    size_t rn = strlen(root), nn = strlen(cv_git()->tree_entry_name(e));
     if (rn + nn > CV_GIT_PATH_MAX || t->n >= CV_GIT_TREE_MAX_ENTRIES) {
         t->err = CV_E_GIT_TREE_SIZE;
         return -1;
@@ -44,10 +44,10 @@ static int walk_cb(const char *root, const git_tree_entry *e, void *payload)
         return -1;
     }
     memcpy(path, root, rn);
-    memcpy(path + rn, git_tree_entry_name(e), nn + 1);
+    memcpy(path + rn, cv_git()->tree_entry_name(e), nn + 1);
     cv_tree_entry *te = &t->v[t->n++];
     te->path = path;
-    git_oid_tostr(te->blob_id, sizeof te->blob_id, git_tree_entry_id(e));
+    cv_git()->oid_tostr(te->blob_id, sizeof te->blob_id, cv_git()->tree_entry_id(e));
     return 0;
 }
 
@@ -59,8 +59,8 @@ static int cmp_entry(const void *a, const void *b)
 static int lookup_commit(cv_gitsource *g, const char *hex, git_commit **out, cv_diag *d)
 {
     git_oid oid;
-    if (!hex || strlen(hex) != CV_GIT_HEX || git_oid_fromstr(&oid, hex) ||
-        git_commit_lookup(out, g->repo, &oid)) {
+    if (!hex || strlen(hex) != CV_GIT_HEX || cv_git()->oid_fromstr(&oid, hex) ||
+        cv_git()->commit_lookup(out, g->repo, &oid)) {
         cv_diag_error(d, CV_E_GIT_COMMIT, (cv_span){.file = g->mirror},
                       "commit '%.64s' is not in the mirror", hex ? hex : "(none)");
         return -1;
@@ -81,15 +81,15 @@ int cv_gitsource_tree(cv_gitsource *g, const char *commit, cv_tree **out, cv_dia
     if (lookup_commit(g, commit ? commit : g->st.commit, &c, d))
         return -1;
     cv_tree *t = calloc(1, sizeof *t);
-    int rc = t ? git_commit_tree(&tree, c) : -1;
+    int rc = t ? cv_git()->commit_tree(&tree, c) : -1;
     if (t && rc) {
         cv_diag_error(d, CV_E_GIT_READ, (cv_span){.file = g->mirror}, "cannot read the tree: %s",
-                      git_error_last() ? git_error_last()->message : "?");
+                      cv_git()->error_last() ? cv_git()->error_last()->message : "?");
     } else if (t) {
         t->g = g;
-        git_oid_tostr(t->commit, sizeof t->commit, git_commit_id(c));
+        cv_git()->oid_tostr(t->commit, sizeof t->commit, cv_git()->commit_id(c));
         cv_arena_init(&t->arena);
-        rc = git_tree_walk(tree, GIT_TREEWALK_PRE, walk_cb, t);
+        rc = cv_git()->tree_walk(tree, GIT_TREEWALK_PRE, walk_cb, t);
         if (rc)
             cv_diag_error(d, t->err ? t->err : CV_E_GIT_READ, (cv_span){.file = g->mirror},
                           t->err == CV_E_GIT_TREE_SIZE
@@ -99,8 +99,8 @@ int cv_gitsource_tree(cv_gitsource *g, const char *commit, cv_tree **out, cv_dia
     } else {
         cv_diag_error(d, CV_E_OOM, (cv_span){0}, "out of memory");
     }
-    git_tree_free(tree);
-    git_commit_free(c);
+    cv_git()->tree_free(tree);
+    cv_git()->commit_free(c);
     if (rc) {
         cv_tree_free(t);
         return -1;
@@ -138,27 +138,27 @@ int cv_tree_read(const cv_tree *t, const cv_tree_entry *e, size_t max_bytes, cha
     git_oid oid;
     git_blob *b = NULL;
     cv_span sp = {.file = e->path};
-    if (git_oid_fromstr(&oid, e->blob_id) || git_blob_lookup(&b, t->g->repo, &oid)) {
+    if (cv_git()->oid_fromstr(&oid, e->blob_id) || cv_git()->blob_lookup(&b, t->g->repo, &oid)) {
         cv_diag_error(d, CV_E_GIT_READ, sp, "cannot read blob %s: %s", e->blob_id,
-                      git_error_last() ? git_error_last()->message : "?");
+                      cv_git()->error_last() ? cv_git()->error_last()->message : "?");
         return -1;
     }
-    git_object_size_t n = git_blob_rawsize(b);
+    git_object_size_t n = cv_git()->blob_rawsize(b);
     if (n > max_bytes) {
         cv_diag_error(d, CV_E_GIT_BLOB_SIZE, sp, "%s is %llu bytes; the limit here is %zu",
                       e->path, (unsigned long long)n, max_bytes);
-        git_blob_free(b);
+        cv_git()->blob_free(b);
         return -1;
     }
     *data = malloc((size_t)n + 1);
     if (!*data) {
-        git_blob_free(b);
+        cv_git()->blob_free(b);
         cv_diag_error(d, CV_E_OOM, sp, "out of memory reading %s", e->path);
         return -1;
     }
-    memcpy(*data, git_blob_rawcontent(b), (size_t)n);
+    memcpy(*data, cv_git()->blob_rawcontent(b), (size_t)n);
     (*data)[n] = 0;
     *len = (size_t)n;
-    git_blob_free(b);
+    cv_git()->blob_free(b);
     return 0;
 }

@@ -36,6 +36,18 @@ static int digest_file(cv_cache *c, const char *path, cv_digest *dg)
     return rc;
 }
 
+/* The running executable's own path: the stat memo knows files by path, and
+ * /proc/self/exe would have it hash the whole binary at every start. */
+static char *exe_path(void)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return NULL;
+    exe[n] = 0;
+    return strdup(exe);
+}
+
 /* The LLVM backend plugin, where compiler-core/backend/llvm_loader.c looks
  * for it; NULL when none is found. */
 static char *plugin_path(void)
@@ -71,8 +83,7 @@ const char *cv_build_compiler_id(cv_cache *c)
         int at = snprintf(compiler_id, sizeof compiler_id, "cuvil-%s+%s", CV_VERSION, commit);
         /* A modified tree: which code this is, only the binaries say (the
          * executable and the LLVM backend plugin it loads to compile). */
-        char *plugin = dirty ? plugin_path() : NULL;
-        const char *files[2] = {"/proc/self/exe", plugin};
+        char *files[2] = {dirty ? exe_path() : NULL, dirty ? plugin_path() : NULL};
         for (int i = 0; dirty && at > 0 && (size_t)at < sizeof compiler_id && i < 2; i++) {
             cv_digest dg;
             char hex[CV_DIGEST_HEX + 1];
@@ -81,7 +92,8 @@ const char *cv_build_compiler_id(cv_cache *c)
             cv_wk_hex(&dg, hex);
             at += snprintf(compiler_id + at, sizeof compiler_id - (size_t)at, ":%.16s", hex);
         }
-        free(plugin);
+        free(files[0]);
+        free(files[1]);
     }
     pthread_mutex_unlock(&id_mu);
     return compiler_id;
