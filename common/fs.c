@@ -130,7 +130,7 @@ static void fsync_parent(const char *path)
     free(dir);
 }
 
-static int write_parts_fd(int fd, const cv_fs_part *parts, int n)
+static int write_parts_fd(int fd, const cv_fs_part *parts, int n, bool durable)
 {
     if (fchmod(fd, 0644) != 0)
         return errno;
@@ -139,10 +139,11 @@ static int write_parts_fd(int fd, const cv_fs_part *parts, int n)
         if (err)
             return err;
     }
-    return fsync(fd) != 0 ? errno : 0;
+    return durable && fsync(fd) != 0 ? errno : 0;
 }
 
-int cv_fs_write_atomic_parts(const char *path, const cv_fs_part *parts, int n, cv_diag *d)
+static int write_renamed(const char *path, const cv_fs_part *parts, int n, bool durable,
+                         cv_diag *d)
 {
     size_t plen = strlen(path);
     char *tmp = malloc(plen + 16);   /* owned here */
@@ -155,7 +156,7 @@ int cv_fs_write_atomic_parts(const char *path, const cv_fs_part *parts, int n, c
         free(tmp);
         return io_error(d, path, "cannot create temporary file", errno);
     }
-    int err = write_parts_fd(fd, parts, n);
+    int err = write_parts_fd(fd, parts, n, durable);
     if (close(fd) != 0 && !err)
         err = errno;
     if (!err && rename(tmp, path) != 0)
@@ -165,14 +166,26 @@ int cv_fs_write_atomic_parts(const char *path, const cv_fs_part *parts, int n, c
     free(tmp);
     if (err)
         return io_error(d, path, "cannot write", err);
-    fsync_parent(path);
+    if (durable)
+        fsync_parent(path);
     return 0;
+}
+
+int cv_fs_write_atomic_parts(const char *path, const cv_fs_part *parts, int n, cv_diag *d)
+{
+    return write_renamed(path, parts, n, true, d);
 }
 
 int cv_fs_write_atomic(const char *path, const void *data, size_t len, cv_diag *d)
 {
     cv_fs_part part = {data, len};
-    return cv_fs_write_atomic_parts(path, &part, 1, d);
+    return write_renamed(path, &part, 1, true, d);
+}
+
+int cv_fs_write_replace(const char *path, const void *data, size_t len, cv_diag *d)
+{
+    cv_fs_part part = {data, len};
+    return write_renamed(path, &part, 1, false, d);
 }
 
 static int mkdir_one(const char *path, int mode)

@@ -18,6 +18,12 @@ int cv_fs_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
  * The file gets mode 0644. */
 int cv_fs_write_atomic(const char *path, const void *data, size_t len, cv_diag *d);
 
+/* Like cv_fs_write_atomic (readers see the old or the new contents) but
+ * without fsync: for build outputs, which, as a C compiler's, need not
+ * outlive a power cut (the cache syncs what it keeps), and which a farm
+ * worker writes into a scratch directory it removes afterwards. */
+int cv_fs_write_replace(const char *path, const void *data, size_t len, cv_diag *d);
+
 /* Creates or truncates path and writes data, without fsync or rename: for
  * derived files whose completeness something else records (a marker file
  * written after a sync).  The file gets mode 0644. */

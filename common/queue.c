@@ -57,6 +57,13 @@ static bool visible_ascii(const char *s, size_t max)
     return n > 0;
 }
 
+static int check_worker_id(const char *worker_id, cv_diag *d)
+{
+    if (!worker_id || !visible_ascii(worker_id, CV_QUEUE_WORKER_MAX))
+        return arg_error(d, "a worker id is 1..%d visible ASCII characters", CV_QUEUE_WORKER_MAX);
+    return 0;
+}
+
 static int split_url(const char *url, char *scheme, size_t cap, const char **rest, cv_diag *d)
 {
     size_t n = strspn(url, "abcdefghijklmnopqrstuvwxyz0123456789+.-");
@@ -178,8 +185,8 @@ int cv_queue_lease(cv_queue *q, const char *worker_id, int lease_seconds, int wa
                    cv_lease *out, cv_diag *d)
 {
     memset(out, 0, sizeof *out);
-    if (!worker_id || !visible_ascii(worker_id, CV_QUEUE_WORKER_MAX))
-        return arg_error(d, "a worker id is 1..%d visible ASCII characters", CV_QUEUE_WORKER_MAX);
+    if (check_worker_id(worker_id, d))
+        return -1;
     if (lease_seconds < 1 || lease_seconds > CV_QUEUE_LEASE_MAX_S || wait_ms < 0 ||
         wait_ms > CV_QUEUE_WAIT_MAX_MS)
         return arg_error(d, "lease seconds must be 1..%d and wait 0..%d ms", CV_QUEUE_LEASE_MAX_S,
@@ -316,6 +323,33 @@ int cv_queue_leases_list(cv_queue *q, cv_queue_lease_info *out, int max, int *n,
     if (!q->ops->leases)
         return 0;
     return q->ops->leases(q, out, max > 0 ? max : 0, n, d) < 0 ? -1 : 1;
+}
+
+int cv_queue_worker_beat(cv_queue *q, const char *worker_id, const char *job_id, bool done,
+                         cv_diag *d)
+{
+    if (!q->ops->worker_beat)
+        return 0;
+    if (check_worker_id(worker_id, d))
+        return -1;
+    if (job_id && !visible_ascii(job_id, CV_MSG_ID_MAX))
+        return arg_error(d, "a job id is 1..%d visible ASCII characters", CV_MSG_ID_MAX);
+    return q->ops->worker_beat(q, worker_id, job_id, done, d);
+}
+
+int cv_queue_worker_leave(cv_queue *q, const char *worker_id, cv_diag *d)
+{
+    if (!q->ops->worker_leave)
+        return 0;
+    return check_worker_id(worker_id, d) ? -1 : q->ops->worker_leave(q, worker_id, d);
+}
+
+int cv_queue_workers_list(cv_queue *q, cv_queue_worker_info *out, int max, int *n, cv_diag *d)
+{
+    *n = 0;
+    if (!q->ops->workers)
+        return 0;
+    return q->ops->workers(q, out, max > 0 ? max : 0, n, d) < 0 ? -1 : 1;
 }
 
 int cv_queue_dead_letter_result(const char *job_id, int attempts, int code, const char *reason,

@@ -148,6 +148,30 @@ typedef struct cv_queue_lease_info {
  * assignment is not a job lease), -1 on error. */
 int  cv_queue_leases_list(cv_queue *q, cv_queue_lease_info *out, int max, int *n, cv_diag *d);
 
+/* Worker presence: a worker reports itself at start, at each job's start
+ * and end, and every few seconds while idle, so that idle and vanished
+ * workers can be told apart (a lease shows only a busy one). */
+typedef struct cv_queue_worker_info {
+    char worker_id[CV_QUEUE_WORKER_MAX + 1];
+    char job_id[CV_MSG_ID_MAX + 1];   /* "" while idle */
+    int64_t started_ms, beat_ms;      /* the worker's first and latest report */
+    int64_t jobs_done;
+} cv_queue_worker_info;
+
+/* Records that worker_id is alive, running job_id (NULL: idle); done
+ * counts a job it has just finished.  A no-op where the backend keeps no
+ * presence (Kafka: the consumer group's own heartbeats stand for it). */
+int  cv_queue_worker_beat(cv_queue *q, const char *worker_id, const char *job_id, bool done,
+                          cv_diag *d);
+/* A worker stopping cleanly removes its record. */
+int  cv_queue_worker_leave(cv_queue *q, const char *worker_id, cv_diag *d);
+/* Known workers, most recent report first: up to max into out, *n set.
+ * Returns 1, 0 when the backend keeps no presence, -1 on error.  Records
+ * older than CV_QUEUE_WORKER_FORGET_MS are not listed (a clean stop of any
+ * worker deletes them). */
+#define CV_QUEUE_WORKER_FORGET_MS (24LL * 3600 * 1000)
+int  cv_queue_workers_list(cv_queue *q, cv_queue_worker_info *out, int max, int *n, cv_diag *d);
+
 /* Appends a librdkafka setting given as KEY=VALUE (`--kafka-config`, e.g.
  * sasl.password=...) to a kafka:// URL, percent-encoding the value.  *out
  * is malloc'd.  CV9220 if url is not kafka:// or kv is not KEY=VALUE. */
@@ -181,6 +205,11 @@ typedef struct cv_queue_ops {
     int  (*stats)(cv_queue *q, cv_queue_stats *out, cv_diag *d);
     /* Optional (NULL: cannot list): at most max into out, *n counted up. */
     int  (*leases)(cv_queue *q, cv_queue_lease_info *out, int max, int *n, cv_diag *d);
+    /* Optional (all three or none): worker presence. */
+    int  (*worker_beat)(cv_queue *q, const char *worker_id, const char *job_id, bool done,
+                        cv_diag *d);
+    int  (*worker_leave)(cv_queue *q, const char *worker_id, cv_diag *d);
+    int  (*workers)(cv_queue *q, cv_queue_worker_info *out, int max, int *n, cv_diag *d);
 } cv_queue_ops;
 
 struct cv_queue {

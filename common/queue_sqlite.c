@@ -64,6 +64,8 @@ static const char *const migrations[] = {
     "  attempts INTEGER NOT NULL, reason TEXT NOT NULL, msg BLOB NOT NULL,"
     "  created_ms INTEGER NOT NULL);"
     "CREATE TABLE counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;",
+    "CREATE TABLE workers(id TEXT PRIMARY KEY, job_id TEXT NOT NULL, started_ms INTEGER NOT NULL,"
+    "  beat_ms INTEGER NOT NULL, jobs_done INTEGER NOT NULL) WITHOUT ROWID;",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -120,6 +122,14 @@ static const char SQL_DEAD_COUNT[] = "SELECT COUNT(*) FROM dead_letters";
 static const char SQL_COUNTERS[] = "SELECT name, value FROM counters";
 static const char SQL_LEASES[] = "SELECT job_id, COALESCE(worker,''), attempt, leased_ms,"
     " deadline_ms FROM jobs WHERE state='leased' ORDER BY leased_ms, id LIMIT ?";
+
+static const char SQL_WORKER_BEAT[] = "INSERT INTO workers(id, job_id, started_ms, beat_ms,"
+    " jobs_done) VALUES(?1, ?2, ?3, ?3, ?4) ON CONFLICT(id) DO UPDATE SET job_id=?2,"
+    " beat_ms=?3, jobs_done=jobs_done+?4";
+/* A clean stop also forgets the records of workers long gone. */
+static const char SQL_WORKER_LEAVE[] = "DELETE FROM workers WHERE id=?1 OR beat_ms < ?2";
+static const char SQL_WORKERS[] = "SELECT id, job_id, started_ms, beat_ms, jobs_done FROM workers"
+    " WHERE beat_ms >= ? ORDER BY beat_ms DESC, id LIMIT ?";
 
 /* ---- statement helpers */
 
@@ -686,6 +696,41 @@ static int sq_leases(cv_queue *base, cv_queue_lease_info *out, int max, int *n, 
     return rc < 0 ? -1 : 0;
 }
 
+/* ---- worker presence: one autocommit statement each; listing ignores
+ * records older than CV_QUEUE_WORKER_FORGET_MS */
+
+static int sq_worker_beat(cv_queue *base, const char *worker_id, const char *job_id, bool done,
+                          cv_diag *d)
+{
+    return exec_bind(sq(base), d, SQL_WORKER_BEAT, "ttii", worker_id, job_id ? job_id : "",
+                     cv_queue_now_ms(base), (int64_t)done) < 0 ? -1 : 0;
+}
+
+static int sq_worker_leave(cv_queue *base, const char *worker_id, cv_diag *d)
+{
+    return exec_bind(sq(base), d, SQL_WORKER_LEAVE, "ti", worker_id,
+                     cv_queue_now_ms(base) - CV_QUEUE_WORKER_FORGET_MS) < 0 ? -1 : 0;
+}
+
+static int sq_workers(cv_queue *base, cv_queue_worker_info *out, int max, int *n, cv_diag *d)
+{
+    sq_queue *q = sq(base);
+    sqlite3_stmt *st = query(q, d, SQL_WORKERS, "ii",
+                             cv_queue_now_ms(base) - CV_QUEUE_WORKER_FORGET_MS, (int64_t)max);
+    int rc = st ? 1 : -1;
+    while (rc == 1 && *n < max && (rc = step(q, st, d)) == 1) {
+        cv_queue_worker_info *w = &out[(*n)++];
+        snprintf(w->worker_id, sizeof w->worker_id, "%s", (const char *)sqlite3_column_text(st, 0));
+        snprintf(w->job_id, sizeof w->job_id, "%s", (const char *)sqlite3_column_text(st, 1));
+        w->started_ms = sqlite3_column_int64(st, 2);
+        w->beat_ms = sqlite3_column_int64(st, 3);
+        w->jobs_done = sqlite3_column_int64(st, 4);
+    }
+    if (rc == 1)
+        sqlite3_reset(st);
+    return rc < 0 ? -1 : 0;
+}
+
 const cv_queue_ops cv_queue_sqlite_ops = {
     .scheme = "sqlite",
     .open = sq_open,
@@ -701,4 +746,7 @@ const cv_queue_ops cv_queue_sqlite_ops = {
     .ack_results = sq_ack_results,
     .stats = sq_stats,
     .leases = sq_leases,
+    .worker_beat = sq_worker_beat,
+    .worker_leave = sq_worker_leave,
+    .workers = sq_workers,
 };

@@ -103,6 +103,22 @@ static int check_cache(const cv_worker_opts *o, cv_diag *d)
     return 0;
 }
 
+/* -------------------------------------------------------------- presence */
+
+/* How often an idle worker reports itself (a busy one does at each lease
+ * heartbeat). */
+#define PRESENCE_IDLE_MS 5000
+
+/* Presence is for people watching the farm: its failure is only logged. */
+static void presence(cv_queue *q, const char *worker_id, const char *job_id, bool done)
+{
+    cv_diag d;
+    cv_diag_init(&d);
+    if (cv_queue_worker_beat(q, worker_id, job_id, done, &d) != 0)
+        cv_log_debug("worker presence: %s", d.n ? d.v[0].msg : "?");
+    cv_diag_free(&d);
+}
+
 /* ------------------------------------------------------------------ tick */
 
 enum { STOP_LOST = 1, STOP_SIGNAL = 2 };
@@ -129,8 +145,10 @@ static int tick(void *ctx)
         cv_diag_free(&hd);
         if (lost)
             return STOP_LOST;
-        if (rc == 0)
+        if (rc == 0) {
             t->last_beat = now;
+            presence(t->q, t->w->id, t->lease->job.job_id, false);
+        }
     }
     if (stop_requests && !t->stop_since)
         t->stop_since = now;
@@ -238,6 +256,7 @@ static void run_job(cv_queue *q, cv_lease *l, const wopts *w, cv_worker_stats *s
                        .tick_ctx = &tc, .body = cv_wk_job_body, .body_ctx = &jc};
     cv_log_info("%s: compiling %s for %s (attempt %d)", l->job.job_id, l->job.model_path,
                 l->job.target, l->attempt);
+    presence(q, w->id, l->job.job_id, false);
     if (cv_wk_sandbox_run(&spec, &so, &d) != 0) {
         cv_queue_fail(q, l, CV_QUEUE_FAIL_INFRA, d.n ? d.v[0].msg : "spawn failed", NULL);
         st->errors++;
@@ -249,6 +268,7 @@ static void run_job(cv_queue *q, cv_lease *l, const wopts *w, cv_worker_stats *s
     if (so.err_tail[0])
         cv_log_debug("%s: compiler output:\n%s", l->job.job_id, so.err_tail);
     cv_wk_sandbox_outcome_free(&so);
+    presence(q, w->id, NULL, true);
     cv_wk_remove_tree(dir);
     free(dir);
     cv_diag_free(&d);
@@ -279,6 +299,8 @@ int cv_worker_run(const cv_worker_opts *opts, cv_worker_stats *st, cv_diag *d)
         cv_log_warn("the native backend did not load: %s", pd.n ? pd.v[0].msg : "?");
     cv_diag_free(&pd);
     int failures = 0, rc = 0;
+    presence(q, w.id, NULL, false);
+    int64_t seen = mono_ms();
     while (!done(&w, st)) {
         cv_lease l;
         cv_diag ld;
@@ -302,11 +324,21 @@ int cv_worker_run(const cv_worker_opts *opts, cv_worker_stats *st, cv_diag *d)
         if (got == 0) {
             if (w.o.once)
                 break;
+            if (mono_ms() - seen >= PRESENCE_IDLE_MS) {
+                presence(q, w.id, NULL, false);
+                seen = mono_ms();
+            }
             continue;
         }
         run_job(q, &l, &w, st);
+        seen = mono_ms();
         cv_queue_lease_free(&l);
     }
+    cv_diag ed;
+    cv_diag_init(&ed);
+    if (cv_queue_worker_leave(q, w.id, &ed) != 0)
+        cv_log_debug("worker presence: %s", ed.n ? ed.v[0].msg : "?");
+    cv_diag_free(&ed);
     cv_queue_close(q);
     return rc;
 }

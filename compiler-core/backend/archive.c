@@ -73,7 +73,7 @@ int cv_archive_write(const char *path, const char *member, const void *obj, size
     if (len & 1)
         cv_sb_putc(&sb, '\n');
     int rc = sb.oom ? cv_diag_error(d, 9002, (cv_span){.file = path}, "out of memory"), -1
-                    : cv_fs_write_atomic(path, sb.buf, sb.len, d);
+                    : cv_fs_write_replace(path, sb.buf, sb.len, d);
     cv_sb_free(&sb);
     return rc;
 }

@@ -70,7 +70,7 @@ typedef struct writer {
 static int put_file(writer *w, const char *name, const void *data, size_t len)
 {
     char *path = cv_fs_join(w->dir, name);
-    int rc = path ? cv_fs_write_atomic(path, data, len, w->d) : -1;
+    int rc = path ? cv_fs_write_replace(path, data, len, w->d) : -1;
     free(path);
     if (rc)
         return -1;

@@ -116,27 +116,42 @@ json_t *http_queue_json(const http_queue_view *v, int64_t now_ms)
                      (json_int_t)s->expired);
 }
 
-/* Leases grouped by worker, in the order of their oldest lease. */
+static json_t *find_worker(json_t *workers, const char *id)
+{
+    for (size_t k = 0; k < json_array_size(workers); k++) {
+        json_t *w = json_array_get(workers, k);
+        if (strcmp(json_string_value(json_object_get(w, "id")), id) == 0)
+            return w;
+    }
+    return NULL;
+}
+
+/* Workers that report their presence, most recent first, then any lease
+ * holder that does not (its state read from the lease alone); each with
+ * the jobs it holds leases on. */
 static json_t *workers_json(const http_queue_view *v, int64_t now_ms)
 {
     json_t *workers = json_array();
+    for (int i = 0; i < v->n_workers; i++) {
+        const cv_queue_worker_info *p = &v->workers[i];
+        json_array_append_new(
+            workers,
+            json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:I, s:o}", "id", p->worker_id, "state",
+                      http_worker_state_name(http_worker_state_of(p, now_ms)), "heartbeatAgeMs",
+                      (json_int_t)(now_ms - p->beat_ms), "lastHeartbeatMs",
+                      (json_int_t)p->beat_ms, "startedMs", (json_int_t)p->started_ms,
+                      "currentJob", p->job_id[0] ? json_string(p->job_id) : json_null(),
+                      "jobsDone", (json_int_t)p->jobs_done, "jobs", json_array()));
+    }
     for (int i = 0; i < v->n_leases; i++) {
         const cv_queue_lease_info *l = &v->leases[i];
-        json_t *w = NULL;
-        for (size_t k = 0; k < json_array_size(workers) && !w; k++)
-            if (strcmp(json_string_value(json_object_get(json_array_get(workers, k), "id")),
-                       l->worker_id) == 0)
-                w = json_array_get(workers, k);
+        json_t *w = find_worker(workers, l->worker_id);
         if (!w) {
-            w = json_pack("{s:s, s:s, s:o, s:I}", "id", l->worker_id, "state", "busy", "jobs",
-                          json_array(), "leaseDeadlineMs", (json_int_t)l->deadline_ms);
+            w = json_pack("{s:s, s:s, s:n, s:o}", "id", l->worker_id, "state",
+                          l->deadline_ms < now_ms ? "lease-expired" : "busy", "heartbeatAgeMs",
+                          "jobs", json_array());
             json_array_append_new(workers, w);
         }
-        json_t *dl = json_object_get(w, "leaseDeadlineMs");
-        if (l->deadline_ms < json_integer_value(dl))
-            json_integer_set(dl, l->deadline_ms);
-        if (l->deadline_ms < now_ms)
-            json_object_set_new(w, "state", json_string("lease-expired"));
         json_array_append_new(json_object_get(w, "jobs"),
                               json_pack("{s:s, s:i, s:I, s:I}", "job", l->job_id, "attempt",
                                         l->attempt, "leasedMs", (json_int_t)l->leased_ms,
@@ -149,13 +164,12 @@ void http_api_workers(cv_http *h, const http_req *rq, http_resp *rs)
 {
     http_queue_view v;
     http_queue_view_get(h, &v);
-    /* Idle workers hold no lease and leave no trace: only busy ones show. */
+    bool known = v.leases_known || v.workers_known;
     http_json(rs, 200,
-              json_pack("{s:o, s:b, s:o, s:s}", "queue", http_queue_json(&v, rq->now_ms),
-                        "leasesKnown", v.leases_known, "workers",
-                        v.leases_known ? workers_json(&v, rq->now_ms) : json_null(), "note",
-                        "workers are seen through their job leases: idle workers are not "
-                        "listed, and a lease's deadline moves on with each heartbeat"));
+              json_pack("{s:o, s:b, s:b, s:o, s:i}", "queue", http_queue_json(&v, rq->now_ms),
+                        "leasesKnown", v.leases_known, "presenceKnown", v.workers_known,
+                        "workers", known ? workers_json(&v, rq->now_ms) : json_null(),
+                        "lostAfterMs", HTTP_WORKER_LOST_MS));
     http_queue_view_free(&v);
 }
 

@@ -136,9 +136,20 @@ typedef struct http_queue_view {
     bool leases_known;
     cv_queue_lease_info *leases;  /* owned */
     int n_leases;
+    bool workers_known;           /* the queue keeps worker presence */
+    cv_queue_worker_info *workers; /* owned; most recent report first */
+    int n_workers;
 } http_queue_view;
 
 #define HTTP_LEASES_MAX 512
+#define HTTP_WORKERS_MAX 512
+/* A worker silent this long is shown as lost: idle ones report every 5 s,
+ * busy ones at each lease heartbeat (a third of the lease, 30 s by default). */
+#define HTTP_WORKER_LOST_MS 60000
+
+typedef enum http_worker_state { HTTP_WORKER_IDLE, HTTP_WORKER_BUSY, HTTP_WORKER_LOST } http_worker_state;
+http_worker_state http_worker_state_of(const cv_queue_worker_info *w, int64_t now_ms);
+const char *http_worker_state_name(http_worker_state s);
 void http_queue_view_get(cv_http *h, http_queue_view *v);
 void http_queue_view_free(http_queue_view *v);
 /* The cache's totals: 1, or 0 when there is no cache to read. */

@@ -238,6 +238,24 @@ static void leases(const http_queue_view *v, cv_sb *o, int64_t now_ms)
     single(o, "cuvil_farm_workers_busy", "gauge", "Workers holding a job lease.", workers);
 }
 
+static void presence(const http_queue_view *v, cv_sb *o, int64_t now_ms)
+{
+    int by_state[3] = {0};
+    help(o, "cuvil_farm_worker_heartbeat_age_seconds", "gauge",
+         "Per worker, time since it last reported (idle ones every 5 s, busy ones at each lease "
+         "heartbeat).");
+    for (int i = 0; i < v->n_workers; i++) {
+        by_state[http_worker_state_of(&v->workers[i], now_ms)]++;
+        cv_sb_puts(o, "cuvil_farm_worker_heartbeat_age_seconds{worker=\"");
+        label(o, v->workers[i].worker_id);
+        cv_sb_printf(o, "\"} %.3f\n", (double)(now_ms - v->workers[i].beat_ms) / 1000.0);
+    }
+    help(o, "cuvil_farm_workers", "gauge", "Workers by state (lost: silent for 60 s).");
+    for (int s = 0; s < 3; s++)
+        cv_sb_printf(o, "cuvil_farm_workers{state=\"%s\"} %d\n",
+                     http_worker_state_name((http_worker_state)s), by_state[s]);
+}
+
 static void queue(cv_http *h, cv_sb *o, int64_t now_ms)
 {
     http_queue_view v;
@@ -259,6 +277,8 @@ static void queue(cv_http *h, cv_sb *o, int64_t now_ms)
     }
     if (v.leases_known)
         leases(&v, o, now_ms);
+    if (v.workers_known)
+        presence(&v, o, now_ms);
     http_queue_view_free(&v);
 }
 

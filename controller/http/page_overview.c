@@ -1,9 +1,10 @@
 /* The dashboard's overview (/): controller and source health, the current
  * and last good revisions, jobs by status, cache hit ratios over the last
- * 50 revisions, the top failure patterns, queue depth and busy workers.
+ * 50 revisions, the top failure patterns, queue depth and the workers.
  * Figures the browser test checks carry ids. */
 #include "controller/http/html.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -185,33 +186,72 @@ static void top_failures(cv_http *h, cv_sb *o, const cv_rev_summary *s)
     cv_diag_free(&d);
 }
 
+/* The jobs w holds leases on, comma-separated, with the earliest deadline. */
+static void held_jobs(cv_sb *o, const http_queue_view *v, const char *worker, int64_t now)
+{
+    int64_t deadline = INT64_MAX;
+    int n = 0;
+    for (int i = 0; i < v->n_leases; i++) {
+        const cv_queue_lease_info *l = &v->leases[i];
+        if (strcmp(l->worker_id, worker) != 0)
+            continue;
+        cv_sb_puts(o, n++ ? ", <code>" : "<code>");
+        html_esc(o, l->job_id);
+        cv_sb_printf(o, "</code> (attempt %d)", l->attempt);
+        if (l->deadline_ms < deadline)
+            deadline = l->deadline_ms;
+    }
+    cv_sb_puts(o, "</td><td>");
+    if (n && deadline >= now)
+        html_duration(o, deadline - now);
+    else if (n)
+        cv_sb_puts(o, "<span class=\"new\">expired</span>");
+}
+
+static bool has_presence(const http_queue_view *v, const char *worker)
+{
+    for (int i = 0; i < v->n_workers; i++)
+        if (strcmp(v->workers[i].worker_id, worker) == 0)
+            return true;
+    return false;
+}
+
 static void workers(cv_sb *o, const http_queue_view *v, int64_t now)
 {
     cv_sb_puts(o, "<h2>Workers</h2>");
-    if (!v->leases_known) {
-        cv_sb_puts(o, "<p class=\"muted\">This queue does not list its leases.</p>");
+    if (!v->leases_known && !v->workers_known) {
+        cv_sb_puts(o, "<p class=\"muted\">This queue does not list its workers.</p>");
         return;
     }
-    if (!v->n_leases) {
-        cv_sb_puts(o, "<p id=\"workers-idle\">No worker holds a job (idle workers are not "
-                      "seen).</p>");
+    if (!v->n_workers && !v->n_leases) {
+        cv_sb_puts(o, "<p id=\"workers-none\">No worker has reported.</p>");
         return;
     }
-    cv_sb_puts(o, "<table id=\"workers\"><tr><th>worker</th><th>job</th><th>attempt</th>"
-                  "<th>leased</th><th>lease ends in</th></tr>");
-    for (int i = 0; i < v->n_leases; i++) {
-        const cv_queue_lease_info *l = &v->leases[i];
+    cv_sb_puts(o, "<table id=\"workers\"><tr><th>worker</th><th>state</th><th>last heartbeat"
+                  "</th><th>jobs done</th><th>holds</th><th>lease ends in</th></tr>");
+    for (int i = 0; i < v->n_workers; i++) {
+        const cv_queue_worker_info *w = &v->workers[i];
         cv_sb_puts(o, "<tr><td>");
-        html_esc(o, l->worker_id);
-        cv_sb_puts(o, "</td><td><code>");
-        html_esc(o, l->job_id);
-        cv_sb_printf(o, "</code></td><td class=\"n\">%d</td><td>", l->attempt);
-        html_ago(o, l->leased_ms, now);
-        cv_sb_puts(o, "</td><td>");
-        if (l->deadline_ms >= now)
-            html_duration(o, l->deadline_ms - now);
-        else
-            cv_sb_puts(o, "<span class=\"new\">expired</span>");
+        html_esc(o, w->worker_id);
+        cv_sb_printf(o, "</td><td class=\"state-%s\">%s</td><td>",
+                     http_worker_state_name(http_worker_state_of(w, now)),
+                     http_worker_state_name(http_worker_state_of(w, now)));
+        html_ago(o, w->beat_ms, now);
+        cv_sb_printf(o, "</td><td class=\"n\">%lld</td><td>", (long long)w->jobs_done);
+        held_jobs(o, v, w->worker_id, now);
+        cv_sb_puts(o, "</td></tr>");
+    }
+    for (int i = 0; i < v->n_leases; i++) {
+        const char *id = v->leases[i].worker_id;
+        bool first = true;
+        for (int k = 0; k < i && first; k++)
+            first = strcmp(v->leases[k].worker_id, id) != 0;
+        if (!first || has_presence(v, id))
+            continue;
+        cv_sb_puts(o, "<tr><td>");
+        html_esc(o, id);
+        cv_sb_puts(o, "</td><td>busy</td><td>?</td><td></td><td>");
+        held_jobs(o, v, id, now);
         cv_sb_puts(o, "</td></tr>");
     }
     cv_sb_puts(o, "</table>");

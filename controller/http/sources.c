@@ -59,6 +59,10 @@ void http_queue_view_get(cv_http *h, http_queue_view *v)
         v->leases_known =
             v->leases &&
             cv_queue_leases_list(h->q, v->leases, HTTP_LEASES_MAX, &v->n_leases, &d) == 1;
+        v->workers = calloc(HTTP_WORKERS_MAX, sizeof *v->workers);
+        v->workers_known =
+            v->workers &&
+            cv_queue_workers_list(h->q, v->workers, HTTP_WORKERS_MAX, &v->n_workers, &d) == 1;
     } else {
         v->from_builddb = true;
         v->known = http_db_queued(h->db, &v->st.queued, &d) == 0;
@@ -70,6 +74,21 @@ void http_queue_view_free(http_queue_view *v)
 {
     free(v->leases);
     v->leases = NULL;
+    free(v->workers);
+    v->workers = NULL;
+}
+
+http_worker_state http_worker_state_of(const cv_queue_worker_info *w, int64_t now_ms)
+{
+    if (now_ms - w->beat_ms > HTTP_WORKER_LOST_MS)
+        return HTTP_WORKER_LOST;
+    return w->job_id[0] ? HTTP_WORKER_BUSY : HTTP_WORKER_IDLE;
+}
+
+const char *http_worker_state_name(http_worker_state s)
+{
+    static const char *const names[] = {"idle", "busy", "lost"};
+    return names[s];
 }
 
 static cv_cache *cache(cv_http *h)

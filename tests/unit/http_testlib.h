@@ -19,6 +19,8 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "common/clock.h"
+#include "common/queue.h"
 #include "controller/controller.h"
 #include "tests/support/tmpdir.h"
 #include "tests/unit/test_gitrepo.h"
@@ -181,7 +183,10 @@ static inline void ht_commit(ht_farm *f, int i, const char *msg, const trepo_fil
 /* Three revisions: 1 builds everything (12 jobs, the broken model's 4
  * fail), 2 changes model a (b hits in the planner, aarch64 artifacts come
  * from the remote), 3 is being built: one job leased by worker-busy, the
- * rest queued. */
+ * rest queued.  Presence: worker-busy on that job, worker-idle idle after
+ * one job, worker-gone silent for ten minutes. */
+static inline int64_t ht_fixed_clock(void *ctx) { return *(const int64_t *)ctx; }
+
 static inline void ht_build_history(ht_farm *f)
 {
     const trepo_file c1[] = {{"cuvil/vision.yaml", HT_PIPELINE, 0},
@@ -207,7 +212,15 @@ static inline void ht_build_history(ht_farm *f)
     assert_true(ht_step(f, true).planned);
     cv_lease l;
     assert_int_equal(cv_queue_lease(f->q, "worker-busy", 600, 0, &l, &f->d), 1);
+    assert_int_equal(cv_queue_worker_beat(f->q, "worker-busy", l.job.job_id, false, &f->d), 0);
     cv_queue_lease_free(&l);
+    assert_int_equal(cv_queue_worker_beat(f->q, "worker-idle", NULL, true, &f->d), 0);
+    int64_t ten_minutes_ago = cv_clock_wall_ms() - 600000;
+    cv_queue_opts past = {.now_ms = ht_fixed_clock, .clock_ctx = &ten_minutes_ago};
+    cv_queue *gone = NULL;
+    assert_int_equal(cv_queue_open(cv_controller_queue_url(f->ctl), &past, &gone, &f->d), 0);
+    assert_int_equal(cv_queue_worker_beat(gone, "worker-gone", NULL, false, &f->d), 0);
+    cv_queue_close(gone);
     assert_false(cv_diag_has_errors(&f->d));
 }
 

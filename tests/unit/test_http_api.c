@@ -183,10 +183,30 @@ static void test_failures_cache_workers_artifacts(void **state)
     assert_string_equal(ht_str(q, "source"), "queue");
     assert_int_equal(ht_int(q, "leased"), 1);
     assert_int_equal(ht_int(q, "queued"), 3);
-    json_t *w = json_array_get(json_object_get(j, "workers"), 0);
-    assert_string_equal(ht_str(w, "id"), "worker-busy");
-    assert_string_equal(ht_str(w, "state"), "busy");
-    assert_int_equal(json_array_size(json_object_get(w, "jobs")), 1);
+    assert_true(json_is_true(json_object_get(j, "presenceKnown")));
+    json_t *ws = json_object_get(j, "workers");
+    assert_int_equal(json_array_size(ws), 3);
+    json_t *busy = NULL, *idle = NULL, *gone = json_array_get(ws, 2); /* least recent last */
+    for (int i = 0; i < 2; i++) {
+        json_t *w = json_array_get(ws, (size_t)i);
+        if (strcmp(ht_str(w, "id"), "worker-busy") == 0)
+            busy = w;
+        else if (strcmp(ht_str(w, "id"), "worker-idle") == 0)
+            idle = w;
+    }
+    assert_non_null(busy);
+    assert_non_null(idle);
+    assert_string_equal(ht_str(busy, "state"), "busy");
+    assert_string_equal(ht_str(busy, "currentJob"),
+                        ht_str(json_array_get(json_object_get(busy, "jobs"), 0), "job"));
+    assert_int_equal(json_array_size(json_object_get(busy, "jobs")), 1);
+    assert_true(ht_int(busy, "heartbeatAgeMs") < 60000);
+    assert_string_equal(ht_str(idle, "state"), "idle");
+    assert_true(json_is_null(json_object_get(idle, "currentJob")));
+    assert_int_equal(ht_int(idle, "jobsDone"), 1);
+    assert_string_equal(ht_str(gone, "id"), "worker-gone");
+    assert_string_equal(ht_str(gone, "state"), "lost");
+    assert_true(ht_int(gone, "heartbeatAgeMs") >= 600000);
     json_decref(j);
 
     snprintf(path, sizeof path,

@@ -77,6 +77,10 @@ static void test_figures(void **state)
     assert_sample(m, "cuvil_farm_queue_jobs{state=\"queued\"} 3");
     assert_sample(m, "cuvil_farm_queue_jobs{state=\"leased\"} 1");
     assert_sample(m, "cuvil_farm_workers_busy 1");
+    assert_sample(m, "cuvil_farm_workers{state=\"idle\"} 1");
+    assert_sample(m, "cuvil_farm_workers{state=\"busy\"} 1");
+    assert_sample(m, "cuvil_farm_workers{state=\"lost\"} 1");
+    assert_true(value(m, "cuvil_farm_worker_heartbeat_age_seconds{worker=\"worker-gone\"}") >= 600);
     assert_non_null(
         strstr(m, "\ncuvil_farm_worker_lease_remaining_seconds{worker=\"worker-busy\"} 5"));
     assert_sample(m, "cuvil_farm_controller_up 1");

@@ -267,6 +267,48 @@ static void test_heartbeat_keeps_lease(void **state)
     cv_queue_lease_free(&l);
 }
 
+/* Worker presence: first report, job start and end (jobs done counted),
+ * most recent first, a clean stop removes only the worker's own record
+ * and those past the forget horizon; bad ids are refused. */
+static void test_worker_presence(void **state)
+{
+    fx *f = *state;
+    cv_queue_worker_info w[4];
+    int n = -1;
+    assert_int_equal(cv_queue_worker_beat(f->q, "w-old", NULL, false, &f->d), 0);
+    f->now += CV_QUEUE_WORKER_FORGET_MS - 1000;
+    assert_int_equal(cv_queue_worker_beat(f->q, "w1", NULL, false, &f->d), 0);
+    f->now += 500;
+    assert_int_equal(cv_queue_worker_beat(f->q, "w2", "job-7", false, &f->d), 0);
+    assert_int_equal(cv_queue_workers_list(f->q, w, 4, &n, &f->d), 1);
+    assert_int_equal(n, 3);
+    assert_string_equal(w[0].worker_id, "w2");
+    assert_string_equal(w[0].job_id, "job-7");
+    assert_string_equal(w[1].worker_id, "w1");
+    assert_string_equal(w[1].job_id, "");
+    assert_string_equal(w[2].worker_id, "w-old");
+
+    f->now += 1000; /* w-old is now past the horizon: no longer listed */
+    assert_int_equal(cv_queue_worker_beat(f->q, "w2", NULL, true, &f->d), 0);
+    assert_int_equal(cv_queue_worker_beat(f->q, "w2", "job-8", false, &f->d), 0);
+    assert_int_equal(cv_queue_workers_list(f->q, w, 4, &n, &f->d), 1);
+    assert_int_equal(n, 2);
+    assert_string_equal(w[0].worker_id, "w2");
+    assert_string_equal(w[0].job_id, "job-8");
+    assert_int_equal(w[0].jobs_done, 1);
+    assert_int_equal(w[0].started_ms, T0 + CV_QUEUE_WORKER_FORGET_MS - 500);
+    assert_int_equal(w[0].beat_ms, f->now);
+
+    assert_int_equal(cv_queue_worker_leave(f->q, "w2", &f->d), 0);
+    reopen(f); /* the records are in the database, not the handle */
+    assert_int_equal(cv_queue_workers_list(f->q, w, 4, &n, &f->d), 1);
+    assert_int_equal(n, 1);
+    assert_string_equal(w[0].worker_id, "w1");
+    assert_int_equal(cv_queue_worker_beat(f->q, "bad id", NULL, false, &f->d), -1);
+    assert_int_equal(last_code(&f->d), 9210);
+    assert_int_equal(cv_queue_worker_beat(f->q, "w1", "", false, &f->d), -1);
+}
+
 static void test_retry_and_release(void **state)
 {
     fx *f = *state;
@@ -611,6 +653,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dedupe_merge, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lease_expiry_requeues, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heartbeat_keeps_lease, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_worker_presence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retry_and_release, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dead_letter_after_three, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dead_letter_by_expiry, setup, teardown),

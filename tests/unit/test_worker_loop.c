@@ -327,6 +327,21 @@ static void wait_leased(fixture *f)
     fail_msg("no worker leased the job");
 }
 
+/* The one worker's presence record once it reports job_id (NULL: the
+ * record is gone); fails after 10 s. */
+static void wait_presence(fixture *f, const char *job_id)
+{
+    for (int i = 0; i < 1000; i++) {
+        cv_queue_worker_info w[2];
+        int n = 0;
+        assert_int_equal(cv_queue_workers_list(f->q, w, 2, &n, NULL), 1);
+        if (job_id ? n == 1 && strcmp(w[0].job_id, job_id) == 0 : n == 0)
+            return;
+        usleep(10000);
+    }
+    fail_msg("the worker's presence never showed job %s", job_id ? job_id : "(gone)");
+}
+
 static uint64_t action_entries(const char *dir)
 {
     cv_cache_options co = {.dir = dir, .remote = "", .ignore_env = true};
@@ -403,10 +418,12 @@ static void test_sigterm(void **state)
     o.grace_ms = 200;
     pid_t a = fork_worker(&o, "hang");
     wait_leased(&f);
+    wait_presence(&f, "first");    /* busy, reporting its job */
     kill(a, SIGTERM);
     int status;
     assert_int_equal(waitpid(a, &status, 0), a);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    wait_presence(&f, NULL);       /* a clean stop removes the record */
     cv_queue_stats qs;
     assert_int_equal(cv_queue_stats_get(f.q, &qs, NULL), 0);
     assert_int_equal(qs.queued, 2);
