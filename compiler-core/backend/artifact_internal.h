@@ -14,7 +14,9 @@ int cv_archive_write(const char *path, const char *member, const void *obj, size
 /* Runs argv (PATH lookup, no shell), stdout and stderr into out (bounded,
  * NUL-terminated).  Returns the exit status, or -errno when it cannot start. */
 int cv_spawn_capture(char *const *argv, char *out, size_t out_size);
-/* linker -shared -o so obj -lm -lpthread.  *missing is set (and nothing is
+/* Links obj into the shared object so (link.c): with the binutils linker
+ * behind the C driver `linker` directly where it and libgcc are found, else
+ * with `linker -shared ... -lm -lpthread`.  *missing is set (and nothing is
  * reported) when the linker is not installed. */
 int cv_link_shared(const char *linker, const char *obj, const char *so, const char *soname,
                    cv_diag *d, bool *missing);
