@@ -32,7 +32,7 @@ static const char STYLE[] =
     ".st-failed,.st-ice,.st-timeout,.st-oom,.st-infra{background:#c62828}"
     ".st-queued,.st-building,.st-planning{background:#b26a00}"
     "pre{background:#fff;border:1px solid #e5e7eb;padding:8px;overflow:auto;font-size:12px}"
-    "code{font-size:12px}.muted{color:#6b7280}.new{color:#c62828;font-weight:600}"
+    "code{font-size:12px}.muted{color:#6b7280}.new{color:#c62828;font-weight:600}.state-lost{color:#c62828;font-weight:600}.state-busy{color:#1565c0}"
     ".legend span{display:inline-block;margin-right:14px}"
     ".legend i{display:inline-block;width:10px;height:10px;margin-right:4px}"
     "footer{color:#6b7280;font-size:12px;padding:12px 24px}";

@@ -95,6 +95,9 @@ static void check_overview(const page *p)
     has(p, "id=\"l2-ratio\">100.0%<");
     has(p, "id=\"controller-state\">running<");
     has(p, "worker-busy");
+    has(p, "class=\"state-busy\">busy<");   /* worker states from their presence */
+    has(p, "class=\"state-idle\">idle<");
+    has(p, "class=\"state-lost\">lost<");
     has(p, "CV3003");
     has(p, "id=\"chart-l2\"");
     /* one bar per revision in each chart, with its figures on hover */
