@@ -1,25 +1,51 @@
 #!/usr/bin/env bash
-# Runs every unit-test binary given, then prints one closing line
+# Runs every unit-test binary given, TEST_JOBS at a time (default: the
+# number of CPUs), reports each in the order given, with its wall time, as
+# soon as it and those before it are done, then prints one closing line
 # "N passed, N failed" over all cmocka tests.
 set -uo pipefail
-passed=0 failed=0 broken=()
-for t in "$@"; do
-    name=$(basename "$t")
-    log=$(mktemp)
-    "$t" >"$log" 2>&1
-    rc=$?
-    p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
-    f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
-    passed=$((passed + ${p:-0}))
-    failed=$((failed + ${f:-0}))
-    if [ $rc -ne 0 ] || [ -n "${f:-}" ]; then
-        broken+=("$name")
-        cat "$log"
-        [ -z "${f:-}" ] && failed=$((failed + 1))
-    else
-        echo "ok   $name (${p:-0} tests)"
-    fi
-    rm -f "$log"
+jobs=${TEST_JOBS:-$(nproc)}
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+tests=("$@")
+passed=0 failed=0 broken=() next=0
+
+run_one() { # index binary
+    local start=$SECONDS
+    "$2" >"$logs/$1.log" 2>&1
+    echo "$? $((SECONDS - start))" >"$logs/$1.tmp" && mv "$logs/$1.tmp" "$logs/$1.rc"
+}
+
+# Reports the finished tests that come next in order.
+report() {
+    while [ "$next" -lt "${#tests[@]}" ] && [ -f "$logs/$next.rc" ]; do
+        local name log rc secs p f
+        name=$(basename "${tests[$next]}")
+        log=$logs/$next.log
+        read -r rc secs <"$logs/$next.rc"
+        p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
+        f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
+        passed=$((passed + ${p:-0}))
+        failed=$((failed + ${f:-0}))
+        if [ "$rc" -ne 0 ] || [ -n "${f:-}" ]; then
+            broken+=("$name")
+            cat "$log"
+            [ -z "${f:-}" ] && failed=$((failed + 1))
+        else
+            printf 'ok   %-30s (%s tests, %s s)\n' "$name" "${p:-0}" "$secs"
+        fi
+        next=$((next + 1))
+    done
+}
+
+for i in "${!tests[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+        wait -n
+        report
+    done
+    run_one "$i" "${tests[$i]}" &
 done
+wait
+report
 echo "${passed} passed, ${failed} failed"
 [ ${#broken[@]} -eq 0 ] || { echo "failing: ${broken[*]}"; exit 1; }
