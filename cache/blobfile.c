@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,31 +224,114 @@ int cv_cache_get_blob_file(cv_cache *c, const cv_digest *dg, const char *path, u
     return rc;
 }
 
+/* One file of a put: read and written into the store by a thread of its
+ * own, recorded afterwards by the caller's. */
+typedef struct put_file {
+    const char *path;
+    char abs[PATH_MAX];
+    size_t max_bytes;
+    struct stat before;
+    char *data;         /* owned */
+    size_t len;
+    bool read_ok;
+    cv_cache_put put;
+    cv_cache *c;
+    int64_t seen;
+} put_file;
+
+static void *persist_file(void *arg)
+{
+    put_file *f = arg;
+    cv_diag *d = &f->put.diag;
+    f->put.rc = -1;
+    if (absolute(f->path, f->abs) != 0) {
+        cv_cache_err(d, CV_DIAG_CACHE_IO, "cannot read %s: no such directory", f->path);
+        return NULL;
+    }
+    f->seen = cv_cache_now_us() * 1000;
+    if (stat(f->abs, &f->before) != 0) {
+        cv_cache_err(d, CV_DIAG_CACHE_IO, "cannot read %s: %s", f->abs, strerror(errno));
+        return NULL;
+    }
+    if (cv_fs_read_file(f->abs, f->max_bytes, &f->data, &f->len, d) != 0)
+        return NULL;
+    f->read_ok = true;
+    f->put.data = f->data;
+    f->put.len = f->len;
+    if (cv_cache_enabled(f->c)) {
+        cv_cache_store_persist(f->c, &f->put);
+    } else {
+        cv_cache_sha256(f->data, f->len, &f->put.name);
+        f->put.rc = 0;
+    }
+    return NULL;
+}
+
+/* The memo row only if the file did not change while it was read. */
+static void remember(cv_cache *c, const put_file *f)
+{
+    struct stat after;
+    if (stat(f->abs, &after) == 0 && after.st_ino == f->before.st_ino &&
+        after.st_size == (off_t)f->len && after.st_mtim.tv_sec == f->before.st_mtim.tv_sec &&
+        after.st_mtim.tv_nsec == f->before.st_mtim.tv_nsec &&
+        after.st_ctim.tv_sec == f->before.st_ctim.tv_sec &&
+        after.st_ctim.tv_nsec == f->before.st_ctim.tv_nsec)
+        cv_cache_memo_record(c, f->abs, &after, cv_cache_xxh3_64(f->data, f->len), &f->put.name,
+                             f->seen);
+}
+
+/* At most this many files are read, hashed, compressed and synced at once:
+ * an artifact's .o, .a and .so are often each tens of MB, and concurrent
+ * fsyncs share the file system's journal commits. */
+#define PUT_THREADS 4
+
+int cv_cache_put_blob_files(cv_cache *c, const char *const *paths, int n, size_t max_bytes,
+                            cv_digest *out, uint64_t *sizes, cv_diag *d)
+{
+    put_file *f = calloc((size_t)(n > 0 ? n : 1), sizeof *f); /* owned here */
+    if (!f)
+        return cv_cache_err(d, 9002, "out of memory");
+    for (int i = 0; i < n; i++) {
+        f[i] = (put_file){.path = paths[i], .max_bytes = max_bytes, .c = c,
+                          .put = {.kind = CV_CAS_BLOB}};
+        cv_diag_init(&f[i].put.diag);
+    }
+    for (int at = 0; at < n; at += PUT_THREADS) {
+        pthread_t th[PUT_THREADS];
+        bool started[PUT_THREADS] = {false};
+        int k = n - at < PUT_THREADS ? n - at : PUT_THREADS;
+        for (int j = 1; j < k; j++)
+            started[j] = pthread_create(&th[j], NULL, persist_file, &f[at + j]) == 0;
+        persist_file(&f[at]);
+        for (int j = 1; j < k; j++) {
+            if (started[j])
+                pthread_join(th[j], NULL);
+            else
+                persist_file(&f[at + j]);
+        }
+    }
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        if (!f[i].read_ok) { /* the file itself: the build's trouble, not the cache's */
+            cv_diag_merge(d, &f[i].put.diag);
+            rc = -1;
+        } else if (cv_cache_enabled(c) && cv_cache_store_record(c, &f[i].put, d) != 0) {
+            rc = -1;
+        } else {
+            if (cv_cache_enabled(c))
+                remember(c, &f[i]);
+            out[i] = f[i].put.name;
+            sizes[i] = f[i].len;
+        }
+        cv_diag_free(&f[i].put.diag);
+        free(f[i].data);
+    }
+    free(f);
+    return rc == 0 && cv_cache_enabled(c) ? cv_cache_enforce_limit(c, d) : rc;
+}
+
 int cv_cache_put_blob_file(cv_cache *c, const char *path, size_t max_bytes, cv_digest *out,
                            uint64_t *size, cv_diag *d)
 {
-    char abs[PATH_MAX];
-    if (absolute(path, abs) != 0)
-        return cv_cache_err(d, CV_DIAG_CACHE_IO, "cannot read %s: no such directory", path);
-    int64_t seen = cv_cache_now_us() * 1000;
-    struct stat before, after;
-    char *data = NULL;
-    size_t len = 0;
-    int rc = stat(abs, &before) == 0 ? 0 : cv_cache_err(d, CV_DIAG_CACHE_IO, "cannot read %s: %s",
-                                                         abs, strerror(errno));
-    if (rc == 0)
-        rc = cv_fs_read_file(abs, max_bytes, &data, &len, d);
-    if (rc == 0)
-        rc = cv_cache_put_blob(c, data, len, out, d);
-    /* The memo row only if the file did not change while it was read. */
-    if (rc == 0 && cv_cache_enabled(c) && stat(abs, &after) == 0 &&
-        after.st_ino == before.st_ino && after.st_size == (off_t)len &&
-        after.st_mtim.tv_sec == before.st_mtim.tv_sec &&
-        after.st_mtim.tv_nsec == before.st_mtim.tv_nsec &&
-        after.st_ctim.tv_sec == before.st_ctim.tv_sec &&
-        after.st_ctim.tv_nsec == before.st_ctim.tv_nsec)
-        cv_cache_memo_record(c, abs, &after, cv_cache_xxh3_64(data, len), out, seen);
-    *size = len;
-    free(data);
-    return rc;
+    return cv_cache_put_blob_files(c, &path, 1, max_bytes, out, size, d);
 }

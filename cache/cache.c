@@ -402,36 +402,50 @@ static void remote_put(cv_cache *c, cv_cas_kind kind, const cv_digest *name, con
     cv_diag_free(&scratch);
 }
 
+/* The file half of a store: names the bytes and writes them into the
+ * store unless they are there already.  Touches no shared state but the
+ * directory, so several run at once (cv_cache_put_blob_files). */
+void cv_cache_store_persist(cv_cache *c, cv_cache_put *p)
+{
+    p->stored = 0;
+    if (p->kind == CV_CAS_BLOB)
+        cv_cache_sha256(p->data, p->len, &p->name);
+    p->had = p->kind == CV_CAS_BLOB && cv_cache_cas_exists(c->cas, p->kind, &p->name, &p->stored);
+    p->rc = p->had ? 0
+                   : cv_cache_cas_put(c->cas, p->kind, &p->name, p->data, p->len, NULL,
+                                      &p->stored, &p->diag);
+}
+
+/* The rest, one store at a time: warnings, index, remote. */
+int cv_cache_store_record(cv_cache *c, cv_cache_put *p, cv_diag *d)
+{
+    demote(&p->diag, d);
+    if (p->rc != 0)
+        return -1;
+    cv_cache_txn a = {0};
+    cv_cache_txn_event(&a, CV_IDX_PUT, p->kind, &p->name, p->stored);
+    cv_cache_txn_count(&a, p->kind == CV_CAS_BLOB ? "blob.puts" : "ac.puts", 1);
+    if (!p->had)
+        remote_put(c, p->kind, &p->name, p->data, p->len, &a, d);
+    cv_cache_txn_commit(c, &a, d);
+    return 0;
+}
+
 /* Stores locally (unless already there) and remotely; 0, or < 0 with a
  * warning when the local write failed (the build goes on uncached). */
 static int store(cv_cache *c, cv_cas_kind kind, const cv_digest *name, const void *data,
                  size_t len, cv_digest *out_name, cv_diag *d)
 {
-    cv_cache_txn a = {0};
-    uint64_t stored = 0;
-    cv_digest nm;
-    if (kind == CV_CAS_BLOB)
-        cv_cache_sha256(data, len, &nm);
-    else
-        nm = *name;
+    cv_cache_put p = {.kind = kind, .data = data, .len = len};
+    if (name)
+        p.name = *name;
+    cv_diag_init(&p.diag);
+    cv_cache_store_persist(c, &p);
     if (out_name)
-        *out_name = nm;
-    bool had = kind == CV_CAS_BLOB && cv_cache_cas_exists(c->cas, kind, &nm, &stored);
-    if (!had) {
-        cv_diag scratch;
-        cv_diag_init(&scratch);
-        int rc = cv_cache_cas_put(c->cas, kind, &nm, data, len, NULL, &stored, &scratch);
-        demote(&scratch, d);
-        cv_diag_free(&scratch);
-        if (rc != 0)
-            return -1;
-    }
-    cv_cache_txn_event(&a, CV_IDX_PUT, kind, &nm, stored);
-    cv_cache_txn_count(&a, kind == CV_CAS_BLOB ? "blob.puts" : "ac.puts", 1);
-    if (!had)
-        remote_put(c, kind, &nm, data, len, &a, d);
-    cv_cache_txn_commit(c, &a, d);
-    return cv_cache_enforce_limit(c, d);
+        *out_name = p.name;
+    int rc = cv_cache_store_record(c, &p, d);
+    cv_diag_free(&p.diag);
+    return rc == 0 ? cv_cache_enforce_limit(c, d) : -1;
 }
 
 int cv_cache_put_blob(cv_cache *c, const void *data, size_t len, cv_digest *out, cv_diag *d)

@@ -219,6 +219,11 @@ int cv_cache_get_blob_file(cv_cache *c, const cv_digest *dg, const char *path, u
                            uint64_t *size, cv_cache_lookup *info, cv_diag *d);
 int cv_cache_put_blob_file(cv_cache *c, const char *path, size_t max_bytes, cv_digest *out,
                            uint64_t *size, cv_diag *d);
+/* cv_cache_put_blob_file for n files at once (an artifact's): they are
+ * read, hashed, compressed and synced in parallel, then recorded; out[i]
+ * and sizes[i] are file i's digest and size. */
+int cv_cache_put_blob_files(cv_cache *c, const char *const *paths, int n, size_t max_bytes,
+                            cv_digest *out, uint64_t *sizes, cv_diag *d);
 
 /* Action entries by key; the key's manifest is recorded for explain. */
 int cv_cache_put_action(cv_cache *c, cv_cache_level lv, const cv_cache_key *key,

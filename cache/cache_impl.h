@@ -64,6 +64,23 @@ void cv_cache_memo_record(cv_cache *c, const char *path, const struct stat *st, 
 /* Largest entry a look-up reads back. */
 #define CV_CACHE_MAX_ENTRY ((size_t)8 << 30)
 
+/* One store split in two (cache.c): persist names the bytes (SHA-256 of a
+ * blob; an action entry's name is given) and writes them into the local
+ * store unless present; it is safe to run from several threads at once.
+ * record then reports, indexes and uploads, one put at a time. */
+typedef struct cv_cache_put {
+    cv_cas_kind kind;
+    const void *data;   /* not owned */
+    size_t len;
+    cv_digest name;     /* in for an action entry, out for a blob */
+    bool had;           /* the store held it already */
+    uint64_t stored;    /* bytes on disk */
+    int rc;             /* the local write's outcome */
+    cv_diag diag;       /* the local write's trouble (owned; record demotes it) */
+} cv_cache_put;
+void cv_cache_store_persist(cv_cache *c, cv_cache_put *p);
+int cv_cache_store_record(cv_cache *c, cv_cache_put *p, cv_diag *d);
+
 /* Evicts down to 90% of the limit when the store has grown past it. */
 int cv_cache_enforce_limit(cv_cache *c, cv_diag *d);
 

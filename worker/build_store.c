@@ -123,40 +123,43 @@ static bool plain_file_name(const char *s)
     return true;
 }
 
-typedef struct lister {
-    cv_cache *c;                /* NULL: list only */
-    const char *dir;
-    json_t *files;
-    cv_diag *d;
-} lister;
-
-static int add_file(lister *ls, const char *name)
+/* The artifact's files, stored through the cache at once (or only hashed
+ * when c is NULL) and listed with size, mode and digest into files.  A
+ * file stored through the cache is remembered as holding these bytes: a
+ * hit into the same directory then leaves it alone. */
+static int add_files(cv_cache *c, const char *dir, const char *const *names, int n,
+                     json_t *files, cv_diag *d)
 {
-    if (!plain_file_name(name))
-        return cv_diag_error(ls->d, CV_E_BUILD_ARTIFACT, (cv_span){.file = ls->dir},
-                             "the artifact names a file '%s'", name), -1;
-    char *path = cv_fs_join(ls->dir, name);
-    struct stat st;
-    cv_digest dg;
-    uint64_t len = 0;
-    /* Stored through the cache, the file is remembered as holding these
-     * bytes: a hit into the same directory then leaves it alone. */
-    int rc = path ? 0 : (cv_diag_error(ls->d, 9002, (cv_span){0}, "out of memory"), -1);
-    if (rc == 0 && stat(path, &st) != 0)
-        rc = (cv_diag_error(ls->d, 9004, (cv_span){.file = path}, "cannot read %s: %s", path,
-                            strerror(errno)), -1);
-    if (rc == 0 && ls->c)
-        rc = cv_cache_put_blob_file(ls->c, path, MAX_FILE_BYTES, &dg, &len, ls->d) == 0 ? 0 : -1;
-    else if (rc == 0)
-        rc = cv_cache_hash_file(path, &dg, NULL, &len, ls->d);
-    if (rc == 0) {
-        json_t *e = json_pack("{s:I, s:i}", "size", (json_int_t)len, "mode",
-                              (st.st_mode & 0111) ? 0755 : 0644);
-        set_digest(e, "sha256", &dg);
-        json_object_set_new(ls->files, name, e);
+    char *paths[MAX_FILES + 1] = {0}; /* owned here */
+    cv_digest dg[MAX_FILES + 1];
+    uint64_t len[MAX_FILES + 1] = {0};
+    unsigned mode[MAX_FILES + 1] = {0};
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        struct stat st;
+        if (!plain_file_name(names[i]))
+            rc = cv_diag_error(d, CV_E_BUILD_ARTIFACT, (cv_span){.file = dir},
+                               "the artifact names a file '%s'", names[i]);
+        else if (!(paths[i] = cv_fs_join(dir, names[i])))
+            rc = cv_diag_error(d, 9002, (cv_span){0}, "out of memory");
+        else if (stat(paths[i], &st) != 0)
+            rc = cv_diag_error(d, 9004, (cv_span){.file = paths[i]}, "cannot read %s: %s",
+                               paths[i], strerror(errno));
+        else
+            mode[i] = (st.st_mode & 0111) ? 0755 : 0644;
     }
-    free(path);
-    return rc;
+    if (rc == 0 && c)
+        rc = cv_cache_put_blob_files(c, (const char *const *)paths, n, MAX_FILE_BYTES, dg, len, d);
+    for (int i = 0; rc == 0 && !c && i < n; i++)
+        rc = cv_cache_hash_file(paths[i], &dg[i], NULL, &len[i], d);
+    for (int i = 0; rc == 0 && i < n; i++) {
+        json_t *e = json_pack("{s:I, s:i}", "size", (json_int_t)len[i], "mode", (int)mode[i]);
+        set_digest(e, "sha256", &dg[i]);
+        json_object_set_new(files, names[i], e);
+    }
+    for (int i = 0; i < n; i++)
+        free(paths[i]);
+    return rc ? -1 : 0;
 }
 
 static int collect(cv_cache *c, const char *dir, char **list, size_t *len, char name[128],
@@ -171,25 +174,27 @@ static int collect(cv_cache *c, const char *dir, char **list, size_t *len, char 
         return -1;
     const char *nm = json_string_value(json_object_get(m, "name"));
     json_t *files = json_object_get(m, "files");
-    lister ls = {c, dir, json_object(), d};
+    json_t *listed = json_object();
     if (!nm || strlen(nm) >= 128 || !json_is_object(files) || json_object_size(files) > MAX_FILES)
         rc = cv_diag_error(d, CV_E_BUILD_ARTIFACT, (cv_span){.file = dir},
                            "%s/manifest.json is not an artifact manifest", dir);
+    const char *names[MAX_FILES + 1];
+    int n = 0;
     const char *key;
     json_t *v;
     json_object_foreach(rc == 0 ? files : NULL, key, v)
-        if (rc == 0)
-            rc = add_file(&ls, key);
+        names[n++] = key;
+    names[n++] = "manifest.json";
     if (rc == 0)
-        rc = add_file(&ls, "manifest.json");
+        rc = add_files(c, dir, names, n, listed, d);
     if (rc == 0) {
         snprintf(name, 128, "%s", nm);
         *list = canonical(json_pack("{s:s, s:s, s:O}", "format", "cuvil-artifact-files/1",
-                                    "name", nm, "files", ls.files));
+                                    "name", nm, "files", listed));
         rc = *list ? 0 : cv_diag_error(d, 9002, (cv_span){0}, "out of memory");
         *len = *list ? strlen(*list) : 0;
     }
-    json_decref(ls.files);
+    json_decref(listed);
     json_decref(m);
     return rc;
 }

@@ -168,6 +168,64 @@ static void test_put_file_then_get_writes_nothing(void **state)
     free(data);
 }
 
+/* Nine files stored at once (more than one round of threads, one of them
+ * large enough to be compressed in chunks, two with the same bytes): each
+ * digest is its file's, each blob is served, a file is remembered (a get
+ * into it writes nothing); a missing file fails the put. */
+static void test_put_files_at_once(void **state)
+{
+    (void)state;
+    cv_cache *c = open_cache("putfiles");
+    enum { N = 9 };
+    size_t sizes[N] = {1, 4096, 70000, BIG, 12, 300000, 5000, 5000, 0};
+    unsigned char *data[N];
+    char *files[N];
+    for (int i = 0; i < N; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "putfiles-%d", i);
+        data[i] = random_bytes(sizes[i] ? sizes[i] : 1, i == 7 ? 106 : 100 + (unsigned)i);
+        files[i] = cv_tmpdir_path(g_dir, name);
+        tcu_write(files[i], data[i], sizes[i]);
+        assert_int_equal(chmod(files[i], 0644), 0);
+    }
+    cv_digest dg[N];
+    uint64_t got[N];
+    assert_int_equal(cv_cache_put_blob_files(c, (const char *const *)files, N, BIG, dg, got, NULL),
+                     0);
+    for (int i = 0; i < N; i++) {
+        cv_digest want;
+        cv_cache_sha256(data[i], sizes[i], &want);
+        assert_true(cv_cache_digest_eq(&dg[i], &want));
+        assert_int_equal(got[i], sizes[i]);
+        void *back = NULL;
+        size_t len = 0;
+        assert_int_equal(cv_cache_get_blob(c, &dg[i], &back, &len, NULL, NULL), 1);
+        assert_int_equal(len, sizes[i]);
+        assert_memory_equal(back, data[i], sizes[i]);
+        free(back);
+    }
+    assert_true(cv_cache_digest_eq(&dg[6], &dg[7]));
+    settle();
+    int64_t before = ctime_ns(files[3]);
+    uint64_t size = 0;
+    assert_int_equal(cv_cache_get_blob_file(c, &dg[3], files[3], 0644, &size, NULL, NULL), 1);
+    assert_true(ctime_ns(files[3]) == before); /* remembered: left alone */
+
+    char *missing = cv_tmpdir_path(g_dir, "putfiles-missing");
+    const char *two[2] = {files[0], missing};
+    cv_diag d;
+    cv_diag_init(&d);
+    assert_true(cv_cache_put_blob_files(c, two, 2, BIG, dg, got, &d) < 0);
+    assert_true(cv_diag_has_errors(&d));
+    cv_diag_free(&d);
+    free(missing);
+    for (int i = 0; i < N; i++) {
+        free(files[i]);
+        free(data[i]);
+    }
+    cv_cache_close(c);
+}
+
 static off_t file_size(const char *path)
 {
     struct stat st;
@@ -278,6 +336,7 @@ int main(void)
         cmocka_unit_test(test_put_file_then_get_writes_nothing),
         cmocka_unit_test(test_large_blobs_paged_and_copied),
         cmocka_unit_test(test_hits_written_in_one_batch),
+        cmocka_unit_test(test_put_files_at_once),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
