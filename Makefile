@@ -5,6 +5,9 @@
 #   make integration  real-client tests too slow for make test (Bazel against cuvil cache serve)
 #   make demo       install missing packages, build, run the demo on examples/
 #   make fuzz       run every libFuzzer target for FUZZ_SECONDS (default 60) each
+#   make fuzz-long  each target until it used FUZZ_CPU_SECONDS of CPU, one at a time, nice 19
+#   make chaos      kill -9 workers and controller mid-build, full disk, killed remote cache
+#   make ci-extra   what CI adds to make test: every fuzz target for CI_FUZZ_SECONDS
 #   make bench      run every benchmark under bench/
 #   make conformance, make install PREFIX=..., make clean
 #
@@ -17,6 +20,8 @@ PREFIX     ?= /usr/local
 CC         ?= cc
 FUZZ_CC    ?= clang-19
 FUZZ_SECONDS ?= 60
+FUZZ_CPU_SECONDS ?= 600
+CI_FUZZ_SECONDS ?= 30
 NPROC      := $(shell nproc 2>/dev/null || echo 2)
 V          ?= 0
 
@@ -84,6 +89,7 @@ TEST_BINS   := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(TEST_SRCS))
 .SECONDARY: $(patsubst tests/unit/%.c,$(BUILD)/asan/obj/tests/unit/%.o,$(TEST_SRCS)) \
             $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(TEST_SUPPORT))
 .PHONY: all deps test unit-test integration demo bench fuzz conformance install clean help
+.PHONY: fuzz-long chaos ci-extra
 all: $(BUILD)/cuvil $(BUILD)/lib/cuvil/libcv_llvm.so
 
 $(BUILD)/obj/%.o: %.c
@@ -159,21 +165,41 @@ FUZZ_BINS   := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 FUZZ_LIB_SRCS = $(foreach c,$(PRESENT),$(call comp_srcs,$(c)))
 FUZZ_OBJS   = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_LIB_SRCS))
 FUZZ_FLAGS  := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -g -O1
+.SECONDARY: $(FUZZ_OBJS)   # pattern-rule prerequisites: keep them when a link fails
 
 $(BUILD)/fuzz/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(Q)$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_FLAGS) $(PKG_CFLAGS) $(EXTRA_CFLAGS) -DCV_FUZZING -c $< -o $@
 
-$(BUILD)/fuzz/%: fuzz/%.c $(FUZZ_OBJS)
-	$(Q)$(FUZZ_CC) $(BASE_CFLAGS) -fsanitize=fuzzer,address,undefined -g -O1 $(PKG_CFLAGS) $^ -o $@ $(PKG_LIBS) $(SYS_LIBS)
+$(BUILD)/fuzz/%: fuzz/%.c $(FUZZ_OBJS) $(wildcard fuzz/*.h)
+	$(Q)$(FUZZ_CC) $(BASE_CFLAGS) -fsanitize=fuzzer,address,undefined -g -O1 $(PKG_CFLAGS) $(filter-out %.h,$^) -o $@ $(PKG_LIBS) $(SYS_LIBS)
 
 fuzz: deps
 	$(Q)$(MAKE) --no-print-directory $(FUZZ_BINS)
 	$(Q)scripts/fuzz.sh $(BUILD) $(FUZZ_SECONDS) $(FUZZ_BINS)
 
+fuzz-long: deps
+	$(Q)$(MAKE) --no-print-directory $(FUZZ_BINS)
+	$(Q)fuzz/run-long.sh $(BUILD) $(FUZZ_CPU_SECONDS) $(FUZZ_BINS)
+
+# The short chaos tests are unit tests (tests/unit/test_chaos_*.c); this runs
+# the long ones (tests/chaos/run.sh; the disk-full case needs root).
+chaos: all $(BUILD)/asan/tests/test_chaos_cache $(BUILD)/tools/kafka-mock
+	$(Q)tests/chaos/run.sh $(BUILD)
+
+# CI after `make test`: a short run of every fuzz target.
+ci-extra: deps
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) $(FUZZ_BINS)
+	$(Q)scripts/fuzz.sh $(BUILD) $(CI_FUZZ_SECONDS) $(FUZZ_BINS)
+
 conformance: all
 	$(Q)if [ -x tests/conformance/run.sh ]; then BUILD=$(BUILD) tests/conformance/run.sh $(if $(CONFORMANCE_BACKEND),--backend $(CONFORMANCE_BACKEND)); \
 	  else echo "conformance: no conformance suite yet (arrives with the ONNX front end)"; fi
+	@# resnet18 for aarch64 under qemu-user (about a minute of emulation, too slow for make test)
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/asan/tests/test_backend_cross $(BUILD)/models/torchvision.stamp
+	$(Q)CUVIL_CROSS_RESNET18=1 CUVIL_BUILD=$(abspath $(BUILD)) $(BUILD)/asan/tests/test_backend_cross
+	@# int8/fp16 accuracy on resnet18 and mobilenet_v2 (issue 14; a few minutes)
+	$(Q)BUILD=$(BUILD) tests/conformance/quant_models.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/cuvil $(DESTDIR)$(PREFIX)/lib/cuvil
@@ -186,6 +212,6 @@ clean:
 	rm -rf $(BUILD)
 
 help:
-	@sed -n '1,12p' Makefile
+	@sed -n '1,15p' Makefile
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -463,10 +463,22 @@ int cv_cache_cas_entry_stat(cv_cas *cas, cv_cas_kind kind, const cv_digest *name
     return CV_CAS_FOUND;
 }
 
+/* Whether the header's payload size fits the file: exactly for raw and
+ * paged entries; for zstd within the format's densest encoding (a 4-byte
+ * RLE block per 128 KiB), so a damaged size is found here rather than
+ * taken for an entry too large to read. */
+static bool size_plausible(const cv_cas_entry *e)
+{
+    if (e->hdr[4] == CODEC_ZSTD)
+        return e->raw / 32768 <= e->stored - CV_CAS_HEADER;
+    return e->raw_codec || e->paged;
+}
+
 int cv_cache_cas_entry_header(cv_cas_entry *e, cv_diag *d)
 {
+    /* bytes 5-7 are written as zeros: a flip there is damage too */
     if (e->stored < CV_CAS_HEADER || read_at(e->fd, e->hdr, sizeof e->hdr, 0) != 0 ||
-        memcmp(e->hdr, MAGIC, 4) != 0) {
+        memcmp(e->hdr, MAGIC, 4) != 0 || (e->hdr[5] | e->hdr[6] | e->hdr[7]) != 0) {
         cv_cache_cas_entry_close(e);
         return corrupt(e, "bad header", d);
     }
@@ -474,6 +486,10 @@ int cv_cache_cas_entry_header(cv_cas_entry *e, cv_diag *d)
     e->raw_codec = e->hdr[4] == CODEC_RAW && e->stored - CV_CAS_HEADER == e->raw;
     e->paged = e->hdr[4] == CODEC_PAGED && e->stored >= CV_CAS_PAGE &&
                e->stored - CV_CAS_PAGE == e->raw;
+    if (!size_plausible(e)) {
+        cv_cache_cas_entry_close(e);
+        return corrupt(e, "size does not match its header", d);
+    }
     return CV_CAS_FOUND;
 }
 

@@ -646,6 +646,11 @@ int cv_cache_server_start(const cv_cache_server_options *o, cv_cache_server **ou
     return 0;
 }
 
+struct MHD_Daemon *cv_cache_srv_daemon(const cv_cache_server *s)
+{
+    return s->daemon;
+}
+
 int cv_cache_server_port(const cv_cache_server *s)
 {
     return s->port;

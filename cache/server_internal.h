@@ -44,6 +44,11 @@ typedef struct cv_srv_gauges {
     double uptime_s;
 } cv_srv_gauges;
 
+/* The server's daemon, so that a harness (fuzz/fuzz_cache_server.c) can
+ * hand it a connection of raw bytes (MHD_add_connection) without a
+ * listening socket in the way. */
+struct MHD_Daemon *cv_cache_srv_daemon(const cv_cache_server *s);
+
 void cv_cache_srv_metrics_record(cv_srv_metrics *m, cv_srv_kind kind, cv_srv_method method,
                                  int status, int64_t latency_us);
 void cv_cache_srv_metrics_text(const cv_srv_metrics *m, const cv_srv_gauges *g, cv_sb *out);

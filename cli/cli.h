@@ -39,6 +39,8 @@ struct cv_diag;
 int cv_cli_open_native(const char *model_or_dir, int threads, struct cv_native **out,
                        char **tmpdir, double *compile_ms, struct cv_diag *d);
 void cv_cli_remove_tmpdir(char *dir);
+/* A fresh $TMPDIR/cuvil-run-XXXXXX (malloc'd), or NULL. */
+char *cv_cli_make_tmpdir(void);
 
 /* cuvil cache explain (cli/cmd_cache_explain.c); argv[0] is "explain". */
 int cv_cli_cache_explain(const cv_cli_command *cmd, int argc, char **argv);

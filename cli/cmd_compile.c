@@ -16,6 +16,7 @@ typedef struct compile_args {
     const char *model;
     cv_compile_opts o;
     const char *precision, *remote;
+    cv_quant_opts quant;        /* --calibration, --calibration-method, --min-sqnr */
     bool stats, verbose, no_cache, explain;
 } compile_args;
 
@@ -30,6 +31,7 @@ static int parse_opt_level(const char *a, int *out)
 static int parse_args(compile_args *a, int argc, char **argv)
 {
     const cv_cli_command *cmd = &cv_cmd_compile;
+    bool weights_file = false;
     a->o.opt_level = 2;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
@@ -44,6 +46,10 @@ static int parse_args(compile_args *a, int argc, char **argv)
         } else if (strncmp(s, "-O", 2) == 0) {
             if (parse_opt_level(s, &a->o.opt_level))
                 return cv_cli_usage_error(cmd, "optimisation level must be -O0 to -O3, got '%s'", s);
+        } else if (strcmp(s, "-g") == 0) {
+            a->o.debug = true;
+        } else if (strcmp(s, "--weights-file") == 0) {
+            weights_file = true;
         } else if (strcmp(s, "--stats") == 0) {
             a->stats = true;
         } else if (strcmp(s, "-v") == 0 || strcmp(s, "--verbose") == 0) {
@@ -57,6 +63,19 @@ static int parse_args(compile_args *a, int argc, char **argv)
             if (cv_precision_parse(a->precision) < 0)
                 return cv_cli_usage_error(cmd, "precision must be fp32, fp16, bf16 or int8, got '%s'",
                                           a->precision);
+        } else if (strcmp(s, "--calibration") == 0 && i + 1 < argc) {
+            a->quant.calibration = argv[++i];
+        } else if (strcmp(s, "--calibration-method") == 0 && i + 1 < argc) {
+            int m = cv_calib_method_parse(argv[++i]);
+            if (m < 0)
+                return cv_cli_usage_error(cmd, "--calibration-method must be minmax, percentile "
+                                          "or entropy, got '%s'", argv[i]);
+            a->quant.method = (cv_calib_method)m;
+        } else if (strcmp(s, "--min-sqnr") == 0 && i + 1 < argc) {
+            char *end;
+            a->quant.min_sqnr = strtod(argv[++i], &end);
+            if (*end || !(a->quant.min_sqnr > 0 && a->quant.min_sqnr < 200))
+                return cv_cli_usage_error(cmd, "--min-sqnr takes dB in (0, 200), got '%s'", argv[i]);
         } else if (strcmp(s, "--remote-cache") == 0 && i + 1 < argc) {
             a->remote = argv[++i];
         } else if (s[0] == '-') {
@@ -69,6 +88,8 @@ static int parse_args(compile_args *a, int argc, char **argv)
     }
     if (!a->model)
         return cv_cli_usage_error(cmd, "no model given");
+    if (weights_file)
+        a->o.emit = (a->o.emit ? a->o.emit : CV_EMIT_DEFAULT) | CV_EMIT_WEIGHTS;
     if (!a->o.out_dir)
         a->o.out_dir = "cuvil-out";
     return 0;
@@ -102,7 +123,7 @@ static int build(const compile_args *a, cv_build_result *r, cv_diag *d)
         .precision = a->precision ? (cv_precision)cv_precision_parse(a->precision)
                                   : CV_PRECISION_FP32,
         .opt_level = (cv_opt_level)a->o.opt_level, .emit = a->o.emit,
-        .out_dir = a->o.out_dir, .explain = a->explain,
+        .out_dir = a->o.out_dir, .explain = a->explain, .debug = a->o.debug, .quant = a->quant,
     };
     int rc = cv_build(cache, &bo, r, d);
     cv_cache_close(cache);
@@ -130,6 +151,8 @@ static int run_compile(int argc, char **argv)
         }
         if (a.stats && r.compiled)
             print_stats(&r.info);
+        if (r.compiled && r.info.quant_report[0])
+            fputs(r.info.quant_report, stdout);
         if (r.compiled && !r.info.linked_so && (a.o.emit == 0 || (a.o.emit & CV_EMIT_SO)))
             fprintf(stderr, "cuvil compile: no linker for %s installed: wrote the object and "
                     "archive, not lib%s.so\n", a.o.target ? a.o.target : "native", r.name);
@@ -140,18 +163,27 @@ static int run_compile(int argc, char **argv)
 
 const cv_cli_command cv_cmd_compile = {
     "compile", "compile a model into a native inference library",
-    "cuvil compile MODEL [-t TARGET] [-O0..-O3] [-p PRECISION] [-o DIR] [--emit LIST]\n"
-    "              [--stats] [-v] [--explain] [--no-cache] [--remote-cache URL]\n"
+    "cuvil compile MODEL [-t TARGET] [-O0..-O3] [-g] [-p PRECISION] [-o DIR] [--emit LIST]\n"
+    "              [--weights-file] [--stats] [-v] [--explain] [--no-cache] [--remote-cache URL]\n"
     "  -t TARGET     x86_64, x86_64-avx2, x86_64-avx512, aarch64-linux-gnu,\n"
     "                riscv64-linux-gnu or native (default)\n"
     "  -O0..-O3      optimisation level (default -O2)\n"
+    "  -g            debug info: DWARF mapping each kernel to its model line (for\n"
+    "                ONNX models, to its line in the generated <name>.cuir), and\n"
+    "                locations in the symbol map <name>.cvsym (cuvil symbols)\n"
     "  -o DIR        output directory (default ./cuvil-out)\n"
     "  --emit LIST   comma-separated files to write: so,a,obj,h,llvm,cuir,c\n"
     "                (default so,a,obj,h; manifest.json is always written);\n"
     "                c: portable C99 <name>.c + <name>_weights.c + <name>.h for\n"
     "                any C compiler (cc -std=c99 -O2, -lm; -fopenmp for threads),\n"
     "                made without LLVM when no so,a,obj,llvm is asked for\n"
-    "  -p PRECISION  fp32 (default); fp16, bf16, int8 arrive with quantization\n"
+    "  --weights-file  the weights in <name>.weights.bin beside the library, not in\n"
+    "                its read-only data (cv_<name>_create_weights maps them in)\n"
+    "  -p PRECISION  fp32 (default), fp16, bf16 (weights stored reduced) or int8\n"
+    "  --calibration GLOB  int8: .npy inputs to calibrate on (the last one is held\n"
+    "                out for the SQNR report)\n"
+    "  --calibration-method minmax|percentile|entropy  (default minmax)\n"
+    "  --min-sqnr DB fail (CV5110) when an int8 output's SQNR is below DB\n"
     "  --stats       print ops, kernels, arena size against the peak-live bound, timings\n"
     "  -v            print the cache outcome: 'cache: l1 hit, l2 miss (reason)'\n"
     "  --explain     on a miss, name the key fields that differ from the closest entry\n"

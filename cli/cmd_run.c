@@ -7,9 +7,11 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/run_io.h"
 #include "common/fs.h"
 #include "common/npy.h"
 #include "compiler-core/cuvil.h"
+#include "symbols/symbols.h"
 
 extern const cv_cli_command cv_cmd_run;
 
@@ -19,7 +21,7 @@ typedef struct run_opts {
     const char *model, *out_dir;
     const char *in_names[MAX_IO], *in_files[MAX_IO];
     int n_in, threads;
-    bool interp, json;
+    bool interp, json, trace;
 } run_opts;
 
 /* The model's inputs and outputs, from its IR or its artifact manifest. */
@@ -38,6 +40,8 @@ static int parse_args(run_opts *o, int argc, char **argv)
             o->interp = true;
         } else if (strcmp(a, "--json") == 0) {
             o->json = true;
+        } else if (strcmp(a, "--trace") == 0) {
+            o->trace = true;
         } else if ((strcmp(a, "--input") == 0 || strcmp(a, "-i") == 0) && i + 1 < argc) {
             char *eq = strchr(argv[++i], '=');
             if (!eq || eq == argv[i])
@@ -70,8 +74,8 @@ static int parse_args(run_opts *o, int argc, char **argv)
 
 /* float64 .npy files are what numpy writes by default: accept them for any
  * float input by rounding; everything else must match exactly. */
-static int npy_to_input(cv_npy *n, const char *name, cv_dtype want, cv_tensor *t, cv_diag *d,
-                        const char *file)
+static int npy_to_input(const cv_npy *n, const char *name, cv_dtype want, cv_tensor *t,
+                        cv_diag *d, const char *file)
 {
     if (cv_tensor_alloc(t, want, n->rank, n->dims))
         return cv_diag_error(d, 9002, (cv_span){.file = file}, "cannot allocate input %%%s", name), -1;
@@ -88,6 +92,17 @@ static int npy_to_input(cv_npy *n, const char *name, cv_dtype want, cv_tensor *t
     return 0;
 }
 
+int cv_cli_read_input(const char *file, const char *name, cv_dtype want, cv_tensor *t,
+                      cv_diag *d)
+{
+    cv_npy n;
+    if (cv_npy_read(file, &n, d))
+        return -1;
+    int rc = npy_to_input(&n, name, want, t, d, file);
+    cv_npy_free(&n);
+    return rc;
+}
+
 static int load_inputs(const run_opts *o, const run_sig *sg, cv_tensor *ins, cv_diag *d)
 {
     for (int i = 0; i < sg->n_in; i++) {
@@ -97,12 +112,7 @@ static int load_inputs(const run_opts *o, const run_sig *sg, cv_tensor *ins, cv_
         if (k == o->n_in)
             return cv_diag_error(d, 2024, (cv_span){.file = o->model}, "no --input given for %%%s",
                                  sg->in_name[i]), -1;
-        cv_npy n;
-        if (cv_npy_read(o->in_files[k], &n, d))
-            return -1;
-        int rc = npy_to_input(&n, sg->in_name[i], sg->in_dt[i], &ins[i], d, o->in_files[k]);
-        cv_npy_free(&n);
-        if (rc)
+        if (cv_cli_read_input(o->in_files[k], sg->in_name[i], sg->in_dt[i], &ins[i], d))
             return -1;
     }
     for (int k = 0; k < o->n_in; k++) {
@@ -186,6 +196,19 @@ static int run_interp(const run_opts *o, cv_diag *d, json_t *report)
     return rc;
 }
 
+/* --trace: a crash inside a kernel names its model line (symbols.h). */
+static void install_trace(const char *dir, cv_diag *d)
+{
+    cv_symmap m;
+    if (cv_symmap_load(dir, &m, d))
+        return;     /* the run goes on without it; the warning says why */
+    char suffix[300];
+    snprintf(suffix, sizeof suffix, "/%s", m.library ? m.library : "");
+    if (!m.library || cv_symbols_trace_install(&m, suffix))
+        fprintf(stderr, "cuvil run: --trace: the artifact's library is not loaded\n");
+    cv_symmap_free(&m);
+}
+
 static int run_native(const run_opts *o, cv_diag *d, json_t *report)
 {
     cv_native *n;
@@ -193,6 +216,8 @@ static int run_native(const run_opts *o, cv_diag *d, json_t *report)
     double ms;
     if (cv_cli_open_native(o->model, o->threads, &n, &tmp, &ms, d))
         return CV_EXIT_INPUT;
+    if (o->trace)
+        install_trace(tmp ? tmp : o->model, d);
     run_sig sg = {.n_in = cv_native_num_inputs(n), .n_out = cv_native_num_outputs(n)};
     for (int i = 0; i < sg.n_in; i++) {
         sg.in_name[i] = cv_native_input(n, i).name;
@@ -245,7 +270,7 @@ static int run_run(int argc, char **argv)
 const cv_cli_command cv_cmd_run = {
     "run", "run a model on .npy inputs",
     "cuvil run MODEL|ARTIFACT_DIR [--interp] --input NAME=FILE.npy ... [--output DIR]\n"
-    "          [--threads N] [--json]\n"
+    "          [--threads N] [--json] [--trace]\n"
     "  (default)         compile the model for this machine (or load a compiled\n"
     "                    artifact directory) and run it natively\n"
     "  --interp          run with the reference interpreter (fp64 accumulation)\n"
@@ -253,6 +278,8 @@ const cv_cli_command cv_cmd_run = {
     "  --input NAME=F    bind model input %NAME to the .npy file F (float64 files are\n"
     "                    rounded to the input's float type)\n"
     "  --output DIR      write one .npy per output into DIR\n"
-    "  --json            report outputs and diagnostics as JSON\n",
+    "  --json            report outputs and diagnostics as JSON\n"
+    "  --trace           a crash inside a kernel prints the kernel's ops and model\n"
+    "                    line (from the artifact's symbol map) before dying\n",
     run_run,
 };

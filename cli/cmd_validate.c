@@ -26,7 +26,7 @@ static bool check_file(const char *path, const validate_opts *o, cv_diag *d)
 {
     if (is_spec(path))
         return cv_spec_validate_file(path, d) == 0 && !cv_diag_has_errors(d);
-    cv_module *m = cv_model_load(path, (o->strict ? CV_LOAD_STRICT : 0), d);
+    cv_module *m = cv_model_load(path, CV_LOAD_CHECK_ONLY | (o->strict ? CV_LOAD_STRICT : 0), d);
     bool ok = m && !cv_diag_has_errors(d);
     cv_module_free(m);
     return ok;

@@ -37,7 +37,7 @@ static bool is_artifact_dir(const char *path)
     return yes;
 }
 
-static char *make_tmpdir(void)
+char *cv_cli_make_tmpdir(void)
 {
     const char *base = getenv("TMPDIR");
     char path[4096];
@@ -55,7 +55,7 @@ int cv_cli_open_native(const char *model_or_dir, int threads, cv_native **out, c
     cv_module *m = cv_model_load(model_or_dir, 0, d);
     if (!m)
         return -1;
-    char *dir = make_tmpdir();
+    char *dir = cv_cli_make_tmpdir();
     if (!dir) {
         cv_module_free(m);
         return cv_diag_error(d, 9004, (cv_span){0}, "cannot create a temporary directory: %s",
@@ -63,7 +63,9 @@ int cv_cli_open_native(const char *model_or_dir, int threads, cv_native **out, c
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    cv_compile_opts o = {.target = "native", .opt_level = 2, .emit = CV_EMIT_SO, .out_dir = dir};
+    /* Never cached: the symbol map may hold locations (cuvil run --trace). */
+    cv_compile_opts o = {.target = "native", .opt_level = 2, .emit = CV_EMIT_SO, .out_dir = dir,
+                         .sym_locs = true, .test_faults = true};
     cv_compile_info info;
     int rc = cv_compile_native(m, &o, &info, d);
     clock_gettime(CLOCK_MONOTONIC, &t1);

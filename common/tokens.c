@@ -26,6 +26,7 @@ __attribute__((format(printf, 2, 3))) static int tokens_error(cv_diag *d, const 
 typedef struct token {
     char *text; /* owned */
     size_t len;
+    unsigned char sha[32]; /* compared instead of the text: no length or prefix leaks */
     cv_token_right right;
 } token;
 
@@ -39,6 +40,7 @@ void cv_tokens_free(cv_tokens *t)
     if (!t)
         return;
     for (int i = 0; i < t->n; i++) {
+        OPENSSL_cleanse(t->v[i].sha, sizeof t->v[i].sha);
         OPENSSL_cleanse(t->v[i].text, t->v[i].len);
         free(t->v[i].text);
     }
@@ -76,11 +78,16 @@ static int parse_line(cv_tokens *t, char *line)
         return -1;
     if (t->n == MAX_TOKENS)
         return -1;
+    unsigned char sha[32];
+    if (!EVP_Digest(tok, strlen(tok), sha, NULL, EVP_sha256(), NULL))
+        return -1;
     token *v = realloc(t->v, ((size_t)t->n + 1) * sizeof *v);
     if (!v)
         return -1;
     t->v = v;
-    v[t->n] = (token){strdup(tok), strlen(tok), r};
+    v[t->n] = (token){strdup(tok), strlen(tok), {0}, r};
+    memcpy(v[t->n].sha, sha, sizeof sha);
+    OPENSSL_cleanse(sha, sizeof sha);
     if (!v[t->n].text)
         return -1;
     t->n++;
@@ -118,13 +125,20 @@ int cv_tokens_load(const char *path, cv_tokens **out, cv_diag *d)
     return 0;
 }
 
-/* Compares against every token, in time independent of where it matches. */
+/* Compares the SHA-256 of the presented token with every token's, so the
+ * time taken depends neither on where a token matches nor on its length
+ * (a plain comparison of equal-length strings would tell a caller, by its
+ * timing, how long the tokens are). */
 static cv_token_right lookup(const cv_tokens *t, const char *s, size_t n)
 {
+    unsigned char sha[32];
+    if (n > MAX_TOKEN || !EVP_Digest(s, n, sha, NULL, EVP_sha256(), NULL))
+        return CV_TOKEN_NONE;
     cv_token_right found = CV_TOKEN_NONE;
     for (int i = 0; i < t->n; i++)
-        if (t->v[i].len == n && CRYPTO_memcmp(t->v[i].text, s, n) == 0)
+        if (CRYPTO_memcmp(t->v[i].sha, sha, sizeof sha) == 0)
             found = t->v[i].right;
+    OPENSSL_cleanse(sha, sizeof sha);
     return found;
 }
 

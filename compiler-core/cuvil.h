@@ -15,6 +15,9 @@ typedef struct cv_frontend {
     const char *version;    /* enters the L1 cache key */
     bool (*matches)(const char *path, const char *head, size_t head_len);
     cv_module *(*load)(const char *path, cv_diag *d);
+    /* CV_LOAD_CHECK_ONLY: the same diagnostics as load, but param data may
+     * be borrowed, read-only and unaligned (never run it).  NULL: load. */
+    cv_module *(*load_check)(const char *path, cv_diag *d);
 } cv_frontend;
 
 /* The front end for path (by name and first bytes), or NULL. */
@@ -24,7 +27,7 @@ const cv_frontend *cv_frontend_at(int i);  /* NULL past the end */
 /* Loads any supported model file through its front end, then verifies it.
  * Weights referenced by CU-IR params are mapped (not copied).  Returns NULL
  * after reporting errors. */
-enum { CV_LOAD_STRICT = 1u << 0, CV_LOAD_NO_WEIGHTS = 1u << 1 };
+enum { CV_LOAD_STRICT = 1u << 0, CV_LOAD_NO_WEIGHTS = 1u << 1, CV_LOAD_CHECK_ONLY = 1u << 2 };
 cv_module *cv_model_load(const char *path, unsigned flags, cv_diag *d);
 
 /* Size limit for model text files read by front ends (bytes). */
@@ -36,8 +39,29 @@ enum {
     CV_EMIT_OBJ = 1u << 0, CV_EMIT_A = 1u << 1, CV_EMIT_SO = 1u << 2, CV_EMIT_H = 1u << 3,
     CV_EMIT_LLVM = 1u << 4, CV_EMIT_CUIR = 1u << 5,
     CV_EMIT_C = 1u << 6,    /* portable C99: <name>.c, <name>_weights.c (and <name>.h) */
+    /* --weights-file: the weights go to <name>.weights.bin beside the library
+     * instead of its read-only data; cv_<name>_create_weights takes them. */
+    CV_EMIT_WEIGHTS = 1u << 7,
     CV_EMIT_DEFAULT = CV_EMIT_OBJ | CV_EMIT_A | CV_EMIT_SO | CV_EMIT_H,
 };
+
+/* Reduced precision (compiler-core/passes/quantize*.c). */
+typedef enum cv_qprec { CV_QP_FP32, CV_QP_FP16, CV_QP_BF16, CV_QP_INT8 } cv_qprec;
+typedef enum cv_calib_method { CV_CALIB_MINMAX, CV_CALIB_PERCENTILE, CV_CALIB_ENTROPY } cv_calib_method;
+
+typedef struct cv_quant_opts {
+    cv_qprec precision;
+    const char *calibration;    /* int8: a glob of .npy files, one model input each */
+    cv_calib_method method;
+    double percentile;          /* CV_CALIB_PERCENTILE; 0 = 99.99 */
+    double min_sqnr;            /* dB: an output below it fails the compile (CV5110); 0 = off */
+} cv_quant_opts;
+
+/* "minmax", "percentile", "entropy" -> cv_calib_method; -1 otherwise. */
+int cv_calib_method_parse(const char *s);
+/* SHA-256 (hex) of the calibration files' bytes and the method: what the
+ * int8 artifact depends on beyond the model (an L2 cache key field). */
+int cv_calib_digest(const cv_quant_opts *q, char hex[65], cv_diag *d);
 
 typedef struct cv_compile_opts {
     const char *target;     /* x86_64, x86_64-avx2, x86_64-avx512, aarch64-linux-gnu,
@@ -45,6 +69,15 @@ typedef struct cv_compile_opts {
     int opt_level;          /* 0..3 */
     unsigned emit;          /* CV_EMIT_* bits; 0 = CV_EMIT_DEFAULT */
     const char *out_dir;    /* created when missing */
+    /* Debugging (symbols/symbols.h).  debug: DWARF that maps code to the
+     * model's lines (cuvil compile -g) and locations in <name>.cvsym;
+     * sym_locs: the locations without DWARF (a compile the cache never
+     * sees); fingerprint: the symbol-table fingerprint (hex) for the map;
+     * dump_values: every tensor a kernel writes is also an output (cuvil
+     * diff); test_faults: honour CUVIL_TEST_FAULT_OP (tests only). */
+    bool debug, sym_locs, dump_values, test_faults;
+    const char *fingerprint;
+    const cv_quant_opts *quant; /* reduced precision; NULL: fp32 */
 } cv_compile_opts;
 
 typedef struct cv_compile_info {
@@ -57,6 +90,9 @@ typedef struct cv_compile_info {
     int64_t arena_bytes, peak_bytes;  /* with every symbolic dim = 1 */
     double ms_passes, ms_codegen, ms_llvm, ms_link;
     bool linked_so;         /* false for a cross target whose linker is missing */
+    /* Reduced precision: which ops ran in which type, SQNR per output and
+     * per layer (text, empty for fp32). */
+    char quant_report[8192];
 } cv_compile_info;
 
 /* "so,a,obj,h,llvm,cuir,c" -> CV_EMIT_* bits; -1 on an unknown name. */

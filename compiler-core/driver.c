@@ -34,9 +34,9 @@ static cv_module *cuir_load(const char *path, cv_diag *d)
 }
 
 static const cv_frontend frontends[] = {
-    {"cuir", "1", cuir_matches, cuir_load},
-    {"onnx", "1", cv_onnx_matches, cv_onnx_load},
-    {"dsl", CV_DSL_VERSION, cv_dsl_matches, cv_dsl_load},
+    {"cuir", "1", cuir_matches, cuir_load, NULL},
+    {"onnx", "1", cv_onnx_matches, cv_onnx_load, cv_onnx_load_check},
+    {"dsl", CV_DSL_VERSION, cv_dsl_matches, cv_dsl_load, NULL},
 };
 
 const cv_frontend *cv_frontend_at(int i)
@@ -68,7 +68,8 @@ cv_module *cv_model_load(const char *path, unsigned flags, cv_diag *d)
     const cv_frontend *fe = cv_frontend_for(path, d);
     if (!fe)
         return NULL;
-    cv_module *m = fe->load(path, d);
+    bool check = (flags & CV_LOAD_CHECK_ONLY) && fe->load_check;
+    cv_module *m = check ? fe->load_check(path, d) : fe->load(path, d);
     if (!m)
         return NULL;
     int rc = cv_verify(m, (flags & CV_LOAD_STRICT) ? CV_VERIFY_STRICT : 0, d);

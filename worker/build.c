@@ -452,8 +452,15 @@ static int l2_lookup(bctx *b)
 
 static int backend(bctx *b)
 {
+    cv_quant_opts qo = b->o->quant;
+    qo.precision = (cv_qprec)b->o->precision;
     cv_compile_opts co = {.target = b->target, .emit = b->emit, .out_dir = b->o->out_dir,
+                          .quant = &qo,
                           .opt_level = b->o->opt_level == CV_OPT_OS ? 2 : (int)b->o->opt_level};
+    /* The symbol map holds locations only where the L2 key covers them. */
+    co.debug = b->o->debug;
+    co.sym_locs = !b->c || (b->emit & CV_EMIT_CUIR);
+    co.fingerprint = b->r->fingerprint[0] ? b->r->fingerprint : NULL;
     if (cv_compile_native(b->m, &co, &b->r->info, b->d))
         return -1;
     b->r->compiled = true;
@@ -487,7 +494,12 @@ static int uncached(bctx *b)
 {
     snprintf(b->r->l1.reason, sizeof b->r->l1.reason, "cache off");
     snprintf(b->r->l2.reason, sizeof b->r->l2.reason, "cache off");
-    return frontend(b) || backend(b) ? -1 : 0;
+    if (frontend(b))
+        return -1;
+    cv_digest fp;
+    cv_wk_fingerprint(b->m, &fp);
+    cv_wk_hex(&fp, b->r->fingerprint);
+    return backend(b);
 }
 
 static int cached(bctx *b)
@@ -523,10 +535,9 @@ int cv_build(cv_cache *c, const cv_build_opts *o, cv_build_result *r, cv_diag *d
               .target = o->target ? o->target : "native",
               .emit = o->emit ? o->emit : CV_EMIT_DEFAULT};
     int rc = -1;
-    if (o->precision != CV_PRECISION_FP32)
+    if (o->precision >= CV_PRECISION__COUNT)
         cv_diag_error(d, CV_E_PRECISION, (cv_span){.file = o->model},
-                      "precision %s is not supported by this compiler yet (fp32 only)",
-                      cv_precision_name(o->precision));
+                      "precision %d is not supported by this compiler", (int)o->precision);
     else if (source_init(&b) == 0)
         rc = b.c ? cached(&b) : uncached(&b);
     r->ms_total = now_ms() - t0;

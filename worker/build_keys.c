@@ -177,6 +177,7 @@ static const char *emit_text(unsigned emit, char *buf, size_t size)
     static const struct { unsigned bit; const char *name; } names[] = {
         {CV_EMIT_A, "a"}, {CV_EMIT_C, "c"}, {CV_EMIT_CUIR, "cuir"}, {CV_EMIT_H, "h"},
         {CV_EMIT_LLVM, "llvm"}, {CV_EMIT_OBJ, "obj"}, {CV_EMIT_SO, "so"},
+        {CV_EMIT_WEIGHTS, "weights"},
     };
     size_t at = 0;
     buf[0] = 0;
@@ -198,6 +199,14 @@ int cv_wk_l2_key(cv_cache *c, const cv_wk_l2_in *in, cv_cache_key *out, cv_diag 
         cv_cache_keyb_str(kb, "target_triple", in->desc->triple);
         cv_cache_keyb_str(kb, "target_features", in->desc->features);
         cv_cache_keyb_str(kb, "precision", cv_precision_name(in->o->precision));
+        char calib[65] = "none";    /* without data the compile fails (CV5105) */
+        if (in->o->precision == CV_PRECISION_INT8) {
+            if (in->o->quant.calibration && cv_calib_digest(&in->o->quant, calib, d)) {
+                cv_cache_keyb_free(kb);
+                return -1;
+            }
+            cv_cache_keyb_str(kb, "calibration", calib);
+        }
         cv_cache_keyb_str(kb, "opt_level", cv_opt_level_name(in->o->opt_level));
         cv_cache_keyb_bool(kb, "debug", in->o->debug);
         cv_cache_keyb_str(kb, "emit", emit_text(in->emit, emit, sizeof emit));

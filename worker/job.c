@@ -121,25 +121,32 @@ static int check_digest(cv_cache *c, const cv_job_msg *job, const char *path, cv
                          job->model_path, hex, job->model_digest), -1;
 }
 
-/* What a failed build's diagnostics say about whose fault it is. */
+/* What a failed build's diagnostics say about whose fault it is.  Cache
+ * trouble (a full disk, CV9100-CV9299) is reported as warnings; a build
+ * that failed with no error but such a warning failed to store its output:
+ * the farm's fault, not the model's. */
 static cv_result_status classify(const cv_diag *d)
 {
     cv_result_status st = CV_RESULT_FAILED;
+    bool errors = false, cache_trouble = false;
     for (int i = 0; i < d->n; i++) {
         const cv_diag_entry *e = &d->v[i];
+        cache_trouble |= e->code >= 9100 && e->code < 9300;
         if (e->sev != CV_SEV_ERROR)
             continue;
+        errors = true;
         if (e->code == 9002 || e->code == CV_E_WORKER_OOM)
             return CV_RESULT_OOM;
         if (e->code == 9001)
             st = CV_RESULT_ICE;
         else if (st == CV_RESULT_FAILED &&
-                 (e->code == 9004 || (e->code >= 9100 && e->code < 9300) ||
+                 (e->code == 9004 || e->code == 5040 /* backend plugin missing */ ||
+                  (e->code >= 9100 && e->code < 9300) ||
                   e->code == CV_E_WORKER_MODEL || e->code == CV_E_WORKER_DIGEST ||
                   e->code == CV_E_WORKER_SPAWN))
             st = CV_RESULT_INFRA;
     }
-    return st;
+    return !errors && cache_trouble ? CV_RESULT_INFRA : st;
 }
 
 /* Diagnostics name files as the repository does (models/x.cvl.py), not as

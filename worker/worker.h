@@ -36,7 +36,9 @@
 typedef struct cv_build_opts {
     const char *model;          /* the model file (.cuir, .onnx, .cvl.py) */
     const char *target;         /* a -t name; NULL = "native" */
-    cv_precision precision;     /* fp32 is the only one compiled today (else CV4401) */
+    cv_precision precision;     /* fp32, fp16, bf16, int8 */
+    cv_quant_opts quant;        /* int8: calibration, method, --min-sqnr (its precision
+                                   field is ignored: .precision decides) */
     cv_opt_level opt_level;     /* O0..O3; Os compiles as O2 (its key stays "Os") */
     bool debug;                 /* keep locations: the IR digest then covers them */
     bool strict;                /* strict verification (a front-end option) */

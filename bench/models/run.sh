@@ -8,6 +8,8 @@
 # <= 1.5 at 2 threads and faster than PyTorch.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# --precision: fp32 vs fp16 vs int8 (issue 14), bench/models/precision.sh.
+[ "${1:-}" = --precision ] && exec bench/models/precision.sh
 build=${BUILD:-build}
 cuvil="$build/cuvil"
 iters=${ITERS:-20}

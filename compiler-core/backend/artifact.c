@@ -16,7 +16,9 @@
 #include "compiler-core/backend/artifact_internal.h"
 #include "compiler-core/backend/c99/c99.h"
 #include "compiler-core/backend/codegen.h"
+#include "compiler-core/backend/debug_internal.h"
 #include "compiler-core/backend/llvm/llvm_backend.h"
+#include "compiler-core/backend/targets.h"
 #include "compiler-core/cuvil.h"
 #include "compiler-core/passes/passes.h"
 #include "cv_version.h"
@@ -24,6 +26,7 @@
 static const struct { const char *name; unsigned bit; } emit_names[] = {
     {"obj", CV_EMIT_OBJ}, {"a", CV_EMIT_A}, {"so", CV_EMIT_SO}, {"h", CV_EMIT_H},
     {"llvm", CV_EMIT_LLVM}, {"cuir", CV_EMIT_CUIR}, {"c", CV_EMIT_C},
+    {"weights", CV_EMIT_WEIGHTS},
 };
 
 int cv_emit_parse(const char *list, unsigned *out)
@@ -196,6 +199,45 @@ static int write_c(writer *w, const cv_kprog *p)
     return rc;
 }
 
+/* --weights-file: <name>.weights.bin (weights_file.c). */
+static int write_weights(writer *w, const cv_kprog *p)
+{
+    char name[200], *data;
+    size_t len;
+    snprintf(name, sizeof name, "%s.weights.bin", p->name);
+    if (cv_weights_image(p, &data, &len))
+        return cv_diag_error(w->d, 9002, (cv_span){0}, "out of memory"), -1;
+    int rc = put_file(w, name, data, len);
+    free(data);
+    return rc;
+}
+
+/* <name>.cvsym, with the code ranges from the linked library. */
+static int write_symbols(writer *w, const cv_kprog *p, const cv_compile_opts *o, unsigned emit,
+                         const cv_compile_info *info)
+{
+    char so[200], name[200], listing[200];
+    snprintf(so, sizeof so, "lib%s.so", p->name);
+    snprintf(listing, sizeof listing, "%s.cuir", p->name);
+    char *path = info->linked_so ? cv_fs_join(w->dir, so) : NULL, *data = NULL;
+    size_t len = 0;
+    if (path && cv_fs_read_file(path, (size_t)1 << 34, &data, &len, w->d)) {
+        free(path);
+        return -1;
+    }
+    bool in_listing = o->debug && (emit & CV_EMIT_CUIR) && cv_debug_needs_listing(p);
+    char *json = cv_debug_symmap_json(p, o->debug || o->sym_locs, o->fingerprint,
+                                      info->linked_so ? so : NULL, data, len,
+                                      in_listing ? listing : NULL);
+    snprintf(name, sizeof name, "%s.cvsym", p->name);
+    int rc = json ? put_file(w, name, json, strlen(json))
+                  : (cv_diag_error(w->d, 9002, (cv_span){0}, "out of memory"), -1);
+    free(json);
+    free(data);
+    free(path);
+    return rc;
+}
+
 static int write_artifact(const cv_module *m, const cv_kprog *p, const cv_llvm_out *lo,
                           const cv_compile_opts *o, unsigned emit, cv_compile_info *info,
                           cv_diag *d)
@@ -209,6 +251,8 @@ static int write_artifact(const cv_module *m, const cv_kprog *p, const cv_llvm_o
     }
     if (rc == 0 && (emit & CV_EMIT_C))
         rc = write_c(&w, p);
+    if (rc == 0 && p->weights_file)
+        rc = write_weights(&w, p);
     if (rc == 0 && (emit & (CV_EMIT_H | CV_EMIT_C))) {
         cv_sb h = CV_SB_INIT;
         cv_artifact_header(p, o->target, o->opt_level, &h);
@@ -216,6 +260,9 @@ static int write_artifact(const cv_module *m, const cv_kprog *p, const cv_llvm_o
         rc = put_file(&w, name, cv_sb_str(&h), h.len);
         cv_sb_free(&h);
     }
+    /* Reduced precision: the calibration's scales and SQNR go with the artifact. */
+    if (rc == 0 && info->quant_report[0])
+        rc = put_file(&w, "quant_report.txt", info->quant_report, strlen(info->quant_report));
     if (rc == 0 && (emit & CV_EMIT_LLVM) && lo->ir) {
         snprintf(name, sizeof name, "%s.ll", p->name);
         rc = put_file(&w, name, lo->ir, strlen(lo->ir));
@@ -226,8 +273,14 @@ static int write_artifact(const cv_module *m, const cv_kprog *p, const cv_llvm_o
         rc = text ? put_file(&w, name, text, strlen(text)) : -1;
         free(text);
     }
+    if (rc == 0)
+        rc = write_symbols(&w, p, o, emit, info);
     if (rc == 0) {
         json_t *man = manifest(p, lo, o, json_incref(w.files));
+        snprintf(name, sizeof name, "%s.weights.bin", p->name);
+        if (man && p->weights_file)
+            json_object_set_new(man, "weights", json_pack("{s:s, s:I}", "file", name, "bytes",
+                                (json_int_t)cv_weights_layout(p, NULL)));
         char *path = cv_fs_join(o->out_dir, "manifest.json");
         rc = man && path ? cv_json_write_file(path, man, true, d) : -1;
         free(path);
@@ -243,7 +296,10 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info
     cv_compile_opts o = *opts;
     if (!o.target)
         o.target = "native";
-    unsigned emit = o.emit ? o.emit : CV_EMIT_DEFAULT;
+    unsigned emit = o.emit & ~CV_EMIT_WEIGHTS ? o.emit : o.emit | CV_EMIT_DEFAULT;
+    if ((emit & CV_EMIT_WEIGHTS) && cv_target_is_cuda(o.target))
+        return cv_diag_error(d, 5043, (cv_span){.file = m->path}, "--weights-file: the CUDA "
+                             "targets keep their weights in the library"), -1;
     memset(info, 0, sizeof *info);
     if (m->n_funcs < 1)
         return cv_diag_error(d, 5002, (cv_span){.file = m->path}, "the module has no model"), -1;
@@ -252,12 +308,24 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info
                              o.out_dir, strerror(errno)), -1;
     double tp = now_ms();
     cv_pass_stats ps;
-    if (cv_passes_run(m->funcs[0], &ps, d))
+    if (cv_passes_run(m->funcs[0], &ps, d) ||
+        cv_passes_quantize(m->funcs[0], o.quant, info->quant_report, sizeof info->quant_report, d))
         return -1;
+    if (o.dump_values && cv_debug_expose_values(m->funcs[0]))
+        return cv_diag_error(d, 9002, (cv_span){.file = m->path}, "out of memory"), -1;
     double t0 = now_ms();
     cv_kprog *p;
     if (cv_kprog_build(m->funcs[0], &p, d))
         return -1;
+    p->debug = o.debug;
+    p->weights_file = (emit & CV_EMIT_WEIGHTS) != 0;
+    /* Debug info of a model without source lines points into its listing. */
+    if (o.debug && cv_debug_needs_listing(p))
+        emit |= CV_EMIT_CUIR;
+    if (o.test_faults && cv_debug_plant_fault(p, d)) {
+        cv_kprog_free(p);
+        return -1;
+    }
     double t1 = now_ms();
     cv_llvm_out lo = {.triple = "c99", .cpu = "generic"};
     /* --emit c alone needs no LLVM (nor its plugin). */

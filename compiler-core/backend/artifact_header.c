@@ -15,6 +15,8 @@ int cv_artifact_symbols(const cv_kprog *p, char names[][160], int max)
     int n = 0;
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0] && n < max; i++)
         snprintf(names[n++], 160, "cv_%s_%s", p->name, verbs[i]);
+    if (p->weights_file && n < max)
+        snprintf(names[n++], 160, "cv_%s_create_weights", p->name);
     return n;
 }
 
@@ -106,6 +108,17 @@ void cv_artifact_header(const cv_kprog *p, const char *target, int opt, cv_sb *o
                     "void *const *outputs,\n    const int64_t *symbolic_dims);\n", n, n);
     cv_sb_printf(o, "void cv_%s_destroy(cv_%s_ctx *ctx);\n", n, n);
     cv_sb_printf(o, "int64_t cv_%s_arena_bytes(const int64_t *symbolic_dims);\n\n", n);
+    if (p->weights_file) {
+        cv_sb_puts(o, "/* --weights-file: the weights are in the file below, not in the library;\n"
+                      " * create returns NULL.  create_weights takes the file's bytes (len must\n"
+                      " * be its size, w 64-byte aligned: mmap it), which must stay mapped and\n"
+                      " * unchanged until destroy; it returns NULL when they do not fit. */\n");
+        cv_sb_printf(o, "#define CV_%s_WEIGHTS_FILE \"%s.weights.bin\"\n", N, n);
+        cv_sb_printf(o, "#define CV_%s_WEIGHTS_BYTES ((int64_t)%lld)\n", N,
+                     (long long)cv_weights_layout(p, NULL));
+        cv_sb_printf(o, "cv_%s_ctx *cv_%s_create_weights(int threads, const void *w, int64_t len);\n\n",
+                     n, n);
+    }
     if (cv_target_is_cuda(target)) {
         cv_sb_puts(o, "/* CUDA: run copies the inputs to the GPU and the outputs back, and returns\n"
                       " * -3 when a driver call fails.  run_stream takes device addresses\n"

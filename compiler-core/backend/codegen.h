@@ -51,7 +51,7 @@ cv_cg_operand cv_cg_operand_of(const cv_kten *t);
 
 /* Reduces x over the axes marked in red into out (whose flat order is x's
  * with the reduced axes removed).  kind: CV_CG_R*. */
-enum { CV_CG_RSUM, CV_CG_RMEAN, CV_CG_RMAX, CV_CG_RMIN };
+enum { CV_CG_RSUM, CV_CG_RMEAN, CV_CG_RMAX, CV_CG_RMIN, CV_CG_RPROD };
 void cv_cg_reduce(cv_codegen_ctx *c, const cv_kten *x, const bool *red, const cv_kten *out,
                   int kind);
 
@@ -93,6 +93,22 @@ int cv_cg_greater(cv_codegen_ctx *c);
 int cv_cg_where(cv_codegen_ctx *c);
 int cv_cg_cast(cv_codegen_ctx *c);
 
+/* codegen_math.c */
+int cv_cg_sin(cv_codegen_ctx *c);
+int cv_cg_cos(cv_codegen_ctx *c);
+int cv_cg_tan(cv_codegen_ctx *c);
+int cv_cg_asin(cv_codegen_ctx *c);
+int cv_cg_acos(cv_codegen_ctx *c);
+int cv_cg_atan(cv_codegen_ctx *c);
+int cv_cg_sinh(cv_codegen_ctx *c);
+int cv_cg_cosh(cv_codegen_ctx *c);
+int cv_cg_asinh(cv_codegen_ctx *c);
+int cv_cg_acosh(cv_codegen_ctx *c);
+int cv_cg_atanh(cv_codegen_ctx *c);
+int cv_cg_floor(cv_codegen_ctx *c);
+int cv_cg_ceil(cv_codegen_ctx *c);
+int cv_cg_round(cv_codegen_ctx *c);
+
 /* codegen_activation.c */
 int cv_cg_neg(cv_codegen_ctx *c);
 int cv_cg_abs(cv_codegen_ctx *c);
@@ -115,6 +131,7 @@ int cv_cg_reduce_sum(cv_codegen_ctx *c);
 int cv_cg_reduce_mean(cv_codegen_ctx *c);
 int cv_cg_reduce_max(cv_codegen_ctx *c);
 int cv_cg_reduce_min(cv_codegen_ctx *c);
+int cv_cg_reduce_prod(cv_codegen_ctx *c);
 int cv_cg_argmax(cv_codegen_ctx *c);
 int cv_cg_softmax(cv_codegen_ctx *c);
 int cv_cg_log_softmax(cv_codegen_ctx *c);
@@ -124,6 +141,8 @@ int cv_cg_batch_norm(cv_codegen_ctx *c);
 int cv_cg_layer_norm(cv_codegen_ctx *c);
 int cv_cg_quantize_linear(cv_codegen_ctx *c);
 int cv_cg_dequantize_linear(cv_codegen_ctx *c);
+/* codegen_quant.c */
+int cv_cg_qconv2d(cv_codegen_ctx *c);
 
 /* codegen_matmul.c, codegen_nn.c, codegen_pool.c */
 int cv_cg_matmul(cv_codegen_ctx *c);

@@ -34,8 +34,8 @@ static void group_dims(cv_codegen_ctx *c, const cv_kten *x, const bool *red, rgr
 
 static const cv_kexpr *identity(cv_codegen_ctx *c, int kind, cv_kty t, cv_dtype dt)
 {
-    if (kind == CV_CG_RSUM || kind == CV_CG_RMEAN)
-        return cv_k_const(c, t, 0);
+    if (kind == CV_CG_RSUM || kind == CV_CG_RMEAN || kind == CV_CG_RPROD)
+        return cv_k_const(c, t, kind == CV_CG_RPROD);
     bool mx = kind == CV_CG_RMAX;
     if (t != CV_KTY_I64)
         return cv_k_const(c, t, mx ? -INFINITY : INFINITY);
@@ -48,6 +48,8 @@ static const cv_kexpr *combine(cv_codegen_ctx *c, int kind, const cv_kexpr *acc,
 {
     if (kind == CV_CG_RSUM || kind == CV_CG_RMEAN)
         return cv_k_add(c, acc, v);
+    if (kind == CV_CG_RPROD)
+        return cv_k_mul(c, acc, v);
     return cv_k_bin(c, kind == CV_CG_RMAX ? CV_KOP_MAX : CV_KOP_MIN, acc, v);
 }
 
@@ -161,6 +163,7 @@ int cv_cg_reduce_sum(cv_codegen_ctx *c) { return reduce_hook(c, CV_CG_RSUM); }
 int cv_cg_reduce_mean(cv_codegen_ctx *c) { return reduce_hook(c, CV_CG_RMEAN); }
 int cv_cg_reduce_max(cv_codegen_ctx *c) { return reduce_hook(c, CV_CG_RMAX); }
 int cv_cg_reduce_min(cv_codegen_ctx *c) { return reduce_hook(c, CV_CG_RMIN); }
+int cv_cg_reduce_prod(cv_codegen_ctx *c) { return reduce_hook(c, CV_CG_RPROD); }
 
 /* ---- along one axis: argmax, softmax, log_softmax -------------------------- */
 

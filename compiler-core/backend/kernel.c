@@ -38,11 +38,21 @@ static const uint8_t dwconv2d_args[] = {
     CV_KTY_PTR, CV_KTY_I64, CV_KTY_F32, CV_KTY_F32,         /* res act lo hi */
 };
 
+static const uint8_t qconv2d_args[] = {
+    CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR, /* x wp wsum scale bias y */
+    CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, /* C H W OC KH KW */
+    CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, /* sh sw pt pl dh dw */
+    CV_KTY_I64, CV_KTY_I64,                                 /* OH OW */
+    CV_KTY_PTR, CV_KTY_I64, CV_KTY_F32, CV_KTY_F32,         /* res act lo hi */
+    CV_KTY_F32, CV_KTY_I64, CV_KTY_PTR,                     /* xs zp scratch */
+};
+
 static const cv_krt_info rt_info[CV_KRT__COUNT] = {
     [CV_KRT_SGEMM] = {"cvrt_sgemm", (int)sizeof sgemm_args, sgemm_args},
     [CV_KRT_CONV2D] = {"cvrt_conv2d", (int)sizeof conv2d_args, conv2d_args},
     [CV_KRT_CONV2D_P8] = {"cvrt_conv2d_p8", (int)sizeof conv2d_p8_args, conv2d_p8_args},
     [CV_KRT_DWCONV2D] = {"cvrt_dwconv2d", (int)sizeof dwconv2d_args, dwconv2d_args},
+    [CV_KRT_QCONV2D] = {"cvrt_qconv2d", (int)sizeof qconv2d_args, qconv2d_args},
 };
 
 const cv_krt_info *cv_krt_get(cv_krt fn)
@@ -52,6 +62,7 @@ const cv_krt_info *cv_krt_get(cv_krt fn)
 
 static const char *const op_names[CV_KOP__COUNT] = {
     "neg", "abs", "not", "sqrt", "exp", "log", "tanh", "erf", "floor", "ceil", "round_even",
+    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
     "isnan", "add", "sub", "mul", "div", "rem", "min", "max", "fmin", "fmax", "pow", "and", "or",
     "eq", "ne", "lt", "le", "gt", "ge",
 };

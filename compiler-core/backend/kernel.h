@@ -33,7 +33,10 @@ typedef enum cv_kty {
 typedef enum cv_kop {
     /* unary */
     CV_KOP_NEG, CV_KOP_ABS, CV_KOP_NOT, CV_KOP_SQRT, CV_KOP_EXP, CV_KOP_LOG, CV_KOP_TANH,
-    CV_KOP_ERF, CV_KOP_FLOOR, CV_KOP_CEIL, CV_KOP_ROUND_EVEN, CV_KOP_ISNAN,
+    CV_KOP_ERF, CV_KOP_FLOOR, CV_KOP_CEIL, CV_KOP_ROUND_EVEN,
+    CV_KOP_SIN, CV_KOP_COS, CV_KOP_TAN, CV_KOP_ASIN, CV_KOP_ACOS, CV_KOP_ATAN,
+    CV_KOP_SINH, CV_KOP_COSH, CV_KOP_ASINH, CV_KOP_ACOSH, CV_KOP_ATANH,
+    CV_KOP_ISNAN,
     /* binary, operands and result of one type; integer DIV/REM truncate and
      * must not see a zero divisor or INT64_MIN / -1 (see cv_k_idiv) */
     CV_KOP_ADD, CV_KOP_SUB, CV_KOP_MUL, CV_KOP_DIV, CV_KOP_REM,
@@ -91,6 +94,7 @@ typedef enum cv_krt {
     CV_KRT_SGEMM, CV_KRT_CONV2D,
     CV_KRT_CONV2D_P8,           /* cvrt_conv2d with weights packed at compile time */
     CV_KRT_DWCONV2D,            /* depthwise convolution, one filter per channel */
+    CV_KRT_QCONV2D,             /* int8 convolution (cvrt_qconv2d) */
     CV_KRT__COUNT
 } cv_krt;
 
@@ -121,6 +125,12 @@ typedef struct cv_kernel {
     cv_kty *var_ty;             /* by variable id */
     cv_kstmt *body;
     bool calls_runtime;
+    /* What it implements (symbol maps, debug info): the index in f->ops of
+     * the op whose hook made it (-1: a copy into an output), and the ops
+     * fused into it as its epilogue, in order (indices; in the arena). */
+    int op;
+    const int *fused;
+    int n_fused;
 } cv_kernel;
 
 typedef enum cv_kstore_kind {
@@ -169,6 +179,8 @@ typedef struct cv_kprog {
     int n_fused;                /* ops whose work ran inside their producer's kernel */
     cv_kclass *classes;
     int n_classes;
+    bool debug;                 /* backends attach debug info (cuvil compile -g) */
+    bool weights_file;          /* constants live in <name>.weights.bin (weights_file.c) */
     bool oom;                   /* an allocation failed while building */
     const char *bug;            /* the first misuse of this API (an internal error) */
 } cv_kprog;
@@ -286,5 +298,11 @@ void cv_k_store(cv_codegen_ctx *c, const cv_kten *t, const cv_kexpr *index,
 const cv_kexpr *cv_k_local(cv_codegen_ctx *c, const cv_kexpr *init);
 void cv_k_set(cv_codegen_ctx *c, const cv_kexpr *var, const cv_kexpr *value);
 void cv_k_call(cv_codegen_ctx *c, cv_krt fn, const cv_kexpr *const *args, int n);
+
+/* --weights-file (weights_file.c): the offset of every constant storage in
+ * <name>.weights.bin (-1 for the others; offsets may be NULL) and the
+ * file's size; and the file's bytes (malloc'd into *data). */
+int64_t cv_weights_layout(const cv_kprog *p, int64_t *offsets);
+int cv_weights_image(const cv_kprog *p, char **data, size_t *len);
 
 #endif

@@ -1,10 +1,14 @@
 /* Loading a compiled artifact into this process: its manifest describes the
  * signature (dtypes, dims, symbols), dlopen gives the API functions. */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/fs.h"
 #include "common/jsonutil.h"
@@ -24,6 +28,8 @@ struct cv_native {
     void *ctx;                  /* owned: destroy */
     int (*run)(void *, const void *const *, void *const *, const int64_t *);
     void (*destroy)(void *);
+    void *weights;              /* owned: munmap (--weights-file artifacts) */
+    size_t weights_len;
     int n_in, n_out, n_syms;
     io_desc in[MAX_IO], out[MAX_IO];
 };
@@ -100,6 +106,47 @@ static int create_failed(cv_native *n, const char *dir, const char *name, int th
                          threads), -1;
 }
 
+/* An artifact built with --weights-file: maps <name>.weights.bin (the size
+ * its manifest records) and creates the context on it. */
+static void *create_with_weights(cv_native *n, const char *dir, const char *name, json_t *wj,
+                                 int threads, cv_diag *d)
+{
+    const char *file = json_string_value(json_object_get(wj, "file"));
+    json_int_t bytes = json_integer_value(json_object_get(wj, "bytes"));
+    char fn[300];
+    snprintf(fn, sizeof fn, "cv_%s_create_weights", name);
+    void *(*create)(int, const void *, int64_t) = NULL;
+    *(void **)&create = dlsym(n->dl, fn);
+    if (!file || strchr(file, '/') || bytes < 0 || !create)
+        return bad_manifest(d, dir, "a weights entry without its file, size or create_weights"),
+               NULL;
+    char *path = cv_fs_join(dir, file);
+    int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) || st.st_size != (off_t)bytes) {
+        cv_diag_error(d, 5044, (cv_span){.file = dir}, "%s/%s: %s", dir, file,
+                      fd < 0 ? "cannot be opened" : "its size is not the one the manifest records");
+        if (fd >= 0)
+            close(fd);
+        free(path);
+        return NULL;
+    }
+    free(path);
+    n->weights_len = (size_t)bytes;
+    n->weights = bytes ? mmap(NULL, n->weights_len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+    close(fd);
+    if (n->weights == MAP_FAILED) {
+        n->weights = NULL;
+        return cv_diag_error(d, 5044, (cv_span){.file = dir}, "%s/%s cannot be mapped", dir,
+                             file), NULL;
+    }
+    void *ctx = create(threads, n->weights, (int64_t)bytes);
+    if (!ctx)
+        cv_diag_error(d, 9002, (cv_span){.file = dir}, "cv_%s_create_weights(%d) failed", name,
+                      threads);
+    return ctx;
+}
+
 int cv_native_open(const char *dir, int threads, cv_native **out, cv_diag *d)
 {
     *out = NULL;
@@ -122,8 +169,10 @@ int cv_native_open(const char *dir, int threads, cv_native **out, cv_diag *d)
         bad_manifest(d, dir, "not a cuvil artifact manifest");
     else if (load_symbols(n, dir, name, &create, d) == 0) {
         n->n_syms = (int)json_array_size(syms);
-        n->ctx = create(threads);
-        rc = n->ctx ? 0 : create_failed(n, dir, name, threads, d);
+        json_t *wj = json_object_get(m, "weights");
+        n->ctx = wj ? create_with_weights(n, dir, name, wj, threads, d) : create(threads);
+        /* create_with_weights has reported why; create says nothing. */
+        rc = n->ctx ? 0 : wj ? -1 : create_failed(n, dir, name, threads, d);
     }
     json_decref(m);
     if (rc) {
@@ -165,6 +214,8 @@ void cv_native_close(cv_native *n)
         return;
     if (n->ctx)
         n->destroy(n->ctx);
+    if (n->weights)
+        munmap(n->weights, n->weights_len);
     if (n->dl)
         dlclose(n->dl);
     free(n);

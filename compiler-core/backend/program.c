@@ -189,6 +189,7 @@ const cv_kexpr *cv_k_begin(cv_codegen_ctx *c, const char *what, const cv_kexpr *
         static cv_kexpr zero = {.kind = CV_KE_CONST_I, .ty = CV_KTY_I64};
         return &zero;
     }
+    k->op = c->op_index < p->f->n_ops ? c->op_index : -1;
     k->extent = extent;
     k->grain = grain ? grain : cv_k_i64(c, 1);
     k->pvar = 0;

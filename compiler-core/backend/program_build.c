@@ -143,9 +143,17 @@ static int lower_op(cv_kprog *p, const cv_op *op, int index, const int *next, co
     /* The chain ran inside this op's kernel: its ops are done. */
     /* (Only the ops set_chain handed over: a longer chain's tail stays.) */
     int k = 0;
+    int *fused = c.epi_taken ? cv_kp_alloc(p, sizeof *fused * (size_t)c.n_epi) : NULL;
     for (int i = index; c.epi_taken && next[i] >= 0 && k < c.n_epi; i = next[i], k++) {
         done[next[i]] = true;
         p->n_fused++;
+        if (fused)
+            fused[k] = next[i];
+    }
+    /* The chain ran in the op's last kernel (the one writing its result). */
+    if (fused && c.n_kernels_op > 0) {
+        p->kernels[p->n_kernels - 1]->fused = fused;
+        p->kernels[p->n_kernels - 1]->n_fused = k;
     }
     if (c.k) {
         cv_kp_bug(&c, "a hook returned with a kernel open");

@@ -15,6 +15,7 @@ typedef struct cv_op_family {
 extern const cv_op_family cv_ops_elementwise;  /* ops_elementwise.c */
 extern const cv_op_family cv_ops_reduce;       /* ops_reduce.c: reduce_*, argmax, softmax, log_softmax */
 extern const cv_op_family cv_ops_activation;   /* ops_activation.c: unary math and activations */
+extern const cv_op_family cv_ops_math;         /* ops_math.c: trigonometric, hyperbolic, rounding */
 extern const cv_op_family cv_ops_norm;         /* ops_norm.c: batch_norm, layer_norm */
 extern const cv_op_family cv_ops_quant;        /* ops_quant.c: quantize_linear, dequantize_linear */
 extern const cv_op_family cv_ops_nn;           /* ops_nn.c: conv2d, conv_transpose2d */

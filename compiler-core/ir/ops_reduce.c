@@ -67,7 +67,7 @@ static int infer_reduce(cv_infer_ctx *c)
     return 0;
 }
 
-enum { R_SUM, R_MEAN, R_MAX, R_MIN };
+enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD };
 
 /* Accumulates x[i] into acc/iacc; max/min let NaN win, like numpy. */
 static void accumulate(int kind, bool exact, double v, int64_t vi, double *acc, int64_t *iacc)
@@ -75,10 +75,14 @@ static void accumulate(int kind, bool exact, double v, int64_t vi, double *acc, 
     if (exact) {
         if (kind == R_SUM || kind == R_MEAN)
             *iacc = (int64_t)((uint64_t)*iacc + (uint64_t)vi);
+        else if (kind == R_PROD)
+            *iacc = (int64_t)((uint64_t)*iacc * (uint64_t)vi);
         else if (kind == R_MAX ? vi > *iacc : vi < *iacc)
             *iacc = vi;
     } else if (kind == R_SUM || kind == R_MEAN) {
         *acc += v;
+    } else if (kind == R_PROD) {
+        *acc *= v;
     } else if (!isnan(*acc) && (isnan(v) || (kind == R_MAX ? v > *acc : v < *acc))) {
         *acc = v;
     }
@@ -86,8 +90,8 @@ static void accumulate(int kind, bool exact, double v, int64_t vi, double *acc, 
 
 static void reduce_init(int kind, double *acc, int64_t *iacc)
 {
-    *acc = kind == R_MAX ? -INFINITY : kind == R_MIN ? INFINITY : 0;
-    *iacc = kind == R_MAX ? INT64_MIN : kind == R_MIN ? INT64_MAX : 0;
+    *acc = kind == R_MAX ? -INFINITY : kind == R_MIN ? INFINITY : kind == R_PROD ? 1 : 0;
+    *iacc = kind == R_MAX ? INT64_MIN : kind == R_MIN ? INT64_MAX : kind == R_PROD ? 1 : 0;
 }
 
 static void reduce_store(cv_tensor *o, int64_t i, int kind, bool exact, int64_t count, double acc,
@@ -144,6 +148,7 @@ static int eval_reduce_sum(cv_eval_ctx *c) { return eval_reduce(c, R_SUM); }
 static int eval_reduce_mean(cv_eval_ctx *c) { return eval_reduce(c, R_MEAN); }
 static int eval_reduce_max(cv_eval_ctx *c) { return eval_reduce(c, R_MAX); }
 static int eval_reduce_min(cv_eval_ctx *c) { return eval_reduce(c, R_MIN); }
+static int eval_reduce_prod(cv_eval_ctx *c) { return eval_reduce(c, R_PROD); }
 
 /* ---- ops along one axis -------------------------------------------------- */
 
@@ -260,7 +265,7 @@ static int eval_log_softmax(cv_eval_ctx *c) { return eval_softmax_common(c, true
 
 /* ---- the table ----------------------------------------------------------- */
 
-/* reduce_sum, reduce_mean, reduce_max, reduce_min:
+/* reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod:
  *   axes (ints, optional: absent or [] = all axes), keepdims (int, default 1) */
 static const cv_attr_schema reduce_attrs[] = {
     {"axes", CV_ATTR_INTS, false},
@@ -289,6 +294,7 @@ static const cv_op_def defs[] = {
     {"reduce_mean", 1, 1, 1, 1, reduce_attrs, infer_reduce, eval_reduce_mean, cv_cg_reduce_mean, 0},
     {"reduce_max", 1, 1, 1, 1, reduce_attrs, infer_reduce, eval_reduce_max, cv_cg_reduce_max, 0},
     {"reduce_min", 1, 1, 1, 1, reduce_attrs, infer_reduce, eval_reduce_min, cv_cg_reduce_min, 0},
+    {"reduce_prod", 1, 1, 1, 1, reduce_attrs, infer_reduce, eval_reduce_prod, cv_cg_reduce_prod, 0},
     /* argmax {axis: int = 0, keepdims: int = 1, select_last_index: int = 0} -> i64 */
     {"argmax", 1, 1, 1, 1, argmax_attrs, infer_argmax, eval_argmax, cv_cg_argmax, 0},
     /* softmax, log_softmax {axis: int = -1}: floats. */

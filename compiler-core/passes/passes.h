@@ -23,6 +23,15 @@ typedef struct cv_pass_stats {
  * returns 0 or -1. */
 int cv_passes_run(cv_func *f, cv_pass_stats *st, cv_diag *d);
 
+/* Reduced precision (quantize*.c): rewrites f for q->precision (nothing
+ * for fp32) and writes the report (ops per type, SQNR) into rep. */
+struct cv_quant_opts;
+/* QDQ import (quantize_qdq.c): conv2d over dequantize(quantize(x)) with
+ * dequantized constant int8 weights becomes qconv2d; *fused counts them. */
+int cv_pass_qdq(cv_func *f, int *fused, cv_diag *d);
+int cv_passes_quantize(cv_func *f, const struct cv_quant_opts *q, char *rep, size_t size,
+                       cv_diag *d);
+
 /* Replaces every op whose operands are all params (constants) by params
  * holding its results, computed by the op's reference kernel -- the very
  * values the interpreter computes.  Results much larger than the op's

@@ -6,7 +6,10 @@
 int cv_passes_run(cv_func *f, cv_pass_stats *st, cv_diag *d)
 {
     *st = (cv_pass_stats){.ops_before = f->n_ops};
-    int rc = cv_pass_const_fold(f, st, d);
+    int qdq;
+    int rc = cv_pass_qdq(f, &qdq, d);   /* before folding turns QDQ weights into f32 */
+    if (rc == 0)
+        rc = cv_pass_const_fold(f, st, d);
     if (rc == 0)
         rc = cv_pass_bn_fold(f, st, d);
     if (rc == 0)

@@ -31,6 +31,12 @@ cvrt_ctx *cvrt_create(int threads);
 void cvrt_destroy(cvrt_ctx *rt);
 int cvrt_threads(const cvrt_ctx *rt);
 
+/* An artifact built with its weights in a file (--weights-file) reads them
+ * at run time from the caller's copy, set once after create (64-byte
+ * aligned, never written, alive until destroy). */
+void cvrt_set_weights(cvrt_ctx *rt, const void *w);
+const char *cvrt_weights(const cvrt_ctx *rt);
+
 /* The activation arena, at least `bytes` long and 64-byte aligned; NULL when
  * it cannot grow. */
 char *cvrt_arena(cvrt_ctx *rt, int64_t bytes);
@@ -98,6 +104,30 @@ void cvrt_dwconv2d(cvrt_ctx *rt, const float *x, const float *w, const float *bi
                    int64_t C, int64_t H, int64_t W, int64_t KH, int64_t KW,
                    int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw,
                    int64_t OH, int64_t OW, const float *res, int64_t act, float lo, float hi);
+
+/* int8 convolution of one image (cvrt_qconv.c): x is quantised with scale
+ * xs and zero point zp (u8) into scratch (CVRT_QCONV_SCRATCH bytes), then
+ * y[oc, p] = scale[oc] * sum_k (xq - zp) * w[oc, k] + bias[oc], then the
+ * epilogue as in cvrt_epilogue.  wp holds the s8 weights packed at compile
+ * time as [OC/CVRT_QR][K/4][CVRT_QR] quads, k = (kh*KW + kw)*Cp + c with Cp
+ * = CVRT_QCONV_CP(C) (zero rows and channels as padding); wsum[oc] is the
+ * sum of row oc.  K*32 bytes must fit a thread's packing buffer
+ * (CVRT_QCONV_MAX_K). */
+#define CVRT_QR 8
+#define CVRT_QCONV_MAX_K 20480
+#define CVRT_QCONV_CP(C) (((C) + 3) / 4 * 4)
+#define CVRT_QCONV_EXT(in, pb, out, s, k, d) \
+    (((in) + (pb)) > (((out) - 1) * (s) + ((k) - 1) * (d) + 1) ? ((in) + (pb)) \
+                                                              : (((out) - 1) * (s) + ((k) - 1) * (d) + 1))
+#define CVRT_QCONV_SCRATCH(C, H, W, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW) \
+    (CVRT_QCONV_EXT(H, pt, OH, sh, KH, dh) * CVRT_QCONV_EXT(W, pl, OW, sw, KW, dw) * \
+     CVRT_QCONV_CP(C))
+void cvrt_qconv2d(cvrt_ctx *rt, const float *x, const int32_t *wp, const int32_t *wsum,
+                  const float *scale, const float *bias, float *y,
+                  int64_t C, int64_t H, int64_t W, int64_t OC, int64_t KH, int64_t KW,
+                  int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw,
+                  int64_t OH, int64_t OW, const float *res, int64_t act, float lo, float hi,
+                  float xs, int64_t zp, uint8_t *scratch);
 
 /* IEEE half <-> float, round to nearest even (for targets without native
  * conversions; cvrt_half.c). */

@@ -25,14 +25,19 @@ struct cvrt_ctx {
     cvrt_task_fn task;
     void *arg;
     int64_t n, chunk, nchunks;
-    _Atomic int64_t next;
-    _Atomic int active;
+    /* Chunks are claimed from one word: the job's generation (bits 32-63),
+     * its chunk count (16-31) and the next unclaimed chunk (0-15); a thread
+     * still holding an older generation can claim nothing. */
+    _Atomic uint64_t claim;
+    _Atomic int64_t done;       /* chunks of the current job finished */
+    _Atomic int running;        /* workers that have started */
     _Atomic unsigned gen;
     /* Memory. */
     char *arena;                /* owned, 64-byte aligned */
     int64_t arena_cap;
     float **pack_a;             /* owned: one packed A block per thread */
     float **pack_b;             /* owned: one packed B block per thread */
+    const void *weights;        /* the caller's: an artifact's weights file (--weights-file) */
 };
 
 /* Runs task over [0, n) in chunks of `chunk` items on every thread. */

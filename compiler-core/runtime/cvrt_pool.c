@@ -1,10 +1,13 @@
 /* The thread pool and the arena.  Workers spin briefly on a generation
  * counter between jobs (kernels of one run follow each other within
  * microseconds) and then sleep on a condition variable, so an idle artifact
- * costs no CPU. */
+ * costs no CPU.  The caller waits for the chunks, not for the workers: a
+ * worker that is not running (asleep, or descheduled on a busy machine)
+ * when a job comes simply finds every chunk claimed, so a job never waits
+ * for a thread that took no part in it. */
 #include "compiler-core/runtime/cvrt_internal.h"
 
-enum { SPIN_ROUNDS = 20000 };
+enum { SPIN_ROUNDS = 20000, MAX_CHUNKS = 0xffff };
 
 typedef struct cvrt_worker {
     cvrt_ctx *rt;
@@ -22,14 +25,22 @@ static inline void cpu_relax(void)
 #endif
 }
 
-static void run_chunks(cvrt_ctx *rt, int tid)
+/* Runs chunks of job `gen` until none is left (or a newer job replaced
+ * it).  A successful claim proves the job is live (it cannot end before
+ * the claimed chunk does), so its fields are read only after one. */
+static void run_chunks(cvrt_ctx *rt, unsigned gen, int tid)
 {
     for (;;) {
-        int64_t c = atomic_fetch_add_explicit(&rt->next, 1, memory_order_relaxed);
-        if (c >= rt->nchunks)
-            return;
-        int64_t lo = c * rt->chunk;
+        uint64_t v = atomic_load_explicit(&rt->claim, memory_order_acquire);
+        do {
+            if ((unsigned)(v >> 32) != gen || (v & 0xffff) >= ((v >> 16) & 0xffff))
+                return;
+        } while (!atomic_compare_exchange_weak_explicit(&rt->claim, &v, v + 1,
+                                                        memory_order_acq_rel,
+                                                        memory_order_acquire));
+        int64_t lo = (int64_t)(v & 0xffff) * rt->chunk;
         rt->task(rt->arg, lo, cvrt_min(rt->n, lo + rt->chunk), tid);
+        atomic_fetch_add_explicit(&rt->done, 1, memory_order_release);
     }
 }
 
@@ -59,12 +70,12 @@ static void *worker_main(void *p)
     cvrt_worker *w = p;
     cvrt_ctx *rt = w->rt;
     unsigned seen = 0;
+    atomic_fetch_add_explicit(&rt->running, 1, memory_order_release);
     for (;;) {
         seen = wait_job(rt, seen);
         if (atomic_load_explicit(&rt->stop, memory_order_acquire))
             return 0;
-        run_chunks(rt, w->tid);
-        atomic_fetch_sub_explicit(&rt->active, 1, memory_order_release);
+        run_chunks(rt, seen, w->tid);
     }
 }
 
@@ -87,16 +98,19 @@ void cvrt_parallel(cvrt_ctx *rt, int64_t n, int64_t chunk, cvrt_task_fn task, vo
         task(arg, 0, n, 0);
         return;
     }
+    chunk = cvrt_max(chunk, cvrt_cdiv(n, MAX_CHUNKS));
     rt->task = task;
     rt->arg = arg;
     rt->n = n;
     rt->chunk = chunk;
     rt->nchunks = cvrt_cdiv(n, chunk);
-    atomic_store_explicit(&rt->next, 0, memory_order_relaxed);
-    atomic_store_explicit(&rt->active, rt->nthreads - 1, memory_order_relaxed);
+    unsigned gen = atomic_load_explicit(&rt->gen, memory_order_relaxed) + 1;
+    atomic_store_explicit(&rt->done, 0, memory_order_relaxed);
+    atomic_store_explicit(&rt->claim, (uint64_t)gen << 32 | (uint64_t)rt->nchunks << 16,
+                          memory_order_release);
     announce(rt);
-    run_chunks(rt, 0);
-    while (atomic_load_explicit(&rt->active, memory_order_acquire) > 0)
+    run_chunks(rt, gen, 0);
+    while (atomic_load_explicit(&rt->done, memory_order_acquire) < rt->nchunks)
         cpu_relax();
 }
 
@@ -132,6 +146,16 @@ void cvrt_launch(cvrt_ctx *rt, int64_t n, int64_t grain, cvrt_kernel_fn fn,
 int cvrt_threads(const cvrt_ctx *rt)
 {
     return rt->nthreads;
+}
+
+void cvrt_set_weights(cvrt_ctx *rt, const void *w)
+{
+    rt->weights = w;
+}
+
+const char *cvrt_weights(const cvrt_ctx *rt)
+{
+    return rt->weights;
 }
 
 char *cvrt_arena(cvrt_ctx *rt, int64_t bytes)
@@ -192,6 +216,12 @@ cvrt_ctx *cvrt_create(int threads)
         free(rt);
         return 0;
     }
+    /* Every worker is up before the first job: with jobs that need no
+     * worker, one could otherwise be joined at destroy before it ever ran,
+     * and in sanitized test processes LeakSanitizer's tracer then crashed
+     * at exit. */
+    while (atomic_load_explicit(&rt->running, memory_order_acquire) < rt->nthreads - 1)
+        cpu_relax();
     return rt;
 }
 

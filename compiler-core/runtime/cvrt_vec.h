@@ -74,12 +74,18 @@ static inline void cvrt_store_mask(float *p, cvrt_vf v, int64_t a, int64_t b)
 #endif
 }
 
-/* dst[0..n) = src[0..n), whole vectors (the last one overlapping). */
+/* dst[0..n) = src[0..n), whole vectors (the last one overlapping; a
+ * masked one when n is below the width: rows of 7 and 14 are common). */
 static inline void cvrt_copy(float *restrict dst, const float *restrict src, int64_t n)
 {
     if (n < CVRT_VL) {
+#if defined(CVRT_AVX512) || defined(CVRT_AVX2)
+        if (n > 0)
+            cvrt_store_mask(dst, cvrt_load_mask(src, 0, n), 0, n);
+#else
         for (int64_t q = 0; q < n; q++)
             dst[q] = src[q];
+#endif
         return;
     }
     int64_t q = 0;
@@ -93,8 +99,13 @@ static inline void cvrt_copy(float *restrict dst, const float *restrict src, int
 static inline void cvrt_zero(float *dst, int64_t n)
 {
     if (n < CVRT_VL) {
+#if defined(CVRT_AVX512) || defined(CVRT_AVX2)
+        if (n > 0)
+            cvrt_store_mask(dst, (cvrt_vf){0}, 0, n);
+#else
         for (int64_t q = 0; q < n; q++)
             dst[q] = 0.0f;
+#endif
         return;
     }
     int64_t q = 0;

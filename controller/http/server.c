@@ -325,7 +325,7 @@ static int start_daemon(cv_http *h, const char *listen, cv_diag *d)
     bool v6 = false;
     if (parse_listen(listen, &ss, &v6, d) != 0)
         return -1;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_TURBO |
                      (mhd()->is_feature_supported(MHD_FEATURE_EPOLL) ? MHD_USE_EPOLL
                                                                       : MHD_USE_POLL) |
                      (v6 ? MHD_USE_IPv6 : 0);

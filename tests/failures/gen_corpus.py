@@ -95,9 +95,9 @@ MODELS = {
                  node("Sigmoid", ["g"], ["y"])],
                 [io("x", ["N", 8])], [], "CV2301 Graph>Node[Mul](Relu,undefined)"),
     # ops the front end does not support
-    "acosh_a": ([node("Acosh", ["x"], ["y"])], [io("x", ["N", 4])], [], "CV4301 Graph>Node"),
-    "acosh_b": ([node("Relu", ["x"], ["r"]), node("Acosh", ["r"], ["a"]),
-                 node("Relu", ["a"], ["y"])],
+    "unique_a": ([node("Unique", ["x"], ["y"])], [io("x", ["N", 4])], [], "CV4301 Graph>Node"),
+    "unique_b": ([node("Relu", ["x"], ["r"]), node("Unique", ["r"], ["a"]),
+                  node("Relu", ["a"], ["y"])],
                 [io("x", ["N", 4])], [], "CV4301 Graph>Node"),
 }
 

@@ -6,7 +6,8 @@
 #                        outputs, a runner needing only libc), to be copied to
 #                        a GPU machine that has no compiler toolchain;
 #                        GPU_TORCHVISION=mobilenet_v2[,resnet18] adds the
-#                        torchvision exports (python3-torch) against PyTorch,
+#                        torchvision exports (python3-torch) against PyTorch
+#                        at batch 1 and 32 (bench/gpu/torch_ref.py),
 #                        GPU_TARGET=cuda-sm80 another SM, GPU_CORE=0 leaves
 #                        the examples and single-op groups out, GPU_BUNDLE=DIR
 #                        puts it elsewhere (a bundle travels whole: resnet18
@@ -42,5 +43,9 @@ gpu-bundle: $(GPU_BUNDLE_GEN) $(BUILD)/lib/cuvil/libcv_llvm.so
 	$(Q)cp tests/gpu/run.sh $(GPU_BUNDLE)/run.sh
 	@echo "gpu-bundle: $(GPU_BUNDLE) ($$(du -sh $(GPU_BUNDLE) | cut -f1)); on the GPU machine: $(GPU_BUNDLE)/run.sh"
 
+# The torchvision models' batch-32 cases take their input and PyTorch's
+# output from bench/gpu/torch_ref.py on the GPU machine (its python3 has
+# PyTorch with CUDA); bench/gpu/run.sh also prints Cuvil vs PyTorch times.
 test-gpu: gpu-bundle
+	$(Q)if [ -n "$(GPU_TORCHVISION)" ]; then python3 bench/gpu/torch_ref.py $(GPU_BUNDLE) --iters 5; fi
 	$(Q)tests/gpu/run.sh $(GPU_BUNDLE)

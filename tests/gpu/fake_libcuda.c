@@ -61,6 +61,17 @@ const char *cvfake_log(void)
     return log_buf;
 }
 
+/* The last launches' 8-byte parameters, for tests that follow a pointer
+ * into (host-resident) device memory. */
+enum { KEEP_LAUNCHES = 512, KEEP_PARAMS = 32 };
+static struct { const void *fn; int n; uint64_t v[KEEP_PARAMS]; } launches[KEEP_LAUNCHES];
+static int n_launches;
+
+/* Parameter i (counting every parameter; i < 0 from the end, -1 the last)
+ * of the nth newest launch (0: the latest) of kernel `name`; 0 when there is
+ * none. */
+uint64_t cvfake_param(const char *name, int nth, int i);
+
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logf_(const char *fmt, ...)
 {
@@ -200,6 +211,33 @@ CUresult cuStreamCreate(void **s, unsigned flags) { (void)flags; *s = (void *)&l
 CUresult cuStreamDestroy_v2(void *s) { (void)s; return 0; }
 CUresult cuStreamSynchronize(void *s) { (void)s; return 0; }
 
+/* CVFAKE_TRACE: every parameter on stderr, pointers as allocation+offset. */
+static void trace_params(const fake_fn *f, void **params)
+{
+    fprintf(stderr, "%s:", f->name);
+    for (int i = 0; i < f->n; i++) {
+        if (f->size[i] == 4) {
+            float v;
+            memcpy(&v, params[i], 4);
+            fprintf(stderr, " %g", (double)v);
+            continue;
+        }
+        uint64_t v;
+        memcpy(&v, params[i], 8);
+        int a = -1;
+        for (int k = 0; k < MAX_ALLOCS && a < 0; k++) {
+            CUdeviceptr b = (CUdeviceptr)(uintptr_t)allocs[k].p;
+            if (allocs[k].p && v >= b && v < b + allocs[k].n)
+                a = k;
+        }
+        if (a >= 0)
+            fprintf(stderr, " A%d+%llu", a, (unsigned long long)(v - (uint64_t)(uintptr_t)allocs[a].p));
+        else
+            fprintf(stderr, " %lld", (long long)v);
+    }
+    fputc('\n', stderr);
+}
+
 /* Pointer parameters (8 bytes) must be 0 or inside an allocation; the
  * last parameter of a program kernel is its item count. */
 CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -222,6 +260,15 @@ CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigne
             bad++;
     }
     logf_("launch %s blocks=%u threads=%u n=%lld bad=%d\n", f->name, gx, bx, (long long)last, bad);
+    if (getenv("CVFAKE_TRACE"))
+        trace_params(f, params);
+    int slot = n_launches++ % KEEP_LAUNCHES;
+    launches[slot].fn = f;
+    launches[slot].n = f->n < KEEP_PARAMS ? f->n : KEEP_PARAMS;
+    for (int i = 0; i < launches[slot].n; i++) {
+        launches[slot].v[i] = 0;
+        memcpy(&launches[slot].v[i], params[i], (size_t)f->size[i]);
+    }
     return bad ? 700 : 0;   /* CUDA_ERROR_ILLEGAL_ADDRESS */
 }
 
@@ -229,5 +276,17 @@ CUresult cuGetErrorName(CUresult r, const char **name)
 {
     *name = r == 100 ? "CUDA_ERROR_NO_DEVICE" : r == 700 ? "CUDA_ERROR_ILLEGAL_ADDRESS"
                                                          : "CUDA_ERROR_FAKE";
+    return 0;
+}
+
+uint64_t cvfake_param(const char *name, int nth, int i)
+{
+    int first = n_launches > KEEP_LAUNCHES ? n_launches - KEEP_LAUNCHES : 0;
+    for (int k = n_launches - 1; k >= first; k--) {
+        const fake_fn *f = launches[k % KEEP_LAUNCHES].fn;
+        int n = launches[k % KEEP_LAUNCHES].n, at = i < 0 ? n + i : i;
+        if (strcmp(f->name, name) == 0 && nth-- == 0)
+            return at >= 0 && at < n ? launches[k % KEEP_LAUNCHES].v[at] : 0;
+    }
     return 0;
 }

@@ -25,6 +25,7 @@
 
 static const char *g_out, *g_target;
 static FILE *g_list;
+static char g_last_name[128];   /* the artifact name of the last case added */
 
 static int write_bin(const char *dir, const char *name, const void *data, size_t len)
 {
@@ -123,6 +124,7 @@ static int add_case(const char *tag, cv_module *m, const cv_tensor *ins, int n_i
             rc = -1;
         if (rc == 0)
             fprintf(g_list, "%s\n", tag);
+        snprintf(g_last_name, sizeof g_last_name, "%s", info.name);
     } else if (rc == 0) {
         rc = -1;
     }
@@ -174,6 +176,29 @@ static int group(const cuda_group *g)
     return rc;
 }
 
+/* <name>_b32: the batch-1 case's artifact at batch 32.  Its input and
+ * PyTorch's output (in0.bin, want0.bin) are made on the GPU machine by
+ * bench/gpu/torch_ref.py, which runs the same torchvision model there. */
+static int torchvision_b32(const char *name, const cv_npy *x, const cv_npy *y)
+{
+    char tag[96];
+    snprintf(tag, sizeof tag, "%s_b32", name);
+    char *dir = cv_tmpdir_path(g_out, tag), *txt = NULL;
+    int rc = cv_fs_mkdirs(dir, 0755);
+    FILE *c = rc == 0 ? fopen((txt = cv_tmpdir_path(dir, "case.txt")), "w") : NULL;
+    if (c) {
+        fprintf(c, "lib ../%s/lib%s.so %s\nsyms 1 32\nin %zu in0.bin\nout f32 %lld 0 0.0001 want0.bin\n",
+                name, g_last_name, g_last_name, x->nbytes * 32, (long long)(y->nbytes / 4 * 32));
+        rc = fclose(c) ? -1 : 0;
+        fprintf(g_list, "%s\n", tag);
+    } else {
+        rc = -1;
+    }
+    free(txt);
+    free(dir);
+    return rc;
+}
+
 /* A torchvision export (tests/tools/export_torchvision.py) against PyTorch's
  * own output, max abs error 1e-4 as on the CPU. */
 static int torchvision(const char *dir, const char *name)
@@ -199,6 +224,8 @@ static int torchvision(const char *dir, const char *name)
         memcpy(want.data, y.data, y.nbytes);
         ref_out ref = {&want, 1e-4};
         rc = add_case(name, m, &in, 1, &ref);
+        if (rc == 0)
+            rc = torchvision_b32(name, &x, &y);
         cv_tensor_free(&in);
         cv_tensor_free(&want);
         cv_npy_free(&x);

@@ -1,19 +1,23 @@
 /* Cross targets: a model of many ops compiled for aarch64-linux-gnu and
  * riscv64-linux-gnu (rv64gcv), its static library linked into a small
  * driver by Debian's cross gcc and run under qemu-user; the outputs must
- * match the interpreter's.  Skipped (with the reason) where the cross
- * toolchain or qemu is missing. */
+ * match the interpreter's.  LeNet (examples/models, with generated
+ * weights) runs on RISC-V, resnet18 (the torchvision export) on AArch64
+ * against PyTorch's output only when CUVIL_CROSS_RESNET18=1 (about a
+ * minute of emulation: `make conformance` sets it).  Skipped (with the
+ * reason) where the cross toolchain or qemu is missing. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <unistd.h>
+#include <math.h>
 
-#include "common/fs.h"
-#include "compiler-core/backend/artifact_internal.h"
+#include "common/npy.h"
+#include "tests/support/pyrun.h"
 #include "tests/unit/test_backend_util.h"
+#include "tests/unit/test_cross_util.h"
 
 static const bk_case mix[] = {
     BK("conv2d", "pad=[1,1] stride=[2,1]", "f32[2,3,9,8] @-0.5:0.5", "f32[5,3,3,3]", "f32[5]"),
@@ -45,170 +49,144 @@ static const bk_case mix[] = {
     BK("quantize_linear", NULL, "f32[2,8] @-300:300", "f32[] =2.5"),
 };
 
-/* The driver: argv = in.bin out.bin n_in size... n_out size... n_syms dim... */
-static const char driver_c[] =
-    "#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
-    "void *CREATE(int); int RUN(void *, const void *const *, void *const *, const int64_t *);\n"
-    "void DESTROY(void *);\n"
-    "int main(int argc, char **argv) {\n"
-    "  int a = 3, ni = atoi(argv[a++]); void *in[256], *out[256]; long osz[256]; int64_t sym[64];\n"
-    "  FILE *f = fopen(argv[1], \"rb\");\n"
-    "  for (int i = 0; i < ni; i++) { long s = atol(argv[a++]); in[i] = malloc(s + 1);\n"
-    "    if (fread(in[i], 1, (size_t)s, f) != (size_t)s) return 2; }\n"
-    "  fclose(f);\n"
-    "  int no = atoi(argv[a++]);\n"
-    "  for (int i = 0; i < no; i++) { osz[i] = atol(argv[a++]); out[i] = malloc(osz[i] + 1); }\n"
-    "  int ns = atoi(argv[a++]);\n"
-    "  for (int i = 0; i < ns; i++) sym[i] = atoll(argv[a++]);\n"
-    "  void *ctx = CREATE(2);\n"
-    "  if (!ctx || RUN(ctx, (const void *const *)in, out, sym)) return 3;\n"
-    "  f = fopen(argv[2], \"wb\");\n"
-    "  for (int i = 0; i < no; i++) fwrite(out[i], 1, (size_t)osz[i], f);\n"
-    "  fclose(f); DESTROY(ctx); return 0;\n"
-    "}\n";
-
-static bool on_path(const char *prog)
+static void check_mix(const xc_target *t)
 {
-    const char *path = getenv("PATH");
-    char buf[4096];
-    for (const char *p = path ? path : "/usr/bin"; *p;) {
-        size_t n = strcspn(p, ":");
-        snprintf(buf, sizeof buf, "%.*s/%s", (int)n, p, prog);
-        if (access(buf, X_OK) == 0)
-            return true;
-        p += n + (p[n] == ':');
-    }
-    return false;
-}
-
-static void add_arg(char **argv, int *n, char *store, size_t *used, long v)
-{
-    int len = snprintf(store + *used, 32, "%ld", v);
-    argv[(*n)++] = store + *used;
-    *used += (size_t)len + 1;
-}
-
-static void check_target(const char *target, const char *gcc, const char *qemu, const char *cpu)
-{
-    if (!on_path(gcc) || !on_path(qemu)) {
-        printf("skipping %s: %s or %s is not installed (make deps installs them)\n", target, gcc, qemu);
+    if (!xc_available(t))
         skip();
-    }
     char msg[4096] = "";
     bk_model b;
     int n = (int)(sizeof mix / sizeof mix[0]);
     if (bk_build(&b, "mix", mix, n, msg, sizeof msg))
         fail_msg("%s", msg);
-    cv_tensor want[BK_MAX_CASES] = {{0}};
+    cv_tensor want[BK_MAX_CASES] = {{0}}, got[BK_MAX_CASES] = {{0}};
     cv_diag d;
     cv_diag_init(&d);
     assert_int_equal(cv_interp_run(b.m->funcs[0], b.ins, b.n_ins, want, &d), 0);
-    char *dir = bk_compile(b.m, target, 2, CV_EMIT_A | CV_EMIT_H, msg, sizeof msg);
-    if (!dir)
+    if (xc_run(t, b.m, 2, b.ins, b.n_ins, want, n, got, msg, sizeof msg))
         fail_msg("%s", msg);
-    char *drv = cv_fs_join(dir, "driver.c"), *exe = cv_fs_join(dir, "driver"), *lib = cv_fs_join(dir, "libmix.a");
-    char *inp = cv_fs_join(dir, "in.bin"), *outp = cv_fs_join(dir, "out.bin");
-    assert_int_equal(cv_tmpdir_write(dir, "driver.c", driver_c, strlen(driver_c)), 0);
-    char *cc[] = {(char *)gcc, "-O1", "-DCREATE=cv_mix_create", "-DRUN=cv_mix_run", "-DDESTROY=cv_mix_destroy",
-                  drv, lib, "-lm", "-lpthread", "-o", exe, NULL};
-    char out[8192];
-    if (cv_spawn_capture(cc, out, sizeof out) != 0)
-        fail_msg("%s failed: %s", gcc, out);
-    /* Inputs in order into in.bin; sizes and symbols on the command line. */
-    FILE *f = fopen(inp, "wb");
-    for (int i = 0; i < b.n_ins; i++)
-        fwrite(b.ins[i].data, 1, cv_tensor_nbytes(&b.ins[i]), f);
-    fclose(f);
-    char *argv[600], store[16384];
-    size_t used = 0;
-    int a = 0;
-    argv[a++] = (char *)qemu;
-    argv[a++] = "-L";
-    argv[a++] = strstr(target, "aarch64") ? "/usr/aarch64-linux-gnu" : "/usr/riscv64-linux-gnu";
-    if (cpu) {
-        argv[a++] = "-cpu";
-        argv[a++] = (char *)cpu;
-    }
-    argv[a++] = exe;
-    argv[a++] = inp;
-    argv[a++] = outp;
-    add_arg(argv, &a, store, &used, b.n_ins);
-    for (int i = 0; i < b.n_ins; i++)
-        add_arg(argv, &a, store, &used, (long)cv_tensor_nbytes(&b.ins[i]));
-    add_arg(argv, &a, store, &used, n);
-    for (int i = 0; i < n; i++)
-        add_arg(argv, &a, store, &used, (long)cv_tensor_nbytes(&want[i]));
-    /* The symbols in the artifact's order: first use in the inputs, here
-     * one per symbolic case input, each bound to the case's size. */
-    const cv_func *fn = b.m->funcs[0];
-    int64_t syms[64];
-    const char *names[64];
-    int ns = 0;
-    for (int i = 0; i < fn->n_inputs; i++)
-        for (int k = 0; k < fn->inputs[i]->type.shape.rank; k++) {
-            const char *s = fn->inputs[i]->type.shape.d[k].sym;
-            bool seen = false;
-            for (int j = 0; s && j < ns; j++)
-                seen |= strcmp(names[j], s) == 0;
-            if (s && !seen) {
-                names[ns] = s;
-                syms[ns++] = b.ins[i].dims[k];
-            }
-        }
-    add_arg(argv, &a, store, &used, ns);
-    for (int i = 0; i < ns; i++)
-        add_arg(argv, &a, store, &used, (long)syms[i]);
-    argv[a] = NULL;
-    int rc = cv_spawn_capture(argv, out, sizeof out);
-    if (rc != 0)
-        fail_msg("%s driver exited %d: %s", target, rc, out);
-    size_t len;
-    char *bytes;
-    assert_int_equal(cv_fs_read_file(outp, 1u << 28, &bytes, &len, &d), 0);
-    cv_tensor got[BK_MAX_CASES];
-    size_t off = 0;
-    for (int i = 0; i < n; i++) {
-        size_t nb = cv_tensor_nbytes(&want[i]);
-        assert_int_equal(cv_tensor_alloc(&got[i], want[i].dtype, want[i].rank, want[i].dims), 0);
-        assert_true(off + nb <= len);
-        memcpy(got[i].data, bytes + off, nb);
-        off += nb;
-    }
-    assert_int_equal(off, len);
     if (bk_compare(mix, n, got, want, msg, sizeof msg))
-        fail_msg("%s: %s", target, msg);
-    printf("%s: %d cases match the interpreter under %s\n", target, n, qemu);
-    free(bytes);
+        fail_msg("%s: %s", t->name, msg);
+    printf("%s: %d cases match the interpreter under %s\n", t->name, n, t->qemu);
     for (int i = 0; i < n; i++) {
         cv_tensor_free(&want[i]);
         cv_tensor_free(&got[i]);
     }
-    free(drv);
-    free(exe);
-    free(lib);
-    free(inp);
-    free(outp);
-    cv_tmpdir_remove(dir);
     cv_diag_free(&d);
     bk_model_free(&b);
 }
 
-static void test_aarch64(void **state)
+/* LeNet from examples/models with weights written by gen_weights.py, on a
+ * batch of 3, against the interpreter (rtol 1e-4, atol 1e-5). */
+static void check_lenet(const xc_target *t)
 {
-    check_target("aarch64-linux-gnu", "aarch64-linux-gnu-gcc", "qemu-aarch64", NULL);
+    if (!xc_available(t))
+        skip();
+    if (!cv_pyrun_has_module("numpy")) {
+        printf("skipping lenet: python3-numpy (gen_weights.py) is not installed\n");
+        skip();
+    }
+    char *dir = cv_tmpdir_make("cross-lenet"), script[1024], src[1024];
+    snprintf(script, sizeof script, "%s/examples/models/gen_weights.py", cv_tmpdir_src_root());
+    snprintf(src, sizeof src, "%s/examples/models/lenet.cvl.py", cv_tmpdir_src_root());
+    const char *args[] = {script, dir, "lenet", NULL};
+    assert_int_equal(cv_pyrun("import runpy, sys\npath = sys.argv[1]\nsys.argv = [path] + sys.argv[2:]\n"
+                              "runpy.run_path(path, run_name='__main__')\n", args, NULL), 0);
+    size_t len;
+    char *text = cv_tmpdir_read_file(src, &len);
+    assert_non_null(text);
+    assert_int_equal(cv_tmpdir_write(dir, "lenet.cvl.py", text, len), 0);
+    free(text);
+    char *path = cv_tmpdir_path(dir, "lenet.cvl.py");
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_module *m = cv_model_load(path, 0, &d);
+    if (!m)
+        cv_diag_print(&d, stderr, false);
+    assert_non_null(m);
+    int64_t dims[4] = {3, 1, 28, 28};
+    cv_tensor in, want = {0}, got = {0};
+    assert_int_equal(cv_tensor_alloc(&in, CV_F32, 4, dims), 0);
+    cv_npref_fill(&in, 5, -1, 1);
+    assert_int_equal(cv_interp_run(m->funcs[0], &in, 1, &want, &d), 0);
+    char msg[4096] = "";
+    if (xc_run(t, m, 2, &in, 1, &want, 1, &got, msg, sizeof msg))
+        fail_msg("%s", msg);
+    if (cv_npref_compare(&got, &want, 1e-4, 1e-5, msg, sizeof msg))
+        fail_msg("lenet on %s: %s", t->name, msg);
+    printf("%s: lenet (batch 3) matches the interpreter under %s\n", t->name, t->qemu);
+    cv_tensor_free(&in);
+    cv_tensor_free(&want);
+    cv_tensor_free(&got);
+    cv_module_free(m);
+    cv_diag_free(&d);
+    free(path);
+    cv_tmpdir_remove(dir);
 }
 
-static void test_riscv64(void **state)
+/* resnet18 (the torchvision export of make's test data) against PyTorch's
+ * output, max abs error 1e-4. */
+static void check_resnet18(const xc_target *t)
 {
-    check_target("riscv64-linux-gnu", "riscv64-linux-gnu-gcc", "qemu-riscv64",
-                 "rv64,v=true,vlen=256");
+    const char *on = getenv("CUVIL_CROSS_RESNET18");
+    if (!on || strcmp(on, "1") != 0) {
+        printf("skipping resnet18 on %s: about a minute under qemu; make conformance runs it "
+               "(CUVIL_CROSS_RESNET18=1)\n", t->name);
+        skip();
+    }
+    if (!xc_available(t))
+        skip();
+    const char *build = getenv("CUVIL_BUILD");
+    char onnx[4096], in_path[4096], out_path[4096];
+    snprintf(onnx, sizeof onnx, "%s/models/resnet18.onnx", build ? build : "build");
+    snprintf(in_path, sizeof in_path, "%s/models/resnet18.input.npy", build ? build : "build");
+    snprintf(out_path, sizeof out_path, "%s/models/resnet18.output.npy", build ? build : "build");
+    if (access(onnx, R_OK) || access(in_path, R_OK) || access(out_path, R_OK)) {
+        printf("skipping resnet18 on %s: %s is missing (python3-torch exports it)\n", t->name, onnx);
+        skip();
+    }
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_module *m = cv_model_load(onnx, 0, &d);
+    assert_non_null(m);
+    cv_npy x, y;
+    assert_int_equal(cv_npy_read(in_path, &x, &d), 0);
+    assert_int_equal(cv_npy_read(out_path, &y, &d), 0);
+    cv_tensor in, want, got = {0};
+    assert_int_equal(cv_tensor_alloc(&in, CV_F32, x.rank, x.dims), 0);
+    assert_int_equal(cv_tensor_alloc(&want, CV_F32, y.rank, y.dims), 0);
+    memcpy(in.data, x.data, x.nbytes);
+    memcpy(want.data, y.data, y.nbytes);
+    char msg[4096] = "";
+    if (xc_run(t, m, 2, &in, 1, &want, 1, &got, msg, sizeof msg))
+        fail_msg("%s", msg);
+    double max_err = 0;
+    for (int64_t i = 0; i < got.numel; i++) {
+        double e = fabs(cv_tensor_get(&got, i) - cv_tensor_get(&want, i));
+        max_err = e > max_err || isnan(e) ? e : max_err;
+    }
+    printf("%s: resnet18 under %s, max abs error vs PyTorch %.3g\n", t->name, t->qemu, max_err);
+    assert_true(max_err <= 1e-4);
+    cv_tensor_free(&in);
+    cv_tensor_free(&want);
+    cv_tensor_free(&got);
+    cv_npy_free(&x);
+    cv_npy_free(&y);
+    cv_module_free(m);
+    cv_diag_free(&d);
 }
+
+static void test_aarch64(void **state) { check_mix(&xc_aarch64); }
+static void test_riscv64(void **state) { check_mix(&xc_riscv64); }
+static void test_lenet_riscv64(void **state) { check_lenet(&xc_riscv64); }
+static void test_resnet18_aarch64(void **state) { check_resnet18(&xc_aarch64); }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_aarch64),
         cmocka_unit_test(test_riscv64),
+        cmocka_unit_test(test_lenet_riscv64),
+        cmocka_unit_test(test_resnet18_aarch64),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

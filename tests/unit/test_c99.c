@@ -429,7 +429,7 @@ static void test_reproducible(void **state)
         files++;
     }
     closedir(dir);
-    assert_int_equal(files, 5);  /* .c _weights.c .h .cuir manifest.json */
+    assert_int_equal(files, 6);  /* .c _weights.c .h .cuir .cvsym manifest.json */
     size_t len;
     /* The only allocations: the context (create) and the arena's growth. */
     char *src = slurp(a, "dtypes.c", &len);

@@ -21,8 +21,10 @@
 #include "tests/gpu/cuda_cases.h"
 #include "worker/internal.h"
 
-/* The device math, compiled for this machine (it is freestanding C). */
+/* The device math and the routines' kernels, compiled for this machine
+ * (freestanding C; on the host one thread does every item). */
 #include "compiler-core/backend/cuda/dev/cudev_math.c"
+#include "compiler-core/backend/cuda/dev/cudev_rt.c"
 
 static char *g_dirs[CUDA_N_GROUPS];  /* each group's cuda-sm90 artifact */
 static bk_model g_models[CUDA_N_GROUPS];
@@ -207,7 +209,9 @@ static void test_old_device(void **state) { check_mode("sm80", 5062, "compute ca
 
 /* Every group runs through the stand-in driver: the PTX loads, every kernel
  * is found, every launch gets in-bounds device pointers, the outputs come
- * back.  (Values are not checked: nothing runs the kernels.) */
+ * back; loops join the items of a GPU kernel (cuda_collapse.c) and a
+ * batch's convolutions are one launch (host/cuhost_batch.c).  (Values are
+ * not checked: nothing runs the kernels.) */
 static void test_fake_runs(void **state)
 {
     const char *fake = fake_driver();
@@ -240,6 +244,67 @@ static void test_fake_runs(void **state)
         cv_diag_free(&d);
         cv_native_close(n);
     }
+    uint64_t (*param)(const char *, int, int) = NULL;
+    *(void **)&param = dlsym(dl, "cvfake_param");
+    assert_non_null(param);
+    /* The layout group's first pooling (f32[2,3,8,8], 2x2 stride 2) runs one
+     * item per output element (its oh/ow loops joined the 6 channel items). */
+    assert_int_equal(param("k0_max_pool2d", 0, -1), 2 * 3 * 4 * 4);
+    /* The conv group's batch of 2 (f32[2,3,9,8], 5 filters, 5x4 outputs) is
+     * one launch: batch 2, images 3*9*8 and 5*5*4 floats apart. */
+    bool batched = false;
+    for (int nth = 0; nth < 32 && !batched; nth++)
+        batched = param("cvdk_conv2d_t", nth, -4) == 2 && param("cvdk_conv2d_t", nth, -3) == 216 &&
+                  param("cvdk_conv2d_t", nth, -2) == 100;
+    assert_true(batched);
+    dlclose(dl);
+}
+
+/* Every constant storage is bound to its own place in the device weights:
+ * mlp's two products read w1/b1 and w2/b2 (device memory is host memory in
+ * the stand-in driver, so the launch parameters can be followed). */
+static void test_fake_constants(void **state)
+{
+    const char *fake = fake_driver();
+    if (!fake)
+        skip();
+    void *dl = dlopen(fake, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(dl);
+    uint64_t (*param)(const char *, int, int) = NULL;
+    *(void **)&param = dlsym(dl, "cvfake_param");
+    assert_non_null(param);
+    char path[1024], msg[1024];
+    snprintf(path, sizeof path, "%s/examples/cuir/mlp.cuir", cv_tmpdir_src_root());
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_module *m = cv_model_load(path, 0, &d);
+    assert_non_null(m);
+    char *dir = compile(m, "cuda-sm90");
+    cv_native *n = NULL;
+    int code = open_code(dir, fake, &n, msg, sizeof msg);
+    if (code)
+        fail_msg("CV%04d %s", code, msg);
+    cv_tensor x = {0}, got = {0};
+    int64_t dims[2] = {2, 8};
+    cv_tensor_alloc(&x, CV_F32, 2, dims);
+    assert_int_equal(cv_native_run(n, &x, 1, &got, &d), 0);
+    /* cvdk_sgemm_t's parameters 7 and 13: B (the weights) and the bias. */
+    static const float want[2][2] = {{-0.286978275f, -0.0999211818f},
+                                     {-0.0772114843f, 0.203884989f}};
+    for (int k = 0; k < 2; k++) {
+        const float *w = (const float *)(uintptr_t)param("cvdk_sgemm_t", 1 - k, 7);
+        const float *bias = (const float *)(uintptr_t)param("cvdk_sgemm_t", 1 - k, 13);
+        assert_non_null(w);
+        assert_non_null(bias);
+        assert_float_equal(w[0], want[k][0], 0);
+        assert_float_equal(bias[0], want[k][1], 0);
+    }
+    cv_tensor_free(&x);
+    cv_tensor_free(&got);
+    cv_native_close(n);
+    cv_tmpdir_remove(dir);
+    cv_module_free(m);
+    cv_diag_free(&d);
     dlclose(dl);
 }
 
@@ -318,11 +383,152 @@ static void test_device_math(void **state)
     }
 }
 
+/* ---- the routines' device kernels (dev/cudev_rt.c) against plain loops -------------- */
+
+static uint64_t g_rng = 88172645463325252ull;
+
+static float rnd(void)
+{
+    g_rng ^= g_rng << 13, g_rng ^= g_rng >> 7, g_rng ^= g_rng << 17;
+    return (float)((double)(g_rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+static float *rnd_buf(int64_t n)
+{
+    float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
+    assert_non_null(p);
+    for (int64_t i = 0; i < n; i++)
+        p[i] = rnd();
+    return p;
+}
+
+static void expect_close(const char *what, const float *got, const double *want, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (fabs(got[i] - want[i]) > 1e-5 + 1e-5 * fabs(want[i]))
+            fail_msg("%s: element %lld: got %.9g, want %.9g", what, (long long)i, got[i], want[i]);
+}
+
+static double ref_epilogue(double v, const float *res, int64_t at, int64_t act, float lo, float hi)
+{
+    v += res ? res[at] : 0.0;
+    return act == 1 ? (v < 0 ? 0 : v) : act == 2 ? (v < lo ? lo : v > hi ? hi : v) : v;
+}
+
+/* cvdk_sgemm with transposed strides, a broadcast bias, accumulation, a
+ * residual and each activation. */
+static void test_dev_sgemm(void **state)
+{
+    enum { M = 19, N = 23, K = 37 };
+    float *a = rnd_buf(M * K), *b = rnd_buf(K * N), *bias = rnd_buf(N), *res = rnd_buf(M * N);
+    float *c = rnd_buf(M * N), *c0 = malloc(sizeof(float) * M * N);
+    double *want = malloc(sizeof(double) * M * N);
+    assert_non_null(c0);
+    assert_non_null(want);
+    memcpy(c0, c, sizeof(float) * M * N);
+    for (int act = 0; act < 3; act++) {
+        memcpy(c, c0, sizeof(float) * M * N);
+        /* A as given row-major (ars K, acs 1); B read transposed (brs 1, bcs K). */
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double s = 0;
+                for (int64_t k = 0; k < K; k++)
+                    s += (double)a[i * K + k] * b[j * K + k];
+                double v = 0.5 * s + 2.0 * bias[j] + c0[i * N + j];
+                want[i * N + j] = ref_epilogue(v, res, i * N + j, act, -0.5f, 0.75f);
+            }
+        cvdk_sgemm(M, N, K, 0.5f, a, K, 1, b, 1, K, c, N, 1, bias, 0, 1, 2.0f, res, N, act, -0.5f,
+                   0.75f);
+        expect_close("cvdk_sgemm", c, want, M * N);
+    }
+    free(a), free(b), free(bias), free(res), free(c), free(c0), free(want);
+}
+
+typedef struct cgeo {
+    int64_t C, H, W, OC, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW;
+} cgeo;
+
+/* y[oc, oh, ow] of a dense (groups 1) or depthwise (dw) convolution. */
+static void ref_conv(const cgeo *g, bool dw, const float *x, const float *w, const float *bias,
+                     const float *res, int64_t act, double *y)
+{
+    for (int64_t oc = 0; oc < g->OC; oc++)
+        for (int64_t oh = 0; oh < g->OH; oh++)
+            for (int64_t ow = 0; ow < g->OW; ow++) {
+                double s = bias ? bias[oc] : 0;
+                for (int64_t c = dw ? oc : 0; c < (dw ? oc + 1 : g->C); c++)
+                    for (int64_t kh = 0; kh < g->KH; kh++)
+                        for (int64_t kw = 0; kw < g->KW; kw++) {
+                            int64_t ih = oh * g->sh - g->pt + kh * g->dh, iw = ow * g->sw - g->pl + kw * g->dw;
+                            if (ih < 0 || ih >= g->H || iw < 0 || iw >= g->W)
+                                continue;
+                            int64_t wc = dw ? 0 : c;
+                            s += (double)w[((oc * (dw ? 1 : g->C) + wc) * g->KH + kh) * g->KW + kw] *
+                                 x[(c * g->H + ih) * g->W + iw];
+                        }
+                int64_t at = (oc * g->OH + oh) * g->OW + ow;
+                y[at] = ref_epilogue(s, res, at, act, 0, 0);
+            }
+}
+
+/* cvdk_conv2d, cvdk_conv2d_p8 (weights packed as cvrt.h's P8) and
+ * cvdk_dwconv2d: strides, padding, dilation, bias, residual, relu. */
+static void test_dev_conv(void **state)
+{
+    static const cgeo geos[] = {
+        {3, 9, 8, 5, 3, 2, 2, 2, 1, 0, 1, 1, 5, 4},
+        {4, 7, 7, 13, 3, 3, 1, 1, 2, 1, 2, 1, 7, 7},
+        {16, 5, 5, 9, 1, 1, 1, 1, 0, 0, 1, 1, 5, 5},
+    };
+    for (size_t gi = 0; gi < sizeof geos / sizeof geos[0]; gi++) {
+        const cgeo *g = &geos[gi];
+        int64_t K = g->C * g->KH * g->KW, ny = g->OC * g->OH * g->OW, mp = (g->OC + 7) / 8 * 8;
+        int64_t most = (g->OC > g->C ? g->OC : g->C) * g->OH * g->OW;   /* dense or depthwise */
+        float *x = rnd_buf(g->C * g->H * g->W), *w = rnd_buf(g->OC * K), *bias = rnd_buf(g->OC);
+        float *res = rnd_buf(ny), *y = rnd_buf(most), *wp = calloc((size_t)(mp * K), sizeof *wp);
+        double *want = malloc(sizeof(double) * (size_t)most);
+        assert_non_null(wp);
+        assert_non_null(want);
+        for (int64_t i = 0; i < g->OC; i++)
+            for (int64_t k = 0; k < K; k++)
+                wp[((i / 8) * K + k) * 8 + i % 8] = w[i * K + k];
+        ref_conv(g, false, x, w, bias, res, 1, want);
+        cvdk_conv2d(x, w, bias, y, g->C, g->H, g->W, g->OC, g->KH, g->KW, g->sh, g->sw, g->pt,
+                    g->pl, g->dh, g->dw, g->OH, g->OW, res, 1, 0, 0);
+        expect_close("cvdk_conv2d", y, want, ny);
+        memset(y, 0, sizeof(float) * (size_t)ny);
+        cvdk_conv2d_p8(x, wp, bias, y, g->C, g->H, g->W, g->OC, g->KH, g->KW, g->sh, g->sw,
+                       g->pt, g->pl, g->dh, g->dw, g->OH, g->OW, res, 1, 0, 0, NULL);
+        expect_close("cvdk_conv2d_p8", y, want, ny);
+        /* Depthwise: C = OC channels, one KH x KW filter each. */
+        cgeo d = *g;
+        d.OC = d.C;
+        int64_t nd = d.C * d.OH * d.OW;
+        ref_conv(&d, true, x, w, NULL, NULL, 0, want);
+        cvdk_dwconv2d(x, w, NULL, y, d.C, d.H, d.W, d.KH, d.KW, d.sh, d.sw, d.pt, d.pl, d.dh, d.dw,
+                      d.OH, d.OW, NULL, 0, 0, 0);
+        expect_close("cvdk_dwconv2d", y, want, nd);
+        /* Two images in one call (the batched launch the host runtime makes). */
+        int64_t nx = d.C * d.H * d.W;
+        float *x2 = rnd_buf(2 * nx), *y2 = rnd_buf(2 * nd);
+        cvdk_dwconv2d_b(x2, w, NULL, y2, d.C, d.H, d.W, d.KH, d.KW, d.sh, d.sw, d.pt, d.pl, d.dh,
+                        d.dw, d.OH, d.OW, NULL, 0, 0, 0, 2, nx, nd);
+        for (int b = 0; b < 2; b++) {
+            ref_conv(&d, true, x2 + b * nx, w, NULL, NULL, 0, want);
+            expect_close("cvdk_dwconv2d_b", y2 + b * nd, want, nd);
+        }
+        free(x2), free(y2);
+        free(x), free(w), free(bias), free(res), free(y), free(wp), free(want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unknown_target_lists_cuda),
         cmocka_unit_test(test_device_math),
+        cmocka_unit_test(test_dev_sgemm),
+        cmocka_unit_test(test_dev_conv),
         cmocka_unit_test(test_l2_key_sm),
         cmocka_unit_test(test_ptx_core_ops),
         cmocka_unit_test(test_sm80_and_header),
@@ -331,6 +537,7 @@ int main(void)
         cmocka_unit_test(test_no_device),
         cmocka_unit_test(test_old_device),
         cmocka_unit_test(test_fake_runs),
+        cmocka_unit_test(test_fake_constants),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

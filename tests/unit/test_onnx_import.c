@@ -351,9 +351,9 @@ static void test_unsupported_ops_report_lists_all(void **state)
     int64_t d2[1] = {2};
     tb_input(&b, "x", TB_FLOAT, 1, d2);
     tb_output(&b, "y", TB_FLOAT, 1, d2);
-    tb_node(&b, "Acosh", "first_bad", "x", "a");
+    tb_node(&b, "Unique", "first_bad", "x", "a");
     tb_node(&b, "Relu", "fine", "a", "r");
-    tb_node(&b, "Det", "second_bad", "r", "t");
+    tb_node(&b, "TfIdfVectorizer", "second_bad", "r", "t");
     Onnx__NodeProto *n = tb_node(&b, "Relu", "custom", "t", "y");
     n->domain = tb_str(&b, "com.example");
     cv_diag d;
@@ -362,7 +362,7 @@ static void test_unsupported_ops_report_lists_all(void **state)
     assert_null(m);
     assert_int_equal(d.n_errors, 1);
     assert_true(tb_has_error(&d, 4301, "3 unsupported ONNX ops"));
-    assert_true(tb_has_error(&d, 4301, "Acosh (domain ai.onnx, opset 13) at node 'first_bad'"));
+    assert_true(tb_has_error(&d, 4301, "Unique (domain ai.onnx, opset 13) at node 'first_bad'"));
     assert_true(tb_has_error(&d, 4301, "at node 'second_bad'"));
     assert_true(tb_has_error(&d, 4301, "Relu (domain com.example, opset -1) at node 'custom'"));
     cv_diag_free(&d);

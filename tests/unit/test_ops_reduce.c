@@ -43,7 +43,19 @@ static const char prelude[] =
     "def dq(x, s, zp=None, axis=1):\n"
     "    s, zp = per_axis(s.astype(np.float32), x, axis), per_axis(zp, x, axis)\n"
     "    d = x.astype(np.int64) - (0 if zp is None else zp.astype(np.int64))\n"
-    "    return d.astype(np.float32) * s\n";
+    "    return d.astype(np.float32) * s\n"
+    "def qconv(x, w, ws, b=None, xs=0.05, zp=128, stride=1, pad=0):\n"
+    "    q = np.clip(np.rint(x.astype(np.float32) / np.float32(xs)) + zp, 0, 255) - zp\n"
+    "    q = np.pad(q.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))\n"
+    "    M, _, KH, KW = w.shape; OH = (q.shape[2] - KH) // stride + 1\n"
+    "    OW = (q.shape[3] - KW) // stride + 1; acc = 0\n"
+    "    for kh in range(KH):\n"
+    "        for kw in range(KW):\n"
+    "            p = q[:, :, kh:kh + stride * OH:stride, kw:kw + stride * OW:stride]\n"
+    "            acc = acc + np.einsum('nchw,mc->nmhw', p, f64(w[:, :, kh, kw]))\n"
+    "    s = (np.float32(xs) * ws.astype(np.float32)).reshape(1, -1, 1, 1)\n"
+    "    y = np.asarray(acc, np.float32) * s\n"
+    "    return y if b is None else y + b.astype(np.float32).reshape(1, -1, 1, 1)\n";
 
 #define CASE CV_OPCASE
 
@@ -75,6 +87,10 @@ static const cv_npref_opcase cases[] = {
     CASE("reduce_min", "axes=[-2] keepdims=0", "a.min(axis=-2)", "i8[2,5,3]"),
     CASE("reduce_min", "axes=[0]", "a.min(axis=0, keepdims=True)", "f32[3]=2,nan,1"),
     CASE("reduce_min", "axes=[1] keepdims=0", "np.full(2, np.inf)", "f32[2,0]"),
+    /* reduce_prod */
+    CASE("reduce_prod", "axes=[1]", "f64(a).prod(axis=1, keepdims=True)", "f32[2,3,4]@0.5:1.5"),
+    CASE("reduce_prod", "keepdims=0", "a.prod()", "i32[4]=3,-2,5,7"),
+    CASE("reduce_prod", "axes=[0] keepdims=0", "np.ones(2, np.float32)", "f32[0,2]"),
     /* argmax */
     CASE("argmax", NULL, "np.argmax(a, axis=0, keepdims=True)", "f32[3,4]"),
     CASE("argmax", "axis=-1 keepdims=0", "np.argmax(a, axis=-1)", "f32[N:2,3,5]"),
@@ -130,6 +146,11 @@ static const cv_npref_opcase cases[] = {
     CASE("dequantize_linear", NULL, "dq(a, b)", "i32[4]=2147483647,-2147483648,0,5",
          "f32[]=0.001"),
     CASE("dequantize_linear", NULL, "dq(a, b, c)", "i32[N:3]", "f32[]=0.5", "i32[]=-7"),
+    /* qconv2d (the int8 pass's convolution) */
+    CASE("qconv2d", "x_scale=0.05 x_zp=128 pad=[1,1]", "qconv(a, b, c, d, 0.05, 128, 1, 1)",
+         "f32[2,3,5,5]@-3:3", "i8[4,3,3,3]@-127:127", "f32[4]=0.01,0.02,0.005,0.03", "f32[4]"),
+    CASE("qconv2d", "x_scale=0.02 x_zp=0 stride=[2,2]", "qconv(a, b, c, None, 0.02, 0, 2, 0)",
+         "f32[N:1,5,6,6]@-1:4", "i8[3,5,1,1]@-127:127", "f32[3]=0.1,0.2,0.3"),
 };
 
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
@@ -149,7 +170,7 @@ static int teardown(void **state)
     static void test_##op(void **state) { cv_opstest_check(#op, 1); }
 OP_TEST(reduce_sum) OP_TEST(reduce_mean) OP_TEST(reduce_max) OP_TEST(reduce_min)
 OP_TEST(argmax) OP_TEST(softmax) OP_TEST(log_softmax) OP_TEST(batch_norm) OP_TEST(layer_norm)
-OP_TEST(quantize_linear) OP_TEST(dequantize_linear)
+OP_TEST(quantize_linear) OP_TEST(dequantize_linear) OP_TEST(qconv2d)
 
 /* Every op of the three families has at least one NumPy case. */
 static void test_every_op_has_a_case(void **state)
@@ -270,7 +291,8 @@ int main(void)
         cmocka_unit_test(test_argmax), cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_log_softmax), cmocka_unit_test(test_batch_norm),
         cmocka_unit_test(test_layer_norm), cmocka_unit_test(test_quantize_linear),
-        cmocka_unit_test(test_dequantize_linear), cmocka_unit_test(test_every_op_has_a_case),
+        cmocka_unit_test(test_dequantize_linear), cmocka_unit_test(test_qconv2d),
+        cmocka_unit_test(test_every_op_has_a_case),
         cmocka_unit_test(test_infer), cmocka_unit_test(test_schemas),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

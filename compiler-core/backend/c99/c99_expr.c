@@ -215,6 +215,10 @@ static void lower_un(cv_c99_fn *f, const cv_kexpr *e, cv_sb *dst, int depth)
         [CV_KOP_SQRT] = "sqrt", [CV_KOP_EXP] = "exp", [CV_KOP_LOG] = "log",
         [CV_KOP_TANH] = "tanh", [CV_KOP_ERF] = "erf", [CV_KOP_FLOOR] = "floor",
         [CV_KOP_CEIL] = "ceil", [CV_KOP_ROUND_EVEN] = "nearbyint",
+        [CV_KOP_SIN] = "sin", [CV_KOP_COS] = "cos", [CV_KOP_TAN] = "tan", [CV_KOP_ASIN] = "asin",
+        [CV_KOP_ACOS] = "acos", [CV_KOP_ATAN] = "atan", [CV_KOP_SINH] = "sinh",
+        [CV_KOP_COSH] = "cosh", [CV_KOP_ASINH] = "asinh", [CV_KOP_ACOSH] = "acosh",
+        [CV_KOP_ATANH] = "atanh",
     };
     const cv_kexpr *a = e->a;
     switch ((cv_kop)e->op) {

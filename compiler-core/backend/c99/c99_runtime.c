@@ -339,6 +339,41 @@ static const helper helpers[CV_C99_H__COUNT] = {
         "                }\n"
         "                y[i] = cvrt_epi(v + (bias ? bias[c] : 0.0f), res, i, act, lo, hi);\n"
         "            }\n}\n\n"},
+    /* cvrt.h's cvrt_qconv2d (int8): the weights in the runtime's packed quads
+     * ([OC/8][K/4][8][4], k = (kh*KW + kw)*Cp + c); direct loops, exact sums. */
+    [CV_C99_H_QCONV2D] = {CV_C99_H_EPI, NO,
+        "static void cvrt_qconv2d(cvrt_ctx *rt, const void *x_, const void *wp_,\n"
+        "    const void *wsum_, const void *scale_, const void *bias_, void *y_, int64_t C,\n"
+        "    int64_t H, int64_t W, int64_t OC, int64_t KH, int64_t KW, int64_t sh, int64_t sw,\n"
+        "    int64_t pt, int64_t pl, int64_t dh, int64_t dw, int64_t OH, int64_t OW,\n"
+        "    const void *res_, int64_t act, float lo, float hi, float xs, int64_t zp,\n"
+        "    void *scratch)\n{\n"
+        "    const float *x = (const float *)x_, *scale = (const float *)scale_;\n"
+        "    const float *bias = (const float *)bias_, *res = (const float *)res_;\n"
+        "    const signed char *wp = (const signed char *)wp_;\n"
+        "    float *y = (float *)y_;\n"
+        "    int64_t Cp = (C + 3) / 4 * 4, K4 = KH * KW * Cp / 4, oc, oh, ow, c, kh, kw;\n"
+        "    (void)rt;\n    (void)wsum_;\n    (void)scratch;\n"
+        "    for (oc = 0; oc < OC; oc++)\n"
+        "        for (oh = 0; oh < OH; oh++)\n"
+        "            for (ow = 0; ow < OW; ow++) {\n"
+        "                int64_t acc = 0, i = (oc * OH + oh) * OW + ow;\n"
+        "                for (kh = 0; kh < KH; kh++)\n"
+        "                    for (kw = 0; kw < KW; kw++) {\n"
+        "                        int64_t ih = oh * sh - pt + kh * dh, iw = ow * sw - pl + kw * dw;\n"
+        "                        if (ih < 0 || ih >= H || iw < 0 || iw >= W)\n"
+        "                            continue;\n"
+        "                        for (c = 0; c < C; c++) {\n"
+        "                            int64_t k = (kh * KW + kw) * Cp + c;\n"
+        "                            float q = nearbyintf(x[(c * H + ih) * W + iw] / xs) + (float)zp;\n"
+        "                            q = q != q ? (float)zp : q < 0.0f ? 0.0f : q > 255.0f ? 255.0f : q;\n"
+        "                            acc += ((int64_t)q - zp) *\n"
+        "                                   wp[((oc / 8 * K4 + k / 4) * 8 + oc % 8) * 4 + k % 4];\n"
+        "                        }\n"
+        "                    }\n"
+        "                y[i] = cvrt_epi((float)acc * scale[oc] + (bias ? bias[oc] : 0.0f), res, i,\n"
+        "                                act, lo, hi);\n"
+        "            }\n}\n\n"},
 };
 
 void cv_c99_runtime(bool *need, cv_sb *out)
@@ -362,6 +397,7 @@ const char *cv_c99_rt_name(cv_krt fn, bool *need)
     case CV_KRT_CONV2D: need[CV_C99_H_CONV2D] = true; return "cvrt_conv2d";
     case CV_KRT_CONV2D_P8: need[CV_C99_H_CONV2D_P8] = true; return "cvrt_conv2d_p8";
     case CV_KRT_DWCONV2D: need[CV_C99_H_DWCONV2D] = true; return "cvrt_dwconv2d";
+    case CV_KRT_QCONV2D: need[CV_C99_H_QCONV2D] = true; return "cvrt_qconv2d";
     default: return NULL;
     }
 }

@@ -24,9 +24,41 @@ static LLVMValueRef sreg(cv_llvm_fn *f, const char *name)
     return LLVMBuildZExt(f->b, v, LLVMInt64TypeInContext(f->ctx), "");
 }
 
-/* for (it = ctaid*ntid + tid; it < n; it += nctaid*ntid) { p = it; body } */
+/* max(hi - lo, 0) of a collapsed loop (uniform: lowered once, up front). */
+static LLVMValueRef trip(cv_llvm_fn *f, const cv_kstmt *loop)
+{
+    cv_llvm_memo_reset(f);
+    LLVMValueRef d = LLVMBuildSub(f->b, cv_llvm_expr(f, loop->b), cv_llvm_expr(f, loop->a), "");
+    LLVMValueRef zero = LLVMConstInt(LLVMTypeOf(d), 0, 0);
+    return LLVMBuildSelect(f->b, LLVMBuildICmp(f->b, LLVMIntSGT, d, zero, ""), d, zero, "");
+}
+
+/* Item i of a kernel with collapsed loops: the innermost loop's variable
+ * varies fastest (consecutive threads, consecutive elements), p slowest. */
+static void split_item(cv_llvm_fn *f, LLVMValueRef item, const cv_kstmt **loops, int n_loops,
+                       LLVMValueRef *trips)
+{
+    LLVMBuilderRef b = f->b;
+    for (int l = n_loops - 1; l >= 0; l--) {
+        cv_llvm_memo_reset(f);
+        LLVMValueRef v = LLVMBuildAdd(b, cv_llvm_expr(f, loops[l]->a),
+                                      LLVMBuildURem(b, item, trips[l], ""), "");
+        LLVMBuildStore(b, v, f->var[loops[l]->id]);
+        item = LLVMBuildUDiv(b, item, trips[l], "");
+    }
+    LLVMBuildStore(b, item, f->var[f->k->pvar]);
+}
+
+/* for (it = ctaid*ntid + tid; it < n; it += nctaid*ntid) { p = it; body },
+ * or with collapsed loops, it split into p and their variables, then the
+ * innermost collapsed loop's body. */
 static void grid_loop(cv_llvm_fn *f, LLVMValueRef n)
 {
+    const cv_kstmt *loops[CV_CUDA_MAX_COLLAPSE];
+    LLVMValueRef trips[CV_CUDA_MAX_COLLAPSE];
+    int n_loops = cv_cuda_collapse(f->k, loops, CV_CUDA_MAX_COLLAPSE);
+    for (int l = 0; l < n_loops; l++)
+        trips[l] = trip(f, loops[l]);
     LLVMTypeRef i64 = LLVMInt64TypeInContext(f->ctx);
     LLVMBuilderRef b = f->b;
     LLVMValueRef ntid = sreg(f, "llvm.nvvm.read.ptx.sreg.ntid.x");
@@ -43,8 +75,13 @@ static void grid_loop(cv_llvm_fn *f, LLVMValueRef n)
     LLVMValueRef i = LLVMBuildLoad2(b, i64, it, "");
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, i, n, ""), body, done);
     LLVMPositionBuilderAtEnd(b, body);
-    LLVMBuildStore(b, i, f->var[f->k->pvar]);
-    cv_llvm_stmts(f, f->k->body);
+    if (n_loops) {
+        split_item(f, i, loops, n_loops, trips);
+        cv_llvm_stmts(f, loops[n_loops - 1]->body);
+    } else {
+        LLVMBuildStore(b, i, f->var[f->k->pvar]);
+        cv_llvm_stmts(f, f->k->body);
+    }
     LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, i64, it, ""), stride, ""), it);
     LLVMBuildBr(b, head);
     LLVMPositionBuilderAtEnd(b, done);
@@ -128,16 +165,28 @@ typedef struct keep_set {
     bool used[CV_KRT__COUNT];
 } keep_set;
 
+/* The split-K helpers of the tiled products (dev/cudev_gemm.c). */
+static const char *const split_helpers[] = {"cvdk_zero2", "cvdk_gemm_epi", "cvdk_conv_epi"};
+
 static bool keep_kernel(const char *name, void *arg)
 {
     keep_set *ks = arg;
+    bool any = false;
+    for (int r = 0; r < CV_KRT__COUNT; r++)
+        any = any || ks->used[r];
+    for (size_t i = 0; any && i < sizeof split_helpers / sizeof split_helpers[0]; i++)
+        if (strcmp(name, split_helpers[i]) == 0)
+            return true;
     for (int i = 0; i < ks->p->n_kernels; i++)
         if (!cv_cuda_on_host(ks->p->kernels[i]) && strcmp(ks->p->kernels[i]->name, name) == 0)
             return true;
     for (int r = 0; r < CV_KRT__COUNT; r++) {
         const cv_krt_info *info = cv_krt_get((cv_krt)r);
-        /* cvrt_sgemm's device kernel is cvdk_sgemm. */
-        if (ks->used[r] && strncmp(name, "cvdk_", 5) == 0 && strcmp(name + 5, info->name + 5) == 0)
+        /* cvrt_sgemm's device kernels are cvdk_sgemm, the tiled cvdk_sgemm_t
+         * and (convolutions) the batched *_b. */
+        size_t n = strlen(info->name + 5);
+        if (ks->used[r] && strncmp(name, "cvdk_", 5) == 0 && strncmp(name + 5, info->name + 5, n) == 0 &&
+            (name[5 + n] == 0 || strcmp(name + 5 + n, "_t") == 0 || strcmp(name + 5 + n, "_b") == 0))
             return true;
     }
     return false;

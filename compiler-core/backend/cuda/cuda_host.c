@@ -18,7 +18,8 @@ typedef struct hostgen {
     LLVMModuleRef mod;
     const cv_kprog *p;
     LLVMTypeRef ptr, i64, i32, vd;
-    int64_t *const_off;         /* by storage: offset in the weights blob */
+    int64_t *const_off;         /* by storage: offset in the weights blob, -1 none */
+    int64_t weights_len;        /* the blob's size */
     LLVMValueRef model;         /* the cvcu_model constant */
     LLVMValueRef frame[7];      /* run_dev: the cvcu_frame fields */
 } hostgen;
@@ -89,8 +90,10 @@ static LLVMValueRef cstring(hostgen *g, const char *name, const char *s, size_t 
     return add_const(g, name, LLVMConstStringInContext2(g->ctx, s, len, 0));
 }
 
-/* Every constant tensor the program uses, each at a WEIGHT_ALIGN offset. */
-static LLVMValueRef weights(hostgen *g, int64_t *len)
+/* Places every constant tensor the program uses at a WEIGHT_ALIGN offset
+ * of the weights blob (g->const_off, g->weights_len).  Runs before run_dev
+ * is generated: its pointers are these offsets. */
+static void layout_weights(hostgen *g)
 {
     const cv_kprog *p = g->p;
     int64_t at = 0;
@@ -102,6 +105,14 @@ static LLVMValueRef weights(hostgen *g, int64_t *len)
             at += ((int64_t)s->nbytes + WEIGHT_ALIGN - 1) / WEIGHT_ALIGN * WEIGHT_ALIGN;
         }
     }
+    g->weights_len = at;
+}
+
+/* The weights blob, laid out by layout_weights. */
+static LLVMValueRef weights(hostgen *g, int64_t *len)
+{
+    const cv_kprog *p = g->p;
+    int64_t at = g->weights_len;
     char *blob = calloc((size_t)at + 1, 1);
     if (!blob)
         return NULL;
@@ -198,6 +209,25 @@ static LLVMValueRef store_ptr(cv_llvm_fn *f, int id)
     return v;
 }
 
+/* A GPU kernel's item count: its extent (-1: serial, one thread) times the
+ * trip counts of the loops it collapses (cuda_collapse.c). */
+static LLVMValueRef launch_items(cv_llvm_fn *f, const cv_kstmt *s, const cv_kernel *k)
+{
+    hostgen *g = f->user;
+    const cv_kstmt *loops[CV_CUDA_MAX_COLLAPSE];
+    int n_loops = cv_cuda_collapse(k, loops, CV_CUDA_MAX_COLLAPSE);
+    if (!n_loops)
+        return s->a ? cv_llvm_expr(f, s->a) : LLVMConstInt(g->i64, (unsigned long long)-1, 1);
+    LLVMValueRef n = s->a ? cv_llvm_expr(f, s->a) : LLVMConstInt(g->i64, 1, 0);
+    LLVMValueRef zero = LLVMConstInt(g->i64, 0, 0);
+    for (int l = 0; l < n_loops; l++) {
+        LLVMValueRef d = LLVMBuildSub(f->b, cv_llvm_expr(f, loops[l]->b), cv_llvm_expr(f, loops[l]->a), "");
+        d = LLVMBuildSelect(f->b, LLVMBuildICmp(f->b, LLVMIntSGT, d, zero, ""), d, zero, "");
+        n = LLVMBuildMul(f->b, n, d, "");
+    }
+    return n;
+}
+
 static void emit_launch(cv_llvm_fn *f, const cv_kstmt *s, LLVMValueRef *host_fns)
 {
     hostgen *g = f->user;
@@ -216,8 +246,8 @@ static void emit_launch(cv_llvm_fn *f, const cv_kstmt *s, LLVMValueRef *host_fns
     }
     LLVMTypeRef params[6] = {g->ptr, g->i64, g->i64, g->ptr, g->i64, g->ptr};
     LLVMValueRef args[6] = {f->rt, LLVMConstInt(g->i64, (unsigned long long)s->id, 0),
-                            s->a ? cv_llvm_expr(f, s->a) : LLVMConstInt(g->i64, (unsigned long long)-1, 1),
-                            f->bufs, LLVMConstInt(g->i64, (unsigned long long)s->n_args, 0), syms};
+                            launch_items(f, s, k), f->bufs,
+                            LLVMConstInt(g->i64, (unsigned long long)s->n_args, 0), syms};
     cv_llvm_call(f, "cvcu_launch", g->vd, params, args, 6);
 }
 
@@ -365,6 +395,7 @@ static int build(hostgen *g, const char *ptx, size_t ptx_len, int sm, cv_diag *d
     g->const_off = calloc((size_t)p->n_stores + 1, sizeof *g->const_off);
     int rc = -1;
     if (host_fns && g->const_off) {
+        layout_weights(g);
         for (int i = 0; i < p->n_kernels; i++)
             if (cv_cuda_on_host(p->kernels[i]))
                 host_fns[i] = cv_llvm_kernel(g->ctx, g->mod, p, p->kernels[i], CV_LLVM_SOFT_HALF);

@@ -24,6 +24,13 @@ enum {
  * compute addresses, and each call launches the routine's device kernel. */
 static inline bool cv_cuda_on_host(const cv_kernel *k) { return k->calls_runtime; }
 
+/* The loops of a GPU kernel that become items (cuda_collapse.c): loops[0]
+ * is the body's only statement, loops[i+1] the only statement of
+ * loops[i]'s body; returns how many (at most max).  The kernel runs
+ * (extent, 1 if serial) * trip(loops[0]) * ... items. */
+enum { CV_CUDA_MAX_COLLAPSE = 4 };
+int cv_cuda_collapse(const cv_kernel *k, const cv_kstmt **loops, int max);
+
 /* The embedded runtime bitcode ("device" or "host"; cuda/build.mk). */
 const unsigned char *cv_cuda_rtbc_get(const char *which, size_t *len);
 

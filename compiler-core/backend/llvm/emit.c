@@ -158,7 +158,7 @@ static int pipeline(LLVMContextRef ctx, LLVMModuleRef mod, LLVMTargetMachineRef 
     unsigned quirks = (riscv || strcmp(t->rt_variant, "x86_64") == 0 ? CV_LLVM_SOFT_HALF : 0) |
                       (riscv ? CV_LLVM_SOFT_ROUND : 0);
     if (setup_module(ctx, mod, tm, t) || cv_llvm_build_module(ctx, mod, p, quirks, d) ||
-        link_runtime(ctx, mod, t, d))
+        link_runtime(ctx, mod, t, d) || cv_llvm_debuginfo(ctx, mod, p, d))
         return -1;
     finalize(ctx, mod, p, t);
     char *msg = NULL;

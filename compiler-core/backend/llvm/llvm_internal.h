@@ -77,6 +77,10 @@ LLVMValueRef cv_llvm_entry_alloca(cv_llvm_fn *f, LLVMTypeRef t, const char *name
 LLVMValueRef cv_llvm_kernel(LLVMContextRef ctx, LLVMModuleRef mod, const cv_kprog *p,
                             const cv_kernel *k, unsigned quirks);
 
+/* debuginfo.c: marks the kernels noinline and, for a debug build
+ * (p->debug), attaches DWARF line info that maps them to the model. */
+int cv_llvm_debuginfo(LLVMContextRef ctx, LLVMModuleRef mod, const cv_kprog *p, cv_diag *d);
+
 /* module.c: the whole artifact module into mod; quirks: CV_LLVM_SOFT_*. */
 int cv_llvm_build_module(LLVMContextRef ctx, LLVMModuleRef mod, const cv_kprog *p, unsigned quirks,
                          cv_diag *d);

@@ -121,6 +121,17 @@ static LLVMValueRef lower_un(cv_llvm_fn *f, cv_kop op, LLVMValueRef x)
     case CV_KOP_LOG: return intrinsic1(f, "llvm.log", x);
     case CV_KOP_TANH: return libm1(f, "tanh", x);
     case CV_KOP_ERF: return libm1(f, "erf", x);
+    case CV_KOP_SIN: return libm1(f, "sin", x);
+    case CV_KOP_COS: return libm1(f, "cos", x);
+    case CV_KOP_TAN: return libm1(f, "tan", x);
+    case CV_KOP_ASIN: return libm1(f, "asin", x);
+    case CV_KOP_ACOS: return libm1(f, "acos", x);
+    case CV_KOP_ATAN: return libm1(f, "atan", x);
+    case CV_KOP_SINH: return libm1(f, "sinh", x);
+    case CV_KOP_COSH: return libm1(f, "cosh", x);
+    case CV_KOP_ASINH: return libm1(f, "asinh", x);
+    case CV_KOP_ACOSH: return libm1(f, "acosh", x);
+    case CV_KOP_ATANH: return libm1(f, "atanh", x);
     case CV_KOP_FLOOR: return intrinsic1(f, "llvm.floor", x);
     case CV_KOP_CEIL: return intrinsic1(f, "llvm.ceil", x);
     case CV_KOP_ROUND_EVEN: return round_even(f, x);

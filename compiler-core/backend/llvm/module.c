@@ -14,6 +14,7 @@ typedef struct modgen {
     const cv_kprog *p;
     LLVMTypeRef ptr, i64, i32, i8, vd;
     LLVMValueRef *consts;       /* by storage id: the weights global, or NULL */
+    int64_t *wofs;              /* --weights-file: by storage id, the offset in the file */
     LLVMValueRef arena_fn;      /* internal: int64_t arena_bytes(const int64_t *syms) */
 } modgen;
 
@@ -34,6 +35,10 @@ static LLVMValueRef api_fn(modgen *g, const char *verb, LLVMTypeRef ret, LLVMTyp
 static void add_weights(modgen *g)
 {
     const cv_kprog *p = g->p;
+    if (p->weights_file) {
+        cv_weights_layout(p, g->wofs);
+        return;
+    }
     for (int i = 0; i < p->n_stores; i++) {
         const cv_kstore *s = &p->stores[i];
         if (s->kind != CV_KST_CONST || s->first < 0)
@@ -117,6 +122,7 @@ static LLVMValueRef call_arena_bytes(LLVMBuilderRef b, modgen *g, LLVMValueRef s
 typedef struct run_state {
     modgen *g;
     LLVMValueRef inputs, outputs, arena;
+    LLVMValueRef wbase;         /* --weights-file: the caller's copy of the file */
     LLVMValueRef *sym, *base;
 } run_state;
 
@@ -135,7 +141,14 @@ static LLVMValueRef store_ptr(cv_llvm_fn *f, int id)
         v = LLVMBuildLoad2(f->b, g->ptr, LLVMBuildGEP2(f->b, g->ptr, arr, &idx, 1, ""), "");
         break;
     }
-    case CV_KST_CONST: v = g->consts[id]; break;
+    case CV_KST_CONST:
+        if (g->p->weights_file) {
+            LLVMValueRef off = LLVMConstInt(g->i64, (unsigned long long)g->wofs[id], 0);
+            v = LLVMBuildGEP2(f->b, g->i8, r->wbase, &off, 1, "");
+        } else {
+            v = g->consts[id];
+        }
+        break;
     case CV_KST_ARENA: {
         const cv_kclass *c = &f->prog->classes[s->cls];
         LLVMValueRef off = LLVMBuildMul(f->b, LLVMConstInt(g->i64, (unsigned long long)s->offset, 0),
@@ -210,6 +223,8 @@ static void define_run(modgen *g, LLVMValueRef *kernel_fns)
         LLVMTypeRef ap[2] = {g->ptr, g->i64};
         LLVMValueRef aa[2] = {f.rt, total};
         r.arena = cv_llvm_call(&f, "cvrt_arena", g->ptr, ap, aa, 2);
+        if (g->p->weights_file)
+            r.wbase = cv_llvm_call(&f, "cvrt_weights", g->ptr, &g->ptr, &f.rt, 1);
         LLVMBasicBlockRef oom = LLVMAppendBasicBlockInContext(g->ctx, fn, "oom");
         LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(g->ctx, fn, "go");
         LLVMBuildCondBr(f.b, LLVMBuildIsNull(f.b, r.arena, ""), oom, go);
@@ -237,9 +252,52 @@ static LLVMValueRef rt_call(LLVMBuilderRef b, modgen *g, const char *name, LLVMT
     return cv_llvm_call(&f, name, ret, params, args, n);
 }
 
+/* --weights-file: create gives NULL (the weights are not in the library);
+ * create_weights(threads, w, len) refuses a len other than the file's size
+ * or a w not 64-byte aligned, then creates through impl and binds w. */
+static void define_create_weights(modgen *g, LLVMValueRef impl)
+{
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(g->ctx);
+    LLVMValueRef fn = api_fn(g, "create", g->ptr, &g->i32, 1);
+    signext(g->ctx, fn, 1);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));
+    LLVMBuildRet(b, LLVMConstNull(g->ptr));
+    LLVMTypeRef params[3] = {g->i32, g->ptr, g->i64};
+    fn = api_fn(g, "create_weights", g->ptr, params, 3);
+    signext(g->ctx, fn, 1);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));
+    LLVMValueRef w = LLVMGetParam(fn, 1), zero = LLVMConstInt(g->i64, 0, 0);
+    int64_t total = cv_weights_layout(g->p, NULL);
+    LLVMValueRef bad = LLVMBuildICmp(b, LLVMIntNE, LLVMGetParam(fn, 2),
+                                     LLVMConstInt(g->i64, (unsigned long long)total, 0), "");
+    LLVMValueRef low = LLVMBuildAnd(b, LLVMBuildPtrToInt(b, w, g->i64, ""),
+                                    LLVMConstInt(g->i64, 63, 0), "");
+    bad = LLVMBuildOr(b, bad, LLVMBuildICmp(b, LLVMIntNE, low, zero, ""), "");
+    if (total > 0)
+        bad = LLVMBuildOr(b, bad, LLVMBuildIsNull(b, w, ""), "");
+    LLVMBasicBlockRef no = LLVMAppendBasicBlockInContext(g->ctx, fn, "refuse");
+    LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(g->ctx, fn, "create");
+    LLVMBasicBlockRef bind = LLVMAppendBasicBlockInContext(g->ctx, fn, "bind");
+    LLVMBuildCondBr(b, bad, no, go);
+    LLVMPositionBuilderAtEnd(b, no);
+    LLVMBuildRet(b, LLVMConstNull(g->ptr));
+    LLVMPositionBuilderAtEnd(b, go);
+    LLVMValueRef th = LLVMGetParam(fn, 0);
+    LLVMValueRef rt = LLVMBuildCall2(b, LLVMGlobalGetValueType(impl), impl, &th, 1, "");
+    LLVMBuildCondBr(b, LLVMBuildIsNull(b, rt, ""), no, bind);
+    LLVMPositionBuilderAtEnd(b, bind);
+    LLVMTypeRef sp[2] = {g->ptr, g->ptr};
+    LLVMValueRef sa[2] = {rt, w};
+    rt_call(b, g, "cvrt_set_weights", g->vd, sp, sa, 2);
+    LLVMBuildRet(b, rt);
+    LLVMDisposeBuilder(b);
+}
+
 static void define_create(modgen *g)
 {
-    LLVMValueRef fn = api_fn(g, "create", g->ptr, &g->i32, 1);
+    LLVMValueRef fn = g->p->weights_file
+        ? LLVMAddFunction(g->mod, "cv_create_impl", LLVMFunctionType(g->ptr, &g->i32, 1, 0))
+        : api_fn(g, "create", g->ptr, &g->i32, 1);
     signext(g->ctx, fn, 1);
     LLVMBuilderRef b = LLVMCreateBuilderInContext(g->ctx);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));
@@ -263,6 +321,10 @@ static void define_create(modgen *g)
     }
     LLVMBuildRet(b, rt);
     LLVMDisposeBuilder(b);
+    if (g->p->weights_file) {
+        LLVMSetLinkage(fn, LLVMInternalLinkage);
+        define_create_weights(g, fn);
+    }
 }
 
 static void define_small_api(modgen *g)
@@ -301,9 +363,11 @@ int cv_llvm_build_module(LLVMContextRef ctx, LLVMModuleRef mod, const cv_kprog *
     g.i8 = LLVMInt8TypeInContext(ctx);
     g.vd = LLVMVoidTypeInContext(ctx);
     g.consts = calloc((size_t)p->n_stores + 1, sizeof *g.consts);
+    g.wofs = calloc((size_t)p->n_stores + 1, sizeof *g.wofs);
     LLVMValueRef *kfns = calloc((size_t)p->n_kernels + 1, sizeof *kfns);
-    if (!g.consts || !kfns) {
+    if (!g.consts || !g.wofs || !kfns) {
         free(g.consts);
+        free(g.wofs);
         free(kfns);
         return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
     }
@@ -315,6 +379,7 @@ int cv_llvm_build_module(LLVMContextRef ctx, LLVMModuleRef mod, const cv_kprog *
     define_create(&g);
     define_small_api(&g);
     free(g.consts);
+    free(g.wofs);
     free(kfns);
     return 0;
 }

@@ -56,7 +56,7 @@ bool onnx_const_is_int(const onnx_const *k)
 
 int onnx_const_ints(const onnx_const *k, int64_t *out, int max)
 {
-    if (k->rank > 1 || !onnx_const_is_int(k) || k->numel > max)
+    if (k->rank > 1 || !onnx_const_is_int(k) || k->numel > max || k->mapped)
         return -1;
     for (int64_t i = 0; i < k->numel; i++) {
         if (k->syms && k->syms[i])

@@ -77,3 +77,81 @@ cv_value *onnx_scalar(onnx_ctx *c, cv_dtype dt, double v)
     onnx_map_put(&c->scalars, k, p->value);
     return p->value;
 }
+
+/* ---- helpers the index-based lowerings share ---- */
+
+cv_value *onnx_where(onnx_ctx *c, cv_value *cond, cv_value *a, cv_value *b)
+{
+    cv_value *ops[3] = {cond, a, b};
+    return onnx_finish(c, onnx_op(c, "where", ops, 3));
+}
+
+cv_value *onnx_op_ints(onnx_ctx *c, const char *op, cv_value *x, const char *attr,
+                       const int64_t *v, int n)
+{
+    cv_op *o = onnx_op(c, op, &x, 1);
+    if (o)
+        cv_op_set_ints(o, attr, v, n);
+    return onnx_finish(c, o);
+}
+
+cv_value *onnx_sum_axis(onnx_ctx *c, cv_value *x, int64_t axis, int keepdims)
+{
+    cv_op *o = onnx_op(c, "reduce_sum", &x, 1);
+    if (o) {
+        cv_op_set_ints(o, "axes", &axis, 1);
+        cv_op_set_int(o, "keepdims", keepdims);
+    }
+    return onnx_finish(c, o);
+}
+
+cv_value *onnx_sum_all(onnx_ctx *c, cv_value *x)
+{
+    cv_op *o = onnx_op(c, "reduce_sum", &x, 1);
+    if (o)
+        cv_op_set_int(o, "keepdims", 0);
+    return onnx_finish(c, o);
+}
+
+/* 0, 1, ..., n-1 of dtype dt laid along `axis` of a rank-`rank` tensor. */
+cv_value *onnx_iota(onnx_ctx *c, cv_dtype dt, int rank, int axis, int64_t n)
+{
+    int64_t dims[CV_MAX_RANK];
+    for (int i = 0; i < rank; i++)
+        dims[i] = i == axis ? n : 1;
+    onnx_const *k = onnx_const_new(c, dt, rank, dims);
+    for (int64_t i = 0; k && i < n; i++)
+        onnx_const_set_i64(k, i, i);
+    return onnx_const_value(c, k, "iota");
+}
+
+cv_value *onnx_const_value(onnx_ctx *c, onnx_const *k, const char *what)
+{
+    if (!k)
+        return NULL;
+    char name[160];
+    snprintf(name, sizeof name, "%.120s_%s", c->label, what);
+    onnx_val tmp = {.name = cv_arena_strdup(c->a, name), .c = k};
+    return tmp.name ? onnx_materialize(c, &tmp) : NULL;
+}
+
+/* The static extent of x's dim `axis`, or a CV4305 report. */
+int onnx_static_extent(onnx_ctx *c, const cv_value *x, int axis, int64_t *out)
+{
+    cv_dim d = x->type.shape.d[axis];
+    *out = 0;
+    if (d.sym)
+        return onnx_err(c, ONNX_E_DATA_DEPENDENT, "dimension %d is the symbolic %s; it must be "
+                        "static here", axis, d.sym);
+    *out = d.n;
+    return 0;
+}
+
+int onnx_norm_axis(onnx_ctx *c, int64_t axis, int rank, int *out)
+{
+    *out = (int)(axis < 0 ? axis + rank : axis);
+    if (axis < -rank || axis >= rank)
+        return onnx_err(c, ONNX_E_ATTR_VALUE, "axis %lld is out of range for rank %d",
+                        (long long)axis, rank);
+    return 0;
+}

@@ -13,7 +13,7 @@
 
 bool onnx_foldable(const onnx_const *k)
 {
-    return k && k->numel <= FOLD_MAX_NUMEL;
+    return k && !k->mapped && k->numel <= FOLD_MAX_NUMEL;
 }
 
 static bool has_syms(const onnx_const *k)

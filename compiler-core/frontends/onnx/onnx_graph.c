@@ -51,21 +51,51 @@ static int register_initializers(onnx_ctx *c, const Onnx__GraphProto *g)
             rc = -1;
             continue;
         }
+        uintptr_t at = (uintptr_t)k->data, map = (uintptr_t)c->map;
+        k->mapped = c->map && at >= map && at - map < c->map_len;
         v->c = k;
         onnx_type_of_const(k, &v->type);
     }
     return rc;
 }
 
-/* Graph inputs that feed an operand CU-IR needs at import time. */
+/* Scalar arithmetic the import folds: a value needed at import time may
+ * be computed from graph inputs through these (a size cast to float). */
+static bool folds_through(const Onnx__NodeProto *n)
+{
+    static const char *const ops[] = {"Cast", "Add", "Sub", "Mul", "Div", "Neg", "Identity",
+                                      "Unsqueeze", "Squeeze", "Concat", NULL};
+    for (int i = 0; ops[i] && onnx_domain_is_default(n->domain); i++)
+        if (!strcmp(n->op_type, ops[i]))
+            return true;
+    return false;
+}
+
+/* Graph inputs that feed an operand CU-IR needs at import time, directly
+ * or through folded arithmetic (nodes visited last to first, a few times:
+ * producers usually precede their consumers). */
 static void find_const_slots(onnx_ctx *c, const Onnx__GraphProto *g, onnx_map *out)
 {
     for (size_t i = 0; i < g->n_node; i++) {
         const Onnx__NodeProto *n = g->node[i];
-        const onnx_op_entry *e = (!n->domain || !n->domain[0]) ? onnx_op_find(n->op_type) : NULL;
+        const onnx_op_entry *e = onnx_node_entry(n);
         for (size_t k = 0; e && k < n->n_input && k < 32; k++)
             if ((e->const_in >> k) & 1u && n->input[k][0])
                 onnx_map_put(out, n->input[k], n->input[k]);
+    }
+    size_t before;
+    for (int pass = 0; pass < 4 && out->count; pass++) {
+        before = out->count;
+        for (size_t i = g->n_node; i-- > 0;) {
+            const Onnx__NodeProto *n = g->node[i];
+            if (n->n_output != 1 || !onnx_map_get(out, n->output[0]) || !folds_through(n))
+                continue;
+            for (size_t k = 0; k < n->n_input; k++)
+                if (n->input[k][0])
+                    onnx_map_put(out, n->input[k], n->input[k]);
+        }
+        if (out->count == before)
+            break;
     }
 }
 
@@ -248,16 +278,18 @@ int64_t onnx_domain_opset(const onnx_ctx *c, const char *domain)
 static const char *unsupported_why(const onnx_ctx *c, const Onnx__NodeProto *n)
 {
     const char *dom = n->domain && n->domain[0] ? n->domain : "ai.onnx";
-    if (strcmp(dom, "ai.onnx") != 0)
+    bool train = strcmp(dom, ONNX_TRAINING_DOMAIN) == 0;
+    if (strcmp(dom, "ai.onnx") != 0 && !train)
         return onnx_domain_opset(c, dom) < 0 ? "domain not imported" : "domain not supported";
-    if (c->opset < 0)
+    int64_t opset = train ? onnx_domain_opset(c, dom) : c->opset;
+    if (opset < 0)
         return "domain not imported";
-    const onnx_op_entry *e = onnx_op_find(n->op_type);
+    const onnx_op_entry *e = onnx_node_entry(n);
     if (!e)
         return "op not supported";
     if (!onnx_op_available(e))
         return "CU-IR op missing";
-    return c->opset < e->since ? "opset older than the supported version" : NULL;
+    return opset < e->since ? "opset older than the supported version" : NULL;
 }
 
 /* One CV4301 diagnostic listing every node that cannot be imported. */

@@ -22,6 +22,13 @@
  * the model's directory.  Returns NULL after reporting to d. */
 cv_module *cv_onnx_load(const char *path, cv_diag *d);
 
+/* For checking only (cuvil validate): like cv_onnx_load, with the same
+ * diagnostics, but the file is mapped and large initializers are neither
+ * copied nor read; their params borrow the mapping (which the module owns):
+ * read-only, maybe unaligned data, so the module must not be run or
+ * compiled. */
+cv_module *cv_onnx_load_check(const char *path, cv_diag *d);
+
 /* Imports a model held in memory.  path names it in diagnostics and anchors
  * external data (NULL: external data is refused). */
 cv_module *cv_onnx_load_mem(const void *buf, size_t len, const char *path, cv_diag *d);

@@ -65,6 +65,8 @@ typedef struct onnx_const {
                                from the unpacked ModelProto (raw_data), which
                                outlives the import; never written after creation */
     const char **syms;      /* arena-owned, numel entries, or NULL */
+    bool mapped;            /* data is a read-only view of the model file (check-only
+                               import), maybe unaligned: only ever made a param */
 } onnx_const;
 
 /* What an ONNX value name stands for during import. */
@@ -100,6 +102,8 @@ typedef struct onnx_ctx {
     cv_arena *a;            /* the module's arena */
     const char *path;       /* model path for diagnostics ("<memory>") */
     const char *base_dir;   /* external data root, NULL when refused */
+    const uint8_t *map;     /* check-only import: the mapped file (the module owns it) */
+    size_t map_len;
     int64_t opset;          /* default-domain opset */
     onnx_map vals;          /* ONNX name -> onnx_val */
     onnx_map syms;          /* dim_param -> interned CU-IR symbol */
@@ -127,6 +131,33 @@ int onnx_err_at(cv_diag *d, const char *file, const char *path, int code,
  * complete fields, expected wire types, bounded nesting. */
 int onnx_wire_check(const void *buf, size_t len, const ProtobufCMessageDescriptor *desc,
                     const char *file, cv_diag *d);
+
+/* ---- checking without copying the weights (onnx_strip.c) ---- */
+/* Initializer #init (in file order) has its raw_data at file[off, off + len). */
+typedef struct onnx_hole {
+    size_t init, off, len;
+} onnx_hole;
+
+typedef struct onnx_stripped {
+    uint8_t *buf;           /* the ModelProto without large raw_data payloads (malloc'd) */
+    size_t len;
+    onnx_hole *holes;       /* malloc'd */
+    size_t n_holes, cap_holes;
+    size_t n_init;
+} onnx_stripped;
+
+/* Smaller raw_data is unpacked as usual (folding may read it). */
+#define ONNX_STRIP_MIN_BYTES ((size_t)64 << 10)
+
+/* Rewrites a wire-checked ModelProto without the payloads of initializer
+ * raw_data fields of min_bytes or more.  -1 on a malformed buffer or OOM. */
+int onnx_strip_model(const void *buf, size_t len, size_t min_bytes, onnx_stripped *out);
+/* Points the emptied raw_data of mp (unpacked from s->buf) into file; must
+ * be undone by onnx_strip_detach before mp is freed.  -1 if mp does not
+ * match s (nothing is left attached). */
+int onnx_strip_attach(Onnx__ModelProto *mp, const onnx_stripped *s, const void *file);
+void onnx_strip_detach(Onnx__ModelProto *mp, const onnx_stripped *s, const void *file);
+void onnx_strip_free(onnx_stripped *s);
 
 /* ---- tensors and types (onnx_tensor.c) ---- */
 /* Maps an ONNX element type; CV_DT_INVALID when CU-IR has no equivalent
@@ -207,6 +238,20 @@ cv_value *onnx_unary(onnx_ctx *c, const char *opname, cv_value *a);
 cv_value *onnx_binary(onnx_ctx *c, const char *opname, cv_value *a, cv_value *b);
 /* A scalar constant param of dtype dt. */
 cv_value *onnx_scalar(onnx_ctx *c, cv_dtype dt, double v);
+cv_value *onnx_where(onnx_ctx *c, cv_value *cond, cv_value *a, cv_value *b);
+/* op(x) with one int-list attribute. */
+cv_value *onnx_op_ints(onnx_ctx *c, const char *op, cv_value *x, const char *attr,
+                       const int64_t *v, int n);
+cv_value *onnx_sum_axis(onnx_ctx *c, cv_value *x, int64_t axis, int keepdims);
+cv_value *onnx_sum_all(onnx_ctx *c, cv_value *x);
+/* 0, 1, ..., n-1 of dtype dt laid along `axis` of a rank-`rank` tensor. */
+cv_value *onnx_iota(onnx_ctx *c, cv_dtype dt, int rank, int axis, int64_t n);
+/* k as a param named after the node and `what` (NULL when k is NULL). */
+cv_value *onnx_const_value(onnx_ctx *c, onnx_const *k, const char *what);
+/* The static extent of x's dim `axis`, or a CV4305 report. */
+int onnx_static_extent(onnx_ctx *c, const cv_value *x, int axis, int64_t *out);
+/* Maps a possibly negative axis into [0, rank), or reports. */
+int onnx_norm_axis(onnx_ctx *c, int64_t axis, int rank, int *out);
 
 /* ---- node attributes (onnx_attr.c) ---- */
 const Onnx__AttributeProto *onnx_attr(const onnx_ctx *c, const char *name);
@@ -242,9 +287,22 @@ extern const onnx_op_family onnx_ops_norm;         /* onnx_lower_norm.c */
 extern const onnx_op_family onnx_ops_resize;       /* onnx_lower_resize.c */
 extern const onnx_op_family onnx_ops_select;       /* onnx_lower_select.c */
 extern const onnx_op_family onnx_ops_reduce;       /* onnx_lower_reduce.c */
+extern const onnx_op_family onnx_ops_quant;        /* onnx_lower_quant.c */
+extern const onnx_op_family onnx_ops_signal;       /* onnx_lower_signal.c */
+extern const onnx_op_family onnx_ops_rnn;          /* onnx_lower_rnn.c */
+extern const onnx_op_family onnx_ops_scatter;      /* onnx_lower_scatter.c */
+extern const onnx_op_family onnx_ops_linalg;       /* onnx_lower_linalg.c */
+extern const onnx_op_family onnx_ops_gridsample;   /* onnx_lower_gridsample.c */
+extern const onnx_op_family onnx_ops_train;        /* onnx_lower_train.c (training domain) */
 
 /* The entry for a default-domain op type, or NULL. */
 const onnx_op_entry *onnx_op_find(const char *op_type);
+/* "", "ai.onnx" (or NULL). */
+bool onnx_domain_is_default(const char *domain);
+/* The entry for node n in its domain (default or the preview training
+ * domain, whose ops live in onnx_ops_train), or NULL. */
+#define ONNX_TRAINING_DOMAIN "ai.onnx.preview.training"
+const onnx_op_entry *onnx_node_entry(const Onnx__NodeProto *n);
 /* True when every CU-IR op the entry needs is in the op table. */
 bool onnx_op_available(const onnx_op_entry *e);
 

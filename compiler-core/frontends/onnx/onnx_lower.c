@@ -34,7 +34,7 @@ static int lower_node(onnx_ctx *c, const Onnx__NodeProto *n, int index)
         poison_outputs(c);   /* the root cause is already reported */
         return -1;
     }
-    const onnx_op_entry *e = onnx_op_find(n->op_type);
+    const onnx_op_entry *e = onnx_node_entry(n);
     c->entry = e;
     int before = c->d->n_errors, first = c->d->n;
     int rc = e ? e->lower(c) : -1;

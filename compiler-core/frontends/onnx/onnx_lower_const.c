@@ -1,5 +1,6 @@
 /* ONNX ops that make values known at import time (Constant,
- * ConstantOfShape, Range, Shape, Size, EyeLike), Dropout in inference, and
+ * ConstantOfShape, Range, Shape, Size, EyeLike, NonZero of a known input),
+ * Dropout in inference, and
  * ops built from an import-time mask or index grid (Trilu, OneHot,
  * DepthToSpace, SpaceToDepth). */
 #include <math.h>
@@ -377,8 +378,38 @@ static int lower_depth_space(onnx_ctx *c)
     return onnx_bind_value(c, 0, y);
 }
 
+/* NonZero has a data-dependent shape: it imports only when its input is
+ * known (a constant or a specialised input), and is evaluated here. */
+static int lower_non_zero(onnx_ctx *c)
+{
+    const onnx_const *x = onnx_in_const(c, 0, "X");
+    if (!x)
+        return -1;
+    if (x->syms)
+        return onnx_err(c, ONNX_E_DATA_DEPENDENT, "NonZero of symbolic values");
+    int64_t nz = 0, dims[2] = {x->rank ? x->rank : 1, 0};
+    for (int64_t i = 0; i < x->numel; i++)
+        nz += onnx_const_f64(x, i) != 0;
+    dims[1] = nz;
+    onnx_const *k = onnx_const_new(c, CV_I64, 2, dims);
+    for (int64_t i = 0, j = 0; k && i < x->numel; i++) {
+        if (onnx_const_f64(x, i) == 0)
+            continue;
+        int64_t rest = i;
+        for (int d = x->rank - 1; d >= 0; d--) {
+            onnx_const_set_i64(k, d * nz + j, rest % x->dims[d]);
+            rest /= x->dims[d];
+        }
+        if (x->rank == 0)
+            onnx_const_set_i64(k, j, 0);
+        j++;
+    }
+    return onnx_bind_const(c, 0, k);
+}
+
 static const onnx_op_entry entries[] = {
     {"Constant", 1, lower_constant, NULL, 0},
+    {"NonZero", 9, lower_non_zero, NULL, 0x1u},
     {"ConstantOfShape", 9, lower_constant_of_shape, "constant", 1u},
     {"Range", 11, lower_range, NULL, 0x7u},
     {"Shape", 1, lower_shape, NULL, 0},

@@ -425,6 +425,22 @@ static int lower_cast_like(onnx_ctx *c)
     return cast_to(c, X(0), like->type.dtype);
 }
 
+/* BitShift on unsigned integers: x * 2^y (wrapping) or x / 2^y. */
+static int lower_bitshift(onnx_ctx *c)
+{
+    const char *dir;
+    cv_value *x = onnx_in_value(c, 0), *y = onnx_in_value(c, 1);
+    if (!x || !y || onnx_attr_string(c, "direction", "", &dir) < 0)
+        return -1;
+    bool left = !strcmp(dir, "LEFT");
+    if (!left && strcmp(dir, "RIGHT"))
+        return onnx_err(c, ONNX_E_ATTR_VALUE, "direction must be LEFT or RIGHT, got '%s'", dir);
+    if (x->type.dtype != CV_U8)
+        return onnx_err(c, ONNX_E_UNSUPPORTED_DTYPE, "BitShift needs an unsigned integer type");
+    cv_value *p = onnx_binary(c, "pow", onnx_scalar(c, CV_U8, 2), y);
+    return onnx_bind_value(c, 0, onnx_binary(c, left ? "mul" : "div", x, p));
+}
+
 static const onnx_op_entry entries[] = {
     {"Abs", 6, lower_unary, "abs", 0},
     {"Neg", 6, lower_unary, "neg", 0},
@@ -436,6 +452,21 @@ static const onnx_op_entry entries[] = {
     {"Erf", 9, lower_unary, "erf", 0},
     {"Sigmoid", 6, lower_unary, "sigmoid", 0},
     {"HardSwish", 14, lower_unary, "hard_swish", 0},
+    {"Sin", 7, lower_unary, "sin", 0},
+    {"Cos", 7, lower_unary, "cos", 0},
+    {"Tan", 7, lower_unary, "tan", 0},
+    {"Asin", 7, lower_unary, "asin", 0},
+    {"Acos", 7, lower_unary, "acos", 0},
+    {"Atan", 7, lower_unary, "atan", 0},
+    {"Sinh", 9, lower_unary, "sinh", 0},
+    {"Cosh", 9, lower_unary, "cosh", 0},
+    {"Asinh", 9, lower_unary, "asinh", 0},
+    {"Acosh", 9, lower_unary, "acosh", 0},
+    {"Atanh", 9, lower_unary, "atanh", 0},
+    {"Floor", 6, lower_unary, "floor", 0},
+    {"Ceil", 6, lower_unary, "ceil", 0},
+    {"Round", 11, lower_unary, "round", 0},
+    {"BitShift", 11, lower_bitshift, "pow mul div", 0},
     {"Add", 7, lower_binary, "add", 0},
     {"Sub", 7, lower_binary, "sub", 0},
     {"Mul", 7, lower_binary, "mul", 0},

@@ -33,6 +33,34 @@ static cv_value *kscalar(onnx_ctx *c, const cv_value *like, double v)
     return like ? onnx_scalar(c, like->type.dtype, v) : NULL;
 }
 
+/* Training mode (opset 14+): normalise with the batch's own mean and
+ * (biased) variance over every axis but 1; outputs 1 and 2 are the running
+ * statistics, input * momentum + batch * (1 - momentum). */
+static int batch_norm_training(onnx_ctx *c, cv_value **ops)
+{
+    double momentum;
+    if (onnx_attr_float(c, "momentum", 0.9, &momentum) < 0 || !ops[0])
+        return -1;
+    int r = ops[0]->type.shape.rank;
+    int64_t axes[CV_MAX_RANK];
+    int n = 0;
+    for (int i = 0; i < r; i++)
+        if (i != 1)
+            axes[n++] = i;
+    cv_value *mean = reduce_mean(c, ops[0], axes, n);
+    cv_value *d = onnx_binary(c, "sub", ops[0], mean);
+    cv_value *var = reduce_mean(c, onnx_binary(c, "mul", d, d), axes, n);
+    cv_value *stats[2] = {with_axes(c, "squeeze", mean, axes, n), with_axes(c, "squeeze", var, axes, n)};
+    int rc = 0;
+    for (int i = 0; i < 2; i++) {
+        cv_value *run = onnx_binary(c, "mul", ops[3 + i], kscalar(c, ops[0], momentum));
+        cv_value *cur = onnx_binary(c, "mul", stats[i], kscalar(c, ops[0], 1 - momentum));
+        rc |= onnx_bind_value(c, 1 + i, onnx_binary(c, "add", run, cur));
+        ops[3 + i] = stats[i];
+    }
+    return rc;
+}
+
 static int lower_batch_norm(onnx_ctx *c)
 {
     double eps;
@@ -41,14 +69,17 @@ static int lower_batch_norm(onnx_ctx *c)
         onnx_attr_int(c, "training_mode", 0, &training) < 0 ||
         onnx_attr_int(c, "spatial", 1, &spatial) < 0)
         return -1;
-    if (training || wants_output(c, 1) || wants_output(c, 2))
+    bool train = training && c->opset >= 14;
+    if ((training && !train) || (!train && (wants_output(c, 1) || wants_output(c, 2))))
         return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "training mode (running statistics "
-                        "outputs) is not supported");
+                        "outputs) is supported from opset 14 only");
     if (!spatial)
         return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "spatial=0 is not supported");
     cv_value *ops[5];
     for (int i = 0; i < 5; i++)
         ops[i] = onnx_in_value(c, i);
+    if (train && batch_norm_training(c, ops) < 0)
+        return -1;
     cv_op *o = onnx_op(c, "batch_norm", ops, 5);
     if (o)
         cv_op_set_float(o, "epsilon", eps);
@@ -196,7 +227,7 @@ static int lower_lrn(onnx_ctx *c)
 }
 
 static const onnx_op_entry entries[] = {
-    {"BatchNormalization", 7, lower_batch_norm, "batch_norm", 0},
+    {"BatchNormalization", 7, lower_batch_norm, "batch_norm reduce_mean sub mul squeeze add", 0},
     {"InstanceNormalization", 6, lower_instance_norm,
      "reduce_mean sub mul add sqrt div unsqueeze", 0},
     {"LayerNormalization", 17, lower_layer_norm, "layer_norm reduce_mean sub mul add sqrt div", 0},

@@ -72,7 +72,8 @@ static int lower_reduce(onnx_ctx *c)
     if (r.noop)
         return onnx_bind_value(c, 0, x);
     cv_value *y;
-    if (!strcmp(t, "Sum") || !strcmp(t, "Mean") || !strcmp(t, "Max") || !strcmp(t, "Min"))
+    if (!strcmp(t, "Sum") || !strcmp(t, "Mean") || !strcmp(t, "Max") || !strcmp(t, "Min") ||
+        !strcmp(t, "Prod"))
         y = reduce_op(c, c->entry->needs, x, &r, r.keepdims);
     else if (!strcmp(t, "L1"))
         y = reduce_op(c, "reduce_sum", onnx_unary(c, "abs", x), &r, r.keepdims);
@@ -164,6 +165,7 @@ static const onnx_op_entry entries[] = {
     {"ReduceMean", 1, lower_reduce, "reduce_mean", 1u << 1},
     {"ReduceMax", 1, lower_reduce, "reduce_max", 1u << 1},
     {"ReduceMin", 1, lower_reduce, "reduce_min", 1u << 1},
+    {"ReduceProd", 1, lower_reduce, "reduce_prod", 1u << 1},
     {"ReduceL1", 1, lower_reduce, "reduce_sum abs", 1u << 1},
     {"ReduceL2", 1, lower_reduce, "reduce_sum mul sqrt", 1u << 1},
     {"ReduceSumSquare", 1, lower_reduce, "reduce_sum mul", 1u << 1},

@@ -1,6 +1,9 @@
 /* ONNX Resize (opsets 10-18) and Upsample (7-9): the scales or sizes input
  * becomes the CU-IR resize attribute.  Opset 10 Resize and Upsample use the
- * asymmetric coordinate map with floor rounding. */
+ * asymmetric coordinate map with floor rounding.  Cubic mode is separable
+ * too: each resized axis becomes a matmul with a constant [in, out] matrix
+ * of the reference's cubic weights. */
+#include <math.h>
 #include <string.h>
 
 #include "compiler-core/frontends/onnx/onnx_internal.h"
@@ -10,6 +13,8 @@ typedef struct resize_spec {
     int64_t sizes[CV_MAX_RANK];
     int n_scales, n_sizes;
     const char *mode, *ct, *nearest;
+    bool exclude;           /* exclude_outside (cubic only) */
+    double cubic_a;         /* cubic_coeff_a */
 } resize_spec;
 
 /* Reads a float constant input into out; count, 0 when absent or empty. */
@@ -65,11 +70,13 @@ static int resize_read(onnx_ctx *c, const onnx_val *x, resize_spec *s)
                          &s->nearest) < 0 ||
         onnx_attr_int(c, "antialias", 0, &antialias) < 0 ||
         onnx_attr_int(c, "exclude_outside", 0, &exclude) < 0 ||
-        onnx_attr_string(c, "keep_aspect_ratio_policy", "stretch", &policy) < 0)
+        onnx_attr_string(c, "keep_aspect_ratio_policy", "stretch", &policy) < 0 ||
+        onnx_attr_float(c, "cubic_coeff_a", -0.75, &s->cubic_a) < 0)
         return -1;
-    if (antialias || exclude || strcmp(policy, "stretch"))
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "antialias, exclude_outside and "
-                        "keep_aspect_ratio_policy are not supported");
+    s->exclude = exclude != 0;
+    if (antialias || (exclude && strcmp(s->mode, "cubic")) || strcmp(policy, "stretch"))
+        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "antialias, exclude_outside (except cubic) "
+                        "and keep_aspect_ratio_policy are not supported");
     if (!strcmp(s->mode, "bilinear"))   /* Upsample-7's name */
         s->mode = "linear";
     if (old && strcmp(c->node->op_type, "Upsample") == 0 && c->opset < 9) {
@@ -91,6 +98,94 @@ static int resize_read(onnx_ctx *c, const onnx_val *x, resize_spec *s)
     return na >= 0 ? spread_axes(c, x->type.shape.rank, axes, na, s) : 0;
 }
 
+/* The source coordinate of output index j (the reference's x_ori; its
+ * output width is in * scale, not rounded). */
+static double source_coord(const char *ct, double j, double scale, int64_t in, double out)
+{
+    if (!strcmp(ct, "align_corners"))
+        return out == 1 ? 0 : j * (double)(in - 1) / (double)(out - 1);
+    if (!strcmp(ct, "asymmetric"))
+        return j / scale;
+    if (!strcmp(ct, "pytorch_half_pixel") && out == 1)
+        return -0.5;
+    return (j + 0.5) / scale - 0.5;
+}
+
+/* The reference's cubic_coeffs for the four neighbours. */
+static void cubic_coeffs(double r, double a, double *w)
+{
+    double s = 1 - r;
+    w[0] = ((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a;
+    w[1] = ((a + 2) * r - (a + 3)) * r * r + 1;
+    w[2] = ((a + 2) * s - (a + 3)) * s * s + 1;
+    w[3] = ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a;
+}
+
+/* M[in, out]: output j mixes the four inputs nearest its source coordinate
+ * (edge values repeat past the ends, or with exclude_outside their weights
+ * go to the others). */
+static cv_value *cubic_matrix(onnx_ctx *c, const resize_spec *s, int64_t in, int64_t out,
+                              double scale)
+{
+    int64_t dims[2] = {in, out};
+    onnx_const *m = onnx_const_new(c, CV_F32, 2, dims);
+    if (!m)
+        return NULL;
+    memset(m->data, 0, (size_t)(in * out) * sizeof(float));
+    for (int64_t j = 0; j < out; j++) {
+        double x = source_coord(s->ct, (double)j, scale, in, scale * (double)in), f = floor(x);
+        double w[4], sum = 0;
+        double ratio = x == f ? 1 : x - f;
+        cubic_coeffs(ratio, s->cubic_a, w);
+        int64_t base = (int64_t)f - (x == f ? 2 : 1);
+        for (int k = 0; k < 4; k++) {
+            bool inside = base + k >= 0 && base + k < in;
+            if (s->exclude && !inside)
+                w[k] = 0;
+            sum += w[k];
+        }
+        for (int k = 0; k < 4; k++) {
+            int64_t i = base + k < 0 ? 0 : base + k >= in ? in - 1 : base + k;
+            double wk = s->exclude && sum != 0 ? w[k] / sum : w[k];
+            onnx_const_set_f64(m, i * out + j, onnx_const_f64(m, i * out + j) + wk);
+        }
+    }
+    return onnx_const_value(c, m, "cubic");
+}
+
+static int lower_resize_cubic(onnx_ctx *c, const resize_spec *s)
+{
+    cv_value *v = onnx_in_value(c, 0);
+    if (!v || v->type.dtype != CV_F32)
+        return v ? onnx_err(c, ONNX_E_UNSUPPORTED_DTYPE, "cubic resize needs float data") : -1;
+    int r = v->type.shape.rank, n = s->n_scales > 0 ? s->n_scales : s->n_sizes;
+    if (n != r && n != 2)
+        return onnx_err(c, ONNX_E_ATTR_VALUE, "scales/sizes need %d entries", r);
+    for (int i = 0; i < n && v; i++) {
+        int axis = r - n + i;
+        int64_t in, out, perm[CV_MAX_RANK];
+        if (onnx_static_extent(c, v, axis, &in) < 0)
+            return -1;
+        double scale = s->n_scales > 0 ? s->scales[i] : 0;
+        out = s->n_scales > 0 ? (int64_t)floor((double)in * scale) : s->sizes[i];
+        if (out < 1 || out > (1 << 20) || in < 1 || (double)in * (double)out > ONNX_CONST_MAX_NUMEL)
+            return onnx_err(c, ONNX_E_ATTR_VALUE, "axis %d resizes %lld to %lld", axis,
+                            (long long)in, (long long)out);
+        if (s->n_sizes > 0)
+            scale = (double)out / (double)in;
+        if (out == in && scale == 1)
+            continue;
+        for (int k = 0; k < r; k++)
+            perm[k] = k == axis ? r - 1 : k == r - 1 ? axis : k;
+        if (axis != r - 1)
+            v = onnx_op_ints(c, "transpose", v, "perm", perm, r);
+        v = onnx_binary(c, "matmul", v, cubic_matrix(c, s, in, out, scale));
+        if (axis != r - 1)
+            v = onnx_op_ints(c, "transpose", v, "perm", perm, r);
+    }
+    return onnx_bind_value(c, 0, v);
+}
+
 static int lower_resize(onnx_ctx *c)
 {
     onnx_val *x = onnx_in(c, 0);
@@ -99,6 +194,9 @@ static int lower_resize(onnx_ctx *c)
         return onnx_err(c, ONNX_E_ARITY, "input 0 is required");
     if (resize_read(c, x, &s) < 0)
         return -1;
+    if (!strcmp(s.mode, "cubic") && strcmp(s.ct, "tf_crop_and_resize") &&
+        strcmp(s.ct, "tf_half_pixel_for_nn") && (s.n_scales > 0) != (s.n_sizes > 0))
+        return lower_resize_cubic(c, &s);
     if (strcmp(s.mode, "nearest") && strcmp(s.mode, "linear"))
         return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "mode '%s' is not supported", s.mode);
     if (!strcmp(s.ct, "tf_crop_and_resize") || !strcmp(s.ct, "tf_half_pixel_for_nn"))
@@ -121,7 +219,7 @@ static int lower_resize(onnx_ctx *c)
 }
 
 static const onnx_op_entry entries[] = {
-    {"Resize", 10, lower_resize, "resize", 0xeu},
+    {"Resize", 10, lower_resize, "resize matmul transpose", 0xeu},
     {"Upsample", 7, lower_resize, "resize", 1u << 1},
 };
 

@@ -2,79 +2,9 @@
  * mask = (index == iota along the axis), then where/reduce_sum picks the
  * element.  GatherElements, Hardmax, NegativeLogLikelihoodLoss and
  * SoftmaxCrossEntropyLoss (its log_softmax, then the same loss). */
-#include <stdio.h>
 #include <string.h>
 
 #include "compiler-core/frontends/onnx/onnx_internal.h"
-
-static cv_value *where3(onnx_ctx *c, cv_value *cond, cv_value *a, cv_value *b)
-{
-    cv_value *ops[3] = {cond, a, b};
-    return onnx_finish(c, onnx_op(c, "where", ops, 3));
-}
-
-static cv_value *with_ints(onnx_ctx *c, const char *op, cv_value *x, const char *attr,
-                           const int64_t *v, int n)
-{
-    cv_op *o = onnx_op(c, op, &x, 1);
-    if (o)
-        cv_op_set_ints(o, attr, v, n);
-    return onnx_finish(c, o);
-}
-
-static cv_value *sum_axis(onnx_ctx *c, cv_value *x, int64_t axis, int keepdims)
-{
-    cv_op *o = onnx_op(c, "reduce_sum", &x, 1);
-    if (o) {
-        cv_op_set_ints(o, "axes", &axis, 1);
-        cv_op_set_int(o, "keepdims", keepdims);
-    }
-    return onnx_finish(c, o);
-}
-
-static cv_value *sum_all(onnx_ctx *c, cv_value *x)
-{
-    cv_op *o = onnx_op(c, "reduce_sum", &x, 1);
-    if (o)
-        cv_op_set_int(o, "keepdims", 0);
-    return onnx_finish(c, o);
-}
-
-/* 0, 1, ..., n-1 of dtype dt laid along `axis` of a rank-`rank` tensor. */
-static cv_value *iota(onnx_ctx *c, cv_dtype dt, int rank, int axis, int64_t n)
-{
-    int64_t dims[CV_MAX_RANK];
-    for (int i = 0; i < rank; i++)
-        dims[i] = i == axis ? n : 1;
-    onnx_const *k = onnx_const_new(c, dt, rank, dims);
-    for (int64_t i = 0; k && i < n; i++)
-        onnx_const_set_i64(k, i, i);
-    char name[160];
-    snprintf(name, sizeof name, "%.120s_iota", c->label);
-    onnx_val tmp = {.name = cv_arena_strdup(c->a, name), .c = k};
-    return k ? onnx_materialize(c, &tmp) : NULL;
-}
-
-/* The static extent of x's dim `axis`, or a CV4305 report. */
-static int static_extent(onnx_ctx *c, const cv_value *x, int axis, int64_t *out)
-{
-    cv_dim d = x->type.shape.d[axis];
-    *out = 0;
-    if (d.sym)
-        return onnx_err(c, ONNX_E_DATA_DEPENDENT, "dimension %d is the symbolic %s; it must be "
-                        "static here", axis, d.sym);
-    *out = d.n;
-    return 0;
-}
-
-static int norm_axis(onnx_ctx *c, int64_t axis, int rank, int *out)
-{
-    *out = (int)(axis < 0 ? axis + rank : axis);
-    if (axis < -rank || axis >= rank)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "axis %lld is out of range for rank %d",
-                        (long long)axis, rank);
-    return 0;
-}
 
 /* GatherElements: out[.., i, ..] = data[.., idx[.., i, ..], ..] along axis,
  * as sum_j where(idx == j, data_j, 0) over a new axis after `axis`. */
@@ -86,20 +16,20 @@ static int lower_gather_elements(onnx_ctx *c)
     if (!data || !idx || onnx_attr_int(c, "axis", 0, &axis_attr) < 0)
         return -1;
     int r = data->type.shape.rank;
-    if (norm_axis(c, axis_attr, r, &axis) < 0 || static_extent(c, data, axis, &n) < 0)
+    if (onnx_norm_axis(c, axis_attr, r, &axis) < 0 || onnx_static_extent(c, data, axis, &n) < 0)
         return -1;
     if (idx->type.shape.rank != r || r + 1 > CV_MAX_RANK)
         return onnx_err(c, ONNX_E_SHAPE_VALUE, "indices must have the data's rank (< %d)",
                         CV_MAX_RANK);
     cv_dtype it = idx->type.dtype;
     cv_value *neg = onnx_binary(c, "less", idx, onnx_scalar(c, it, 0));
-    idx = where3(c, neg, onnx_binary(c, "add", idx, onnx_scalar(c, it, (double)n)), idx);
+    idx = onnx_where(c, neg, onnx_binary(c, "add", idx, onnx_scalar(c, it, (double)n)), idx);
     int64_t after = axis + 1, at = axis;
-    cv_value *hit = onnx_binary(c, "equal", with_ints(c, "unsqueeze", idx, "axes", &after, 1),
-                                iota(c, it, r + 1, axis + 1, n));
-    cv_value *du = with_ints(c, "unsqueeze", data, "axes", &at, 1);
-    cv_value *picked = where3(c, hit, du, onnx_scalar(c, data->type.dtype, 0));
-    return onnx_bind_value(c, 0, sum_axis(c, picked, axis + 1, 0));
+    cv_value *hit = onnx_binary(c, "equal", onnx_op_ints(c, "unsqueeze", idx, "axes", &after, 1),
+                                onnx_iota(c, it, r + 1, axis + 1, n));
+    cv_value *du = onnx_op_ints(c, "unsqueeze", data, "axes", &at, 1);
+    cv_value *picked = onnx_where(c, hit, du, onnx_scalar(c, data->type.dtype, 0));
+    return onnx_bind_value(c, 0, onnx_sum_axis(c, picked, axis + 1, 0));
 }
 
 /* Hardmax: 1 at the first maximum along axis, 0 elsewhere. */
@@ -109,8 +39,8 @@ static int lower_hardmax(onnx_ctx *c)
     int axis;
     cv_value *x = onnx_in_value(c, 0);
     if (!x || onnx_attr_int(c, "axis", -1, &axis_attr) < 0 ||
-        norm_axis(c, axis_attr, x->type.shape.rank, &axis) < 0 ||
-        static_extent(c, x, axis, &n) < 0)
+        onnx_norm_axis(c, axis_attr, x->type.shape.rank, &axis) < 0 ||
+        onnx_static_extent(c, x, axis, &n) < 0)
         return -1;
     cv_op *o = onnx_op(c, "argmax", &x, 1);
     if (o) {
@@ -118,7 +48,7 @@ static int lower_hardmax(onnx_ctx *c)
         cv_op_set_int(o, "keepdims", 1);
     }
     cv_value *hit = onnx_binary(c, "equal", onnx_finish(c, o),
-                                iota(c, CV_I64, x->type.shape.rank, axis, n));
+                                onnx_iota(c, CV_I64, x->type.shape.rank, axis, n));
     o = onnx_op(c, "cast", &hit, 1);
     if (o)
         cv_op_set_dtype(o, "to", x->type.dtype);
@@ -136,7 +66,7 @@ static cv_value *nll(onnx_ctx *c, cv_value *lp, cv_value *t, cv_value *weight)
         onnx_attr_int(c, "ignore_index", 0, &ignore) < 0)
         return NULL;
     int r = lp->type.shape.rank;
-    if (r < 2 || t->type.shape.rank != r - 1 || static_extent(c, lp, 1, &classes) < 0) {
+    if (r < 2 || t->type.shape.rank != r - 1 || onnx_static_extent(c, lp, 1, &classes) < 0) {
         if (r >= 2 && t->type.shape.rank != r - 1)
             onnx_err(c, ONNX_E_SHAPE_VALUE, "target must have rank %d", r - 1);
         return NULL;
@@ -147,27 +77,27 @@ static cv_value *nll(onnx_ctx *c, cv_value *lp, cv_value *t, cv_value *weight)
     }
     cv_dtype ft = lp->type.dtype, it = t->type.dtype;
     int64_t one = 1, wshape[CV_MAX_RANK];
-    cv_value *hit = onnx_binary(c, "equal", with_ints(c, "unsqueeze", t, "axes", &one, 1),
-                                iota(c, it, r, 1, classes));
+    cv_value *hit = onnx_binary(c, "equal", onnx_op_ints(c, "unsqueeze", t, "axes", &one, 1),
+                                onnx_iota(c, it, r, 1, classes));
     cv_value *zero = onnx_scalar(c, ft, 0);
-    cv_value *picked = sum_axis(c, where3(c, hit, lp, zero), 1, 0);
+    cv_value *picked = onnx_sum_axis(c, onnx_where(c, hit, lp, zero), 1, 0);
     cv_value *w = onnx_scalar(c, ft, 1);
     if (weight) {
         for (int i = 0; i < r; i++)
             wshape[i] = i == 1 ? classes : 1;
-        w = with_ints(c, "reshape", weight, "shape", wshape, r);
+        w = onnx_op_ints(c, "reshape", weight, "shape", wshape, r);
     }
-    cv_value *wt = sum_axis(c, where3(c, hit, w, zero), 1, 0);
+    cv_value *wt = onnx_sum_axis(c, onnx_where(c, hit, w, zero), 1, 0);
     if (has_ignore) {
         cv_value *ignored = onnx_binary(c, "equal", t, onnx_scalar(c, it, (double)ignore));
-        wt = where3(c, ignored, zero, wt);
+        wt = onnx_where(c, ignored, zero, wt);
     }
     cv_value *loss = onnx_unary(c, "neg", onnx_binary(c, "mul", picked, wt));
     if (!strcmp(reduction, "none"))
         return loss;
     if (!strcmp(reduction, "sum"))
-        return sum_all(c, loss);
-    return onnx_binary(c, "div", sum_all(c, loss), sum_all(c, wt));
+        return onnx_sum_all(c, loss);
+    return onnx_binary(c, "div", onnx_sum_all(c, loss), onnx_sum_all(c, wt));
 }
 
 static int lower_nll(onnx_ctx *c)

@@ -1,11 +1,14 @@
 /* Entry points of the ONNX front end: read and check the ModelProto
  * envelope (size, wire format, IR version, opsets), then import its graph
  * into a fresh CU-IR module. */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/fs.h"
 #include "compiler-core/frontends/onnx/onnx_internal.h"
@@ -103,25 +106,31 @@ cv_module *cv_onnx_load_mem(const void *buf, size_t len, const char *path, cv_di
     return cv_onnx_load_opts(buf, len, path, NULL, d);
 }
 
-cv_module *cv_onnx_load_opts(const void *buf, size_t len, const char *path,
-                             const cv_onnx_options *opts, cv_diag *d)
+/* A mapped model file whose tensors the params of a check-only import
+ * borrow; the module releases it. */
+typedef struct onnx_file_map {
+    void *p;
+    size_t len;
+} onnx_file_map;
+
+static void unmap_file(void *p)
+{
+    onnx_file_map *fm = p;
+    if (fm->len)
+        munmap(fm->p, fm->len);
+    free(fm);
+}
+
+/* Imports an unpacked model (mp stays the caller's).  fm, when given, is
+ * handed to the module (or released on failure). */
+static cv_module *import_unpacked(Onnx__ModelProto *mp, const char *path,
+                                  const cv_onnx_options *opts, onnx_file_map *fm, cv_diag *d)
 {
     const char *file = path ? path : "<memory>";
     int errors_before = d->n_errors;
-    if (len > CV_ONNX_MAX_FILE) {
-        onnx_err_at(d, file, "ModelProto", ONNX_E_TOO_LARGE, "the model is %zu bytes; protobuf "
-                    "holds at most 2 GB: store the weights as external data", len);
-        return NULL;
-    }
-    if (onnx_wire_check(buf, len, &onnx__model_proto__descriptor, file, d) < 0)
-        return NULL;
-    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);  /* owned */
-    if (!mp) {
-        onnx_err_at(d, file, "ModelProto", ONNX_E_BAD_PROTOBUF, "not a valid ONNX ModelProto");
-        return NULL;
-    }
     if (fill_strings(mp) < 0) {
-        onnx__model_proto__free_unpacked(mp, NULL);
+        if (fm)
+            unmap_file(fm);
         onnx_err_at(d, file, "ModelProto", 9002, "out of memory");
         return NULL;
     }
@@ -129,6 +138,14 @@ cv_module *cv_onnx_load_opts(const void *buf, size_t len, const char *path,
     onnx_ctx c = {.d = d, .path = file, .base_dir = base_dir, .model = mp, .opts = opts};
     c.m = cv_module_new(path);
     int rc = c.m ? 0 : onnx_err(&c, 9002, "out of memory");
+    if (fm && rc == 0 && cv_module_own(c.m, unmap_file, fm) < 0)
+        rc = onnx_err(&c, 9002, "out of memory");
+    else if (fm && rc == 0) {
+        c.map = fm->p;
+        c.map_len = fm->len;
+    } else if (fm) {
+        unmap_file(fm);
+    }
     if (rc == 0) {
         c.a = &c.m->arena;
         rc = import_model(&c, mp);
@@ -137,12 +154,91 @@ cv_module *cv_onnx_load_opts(const void *buf, size_t len, const char *path,
     onnx_map_free(&c.syms);
     onnx_map_free(&c.scalars);
     free(base_dir);
-    onnx__model_proto__free_unpacked(mp, NULL);
     if (rc < 0 || d->n_errors > errors_before) {
         cv_module_free(c.m);
         return NULL;
     }
     return c.m;
+}
+
+static bool size_ok(size_t len, const char *file, cv_diag *d)
+{
+    if (len <= CV_ONNX_MAX_FILE)
+        return true;
+    onnx_err_at(d, file, "ModelProto", ONNX_E_TOO_LARGE, "the model is %zu bytes; protobuf "
+                "holds at most 2 GB: store the weights as external data", len);
+    return false;
+}
+
+cv_module *cv_onnx_load_opts(const void *buf, size_t len, const char *path,
+                             const cv_onnx_options *opts, cv_diag *d)
+{
+    const char *file = path ? path : "<memory>";
+    if (!size_ok(len, file, d) ||
+        onnx_wire_check(buf, len, &onnx__model_proto__descriptor, file, d) < 0)
+        return NULL;
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);  /* owned */
+    if (!mp) {
+        onnx_err_at(d, file, "ModelProto", ONNX_E_BAD_PROTOBUF, "not a valid ONNX ModelProto");
+        return NULL;
+    }
+    cv_module *m = import_unpacked(mp, path, opts, NULL, d);
+    onnx__model_proto__free_unpacked(mp, NULL);
+    return m;
+}
+
+/* Maps a regular file of at most CV_ONNX_MAX_FILE bytes; NULL otherwise
+ * (the caller then reads it the ordinary way, which reports why). */
+static onnx_file_map *map_file(const char *path)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    onnx_file_map *fm = NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+        (uint64_t)st.st_size <= CV_ONNX_MAX_FILE && (fm = malloc(sizeof *fm))) {
+        fm->len = (size_t)st.st_size;
+        fm->p = mmap(NULL, fm->len, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (fm->p == MAP_FAILED) {
+            free(fm);
+            fm = NULL;
+        }
+    }
+    close(fd);
+    return fm;
+}
+
+cv_module *cv_onnx_load_check(const char *path, cv_diag *d)
+{
+    onnx_file_map *fm = map_file(path);   /* owned until import_unpacked takes it */
+    if (!fm)
+        return cv_onnx_load(path, d);
+    const uint8_t *base = fm->p;
+    if (onnx_wire_check(base, fm->len, &onnx__model_proto__descriptor, path, d) < 0) {
+        unmap_file(fm);
+        return NULL;
+    }
+    onnx_stripped s;   /* owned */
+    Onnx__ModelProto *mp = NULL;   /* owned */
+    if (onnx_strip_model(base, fm->len, ONNX_STRIP_MIN_BYTES, &s) == 0) {
+        mp = onnx__model_proto__unpack(NULL, s.len, s.buf);
+        if (mp && onnx_strip_attach(mp, &s, base) < 0) {
+            onnx__model_proto__free_unpacked(mp, NULL);
+            mp = NULL;
+        }
+    }
+    if (!mp) {
+        /* Not expected after the wire check: the ordinary path decides. */
+        onnx_strip_free(&s);
+        unmap_file(fm);
+        return cv_onnx_load(path, d);
+    }
+    cv_module *m = import_unpacked(mp, path, NULL, fm, d);
+    onnx_strip_detach(mp, &s, base);
+    onnx__model_proto__free_unpacked(mp, NULL);
+    onnx_strip_free(&s);
+    return m;
 }
 
 cv_module *cv_onnx_load(const char *path, cv_diag *d)

@@ -9,14 +9,37 @@
 static const onnx_op_family *const families[] = {
     &onnx_ops_elementwise, &onnx_ops_nn,     &onnx_ops_shape, &onnx_ops_const,
     &onnx_ops_reduce,      &onnx_ops_norm,   &onnx_ops_resize, &onnx_ops_select,
+    &onnx_ops_quant,       &onnx_ops_signal, &onnx_ops_rnn,    &onnx_ops_scatter,
+    &onnx_ops_linalg,      &onnx_ops_gridsample,
 };
+
+static const onnx_op_entry *find_in(const onnx_op_family *fam, const char *op_type)
+{
+    for (int i = 0; i < fam->count; i++)
+        if (strcmp(fam->entries[i].op_type, op_type) == 0)
+            return &fam->entries[i];
+    return NULL;
+}
 
 const onnx_op_entry *onnx_op_find(const char *op_type)
 {
-    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
-        for (int i = 0; i < families[f]->count; i++)
-            if (strcmp(families[f]->entries[i].op_type, op_type) == 0)
-                return &families[f]->entries[i];
+    const onnx_op_entry *e = NULL;
+    for (size_t f = 0; !e && f < sizeof families / sizeof families[0]; f++)
+        e = find_in(families[f], op_type);
+    return e;
+}
+
+bool onnx_domain_is_default(const char *domain)
+{
+    return !domain || !domain[0] || strcmp(domain, "ai.onnx") == 0;
+}
+
+const onnx_op_entry *onnx_node_entry(const Onnx__NodeProto *n)
+{
+    if (onnx_domain_is_default(n->domain))
+        return onnx_op_find(n->op_type);
+    if (strcmp(n->domain, ONNX_TRAINING_DOMAIN) == 0)
+        return find_in(&onnx_ops_train, n->op_type);
     return NULL;
 }
 

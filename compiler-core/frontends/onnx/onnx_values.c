@@ -155,11 +155,15 @@ cv_value *onnx_materialize(onnx_ctx *c, onnx_val *v)
     cv_type t;
     onnx_type_of_const(k, &t);
     const char *id = onnx_ident(c, v->name);
-    cv_param *p = id ? cv_func_add_dense(c->f, id, &t, k->data,
-                                         (size_t)k->numel * cv_dtype_size(k->dt)) : NULL;
+    size_t nbytes = (size_t)k->numel * cv_dtype_size(k->dt);
+    cv_param *p = id ? cv_func_add_dense(c->f, id, &t, k->data, k->mapped ? 0 : nbytes) : NULL;
     if (!p) {
         onnx_err(c, 9002, "out of memory adding constant '%s'", v->name);
         return NULL;
+    }
+    if (k->mapped) {
+        p->data = k->data;   /* borrowed from the module's mapping of the file */
+        p->nbytes = nbytes;
     }
     v->v = p->value;
     return v->v;

@@ -23,6 +23,11 @@ void cvdk_dwconv2d(const float *x, const float *w, const float *bias, float *y, 
                    int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
                    int64_t pt, int64_t pl, int64_t dh, int64_t dw, int64_t OH, int64_t OW,
                    const float *res, int64_t act, float lo, float hi);
+void cvdk_dwconv2d_b(const float *x, const float *w, const float *bias, float *y, int64_t C,
+                     int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
+                     int64_t pt, int64_t pl, int64_t dh, int64_t dw, int64_t OH, int64_t OW,
+                     const float *res, int64_t act, float lo, float hi, int64_t batch,
+                     int64_t dx, int64_t dy);
 
 void cvdk_sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float *a, int64_t ars,
                 int64_t acs, const float *b, int64_t brs, int64_t bcs, float *c, int64_t ldc,
@@ -109,11 +114,25 @@ void cvdk_dwconv2d(const float *x, const float *w, const float *bias, float *y, 
                    int64_t pt, int64_t pl, int64_t dh, int64_t dw, int64_t OH, int64_t OW,
                    const float *res, int64_t act, float lo, float hi)
 {
+    cvdk_dwconv2d_b(x, w, bias, y, C, H, W, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW, res, act,
+                    lo, hi, 1, 0, 0);
+}
+
+/* batch images sharing the filters: image b reads x + b*dx and writes
+ * y + b*dy (and reads res + b*dy); the host runtime merges per-image calls
+ * into one launch (host/cuhost_batch.c). */
+void cvdk_dwconv2d_b(const float *x, const float *w, const float *bias, float *y, int64_t C,
+                     int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
+                     int64_t pt, int64_t pl, int64_t dh, int64_t dw, int64_t OH, int64_t OW,
+                     const float *res, int64_t act, float lo, float hi, int64_t batch,
+                     int64_t dx, int64_t dy)
+{
     geo g = {1, H, W, 1, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW};
-    int64_t n = C * OH * OW;
-    for (int64_t t = cvd_gid(); t < n; t += cvd_gstride()) {
-        int64_t c = t / (OH * OW);
-        float v = conv_dot(&g, x + c * H * W, w + c * KH * KW, 1, t) + (bias ? bias[c] : 0.0f);
-        y[t] = cvd_epilogue(v, res, t, act, lo, hi);
+    int64_t per = C * OH * OW;
+    for (int64_t t = cvd_gid(); t < per * batch; t += cvd_gstride()) {
+        int64_t b = t / per, i = t % per, c = i / (OH * OW);
+        const float *xb = x + b * dx;
+        float v = conv_dot(&g, xb + c * H * W, w + c * KH * KW, 1, i) + (bias ? bias[c] : 0.0f);
+        y[b * dy + i] = cvd_epilogue(v, res ? res + b * dy : res, i, act, lo, hi);
     }
 }

@@ -199,6 +199,8 @@ cvcu_ctx *cvcu_create(const cvcu_model *m)
     }
     ctx->m = m;
     ctx->drv = d;
+    const char *naive = getenv("CUVIL_CUDA_NAIVE");
+    ctx->naive = naive && *naive && *naive != '0';
     if (pick_device(ctx) ||
         cvcu_check(d, d->PrimaryCtxRetain(&ctx->cu, ctx->dev), "cuDevicePrimaryCtxRetain")) {
         ctx->cu = NULL;
@@ -251,7 +253,9 @@ static int exec(cvcu_ctx *ctx, void *const *din, void *const *dout, const int64_
                      (char *)(uintptr_t)ctx->weights, base, mono_v};
     ctx->err = 0;
     ctx->stream = stream;
+    ctx->pending.n = 0;
     m->run_dev(ctx, &fr);
+    cvcu_flush(ctx);
     ctx->stream = ctx->own_stream;
     return ctx->err == 0 ? 0 : ctx->err == CVCU_E_DEVICE_OOM ? -2 : -3;
 }
@@ -339,5 +343,6 @@ void cvcu_launch(cvcu_ctx *ctx, int64_t kernel, int64_t n, void *const *ptrs, in
     for (int64_t i = 0; i < ctx->m->n_syms; i++)
         params[np++] = (void *)&syms[i];
     params[np++] = &items;
+    cvcu_flush(ctx);
     cvcu_launch_fn(ctx, ctx->kernels[kernel], n, params, ctx->m->kernel_names[kernel]);
 }

@@ -61,7 +61,34 @@ typedef struct cvcu_driver {
     CUresult (*GetErrorName)(CUresult, const char **);
 } cvcu_driver;
 
-enum { CVCU_RT_KERNELS = 4, CVCU_MAX_IO = 64 };
+enum { CVCU_MAX_IO = 64, CVCU_TILE_THREADS = 256 /* a tiled kernel's block, one per tile */ };
+
+/* The runtime routines' device kernels: one thread per output
+ * (dev/cudev_rt.c), tiled (dev/cudev_gemm.c, one block per 64 x 64 output
+ * tile), batched depthwise; names in cuhost_rt.c. */
+enum {
+    CVCU_RT_SGEMM, CVCU_RT_CONV2D, CVCU_RT_CONV2D_P8, CVCU_RT_DWCONV2D, CVCU_RT_SGEMM_T,
+    CVCU_RT_CONV2D_T, CVCU_RT_CONV2D_P8_T, CVCU_RT_DWCONV2D_B,
+    CVCU_RT_ZERO2, CVCU_RT_GEMM_EPI, CVCU_RT_CONV_EPI,     /* split K */
+    CVCU_RT_KERNELS
+};
+
+/* A convolution routine call (cvrt_conv2d, _p8, cvrt_dwconv2d) as the host
+ * runtime keeps it until it launches (host/cuhost_batch.c). */
+typedef struct cvcu_conv {
+    int kernel;                 /* index into the runtime kernel names */
+    const float *x, *w, *bias, *res;
+    float *y, *scratch;
+    int64_t C, H, W, OC, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW, act;
+    float lo, hi;
+    int64_t items_per_image;    /* launch items of one image */
+} cvcu_conv;
+
+/* Calls merged into one launch: images batch.x + b*dx ... for b < n. */
+typedef struct cvcu_pending {
+    cvcu_conv call;             /* the first image's */
+    int64_t n, dx, dy;          /* n = 0: nothing pending */
+} cvcu_pending;
 
 struct cvcu_ctx {
     const cvcu_model *m;
@@ -78,6 +105,8 @@ struct cvcu_ctx {
     CUdeviceptr buf;            /* owned: arena, then input and output staging */
     int64_t buf_cap;
     int err;                    /* first error of this run: a CVCU_E_* code, 0 none */
+    int naive;                  /* CUVIL_CUDA_NAIVE=1: one thread per output, no tiles */
+    cvcu_pending pending;       /* convolutions not launched yet */
 };
 
 /* The driver, loaded once per process; NULL after recording why. */
@@ -91,5 +120,16 @@ int cvcu_check(const cvcu_driver *drv, CUresult r, const char *what);
 /* Launches f over items [0, n) (n < 0: one thread) on ctx's stream unless
  * an earlier launch of this run failed; returns ctx->err. */
 int cvcu_launch_fn(cvcu_ctx *ctx, CUfunction f, int64_t n, void **params, const char *what);
+/* Launches runtime kernel `which` (looked up on first use); cuhost_rt.c. */
+void cvcu_launch_rt(cvcu_ctx *ctx, int which, int64_t n, void **params);
+/* A convolution call: merged with the pending ones when it is the next
+ * image of the same layer, else they are launched first. */
+void cvcu_conv_submit(cvcu_ctx *ctx, const cvcu_conv *c);
+/* Launches what is pending; every other launch and the end of a run call it. */
+void cvcu_flush(cvcu_ctx *ctx);
+/* How many K chunks a tiled product of `blocks` output tiles (all images)
+ * with inner dimension K is split into: 1 unless the tiles alone leave most
+ * multiprocessors idle and K is long. */
+int64_t cvcu_split_k(const cvcu_ctx *ctx, int64_t blocks, int64_t K);
 
 #endif

@@ -1,7 +1,10 @@
 /* The runtime routines of cvrt.h, called by kernels that run on the host
  * (the backend keeps a kernel on the host when it calls one): each
- * launches its device kernel (dev/cudev_rt.c) with its own arguments, all
- * of them device addresses and sizes. */
+ * launches a device kernel with its own arguments, all of them device
+ * addresses and sizes: the tiled GEMM (dev/cudev_gemm.c) for products and
+ * dense convolutions, whose per-image calls are merged into batched
+ * launches (cuhost_batch.c), or with CUVIL_CUDA_NAIVE=1 the
+ * one-thread-per-output kernels (dev/cudev_rt.c). */
 #include "compiler-core/backend/cuda/host/cuhost_internal.h"
 
 void cvrt_sgemm(cvcu_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha, const float *a,
@@ -23,12 +26,32 @@ void cvrt_dwconv2d(cvcu_ctx *rt, const float *x, const float *w, const float *bi
                    int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw,
                    int64_t OH, int64_t OW, const float *res, int64_t act, float lo, float hi);
 
-enum { RT_SGEMM, RT_CONV2D, RT_CONV2D_P8, RT_DWCONV2D };
 static const char *const names[CVCU_RT_KERNELS] = {
     "cvdk_sgemm", "cvdk_conv2d", "cvdk_conv2d_p8", "cvdk_dwconv2d",
+    "cvdk_sgemm_t", "cvdk_conv2d_t", "cvdk_conv2d_p8_t", "cvdk_dwconv2d_b",
+    "cvdk_zero2", "cvdk_gemm_epi", "cvdk_conv_epi",
 };
+enum { TILE = 64, TILE_THREADS = CVCU_TILE_THREADS, TILE_MAX_INDEX = 1 << 30 };
 
-static void launch(cvcu_ctx *ctx, int which, int64_t n, void **params)
+/* The item count that gives an M x N product one block per tile. */
+static int64_t tile_items(int64_t M, int64_t N)
+{
+    return M > 0 && N > 0 ? (M + TILE - 1) / TILE * ((N + TILE - 1) / TILE) * TILE_THREADS : 0;
+}
+
+/* A block of the tiled kernel waits on its loads with nothing to hide them
+ * unless its multiprocessor has others: aim at 4 blocks per multiprocessor,
+ * each chunk at least 64 deep. */
+int64_t cvcu_split_k(const cvcu_ctx *ctx, int64_t blocks, int64_t K)
+{
+    int64_t want = 4 * (int64_t)(ctx->max_blocks / 16);
+    if (blocks <= 0 || blocks * 2 > want || K < 256)
+        return 1;
+    int64_t split = (want + blocks - 1) / blocks, most = K / 64;
+    return split < most ? split : most;
+}
+
+void cvcu_launch_rt(cvcu_ctx *ctx, int which, int64_t n, void **params)
 {
     if (ctx->err || n <= 0)
         return;
@@ -49,9 +72,45 @@ void cvrt_sgemm(cvcu_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha, cons
                 int64_t bias_cs, float bias_scale, const float *res, int64_t res_ld,
                 int64_t act, float lo, float hi)
 {
+    int64_t split = 1;
     void *p[] = {&M, &N, &K, &alpha, &a, &ars, &acs, &b, &brs, &bcs, &c, &ldc, &accumulate,
-                 &bias, &bias_rs, &bias_cs, &bias_scale, &res, &res_ld, &act, &lo, &hi};
-    launch(rt, RT_SGEMM, M > 0 && N > 0 ? M * N : 0, p);
+                 &bias, &bias_rs, &bias_cs, &bias_scale, &res, &res_ld, &act, &lo, &hi, &split};
+    cvcu_flush(rt);
+    if (rt->naive) {
+        cvcu_launch_rt(rt, CVCU_RT_SGEMM, M > 0 && N > 0 ? M * N : 0, p);
+        return;
+    }
+    int64_t items = tile_items(M, N);
+    /* Split K sums into c first: not when c holds a summand or the residual. */
+    if (!accumulate && (!res || res != c))
+        split = cvcu_split_k(rt, items / TILE_THREADS, K);
+    if (split > 1) {
+        void *z[] = {&c, &M, &N, &ldc};
+        cvcu_launch_rt(rt, CVCU_RT_ZERO2, M * N, z);
+    }
+    cvcu_launch_rt(rt, CVCU_RT_SGEMM_T, items * split, p);
+    if (split > 1) {
+        void *e[] = {&c, &ldc, &M, &N, &bias, &bias_rs, &bias_cs, &bias_scale, &res, &res_ld,
+                     &act, &lo, &hi};
+        cvcu_launch_rt(rt, CVCU_RT_GEMM_EPI, M * N, e);
+    }
+}
+
+/* A dense convolution through the tiled kernel, when its implicit GEMM fits
+ * the kernel's 32-bit index math. */
+static int conv_tiled(cvcu_ctx *rt, int kernel, const float *x, const float *w,
+                      const float *bias, float *y, int64_t C, int64_t H, int64_t W, int64_t OC,
+                      int64_t KH, int64_t KW, int64_t sh, int64_t sw, int64_t pt, int64_t pl,
+                      int64_t dh, int64_t dw, int64_t OH, int64_t OW, const float *res,
+                      int64_t act, float lo, float hi, float *scratch)
+{
+    if (rt->naive || C * KH * KW >= TILE_MAX_INDEX || OH * OW >= TILE_MAX_INDEX ||
+        C * H * W >= TILE_MAX_INDEX)
+        return 0;
+    cvcu_conv c = {kernel, x, w, bias, res, y, scratch, C, H, W, OC, KH, KW, sh, sw, pt, pl,
+                   dh, dw, OH, OW, act, lo, hi, tile_items(OC, OH * OW)};
+    cvcu_conv_submit(rt, &c);
+    return 1;
 }
 
 void cvrt_conv2d(cvcu_ctx *rt, const float *x, const float *w, const float *bias, float *y,
@@ -59,9 +118,13 @@ void cvrt_conv2d(cvcu_ctx *rt, const float *x, const float *w, const float *bias
                  int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw,
                  int64_t OH, int64_t OW, const float *res, int64_t act, float lo, float hi)
 {
+    if (conv_tiled(rt, CVCU_RT_CONV2D_T, x, w, bias, y, C, H, W, OC, KH, KW, sh, sw, pt, pl, dh,
+                   dw, OH, OW, res, act, lo, hi, NULL))
+        return;
     void *p[] = {&x, &w, &bias, &y, &C, &H, &W, &OC, &KH, &KW, &sh, &sw, &pt, &pl, &dh, &dw,
                  &OH, &OW, &res, &act, &lo, &hi};
-    launch(rt, RT_CONV2D, OC * OH * OW, p);
+    cvcu_flush(rt);
+    cvcu_launch_rt(rt, CVCU_RT_CONV2D, OC * OH * OW, p);
 }
 
 void cvrt_conv2d_p8(cvcu_ctx *rt, const float *x, const float *wp, const float *bias, float *y,
@@ -70,9 +133,13 @@ void cvrt_conv2d_p8(cvcu_ctx *rt, const float *x, const float *wp, const float *
                     int64_t OH, int64_t OW, const float *res, int64_t act, float lo, float hi,
                     float *scratch)
 {
+    if (conv_tiled(rt, CVCU_RT_CONV2D_P8_T, x, wp, bias, y, C, H, W, OC, KH, KW, sh, sw, pt, pl,
+                   dh, dw, OH, OW, res, act, lo, hi, scratch))
+        return;
     void *p[] = {&x, &wp, &bias, &y, &C, &H, &W, &OC, &KH, &KW, &sh, &sw, &pt, &pl, &dh, &dw,
                  &OH, &OW, &res, &act, &lo, &hi, &scratch};
-    launch(rt, RT_CONV2D_P8, OC * OH * OW, p);
+    cvcu_flush(rt);
+    cvcu_launch_rt(rt, CVCU_RT_CONV2D_P8, OC * OH * OW, p);
 }
 
 void cvrt_dwconv2d(cvcu_ctx *rt, const float *x, const float *w, const float *bias, float *y,
@@ -80,7 +147,15 @@ void cvrt_dwconv2d(cvcu_ctx *rt, const float *x, const float *w, const float *bi
                    int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw,
                    int64_t OH, int64_t OW, const float *res, int64_t act, float lo, float hi)
 {
+    if (!rt->naive) {
+        /* OC 0 marks the depthwise form (C outputs per pixel). */
+        cvcu_conv c = {CVCU_RT_DWCONV2D_B, x, w, bias, res, y, NULL, C, H, W, 0, KH, KW, sh, sw,
+                       pt, pl, dh, dw, OH, OW, act, lo, hi, C * OH * OW};
+        cvcu_conv_submit(rt, &c);
+        return;
+    }
     void *p[] = {&x, &w, &bias, &y, &C, &H, &W, &KH, &KW, &sh, &sw, &pt, &pl, &dh, &dw, &OH,
                  &OW, &res, &act, &lo, &hi};
-    launch(rt, RT_DWCONV2D, C * OH * OW, p);
+    cvcu_flush(rt);
+    cvcu_launch_rt(rt, CVCU_RT_DWCONV2D, C * OH * OW, p);
 }

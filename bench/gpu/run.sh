@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Cuvil CUDA artifacts vs PyTorch eager on this machine's NVIDIA GPU, for
+# GPU test bundles built elsewhere (make gpu-bundle GPU_TORCHVISION=...):
+#
+#   bench/gpu/run.sh BUNDLE_DIR... [--iters N]
+#
+# For each bundle: bench/gpu/torch_ref.py (PyTorch's batch-32 references
+# and eager timings), then every case of the bundle (tests/gpu/run.sh:
+# correctness against the interpreter or PyTorch, median times), then a
+# table of the torchvision models: Cuvil's on-device time (run_stream, data
+# already on the GPU, synchronised), PyTorch eager fp32 (TF32 off, the same
+# arithmetic) and with cuDNN's default TF32, and the ratios (< 1: Cuvil
+# faster).  Bundles are written to, so pass copies.  CUVIL_CUDA_NAIVE=1
+# times the one-thread-per-output kernels instead of the tiled ones.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+iters=20
+bundles=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --iters) iters=$2; shift 2 ;;
+        *) bundles+=("$1"); shift ;;
+    esac
+done
+[ ${#bundles[@]} -gt 0 ] || { echo "usage: bench/gpu/run.sh BUNDLE_DIR... [--iters N]" >&2; exit 2; }
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+for b in "${bundles[@]}"; do
+    python3 "$here/torch_ref.py" "$b" --iters "$((iters * 2))" 2>&1 | tee -a "$log"
+    bash "$here/../../tests/gpu/run.sh" "$b" --iters "$iters" 2>&1 | tee -a "$log" || status=1
+done
+python3 - "$log" <<'EOF'
+import re, sys
+torch, cuvil = {}, {}
+for line in open(sys.argv[1]):
+    m = re.match(r"torch (\S+) b(\d+) (\S+) ([\d.]+)", line)
+    if m:
+        torch[(m[1], int(m[2]), m[3])] = float(m[4])
+    m = re.match(r"PASS (\S+?)(_b32)?\s+run\s+([\d.]+) ms, on-device\s+([\d.]+) ms", line)
+    if m:
+        cuvil[(m[1], 32 if m[2] else 1)] = (float(m[3]), float(m[4]))
+rows = sorted(k for k in cuvil if (k[0], k[1], "fp32") in torch)
+if rows:
+    print("%-14s %5s %11s %11s %11s %11s %9s %9s" % ("model", "batch", "cuvil_run", "cuvil_dev",
+          "torch_fp32", "torch_tf32", "dev/fp32", "dev/tf32"))
+for name, batch in rows:
+    run, dev = cuvil[(name, batch)]
+    f, t = torch[(name, batch, "fp32")], torch.get((name, batch, "tf32"), float("nan"))
+    print("%-14s %5d %9.3fms %9.3fms %9.3fms %9.3fms %9.2f %9.2f" % (name, batch, run, dev, f, t,
+          dev / f, dev / t))
+EOF
+exit $status

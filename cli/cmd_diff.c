@@ -1,0 +1,409 @@
+/* cuvil diff MODEL --input NAME=x.npy ... [--against interp|artifact:DIR]
+ *                  [-t TARGET] [--atol A] [--rtol R] [--threads N] [--json]
+ * The per-layer deviation finder: compiles a debug build of the model in
+ * which every tensor a kernel writes is also an output, runs it and the
+ * reference on the same inputs, and prints one row per kernel in program
+ * order (ops, model line, max abs and relative error), marking the first
+ * whose error exceeds the tolerance: where the compiled code starts to
+ * deviate.  Exit status 0 when nothing deviates, 1 when something does. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli/cli.h"
+#include "cli/diff.h"
+#include "cli/run_io.h"
+#include "compiler-core/cuvil.h"
+#include "symbols/symbols.h"
+
+extern const cv_cli_command cv_cmd_diff;
+
+enum { MAX_IO = CV_DIFF_MAX_IN };
+
+typedef struct diff_args {
+    const char *model, *against, *target;
+    const char *in_names[MAX_IO], *in_files[MAX_IO];
+    int n_in, threads;
+    double atol, rtol;
+    bool json;
+} diff_args;
+
+static int parse_num(const char *s, double *out)
+{
+    char *end;
+    *out = strtod(s, &end);
+    return end != s && *end == 0 && *out >= 0 && isfinite(*out) ? 0 : -1;
+}
+
+static int parse_args(diff_args *a, int argc, char **argv)
+{
+    const cv_cli_command *cmd = &cv_cmd_diff;
+    a->against = "interp";
+    a->atol = 1e-4;
+    a->rtol = 1e-3;
+    a->threads = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        bool more = i + 1 < argc;
+        if ((strcmp(s, "--input") == 0 || strcmp(s, "-i") == 0) && more) {
+            char *eq = strchr(argv[++i], '=');
+            if (!eq || eq == argv[i] || a->n_in == MAX_IO)
+                return cv_cli_usage_error(cmd, "--input takes NAME=FILE.npy, got '%s'", argv[i]);
+            *eq = 0;
+            a->in_names[a->n_in] = argv[i];
+            a->in_files[a->n_in++] = eq + 1;
+        } else if (strcmp(s, "--against") == 0 && more) {
+            a->against = argv[++i];
+        } else if ((strcmp(s, "-t") == 0 || strcmp(s, "--target") == 0) && more) {
+            a->target = argv[++i];
+        } else if (strcmp(s, "--atol") == 0 && more) {
+            if (parse_num(argv[++i], &a->atol))
+                return cv_cli_usage_error(cmd, "--atol takes a number >= 0");
+        } else if (strcmp(s, "--rtol") == 0 && more) {
+            if (parse_num(argv[++i], &a->rtol))
+                return cv_cli_usage_error(cmd, "--rtol takes a number >= 0");
+        } else if (strcmp(s, "--threads") == 0 && more) {
+            a->threads = atoi(argv[++i]);
+            if (a->threads < 1 || a->threads > 256)
+                return cv_cli_usage_error(cmd, "--threads takes 1 to 256");
+        } else if (strcmp(s, "--json") == 0) {
+            a->json = true;
+        } else if (s[0] == '-') {
+            return cv_cli_usage_error(cmd, "unknown or incomplete option '%s'", s);
+        } else if (!a->model) {
+            a->model = s;
+        } else {
+            return cv_cli_usage_error(cmd, "more than one model given ('%s')", s);
+        }
+    }
+    if (!a->model)
+        return cv_cli_usage_error(cmd, "no model given");
+    if (strcmp(a->against, "interp") != 0 && strncmp(a->against, "artifact:", 9) != 0 &&
+        strcmp(a->against, "onnxruntime") != 0)
+        return cv_cli_usage_error(cmd, "--against takes interp, onnxruntime or artifact:DIR");
+    return 0;
+}
+
+static int find_input(const diff_args *a, const char *name)
+{
+    for (int k = 0; k < a->n_in; k++)
+        if (strcmp(a->in_names[k], name) == 0)
+            return k;
+    return -1;
+}
+
+static int read_inputs(const diff_args *a, const cv_native *n, cv_tensor *ins, cv_diag *d)
+{
+    for (int i = 0; i < cv_native_num_inputs(n); i++) {
+        cv_native_io io = cv_native_input(n, i);
+        int k = find_input(a, io.name);
+        if (k < 0)
+            return cv_diag_error(d, 2024, (cv_span){.file = a->model}, "no --input given for %%%s",
+                                 io.name), -1;
+        if (cv_cli_read_input(a->in_files[k], io.name, io.dtype, &ins[i], d))
+            return -1;
+    }
+    return 0;
+}
+
+static void side_free(cv_diff_side *s)
+{
+    for (int i = 0; i < s->n; i++) {
+        cv_tensor_free(&s->t[i]);
+        if (s->owns_names)
+            free((char *)s->name[i]);
+    }
+    s->n = 0;
+}
+
+/* Runs an artifact directory on ins; its outputs by name into s. */
+static int run_artifact(const char *dir, int threads, const cv_tensor *ins, int n_in, cv_diff_side *s,
+                        cv_native **keep, cv_diag *d)
+{
+    if (cv_native_open(dir, threads, keep, d))
+        return -1;
+    int n = cv_native_num_outputs(*keep);
+    if (n > (int)(sizeof s->t / sizeof s->t[0]))
+        return cv_diag_error(d, 5210, (cv_span){.file = dir}, "too many outputs (%d)", n), -1;
+    memset(s->t, 0, sizeof s->t[0] * (size_t)n);
+    if (cv_native_run(*keep, ins, n_in, s->t, d))
+        return -1;
+    s->n = n;
+    for (int i = 0; i < n; i++)
+        s->name[i] = cv_native_output(*keep, i).name;
+    return 0;
+}
+
+/* The reference interpreter on the model as written, every op's results
+ * returned. */
+static int run_interp(const char *model, const cv_tensor *ins, int n_in, cv_diff_side *s,
+                      cv_module **keep, cv_diag *d)
+{
+    cv_module *m = *keep = cv_model_load(model, 0, d);
+    if (!m)
+        return -1;
+    cv_func *f = m->funcs[0];
+    int n = 0;
+    for (int i = 0; i < f->n_ops; i++)
+        n += f->ops[i]->n_results;
+    if (n > (int)(sizeof s->t / sizeof s->t[0]) || f->n_inputs != n_in)
+        return cv_diag_error(d, 5210, (cv_span){.file = model}, "the model has too many values "
+                             "for cuvil diff (%d) or other inputs than its build", n), -1;
+    cv_value **vals = calloc((size_t)n + 1, sizeof *vals);  /* owned */
+    if (!vals)
+        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
+    n = 0;
+    for (int i = 0; i < f->n_ops; i++)
+        for (int r = 0; r < f->ops[i]->n_results; r++)
+            vals[n++] = f->ops[i]->results[r];
+    cv_func_set_returns(f, vals, n);
+    free(vals);
+    memset(s->t, 0, sizeof s->t[0] * (size_t)n);
+    if (cv_interp_run(f, ins, n_in, s->t, d))
+        return -1;
+    s->n = n;
+    for (int i = 0; i < n; i++)
+        s->name[i] = f->returns[i]->name;
+    return 0;
+}
+
+static const cv_tensor *lookup(const cv_diff_side *s, const char *name)
+{
+    for (int i = 0; i < s->n; i++)
+        if (strcmp(s->name[i], name) == 0)
+            return &s->t[i];
+    return NULL;
+}
+
+typedef struct errs {
+    double abs, rel;
+    bool bad, shape_differs;
+} errs;
+
+static errs compare(const cv_tensor *got, const cv_tensor *want, double atol, double rtol)
+{
+    errs e = {0};
+    if (got->rank != want->rank || got->numel != want->numel ||
+        memcmp(got->dims, want->dims, sizeof got->dims[0] * (size_t)got->rank) != 0) {
+        e.shape_differs = true;
+        return e;
+    }
+    double scale = 0;
+    for (int64_t i = 0; i < got->numel; i++) {
+        double g = cv_tensor_get(got, i), w = cv_tensor_get(want, i);
+        double diff = fabs(g - w);
+        if (isnan(g) != isnan(w) || (!isnan(g) && diff > atol + rtol * fabs(w)))
+            e.bad = true;
+        if (!isnan(diff) && diff > e.abs)
+            e.abs = diff;
+        if (isfinite(w) && fabs(w) > scale)
+            scale = fabs(w);
+    }
+    e.rel = e.abs / (scale > DBL_MIN ? scale : 1.0);
+    return e;
+}
+
+/* The op (index in the map) whose result value is name, or -1. */
+static int op_of_value(const cv_symmap *m, const char *name)
+{
+    for (int i = 0; i < m->n_tensors; i++)
+        if (strcmp(m->tensors[i].value, name) == 0)
+            return m->tensors[i].op;
+    return -1;
+}
+
+static void kernel_ops(const cv_symmap *m, int k, char *buf, size_t size)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; k >= 0 && i < m->kernels[k].n_ops && at < size; i++) {
+        const cv_sym_op *o = &m->ops[m->kernels[k].ops[i]];
+        at += (size_t)snprintf(buf + at, size - at, "%s#%d %s", i ? ", " : "", o->index, o->op);
+    }
+}
+
+/* The name the reference knows op's result by: its value name, or, for an
+ * ONNX Runtime reference, the label of the ONNX node it computes when it is
+ * the last op lowered from that node (NULL otherwise). */
+static const char *ref_key(const cv_symmap *m, int op, const cv_diff_side *ref)
+{
+    if (!ref->by_node)
+        return m->ops[op].value;
+    const cv_sym_op *o = &m->ops[op];
+    if (o->n_locs == 0 || o->locs[0].line != 0)
+        return NULL;
+    for (int later = op + 1; later < m->n_ops; later++)
+        if (m->ops[later].n_locs && m->ops[later].locs[0].line == 0 &&
+            strcmp(m->ops[later].locs[0].file, o->locs[0].file) == 0)
+            return NULL;
+    return o->locs[0].file;
+}
+
+static void print_first(const cv_symmap *m, int first, const diff_args *a, int rows)
+{
+    if (first < 0) {
+        printf("\nno deviation beyond atol %g + rtol %g x |reference| in %d tensors\n", a->atol,
+               a->rtol, rows);
+        return;
+    }
+    int k = cv_symmap_kernel_of_op(m, first);
+    char what[1024], ops[256];
+    cv_symmap_describe_kernel(m, k, what, sizeof what);
+    kernel_ops(m, k, ops, sizeof ops);
+    printf("\nfirst deviation: kernel %s\n  ops: %s\n", what, ops);
+}
+
+/* One row per build tensor the reference also has, in program order. */
+static int report(const diff_args *a, const cv_symmap *m, const cv_diff_side *build,
+                  const cv_diff_side *ref)
+{
+    int first = -1, rows = 0;
+    json_t *jrows = json_array();
+    if (!a->json)
+        printf("%-4s %-26s %-24s %-14s %-12s %s\n", "op", "kernel ops", "loc", "max abs err",
+               "rel err", "");
+    for (int op = 0; op < m->n_ops; op++) {
+        const char *v = m->ops[op].value, *key = ref_key(m, op, ref);
+        const cv_tensor *got = v ? lookup(build, v) : NULL, *want = key ? lookup(ref, key) : NULL;
+        if (!got || !want || op_of_value(m, v) != op)
+            continue;
+        errs e = compare(got, want, a->atol, a->rtol);
+        int k = cv_symmap_kernel_of_op(m, op);
+        char ops[256], loc[512];
+        kernel_ops(m, k, ops, sizeof ops);
+        cv_symmap_describe_op(m, k >= 0 ? m->kernels[k].ops[0] : op, loc, sizeof loc);
+        bool mark = e.bad && first < 0;
+        if (mark)
+            first = op;
+        rows++;
+        if (a->json)
+            json_array_append_new(jrows, json_pack("{s:i, s:s, s:s, s:s, s:s, s:f, s:f, s:b, s:b}",
+                                                   "op", op, "value", v, "kernel",
+                                                   k >= 0 ? m->kernels[k].name : "", "ops", ops,
+                                                   "loc", loc, "max_abs", e.abs, "rel", e.rel,
+                                                   "deviates", e.bad, "compared",
+                                                   !e.shape_differs));
+        else if (e.shape_differs)
+            printf("%-4d %-26s %-24s %s\n", op, ops, loc, "(shapes differ: not compared)");
+        else
+            printf("%-4d %-26s %-24s %-14.3e %-12.3e %s\n", op, ops, loc, e.abs, e.rel,
+                   mark ? "<-- first deviation" : e.bad ? "x" : "");
+    }
+    if (a->json) {
+        json_t *j = json_pack("{s:o, s:i}", "rows", jrows, "first_deviation", first);
+        json_dumpf(j, stdout, JSON_INDENT(1));
+        putchar('\n');
+        json_decref(j);
+    } else {
+        json_decref(jrows);
+        print_first(m, first, a, rows);
+    }
+    return first >= 0 ? CV_EXIT_INPUT : CV_EXIT_OK;
+}
+
+typedef struct diff_state {
+    cv_module *build_m, *ref_m;
+    cv_native *build_n, *ref_n;
+    char *dir;
+    cv_symmap map;
+    cv_tensor ins[MAX_IO];
+    int n_in;
+    cv_diff_side build, ref;
+} diff_state;
+
+static int build_and_run(const diff_args *a, diff_state *st, cv_diag *d)
+{
+    if (!(st->build_m = cv_model_load(a->model, 0, d)))
+        return -1;
+    if (!(st->dir = cv_cli_make_tmpdir()))
+        return cv_diag_error(d, 9004, (cv_span){0}, "cannot create a temporary directory"), -1;
+    cv_compile_opts o = {.target = a->target, .opt_level = 2, .emit = CV_EMIT_SO | CV_EMIT_H,
+                         .out_dir = st->dir, .sym_locs = true, .dump_values = true,
+                         .test_faults = true};
+    cv_compile_info info;
+    if (cv_compile_native(st->build_m, &o, &info, d) || cv_symmap_load(st->dir, &st->map, d) ||
+        cv_native_open(st->dir, a->threads, &st->build_n, d))
+        return -1;
+    st->n_in = cv_native_num_inputs(st->build_n);
+    if (st->n_in > MAX_IO || read_inputs(a, st->build_n, st->ins, d))
+        return -1;
+    int n = cv_native_num_outputs(st->build_n);
+    if (n > (int)(sizeof st->build.t / sizeof st->build.t[0]))
+        return cv_diag_error(d, 5210, (cv_span){0}, "too many tensors (%d)", n), -1;
+    if (cv_native_run(st->build_n, st->ins, st->n_in, st->build.t, d))
+        return -1;
+    st->build.n = n;
+    for (int i = 0; i < n; i++)
+        st->build.name[i] = cv_native_output(st->build_n, i).name;
+    return 0;
+}
+
+static int run_reference(const diff_args *a, diff_state *st, cv_diag *d)
+{
+    if (strcmp(a->against, "interp") == 0)
+        return run_interp(a->model, st->ins, st->n_in, &st->ref, &st->ref_m, d);
+    if (strncmp(a->against, "artifact:", 9) == 0)
+        return run_artifact(a->against + 9, a->threads, st->ins, st->n_in, &st->ref, &st->ref_n, d);
+    return cv_diff_onnxruntime(a->model, st->ins, st->n_in, &st->ref, d);
+}
+
+static void state_free(diff_state *st)
+{
+    side_free(&st->build);
+    side_free(&st->ref);
+    for (int i = 0; i < st->n_in && i < MAX_IO; i++)
+        cv_tensor_free(&st->ins[i]);
+    if (st->build_n)
+        cv_native_close(st->build_n);
+    if (st->ref_n)
+        cv_native_close(st->ref_n);
+    cv_module_free(st->build_m);
+    cv_module_free(st->ref_m);
+    cv_symmap_free(&st->map);
+    cv_cli_remove_tmpdir(st->dir);
+}
+
+static int run_diff(int argc, char **argv)
+{
+    if (cv_cli_wants_help(&cv_cmd_diff, argc, argv))
+        return CV_EXIT_OK;
+    diff_args a = {0};
+    int rc = parse_args(&a, argc, argv);
+    if (rc)
+        return rc;
+    cv_diag d;
+    cv_diag_init(&d);
+    diff_state *st = calloc(1, sizeof *st);     /* owned: large (two sides) */
+    if (!st)
+        return CV_EXIT_INTERNAL;
+    cv_symmap_init(&st->map);
+    rc = build_and_run(&a, st, &d) || run_reference(&a, st, &d) ? CV_EXIT_INTERNAL
+                                                                 : report(&a, &st->map, &st->build,
+                                                                          &st->ref);
+    cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
+    state_free(st);
+    free(st);
+    cv_diag_free(&d);
+    return rc;
+}
+
+const cv_cli_command cv_cmd_diff = {
+    "diff", "find the first layer where the compiled model deviates from a reference",
+    "cuvil diff MODEL --input NAME=FILE.npy ... [--against interp|onnxruntime|artifact:DIR]\n"
+    "           [-t TARGET] [--atol A] [--rtol R] [--threads N] [--json]\n"
+    "  Compiles a debug build of MODEL whose kernels each also write their result\n"
+    "  to an output, runs it and the reference on the inputs, and prints one row\n"
+    "  per kernel in program order: its ops, model line, max abs and relative error.\n"
+    "  The first row whose error exceeds atol + rtol x |reference| is marked: the\n"
+    "  op where the compiled code starts to deviate (exit status 1).\n"
+    "  --against interp        the reference interpreter (fp64 accumulation; default)\n"
+    "  --against onnxruntime   ONNX Runtime (ONNX models; libonnxruntime.so.1 from the npm\n"
+    "                          package onnxruntime-node, or $CUVIL_ONNXRUNTIME), every\n"
+    "                          node's output compared with the last op lowered from it\n"
+    "  --against artifact:DIR  another compiled artifact (tensors both have, by name)\n"
+    "  --atol A, --rtol R      tolerance (default 1e-4 and 1e-3)\n",
+    run_diff,
+};

@@ -1,0 +1,122 @@
+/* Codegen hook: qconv2d (ops_quant.c), the int8 convolution of the int8
+ * pass.  The s8 weights are packed at compile time into the runtime's
+ * layout (cvrt_qconv2d: [OC/QR][K/4][QR] quads over k = (kh*KW+kw)*Cp + c),
+ * with each row's sum (to remove the activation zero point) and the
+ * combined scale x_scale * w_scale[oc]; one runtime call per image, the
+ * fused residual and activation in its epilogue. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler-core/backend/codegen.h"
+#include "compiler-core/runtime/cvrt.h"
+
+typedef struct qgeo {
+    int64_t C, H, W, OC, KH, KW, OH, OW, Cp, K4, OCp;
+    int64_t stride[2], pad[4], dil[2];
+} qgeo;
+
+static int geometry(cv_codegen_ctx *c, const cv_kten *x, const cv_kten *w, const cv_kten *y,
+                    qgeo *g)
+{
+    int64_t st[2] = {1, 1}, dl[2] = {1, 1};
+    cv_op_ints(c->op, "stride", st, 2);
+    cv_op_ints(c->op, "dilation", dl, 2);
+    cv_cg_pads2d(c->op, g->pad);
+    memcpy(g->stride, st, sizeof st);
+    memcpy(g->dil, dl, sizeof dl);
+    g->C = x->sdim[1], g->H = x->sdim[2], g->W = x->sdim[3];
+    g->OC = w->sdim[0], g->KH = w->sdim[2], g->KW = w->sdim[3];
+    g->OH = y->sdim[2], g->OW = y->sdim[3];
+    if (cv_op_int(c->op, "groups", 1) != 1 || g->C < 1 || g->H < 1 || g->W < 1 || g->OH < 1 ||
+        g->OW < 1 || w->sdim[1] != g->C)
+        return cv_cg_error(c, 5100, "qconv2d: only static, ungrouped convolutions run in int8");
+    g->Cp = CVRT_QCONV_CP(g->C);
+    g->K4 = g->KH * g->KW * g->Cp / 4;
+    g->OCp = (g->OC + CVRT_QR - 1) / CVRT_QR * CVRT_QR;
+    if (g->K4 * 4 > CVRT_QCONV_MAX_K)
+        return cv_cg_error(c, 5101, "qconv2d: %lld products per output exceed the int8 kernel's "
+                           "%d", (long long)(g->K4 * 4), CVRT_QCONV_MAX_K);
+    return 0;
+}
+
+/* The packed weights, row sums and scales as constants. */
+static int pack(cv_codegen_ctx *c, const qgeo *g, const cv_kten *w, const cv_kten *ws,
+                cv_kten out[3])
+{
+    const cv_kstore *sw = &c->prog->stores[w->store], *ss = &c->prog->stores[ws->store];
+    if (sw->kind != CV_KST_CONST || !sw->data || ss->kind != CV_KST_CONST || !ss->data)
+        return cv_cg_error(c, 5102, "qconv2d: the weights and their scales must be constants");
+    size_t nq = (size_t)(g->OCp * g->K4);
+    int32_t *wp = calloc(nq ? nq : 1, 4), *wsum = calloc((size_t)g->OCp, 4);
+    float *scale = calloc((size_t)g->OCp, sizeof *scale);
+    int rc = -1;
+    if (wp && wsum && scale) {
+        const int8_t *src = sw->data;
+        const float *wscale = ss->data;
+        float xs = (float)cv_op_float(c->op, "x_scale", 1);
+        int64_t taps = g->KH * g->KW;
+        for (int64_t oc = 0; oc < g->OC; oc++) {
+            int8_t *dst = (int8_t *)(wp + oc / CVRT_QR * g->K4 * CVRT_QR);
+            for (int64_t ci = 0; ci < g->C; ci++)
+                for (int64_t t = 0; t < taps; t++) {
+                    int8_t v = src[(oc * g->C + ci) * taps + t];
+                    int64_t k = t * g->Cp + ci;
+                    dst[(k / 4 * CVRT_QR + oc % CVRT_QR) * 4 + k % 4] = v;
+                    wsum[oc] += v;
+                }
+            scale[oc] = xs * wscale[oc];
+        }
+        cv_shape s1 = {.rank = 1, .d = {{.n = (int64_t)nq}}}, s2 = {.rank = 1, .d = {{.n = g->OCp}}};
+        out[0] = cv_cg_const(c, CV_I32, &s1, wp);
+        out[1] = cv_cg_const(c, CV_I32, &s2, wsum);
+        out[2] = cv_cg_const(c, CV_F32, &s2, scale);
+        rc = 0;
+    } else {
+        cv_diag_error(c->diag, 9002, cv_op_span(c->op), "out of memory packing int8 weights");
+    }
+    free(wp);
+    free(wsum);
+    free(scale);
+    return rc;
+}
+
+int cv_cg_qconv2d(cv_codegen_ctx *c)
+{
+    cv_kten x = cv_cg_in(c, 0), w = cv_cg_in(c, 1), ws = cv_cg_in(c, 2), y = cv_cg_out(c, 0), b;
+    bool has_b = c->op->n_operands > 3;
+    if (has_b)
+        b = cv_cg_in(c, 3);
+    qgeo g;
+    cv_kten k[3];
+    if (geometry(c, &x, &w, &y, &g) || pack(c, &g, &w, &ws, k))
+        return -1;
+    int64_t nscr = CVRT_QCONV_SCRATCH(g.C, g.H, g.W, g.KH, g.KW, g.stride[0], g.stride[1],
+                                      g.pad[0], g.pad[1], g.dil[0], g.dil[1], g.OH, g.OW);
+    cv_shape ss = {.rank = 1, .d = {{.n = nscr}}};
+    cv_kten scr = cv_cg_scratch(c, CV_U8, &ss);
+    cv_cg_rt_epi e;
+    bool fused = cv_cg_rt_epilogue(c, &e);
+    const cv_kten *dst = fused ? &e.out : &y;
+    const cv_kexpr *zero = cv_k_i64(c, 0);
+    cv_k_begin(c, "qconv2d", NULL, NULL);
+    const cv_kexpr *n = cv_k_for(c, zero, x.dim[0], 0);
+    const cv_kexpr *xo = cv_k_mul(c, n, cv_k_i64(c, g.C * g.H * g.W));
+    const cv_kexpr *yo = cv_k_mul(c, n, cv_k_i64(c, g.OC * g.OH * g.OW));
+    const int64_t geo[] = {g.C, g.H, g.W, g.OC, g.KH, g.KW, g.stride[0], g.stride[1],
+                           g.pad[0], g.pad[1], g.dil[0], g.dil[1], g.OH, g.OW};
+    const cv_kexpr *args[27] = {
+        cv_k_addr(c, &x, xo), cv_k_addr(c, &k[0], zero), cv_k_addr(c, &k[1], zero),
+        cv_k_addr(c, &k[2], zero), has_b ? cv_k_addr(c, &b, zero) : cv_k_null(c),
+        cv_k_addr(c, dst, yo),
+    };
+    for (int i = 0; i < 14; i++)
+        args[6 + i] = cv_k_i64(c, geo[i]);
+    cv_cg_rt_epilogue_args(c, fused ? &e : NULL, yo, &args[20]);
+    args[24] = cv_k_f32(c, cv_op_float(c->op, "x_scale", 1));
+    args[25] = cv_k_i64(c, cv_op_int(c->op, "x_zp", 0));
+    args[26] = cv_k_addr(c, &scr, zero);
+    cv_k_call(c, CV_KRT_QCONV2D, args, 27);
+    cv_k_close(c);
+    cv_k_end(c);
+    return 0;
+}

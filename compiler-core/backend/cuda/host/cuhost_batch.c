@@ -1,0 +1,135 @@
+/* Merging a layer's per-image convolution calls into one launch.  The
+ * generated code convolves a batch one image at a time (a loop around
+ * cvrt_conv2d, sized for CPU threads); on a GPU each such launch fills a
+ * few multiprocessors at most.  A call is held back instead: while the next
+ * call is the same layer (weights, bias, geometry, epilogue) on the next
+ * image (x, y and the residual each one fixed stride further, reading
+ * nothing the held calls write and writing nothing they touch), it joins
+ * them, and one launch of the batched kernel does all (image b reads
+ * x + b*dx, writes y + b*dy, reads res + b*dy).  Every other launch, and
+ * the end of a run, launches what is held first, so the order the stream
+ * sees is the program's. */
+#include "compiler-core/backend/cuda/host/cuhost_internal.h"
+
+typedef struct span {
+    uintptr_t lo, hi;   /* bytes [lo, hi); lo == hi: none */
+} span;
+
+static span floats(const void *p, int64_t n)
+{
+    uintptr_t a = (uintptr_t)p;
+    return p && n > 0 ? (span){a, a + (uintptr_t)n * sizeof(float)} : (span){0, 0};
+}
+
+static int overlap(span a, span b)
+{
+    return a.lo < a.hi && b.lo < b.hi && a.lo < b.hi && b.lo < a.hi;
+}
+
+/* The hull of images 0..n-1 of a strided sequence whose image 0 is s. */
+static span hull(span s, int64_t stride_bytes, int64_t n)
+{
+    if (s.lo == s.hi)
+        return s;
+    int64_t last = stride_bytes * (n - 1);
+    return last >= 0 ? (span){s.lo, s.hi + (uintptr_t)last}
+                     : (span){s.lo - (uintptr_t)-last, s.hi};
+}
+
+static int64_t in_elems(const cvcu_conv *c) { return c->C * c->H * c->W; }
+static int64_t out_elems(const cvcu_conv *c)
+{
+    return c->OH * c->OW * (c->OC > 0 ? c->OC : c->C);
+}
+
+/* (The scratch pointer differs per image, and no GPU kernel uses it.) */
+static int same_layer(const cvcu_conv *a, const cvcu_conv *b)
+{
+    return a->kernel == b->kernel && a->w == b->w && a->bias == b->bias &&
+           (a->res == NULL) == (b->res == NULL) && a->C == b->C &&
+           a->H == b->H && a->W == b->W && a->OC == b->OC && a->KH == b->KH && a->KW == b->KW &&
+           a->sh == b->sh && a->sw == b->sw && a->pt == b->pt && a->pl == b->pl &&
+           a->dh == b->dh && a->dw == b->dw && a->OH == b->OH && a->OW == b->OW &&
+           a->act == b->act && a->lo == b->lo && a->hi == b->hi;
+}
+
+/* Whether c is image p->n of the pending sequence. */
+static int joins(const cvcu_pending *p, const cvcu_conv *c)
+{
+    const cvcu_conv *f = &p->call;
+    if (!p->n || !same_layer(f, c))
+        return 0;
+    int64_t dx = c->x - f->x, dy = c->y - f->y;
+    if (p->n > 1 && (dx != p->dx * p->n || dy != p->dy * p->n))
+        return 0;
+    int64_t sx = p->n > 1 ? p->dx : dx, sy = p->n > 1 ? p->dy : dy;
+    if (c->res && c->res - f->res != sy * p->n)
+        return 0;
+    /* The held images and the new one must not depend on each other. */
+    int64_t nb = (int64_t)sizeof(float);
+    span writes = hull(floats(f->y, out_elems(f)), sy * nb, p->n);
+    span reads = hull(floats(f->x, in_elems(f)), sx * nb, p->n);
+    span res_reads = hull(floats(f->res, out_elems(f)), sy * nb, p->n);
+    span nx = floats(c->x, in_elems(c)), ny = floats(c->y, out_elems(c));
+    span nr = floats(c->res, out_elems(c));
+    return !overlap(nx, writes) && !overlap(nr, writes) && !overlap(ny, writes) &&
+           !overlap(ny, reads) && !overlap(ny, res_reads);
+}
+
+void cvcu_flush(cvcu_ctx *ctx)
+{
+    cvcu_pending *p = &ctx->pending;
+    if (!p->n)
+        return;
+    cvcu_conv c = p->call;
+    int64_t batch = p->n, dx = p->dx, dy = p->dy, split = 1;
+    p->n = 0;
+    if (c.kernel == CVCU_RT_CONV2D_P8_T || c.kernel == CVCU_RT_CONV2D_T) {
+        int64_t per = c.OC * c.OH * c.OW, ohw = c.OH * c.OW, ld = batch > 1 ? dy : per;
+        /* Split K sums into y first: not when y is (part of) the residual. */
+        int64_t nb = (int64_t)sizeof(float);
+        if (!overlap(hull(floats(c.y, per), dy * nb, batch), hull(floats(c.res, per), dy * nb, batch)))
+            split = cvcu_split_k(ctx, c.items_per_image / CVCU_TILE_THREADS * batch,
+                                 c.C * c.KH * c.KW);
+        if (split > 1) {
+            void *z[] = {&c.y, &batch, &per, &ld};
+            cvcu_launch_rt(ctx, CVCU_RT_ZERO2, per * batch, z);
+        }
+        void *pp[] = {&c.x, &c.w, &c.bias, &c.y, &c.C, &c.H, &c.W, &c.OC, &c.KH, &c.KW,
+                      &c.sh, &c.sw, &c.pt, &c.pl, &c.dh, &c.dw, &c.OH, &c.OW, &c.res,
+                      &c.act, &c.lo, &c.hi, &c.scratch, &batch, &dx, &dy, &split};
+        void *pd[] = {&c.x, &c.w, &c.bias, &c.y, &c.C, &c.H, &c.W, &c.OC, &c.KH, &c.KW,
+                      &c.sh, &c.sw, &c.pt, &c.pl, &c.dh, &c.dw, &c.OH, &c.OW, &c.res,
+                      &c.act, &c.lo, &c.hi, &batch, &dx, &dy, &split};
+        cvcu_launch_rt(ctx, c.kernel, c.items_per_image * batch * split,
+                       c.kernel == CVCU_RT_CONV2D_P8_T ? pp : pd);
+        if (split > 1) {
+            void *e[] = {&c.y, &c.bias, &c.res, &c.OC, &ohw, &c.act, &c.lo, &c.hi, &batch, &dy};
+            cvcu_launch_rt(ctx, CVCU_RT_CONV_EPI, per * batch, e);
+        }
+    } else {
+        void *params[] = {&c.x, &c.w, &c.bias, &c.y, &c.C, &c.H, &c.W, &c.KH, &c.KW, &c.sh,
+                          &c.sw, &c.pt, &c.pl, &c.dh, &c.dw, &c.OH, &c.OW, &c.res, &c.act,
+                          &c.lo, &c.hi, &batch, &dx, &dy};
+        cvcu_launch_rt(ctx, c.kernel, c.items_per_image * batch, params);
+    }
+}
+
+void cvcu_conv_submit(cvcu_ctx *ctx, const cvcu_conv *c)
+{
+    cvcu_pending *p = &ctx->pending;
+    if (ctx->err)
+        return;
+    if (joins(p, c)) {
+        if (p->n == 1) {
+            p->dx = c->x - p->call.x;
+            p->dy = c->y - p->call.y;
+        }
+        p->n++;
+        return;
+    }
+    cvcu_flush(ctx);
+    p->call = *c;
+    p->n = 1;
+    p->dx = p->dy = 0;
+}

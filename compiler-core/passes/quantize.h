@@ -1,0 +1,60 @@
+/* Internal to the reduced-precision passes (quantize*.c): calibration
+ * data, observation of intermediate values through the reference
+ * interpreter, and the range estimators. */
+#ifndef CV_PASSES_QUANTIZE_H
+#define CV_PASSES_QUANTIZE_H
+
+#include "compiler-core/cuvil.h"
+#include "compiler-core/passes/passes.h"
+
+enum { CV_QCAL_MAX_FILES = 4096, CV_QCAL_BINS = 2048 };
+
+/* The calibration inputs: one tensor per .npy file (the model's single input). */
+typedef struct cv_qsamples {
+    cv_tensor *in;              /* owned, n entries (cv_tensor_free each) */
+    int n;
+} cv_qsamples;
+
+/* Loads the files matching glob (sorted) as inputs of f's only input. */
+int cv_qcal_load(const cv_func *f, const char *glob, cv_qsamples *s, cv_diag *d);
+void cv_qcal_free(cv_qsamples *s);
+
+/* Runs f on `in` and hands back the values vals[0..n) (op results) in
+ * outs (caller frees each). */
+int cv_qcal_observe(cv_func *f, const cv_tensor *in, cv_value *const *vals, int n,
+                    cv_tensor *outs, cv_diag *d);
+
+/* An observer: runs f on one input and hands back vals[0..n), natively (f
+ * compiled for this machine with vals as its outputs, in a temporary
+ * directory: much faster than the interpreter for real models) or, when
+ * that is not possible, with the interpreter.  vals must include f's
+ * returns (the build's dead-code elimination keeps what they reach). */
+typedef struct cv_qobs {
+    cv_func *f;
+    cv_value **vals;            /* borrowed */
+    int n;
+    cv_native *nat;             /* owned; NULL: the interpreter */
+    char *dir;                  /* owned: the temporary build, removed by close */
+    cv_value **uniq;            /* owned: vals without repeats (the build's outputs) */
+    int *slot;                  /* owned: vals[i] is uniq[slot[i]] */
+    int n_uniq;
+} cv_qobs;
+int cv_qobs_open(cv_qobs *o, cv_func *f, cv_value **vals, int n, bool native);
+int cv_qobs_run(cv_qobs *o, const cv_tensor *in, cv_tensor *outs, cv_diag *d);
+void cv_qobs_close(cv_qobs *o);
+
+/* The quantization range [lo, hi] of the observer's values [first,
+ * first + n) over the first n_cal samples, by q->method. */
+int cv_qcal_ranges(cv_qobs *o, const cv_qsamples *s, int n_cal, int first, int n,
+                   const cv_quant_opts *q, double (*range)[2], cv_diag *d);
+
+/* Signal-to-quantization-noise ratio of q against ref, in dB (f32 data of
+ * n elements); 200 dB when they are equal. */
+double cv_qcal_sqnr(const float *ref, const float *q, int64_t n);
+
+/* The int8 rewrite (quantize.c) and the fp16/bf16 one (quantize_half.c);
+ * each appends its report to rep. */
+int cv_quantize_int8(cv_func *f, const cv_quant_opts *q, char *rep, size_t rep_size, cv_diag *d);
+int cv_quantize_half(cv_func *f, const cv_quant_opts *q, char *rep, size_t rep_size, cv_diag *d);
+
+#endif

@@ -1,0 +1,383 @@
+/* Reduced precision (passes/quantize*.c, runtime/cvrt_qconv.c): a small
+ * residual CNN with random weights compiled natively in fp32 and int8
+ * (minmax calibration on 32 random inputs, one more held out); on 200
+ * further random inputs int8 must agree with fp32 on the top-1 class for
+ * >= 98% and reach an SQNR >= 20 dB; fp16 (its passes, run by the
+ * interpreter on 8 of them) must stay within 1e-2 of the output range.
+ * The int8 kernel is also checked against the interpreter's qconv2d on
+ * awkward geometry, QDQ convolutions must compile to it, and the
+ * --min-sqnr gate must fail with CV5110.  (resnet18 and mobilenet_v2 are
+ * checked by tests/conformance/quant_models.sh under make conformance:
+ * minutes, too slow for make test.) */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/npy.h"
+#include "compiler-core/cuvil.h"
+#include "tests/support/numpyref.h"
+#include "tests/support/tmpdir.h"
+
+typedef struct mb {
+    cv_module *m;
+    cv_func *f;
+    uint64_t seed;
+    cv_diag *d;
+} mb;
+
+static cv_value *param(mb *b, int rank, const int64_t *dims, double bound)
+{
+    cv_tensor t;
+    assert_int_equal(cv_tensor_alloc(&t, CV_F32, rank, dims), 0);
+    cv_npref_fill(&t, b->seed++, -bound, bound);
+    cv_type ty = {.dtype = CV_F32, .shape = {.rank = rank}};
+    for (int i = 0; i < rank; i++)
+        ty.shape.d[i].n = dims[i];
+    char name[32];
+    snprintf(name, sizeof name, "p%llu", (unsigned long long)b->seed);
+    cv_value *v = cv_func_add_dense(b->f, name, &ty, t.data, cv_tensor_nbytes(&t))->value;
+    cv_tensor_free(&t);
+    return v;
+}
+
+static cv_value *finish(mb *b, cv_op *op)
+{
+    assert_int_equal(cv_op_finish(op, 1, b->d), 0);
+    return op->results[0];
+}
+
+static cv_value *unary(mb *b, const char *name, cv_value *x)
+{
+    return finish(b, cv_op_new(b->f, name, &x, 1));
+}
+
+static cv_value *binary(mb *b, const char *name, cv_value *x, cv_value *y)
+{
+    cv_value *ops[2] = {x, y};
+    return finish(b, cv_op_new(b->f, name, ops, 2));
+}
+
+/* conv2d with He-uniform weights and a small bias. */
+static cv_value *conv(mb *b, cv_value *x, int64_t oc, int64_t k, int64_t stride,
+                      const int64_t pad[4], int64_t dil, int64_t groups)
+{
+    int64_t c = x->type.shape.d[1].n / groups, wd[4] = {oc, c, k, k}, bd[1] = {oc};
+    cv_value *ops[3] = {x, param(b, 4, wd, sqrt(6.0 / (double)(c * k * k))),
+                        param(b, 1, bd, 0.1)};
+    cv_op *op = cv_op_new(b->f, "conv2d", ops, 3);
+    cv_op_set_ints(op, "stride", (int64_t[]){stride, stride}, 2);
+    cv_op_set_ints(op, "pad", pad, 4);
+    cv_op_set_ints(op, "dilation", (int64_t[]){dil, dil}, 2);
+    cv_op_set_int(op, "groups", groups);
+    return finish(b, op);
+}
+
+static mb begin(cv_diag *d, int64_t c, int64_t h, int64_t w)
+{
+    mb b = {.m = cv_module_new("quant.cuir"), .seed = 11, .d = d};
+    b.f = cv_func_new(b.m, "q");
+    cv_type t = {.dtype = CV_F32, .shape = {.rank = 4, .d = {{0, cv_module_intern(b.m, "N", 1)},
+                                                               {c, NULL}, {h, NULL}, {w, NULL}}}};
+    cv_func_add_input(b.f, "x", &t);
+    return b;
+}
+
+static cv_module *end(mb *b, cv_value *out)
+{
+    cv_func_add_output_type(b->f, &out->type);
+    cv_func_set_returns(b->f, &out, 1);
+    assert_int_equal(cv_verify(b->m, 0, b->d), 0);
+    return b->m;
+}
+
+/* x -> conv relu -> conv + x relu -> conv/2 relu -> 1x1 conv relu ->
+ * depthwise relu -> 1x1 conv to 10 -> global pool: 10 logits (no gemm: the
+ * f32 GEMM engine is what LLVM takes longest over, once is enough). */
+static cv_module *mini_cnn(cv_diag *d)
+{
+    static const int64_t p1[4] = {1, 1, 1, 1}, p0[4] = {0, 0, 0, 0};
+    mb b = begin(d, 3, 32, 32);
+    cv_value *x = b.f->inputs[0];
+    cv_value *a = unary(&b, "relu", conv(&b, x, 16, 3, 1, p1, 1, 1));
+    cv_value *r = unary(&b, "relu", binary(&b, "add", conv(&b, a, 16, 3, 1, p1, 1, 1), a));
+    cv_value *s = unary(&b, "relu", conv(&b, r, 32, 3, 2, p1, 1, 1));
+    cv_value *t = unary(&b, "relu", conv(&b, s, 32, 1, 1, p0, 1, 1));
+    cv_value *u = unary(&b, "relu", conv(&b, t, 32, 3, 1, p1, 1, 32));
+    cv_value *g = unary(&b, "global_avg_pool", conv(&b, u, 10, 1, 1, p0, 1, 1));
+    return end(&b, unary(&b, "flatten", g));
+}
+
+/* Odd channels, rows and pads; a dilated conv with a fused residual; 1x1 convs. */
+static cv_module *awkward(cv_diag *d)
+{
+    static const int64_t pa[4] = {1, 0, 2, 1}, p2[4] = {2, 2, 2, 2}, p0[4] = {0, 0, 0, 0};
+    mb b = begin(d, 5, 9, 7);
+    cv_value *a = unary(&b, "relu", conv(&b, b.f->inputs[0], 11, 3, 1, pa, 1, 1));
+    cv_value *r = unary(&b, "relu", binary(&b, "add", conv(&b, a, 11, 3, 1, p2, 2, 1), a));
+    /* 1x1 stride-1 convs quantise their panels straight from x. */
+    cv_value *t = conv(&b, r, 13, 1, 2, p0, 1, 1);
+    return end(&b, conv(&b, t, 6, 1, 1, p0, 1, 1));
+}
+
+static void random_batch(cv_tensor *t, int64_t n, int64_t c, int64_t h, int64_t w, uint64_t seed)
+{
+    int64_t dims[4] = {n, c, h, w};
+    assert_int_equal(cv_tensor_alloc(t, CV_F32, 4, dims), 0);
+    cv_npref_fill(t, seed, -1, 1);
+}
+
+/* 33 single-image .npy files: 32 to calibrate on, the last held out. */
+static char *calibration(const char *dir, int64_t c, int64_t h, int64_t w)
+{
+    cv_diag d;
+    cv_diag_init(&d);
+    for (int i = 0; i < 33; i++) {
+        cv_tensor t;
+        random_batch(&t, 1, c, h, w, 1000 + (uint64_t)i);
+        char name[32];
+        snprintf(name, sizeof name, "cal%02d.npy", i);
+        char *path = cv_tmpdir_path(dir, name);
+        assert_int_equal(cv_npy_write(path, CV_F32, 4, t.dims, t.data, &d), 0);
+        free(path);
+        cv_tensor_free(&t);
+    }
+    cv_diag_free(&d);
+    return cv_tmpdir_path(dir, "cal*.npy");
+}
+
+/* Compiles m (rewritten in place by the passes) into dir/sub and runs it on in. */
+static int compile_run(cv_module *m, const char *dir, const char *sub, const cv_quant_opts *q,
+                       const cv_tensor *in, cv_tensor *out, cv_compile_info *info, cv_diag *d)
+{
+    char *out_dir = cv_tmpdir_path(dir, sub);
+    /* -O1: LLVM's time on the runtime dominates here; without inputs only
+     * the passes matter (--emit cuir needs no LLVM). */
+    cv_compile_opts o = {.target = "native", .opt_level = 1,
+                         .emit = in ? CV_EMIT_SO : CV_EMIT_CUIR, .out_dir = out_dir, .quant = q};
+    cv_native *n = NULL;
+    int rc = cv_compile_native(m, &o, info, d);
+    if (rc == 0 && in)
+        rc = cv_native_open(out_dir, 2, &n, d) || cv_native_run(n, in, 1, out, d) ? -1 : 0;
+    if (n)
+        cv_native_close(n);
+    free(out_dir);
+    if (rc && d->n_errors && in)
+        cv_diag_print(d, stderr, false);
+    return rc;
+}
+
+static double sqnr(const cv_tensor *ref, const cv_tensor *got)
+{
+    double s = 0, e = 0;
+    for (int64_t i = 0; i < ref->numel; i++) {
+        double r = ((const float *)ref->data)[i], x = r - ((const float *)got->data)[i];
+        s += r * r;
+        e += x * x;
+    }
+    return e > 0 ? 10 * log10(s / e) : 200;
+}
+
+static int64_t argmax_row(const float *p, int n)
+{
+    int64_t k = 0;
+    for (int i = 1; i < n; i++)
+        if (p[i] > p[k])
+            k = i;
+    return k;
+}
+
+static void test_int8_fp16_accuracy(void **state)
+{
+    (void)state;
+    cv_diag d;
+    cv_diag_init(&d);
+    char *dir = cv_tmpdir_make("quant");
+    char *glob = calibration(dir, 3, 32, 32);
+    cv_tensor in, ref = {0}, q8 = {0}, h16 = {0};
+    random_batch(&in, 200, 3, 32, 32, 77);
+    cv_compile_info info;
+    cv_quant_opts qi = {.precision = CV_QP_INT8, .calibration = glob};
+    cv_quant_opts qh = {.precision = CV_QP_FP16};
+    cv_module *m = mini_cnn(&d);
+    assert_int_equal(compile_run(m, dir, "fp32", NULL, &in, &ref, &info, &d), 0);
+    cv_module_free(m);
+    m = mini_cnn(&d);
+    assert_int_equal(compile_run(m, dir, "int8", &qi, &in, &q8, &info, &d), 0);
+    assert_non_null(strstr(info.quant_report, "5 of"));    /* the depthwise conv stays f32 */
+    assert_non_null(strstr(info.quant_report, "output %"));
+    cv_module_free(m);
+    /* fp16 through the passes only (its casts and f32 kernels are the
+     * fp32 path's), run by the interpreter on the first 8 inputs. */
+    m = mini_cnn(&d);
+    assert_int_equal(compile_run(m, dir, "fp16", &qh, NULL, NULL, &info, &d), 0);
+    assert_non_null(strstr(info.quant_report, "stored as f16"));
+    cv_tensor in8 = in;
+    in8.dims[0] = 8;
+    in8.numel = 8 * 3 * 32 * 32;
+    assert_int_equal(cv_interp_run(m->funcs[0], &in8, 1, &h16, &d), 0);
+    cv_module_free(m);
+
+    int agree = 0;
+    float lo = INFINITY, hi = -INFINITY, err = 0;
+    for (int64_t i = 0; i < 200; i++) {
+        const float *r = (const float *)ref.data + i * 10;
+        agree += argmax_row(r, 10) == argmax_row((const float *)q8.data + i * 10, 10);
+        for (int k = 0; k < 10; k++) {
+            lo = fminf(lo, r[k]);
+            hi = fmaxf(hi, r[k]);
+            if (i < 8)
+                err = fmaxf(err, fabsf(r[k] - ((const float *)h16.data)[i * 10 + k]));
+        }
+    }
+    double s = sqnr(&ref, &q8);
+    printf("int8: top-1 agreement %d/200, SQNR %.1f dB; fp16: max abs err %.2e of range %.3f\n",
+           agree, s, (double)err, (double)(hi - lo));
+    assert_true(agree >= 196);
+    assert_true(s >= 20);
+    assert_true(err <= 1e-2 * (hi - lo));
+
+    /* The gate: no int8 model reaches 150 dB (10 files are enough here). */
+    qi.min_sqnr = 150;
+    char *few = cv_tmpdir_path(dir, "cal0*.npy");
+    qi.calibration = few;
+    m = mini_cnn(&d);
+    cv_diag g;
+    cv_diag_init(&g);
+    assert_int_not_equal(compile_run(m, dir, "gate", &qi, NULL, NULL, &info, &g), 0);
+    assert_int_equal(g.v[0].code, 5110);
+    cv_diag_free(&g);
+    cv_module_free(m);
+    free(few);
+
+    cv_tensor_free(&in);
+    cv_tensor_free(&ref);
+    cv_tensor_free(&q8);
+    cv_tensor_free(&h16);
+    free(glob);
+    cv_tmpdir_remove(dir);
+    cv_diag_free(&d);
+}
+
+/* The native int8 kernel computes what the interpreter's qconv2d does. */
+static void test_qconv_native_matches_interp(void **state)
+{
+    (void)state;
+    cv_diag d;
+    cv_diag_init(&d);
+    char *dir = cv_tmpdir_make("qconv");
+    char *glob = calibration(dir, 5, 9, 7);
+    cv_tensor in, got = {0}, want = {0};
+    random_batch(&in, 3, 5, 9, 7, 5);
+    cv_compile_info info;
+    cv_quant_opts qi = {.precision = CV_QP_INT8, .calibration = glob,
+                        .method = CV_CALIB_PERCENTILE};
+    cv_module *m = awkward(&d);
+    assert_int_equal(compile_run(m, dir, "int8", &qi, &in, &got, &info, &d), 0);
+    assert_non_null(strstr(info.quant_report, "4 of"));
+    assert_int_equal(cv_interp_run(m->funcs[0], &in, 1, &want, &d), 0);
+    assert_int_equal(got.numel, want.numel);
+    for (int64_t i = 0; i < got.numel; i++) {
+        float a = ((float *)got.data)[i], b = ((float *)want.data)[i];
+        if (fabsf(a - b) > 1e-4f + 1e-4f * fabsf(b))
+            fail_msg("element %lld: native %g, interpreter %g", (long long)i, (double)a, (double)b);
+    }
+    /* The entropy calibration runs too. */
+    cv_module_free(m);
+    m = awkward(&d);
+    qi.method = CV_CALIB_ENTROPY;
+    assert_int_equal(compile_run(m, dir, "entropy", &qi, NULL, NULL, &info, &d), 0);
+    assert_non_null(strstr(info.quant_report, "entropy"));
+    cv_module_free(m);
+    cv_tensor_free(&in);
+    cv_tensor_free(&got);
+    cv_tensor_free(&want);
+    free(glob);
+    cv_tmpdir_remove(dir);
+    cv_diag_free(&d);
+}
+
+/* A typed constant (scalar when rank 0) from doubles. */
+static cv_value *constant(mb *b, cv_dtype dt, int rank, const int64_t *dims, const double *v)
+{
+    cv_tensor t;
+    assert_int_equal(cv_tensor_alloc(&t, dt, rank, dims), 0);
+    for (int64_t i = 0; i < t.numel; i++)
+        cv_tensor_set(&t, i, v ? v[i] : (double)((int64_t)(i * 37 % 255) - 127));
+    cv_type ty = {.dtype = dt, .shape = {.rank = rank}};
+    for (int i = 0; i < rank; i++)
+        ty.shape.d[i].n = dims[i];
+    char name[32];
+    snprintf(name, sizeof name, "k%llu", (unsigned long long)b->seed++);
+    cv_value *r = cv_func_add_dense(b->f, name, &ty, t.data, cv_tensor_nbytes(&t))->value;
+    cv_tensor_free(&t);
+    return r;
+}
+
+/* QDQ import: conv2d(dq(q(x)), dq(w_i8)) compiles to the int8 kernel and
+ * computes what the f32 QDQ graph does (i8 activations included). */
+static void test_qdq_conv_runs_int8(void **state)
+{
+    (void)state;
+    for (int i8 = 0; i8 < 2; i8++) {
+        cv_diag d;
+        cv_diag_init(&d);
+        mb b = begin(&d, 4, 6, 6);
+        double sv = 0.02, zv = i8 ? -3 : 128, ws[8];
+        for (int k = 0; k < 8; k++)
+            ws[k] = 0.001 * (k + 1);
+        int64_t wd[4] = {8, 4, 3, 3}, md[1] = {8};
+        cv_value *s = constant(&b, CV_F32, 0, NULL, &sv);
+        cv_value *z = constant(&b, i8 ? CV_I8 : CV_U8, 0, NULL, &zv);
+        cv_value *qo[3] = {b.f->inputs[0], s, z};
+        cv_value *q = finish(&b, cv_op_new(b.f, "quantize_linear", qo, 3));
+        cv_value *dqo[3] = {q, s, z};
+        cv_value *dx = finish(&b, cv_op_new(b.f, "dequantize_linear", dqo, 3));
+        cv_value *wo[2] = {constant(&b, CV_I8, 4, wd, NULL), constant(&b, CV_F32, 1, md, ws)};
+        cv_op *wdq = cv_op_new(b.f, "dequantize_linear", wo, 2);
+        cv_op_set_int(wdq, "axis", 0);
+        cv_value *co[3] = {dx, finish(&b, wdq), param(&b, 1, md, 0.1)};
+        cv_op *cop = cv_op_new(b.f, "conv2d", co, 3);
+        cv_op_set_ints(cop, "pad", (int64_t[]){1, 1}, 2);
+        cv_module *m = end(&b, unary(&b, "relu", finish(&b, cop)));
+        cv_tensor in, want = {0}, got = {0};
+        random_batch(&in, 2, 4, 6, 6, 9);
+        assert_int_equal(cv_interp_run(m->funcs[0], &in, 1, &want, &d), 0);
+        char *dir = cv_tmpdir_make("qdq");
+        cv_compile_info info;
+        assert_int_equal(compile_run(m, dir, "qdq", NULL, &in, &got, &info, &d), 0);
+        int nq = 0;
+        for (int k = 0; k < m->funcs[0]->n_ops; k++)
+            nq += strcmp(m->funcs[0]->ops[k]->def->name, "qconv2d") == 0;
+        assert_int_equal(nq, 1);
+        assert_int_equal(m->funcs[0]->n_ops, 2);    /* qconv2d, relu: the Q/DQ ops are gone */
+        for (int64_t k = 0; k < got.numel; k++) {
+            float x = ((float *)got.data)[k], y = ((float *)want.data)[k];
+            if (fabsf(x - y) > 1e-5f + 1e-5f * fabsf(y))
+                fail_msg("i8=%d element %lld: native %g, f32 QDQ %g", i8, (long long)k,
+                         (double)x, (double)y);
+        }
+        cv_tensor_free(&in);
+        cv_tensor_free(&want);
+        cv_tensor_free(&got);
+        cv_module_free(m);
+        cv_tmpdir_remove(dir);
+        cv_diag_free(&d);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_int8_fp16_accuracy),
+        cmocka_unit_test(test_qconv_native_matches_interp),
+        cmocka_unit_test(test_qdq_conv_runs_int8),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
