@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { QUEUE_MAX = 200000, FLUSH_MS = 200, MAX_LISTEN = 300 };
+enum { QUEUE_MAX = 200000, FLUSH_MS = 200 };
 
 /* libmicrohttpd, loaded by cv_cache_server_start before any other use. */
 static const cv_mhd_fns *mhd(void)
@@ -558,29 +558,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 /* "host:port", "[v6]:port", ":port"; port 0 = any free port. */
 static int parse_listen(const char *listen, struct sockaddr_storage *ss, bool *v6, cv_diag *d)
 {
-    char host[MAX_LISTEN];
-    const char *colon = listen ? strrchr(listen, ':') : NULL;
-    if (!colon || strlen(listen) >= MAX_LISTEN || !colon[1])
-        return cv_cache_err(d, CV_DIAG_CACHE_BAD_URL, "listen address '%.100s' is not host:port",
-                            listen ? listen : "");
-    size_t hl = (size_t)(colon - listen);
-    memcpy(host, listen, hl);
-    host[hl] = '\0';
-    if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
-        memmove(host, host + 1, hl - 2);
-        host[hl - 2] = '\0';
-    }
-    struct addrinfo hints = {.ai_flags = AI_PASSIVE | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM};
-    struct addrinfo *ai = NULL;
-    int e = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &ai);
-    if (e != 0 || !ai) {
-        return cv_cache_err(d, CV_DIAG_CACHE_BAD_URL, "listen address '%s': %s", listen,
-                            gai_strerror(e));
-    }
-    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
-    *v6 = ai->ai_family == AF_INET6;
-    freeaddrinfo(ai);
-    return 0;
+    char why[512];
+    if (cv_net_listen_addr(listen, ss, v6, why, sizeof why) == 0)
+        return 0;
+    return cv_cache_err(d, CV_DIAG_CACHE_BAD_URL, "listen address %s", why);
 }
 
 static int start_daemon(cv_cache_server *s, const cv_cache_server_options *o, cv_diag *d)

@@ -11,6 +11,9 @@
 #include <curl/curl.h>
 #include <microhttpd.h>
 
+#include <stdbool.h>
+#include <sys/socket.h>
+
 #include "common/diag.h"
 
 typedef struct cv_curl_fns {
@@ -45,5 +48,11 @@ typedef struct cv_mhd_fns {
  * or NULL with an error in d when it cannot be loaded. */
 const cv_curl_fns *cv_netlib_curl(cv_diag *d);
 const cv_mhd_fns *cv_netlib_mhd(cv_diag *d);
+
+/* "host:port", "[v6]:port", ":port" (every address; port 0: any free
+ * port) resolved for a listening socket: 0, or -1 with the reason in why
+ * (listenaddr.c; shared by the cache server and the farm's HTTP server). */
+int cv_net_listen_addr(const char *listen, struct sockaddr_storage *ss, bool *v6, char *why,
+                       size_t why_len);
 
 #endif

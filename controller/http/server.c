@@ -21,7 +21,7 @@
 
 #include <openssl/crypto.h>
 
-enum { LISTEN_MAX = 300, DROP_MAX = 8 << 20, CONN_TIMEOUT_S = 30 };
+enum { DROP_MAX = 8 << 20, CONN_TIMEOUT_S = 30 };
 
 static const cv_mhd_fns *mhd(void)
 {
@@ -293,30 +293,11 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 /* "host:port", "[v6]:port", ":port" (every address). */
 static int parse_listen(const char *listen, struct sockaddr_storage *ss, bool *v6, cv_diag *d)
 {
-    char host[LISTEN_MAX];
-    const char *colon = strrchr(listen, ':');
-    if (!colon || strlen(listen) >= LISTEN_MAX || !colon[1]) {
-        cv_diag_error(d, HTTP_E_START, (cv_span){0}, "--http '%.100s' is not host:port", listen);
-        return -1;
-    }
-    size_t hl = (size_t)(colon - listen);
-    memcpy(host, listen, hl);
-    host[hl] = '\0';
-    if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
-        memmove(host, host + 1, hl - 2);
-        host[hl - 2] = '\0';
-    }
-    struct addrinfo hints = {.ai_flags = AI_PASSIVE | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM};
-    struct addrinfo *ai = NULL;
-    int e = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &ai);
-    if (e != 0 || !ai) {
-        cv_diag_error(d, HTTP_E_START, (cv_span){0}, "--http '%s': %s", listen, gai_strerror(e));
-        return -1;
-    }
-    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
-    *v6 = ai->ai_family == AF_INET6;
-    freeaddrinfo(ai);
-    return 0;
+    char why[512];
+    if (cv_net_listen_addr(listen, ss, v6, why, sizeof why) == 0)
+        return 0;
+    cv_diag_error(d, HTTP_E_START, (cv_span){0}, "--http %s", why);
+    return -1;
 }
 
 static int start_daemon(cv_http *h, const char *listen, cv_diag *d)
