@@ -31,6 +31,21 @@ static int llvm_error(cv_diag *d, int code, const char *what, char *msg)
     return -1;
 }
 
+/* The runtime is read lazily and its definitions are made linkonce_odr, so
+ * the linker materialises only what the kernels reach: a small model links
+ * a few functions of the thread pool, not every GEMM and convolution, and
+ * the optimiser never sees the rest (a third of the LLVM time of a small
+ * compile went to parsing, linking and early passes over dead code). */
+static void make_linkonce(LLVMModuleRef rt)
+{
+    for (LLVMValueRef f = LLVMGetFirstFunction(rt); f; f = LLVMGetNextFunction(f))
+        if (!LLVMIsDeclaration(f) && LLVMGetLinkage(f) == LLVMExternalLinkage)
+            LLVMSetLinkage(f, LLVMLinkOnceODRLinkage);
+    for (LLVMValueRef g = LLVMGetFirstGlobal(rt); g; g = LLVMGetNextGlobal(g))
+        if (!LLVMIsDeclaration(g) && LLVMGetLinkage(g) == LLVMExternalLinkage)
+            LLVMSetLinkage(g, LLVMLinkOnceODRLinkage);
+}
+
 static int link_runtime(LLVMContextRef ctx, LLVMModuleRef mod, const cv_llvm_target *t,
                         cv_diag *d)
 {
@@ -40,10 +55,10 @@ static int link_runtime(LLVMContextRef ctx, LLVMModuleRef mod, const cv_llvm_tar
         return cv_diag_error(d, 9001, (cv_span){0}, "no runtime bitcode for %s", t->rt_variant), -1;
     LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRange((const char *)bc, n, "cvrt", 0);
     LLVMModuleRef rt = NULL;
-    int bad = LLVMParseBitcodeInContext2(ctx, mb, &rt);
-    LLVMDisposeMemoryBuffer(mb);
-    if (bad)
+    /* On success the lazy module owns mb (it reads bodies from it later). */
+    if (LLVMGetBitcodeModuleInContext2(ctx, mb, &rt))
         return cv_diag_error(d, 9001, (cv_span){0}, "the embedded runtime bitcode is unreadable"), -1;
+    make_linkonce(rt);
     LLVMSetTarget(rt, LLVMGetTarget(mod));
     LLVMSetDataLayout(rt, LLVMGetDataLayoutStr(mod));
     if (LLVMLinkModules2(mod, rt))
