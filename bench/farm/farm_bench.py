@@ -11,7 +11,11 @@ MODELS (default 200) small CU-IR models x 2 targets (x86_64, x86_64-avx2):
   3. the per-job scheduling overhead of the 1-worker cold build: wall time
      per job minus the time a worker spent on the job (started -> uploaded),
      i.e. queue and hand-off time that is not compiling;
-  4. with KAFKA_MOCK (bench/farm/run.sh --queue kafka): the cold 2-worker
+  4. the ceiling: the same compiles as plain `cuvil compile --no-cache`
+     processes, one stream vs two streams side by side (no farm, queue or
+     cache), so the farm's speedup can be read against what the machine
+     gives two independent compilers;
+  5. with KAFKA_MOCK (bench/farm/run.sh --queue kafka): the cold 2-worker
      build and the rebuild again through librdkafka's mock cluster, with the
      Kafka/SQLite throughput ratios.
 """
@@ -21,6 +25,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 
 TARGETS = ("x86_64", "x86_64-avx2")
@@ -93,6 +98,39 @@ KAFKA_CONF = ("&session.timeout.ms=4000&heartbeat.interval.ms=300&max.poll.inter
               "&fetch.wait.max.ms=10")
 
 
+def compile_stream(cuvil, repo, out, items):
+    for model, target in items:
+        subprocess.run([cuvil, "compile", os.path.join(repo, "models", model), "-t", target,
+                        "--no-cache", "-o", os.path.join(out, model + "." + target)],
+                       check=True, stdout=subprocess.DEVNULL,
+                       env=dict(os.environ, CUVIL_REMOTE_CACHE=""))
+
+
+def compile_scaling(cuvil, repo, work, n):
+    """Wall time of the compiles run one after another vs in two
+    concurrent streams: the speedup two plain compilers get here."""
+    models = sorted(os.listdir(os.path.join(repo, "models")))[:n]
+    items = [(m, t) for m in models for t in TARGETS]
+    walls = {}
+    for streams in (1, 2):
+        out = os.path.join(work, "plain%d" % streams)
+        os.makedirs(out)
+        parts = [items[i::streams] for i in range(streams)]
+        t0 = time.monotonic()
+        if streams == 1:
+            compile_stream(cuvil, repo, out, items)
+        else:
+            ts = [threading.Thread(target=compile_stream, args=(cuvil, repo, out, p)) for p in parts]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+        walls[streams] = time.monotonic() - t0
+        shutil.rmtree(out)
+    print("ceiling, %d plain compiles: 1 stream %.2f s, 2 streams %.2f s = %.2fx (farm speedup "
+          "above, measured the same way)" % (len(items), walls[1], walls[2], walls[1] / walls[2]))
+
+
 def kafka_compare(cuvil, mock, repo, work, jobs, sqlite_cold, sqlite_rebuild):
     """Cold build with 2 workers and an all-hit rebuild through the mock
     cluster, next to the SQLite figures of the same run."""
@@ -153,6 +191,7 @@ def main():
     farm_s = float(fields["time"].split()[0])
     print("no-change rebuild: %d jobs, all hits at planning, %.3f s in the farm (%.3f s "
           "whole process): %.0f jobs/s (target >= 500)" % (jobs, farm_s, wall, jobs / farm_s))
+    compile_scaling(cuvil, repo, work, min(n, 60))
     if mock:
         kafka_compare(cuvil, mock, repo, work, jobs, results[2][0], farm_s)
 
