@@ -1,5 +1,6 @@
 /* The remote cache client (see remote.h). */
 #include "cache/remote.h"
+#include "cache/ac_sign.h"
 #include "cache/internal.h"
 #include "common/netlib.h"
 
@@ -22,6 +23,7 @@ struct cv_remote {
     int64_t down_until_us;     /* monotonic */
     cv_remote_stats st;
     char errbuf[CURL_ERROR_SIZE];
+    cv_ac_keys *keys;          /* owned; NULL: action entries unsigned */
 };
 
 
@@ -84,6 +86,10 @@ int cv_cache_remote_open(const cv_remote_options *o, cv_remote **out, cv_diag *d
     r->retries = o->retries < 0 ? 0 : o->retries == 0 ? 2 : o->retries;
     r->down_ms = o->down_ms > 0 ? o->down_ms : 30000;
     r->max_get = o->max_get ? o->max_get : (size_t)4 << 30;
+    if (cv_ac_keys_load(o->sign_key, o->verify_key, &r->keys, d) != 0) {
+        free(r);
+        return -1;
+    }
     r->h = cu->easy_init();
     r->hdrs = cu->slist_append(NULL, "Expect:"); /* no 100-continue round trip */
     if (r->hdrs && o->token && *o->token) {
@@ -115,6 +121,7 @@ void cv_cache_remote_close(cv_remote *r)
     if (r->h)
         r->cu->easy_cleanup(r->h);
     r->cu->slist_free_all(r->hdrs);
+    cv_ac_keys_free(r->keys);
     free(r);
 }
 
@@ -311,6 +318,13 @@ int cv_cache_remote_get(cv_remote *r, cv_cas_kind kind, const cv_digest *name, v
             return cv_cache_err(d, CV_DIAG_CACHE_REMOTE_BAD_BLOB,
                                 "remote cache %s: content does not hash to its name", url);
         }
+    } else if (b.buf && cv_ac_unseal(r->keys, name, b.buf, &b.len, d) != 0) {
+        free(b.buf);
+        r->st.errors++;
+        return CV_REMOTE_ERROR;
+    } else if (!b.buf && r->keys && cv_ac_unseal(r->keys, name, "", &b.len, d) != 0) {
+        r->st.errors++;
+        return CV_REMOTE_ERROR;   /* an empty entry is unsigned too */
     }
     if (!b.buf && !(b.buf = malloc(1)))
         return cv_cache_err(d, CV_DIAG_OOM, "out of memory reading the remote cache");
@@ -340,8 +354,12 @@ int cv_cache_remote_put(cv_remote *r, cv_cas_kind kind, const cv_digest *name, c
         return 0;
     char url[MAX_URL + 128];
     make_url(r, kind, name, url, sizeof url);
-    body b = {.max = 64 * 1024, .up = data, .up_len = len};
+    void *sealed = NULL;   /* owned: the signed entry, if signing */
+    if (kind == CV_CAS_AC && cv_ac_seal(r->keys, name, data, len, &sealed, &len, d) != 0)
+        return CV_REMOTE_ERROR;
+    body b = {.max = 64 * 1024, .up = sealed ? sealed : data, .up_len = len};
     int st = perform(r, M_PUT, url, &b, d);
+    free(sealed);
     free(b.buf);
     if (st == 200 || st == 201 || st == 204)
         return 0;

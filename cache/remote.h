@@ -24,6 +24,9 @@ typedef struct cv_remote_options {
     int retries;            /* extra attempts on transient errors; < 0 = none, 0 = 2 */
     int down_ms;            /* after a failure, skip the remote this long; 0 = 30000 */
     size_t max_get;         /* largest body accepted; 0 = 4 GiB */
+    const char *sign_key;   /* Ed25519 private key (PEM): action entries PUT signed; NULL = no */
+    const char *verify_key; /* Ed25519 public key (PEM): action entries read must be signed by
+                               it (cache/ac_sign.h); NULL = not required */
 } cv_remote_options;
 
 enum {
@@ -43,7 +46,8 @@ void cv_cache_remote_close(cv_remote *r);
 const char *cv_cache_remote_base(const cv_remote *r);
 bool cv_cache_remote_read_only(const cv_remote *r);
 
-/* A CAS body is checked against its name (CV9116 when it differs). */
+/* A CAS body is checked against its name (CV9116 when it differs); an
+ * action entry's signature, when a verify key is set (CV9314). */
 int cv_cache_remote_get(cv_remote *r, cv_cas_kind kind, const cv_digest *name, void **data,
                         size_t *len, cv_diag *d);
 int cv_cache_remote_head(cv_remote *r, cv_cas_kind kind, const cv_digest *name, cv_diag *d);

@@ -50,6 +50,8 @@ static int parse_args(compile_args *a, int argc, char **argv)
             a->o.debug = true;
         } else if (strcmp(s, "--weights-file") == 0) {
             weights_file = true;
+        } else if (strcmp(s, "--no-blocked-layout") == 0) {
+            a->o.no_blocked_layout = true;
         } else if (strcmp(s, "--stats") == 0) {
             a->stats = true;
         } else if (strcmp(s, "-v") == 0 || strcmp(s, "--verbose") == 0) {
@@ -105,6 +107,11 @@ static void print_stats(const cv_compile_info *info)
            info->pass_dead_params);
     printf("kernels    %d before fusion, %d after (%d ops fused into their producer)\n",
            info->n_kernels + info->n_fused, info->n_kernels, info->n_fused);
+    if (info->nchwc_block)
+        printf("layout     %d convolutions in the blocked NCHW%dc layout, %d reorders inserted\n",
+               info->n_blocked_convs, info->nchwc_block, info->n_reorders);
+    else
+        printf("layout     plain NCHW (blocked layout off for this target or option)\n");
     printf("arena      %lld bytes (peak-live bound %lld, ratio %.3f; symbolic dims = 1)\n",
            (long long)info->arena_bytes, (long long)info->peak_bytes,
            info->peak_bytes ? (double)info->arena_bytes / (double)info->peak_bytes : 1.0);
@@ -124,6 +131,7 @@ static int build(const compile_args *a, cv_build_result *r, cv_diag *d)
                                   : CV_PRECISION_FP32,
         .opt_level = (cv_opt_level)a->o.opt_level, .emit = a->o.emit,
         .out_dir = a->o.out_dir, .explain = a->explain, .debug = a->o.debug, .quant = a->quant,
+        .no_blocked_layout = a->o.no_blocked_layout,
     };
     int rc = cv_build(cache, &bo, r, d);
     cv_cache_close(cache);
@@ -165,6 +173,7 @@ const cv_cli_command cv_cmd_compile = {
     "compile", "compile a model into a native inference library",
     "cuvil compile MODEL [-t TARGET] [-O0..-O3] [-g] [-p PRECISION] [-o DIR] [--emit LIST]\n"
     "              [--weights-file] [--stats] [-v] [--explain] [--no-cache] [--remote-cache URL]\n"
+    "              [--no-blocked-layout]\n"
     "  -t TARGET     x86_64, x86_64-avx2, x86_64-avx512, aarch64-linux-gnu,\n"
     "                riscv64-linux-gnu or native (default)\n"
     "  -O0..-O3      optimisation level (default -O2)\n"
@@ -188,6 +197,7 @@ const cv_cli_command cv_cmd_compile = {
     "  -v            print the cache outcome: 'cache: l1 hit, l2 miss (reason)'\n"
     "  --explain     on a miss, name the key fields that differ from the closest entry\n"
     "  --no-cache    compile without the cache (also CUVIL_CACHE=off)\n"
+    "  --no-blocked-layout  keep every convolution in the plain NCHW layout (for comparison)\n"
     "  --remote-cache URL  http://host:port[/instance] (also CUVIL_REMOTE_CACHE)\n",
     run_compile,
 };

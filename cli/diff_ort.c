@@ -226,13 +226,19 @@ static int elem_type(cv_dtype dt)
     case CV_BOOL: return 9;
     case CV_F16: return 10;
     case CV_BF16: return 16;
+    case CV_U16: return 4;
+    case CV_I16: return 5;
+    case CV_F64: return 11;
+    case CV_U32: return 12;
+    case CV_U64: return 13;
     default: return -1;
     }
 }
 
 static int cv_type_of(int et)
 {
-    static const cv_dtype all[] = {CV_F32, CV_U8, CV_I8, CV_I32, CV_I64, CV_BOOL, CV_F16, CV_BF16};
+    static const cv_dtype all[] = {CV_F32, CV_U8, CV_I8, CV_I32, CV_I64, CV_BOOL, CV_F16, CV_BF16,
+                                   CV_U16, CV_I16, CV_F64, CV_U32, CV_U64};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (elem_type(all[i]) == et)
             return (int)all[i];

@@ -8,6 +8,7 @@ static const struct { const char *name; size_t size; } info[CV_DT_COUNT] = {
     [CV_F32] = {"f32", 4}, [CV_F16] = {"f16", 2}, [CV_BF16] = {"bf16", 2},
     [CV_I8] = {"i8", 1},   [CV_U8] = {"u8", 1},   [CV_I32] = {"i32", 4},
     [CV_I64] = {"i64", 8}, [CV_BOOL] = {"bool", 1}, [CV_F64] = {"f64", 8},
+    [CV_I16] = {"i16", 2}, [CV_U16] = {"u16", 2}, [CV_U32] = {"u32", 4}, [CV_U64] = {"u64", 8},
 };
 
 const char *cv_dtype_name(cv_dtype t)
@@ -17,7 +18,7 @@ const char *cv_dtype_name(cv_dtype t)
 
 cv_dtype cv_dtype_parse(const char *s, size_t n)
 {
-    for (int t = CV_F32; t < CV_F64; t++)
+    for (int t = CV_F32; t < CV_DT_COUNT; t++)
         if (strlen(info[t].name) == n && memcmp(info[t].name, s, n) == 0)
             return (cv_dtype)t;
     return CV_DT_INVALID;
@@ -35,7 +36,27 @@ bool cv_dtype_is_float(cv_dtype t)
 
 bool cv_dtype_is_int(cv_dtype t)
 {
-    return t == CV_I8 || t == CV_U8 || t == CV_I32 || t == CV_I64;
+    return t > CV_DT_INVALID && t < CV_DT_COUNT && (CV_DT_BIT(t) & CV_DT_INTS);
+}
+
+bool cv_dtype_is_unsigned(cv_dtype t)
+{
+    return t == CV_U8 || t == CV_U16 || t == CV_U32 || t == CV_U64;
+}
+
+bool cv_dtype_int_range(cv_dtype t, int64_t *lo, int64_t *hi)
+{
+    switch (t) {
+    case CV_I8: *lo = INT8_MIN, *hi = INT8_MAX; return true;
+    case CV_U8: *lo = 0, *hi = UINT8_MAX; return true;
+    case CV_I16: *lo = INT16_MIN, *hi = INT16_MAX; return true;
+    case CV_U16: *lo = 0, *hi = UINT16_MAX; return true;
+    case CV_I32: *lo = INT32_MIN, *hi = INT32_MAX; return true;
+    case CV_U32: *lo = 0, *hi = UINT32_MAX; return true;
+    case CV_I64: *lo = INT64_MIN, *hi = INT64_MAX; return true;
+    case CV_U64: *lo = 0, *hi = INT64_MAX; return true;
+    default: return false;
+    }
 }
 
 static uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
@@ -108,6 +129,10 @@ double cv_dtype_load(cv_dtype t, const void *base, int64_t i)
     case CV_I64: return (double)((const int64_t *)base)[i];
     case CV_BOOL: return ((const uint8_t *)base)[i] != 0;
     case CV_F64: return ((const double *)base)[i];
+    case CV_I16: return ((const int16_t *)base)[i];
+    case CV_U16: return ((const uint16_t *)base)[i];
+    case CV_U32: return ((const uint32_t *)base)[i];
+    case CV_U64: return (double)((const uint64_t *)base)[i];
     default: return 0;
     }
 }
@@ -140,6 +165,14 @@ void cv_dtype_store(cv_dtype t, void *base, int64_t i, double v)
         break;
     case CV_BOOL: ((uint8_t *)base)[i] = v != 0; break;
     case CV_F64: ((double *)base)[i] = v; break;
+    case CV_I16: ((int16_t *)base)[i] = (int16_t)sat_i64(v, -32768, 32767); break;
+    case CV_U16: ((uint16_t *)base)[i] = (uint16_t)sat_i64(v, 0, 65535); break;
+    case CV_U32: ((uint32_t *)base)[i] = (uint32_t)sat_i64(v, 0, 4294967295.0); break;
+    case CV_U64:
+        /* 2^64 is not representable: clamp below it. */
+        ((uint64_t *)base)[i] = isnan(v) || v <= 0 ? 0
+                              : v >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)v;
+        break;
     default: break;
     }
 }
@@ -151,6 +184,10 @@ int64_t cv_dtype_load_i64(cv_dtype t, const void *base, int64_t i)
     case CV_I32: return ((const int32_t *)base)[i];
     case CV_I8: return ((const int8_t *)base)[i];
     case CV_U8: return ((const uint8_t *)base)[i];
+    case CV_I16: return ((const int16_t *)base)[i];
+    case CV_U16: return ((const uint16_t *)base)[i];
+    case CV_U32: return ((const uint32_t *)base)[i];
+    case CV_U64: return (int64_t)((const uint64_t *)base)[i];  /* two's-complement bits */
     case CV_BOOL: return ((const uint8_t *)base)[i] != 0;
     default: {
         double v = cv_dtype_load(t, base, i);
@@ -167,6 +204,10 @@ void cv_dtype_store_i64(cv_dtype t, void *base, int64_t i, int64_t v)
     case CV_I32: ((int32_t *)base)[i] = (int32_t)v; break;  /* wraps like a C cast */
     case CV_I8: ((int8_t *)base)[i] = (int8_t)v; break;
     case CV_U8: ((uint8_t *)base)[i] = (uint8_t)v; break;
+    case CV_I16: ((int16_t *)base)[i] = (int16_t)v; break;
+    case CV_U16: ((uint16_t *)base)[i] = (uint16_t)v; break;
+    case CV_U32: ((uint32_t *)base)[i] = (uint32_t)v; break;
+    case CV_U64: ((uint64_t *)base)[i] = (uint64_t)v; break;
     case CV_BOOL: ((uint8_t *)base)[i] = v != 0; break;
     default: cv_dtype_store(t, base, i, (double)v); break;
     }

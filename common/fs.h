@@ -4,6 +4,7 @@
 #ifndef CV_FS_H
 #define CV_FS_H
 
+#include <glob.h>
 #include <stddef.h>
 
 #include "common/diag.h"
@@ -48,6 +49,14 @@ int cv_fs_mkdirs(const char *path, int mode);
  * an output file); a dangling symlink is refused.  *out is malloc'd, owned by
  * the caller, and absolute. */
 int cv_fs_resolve_inside(const char *base_dir, const char *rel, char **out, cv_diag *d);
+
+/* Expands a glob pattern (common/fs_glob.c).  root NULL: as given, relative
+ * to the working directory (a command-line argument).  root set: the pattern
+ * is relative to root and may not leave it: an absolute pattern or a `..`
+ * component is refused (CV9313), and every match must resolve inside root
+ * with symbolic links followed (CV2016).  Returns the number of matches with
+ * *g filled (globfree it), 0 when nothing matched (*g empty), -1 on error. */
+int cv_fs_glob(const char *root, const char *pattern, glob_t *g, cv_diag *d);
 
 /* POSIX dirname of path as a malloc'd string ("a/b" -> "a", "a" -> "."). */
 char *cv_fs_dirname(const char *path);

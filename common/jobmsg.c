@@ -20,6 +20,10 @@ enum {
 static const char *const job_keys[] = {"job_id", "revision", "pipeline", "model_path",
                                        "model_digest", "target", "precision", "opt_level",
                                        "l2_key", "attempt"};
+/* Written only when set, so a job without them reads as it always did. */
+static const char *const job_optional_keys[] = {"calibration"};
+static const char *const calibration_keys[] = {"data", "method"};
+static const char *const calibration_methods[] = {"minmax", "percentile", "entropy"};
 static const char *const result_keys[] = {"job_id", "status", "artifact_manifest", "cache",
                                           "timings_ms", "diagnostics"};
 static const char *const cache_keys[] = {"l1", "l2"};
@@ -47,6 +51,9 @@ static const struct { const char *const *v; size_t n; } lists[CV_MSGLIST__COUNT]
     [CV_MSGLIST_STATUSES] = {statuses, COUNT(statuses)},
     [CV_MSGLIST_CACHE_OUTCOMES] = {outcomes, COUNT(outcomes)},
     [CV_MSGLIST_SEVERITIES] = {severities, COUNT(severities)},
+    [CV_MSGLIST_JOB_OPTIONAL_KEYS] = {job_optional_keys, COUNT(job_optional_keys)},
+    [CV_MSGLIST_CALIBRATION_KEYS] = {calibration_keys, COUNT(calibration_keys)},
+    [CV_MSGLIST_CALIBRATION_METHODS] = {calibration_methods, COUNT(calibration_methods)},
 };
 
 const char *const *cv_msg_list_get(cv_msg_list which, size_t *count)
@@ -120,21 +127,27 @@ static vctx sub_ctx(const vctx *c, const char *fmt, ...)
     return s;
 }
 
-/* Reports unknown keys and missing keys; the getters below then stay quiet
- * about absent keys. */
-static int check_keys(vctx *c, json_t *o, const char *const *keys, size_t n)
+/* Reports unknown keys and missing keys (of `keys`; `optional` ones may be
+ * absent); the getters below then stay quiet about absent keys. */
+static int check_keys_opt(vctx *c, json_t *o, const char *const *keys, size_t n,
+                          const char *const *optional, size_t n_optional)
 {
     int rc = 0;
     const char *k;
     json_t *v;
     json_object_foreach(o, k, v) {
-        if (index_of(keys, n, k) < 0)
+        if (index_of(keys, n, k) < 0 && index_of(optional, n_optional, k) < 0)
             rc = verr(c, E_UNKNOWN, NULL, "unknown field '%.64s'", k);
     }
     for (size_t i = 0; i < n; i++)
         if (!json_object_get(o, keys[i]))
             rc = verr(c, E_MISSING, keys[i], "missing field '%s'", keys[i]);
     return rc;
+}
+
+static int check_keys(vctx *c, json_t *o, const char *const *keys, size_t n)
+{
+    return check_keys_opt(c, o, keys, n, NULL, 0);
 }
 
 typedef enum { S_ID, S_TEXT, S_PATH, S_TOKEN, S_DIAG } str_kind;
@@ -273,7 +286,27 @@ void cv_job_msg_free(cv_job_msg *m)
     free(m->pipeline);
     free(m->model_path);
     free(m->target);
+    free(m->calibration);
+    free(m->calibration_method);
     memset(m, 0, sizeof *m);
+}
+
+/* "calibration": absent or null = none, else {"data": GLOB, "method": M}. */
+static int calibration_from_json(vctx *c, json_t *o, cv_job_msg *m)
+{
+    json_t *cal = json_object_get(o, "calibration");
+    if (!cal || json_is_null(cal))
+        return 0;
+    if (!json_is_object(cal))
+        return verr(c, E_TYPE, "calibration", "expected an object or null");
+    vctx s = sub_ctx(c, "calibration");
+    int rc = check_keys(&s, cal, calibration_keys, COUNT(calibration_keys));
+    rc |= get_string(&s, cal, "data", S_PATH, false, &m->calibration);
+    int e = 0;
+    rc |= get_enum(&s, cal, "method", calibration_methods, COUNT(calibration_methods), &e);
+    if (rc == 0 && !(m->calibration_method = strdup(calibration_methods[e])))
+        rc = verr(c, E_RANGE, "calibration", "out of memory");
+    return rc ? -1 : 0;
 }
 
 static int job_from_json(vctx *c, json_t *o, cv_job_msg *m)
@@ -281,7 +314,8 @@ static int job_from_json(vctx *c, json_t *o, cv_job_msg *m)
     memset(m, 0, sizeof *m);
     if (!json_is_object(o))
         return verr(c, E_JSON, NULL, "a job message must be a JSON object");
-    int rc = check_keys(c, o, job_keys, COUNT(job_keys));
+    int rc = check_keys_opt(c, o, job_keys, COUNT(job_keys), job_optional_keys,
+                            COUNT(job_optional_keys));
     rc |= get_string(c, o, "job_id", S_ID, false, &m->job_id);
     rc |= get_string(c, o, "revision", S_TEXT, false, &m->revision);
     rc |= get_string(c, o, "pipeline", S_TEXT, false, &m->pipeline);
@@ -297,6 +331,7 @@ static int job_from_json(vctx *c, json_t *o, cv_job_msg *m)
     int64_t attempt = 0;
     rc |= get_int(c, o, "attempt", 1, CV_MSG_ATTEMPT_MAX, &attempt);
     m->attempt = (int)attempt;
+    rc |= calibration_from_json(c, o, m);
     return rc ? -1 : 0;
 }
 
@@ -322,6 +357,12 @@ static json_t *job_to_json(const cv_job_msg *m)
     json_object_set_new(o, "opt_level", jstr(cv_opt_level_name(m->opt_level)));
     json_object_set_new(o, "l2_key", jdigest(m->l2_key));
     json_object_set_new(o, "attempt", json_integer(m->attempt));
+    if (m->calibration || m->calibration_method) {
+        json_t *cal = json_object();
+        json_object_set_new(cal, "data", jstr(m->calibration));
+        json_object_set_new(cal, "method", jstr(m->calibration_method));
+        json_object_set_new(o, "calibration", cal);
+    }
     return o;
 }
 
@@ -394,7 +435,9 @@ int cv_job_msg_copy(cv_job_msg *dst, const cv_job_msg *src)
     *dst = *src;
     int rc = dup_field(&dst->job_id, src->job_id) | dup_field(&dst->revision, src->revision) |
              dup_field(&dst->pipeline, src->pipeline) |
-             dup_field(&dst->model_path, src->model_path) | dup_field(&dst->target, src->target);
+             dup_field(&dst->model_path, src->model_path) | dup_field(&dst->target, src->target) |
+             dup_field(&dst->calibration, src->calibration) |
+             dup_field(&dst->calibration_method, src->calibration_method);
     if (rc)
         cv_job_msg_free(dst);
     return rc ? -1 : 0;

@@ -67,6 +67,11 @@ typedef struct cv_job_msg {
     cv_opt_level opt_level;
     char l2_key[CV_DIGEST_HEX + 1];
     int attempt;        /* 1-based */
+    /* int8 calibration (optional field "calibration": {"data", "method"}):
+     * a glob of .npy files relative to the repo root (no ".." component) and
+     * "minmax", "percentile" or "entropy"; both NULL when absent. */
+    char *calibration;
+    char *calibration_method;
 } cv_job_msg;
 
 typedef struct cv_result_msg {
@@ -111,7 +116,8 @@ typedef enum {
     CV_MSGLIST_JOB_KEYS, CV_MSGLIST_RESULT_KEYS, CV_MSGLIST_CACHE_KEYS,
     CV_MSGLIST_TIMING_KEYS, CV_MSGLIST_DIAG_KEYS, CV_MSGLIST_PRECISIONS,
     CV_MSGLIST_OPT_LEVELS, CV_MSGLIST_STATUSES, CV_MSGLIST_CACHE_OUTCOMES,
-    CV_MSGLIST_SEVERITIES, CV_MSGLIST__COUNT
+    CV_MSGLIST_SEVERITIES, CV_MSGLIST_JOB_OPTIONAL_KEYS, CV_MSGLIST_CALIBRATION_KEYS,
+    CV_MSGLIST_CALIBRATION_METHODS, CV_MSGLIST__COUNT
 } cv_msg_list;
 const char *const *cv_msg_list_get(cv_msg_list which, size_t *count);
 

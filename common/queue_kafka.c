@@ -164,9 +164,14 @@ static int make_consumer(kq_queue *q, cv_diag *d)
                                     "partition.assignment.strategy", "cooperative-sticky",
                                     "fetch.wait.max.ms", "100", "allow.auto.create.topics",
                                     "false", NULL};
+    /* Static membership: a member that dies keeps its partitions until
+     * session.timeout.ms; the same worker id joining again takes them back
+     * at once instead of costing the group two rebalances (the newcomer's
+     * join, then the dead member's expiry).  The instance id is the last
+     * pair, so it is left out when the membership is dynamic. */
     const char *const fixed[] = {"group.id", q->url.group, "enable.auto.offset.store", "false",
                                  "enable.auto.commit", "true", "enable.partition.eof", "false",
-                                 NULL};
+                                 q->instance[0] ? "group.instance.id" : NULL, q->instance, NULL};
     rd_kafka_conf_t *c = cv_kq_conf_new(&q->url, defaults, fixed, d);
     if (!c)
         return -1;
@@ -444,7 +449,8 @@ static int kq_lease(cv_queue *base, const char *worker_id, int lease_seconds, cv
                     cv_diag *d)
 {
     kq_queue *q = kq(base);
-    (void)worker_id;
+    if (q->url.static_membership && !q->instance[0])
+        cv_kq_instance_id(worker_id, q->instance);
     if (make_consumer(q, d) || pump(q, 0, d))
         return -1;
     return take_slot(q, lease_seconds, out, d);

@@ -54,11 +54,18 @@ typedef struct kq_url {
     char prefix[KQ_PREFIX_MAX + 1];
     char *group, *results_group;      /* owned */
     int timeout_ms;                   /* bound on every wait for the cluster */
+    bool static_membership;           /* group.instance.id from the worker id */
     char *keys[KQ_PROPS_MAX], *vals[KQ_PROPS_MAX];  /* owned: librdkafka passthrough */
     int n_props;
 } kq_url;
 
 int  cv_kq_url_parse(const char *target, kq_url *u, cv_diag *d);
+/* The group.instance.id of the worker `worker_id` (static membership): the
+ * id itself when it is 1..KQ_INSTANCE_MAX of [A-Za-z0-9._-] (Kafka's rule),
+ * else its legal characters, '_' for the others, and a hash of the whole id
+ * (so that two ids never share one instance). */
+#define KQ_INSTANCE_MAX 200
+void cv_kq_instance_id(const char *worker_id, char out[KQ_INSTANCE_MAX + 1]);
 void cv_kq_url_free(kq_url *u);
 /* A client configuration: the URL's brokers, the log route, `defaults`,
  * the URL's passthrough settings, then `fixed` (each a NULL-terminated list
@@ -131,6 +138,7 @@ typedef struct kq_queue {
     int n_slots, cap_slots;
     int64_t next_serial;
     kq_seen done;               /* "job_id@partition/offset" this handle finished */
+    char instance[KQ_INSTANCE_MAX + 1];  /* group.instance.id when static, from the 1st lease */
     /* Controller side. */
     kq_map inflight_key;        /* l2_key -> job_id, until its result is read */
     kq_map inflight_id;         /* job_id -> l2_key */

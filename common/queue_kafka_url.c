@@ -6,7 +6,11 @@
  * <prefix>.jobs, <prefix>.results, <prefix>.dlq), group (the workers'
  * consumer group, default <prefix>.workers), results_group (the
  * controller's, default <prefix>.controller), timeout_ms (how long any call
- * waits for the cluster, default 30000).  Every other parameter is a
+ * waits for the cluster, default 30000), static_membership (true: each
+ * worker joins the group as a static member named by its worker id, so a
+ * worker restarted under the same id within session.timeout.ms gets its
+ * partitions back without a rebalance; for stable ids only, e.g.
+ * StatefulSet pod names).  Every other parameter is a
  * librdkafka setting passed through unchanged (`--kafka-config key=value`:
  * security.protocol, ssl.*, sasl.*, session.timeout.ms, ...), except the
  * few that the queue's delivery guarantees rest on.  Values are
@@ -25,7 +29,8 @@
  * through.  The delivery timeout comes from timeout_ms, so that no wait for
  * a delivery report is unbounded. */
 static const char *const owned[] = {
-    "bootstrap.servers", "metadata.broker.list", "group.id", "enable.idempotence",
+    "bootstrap.servers", "metadata.broker.list", "group.id", "group.instance.id",
+    "enable.idempotence",
     "enable.auto.offset.store", "enable.auto.commit", "enable.partition.eof",
     "message.timeout.ms", "delivery.timeout.ms",
 };
@@ -107,6 +112,13 @@ static int add_param(kq_url *u, char *key, char *val, cv_diag *d)
         if (u->timeout_ms || !*val || *end || v < 100 || v > 600000)
             return url_error(d, "timeout_ms is 100..600000, given once");
         u->timeout_ms = (int)v;
+        return 0;
+    }
+    if (strcmp(key, "static_membership") == 0) {
+        bool on = strcmp(val, "true") == 0 || strcmp(val, "1") == 0;
+        if (!on && strcmp(val, "false") != 0 && strcmp(val, "0") != 0)
+            return url_error(d, "static_membership is true or false");
+        u->static_membership = on;
         return 0;
     }
     if (!all_of(key, strlen(key), "abcdefghijklmnopqrstuvwxyz0123456789._")) {
@@ -199,6 +211,22 @@ int cv_kq_url_parse(const char *target, kq_url *u, cv_diag *d)
         return url_error(d, "out of memory");
     }
     return 0;
+}
+
+void cv_kq_instance_id(const char *worker_id, char out[KQ_INSTANCE_MAX + 1])
+{
+    size_t n = strlen(worker_id);
+    if (n <= KQ_INSTANCE_MAX && all_of(worker_id, n, ALNUM "._-")) {
+        memcpy(out, worker_id, n + 1);
+        return;
+    }
+    uint64_t h = 0xcbf29ce484222325ull;   /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)worker_id[i]) * 0x100000001b3ull;
+    size_t keep = n < KQ_INSTANCE_MAX - 17 ? n : KQ_INSTANCE_MAX - 17;
+    for (size_t i = 0; i < keep; i++)
+        out[i] = strchr(ALNUM "._-", worker_id[i]) ? worker_id[i] : '_';
+    snprintf(out + keep, KQ_INSTANCE_MAX + 1 - keep, "-%016llx", (unsigned long long)h);
 }
 
 void cv_kq_url_free(kq_url *u)

@@ -52,6 +52,9 @@ typedef enum cv_calib_method { CV_CALIB_MINMAX, CV_CALIB_PERCENTILE, CV_CALIB_EN
 typedef struct cv_quant_opts {
     cv_qprec precision;
     const char *calibration;    /* int8: a glob of .npy files, one model input each */
+    /* Set (farm jobs: the revision's tree): calibration is relative to it and
+     * may not leave it (CV9313, CV2016); NULL: as given (the command line). */
+    const char *calibration_root;
     cv_calib_method method;
     double percentile;          /* CV_CALIB_PERCENTILE; 0 = 99.99 */
     double min_sqnr;            /* dB: an output below it fails the compile (CV5110); 0 = off */
@@ -78,6 +81,7 @@ typedef struct cv_compile_opts {
     bool debug, sym_locs, dump_values, test_faults;
     const char *fingerprint;
     const cv_quant_opts *quant; /* reduced precision; NULL: fp32 */
+    bool no_blocked_layout;     /* keep every convolution in the plain NCHW layout */
 } cv_compile_opts;
 
 typedef struct cv_compile_info {
@@ -85,6 +89,9 @@ typedef struct cv_compile_info {
     int n_ops, n_kernels;   /* ops after the graph passes; kernels after fusion */
     int n_ops_in;           /* ops before the graph passes */
     int n_fused;            /* ops run inside their producer's kernel */
+    int n_blocked_convs;    /* convolutions in the blocked NCHWc layout */
+    int n_reorders;         /* conversions between the plain and blocked layouts */
+    int nchwc_block;        /* channels per block (0: the blocked layout is off) */
     int pass_folded, pass_bn_folded, pass_cse_ops, pass_cse_params;
     int pass_dead_ops, pass_dead_params;
     int64_t arena_bytes, peak_bytes;  /* with every symbolic dim = 1 */

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/strbuf.h"
 #include "common/yamldoc.h"
 #include "controller/controller.h"
 #include "controller/internal.h"
@@ -200,7 +201,22 @@ static void planner_key(const cv_job_msg *j, char out[CV_DIGEST_HEX + 1])
     int n = snprintf(buf, sizeof buf, "cuvil-plan%c%s%c%s%c%s%c%s", 0, j->model_digest, 0,
                      j->target, 0, cv_precision_name(j->precision), 0,
                      cv_opt_level_name(j->opt_level));
-    cv_ctl_sha256_hex(buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf, out);
+    size_t len = n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf;
+    if (!j->calibration) {
+        cv_ctl_sha256_hex(buf, len, out);
+        return;
+    }
+    /* The calibration files are not hashed here: the glob, method and
+     * revision stand for them, so jobs merge only within one revision. */
+    cv_sb sb = CV_SB_INIT;
+    const char *parts[] = {j->calibration, j->calibration_method, j->revision};
+    cv_sb_add(&sb, buf, len);
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        cv_sb_putc(&sb, 0);
+        cv_sb_puts(&sb, parts[i] ? parts[i] : "");
+    }
+    cv_ctl_sha256_hex(sb.buf, sb.len, out);
+    cv_sb_free(&sb);
 }
 
 static int add_job(plan *pl, cv_job_msg *j)
@@ -252,6 +268,10 @@ static int expand_model(plan *pl, const cv_spec_pipeline *p, const cv_tree_entry
             }
             j.target = (char *)p->targets[t];
             j.precision = p->precisions[k];
+            /* Only an int8 artifact depends on the calibration data. */
+            bool calibrated = j.precision == CV_PRECISION_INT8 && p->calibration_data;
+            j.calibration = calibrated ? (char *)p->calibration_data : NULL;
+            j.calibration_method = calibrated ? (char *)p->calibration_method : NULL;
             memset(j.l2_key, 0, sizeof j.l2_key);
             job_id(pl, &j, id);
             if (add_job(pl, &j))

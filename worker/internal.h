@@ -171,5 +171,9 @@ int  cv_wk_job_body(void *ctx, int report_fd);
  * it ended.  *infra is set when the job should be retried (queue fail). */
 int  cv_wk_job_result(const cv_lease *l, const cv_sb_outcome *so, const cv_worker_opts *o,
                       cv_result_msg *res, bool *infra, cv_diag *d);
+/* The job's int8 calibration as compile options: its glob relative to root
+ * (the revision's files), which it may not leave.  q is zeroed when the job
+ * has none; its strings point into job and root. */
+void cv_wk_job_quant(const cv_job_msg *job, const char *root, cv_quant_opts *q);
 
 #endif

@@ -183,6 +183,17 @@ static int write_all(int fd, const char *buf, size_t len)
     return 0;
 }
 
+void cv_wk_job_quant(const cv_job_msg *job, const char *root, cv_quant_opts *q)
+{
+    memset(q, 0, sizeof *q);
+    if (!job->calibration)
+        return;
+    int method = job->calibration_method ? cv_calib_method_parse(job->calibration_method) : -1;
+    q->calibration = job->calibration;
+    q->calibration_root = root;
+    q->method = method < 0 ? CV_CALIB_PERCENTILE : (cv_calib_method)method;
+}
+
 static int compile_job(const cv_wk_job_ctx *j, cv_cache *c, const char *model,
                        cv_result_msg *res, cv_diag *d)
 {
@@ -190,8 +201,15 @@ static int compile_job(const cv_wk_job_ctx *j, cv_cache *c, const char *model,
     cv_build_opts bo = {.model = model, .target = job->target, .precision = job->precision,
                         .opt_level = job->opt_level, .out_dir = j->out_dir,
                         .explain = j->o->explain, .no_output_on_hit = true};
+    char *root = job->calibration ? models_base(j->o, job) : NULL;
+    if (job->calibration && !root)
+        return cv_diag_error(d, CV_E_WORKER_MODEL, (cv_span){.file = job->calibration},
+                             "revision '%s' does not name a commit, so its calibration data "
+                             "cannot be found", job->revision), -1;
+    cv_wk_job_quant(job, root, &bo.quant);
     cv_build_result br;
     int rc = cv_build(c, &bo, &br, d);
+    free(root);
     res->l1 = br.l1.outcome;
     res->l2 = br.l2.outcome;
     res->timings_ms[CV_TIMING_FRONTEND] = (int64_t)br.ms_frontend;

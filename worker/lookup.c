@@ -37,6 +37,7 @@ int cv_worker_plan_lookup(void *ctx, const cv_job_msg *job, char l2_key[CV_DIGES
     cv_build_keys k = {0};
     cv_build_opts o = {.model = model, .target = job->target, .precision = job->precision,
                        .opt_level = job->opt_level};
+    cv_wk_job_quant(job, w->models_dir ? w->models_dir : ".", &o.quant);
     cv_digest dg;
     char hex[CV_DIGEST_HEX + 1] = "";
     if (rc == 0 && (rc = cv_cache_file_digest(w->cache, model, &dg, &d)) == 0)

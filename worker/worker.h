@@ -42,6 +42,7 @@ typedef struct cv_build_opts {
     cv_opt_level opt_level;     /* O0..O3; Os compiles as O2 (its key stays "Os") */
     bool debug;                 /* keep locations: the IR digest then covers them */
     bool strict;                /* strict verification (a front-end option) */
+    bool no_blocked_layout;     /* convolutions stay in the plain layout (compile option) */
     unsigned emit;              /* CV_EMIT_* bits; 0 = CV_EMIT_DEFAULT */
     const char *out_dir;        /* created when missing */
     bool explain;               /* on a miss, name the key fields that differ from the

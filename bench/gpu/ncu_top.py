@@ -22,10 +22,12 @@ def main():
         if m:
             name, n = m.group(1), int(m.group(2))
             continue
-        m = re.match(r"\s+gpu__time_duration\.sum\s+(\S+)\s+[\d.]+\s+[\d.]+\s+([\d.]+)", line)
+        # ncu groups thousands with commas (1,192.00).
+        m = re.match(r"\s+gpu__time_duration\.sum\s+(\S+)\s+[\d.,]+\s+[\d.,]+\s+([\d.,]+)", line)
         if m and name:
             scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3}.get(m.group(1), 1.0)
-            totals[name] = totals.get(name, 0.0) + n * float(m.group(2)) * scale
+            avg = float(m.group(2).replace(",", ""))
+            totals[name] = totals.get(name, 0.0) + n * avg * scale
             calls[name] = calls.get(name, 0) + n
             name = None
     all_us = sum(totals.values())

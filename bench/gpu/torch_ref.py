@@ -10,8 +10,10 @@ PyTorch's batch-1 output (so the weights are the artifact's), writes
 NAME_b32/in0.bin (a fixed random batch of 32) and NAME_b32/want0.bin
 (PyTorch's fp32 output on the GPU, TF32 off), and times PyTorch eager at
 batch 1 and 32: lines 'torch NAME bB fp32 MS' (TF32 off, the artifact's
-precision) and 'torch NAME bB tf32 MS' (cuDNN's default TF32 convolutions),
-medians of CUDA-event timings after warm-up.
+precision), 'torch NAME bB tf32 MS' (cuDNN's default TF32 convolutions) and
+'torch NAME bB fp16 MS' (the model and input in half precision, tensor
+cores), medians of CUDA-event timings after warm-up.  NAME_fp16 cases (fp16
+weights) use NAME_b32's data.
 """
 import argparse
 import os
@@ -85,6 +87,9 @@ def one(bundle, name, iters):
             print("torch %s b%d %s %.4f" % (name, batch, mode, median_ms(model, inp, iters)))
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
+    half = model.half()
+    for batch, inp in ((1, torch.from_numpy(x_saved)), (32, x32)):
+        print("torch %s b%d fp16 %.4f" % (name, batch, median_ms(half, inp.to(dev).half(), iters)))
 
 
 def main():
@@ -98,7 +103,7 @@ def main():
     with open(os.path.join(a.bundle, "cases.txt")) as f:
         cases = [c.strip() for c in f if c.strip()]
     for c in cases:
-        if c + "_b32" in cases:
+        if c + "_b32" in cases and not c.endswith("_fp16"):
             one(a.bundle, c, a.iters)
 
 

@@ -290,6 +290,25 @@ static int write_artifact(const cv_module *m, const cv_kprog *p, const cv_llvm_o
     return rc;
 }
 
+/* Channels per block of the blocked layout: the vector width (16) of the
+ * AVX-512 targets, where the blocked kernels measured faster (bench/models);
+ * 0 (off) for the others (AVX2: its 16 registers cannot hold the kernels'
+ * tiles, measured slower) and when it cannot be told. */
+static int nchwc_block(const char *target)
+{
+    char triple[64], features[4096];
+    const cv_target_desc *t = cv_target_find(target);
+    if (t)
+        return strcmp(t->rt_variant, "x86_64_avx512") == 0 ? 16 : 0;
+    cv_diag quiet;
+    cv_diag_init(&quiet);
+    int rc = cv_target_describe(target, triple, features, sizeof features, &quiet);
+    cv_diag_free(&quiet);
+    if (rc || strncmp(triple, "x86_64", 6) != 0)
+        return 0;
+    return strstr(features, "+avx512f") ? 16 : 0;
+}
+
 int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info *info,
                       cv_diag *d)
 {
@@ -315,8 +334,16 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info
         return cv_diag_error(d, 9002, (cv_span){.file = m->path}, "out of memory"), -1;
     double t0 = now_ms();
     cv_kprog *p;
-    if (cv_kprog_build(m->funcs[0], &p, d))
+    int blk = o.no_blocked_layout || (emit & CV_EMIT_C) ? 0 : nchwc_block(o.target);
+    /* The CUDA backend has no routines for 16-bit weights (casts instead). */
+    if (cv_kprog_build_half(m->funcs[0], blk, !cv_target_is_cuda(o.target), &p, d))
         return -1;
+    size_t qlen = strlen(info->quant_report);
+    if (p->n_half_ops && qlen + 1 < sizeof info->quant_report)
+        snprintf(info->quant_report + qlen, sizeof info->quant_report - qlen,
+                 "codegen: %d of them read their 16-bit weights directly (widened to f32 one "
+                 "GEMM block or dot-product chunk at a time; f32 math), the rest through a "
+                 "cast to f32 on each run\n", p->n_half_ops);
     p->debug = o.debug;
     p->weights_file = (emit & CV_EMIT_WEIGHTS) != 0;
     /* Debug info of a model without source lines points into its listing. */
@@ -339,6 +366,9 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info
         info->n_kernels = p->n_kernels;
         info->n_ops_in = ps.ops_before;
         info->n_fused = p->n_fused;
+        info->n_blocked_convs = p->n_blocked_convs;
+        info->n_reorders = p->n_reorders;
+        info->nchwc_block = blk;
         info->pass_folded = ps.folded;
         info->pass_bn_folded = ps.bn_folded;
         info->pass_cse_ops = ps.cse_ops;

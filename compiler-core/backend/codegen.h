@@ -17,6 +17,28 @@ cv_codegen_fn cv_cg_hook_for(const cv_op_def *def);
 int cv_kprog_build(const cv_func *f, cv_kprog **out, cv_diag *d);
 void cv_kprog_free(cv_kprog *p);
 
+/* The same with tensors of f in the blocked NCHWc layout where
+ * passes/layout.c plans them (blk channels per block; 0: none). */
+int cv_kprog_build_blocked(const cv_func *f, int blk, cv_kprog **out, cv_diag *d);
+/* The same, letting convolutions and fully connected layers read -p
+ * fp16/bf16 weights 16-bit (cvrt_conv2d_p8h, cvrt_sgemm_h) when
+ * half_weights (codegen_half.c). */
+int cv_kprog_build_half(const cv_func *f, int blk, bool half_weights, cv_kprog **out,
+                        cv_diag *d);
+
+/* Blocked-layout lowering (codegen_nchwc.c): the plan's block size and
+ * blocked ops (by op index), and by value id the value's blocked storage
+ * (-1: none yet). */
+typedef struct cv_nchwc {
+    int blk;
+    const uint8_t *op_blocked;
+    int *bstore;
+} cv_nchwc;
+/* Before a plain op: plain copies of the blocked operands of it and its chain. */
+void cv_nchwc_prepare_plain(cv_codegen_ctx *c, cv_nchwc *nc);
+/* Lowers an op that the plan runs blocked. */
+int cv_nchwc_lower(cv_codegen_ctx *c, cv_nchwc *nc);
+
 /* A tensor handle for storage `store` holding a value of type t. */
 cv_kten cv_cg_tensor(cv_codegen_ctx *c, int store, const cv_type *t);
 /* dst[i] = src[elem_offset + i] over all of dst (a kernel of its own). */

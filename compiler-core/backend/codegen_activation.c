@@ -68,12 +68,12 @@ int cv_cg_gelu(cv_codegen_ctx *c) { return cv_cg_elementwise(c, s_gelu); }
 /* The integer bounds of clip: ceil(min)..floor(max) inside the dtype. */
 static int64_t int_bound(double v, cv_dtype dt)
 {
-    double lo = dt == CV_I8 ? -128 : dt == CV_U8 ? 0 : dt == CV_I32 ? -2147483648.0 : -9.2233720368547758e18;
-    double hi = dt == CV_I8 ? 127 : dt == CV_U8 ? 255 : dt == CV_I32 ? 2147483647.0 : 9.2233720368547758e18;
-    if (v <= lo)
-        return dt == CV_I64 ? INT64_MIN : (int64_t)lo;
-    if (v >= hi)
-        return dt == CV_I64 ? INT64_MAX : (int64_t)hi;
+    int64_t lo = INT64_MIN, hi = INT64_MAX;
+    cv_dtype_int_range(dt, &lo, &hi);
+    if (v <= (double)lo)
+        return lo;
+    if (v >= (double)hi)
+        return hi;
     return (int64_t)v;
 }
 

@@ -3,6 +3,7 @@
  * follow the reference kernels: integer math wraps, integer division by zero
  * gives 0, min/max propagate NaN, comparisons with NaN are false. */
 #include "compiler-core/backend/codegen.h"
+#include "compiler-core/backend/codegen_half.h"
 
 static bool is_int(const cv_kexpr *e) { return e->ty == CV_KTY_I64; }
 
@@ -111,4 +112,12 @@ int cv_cg_equal(cv_codegen_ctx *c) { return cv_cg_elementwise(c, s_equal); }
 int cv_cg_less(cv_codegen_ctx *c) { return cv_cg_elementwise(c, s_less); }
 int cv_cg_greater(cv_codegen_ctx *c) { return cv_cg_elementwise(c, s_greater); }
 int cv_cg_where(cv_codegen_ctx *c) { return cv_cg_elementwise(c, s_where); }
-int cv_cg_cast(cv_codegen_ctx *c) { return cv_cg_elementwise(c, s_cast); }
+/* -p fp16/bf16 weights that their convolutions read 16-bit emit nothing
+ * (the result gets a storage, which no kernel touches). */
+int cv_cg_cast(cv_codegen_ctx *c)
+{
+    if (!cv_cg_cast_feeds_half_convs(c))
+        return cv_cg_elementwise(c, s_cast);
+    cv_cg_out(c, 0);
+    return 0;
+}

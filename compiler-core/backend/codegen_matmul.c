@@ -3,6 +3,7 @@
  * nothing); other dtypes use a plain triple loop (f32 or exact i64
  * accumulation). */
 #include "compiler-core/backend/codegen.h"
+#include "compiler-core/backend/codegen_half.h"
 
 typedef struct gemm_args {
     const cv_kexpr *M, *N, *K, *a, *ars, *acs, *b, *brs, *bcs, *y, *ldc;
@@ -13,7 +14,8 @@ typedef struct gemm_args {
     const cv_kexpr *y_off;      /* element offset of y (and of the residual) */
 } gemm_args;
 
-static void call_sgemm(cv_codegen_ctx *c, const gemm_args *g)
+/* fn: CV_KRT_SGEMM, or CV_KRT_SGEMM_H with the kind in g->brs. */
+static void call_sgemm(cv_codegen_ctx *c, const gemm_args *g, cv_krt fn)
 {
     const cv_kexpr *z = cv_k_i64(c, 0);
     const cv_kexpr *args[] = {
@@ -27,7 +29,7 @@ static void call_sgemm(cv_codegen_ctx *c, const gemm_args *g)
     args[19] = epi[1];
     args[20] = epi[2];
     args[21] = epi[3];
-    cv_k_call(c, CV_KRT_SGEMM, args, (int)(sizeof args / sizeof args[0]));
+    cv_k_call(c, fn, args, (int)(sizeof args / sizeof args[0]));
 }
 
 /* Offset (in matrices) of batch item bi of operand t, whose first `tb`
@@ -120,14 +122,14 @@ int cv_cg_matmul(cv_codegen_ctx *c)
         g.a = cv_k_addr(c, &A, zero);
         g.b = cv_k_addr(c, &B, zero);
         g.y = cv_k_addr(c, dst, zero);
-        call_sgemm(c, &g);
+        call_sgemm(c, &g, CV_KRT_SGEMM);
     } else {
         const cv_kexpr *bi = cv_k_for(c, zero, nbatch, 0);
         g.a = cv_k_addr(c, &A, cv_k_mul(c, batch_offset(c, &A, ab, &Y, yb, bi), cv_k_mul(c, g.M, g.K)));
         g.b = cv_k_addr(c, &B, cv_k_mul(c, batch_offset(c, &B, bb, &Y, yb, bi), cv_k_mul(c, g.K, g.N)));
         g.y_off = cv_k_mul(c, bi, cv_k_mul(c, g.M, g.N));
         g.y = cv_k_addr(c, dst, g.y_off);
-        call_sgemm(c, &g);
+        call_sgemm(c, &g, CV_KRT_SGEMM);
         cv_k_close(c);
     }
     cv_k_end(c);
@@ -176,12 +178,19 @@ int cv_cg_gemm(cv_codegen_ctx *c)
         g.epi = &e;
         dst = &e.out;
     }
+    /* -p fp16/bf16 weights: read 16-bit (trans_b, so brs is 1 and its
+     * slot carries the kind). */
+    cv_kten Bh;
+    int64_t hkind = 0;
+    const cv_kten *bh = cv_cg_half_matrix(c, &Bh, &hkind);
+    if (bh)
+        g.brs = cv_k_i64(c, hkind);
     cv_k_begin(c, "gemm", NULL, NULL);
     g.a = cv_k_addr(c, &A, zero);
-    g.b = cv_k_addr(c, &B, zero);
+    g.b = cv_k_addr(c, bh ? bh : &B, zero);
     g.y = cv_k_addr(c, dst, zero);
     g.bias = has_c ? cv_k_addr(c, &C, zero) : NULL;
-    call_sgemm(c, &g);
+    call_sgemm(c, &g, bh ? CV_KRT_SGEMM_H : CV_KRT_SGEMM);
     cv_k_end(c);
     return 0;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "compiler-core/backend/codegen.h"
+#include "compiler-core/backend/codegen_half.h"
 #include "compiler-core/runtime/cvrt.h"
 
 enum { P8 = CVRT_P8 };  /* rows per panel of the runtime's packed weights */
@@ -67,11 +68,7 @@ static const cv_kten *packed_weights(cv_codegen_ctx *c, const cv_kten *w, const 
     float *buf = calloc((size_t)(n ? n : 1), sizeof *buf);
     if (!buf)
         return NULL;
-    const float *src = s->data;
-    for (int64_t gi = 0; gi < g->groups; gi++)
-        for (int64_t i = 0; i < ocg; i++)
-            for (int64_t q = 0; q < k; q++)
-                buf[((gi * rows + i / P8 * P8) * k + q * P8) + i % P8] = src[(gi * ocg + i) * k + q];
+    cv_cg_pack_p8(buf, s->data, sizeof *buf, g->groups, ocg, k);
     *out = cv_cg_const(c, CV_F32, &shape, buf);
     free(buf);
     return out;
@@ -99,12 +96,15 @@ static const cv_kten *conv_scratch(cv_codegen_ctx *c, const conv_geo *g, cv_kten
 }
 
 /* for n, g: cvrt_conv2d(one image, one group), or cvrt_conv2d_p8 with the
- * weights packed at compile time. */
+ * weights packed at compile time (cvrt_conv2d_p8h when they are 16-bit). */
 static void conv_gemm(cv_codegen_ctx *c, const cv_kten *x, const cv_kten *w, const cv_kten *b,
                       const cv_kten *y, const conv_geo *g, const cv_cg_rt_epi *e)
 {
     cv_kten wpk, scr;
+    int64_t hkind = 0;
     const cv_kten *wp = packed_weights(c, w, g, &wpk);
+    if (!wp)
+        wp = cv_cg_half_packed(c, &wpk, &hkind);
     const cv_kten *scratch = wp ? conv_scratch(c, g, &scr) : NULL;
     const cv_kexpr *zero = i64(c, 0);
     cv_k_begin(c, "conv2d", NULL, NULL);
@@ -131,7 +131,15 @@ static void conv_gemm(cv_codegen_ctx *c, const cv_kten *x, const cv_kten *w, con
     };
     cv_cg_rt_epilogue_args(c, e, yo, &args[18]);
     int nargs = (int)(sizeof args / sizeof args[0]);
-    cv_k_call(c, wp ? CV_KRT_CONV2D_P8 : CV_KRT_CONV2D, args, wp ? nargs : nargs - 1);
+    if (hkind) {
+        /* The 16-bit form's kind goes after the weights. */
+        const cv_kexpr *hargs[sizeof args / sizeof args[0] + 1] = {args[0], args[1], i64(c, hkind)};
+        for (int i = 2; i < nargs; i++)
+            hargs[i + 1] = args[i];
+        cv_k_call(c, CV_KRT_CONV2D_P8H, hargs, nargs + 1);
+    } else {
+        cv_k_call(c, wp ? CV_KRT_CONV2D_P8 : CV_KRT_CONV2D, args, wp ? nargs : nargs - 1);
+    }
     cv_k_close(c);
     cv_k_close(c);
     cv_k_end(c);

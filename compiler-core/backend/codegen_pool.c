@@ -66,8 +66,8 @@ int cv_cg_max_pool2d(cv_codegen_ctx *c)
     cv_kty t = cv_kty_of(x.dtype);
     const cv_kexpr *lowest;
     if (t == CV_KTY_I64) {
-        int64_t lo = x.dtype == CV_I8 ? INT8_MIN : x.dtype == CV_U8 ? 0
-                   : x.dtype == CV_I32 ? INT32_MIN : INT64_MIN;
+        int64_t lo = INT64_MIN, hi;
+        cv_dtype_int_range(x.dtype, &lo, &hi);
         lowest = cv_k_i64(c, lo);
     } else {
         lowest = cv_k_const(c, t, -INFINITY);

@@ -39,8 +39,8 @@ static const cv_kexpr *identity(cv_codegen_ctx *c, int kind, cv_kty t, cv_dtype 
     bool mx = kind == CV_CG_RMAX;
     if (t != CV_KTY_I64)
         return cv_k_const(c, t, mx ? -INFINITY : INFINITY);
-    int64_t lo = dt == CV_I8 ? INT8_MIN : dt == CV_U8 ? 0 : dt == CV_I32 ? INT32_MIN : INT64_MIN;
-    int64_t hi = dt == CV_I8 ? INT8_MAX : dt == CV_U8 ? UINT8_MAX : dt == CV_I32 ? INT32_MAX : INT64_MAX;
+    int64_t lo = INT64_MIN, hi = INT64_MAX;
+    cv_dtype_int_range(dt, &lo, &hi);
     return cv_k_i64(c, mx ? lo : hi);
 }
 
@@ -115,7 +115,9 @@ static void reduce_general(cv_codegen_ctx *c, const cv_kten *x, const cv_kten *o
             base = cv_k_add(c, base, cv_k_mul(c, cv_k_rem(c, q, g->ext[i]), stride[i]));
             q = cv_k_div(c, q, g->ext[i]);
         }
-    cv_kty t = cv_kty_of(x->dtype) == CV_KTY_I64 ? CV_KTY_I64 : CV_KTY_F32;
+    cv_kty t = cv_kty_of(x->dtype);
+    if (t != CV_KTY_I64 && t != CV_KTY_F64)
+        t = CV_KTY_F32;
     const cv_kexpr *acc = cv_k_local(c, identity(c, kind, t, x->dtype)), *idx = base;
     int loops = 0;
     for (int i = 0; i < g->n; i++)

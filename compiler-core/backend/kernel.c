@@ -30,6 +30,14 @@ static const uint8_t conv2d_p8_args[] = {
     CV_KTY_PTR, CV_KTY_I64, CV_KTY_F32, CV_KTY_F32,         /* res act lo hi */
     CV_KTY_PTR,                                             /* scratch */
 };
+static const uint8_t conv2d_p8h_args[] = {
+    CV_KTY_PTR, CV_KTY_PTR, CV_KTY_I64, CV_KTY_PTR, CV_KTY_PTR, /* x w(P8, 16-bit) kind bias y */
+    CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, /* C H W OC KH KW */
+    CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, /* sh sw pt pl dh dw */
+    CV_KTY_I64, CV_KTY_I64,                                 /* OH OW */
+    CV_KTY_PTR, CV_KTY_I64, CV_KTY_F32, CV_KTY_F32,         /* res act lo hi */
+    CV_KTY_PTR,                                             /* scratch */
+};
 static const uint8_t dwconv2d_args[] = {
     CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR,         /* x w bias y */
     CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, /* C H W KH KW */
@@ -45,14 +53,55 @@ static const uint8_t qconv2d_args[] = {
     CV_KTY_I64, CV_KTY_I64,                                 /* OH OW */
     CV_KTY_PTR, CV_KTY_I64, CV_KTY_F32, CV_KTY_F32,         /* res act lo hi */
     CV_KTY_F32, CV_KTY_I64, CV_KTY_PTR,                     /* xs zp scratch */
+    CV_KTY_I64, CV_KTY_F32, CV_KTY_I64, CV_KTY_F32, CV_KTY_I64, /* flags ys yzp rs rzp */
+};
+static const uint8_t qdwconv2d_args[] = {
+    CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR, /* x w scale bias y */
+    CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, /* C H W KH KW */
+    CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, /* sh sw pt pl dh dw */
+    CV_KTY_I64, CV_KTY_I64,                                 /* OH OW */
+    CV_KTY_PTR, CV_KTY_I64, CV_KTY_F32, CV_KTY_F32,         /* res act lo hi */
+    CV_KTY_F32, CV_KTY_I64,                                 /* xs zp */
+    CV_KTY_I64, CV_KTY_F32, CV_KTY_I64, CV_KTY_F32, CV_KTY_I64, /* flags ys yzp rs rzp */
+};
+
+static const uint8_t nchwc_conv2d_args[] = {
+    CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR,         /* x wb bias y */
+    CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, /* blk ICB CI H W OCB */
+    CV_KTY_I64, CV_KTY_I64,                                 /* KH KW */
+    CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, /* sh sw pt pl dh dw */
+    CV_KTY_I64, CV_KTY_I64,                                 /* OH OW */
+    CV_KTY_PTR, CV_KTY_I64, CV_KTY_F32, CV_KTY_F32,         /* res act lo hi */
+};
+static const uint8_t nchwc_dwconv2d_args[] = {
+    CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR,         /* x wb bias y */
+    CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, /* blk CB H W KH KW */
+    CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, /* sh sw pt pl dh dw */
+    CV_KTY_I64, CV_KTY_I64,                                 /* OH OW */
+    CV_KTY_PTR, CV_KTY_I64, CV_KTY_F32, CV_KTY_F32,         /* res act lo hi */
+};
+static const uint8_t nchwc_pool2d_args[] = {
+    CV_KTY_PTR, CV_KTY_PTR,                                 /* x y */
+    CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, /* blk CB H W KH KW */
+    CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64,         /* sh sw pt pl */
+    CV_KTY_I64, CV_KTY_I64, CV_KTY_I64,                     /* OH OW kind */
 };
 
 static const cv_krt_info rt_info[CV_KRT__COUNT] = {
     [CV_KRT_SGEMM] = {"cvrt_sgemm", (int)sizeof sgemm_args, sgemm_args},
     [CV_KRT_CONV2D] = {"cvrt_conv2d", (int)sizeof conv2d_args, conv2d_args},
     [CV_KRT_CONV2D_P8] = {"cvrt_conv2d_p8", (int)sizeof conv2d_p8_args, conv2d_p8_args},
+    [CV_KRT_CONV2D_P8H] = {"cvrt_conv2d_p8h", (int)sizeof conv2d_p8h_args, conv2d_p8h_args},
+    [CV_KRT_SGEMM_H] = {"cvrt_sgemm_h", (int)sizeof sgemm_args, sgemm_args},
     [CV_KRT_DWCONV2D] = {"cvrt_dwconv2d", (int)sizeof dwconv2d_args, dwconv2d_args},
     [CV_KRT_QCONV2D] = {"cvrt_qconv2d", (int)sizeof qconv2d_args, qconv2d_args},
+    [CV_KRT_NCHWC_CONV2D] = {"cvrt_nchwc_conv2d", (int)sizeof nchwc_conv2d_args,
+                             nchwc_conv2d_args},
+    [CV_KRT_NCHWC_DWCONV2D] = {"cvrt_nchwc_dwconv2d", (int)sizeof nchwc_dwconv2d_args,
+                               nchwc_dwconv2d_args},
+    [CV_KRT_NCHWC_POOL2D] = {"cvrt_nchwc_pool2d", (int)sizeof nchwc_pool2d_args,
+                             nchwc_pool2d_args},
+    [CV_KRT_QDWCONV2D] = {"cvrt_qdwconv2d", (int)sizeof qdwconv2d_args, qdwconv2d_args},
 };
 
 const cv_krt_info *cv_krt_get(cv_krt fn)

@@ -95,6 +95,12 @@ typedef enum cv_krt {
     CV_KRT_CONV2D_P8,           /* cvrt_conv2d with weights packed at compile time */
     CV_KRT_DWCONV2D,            /* depthwise convolution, one filter per channel */
     CV_KRT_QCONV2D,             /* int8 convolution (cvrt_qconv2d) */
+    CV_KRT_NCHWC_CONV2D,        /* blocked-layout convolution (cvrt_nchwc_conv2d) */
+    CV_KRT_NCHWC_DWCONV2D,      /* blocked-layout depthwise convolution */
+    CV_KRT_NCHWC_POOL2D,        /* blocked-layout pooling */
+    CV_KRT_QDWCONV2D,           /* int8 depthwise convolution (cvrt_qdwconv2d) */
+    CV_KRT_CONV2D_P8H,          /* cvrt_conv2d_p8 with f16/bf16 packed weights */
+    CV_KRT_SGEMM_H,             /* cvrt_sgemm with f16/bf16 B (its brs slot: the kind) */
     CV_KRT__COUNT
 } cv_krt;
 
@@ -177,10 +183,15 @@ typedef struct cv_kprog {
     cv_kstmt **run_tail;
     int n_launches;
     int n_fused;                /* ops whose work ran inside their producer's kernel */
+    int n_blocked_convs;        /* convolutions run in the blocked layout (codegen_nchwc*.c) */
+    int n_reorders;             /* layout conversions between plain and blocked tensors */
     cv_kclass *classes;
     int n_classes;
     bool debug;                 /* backends attach debug info (cuvil compile -g) */
     bool weights_file;          /* constants live in <name>.weights.bin (weights_file.c) */
+    bool half_weights;          /* -p fp16/bf16 weights may be read 16-bit by the runtime
+                                   (codegen_half.c); false for backends without its routines */
+    int n_half_ops;             /* ops that read them so (no widened copy) */
     bool oom;                   /* an allocation failed while building */
     const char *bug;            /* the first misuse of this API (an internal error) */
 } cv_kprog;

@@ -124,7 +124,7 @@ static void set_chain(cv_codegen_ctx *c, const cv_func *f, const int *next, cons
 }
 
 static int lower_op(cv_kprog *p, const cv_op *op, int index, const int *next, const int *link,
-                    bool *done, cv_diag *d)
+                    bool *done, cv_nchwc *nc, cv_diag *d)
 {
     if (op->n_operands == 0 && op->def && op->def->eval)
         return fold_op(p, op, d);
@@ -139,7 +139,10 @@ static int lower_op(cv_kprog *p, const cv_op *op, int index, const int *next, co
     cv_codegen_ctx c = {.prog = p, .op = op, .diag = d, .op_index = index};
     set_chain(&c, op->func, next, link, index);
     int errors = d->n_errors;
-    int rc = hook(&c);
+    bool blocked = nc && nc->op_blocked[index];
+    if (nc && !blocked)
+        cv_nchwc_prepare_plain(&c, nc);
+    int rc = blocked ? cv_nchwc_lower(&c, nc) : hook(&c);
     /* The chain ran inside this op's kernel: its ops are done. */
     /* (Only the ops set_chain handed over: a longer chain's tail stays.) */
     int k = 0;
@@ -185,7 +188,7 @@ static void copy_outputs(cv_kprog *p, const cv_func *f, cv_diag *d)
     }
 }
 
-static int build_body(cv_kprog *p, const cv_func *f, cv_diag *d)
+static int build_body(cv_kprog *p, const cv_func *f, int blk, cv_diag *d)
 {
     p->value_store = cv_kp_alloc(p, sizeof *p->value_store * (size_t)(f->n_values + 1));
     if (!p->value_store)
@@ -199,16 +202,40 @@ static int build_body(cv_kprog *p, const cv_func *f, cv_diag *d)
     bool *done = cv_kp_alloc(p, sizeof *done * (size_t)(f->n_ops + 1));
     if (!next || !link || !done || cv_fusion_plan(f, next, link))
         return -1;
+    /* The blocked layout (passes/layout.c, codegen_nchwc.c), when planned. */
+    cv_layout_plan lp;
+    if (cv_layout_plan_make(f, blk, next, &lp))
+        return -1;
+    cv_nchwc nc = {blk, lp.op_blocked,
+                   cv_kp_alloc(p, sizeof *nc.bstore * (size_t)(f->n_values + 1))};
+    if (!nc.bstore) {
+        cv_layout_plan_free(&lp);
+        return -1;
+    }
+    for (int i = 0; i < f->n_values; i++)
+        nc.bstore[i] = -1;
     int rc = 0;
     for (int i = 0; i < f->n_ops; i++)
-        if (!done[i] && lower_op(p, f->ops[i], i, next, link, done, d))
+        if (!done[i] && lower_op(p, f->ops[i], i, next, link, done, blk > 1 ? &nc : NULL, d))
             rc = -1;
+    cv_layout_plan_free(&lp);
     if (rc == 0)
         copy_outputs(p, f, d);
     return rc;
 }
 
 int cv_kprog_build(const cv_func *f, cv_kprog **out, cv_diag *d)
+{
+    return cv_kprog_build_blocked(f, 0, out, d);
+}
+
+int cv_kprog_build_blocked(const cv_func *f, int blk, cv_kprog **out, cv_diag *d)
+{
+    return cv_kprog_build_half(f, blk, false, out, d);
+}
+
+int cv_kprog_build_half(const cv_func *f, int blk, bool half_weights, cv_kprog **out,
+                        cv_diag *d)
 {
     *out = NULL;
     cv_kprog *p = calloc(1, sizeof *p);
@@ -218,7 +245,8 @@ int cv_kprog_build(const cv_func *f, cv_kprog **out, cv_diag *d)
     p->f = f;
     p->run_tail = &p->run;
     p->name = c_identifier(p, f->name);
-    int rc = build_body(p, f, d);
+    p->half_weights = half_weights;
+    int rc = build_body(p, f, blk, d);
     if (p->oom)
         cv_diag_error(d, 9002, func_span(f), "out of memory while generating code");
     else if (p->bug)

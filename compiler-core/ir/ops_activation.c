@@ -17,12 +17,13 @@ static int infer_unary(cv_infer_ctx *c, unsigned mask)
     return 0;
 }
 
-static int infer_float(cv_infer_ctx *c) { return infer_unary(c, CV_DT_FLOATS); }
+static int infer_float(cv_infer_ctx *c) { return infer_unary(c, CV_DT_REALS); }
 static int infer_numeric(cv_infer_ctx *c) { return infer_unary(c, CV_DT_NUMERIC); }
 
 static int infer_signed(cv_infer_ctx *c)
 {
-    return infer_unary(c, CV_DT_FLOATS | CV_DT_BIT(CV_I8) | CV_DT_BIT(CV_I32) | CV_DT_BIT(CV_I64));
+    return infer_unary(c, CV_DT_REALS | CV_DT_BIT(CV_I8) | CV_DT_BIT(CV_I16) | CV_DT_BIT(CV_I32) |
+                              CV_DT_BIT(CV_I64));
 }
 
 /* gelu's `approximate` is "none" (erf form) or "tanh". */
@@ -143,15 +144,6 @@ static int eval_gelu(cv_eval_ctx *c)
     return eval_unary(c, f_gelu, NULL, p);
 }
 
-static void int_range(cv_dtype dt, int64_t *lo, int64_t *hi)
-{
-    switch (dt) {
-    case CV_I8: *lo = INT8_MIN, *hi = INT8_MAX; break;
-    case CV_U8: *lo = 0, *hi = UINT8_MAX; break;
-    case CV_I32: *lo = INT32_MIN, *hi = INT32_MAX; break;
-    default: *lo = INT64_MIN, *hi = INT64_MAX; break;
-    }
-}
 
 /* v rounded (already integral or infinite) into [lo, hi]. */
 static int64_t bound(double v, int64_t lo, int64_t hi)
@@ -171,7 +163,7 @@ static int eval_clip(cv_eval_ctx *c)
     if (cv_dtype_is_float(x->dtype))
         return eval_unary(c, f_clip, NULL, p);
     int64_t dlo, dhi;
-    int_range(x->dtype, &dlo, &dhi);
+    cv_dtype_int_range(x->dtype, &dlo, &dhi);
     int64_t lo = bound(ceil(p[0]), dlo, dhi), hi = bound(floor(p[1]), dlo, dhi);
     for (int64_t i = 0; i < x->numel; i++) {
         int64_t v = cv_tensor_get_i64(x, i);

@@ -9,7 +9,7 @@
 
 static int infer_float(cv_infer_ctx *c)
 {
-    if (cv_infer_dtype_in(c, 0, CV_DT_FLOATS))
+    if (cv_infer_dtype_in(c, 0, CV_DT_REALS))
         return -1;
     c->out[0] = c->in[0];
     return 0;

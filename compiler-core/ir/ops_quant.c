@@ -127,27 +127,69 @@ static int eval_dequantize(cv_eval_ctx *c)
 
 /* ---- qconv2d: the int8 convolution the int8 pass makes (passes/quantize.c) ---- */
 
-/* qconv2d(x: f32 [N,C,H,W], w: i8 [M,C/groups,kh,kw], w_scale: f32 [M], b?: f32 [M])
- *   {x_scale: float, x_zp: int in [0, 255], stride, pad, dilation, groups as conv2d}
- * -> f32 [N,M,OH,OW]:  y = (x_scale * w_scale[m]) * sum (xq - x_zp) * w + b[m]
- * with xq = saturate_u8(round_half_even(x / x_scale) + x_zp), padding xq = x_zp. */
+/* qconv2d(x: f32|u8 [N,C,H,W], w: i8 [M,C/groups,kh,kw], w_scale: f32 [M], b?: f32 [M],
+ *         res?: f32|u8 [N,M,OH,OW])
+ *   {x_scale: float, x_zp: int in [0, 255], stride, pad, dilation, groups as conv2d,
+ *    act: 0 none | 1 relu | 2 clip to [act_lo, act_hi], y_scale, y_zp, res_scale, res_zp}
+ * -> f32, or u8 when y_scale > 0:
+ *   v = (x_scale * w_scale[m]) * sum (xq - x_zp) * w + b[m] + r, through act, where
+ *   xq = saturate_u8(round_half_even(x / x_scale) + x_zp) for f32 x (padding xq = x_zp),
+ *   xq = x for u8 x (quantised by its producer with x_scale and x_zp);
+ *   r = res for f32 res, (res - res_zp) * res_scale for u8 res;
+ *   y = v, or saturate_u8(round_half_even(v * (1 / y_scale)) + y_zp) (the
+ *   reciprocal rounded to f32 first: a multiply in the kernels): the output
+ *   requantised in the kernel for the int8 layers that read it. */
 static int infer_qconv2d(cv_infer_ctx *c)
 {
-    if (cv_infer_dtype_in(c, 0, CV_DT_BIT(CV_F32)) || cv_infer_dtype_in(c, 1, CV_DT_BIT(CV_I8)) ||
-        cv_infer_dtype_in(c, 2, CV_DT_BIT(CV_F32)))
+    if (cv_infer_dtype_in(c, 0, CV_DT_BIT(CV_F32) | CV_DT_BIT(CV_U8)) ||
+        cv_infer_dtype_in(c, 1, CV_DT_BIT(CV_I8)) || cv_infer_dtype_in(c, 2, CV_DT_BIT(CV_F32)) ||
+        (c->n_in > 3 && cv_infer_dtype_in(c, 3, CV_DT_BIT(CV_F32))) ||
+        (c->n_in > 4 && cv_infer_dtype_in(c, 4, CV_DT_BIT(CV_F32) | CV_DT_BIT(CV_U8))))
         return -1;
-    int64_t zp = cv_op_int(c->op, "x_zp", 0);
-    if (zp < 0 || zp > 255 || !(cv_op_float(c->op, "x_scale", 0) > 0))
-        return cv_infer_error(c, 3007, "qconv2d: x_scale must be positive and x_zp in [0, 255]");
+    int64_t zp = cv_op_int(c->op, "x_zp", 0), yzp = cv_op_int(c->op, "y_zp", 0);
+    int64_t rzp = cv_op_int(c->op, "res_zp", 0), act = cv_op_int(c->op, "act", 0);
+    if (zp < 0 || zp > 255 || !(cv_op_float(c->op, "x_scale", 0) > 0) || yzp < 0 || yzp > 255 ||
+        rzp < 0 || rzp > 255 || act < 0 || act > 2 || cv_op_float(c->op, "y_scale", 0) < 0 ||
+        (c->n_in > 4 && c->in[4].dtype == CV_U8 && !(cv_op_float(c->op, "res_scale", 0) > 0)))
+        return cv_infer_error(c, 3007, "qconv2d: scales must be positive, zero points in "
+                              "[0, 255] and act 0, 1 or 2");
     const cv_shape *w = &c->in[1].shape, *s = &c->in[2].shape;
     if (w->rank != 4 || s->rank != 1 || !cv_dim_equal(s->d[0], w->d[0]))
         return operand_error(c, 3002, 2, "one scale per output channel");
     /* The geometry is conv2d's: run its shape function on f32 stand-ins. */
-    cv_type in[3] = {c->in[0], {CV_F32, *w}, c->n_in > 3 ? c->in[3] : c->in[0]};
+    cv_type in[3] = {{CV_F32, c->in[0].shape}, {CV_F32, *w}, c->n_in > 3 ? c->in[3] : c->in[0]};
     cv_infer_ctx sub = *c;
     sub.in = in;
     sub.n_in = c->n_in > 3 ? 3 : 2;
-    return cv_op_def_lookup("conv2d")->infer(&sub);
+    if (cv_op_def_lookup("conv2d")->infer(&sub))
+        return -1;
+    if (c->n_in > 4 && !cv_shape_equal(&c->in[4].shape, &c->out[0].shape))
+        return operand_error(c, 3002, 4, "of the result's shape");
+    c->out[0].dtype = cv_op_float(c->op, "y_scale", 0) > 0 ? CV_U8 : CV_F32;
+    return 0;
+}
+
+/* v through qconv2d's residual, activation and output quantisation. */
+static double qconv_epilogue(const cv_eval_ctx *c, int64_t i, float v)
+{
+    const cv_tensor *r = c->n_in > 4 ? c->in[4] : NULL;
+    if (r && r->dtype == CV_U8)
+        v += (float)(((const uint8_t *)r->data)[i] - cv_op_int(c->op, "res_zp", 0)) *
+             (float)cv_op_float(c->op, "res_scale", 1);
+    else if (r)
+        v += ((const float *)r->data)[i];
+    int64_t act = cv_op_int(c->op, "act", 0);
+    float lo = (float)cv_op_float(c->op, "act_lo", 0), hi = (float)cv_op_float(c->op, "act_hi", 0);
+    if (act == 1)
+        v = v < 0 ? 0.0f : v;
+    else if (act == 2)
+        v = v < lo ? lo : v > hi ? hi : v;
+    float ys = (float)cv_op_float(c->op, "y_scale", 0);
+    if (!(ys > 0))
+        return v;
+    float zp = (float)cv_op_int(c->op, "y_zp", 0), q = v * (1.0f / ys);
+    q = isnan(q) ? -zp : fminf(fmaxf(q, -zp), 255 - zp);
+    return (double)(nearbyintf(q) + zp);
 }
 
 static int eval_qconv2d(cv_eval_ctx *c)
@@ -156,12 +198,17 @@ static int eval_qconv2d(cv_eval_ctx *c)
     cv_tensor xq = *x, acc = c->out[0];
     float xs = (float)cv_op_float(c->op, "x_scale", 1);
     int64_t zp = cv_op_int(c->op, "x_zp", 0);
+    xq.dtype = CV_F32;
     xq.data = cv_arena_alloc_array(c->scratch, (size_t)(x->numel ? x->numel : 1), sizeof(float));
     acc.dtype = CV_I32;
     acc.data = cv_arena_alloc_array(c->scratch, (size_t)(acc.numel ? acc.numel : 1), 4);
     if (!xq.data || !acc.data)
         return cv_diag_error(c->diag, 9002, cv_op_span(c->op), "qconv2d: out of memory"), -1;
     for (int64_t i = 0; i < x->numel; i++) {
+        if (x->dtype == CV_U8) {
+            ((float *)xq.data)[i] = (float)(((const uint8_t *)x->data)[i] - zp);
+            continue;
+        }
         float r = nearbyintf(((const float *)x->data)[i] / xs) + (float)zp;
         ((float *)xq.data)[i] = (isnan(r) ? (float)zp : fminf(fmaxf(r, 0), 255)) - (float)zp;
     }
@@ -172,12 +219,12 @@ static int eval_qconv2d(cv_eval_ctx *c)
     if (cv_op_def_lookup("conv2d")->eval(&sub))
         return -1;
     const int32_t *a = acc.data;
-    float *y = c->out[0].data;
     int64_t m = c->out[0].dims[1], plane = c->out[0].dims[2] * c->out[0].dims[3];
     for (int64_t i = 0; i < c->out[0].numel; i++) {
         int64_t oc = i / plane % m;
         float s = xs * ((const float *)ws->data)[oc];
-        y[i] = (float)a[i] * s + (b ? ((const float *)b->data)[oc] : 0.0f);
+        cv_tensor_set(&c->out[0], i, qconv_epilogue(c, i, (float)a[i] * s +
+                                                    (b ? ((const float *)b->data)[oc] : 0.0f)));
     }
     return 0;
 }
@@ -189,6 +236,13 @@ static const cv_attr_schema qconv_attrs[] = {
     {"groups", CV_ATTR_INT, false},
     {"x_scale", CV_ATTR_FLOAT, true},
     {"x_zp", CV_ATTR_INT, false},
+    {"act", CV_ATTR_INT, false},
+    {"act_lo", CV_ATTR_FLOAT, false},
+    {"act_hi", CV_ATTR_FLOAT, false},
+    {"y_scale", CV_ATTR_FLOAT, false},
+    {"y_zp", CV_ATTR_INT, false},
+    {"res_scale", CV_ATTR_FLOAT, false},
+    {"res_zp", CV_ATTR_INT, false},
     {NULL, CV_ATTR_NONE, false},
 };
 
@@ -206,7 +260,7 @@ static const cv_op_def defs[] = {
     /* dequantize_linear(x: i8|u8|i32, scale: float, zero_point?: x's dtype) {axis: int = 1} -> f32 */
     {"dequantize_linear", 2, 3, 1, 1, quant_attrs, infer_dequantize, eval_dequantize,
      cv_cg_dequantize_linear, 0},
-    {"qconv2d", 3, 4, 1, 1, qconv_attrs, infer_qconv2d, eval_qconv2d, cv_cg_qconv2d, 0},
+    {"qconv2d", 3, 5, 1, 1, qconv_attrs, infer_qconv2d, eval_qconv2d, cv_cg_qconv2d, 0},
 };
 
 const cv_op_family cv_ops_quant = {defs, (int)(sizeof defs / sizeof defs[0])};

@@ -329,14 +329,13 @@ bool cv_p_attrs(cv_parser *P, const cv_op_def *def)
 
 /* ---- dense(...) ---------------------------------------------------------- */
 
+/* u64 takes any i64 literal: the printer writes its two's-complement bits. */
 static bool int_fits(cv_dtype dt, int64_t v)
 {
-    switch (dt) {
-    case CV_I8: return v >= INT8_MIN && v <= INT8_MAX;
-    case CV_U8: return v >= 0 && v <= UINT8_MAX;
-    case CV_I32: return v >= INT32_MIN && v <= INT32_MAX;
-    default: return true;
-    }
+    int64_t lo, hi;
+    if (dt == CV_U64 || !cv_dtype_int_range(dt, &lo, &hi))
+        return true;
+    return v >= lo && v <= hi;
 }
 
 /* Stores the current token as one element of type dt at slot. */

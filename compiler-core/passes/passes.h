@@ -81,4 +81,16 @@ void cv_memplan_stats(const cv_kprog *p, const int64_t *syms, int64_t *arena, in
 enum { CV_FUSION_MAX = 8 };
 int cv_fusion_plan(const cv_func *f, int *next, int *link);
 
+/* Layout planning (layout.c): which ops run in the blocked NCHWc layout
+ * ([N][C/blk][H][W][blk]) where the measured rules say it is faster and the
+ * reorders at the region's edges pay.  next is the fusion plan. */
+typedef struct cv_layout_plan {
+    int blk;                    /* channels per block; 0: everything plain */
+    uint8_t *op_blocked;        /* by op index (owned): runs a blocked kernel */
+    uint8_t *val_blocked;       /* by value id (owned): produced blocked */
+    int n_convs;                /* convolutions planned blocked */
+} cv_layout_plan;
+int cv_layout_plan_make(const cv_func *f, int blk, const int *next, cv_layout_plan *lp);
+void cv_layout_plan_free(cv_layout_plan *lp);
+
 #endif

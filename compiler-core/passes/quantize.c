@@ -1,12 +1,14 @@
-/* -p int8: static quantization.  Every ungrouped conv2d with constant f32
- * weights becomes a qconv2d: symmetric per-output-channel int8 weights
- * (scale max|w|/127), an asymmetric u8 activation (one scale and zero point
- * per tensor, from calibration), int32 accumulation, dequantisation and the
- * fused bias/residual/activation in the kernel's epilogue.  Depthwise and
- * grouped convolutions, gemm/matmul and every other op stay f32 (the report
- * lists them).  The quality gate runs the fp32 and the int8 function on a
- * held-out calibration input (the last file) and reports the SQNR of each
- * output and each quantized layer's output. */
+/* -p int8: static quantization.  Every ungrouped or depthwise conv2d with
+ * constant f32 weights becomes a qconv2d: symmetric per-output-channel int8
+ * weights (scale max|w|/127), an asymmetric u8 activation (one scale and
+ * zero point per tensor, from calibration), exact integer sums,
+ * dequantisation and the fused bias/residual/activation in the kernel's
+ * epilogue, and the output requantised to u8 in the kernel when only int8
+ * layers read it (quantize_requant.c).  Other grouped convolutions,
+ * gemm/matmul and every other op stay f32 (the report lists them).  The
+ * quality gate runs the fp32 and the int8 function on a held-out
+ * calibration input (the last file) and reports the SQNR of each output
+ * and each quantized layer's output (after its fused epilogue). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,20 +27,36 @@ typedef struct qplan {
     double macs;                /* multiply-adds of the ops per image */
 } qplan;
 
+/* A depthwise convolution: one filter per channel, multiplier 1. */
+static bool depthwise(const cv_op *op)
+{
+    const cv_shape *xs = &op->operands[0]->type.shape, *ws = &op->operands[1]->type.shape;
+    int64_t g = cv_op_int(op, "groups", 1);
+    return g > 1 && g == xs->d[1].n && g == ws->d[0].n && ws->d[1].n == 1;
+}
+
 static bool candidate(const cv_op *op)
 {
-    if (strcmp(op->def->name, "conv2d") != 0 || cv_op_int(op, "groups", 1) != 1)
+    if (strcmp(op->def->name, "conv2d") != 0)
         return false;
-    const cv_value *x = op->operands[0], *w = op->operands[1];
+    const cv_value *x = op->operands[0], *w = op->operands[1], *y = op->results[0];
     const cv_value *b = op->n_operands > 2 ? op->operands[2] : NULL;
-    const cv_shape *xs = &x->type.shape, *ws = &w->type.shape;
+    const cv_shape *xs = &x->type.shape, *ws = &w->type.shape, *ys = &y->type.shape;
     if (x->type.dtype != CV_F32 || w->kind != CV_VAL_PARAM || !w->param->data ||
-        w->type.dtype != CV_F32 || (b && (b->type.dtype != CV_F32)))
+        w->type.dtype != CV_F32 || (b && (b->type.dtype != CV_F32)) || ws->rank != 4)
         return false;
     for (int i = 1; i < 4; i++)
-        if (xs->d[i].sym || ws->d[i].sym)
+        if (xs->d[i].sym || ws->d[i].sym || ys->d[i].sym)
             return false;
-    return ws->d[2].n * ws->d[3].n * CVRT_QCONV_CP(ws->d[1].n) <= CVRT_QCONV_MAX_K;
+    if (cv_op_int(op, "groups", 1) == 1)
+        return ws->d[2].n * ws->d[3].n * CVRT_QCONV_CP(ws->d[1].n) <= CVRT_QCONV_MAX_K;
+    int64_t st[2] = {1, 1}, dl[2] = {1, 1}, pad[4] = {0, 0, 0, 0};
+    cv_op_ints(op, "stride", st, 2);
+    cv_op_ints(op, "dilation", dl, 2);
+    cv_op_ints(op, "pad", pad, 4);
+    return depthwise(op) && ws->d[2].n * ws->d[3].n <= 512 &&
+           CVRT_QDW_FLOATS(xs->d[2].n, xs->d[3].n, ws->d[2].n, ws->d[3].n, st[0], st[1], pad[0],
+                           pad[1], dl[0], dl[1], ys->d[2].n, ys->d[3].n) <= CVRT_QDW_MAX_FLOATS;
 }
 
 static void plan_free(qplan *p)
@@ -59,14 +77,22 @@ static int plan(cv_func *f, qplan *p, cv_diag *d)
         return cv_diag_error(d, 9002, f->span, "out of memory planning int8"), -1;
     for (int i = 0; i < f->n_returns; i++)
         p->obs[p->n_out++] = f->returns[i];
+    int *uses = cv_pass_count_uses(f);
+    if (!uses)
+        return cv_diag_error(d, 9002, f->span, "out of memory planning int8"), -1;
+    /* Each layer is observed as the value it will stand for once its
+     * residual add and activation are fused (quantize_requant.c). */
     for (int i = 0; i < f->n_ops; i++)
         if (candidate(f->ops[i])) {
             const cv_shape *y = &f->ops[i]->results[0]->type.shape;
             const cv_shape *w = &f->ops[i]->operands[1]->type.shape;
+            cv_qchain ch;
+            cv_qchain_find(f, uses, f->ops[i], &ch);
             p->macs += (double)cv_shape_numel(w) * (double)(y->d[2].n * y->d[3].n);
-            p->obs[p->n_out + p->n] = f->ops[i]->results[0];
+            p->obs[p->n_out + p->n] = ch.end;
             p->ops[p->n++] = f->ops[i];
         }
+    free(uses);
     for (int i = 0; i < p->n; i++)
         p->obs[p->n_out + p->n + i] = p->ops[i]->operands[0];
     return 0;
@@ -168,31 +194,57 @@ static void list_f32(const cv_func *f, char *rep, size_t size)
     say(rep, size, "%s\n", shown ? "" : " nothing");
 }
 
+/* v as f32 (a u8 value dequantised with its producer's y_scale, y_zp). */
+static const float *as_f32(const cv_value *v, const cv_tensor *t, float **tmp)
+{
+    *tmp = NULL;
+    if (t->dtype == CV_F32 || v->kind != CV_VAL_RESULT || !v->def)
+        return t->data;
+    *tmp = malloc((size_t)(t->numel ? t->numel : 1) * sizeof **tmp);
+    float s = (float)cv_op_float(v->def, "y_scale", 1);
+    int64_t zp = cv_op_int(v->def, "y_zp", 0);
+    for (int64_t i = 0; *tmp && i < t->numel; i++)
+        (*tmp)[i] = (float)(cv_tensor_get_i64(t, i) - zp) * s;
+    return *tmp;
+}
+
 /* SQNR of every observed value: the fp32 reference ref against the int8 run. */
 static int gate(cv_func *f, const qplan *p, const cv_tensor *held, cv_tensor *ref,
                 const cv_quant_opts *q, char *rep, size_t size, cv_diag *d)
 {
     int n = p->n_out + p->n, rc;
     cv_tensor *got = calloc((size_t)n, sizeof *got);
-    if (!got)
+    cv_value **now = calloc((size_t)n, sizeof *now);
+    if (!got || !now) {
+        free(got);
+        free(now);
         return cv_diag_error(d, 9002, f->span, "out of memory"), -1;
-    rc = cv_qcal_observe(f, held, p->obs, n, got, d);
+    }
+    for (int i = 0; i < n; i++)
+        now[i] = i < p->n_out ? f->returns[i] : p->ops[i - p->n_out]->results[0];
+    rc = cv_qcal_observe(f, held, now, n, got, d);
     double worst = INFINITY;
     for (int i = 0; rc == 0 && i < n; i++) {
-        double s = cv_qcal_sqnr(ref[i].data, got[i].data, ref[i].numel);
+        float *tmp;
+        const float *g = as_f32(now[i], &got[i], &tmp);
+        double s = g ? cv_qcal_sqnr(ref[i].data, g, ref[i].numel) : 0;
+        free(tmp);
         if (i < p->n_out) {
             say(rep, size, "  output %%%s: SQNR %.1f dB\n", p->obs[i]->name, s);
             worst = fmin(worst, s);
         } else {
             const cv_op *op = p->ops[i - p->n_out];
-            say(rep, size, "  layer %-32s int8  SQNR %5.1f dB  (x_scale %.4g, x_zp %lld)\n",
+            say(rep, size, "  layer %-32s int8  SQNR %5.1f dB  (x_scale %.4g, x_zp %lld)%s%s\n",
                 layer_name(op), s, cv_op_float(op, "x_scale", 0),
-                (long long)cv_op_int(op, "x_zp", 0));
+                (long long)cv_op_int(op, "x_zp", 0),
+                op->operands[0]->type.dtype == CV_U8 ? " u8 in" : "",
+                op->results[0]->type.dtype == CV_U8 ? " u8 out" : "");
         }
     }
     for (int i = 0; rc == 0 && i < n; i++)
         cv_tensor_free(&got[i]);
     free(got);
+    free(now);
     if (rc == 0 && q->min_sqnr > 0 && worst < q->min_sqnr)
         rc = (cv_diag_error(d, 5110, f->span, "int8 output SQNR %.1f dB is below --min-sqnr "
                             "%.1f dB (see the per-layer report)", worst, q->min_sqnr), -1);
@@ -226,6 +278,14 @@ static int quantize(cv_func *f, qplan *p, const cv_qsamples *s, const cv_quant_o
     cv_qobs_close(&o);
     for (int i = 0; rc == 0 && i < p->n; i++)
         rc = rewrite(f, p->ops[i], p->range[i], d);
+    cv_qrequant_stats rq = {0};
+    if (rc == 0)
+        rc = cv_quantize_requant(f, true, &rq, d);
+    if (rc == 0)
+        say(rep, size, "  fused into the int8 kernels: %d residual adds, %d activations; "
+            "requantised in the kernel: %d of %d int8 layers write u8 for the next int8 "
+            "layer (%d read u8, %d u8 residuals)\n", rq.adds, rq.acts, rq.u8_out, rq.layers,
+            rq.u8_in, rq.u8_res);
     if (rc == 0)
         rc = gate(f, p, held, ref, q, rep, size, d);
     if (rc == 0)
@@ -239,7 +299,7 @@ static int quantize(cv_func *f, qplan *p, const cv_qsamples *s, const cv_quant_o
 int cv_quantize_int8(cv_func *f, const cv_quant_opts *q, char *rep, size_t size, cv_diag *d)
 {
     cv_qsamples s;
-    if (cv_qcal_load(f, q->calibration, &s, d))
+    if (cv_qcal_load(f, q->calibration_root, q->calibration, &s, d))
         return -1;
     qplan p;
     int rc = plan(f, &p, d);

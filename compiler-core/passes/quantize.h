@@ -15,8 +15,10 @@ typedef struct cv_qsamples {
     int n;
 } cv_qsamples;
 
-/* Loads the files matching glob (sorted) as inputs of f's only input. */
-int cv_qcal_load(const cv_func *f, const char *glob, cv_qsamples *s, cv_diag *d);
+/* Loads the files matching glob (sorted) as inputs of f's only input; with
+ * root set the glob is relative to root and confined to it (cv_fs_glob). */
+int cv_qcal_load(const cv_func *f, const char *root, const char *glob, cv_qsamples *s,
+                 cv_diag *d);
 void cv_qcal_free(cv_qsamples *s);
 
 /* Runs f on `in` and hands back the values vals[0..n) (op results) in
@@ -56,5 +58,22 @@ double cv_qcal_sqnr(const float *ref, const float *q, int64_t n);
  * each appends its report to rep. */
 int cv_quantize_int8(cv_func *f, const cv_quant_opts *q, char *rep, size_t rep_size, cv_diag *d);
 int cv_quantize_half(cv_func *f, const cv_quant_opts *q, char *rep, size_t rep_size, cv_diag *d);
+
+/* The residual add and relu/clip an int8 conv takes into its epilogue
+ * (quantize_requant.c): add (NULL: none) with res its other operand, act
+ * (NULL: none), and end, the value the conv's result then stands for.
+ * uses: cv_pass_count_uses(f). */
+typedef struct cv_qchain {
+    cv_op *add, *act;
+    cv_value *res, *end;
+} cv_qchain;
+void cv_qchain_find(const cv_func *f, const int *uses, const cv_op *op, cv_qchain *ch);
+
+/* Fuses each qconv2d's chain into it, then makes it write u8 where every
+ * reader is an int8 layer (u8_res: residual readers too). */
+typedef struct cv_qrequant_stats {
+    int layers, adds, acts, u8_out, u8_in, u8_res;
+} cv_qrequant_stats;
+int cv_quantize_requant(cv_func *f, bool u8_res, cv_qrequant_stats *st, cv_diag *d);
 
 #endif

@@ -52,19 +52,21 @@ static int to_input(const cv_value *in, cv_npy *n, const char *path, cv_tensor *
     return 0;
 }
 
-int cv_qcal_load(const cv_func *f, const char *pattern, cv_qsamples *s, cv_diag *d)
+int cv_qcal_load(const cv_func *f, const char *root, const char *pattern, cv_qsamples *s,
+                 cv_diag *d)
 {
     memset(s, 0, sizeof *s);
     if (f->n_inputs != 1 || f->inputs[0]->type.dtype != CV_F32)
         return cv_diag_error(d, 5103, f->span, "int8 calibration needs a model with one f32 "
                              "input; @%s has %d inputs", f->name, f->n_inputs), -1;
     glob_t g;
-    if (!pattern || glob(pattern, 0, NULL, &g) != 0 || g.gl_pathc == 0) {
-        if (pattern)
-            globfree(&g);
-        return cv_diag_error(d, 5105, (cv_span){.file = pattern}, "-p int8 needs calibration "
-                             "data: --calibration \"GLOB\" matched no file (%s)",
-                             pattern ? pattern : "none given"), -1;
+    int found = pattern ? cv_fs_glob(root, pattern, &g, d) : 0;
+    if (found <= 0) {
+        if (found == 0)
+            cv_diag_error(d, 5105, (cv_span){.file = pattern}, "-p int8 needs calibration "
+                          "data: --calibration \"GLOB\" matched no file (%s)",
+                          pattern ? pattern : "none given");
+        return -1;
     }
     int rc = 0;
     size_t n = g.gl_pathc < CV_QCAL_MAX_FILES ? g.gl_pathc : CV_QCAL_MAX_FILES;
@@ -405,12 +407,13 @@ int cv_qcal_ranges(cv_qobs *o, const cv_qsamples *s, int n_cal, int first, int n
 int cv_calib_digest(const cv_quant_opts *q, char hex[65], cv_diag *d)
 {
     glob_t g;
-    if (!q->calibration || glob(q->calibration, 0, NULL, &g) != 0 || g.gl_pathc == 0) {
-        if (q->calibration)
-            globfree(&g);
-        return cv_diag_error(d, 5105, (cv_span){.file = q->calibration}, "-p int8 needs "
-                             "calibration data: --calibration \"GLOB\" matched no file (%s)",
-                             q->calibration ? q->calibration : "none given"), -1;
+    int found = q->calibration ? cv_fs_glob(q->calibration_root, q->calibration, &g, d) : 0;
+    if (found <= 0) {
+        if (found == 0)
+            cv_diag_error(d, 5105, (cv_span){.file = q->calibration}, "-p int8 needs "
+                          "calibration data: --calibration \"GLOB\" matched no file (%s)",
+                          q->calibration ? q->calibration : "none given");
+        return -1;
     }
     EVP_MD_CTX *h = EVP_MD_CTX_new();
     int rc = h && EVP_DigestInit_ex(h, EVP_sha256(), NULL) == 1 ? 0 : -1;

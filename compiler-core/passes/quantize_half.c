@@ -3,7 +3,8 @@
  * before use; arithmetic stays f32 everywhere (no kernel computes in f16
  * yet), so numerically fragile ops (softmax, norms, reductions, exp/log)
  * are f32 by construction.  The report says which ops read reduced
- * weights. */
+ * weights; code generation adds how many read them without the cast
+ * (backend/codegen_half.c: widened block by block inside the GEMM). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -6,7 +6,10 @@
  * (the kernel quantizes x with that scale and zero point), with exact int32
  * sums.  It runs before constant folding, which would otherwise turn the
  * weights' dequantize_linear into f32 constants.  The Q/DQ ops left without
- * users go with dead-code elimination. */
+ * users go with dead-code elimination.  Then the following relu/residual
+ * add and the requantisation for the next int8 layer move into the
+ * kernels (quantize_requant.c; the QDQ graph's values exactly, the
+ * residuals kept f32 as the graph adds them). */
 #include <string.h>
 
 #include "compiler-core/passes/quantize.h"
@@ -125,5 +128,6 @@ int cv_pass_qdq(cv_func *f, int *fused, cv_diag *d)
         cv_op_set_int(op, "x_zp", zp);
         (*fused)++;
     }
-    return 0;
+    cv_qrequant_stats st;
+    return *fused ? cv_quantize_requant(f, false, &st, d) : 0;
 }

@@ -65,6 +65,15 @@ void cvrt_sgemm(cvrt_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha,
                 float *c, int64_t ldc, int64_t accumulate,
                 const float *bias, int64_t bias_rs, int64_t bias_cs, float bias_scale,
                 const float *res, int64_t res_ld, int64_t act, float lo, float hi);
+/* cvrt_sgemm with B[k,j] = b[k + j*bcs] in a 16-bit type (bkind: CVRT_W_F16
+ * or CVRT_W_BF16, below), widened as the dot products read it: the -p
+ * fp16/bf16 weights of a fully connected layer (few rows of A). */
+void cvrt_sgemm_h(cvrt_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha,
+                  const float *a, int64_t ars, int64_t acs,
+                  const uint16_t *b, int64_t bkind, int64_t bcs,
+                  float *c, int64_t ldc, int64_t accumulate,
+                  const float *bias, int64_t bias_rs, int64_t bias_cs, float bias_scale,
+                  const float *res, int64_t res_ld, int64_t act, float lo, float hi);
 
 /* One group of a 2-D convolution on one image as an implicit GEMM (the
  * im2col matrix is never stored; its panels are packed straight from x):
@@ -95,6 +104,15 @@ void cvrt_conv2d_p8(cvrt_ctx *rt, const float *x, const float *wp, const float *
                     int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw,
                     int64_t OH, int64_t OW, const float *res, int64_t act, float lo, float hi,
                     float *scratch);
+/* cvrt_conv2d_p8 with the packed weights stored in a 16-bit type (-p fp16 /
+ * bf16): the GEMM widens them to f32 one K block at a time, into its
+ * thread's buffer, and computes in f32. */
+enum { CVRT_W_F16 = 1, CVRT_W_BF16 = 2 };
+void cvrt_conv2d_p8h(cvrt_ctx *rt, const float *x, const uint16_t *wp, int64_t wkind,
+                     const float *bias, float *y, int64_t C, int64_t H, int64_t W, int64_t OC,
+                     int64_t KH, int64_t KW, int64_t sh, int64_t sw, int64_t pt, int64_t pl,
+                     int64_t dh, int64_t dw, int64_t OH, int64_t OW, const float *res,
+                     int64_t act, float lo, float hi, float *scratch);
 
 /* Depthwise 2-D convolution of one image (C channels, one filter each):
  * y[c, oh, ow] = bias[c] + sum_{kh,kw} w[(c*KH+kh)*KW+kw] * x[c, ih, iw]
@@ -112,8 +130,13 @@ void cvrt_dwconv2d(cvrt_ctx *rt, const float *x, const float *w, const float *bi
  * time as [OC/CVRT_QR][K/4][CVRT_QR] quads, k = (kh*KW + kw)*Cp + c with Cp
  * = CVRT_QCONV_CP(C) (zero rows and channels as padding); wsum[oc] is the
  * sum of row oc.  K*32 bytes must fit a thread's packing buffer
- * (CVRT_QCONV_MAX_K). */
+ * (CVRT_QCONV_MAX_K).  flags (cvrt_qepi.h) say which of x, y and res are
+ * u8 rather than f32: a u8 x is already quantised (xs, zp); a u8 y is
+ * requantised, round_half_even(v * (1 / ys)) + yzp saturated (the
+ * reciprocal rounded to f32); a u8 residual is
+ * dequantised, (r - rzp) * rs, before it is added. */
 #define CVRT_QR 8
+enum { CVRT_Q_XU8 = 1, CVRT_Q_YU8 = 2, CVRT_Q_RU8 = 4 };  /* the flags */
 #define CVRT_QCONV_MAX_K 20480
 #define CVRT_QCONV_CP(C) (((C) + 3) / 4 * 4)
 #define CVRT_QCONV_EXT(in, pb, out, s, k, d) \
@@ -122,12 +145,54 @@ void cvrt_dwconv2d(cvrt_ctx *rt, const float *x, const float *w, const float *bi
 #define CVRT_QCONV_SCRATCH(C, H, W, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW) \
     (CVRT_QCONV_EXT(H, pt, OH, sh, KH, dh) * CVRT_QCONV_EXT(W, pl, OW, sw, KW, dw) * \
      CVRT_QCONV_CP(C))
-void cvrt_qconv2d(cvrt_ctx *rt, const float *x, const int32_t *wp, const int32_t *wsum,
-                  const float *scale, const float *bias, float *y,
+void cvrt_qconv2d(cvrt_ctx *rt, const void *x, const int32_t *wp, const int32_t *wsum,
+                  const float *scale, const float *bias, void *y,
                   int64_t C, int64_t H, int64_t W, int64_t OC, int64_t KH, int64_t KW,
                   int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw,
-                  int64_t OH, int64_t OW, const float *res, int64_t act, float lo, float hi,
-                  float xs, int64_t zp, uint8_t *scratch);
+                  int64_t OH, int64_t OW, const void *res, int64_t act, float lo, float hi,
+                  float xs, int64_t zp, uint8_t *scratch, int64_t flags, float ys, int64_t yzp,
+                  float rs, int64_t rzp);
+
+/* int8 depthwise convolution of one image (cvrt_qdwconv.c): w holds the
+ * s8 weights as floats, [C][KH*KW]; scale[c] = xs * w_scale[c]; otherwise
+ * as cvrt_qconv2d.  Exact sums need KH*KW <= 512; a thread's scratch must
+ * hold the channel's phase planes (CVRT_QDW_FLOATS). */
+#define CVRT_QDW_FLOATS(H, W, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW) \
+    ((sh) * (sw) * (((CVRT_QCONV_EXT(H, pt, OH, sh, KH, dh) + (sh) - 1) / (sh)) * \
+                    ((CVRT_QCONV_EXT(W, pl, OW, sw, KW, dw) + (sw) - 1) / (sw)) + 128) + \
+     (OH) * ((CVRT_QCONV_EXT(W, pl, OW, sw, KW, dw) + (sw) - 1) / (sw)) + 128 + (W))
+#define CVRT_QDW_MAX_FLOATS 160000
+void cvrt_qdwconv2d(cvrt_ctx *rt, const void *x, const float *w, const float *scale,
+                    const float *bias, void *y, int64_t C, int64_t H, int64_t W, int64_t KH,
+                    int64_t KW, int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh,
+                    int64_t dw, int64_t OH, int64_t OW, const void *res, int64_t act, float lo,
+                    float hi, float xs, int64_t zp, int64_t flags, float ys, int64_t yzp,
+                    float rs, int64_t rzp);
+
+/* The blocked (NCHWc) layout (cvrt_nchwc.c): an image of C channels is
+ * [ceil(C/blk)][H][W][blk], the channels past C zero.  blk must be the
+ * target's vector width (the routines do nothing otherwise: the compiler
+ * blocks by it).  Convolution of one image: x is blocked (ICB blocks, CI =
+ * blk) or, for ICB = 1 and CI != blk, a plain [CI][H][W] image; wb holds the
+ * weights as [OCB][ICB][KH][KW][CI][blk] (zero for padded channels), bias
+ * OCB*blk floats (or NULL), y and res (or NULL) are blocked, OCB blocks;
+ * then the epilogue as in cvrt_epilogue. */
+void cvrt_nchwc_conv2d(cvrt_ctx *rt, const float *x, const float *wb, const float *bias,
+                       float *y, int64_t blk, int64_t ICB, int64_t CI, int64_t H, int64_t W,
+                       int64_t OCB, int64_t KH, int64_t KW, int64_t sh, int64_t sw, int64_t pt,
+                       int64_t pl, int64_t dh, int64_t dw, int64_t OH, int64_t OW,
+                       const float *res, int64_t act, float lo, float hi);
+/* Depthwise, CB blocks of blk channels; wb is [CB][KH][KW][blk]. */
+void cvrt_nchwc_dwconv2d(cvrt_ctx *rt, const float *x, const float *wb, const float *bias,
+                         float *y, int64_t blk, int64_t CB, int64_t H, int64_t W, int64_t KH,
+                         int64_t KW, int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh,
+                         int64_t dw, int64_t OH, int64_t OW, const float *res, int64_t act,
+                         float lo, float hi);
+/* Pooling of one blocked image: kind 0 max, 1 average over the taps
+ * inside the image, 2 average over all KH*KW taps. */
+void cvrt_nchwc_pool2d(cvrt_ctx *rt, const float *x, float *y, int64_t blk, int64_t CB,
+                       int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
+                       int64_t pt, int64_t pl, int64_t OH, int64_t OW, int64_t kind);
 
 /* IEEE half <-> float, round to nearest even (for targets without native
  * conversions; cvrt_half.c). */

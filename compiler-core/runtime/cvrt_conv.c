@@ -99,12 +99,20 @@ static void choose_b(cvrt_ctx *rt, cvrt_gemm_job *j, const cvrt_conv_geom *g, co
     j->b = scratch;
 }
 
-static void conv(cvrt_ctx *rt, const float *x, const float *w, const float *wp,
+/* The weights: w (plain), wp (P8) or wh (P8 in the 16-bit type whk). */
+typedef struct conv_w {
+    const float *w, *wp;
+    const uint16_t *wh;
+    int64_t whk;
+} conv_w;
+
+static void conv(cvrt_ctx *rt, const float *x, const conv_w *cw,
                  const float *bias, float *y, int64_t OC, const cvrt_conv_geom *g,
                  const float *res, int64_t act, float lo, float hi, float *scratch)
 {
     int64_t K = g->C * g->KH * g->KW, OHW = g->OH * g->OW;
-    cvrt_gemm_job j = {.M = OC, .N = OHW, .K = K, .alpha = 1.0f, .ap = wp, .a = w, .ars = K,
+    cvrt_gemm_job j = {.M = OC, .N = OHW, .K = K, .alpha = 1.0f, .ap = cw->wp, .aph = cw->wh,
+                       .ahk = cw->whk, .a = cw->w, .ars = K,
                        .acs = 1, .c = y, .ldc = OHW, .bias = bias, .bias_rs = 1, .bias_cs = 0,
                        .bias_scale = 1.0f, .epi = {res, OHW, act, lo, hi}};
     choose_b(rt, &j, g, x, scratch);
@@ -117,7 +125,8 @@ void cvrt_conv2d(cvrt_ctx *rt, const float *x, const float *w, const float *bias
                  int64_t OH, int64_t OW, const float *res, int64_t act, float lo, float hi)
 {
     cvrt_conv_geom g = {C, H, W, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW};
-    conv(rt, x, w, 0, bias, y, OC, &g, res, act, lo, hi, 0);
+    conv_w cw = {.w = w};
+    conv(rt, x, &cw, bias, y, OC, &g, res, act, lo, hi, 0);
 }
 
 void cvrt_conv2d_p8(cvrt_ctx *rt, const float *x, const float *wp, const float *bias, float *y,
@@ -127,5 +136,17 @@ void cvrt_conv2d_p8(cvrt_ctx *rt, const float *x, const float *wp, const float *
                     float *scratch)
 {
     cvrt_conv_geom g = {C, H, W, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW};
-    conv(rt, x, 0, wp, bias, y, OC, &g, res, act, lo, hi, scratch);
+    conv_w cw = {.wp = wp};
+    conv(rt, x, &cw, bias, y, OC, &g, res, act, lo, hi, scratch);
+}
+
+void cvrt_conv2d_p8h(cvrt_ctx *rt, const float *x, const uint16_t *wp, int64_t wkind,
+                     const float *bias, float *y, int64_t C, int64_t H, int64_t W, int64_t OC,
+                     int64_t KH, int64_t KW, int64_t sh, int64_t sw, int64_t pt, int64_t pl,
+                     int64_t dh, int64_t dw, int64_t OH, int64_t OW, const float *res,
+                     int64_t act, float lo, float hi, float *scratch)
+{
+    cvrt_conv_geom g = {C, H, W, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW};
+    conv_w cw = {.wh = wp, .whk = wkind};
+    conv(rt, x, &cw, bias, y, OC, &g, res, act, lo, hi, scratch);
 }

@@ -2,8 +2,9 @@
  * blocked structure).  The work is cut into tasks of (row range, column
  * panel range), as many as keep every thread busy, split along whichever
  * of A and B is larger.  K runs in blocks of at most KC.  A task reads A
- * from its packed form (P8, made at compile time for weights, or packed by
- * the task), reads B in place when its rows are contiguous runs (a plain
+ * from its packed form (P8, made at compile time for weights -- in f32, or
+ * in a 16-bit type that each task widens one K block at a time -- or packed
+ * by the task), reads B in place when its rows are contiguous runs (a plain
  * matrix, a convolution's grid) or packs it into NR-wide panels in its
  * thread's buffer (the im2col view), and an MR x NR micro-kernel keeps the
  * whole C tile in vector registers, one fused multiply-add per element of
@@ -32,6 +33,11 @@ enum {
     KC = 320,           /* a B panel (KC x NR) stays in a 48 KB L1 with room for A */
     PANELS_PER_TASK = (512 + NR - 1) / NR,  /* a task's B block: at most KC x 512 floats */
     MC_PACKED = 128,                        /* rows per task when A is packed at run time */
+    /* A stored in 16 bits: at most HROWS rows per task, widened one K block
+     * at a time behind the row pointers (2 floats each) in the A buffer. */
+    HROWS = 512,
+    ROWPTR_FLOATS = 2 * KC,
+    ABUF_FLOATS = ROWPTR_FLOATS + HROWS * KC,
 };
 
 typedef cvrt_vf vf;
@@ -51,7 +57,7 @@ int cvrt_gemm_init(cvrt_ctx *rt)
         return -1;
     for (int t = 0; t < rt->nthreads; t++) {
         void *p = 0, *q = 0;
-        if (posix_memalign(&p, 128, sizeof(float) * MC_PACKED * KC) ||
+        if (posix_memalign(&p, 128, sizeof(float) * ABUF_FLOATS) ||
             posix_memalign(&q, 128, sizeof(float) * KC * NR * PANELS_PER_TASK)) {
             free(p);
             return -1;
@@ -248,6 +254,41 @@ static void pack_a(const cvrt_gemm_job *j, int64_t m0, int64_t mc, int64_t pc, i
             }
         }
     }
+}
+
+/* n values of the 16-bit type kind into f32.  bf16 is the high half of an
+ * f32; f16 uses the F16C conversion where the target has it. */
+static void widen(float *restrict dst, const uint16_t *restrict src, int64_t n, int64_t kind)
+{
+    if (kind == CVRT_W_BF16) {
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t u = (uint32_t)src[i] << 16;
+            __builtin_memcpy(dst + i, &u, 4);
+        }
+        return;
+    }
+    int64_t i = 0;
+#if defined(__F16C__)
+    typedef _Float16 h8 __attribute__((vector_size(16)));
+    typedef float f8 __attribute__((vector_size(32)));
+    for (; i + 8 <= n; i += 8) {
+        h8 h;
+        __builtin_memcpy(&h, src + i, sizeof h);
+        f8 f = __builtin_convertvector(h, f8);
+        __builtin_memcpy(dst + i, &f, sizeof f);
+    }
+#endif
+    for (; i < n; i++)
+        dst[i] = cvrt_f16_to_f32(src[i]);
+}
+
+/* Rows [m0, m0+mc) (m0 a multiple of P) of the 16-bit packed A, columns
+ * [pc, pc+kc), into f32 P8 panels of kc columns. */
+static void widen_a(const cvrt_gemm_job *j, int64_t m0, int64_t mc, int64_t pc, int64_t kc,
+                    float *restrict out)
+{
+    for (int64_t q = 0; q < cvrt_cdiv(mc, P); q++)
+        widen(out + q * kc * P, j->aph + ((m0 / P + q) * j->K + pc) * P, kc * P, j->ahk);
 }
 
 /* ---- the micro-kernel and the C update ---------------------------------- */
@@ -492,7 +533,8 @@ static ALWAYS_INLINE void tile(const cvrt_gemm_job *j, int64_t kc, const float *
  * cache while the A panels stream past them. */
 static int b_in_place(const cvrt_gemm_job *j)
 {
-    return j->ap && (j->bkind == CVRT_B_GRID || (j->bkind == CVRT_B_STRIDED && j->bcs == 1));
+    return (j->ap || j->aph) &&
+           (j->bkind == CVRT_B_GRID || (j->bkind == CVRT_B_STRIDED && j->bcs == 1));
 }
 
 /* rows[k] = where row pc+k of B starts (column n at rows[k][n]). */
@@ -522,14 +564,16 @@ static void block(const sched *s, int tid, int64_t m0, int64_t mc, int64_t p0, i
                   int64_t pc, int64_t kc)
 {
     const cvrt_gemm_job *j = s->j;
-    float *bbuf = s->rt->pack_b[tid], *abuf = s->rt->pack_a[tid];
+    float *bbuf = s->rt->pack_b[tid], *abuf = s->rt->pack_a[tid], *hbuf = abuf + ROWPTR_FLOATS;
     const float **rows = b_in_place(j) ? (const float **)(void *)abuf : 0;
     int first = pc == 0, last = pc + kc >= j->K;
     if (rows)
         b_rows(j, pc, kc, rows);
     else
         pack_b(s, pc, kc, p0, p1, bbuf);
-    if (!j->ap)
+    if (j->aph)
+        widen_a(j, m0, mc, pc, kc, hbuf);
+    else if (!j->ap)
         pack_a(j, m0, mc, pc, kc, abuf);
     for (int64_t pnl = p0; pnl < p1; pnl++) {
         int64_t j0 = pnl * NR, nr = cvrt_min(NR, s->n_cols - j0);
@@ -544,7 +588,7 @@ static void block(const sched *s, int tid, int64_t m0, int64_t mc, int64_t p0, i
         for (int64_t i0 = 0; i0 < mc; i0 += MR) {
             int64_t row = m0 + i0;
             const float *ap = j->ap ? j->ap + ((row / P) * j->K + pc) * P + row % P
-                                    : abuf + (i0 / P) * kc * P + i0 % P;
+                              : (j->aph ? hbuf : abuf) + (i0 / P) * kc * P + i0 % P;
             if (in_place)
                 tile(j, kc, ap, 0, rows, row, j0, nr, first, last);
             else
@@ -590,7 +634,7 @@ static int64_t b_bytes(const cvrt_gemm_job *j)
 static void spread(const cvrt_gemm_job *j, int64_t T, int64_t max_m, int64_t max_p,
                    int64_t *m_tasks, int64_t *p_tasks)
 {
-    int rows_first = j->ap && j->M * j->K * 4 > b_bytes(j);
+    int rows_first = (j->ap || j->aph) && j->M * j->K * 4 > b_bytes(j);
     int64_t *first = rows_first ? m_tasks : p_tasks, *second = rows_first ? p_tasks : m_tasks;
     int64_t first_max = rows_first ? max_m : max_p, second_max = rows_first ? max_p : max_m;
     if (*m_tasks * *p_tasks < 4 * T)
@@ -612,7 +656,9 @@ void cvrt_gemm_run(cvrt_ctx *rt, const cvrt_gemm_job *j)
     /* Rows: all of them when A is packed already (B is then packed once);
      * chunks that fit the thread's buffer otherwise. */
     int64_t m_round = cvrt_cdiv(j->M, P) * P, T = rt->nthreads;
-    int64_t m_tasks = cvrt_cdiv(m_round, j->ap ? m_round : MC_PACKED);
+    int64_t m_tasks = cvrt_cdiv(m_round, j->ap    ? m_round
+                                         : j->aph ? cvrt_min(m_round, HROWS)
+                                                  : MC_PACKED);
     int64_t p_tasks = cvrt_cdiv(s.n_panels, PANELS_PER_TASK);
     if (T > 1 && j->M * j->N * cvrt_max(j->K, 1) >= 65536)
         spread(j, T, m_round / P, s.n_panels, &m_tasks, &p_tasks);
@@ -648,6 +694,20 @@ static float dot(const float *a, int64_t as, const float *b, int64_t K)
     return acc;
 }
 
+/* dot with b in the 16-bit type `kind`, widened a stack buffer at a time. */
+static float dot_h(const float *a, int64_t as, const uint16_t *b, int64_t K, int64_t kind)
+{
+    enum { CHUNK = 512 };
+    _Alignas(64) float buf[CHUNK];
+    float acc = 0.0f;
+    for (int64_t k0 = 0; k0 < K; k0 += CHUNK) {
+        int64_t n = cvrt_min(CHUNK, K - k0);
+        widen(buf, b + k0, n, kind);
+        acc += dot(a + k0 * as, as, buf, n);
+    }
+    return acc;
+}
+
 static void small_task(void *arg, int64_t lo, int64_t hi, int tid)
 {
     (void)tid;
@@ -657,7 +717,8 @@ static void small_task(void *arg, int64_t lo, int64_t hi, int tid)
         const float *arow = j->a + i * j->ars;
         if (j->brs == 1) {
             for (int64_t n = lo; n < hi; n++) {
-                float acc = dot(arow, j->acs, j->b + n * j->bcs, j->K);
+                float acc = j->bh ? dot_h(arow, j->acs, j->bh + n * j->bcs, j->K, j->bhk)
+                                  : dot(arow, j->acs, j->b + n * j->bcs, j->K);
                 crow[n] = j->accumulate ? crow[n] + j->alpha * acc : j->alpha * acc;
             }
         } else {
@@ -685,6 +746,14 @@ static void small_task(void *arg, int64_t lo, int64_t hi, int tid)
     }
 }
 
+static void run_small(cvrt_ctx *rt, const cvrt_gemm_job *j)
+{
+    small_job sj = {j};
+    int64_t grain = cvrt_max(64, 65536 / cvrt_max(1, j->M * j->K));
+    cvrt_parallel(rt, j->N, cvrt_max(grain, cvrt_cdiv(j->N, 2 * (int64_t)rt->nthreads)),
+                  small_task, &sj);
+}
+
 void cvrt_sgemm(cvrt_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha,
                 const float *a, int64_t ars, int64_t acs,
                 const float *b, int64_t brs, int64_t bcs,
@@ -700,10 +769,24 @@ void cvrt_sgemm(cvrt_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha,
     if (M <= 0 || N <= 0)
         return;
     if (M < MR / 2 || M == 1) {
-        small_job sj = {&j};
-        int64_t grain = cvrt_max(64, 65536 / cvrt_max(1, M * K));
-        cvrt_parallel(rt, N, cvrt_max(grain, cvrt_cdiv(N, 2 * (int64_t)rt->nthreads)), small_task, &sj);
+        run_small(rt, &j);
         return;
     }
     cvrt_gemm_run(rt, &j);
+}
+
+void cvrt_sgemm_h(cvrt_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha,
+                  const float *a, int64_t ars, int64_t acs,
+                  const uint16_t *b, int64_t bkind, int64_t bcs,
+                  float *c, int64_t ldc, int64_t accumulate,
+                  const float *bias, int64_t bias_rs, int64_t bias_cs, float bias_scale,
+                  const float *res, int64_t res_ld, int64_t act, float lo, float hi)
+{
+    cvrt_gemm_job j = {.M = M, .N = N, .K = K, .alpha = alpha, .a = a, .ars = ars, .acs = acs,
+                       .bkind = CVRT_B_STRIDED, .bh = b, .bhk = bkind, .brs = 1, .bcs = bcs,
+                       .c = c, .ldc = ldc, .accumulate = accumulate, .bias = bias,
+                       .bias_rs = bias_rs, .bias_cs = bias_cs, .bias_scale = bias_scale,
+                       .epi = {res, res_ld, act, lo, hi}};
+    if (M > 0 && N > 0)
+        run_small(rt, &j);
 }

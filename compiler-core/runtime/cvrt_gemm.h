@@ -27,11 +27,17 @@ typedef struct cvrt_gemm_job {
     int64_t M, N, K;
     float alpha;
     const float *ap;            /* A packed P8 over all of K, or NULL: */
+    const uint16_t *aph;        /* or A packed P8 in a 16-bit type (ahk: CVRT_W_F16 or
+                                   CVRT_W_BF16), widened one K block at a time, or NULL: */
+    int64_t ahk;
     const float *a;             /* A[i][k] = a[i*ars + k*acs] */
     int64_t ars, acs;
     cvrt_bkind bkind;
     const float *b;
     int64_t brs, bcs;           /* STRIDED */
+    const uint16_t *bh;         /* or STRIDED with brs 1 (cvrt_sgemm_h, the small-M path
+                                   only): B in a 16-bit type (bhk: CVRT_W_*) */
+    int64_t bhk;
     const cvrt_conv_geom *g;    /* IM2COL, GRID */
     int64_t plane, wg;          /* GRID: a channel plane of one phase, its row width */
     float *c;

@@ -11,7 +11,7 @@
  * VNNI's vpdpbusd (u8 x s8, 4 products per i32 lane) when the CPU has it,
  * else a portable loop.  Padding holds the zero point and the weights'
  * row sums remove it: sum (xq - zp) w = sum xq w - zp sum w. */
-#include "compiler-core/runtime/cvrt_vec.h"
+#include "compiler-core/runtime/cvrt_qepi.h"
 
 #if defined(__x86_64__) && defined(CVRT_AVX512)
 #define QC_X86 1
@@ -20,32 +20,32 @@
 enum { QR = CVRT_QR, QPX = 32 };
 
 typedef struct qjob {
-    const float *x;
+    const void *x;              /* f32, or u8 already quantised (CVRT_Q_XU8) */
     const int32_t *wp;          /* [OCp/QR][K4][QR] s8 quads */
     const int32_t *wsum;        /* [OCp] */
     const float *scale, *bias;  /* [OCp], bias may be NULL */
-    float *y;
-    const float *res;
     int64_t C, H, W, OC, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW;
-    int64_t Cp, Hp, Wp, K4, P, act;
-    float lo, hi, xs;
+    int64_t Cp, Hp, Wp, K4, P;
+    float xs;
     int32_t zp;
     uint8_t *xq;                /* [Hp][Wp][Cp] */
     int32_t **panels;           /* per thread, K4 * QPX int32 */
+    cvrt_qout out;
 } qjob;
 
-/* ---- quantising the image ------------------------------------------------ */
-
-/* round_half_even(v / xs) + zp saturated to [0, 255], lane by lane, as the
- * interpreter's qconv2d computes it (a true division, not a reciprocal). */
-static inline cvrt_vi quant_vec(cvrt_vf v, float xs, int32_t zp)
+/* Lanes [0, n) of channel c at element off of the image as quantised u8
+ * values in int32 (the zero point past C or n). */
+static inline cvrt_vi quant_lanes(const qjob *j, int64_t c, int64_t off, int64_t n)
 {
-    cvrt_vf q = v / cvrt_splat(xs), lo = cvrt_splat((float)-zp), hi = cvrt_splat((float)(255 - zp));
-    q = cvrt_select(q > lo, q, lo);     /* NaN becomes lo: the zero point, like 0 */
-    q = cvrt_select(q < hi, q, hi);
-    q = (q + cvrt_splat(12582912.0f)) - cvrt_splat(12582912.0f);  /* |q| <= 255 */
-    return __builtin_convertvector(q, cvrt_vi) + zp;
+    if (c >= j->C || n <= 0)
+        return (cvrt_vi){0} + j->zp;
+    if (j->out.flags & CVRT_Q_XU8)
+        return cvrt_load_u8((const uint8_t *)j->x + c * j->H * j->W + off, n, j->zp);
+    return cvrt_quant_vec(cvrt_load_mask((const float *)j->x + c * j->H * j->W + off, 0, n),
+                          j->xs, j->zp);
 }
+
+/* ---- quantising the image ------------------------------------------------ */
 
 /* Padded rows [lo, hi) of xq: 4 channels at a time become one int32 per
  * pixel (channels past C hold the zero point). */
@@ -67,14 +67,8 @@ static void quant_task(void *arg, int64_t lo, int64_t hi, int tid)
             for (int64_t iw = 0; iw < j->W; iw += CVRT_VL) {
                 int64_t n = cvrt_min(CVRT_VL, j->W - iw);
                 cvrt_vi packed = {0};
-                for (int t = 0; t < 4; t++) {
-                    int64_t c = c4 * 4 + t;
-                    cvrt_vi q = (cvrt_vi){0} + j->zp;
-                    if (c < j->C)
-                        q = quant_vec(cvrt_load_mask(j->x + (c * j->H + ih) * j->W + iw, 0, n),
-                                      j->xs, j->zp);
-                    packed |= q << (8 * t);
-                }
+                for (int t = 0; t < 4; t++)
+                    packed |= quant_lanes(j, c4 * 4 + t, ih * j->W + iw, n) << (8 * t);
                 uint32_t lanes[CVRT_VL] __attribute__((aligned(64)));
                 *(cvrt_vi *)lanes = packed;
                 for (int64_t i = 0; i < n; i++)
@@ -121,13 +115,8 @@ static void pack_panel_direct(const qjob *j, int64_t p0, int32_t *panel)
         for (int i = 0; i < QPX; i += CVRT_VL) {
             int64_t n = cvrt_max(0, cvrt_min(CVRT_VL, j->P - p0 - i));
             cvrt_vi packed = {0};
-            for (int t = 0; t < 4; t++) {
-                int64_t c = c4 * 4 + t;
-                cvrt_vi q = (cvrt_vi){0} + j->zp;
-                if (c < j->C && n > 0)
-                    q = quant_vec(cvrt_load_mask(j->x + c * j->P + p0 + i, 0, n), j->xs, j->zp);
-                packed |= q << (8 * t);
-            }
+            for (int t = 0; t < 4; t++)
+                packed |= quant_lanes(j, c4 * 4 + t, p0 + i, n) << (8 * t);
             *(cvrt_vi *)(panel + c4 * QPX + i) = packed;
         }
 }
@@ -136,25 +125,15 @@ static void pack_panel_direct(const qjob *j, int64_t p0, int32_t *panel)
 static void store_tile(const qjob *j, int64_t p0, int64_t oc0, const int32_t *acc)
 {
     int64_t np = cvrt_min(QPX, j->P - p0);
+    const cvrt_qout out = j->out;
     for (int r = 0; r < QR && oc0 + r < j->OC; r++) {
         int64_t oc = oc0 + r;
         int32_t corr = j->zp * j->wsum[oc];
         cvrt_vf s = cvrt_splat(j->scale[oc]), b = cvrt_splat(j->bias ? j->bias[oc] : 0.0f);
-        float *yr = j->y + oc * j->P + p0;
-        const float *rr = j->res ? j->res + oc * j->P + p0 : 0;
         for (int64_t i = 0; i < np; i += CVRT_VL) {
-            int64_t n = cvrt_min(CVRT_VL, np - i);
             cvrt_vi a = *(const cvrt_vi *)(acc + r * QPX + i) - corr;
-            cvrt_vf v = __builtin_convertvector(a, cvrt_vf) * s + b;
-            if (rr)
-                v += cvrt_load_mask(rr + i, 0, n);
-            if (j->act == 1) {
-                v = cvrt_select(v < 0.0f, cvrt_splat(0.0f), v);
-            } else if (j->act == 2) {
-                v = cvrt_select(v < j->lo, cvrt_splat(j->lo), v);  /* NaN stays */
-                v = cvrt_select(v > j->hi, cvrt_splat(j->hi), v);
-            }
-            cvrt_store_mask(yr + i, v, 0, n);
+            cvrt_qstore(out, oc * j->P + p0 + i, __builtin_convertvector(a, cvrt_vf) * s + b,
+                        cvrt_min(CVRT_VL, np - i));
         }
     }
 }
@@ -239,16 +218,17 @@ static void conv_task(void *arg, int64_t lo, int64_t hi, int tid)
     }
 }
 
-void cvrt_qconv2d(cvrt_ctx *rt, const float *x, const int32_t *wp, const int32_t *wsum,
-                  const float *scale, const float *bias, float *y,
+void cvrt_qconv2d(cvrt_ctx *rt, const void *x, const int32_t *wp, const int32_t *wsum,
+                  const float *scale, const float *bias, void *y,
                   int64_t C, int64_t H, int64_t W, int64_t OC, int64_t KH, int64_t KW,
                   int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw,
-                  int64_t OH, int64_t OW, const float *res, int64_t act, float lo, float hi,
-                  float xs, int64_t zp, uint8_t *scratch)
+                  int64_t OH, int64_t OW, const void *res, int64_t act, float lo, float hi,
+                  float xs, int64_t zp, uint8_t *scratch, int64_t flags, float ys, int64_t yzp,
+                  float rs, int64_t rzp)
 {
-    qjob j = {x, wp, wsum, scale, bias, y, res, C, H, W, OC, KH, KW, sh, sw, pt, pl, dh, dw,
-              OH, OW, 0, 0, 0, 0, OH * OW, act, lo, hi, xs, (int32_t)zp, scratch,
-              (int32_t **)rt->pack_b};
+    qjob j = {x, wp, wsum, scale, bias, C, H, W, OC, KH, KW, sh, sw, pt, pl, dh, dw,
+              OH, OW, 0, 0, 0, 0, OH * OW, xs, (int32_t)zp, scratch, (int32_t **)rt->pack_b,
+              {y, res, flags, act, lo, hi, ys > 0 ? 1.0f / ys : 0.0f, rs, (int32_t)yzp, (int32_t)rzp}};
     j.Cp = CVRT_QCONV_CP(C);
     j.Hp = CVRT_QCONV_EXT(H, pt, OH, sh, KH, dh);
     j.Wp = CVRT_QCONV_EXT(W, pl, OW, sw, KW, dw);

@@ -306,10 +306,9 @@ static int start_daemon(cv_http *h, const char *listen, cv_diag *d)
     bool v6 = false;
     if (parse_listen(listen, &ss, &v6, d) != 0)
         return -1;
+    /* poll, not epoll: see cache/server.c start_daemon */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_TURBO |
-                     (mhd()->is_feature_supported(MHD_FEATURE_EPOLL) ? MHD_USE_EPOLL
-                                                                      : MHD_USE_POLL) |
-                     (v6 ? MHD_USE_IPv6 : 0);
+                     MHD_USE_POLL | (v6 ? MHD_USE_IPv6 : 0);
     h->daemon = mhd()->start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR,
                                     (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED,
                                     on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT,

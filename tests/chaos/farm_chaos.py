@@ -2,12 +2,14 @@
 """Chaos tests of the farm: processes killed with SIGKILL mid-build.
 
     farm_chaos.py CUVIL WORKDIR [--models N] [--kill-every S] [--queue sqlite|kafka]
-                  [--kafka-mock PATH] SCENARIO...
+                  [--kafka-mock PATH] [--kafka-config K=V&...] [--static] SCENARIO...
 
 Scenarios:
   workers     a cold build of N models x 2 targets by `cuvil controller --once`
               and 2 `cuvil worker` processes; every S seconds (randomised) one
-              worker is killed with SIGKILL and a fresh one started.
+              worker is killed with SIGKILL and a fresh one started (with
+              --static, under the killed one's worker id: Kafka static group
+              membership, as a StatefulSet restarts a pod under its name).
   controller  the same build; the controller is killed with SIGKILL twice
               (a third and two thirds of the way) and started again.
 Checks, against an undisturbed `cuvil farm up --once` of the same repository:
@@ -19,6 +21,7 @@ DB and the queue.  Prints one line per scenario; exits 1 on any violation.
 import argparse
 import os
 import random
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -26,7 +29,13 @@ import sys
 import time
 
 TARGETS = ("x86_64", "x86_64-avx2")
-KAFKA_CONF = ("&session.timeout.ms=4000&heartbeat.interval.ms=300&max.poll.interval.ms=4000"
+# A short session: librdkafka's mock cluster waits session.timeout.ms - 1 s
+# for members to rejoin and drops a dead one after session.timeout.ms, so a
+# 4 s session starved the group of time between kills every ~4 s (160 of
+# 200 jobs in 900 s); 1.5 s does not (docs/reliability.md).  Real brokers
+# refuse sessions under group.min.session.timeout.ms (6 s by default):
+# there, static membership (--static) is what avoids the rebalances.
+KAFKA_CONF = ("&session.timeout.ms=1500&heartbeat.interval.ms=200&max.poll.interval.ms=4000"
               "&fetch.wait.max.ms=10")
 
 
@@ -67,7 +76,10 @@ class Farm:
         self.workers = []
         self.kills = 0
         self.wn = 0
-        os.makedirs(self.state, exist_ok=True)
+        self.free_ids = []   # --static: ids of killed workers, to be reused
+        for d in (self.state, self.cache):   # a cold build, also when WORKDIR is reused
+            shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(self.state)
 
     def start_controller(self):
         log = open(os.path.join(self.state, "controller.log"), "a")
@@ -78,13 +90,14 @@ class Farm:
 
     def start_worker(self):
         self.wn += 1
+        wid = self.free_ids.pop(0) if self.free_ids else "chaos-%d" % self.wn
         log = open(os.path.join(self.state, "chaos-worker-%d.log" % self.wn), "w")
         p = subprocess.Popen([self.a.cuvil, "worker", "--queue", self.queue, "--trees",
                               os.path.join(self.state, "trees"), "--cache", self.cache,
-                              "--id", "chaos-%d" % self.wn, "--lease", str(self.a.lease),
+                              "--id", wid, "--lease", str(self.a.lease),
                               "--poll-ms", "100"], env=self.env, stdout=log,
                              stderr=subprocess.STDOUT)
-        p.chaos_id = "chaos-%d" % self.wn
+        p.chaos_id = wid
         self.workers.append(p)
 
     def attempt_of(self, worker_id):
@@ -129,6 +142,8 @@ class Farm:
         victim.wait()
         self.workers.remove(victim)
         self.kills += 1
+        if self.a.static:
+            self.free_ids.append(victim.chaos_id)
 
     def reap(self):
         self.workers = [p for p in self.workers if p.poll() is None]
@@ -257,10 +272,13 @@ def check(farm, ref, jobs):
 def reference(a, jobs):
     state, cache = os.path.join(a.work, "ref-state"), os.path.join(a.work, "ref-cache")
     env = dict(os.environ, CUVIL_CACHE_DIR=cache, CUVIL_REMOTE_CACHE="")
-    p = subprocess.run([a.cuvil, "farm", "up", a.repo, "--once", "--workers", "2", "--state",
-                        state, "--cache", cache], env=env, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit("chaos: the undisturbed build failed:\n%s%s" % (p.stdout, p.stderr[-2000:]))
+    # An earlier run in the same WORKDIR built the same repository: reuse it
+    # (the undisturbed build takes minutes with the sanitized binary).
+    if not os.path.exists(os.path.join(state, "build.db")):
+        p = subprocess.run([a.cuvil, "farm", "up", a.repo, "--once", "--workers", "2", "--state",
+                            state, "--cache", cache], env=env, capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit("chaos: the undisturbed build failed:\n%s%s" % (p.stdout, p.stderr[-2000:]))
     ref = artifact_set(state)
     if len(ref) != jobs:
         sys.exit("chaos: the undisturbed build made %d artifacts, want %d" % (len(ref), jobs))
@@ -348,6 +366,10 @@ def main():
     ap.add_argument("--deadline", type=int, default=900)
     ap.add_argument("--queue", choices=("sqlite", "kafka"), default="sqlite")
     ap.add_argument("--kafka-mock")
+    ap.add_argument("--kafka-config", default=KAFKA_CONF[1:],
+                    help="librdkafka settings for the Kafka URL (K=V&K=V)")
+    ap.add_argument("--static", action="store_true",
+                    help="Kafka static membership; restarted workers reuse the killed ids")
     ap.add_argument("--seed", type=int, default=int(time.time()))
     a = ap.parse_args()
     a.repo = os.path.join(a.work, "repo")
@@ -372,7 +394,9 @@ def main():
                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                             text=True)
                     boot = mock.stdout.readline().strip()
-                url = "kafka://%s?topic_prefix=c%d%s" % (boot, a.scenarios.index(sc), KAFKA_CONF)
+                url = "kafka://%s?topic_prefix=c%d&%s%s" % (
+                    boot, a.scenarios.index(sc), a.kafka_config,
+                    "&static_membership=true" if a.static else "")
             t1 = time.monotonic()
             run = run_workers if sc == "workers" else run_controller
             farm, bad = run(a, ref, jobs, rng, url)

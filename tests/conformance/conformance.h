@@ -20,6 +20,12 @@ typedef struct test {
 } test;
 
 const char *conf_status_name(int status);
+/* Why a test's data cannot pass against its own model (ONNX 1.12's
+ * generator), or NULL: such a test still counts as failed, with the reason. */
+const char *conf_bad_test_data(const char *name);
+/* Why a test of a claimed op cannot pass in any compiler (random expected
+ * outputs, string data), or NULL. */
+const char *conf_outside_cuvil(const char *name);
 /* The per-op table with totals, on stdout. */
 void conf_print_table(const test *t, int n);
 /* {"total","passed","failed","unsupported","tests":[...]} into path. */

@@ -12,7 +12,8 @@
  * -Werror into the shared object instead), and every output is
  * compared with rtol 1e-3, atol 1e-5 (exactly for integer and bool outputs).
  * Prints a per-op table (passed / failed / unsupported) with totals and
- * writes the JSON report. */
+ * writes the JSON report.  --backend cuda: onnx_cuda.c (a GPU bundle, run
+ * on the GPU machine, then its log read back). */
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
@@ -32,11 +33,15 @@
 #include "compiler-core/frontends/onnx/onnx_import.h"
 #include "onnx/onnx.pb-c.h"
 #include "tests/conformance/conformance.h"
+#include "tests/conformance/onnx_cuda.h"
 
 #define RTOL 1e-3
 #define ATOL 1e-5
 #define TEST_TIMEOUT_S 120
 #define MAX_IO 16
+/* Tensors of all sequence and optional inputs of a data set together, and
+ * of its outputs once flattened (the importer flattens them the same way). */
+#define MAX_LIST 64
 /* Test directories fit DIR_BUF; files inside them get some room more. */
 #define DIR_BUF 4096
 #define FILE_BUF (DIR_BUF + 256)
@@ -44,6 +49,7 @@
 /* Set once by main before any test is forked. */
 static bool g_native;
 static bool g_c99;      /* the native path through the C99 backend and gcc */
+static bool g_cuda;     /* compiled for the GPU into a bundle (onnx_cuda.c) */
 
 static int fail(result *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -108,8 +114,19 @@ static const char *dims_str(const cv_tensor *t, char *buf, size_t size)
     return buf;
 }
 
-static int compare(const cv_tensor *got, const cv_tensor *want, int k, result *r)
+/* numpy has no bfloat16: ONNX's generator writes bfloat16 test tensors as
+ * uint16 tensors of the same bits, so a uint16 tensor stands for a bfloat16
+ * one where the model says bfloat16. */
+static cv_dtype data_dtype(cv_dtype have, cv_dtype model)
 {
+    return have == CV_U16 && model == CV_BF16 ? CV_BF16 : have;
+}
+
+static int compare(const cv_tensor *got, const cv_tensor *want_in, int k, result *r)
+{
+    cv_tensor want_bits = *want_in;
+    want_bits.dtype = data_dtype(want_in->dtype, got->dtype);
+    const cv_tensor *want = &want_bits;
     if (got->dtype != want->dtype)
         return fail(r, ST_FAIL, "output %d is %s, expected %s", k, cv_dtype_name(got->dtype),
                     cv_dtype_name(want->dtype));
@@ -156,6 +173,10 @@ typedef struct data_set {
     cv_tensor in[MAX_IO];
     int n_in;
     bool bound[MAX_IO];
+    char kind[MAX_IO];      /* cv_onnx_type_kind of each input */
+    cv_tensor items[MAX_LIST];   /* sequence/optional inputs' tensors */
+    int n_items, first[MAX_IO], count[MAX_IO];
+    bool absent[MAX_IO];
 } data_set;
 
 static int bind_from_data(void *user, int index, const char *name, cv_tensor *t)
@@ -167,6 +188,28 @@ static int bind_from_data(void *user, int index, const char *name, cv_tensor *t)
     memcpy(t->data, ds->in[index].data, cv_tensor_nbytes(t));
     ds->bound[index] = true;
     return 0;
+}
+
+/* Sequence and optional inputs become constants (cv_onnx_options.bind_list). */
+static int bind_list_from_data(void *user, int index, const char *name, cv_tensor *elems,
+                               int max, bool *absent)
+{
+    data_set *ds = user;
+    (void)name;
+    if (index < 0 || index >= ds->n_in || ds->kind[index] == 't' || ds->count[index] > max)
+        return -1;
+    for (int i = 0; i < ds->count[index]; i++) {
+        const cv_tensor *t = &ds->items[ds->first[index] + i];
+        if (cv_tensor_alloc(&elems[i], t->dtype, t->rank, t->dims) < 0) {
+            for (int k = 0; k < i; k++)
+                cv_tensor_free(&elems[k]);
+            return -1;
+        }
+        memcpy(elems[i].data, t->data, cv_tensor_nbytes(t));
+    }
+    *absent = ds->absent[index];
+    ds->bound[index] = true;
+    return ds->count[index];
 }
 
 static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -217,7 +260,7 @@ static int import_and_run(const char *model, size_t len, const char *path, data_
 {
     cv_diag d;
     cv_diag_init(&d);
-    cv_onnx_options opts = {bind_from_data, ds};
+    cv_onnx_options opts = {bind_from_data, ds, bind_list_from_data};
     cv_module *m = cv_onnx_load_opts(model, len, path, &opts, &d);
     int rc = 0;
     if (!m || cv_verify(m, 0, &d) != 0 || m->n_funcs < 1) {
@@ -232,11 +275,15 @@ static int import_and_run(const char *model, size_t len, const char *path, data_
             run_in[n++] = ds->in[i];
     }
     const cv_func *f = m->funcs[0];
+    for (int i = 0; i < n && i < f->n_inputs; i++)
+        run_in[i].dtype = data_dtype(run_in[i].dtype, f->inputs[i]->type.dtype);
     if (n != f->n_inputs || n_want != f->n_returns)
         rc = fail(r, ST_FAIL, "test data has %d inputs / %d outputs, model %d / %d", n, n_want,
                   f->n_inputs, f->n_returns);
     else if (g_native)
         rc = native_run(m, run_in, n, out, r, &d);
+    else if (g_cuda)
+        rc = conf_cuda_compile(m, run_in, n, r, &d);
     else if (cv_interp_run(f, run_in, n, out, &d) < 0)
         rc = fail_diag(r, &d, "interpreter");
 done:
@@ -245,34 +292,78 @@ done:
     return rc;
 }
 
+/* Reads a SequenceProto or OptionalProto of tensors into out[0..max):
+ * the count, or -1 after failing r. */
+static int read_list_pb(const char *path, char kind, cv_tensor *out, int max, bool *absent,
+                        result *r)
+{
+    cv_diag d;
+    cv_diag_init(&d);
+    char *buf = NULL;   /* owned */
+    size_t len = 0;
+    int n = cv_fs_read_file(path, 1u << 30, &buf, &len, &d);
+    if (n == 0)
+        n = cv_onnx_read_list_pb(buf, len, path, kind, out, max, absent, &d);
+    if (n < 0)
+        fail_diag(r, &d, "reading test data");
+    free(buf);
+    cv_diag_free(&d);
+    return n;
+}
+
 /* Runs one test_data_set directory. */
 static int run_data_set(const char *model, size_t len, const char *path, const char *dir,
                         result *r)
 {
     data_set ds = {0};
-    cv_tensor out[MAX_IO] = {0}, want[MAX_IO] = {0};
-    int n_want = 0, rc = 0;
+    cv_tensor out[MAX_LIST] = {0}, want[MAX_LIST] = {0};
+    char out_kind[MAX_IO];
+    int n_want = 0, n_files = 0, rc = 0;
     char file[FILE_BUF + 64];
+    if (cv_onnx_io_kinds(model, len, ds.kind, MAX_IO, out_kind, MAX_IO) < 0) {
+        memset(ds.kind, 't', sizeof ds.kind);
+        memset(out_kind, 't', sizeof out_kind);
+    }
     for (; ds.n_in < MAX_IO && rc == 0; ds.n_in++) {
         snprintf(file, sizeof file, "%s/input_%d.pb", dir, ds.n_in);
         if (access(file, R_OK) != 0)
             break;
-        rc = read_pb(file, &ds.in[ds.n_in], r);
+        int i = ds.n_in, n = 0;
+        ds.first[i] = ds.n_items;
+        if (ds.kind[i] == 't' || !ds.kind[i])
+            rc = read_pb(file, &ds.in[i], r);
+        else if ((n = read_list_pb(file, ds.kind[i], &ds.items[ds.n_items],
+                                   MAX_LIST - ds.n_items, &ds.absent[i], r)) < 0)
+            rc = -1;
+        ds.count[i] = n;
+        ds.n_items += n;
     }
-    for (; n_want < MAX_IO && rc == 0; n_want++) {
-        snprintf(file, sizeof file, "%s/output_%d.pb", dir, n_want);
+    for (; n_files < MAX_IO && rc == 0; n_files++) {
+        snprintf(file, sizeof file, "%s/output_%d.pb", dir, n_files);
         if (access(file, R_OK) != 0)
             break;
-        rc = read_pb(file, &want[n_want], r);
+        bool absent;
+        int n = 1;
+        if (out_kind[n_files] == 't' || !out_kind[n_files])
+            rc = n_want < MAX_LIST ? read_pb(file, &want[n_want], r) : -1;
+        else if ((n = read_list_pb(file, out_kind[n_files], &want[n_want], MAX_LIST - n_want,
+                                   &absent, r)) < 0)
+            rc = -1;
+        n_want += rc == 0 ? n : 0;
     }
+    if (g_cuda)
+        conf_cuda_set(dir);
     if (rc == 0 && import_and_run(model, len, path, &ds, out, n_want, r) == 0) {
-        for (int k = 0; rc == 0 && k < n_want; k++)
+        if (g_cuda)
+            rc = conf_cuda_outputs(want, n_want, r);
+        for (int k = 0; !g_cuda && rc == 0 && k < n_want; k++)
             rc = compare(&out[k], &want[k], k, r);
         free_tensors(out, n_want);
     } else {
         rc = -1;
     }
     free_tensors(ds.in, ds.n_in);
+    free_tensors(ds.items, ds.n_items);
     free_tensors(want, n_want);
     return rc;
 }
@@ -332,11 +423,12 @@ static void run_test(const char *dir, result *r)
         return;
     }
     /* A probe import without test data: a model CU-IR cannot express is
-     * unsupported before its data is even read (sequence inputs, say). */
+     * unsupported before its data is even read (map inputs, say).  Shape
+     * inputs (4305) and sequence or optional inputs (4307) need the data. */
     cv_module *probe = cv_onnx_load_mem(model, len, path, &d);
     bool shape_inputs = false;
     for (int i = 0; !probe && i < d.n; i++)
-        shape_inputs |= d.v[i].code == 4305;
+        shape_inputs |= d.v[i].code == 4305 || d.v[i].code == 4307;
     if (!probe && !shape_inputs) {
         fail_diag(r, &d, "import");
         r->max_abs_err = -1;
@@ -444,12 +536,14 @@ static void resolve_expanded(test *t, int n)
 static void usage(void)
 {
     fprintf(stderr, "usage: onnx_conformance [--json OUT] [--filter SUBSTR] "
-                    "[--backend interp|native|c99] [-v] NODE_DIR\n");
+                    "[--backend interp|native|c99|cuda [--bundle DIR] [--gpu-log LOG]] [-v] "
+                    "NODE_DIR\n");
 }
 
 int main(int argc, char **argv)
 {
-    const char *json_out = NULL, *filter = NULL, *dir = NULL;
+    const char *json_out = NULL, *filter = NULL, *dir = NULL, *bundle = "cuda-bundle",
+               *gpu_log = NULL;
     bool verbose = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
@@ -460,11 +554,16 @@ int main(int argc, char **argv)
             const char *b = argv[++i];
             g_c99 = strcmp(b, "c99") == 0;
             g_native = g_c99 || strcmp(b, "native") == 0;
-            if (!g_native && strcmp(b, "interp") != 0) {
-                fprintf(stderr, "onnx_conformance: --backend is interp, native or c99\n");
+            g_cuda = strcmp(b, "cuda") == 0;
+            if (!g_native && !g_cuda && strcmp(b, "interp") != 0) {
+                fprintf(stderr, "onnx_conformance: --backend is interp, native, c99 or cuda\n");
                 return 2;
             }
-        } else if (strcmp(argv[i], "-v") == 0)
+        } else if (strcmp(argv[i], "--bundle") == 0 && i + 1 < argc)
+            bundle = argv[++i];
+        else if (strcmp(argv[i], "--gpu-log") == 0 && i + 1 < argc)
+            gpu_log = argv[++i];
+        else if (strcmp(argv[i], "-v") == 0)
             verbose = true;
         else if (argv[i][0] != '-' && !dir)
             dir = argv[i];
@@ -492,7 +591,11 @@ int main(int argc, char **argv)
         n++;
     }
     resolve_expanded(tests, n);
-    for (int i = 0; i < n; i++) {
+    if (g_cuda && !gpu_log && conf_cuda_begin(bundle))
+        return 1;
+    if (g_cuda && gpu_log && conf_cuda_merge(bundle, gpu_log, tests, n))
+        return 1;
+    for (int i = 0; !(g_cuda && gpu_log) && i < n; i++) {
         char path[DIR_BUF];
         snprintf(path, sizeof path, "%s/%s", dir, tests[i].name);
         run_isolated(path, &tests[i].r);
@@ -500,8 +603,13 @@ int main(int argc, char **argv)
             printf("%-60s %-12s %s\n", tests[i].name, conf_status_name(tests[i].r.status),
                    tests[i].r.msg);
     }
-    conf_print_table(tests, n);
-    int rc = json_out ? conf_write_json(json_out, tests, n) : 0;
+    int rc = 0;
+    if (g_cuda && !gpu_log) {
+        rc = conf_cuda_save(bundle, tests, n);
+    } else {
+        conf_print_table(tests, n);
+        rc = json_out ? conf_write_json(json_out, tests, n) : 0;
+    }
     for (int i = 0; i < n; i++)
         free(tests[i].name);
     free(tests);

@@ -9,10 +9,12 @@
 # build's LLVM plugin) and the report is $BUILD/conformance-native.json;
 # with --backend c99 every model is emitted as C99 (--emit c), built with
 # gcc -std=c99 -pedantic -Wall -Wextra -Werror and loaded the same way
-# (report: $BUILD/conformance-c99.json).
+# (report: $BUILD/conformance-c99.json).  With --backend cuda every model is
+# compiled for cuda-sm90 into a GPU bundle ($BUILD/conformance-cuda) that
+# runs here on the GPU, else on a GPU machine (onnx_cuda.c says how).
 #
-#   BUILD=build tests/conformance/run.sh [--backend interp|native|c99] [--filter SUBSTR] [-v]
-#   make conformance CONFORMANCE_BACKEND=native|c99
+#   BUILD=build tests/conformance/run.sh [--backend interp|native|c99|cuda] [--filter SUBSTR] [-v]
+#   make conformance CONFORMANCE_BACKEND=native|c99|cuda
 set -euo pipefail
 BUILD=${BUILD:-build}
 PY=/usr/bin/python3
@@ -35,14 +37,33 @@ fi
 
 REPORT="$BUILD/conformance.json"
 prev=
+cuda=
 for a in "$@"; do
-    if [ "$prev" = --backend ] && { [ "$a" = native ] || [ "$a" = c99 ]; }; then
+    if [ "$prev" = --backend ] && { [ "$a" = native ] || [ "$a" = c99 ] || [ "$a" = cuda ]; }; then
         REPORT="$BUILD/conformance-$a.json"
+        [ "$a" = cuda ] && cuda=1
     fi
     prev=$a
 done
 make --no-print-directory BUILD="$BUILD" "$RUNNER" "$BUILD/lib/cuvil/libcv_llvm.so"
 CUVIL_LLVM_PLUGIN="${CUVIL_LLVM_PLUGIN:-$(cd "$BUILD" && pwd)/lib/cuvil/libcv_llvm.so}"
 export CUVIL_LLVM_PLUGIN
-"$RUNNER" --json "$REPORT" "$@" "$TESTS/node"
+if [ -n "$cuda" ]; then
+    # --backend cuda (onnx_cuda.c): a GPU bundle, run here when there is a GPU.
+    bundle="$BUILD/conformance-cuda"
+    "$RUNNER" --bundle "$bundle" "$@" "$TESTS/node"
+    make --no-print-directory BUILD="$BUILD" "$BUILD/tools/gpu_runner"
+    cp "$BUILD/tools/gpu_runner" "$bundle/"
+    tests/gpu/run.sh "$bundle" --iters 0 > "$bundle/gpu.log" || true
+    if grep -q '^[0-9]* passed' "$bundle/gpu.log"; then
+        "$RUNNER" --json "$REPORT" --bundle "$bundle" --gpu-log "$bundle/gpu.log" "$@" "$TESTS/node"
+    else
+        cat "$bundle/gpu.log"
+        echo "conformance: no GPU here; copy $bundle to a GPU machine, run tests/gpu/run.sh on it" \
+             "(--iters 0 > LOG), then $RUNNER --bundle $bundle --gpu-log LOG $* $TESTS/node"
+        exit 0
+    fi
+else
+    "$RUNNER" --json "$REPORT" "$@" "$TESTS/node"
+fi
 echo "conformance: wrote $REPORT"

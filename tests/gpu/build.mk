@@ -8,6 +8,7 @@
 #                        GPU_TORCHVISION=mobilenet_v2[,resnet18] adds the
 #                        torchvision exports (python3-torch) against PyTorch
 #                        at batch 1 and 32 (bench/gpu/torch_ref.py),
+#                        GPU_FP16=1 adds them compiled with fp16 weights,
 #                        GPU_TARGET=cuda-sm80 another SM, GPU_CORE=0 leaves
 #                        the examples and single-op groups out, GPU_BUNDLE=DIR
 #                        puts it elsewhere (a bundle travels whole: resnet18
@@ -31,15 +32,21 @@ $(GPU_BUNDLE_GEN): $(BUILD)/obj/tests/gpu/gpu_bundle.o $(GPU_SUPPORT_O) $$(LIBS_
 $(BUILD)/obj/tests/gpu/gpu_bundle.o $(GPU_SUPPORT_O): EXTRA_CFLAGS += $(shell pkg-config --cflags $(TEST_PKGS) 2>/dev/null)
 
 .PHONY: gpu-bundle test-gpu
-gpu-bundle: $(GPU_BUNDLE_GEN) $(BUILD)/lib/cuvil/libcv_llvm.so
+# The bundle runner needs only libc (a GPU machine may have no toolchain).
+$(BUILD)/tools/gpu_runner: tests/gpu/gpu_runner.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) -std=c17 -D_GNU_SOURCE -O2 $(WARN) $< -o $@ -ldl -lm
+
+gpu-bundle: $(GPU_BUNDLE_GEN) $(BUILD)/lib/cuvil/libcv_llvm.so $(BUILD)/tools/gpu_runner
 	$(Q)rm -rf $(GPU_BUNDLE) && mkdir -p $(GPU_BUNDLE)
 	$(Q)if [ -n "$(GPU_TORCHVISION)" ] && [ ! -f $(BUILD)/torchvision/.complete ]; then \
 	  mkdir -p $(BUILD)/torchvision && /usr/bin/python3 tests/tools/export_torchvision.py $(BUILD)/torchvision \
 	  && touch $(BUILD)/torchvision/.complete; fi
 	$(Q)$(GPU_BUNDLE_GEN) $(GPU_BUNDLE) $(or $(GPU_TARGET),cuda-sm90) \
 	  $(if $(GPU_TORCHVISION),--torchvision $(BUILD)/torchvision --models $(GPU_TORCHVISION)) \
+	  $(if $(GPU_FP16),--fp16) \
 	  $(if $(filter 0,$(GPU_CORE)),--no-core)
-	$(Q)$(CC) -std=c17 -D_GNU_SOURCE -O2 $(WARN) tests/gpu/gpu_runner.c -o $(GPU_BUNDLE)/gpu_runner -ldl -lm
+	$(Q)cp $(BUILD)/tools/gpu_runner $(GPU_BUNDLE)/gpu_runner
 	$(Q)cp tests/gpu/run.sh $(GPU_BUNDLE)/run.sh
 	@echo "gpu-bundle: $(GPU_BUNDLE) ($$(du -sh $(GPU_BUNDLE) | cut -f1)); on the GPU machine: $(GPU_BUNDLE)/run.sh"
 

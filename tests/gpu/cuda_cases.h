@@ -41,6 +41,18 @@ static const bk_case cuda_elementwise[] = {
     BK("gelu", "approximate=tanh", "f32[11]"),
     BK("clip", "min=-1 max=1.5", "f32[10]"),
     BK("add", NULL, "f32[300,513] @-1:1", "f32[513]"),
+    BK("sin", NULL, "f32[40] @-100:100"),
+    BK("cos", NULL, "f32[40] @-100:100"),
+    BK("tan", NULL, "f32[40] @-1.5:1.5"),
+    BK("asin", NULL, "f32[12] @-1:1"),
+    BK("acos", NULL, "f32[12] @-1:1"),
+    BK("atan", NULL, "f32[12] @-50:50"),
+    BK("sinh", NULL, "f32[12] @-10:10"),
+    BK("cosh", NULL, "f32[12] @-10:10"),
+    BK("asinh", NULL, "f32[12] @-100:100"),
+    BK("acosh", NULL, "f32[12] @1:100"),
+    BK("atanh", NULL, "f32[12] @-0.99:0.99"),
+    BK("sin", NULL, "f16[8] @-3:3"),
 };
 
 static const bk_case cuda_reduce[] = {

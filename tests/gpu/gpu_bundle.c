@@ -2,17 +2,19 @@
  * without compilers needs to check CUDA artifacts against the reference
  * interpreter.
  *
- *   gpu_bundle OUT_DIR [TARGET] [--no-core] [--torchvision DIR [--models mobilenet_v2,resnet18]]
+ *   gpu_bundle OUT_DIR [TARGET] [--no-core] [--torchvision DIR [--models mobilenet_v2,resnet18] [--fp16]]
  *
  * For the CU-IR examples (batch 1 and 32) and every group of
  * tests/gpu/cuda_cases.h: random inputs, the interpreter's outputs, and
  * the model compiled for TARGET (default cuda-sm90) go into OUT_DIR/<case>/
  * (in<i>.bin, want<i>.bin raw, lib<name>.so, case.txt); OUT_DIR/cases.txt
- * lists the cases.  --no-core leaves the examples and groups out.  With --torchvision, the exports of
- * tests/tools/export_torchvision.py in DIR too, against PyTorch's output.
+ * lists the cases.  --no-core leaves the examples and groups out.  With
+ * --torchvision, the exports of tests/tools/export_torchvision.py in DIR
+ * too, against PyTorch's output; --fp16 adds each compiled with fp16
+ * weights (-p fp16) as NAME_fp16.
  * tests/gpu/gpu_runner.c (libc only) runs them there.
  *
- * case.txt:  lib FILE NAME / syms N V... / in BYTES FILE / out DTYPE NUMEL RTOL ATOL FILE */
+ * case.txt: tests/gpu/gpu_case.h. */
 #include <errno.h>
 #include <jansson.h>
 
@@ -20,48 +22,14 @@
 #include "common/jsonutil.h"
 #include "common/npy.h"
 #include "tests/gpu/cuda_cases.h"
+#include "tests/gpu/gpu_case.h"
 
 #define MAX_IO BK_MAX_CASES
 
 static const char *g_out, *g_target;
+static const cv_quant_opts *g_quant;   /* the torchvision cases' precision (NULL: fp32) */
 static FILE *g_list;
 static char g_last_name[128];   /* the artifact name of the last case added */
-
-static int write_bin(const char *dir, const char *name, const void *data, size_t len)
-{
-    char *path = cv_tmpdir_path(dir, name);
-    FILE *f = fopen(path, "wb");
-    int rc = f && fwrite(data, 1, len, f) == len ? 0 : -1;
-    if (f && fclose(f))
-        rc = -1;
-    free(path);
-    return rc;
-}
-
-/* The symbol values the inputs bind, in the artifact's order. */
-static int bind_syms(const char *dir, const cv_tensor *ins, int n_in, int64_t *syms, int *n_syms)
-{
-    json_t *m = NULL;
-    cv_diag d;
-    cv_diag_init(&d);
-    char *path = cv_tmpdir_path(dir, "manifest.json");
-    int rc = cv_json_read_file(path, 1 << 26, &m, &d);
-    free(path);
-    cv_diag_free(&d);
-    if (rc)
-        return -1;
-    json_t *names = json_object_get(m, "symbols"), *inputs = json_object_get(m, "inputs");
-    *n_syms = (int)json_array_size(names);
-    for (int i = 0; i < n_in; i++) {
-        json_t *shape = json_object_get(json_array_get(inputs, (size_t)i), "shape");
-        for (size_t k = 0; k < json_array_size(shape); k++)
-            for (size_t s = 0; s < json_array_size(names); s++)
-                if (json_equal(json_array_get(shape, k), json_array_get(names, s)))
-                    syms[s] = ins[i].dims[k];
-    }
-    json_decref(m);
-    return 0;
-}
 
 /* Interprets f on ins (unless ref gives its output 0 and abs tolerance),
  * compiles it into OUT/<tag>, writes the case. */
@@ -83,7 +51,8 @@ static int add_case(const char *tag, cv_module *m, const cv_tensor *ins, int n_i
     if (rc)
         fprintf(stderr, "gpu_bundle: %s: the interpreter failed: %s\n", tag, d.n ? d.v[0].msg : "?");
     char *dir = cv_tmpdir_path(g_out, tag);
-    cv_compile_opts o = {.target = g_target, .opt_level = 2, .emit = CV_EMIT_SO, .out_dir = dir};
+    cv_compile_opts o = {.target = g_target, .opt_level = 2, .emit = CV_EMIT_SO, .out_dir = dir,
+                         .quant = ref ? g_quant : NULL};
     cv_compile_info info;
     int n_out = f->n_returns;
     if (rc == 0 && cv_compile_native(m, &o, &info, &d)) {
@@ -91,46 +60,20 @@ static int add_case(const char *tag, cv_module *m, const cv_tensor *ins, int n_i
                 d.n ? d.v[0].code : 0, d.n ? d.v[0].msg : "?");
         rc = -1;
     }
-    int64_t syms[64] = {0};
-    int n_syms = 0;
-    if (rc == 0)
-        rc = bind_syms(dir, ins, n_in, syms, &n_syms);
-    char *txt = rc == 0 ? cv_tmpdir_path(dir, "case.txt") : NULL;
-    FILE *c = txt ? fopen(txt, "w") : NULL;
-    if (c) {
-        fprintf(c, "lib lib%s.so %s\nsyms %d", info.name, info.name, n_syms);
-        for (int i = 0; i < n_syms; i++)
-            fprintf(c, " %lld", (long long)syms[i]);
-        fputc('\n', c);
-        for (int i = 0; rc == 0 && i < n_in; i++) {
-            char name[32];
-            snprintf(name, sizeof name, "in%d.bin", i);
-            fprintf(c, "in %zu %s\n", cv_tensor_nbytes(&ins[i]), name);
-            rc = write_bin(dir, name, ins[i].data, cv_tensor_nbytes(&ins[i]));
-        }
-        for (int i = 0; rc == 0 && i < n_out; i++) {
-            char name[32];
-            double rtol = 1e-4, atol = 1e-5;
-            if (want[i].dtype == CV_F16 || want[i].dtype == CV_BF16)
-                cv_npref_default_tol(want[i].dtype, &rtol, &atol);
-            if (ref)
-                rtol = 0, atol = ref->atol;
-            snprintf(name, sizeof name, "want%d.bin", i);
-            fprintf(c, "out %s %lld %g %g %s\n", cv_dtype_name(want[i].dtype),
-                    (long long)want[i].numel, rtol, atol, name);
-            rc = write_bin(dir, name, want[i].data, cv_tensor_nbytes(&want[i]));
-        }
-        if (fclose(c))
-            rc = -1;
-        if (rc == 0)
-            fprintf(g_list, "%s\n", tag);
-        snprintf(g_last_name, sizeof g_last_name, "%s", info.name);
-    } else if (rc == 0) {
-        rc = -1;
+    double rtol[MAX_IO], atol[MAX_IO];
+    for (int i = 0; rc == 0 && i < n_out; i++) {
+        rtol[i] = 1e-4, atol[i] = 1e-5;
+        if (want[i].dtype == CV_F16 || want[i].dtype == CV_BF16)
+            cv_npref_default_tol(want[i].dtype, &rtol[i], &atol[i]);
+        if (ref)
+            rtol[i] = 0, atol[i] = ref->atol;
     }
+    if (rc == 0 && (rc = gpu_case_write(dir, info.name, ins, n_in, want, n_out, rtol, atol)) == 0)
+        fprintf(g_list, "%s\n", tag);
+    if (rc == 0)
+        snprintf(g_last_name, sizeof g_last_name, "%s", info.name);
     for (int i = ref ? 1 : 0; i < n_out; i++)
         cv_tensor_free(&want[i]);
-    free(txt);
     free(dir);
     cv_diag_free(&d);
     return rc;
@@ -179,16 +122,18 @@ static int group(const cuda_group *g)
 /* <name>_b32: the batch-1 case's artifact at batch 32.  Its input and
  * PyTorch's output (in0.bin, want0.bin) are made on the GPU machine by
  * bench/gpu/torch_ref.py, which runs the same torchvision model there. */
-static int torchvision_b32(const char *name, const cv_npy *x, const cv_npy *y)
+static int torchvision_b32(const char *tag1, const char *data, const cv_npy *x, const cv_npy *y,
+                           double atol)
 {
-    char tag[96];
-    snprintf(tag, sizeof tag, "%s_b32", name);
+    char tag[128];
+    snprintf(tag, sizeof tag, "%.96s_b32", tag1);
     char *dir = cv_tmpdir_path(g_out, tag), *txt = NULL;
     int rc = cv_fs_mkdirs(dir, 0755);
     FILE *c = rc == 0 ? fopen((txt = cv_tmpdir_path(dir, "case.txt")), "w") : NULL;
     if (c) {
-        fprintf(c, "lib ../%s/lib%s.so %s\nsyms 1 32\nin %zu in0.bin\nout f32 %lld 0 0.0001 want0.bin\n",
-                name, g_last_name, g_last_name, x->nbytes * 32, (long long)(y->nbytes / 4 * 32));
+        fprintf(c, "lib ../%s/lib%s.so %s\nsyms 1 32\nin %zu %sin0.bin\nout f32 %lld 0 %g %swant0.bin\n",
+                tag1, g_last_name, g_last_name, x->nbytes * 32, data,
+                (long long)(y->nbytes / 4 * 32), atol, data);
         rc = fclose(c) ? -1 : 0;
         fprintf(g_list, "%s\n", tag);
     } else {
@@ -199,8 +144,18 @@ static int torchvision_b32(const char *name, const cv_npy *x, const cv_npy *y)
     return rc;
 }
 
+static double range(const cv_tensor *t)
+{
+    const float *v = t->data;
+    float lo = v[0], hi = v[0];
+    for (int64_t i = 1; i < t->numel; i++)
+        lo = v[i] < lo ? v[i] : lo, hi = v[i] > hi ? v[i] : hi;
+    return (double)hi - lo;
+}
+
 /* A torchvision export (tests/tools/export_torchvision.py) against PyTorch's
- * own output, max abs error 1e-4 as on the CPU. */
+ * own output, max abs error 1e-4 as on the CPU (with --fp16: NAME_fp16,
+ * compiled with fp16 weights, -p fp16). */
 static int torchvision(const char *dir, const char *name)
 {
     char onnx[1024], xin[1024], xout[1024];
@@ -222,10 +177,15 @@ static int torchvision(const char *dir, const char *name)
         cv_tensor_alloc(&want, CV_F32, y.rank, y.dims);
         memcpy(in.data, x.data, x.nbytes);
         memcpy(want.data, y.data, y.nbytes);
-        ref_out ref = {&want, 1e-4};
-        rc = add_case(name, m, &in, 1, &ref);
+        char tag[96], data[96];
+        snprintf(tag, sizeof tag, g_quant ? "%s_fp16" : "%s", name);
+        /* fp16 weights: within 1e-2 of the output's range (as on the CPU,
+         * tests/conformance/quant_models.sh); the batch-32 data is fp32's. */
+        snprintf(data, sizeof data, g_quant ? "../%s_b32/" : "", name);
+        ref_out ref = {&want, g_quant ? 1e-2 * range(&want) : 1e-4};
+        rc = add_case(tag, m, &in, 1, &ref);
         if (rc == 0)
-            rc = torchvision_b32(name, &x, &y);
+            rc = torchvision_b32(tag, data, &x, &y, ref.atol);
         cv_tensor_free(&in);
         cv_tensor_free(&want);
         cv_npy_free(&x);
@@ -242,7 +202,8 @@ int main(int argc, char **argv)
 {
     const char *tv_dir = NULL, *tv_models = "mobilenet_v2", *pos[2] = {NULL, "cuda-sm90"};
     int n_pos = 0;
-    bool core = true;
+    bool core = true, fp16 = false;
+    static const cv_quant_opts half = {.precision = CV_QP_FP16};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--no-core"))
             core = false;
@@ -250,11 +211,14 @@ int main(int argc, char **argv)
             tv_dir = argv[++i];
         else if (!strcmp(argv[i], "--models") && i + 1 < argc)
             tv_models = argv[++i];
+        else if (!strcmp(argv[i], "--fp16"))
+            fp16 = true;
         else if (n_pos < 2)
             pos[n_pos++] = argv[i];
     }
     if (!pos[0]) {
-        fprintf(stderr, "usage: gpu_bundle OUT_DIR [TARGET] [--no-core] [--torchvision DIR [--models a,b]]\n");
+        fprintf(stderr, "usage: gpu_bundle OUT_DIR [TARGET] [--no-core] [--torchvision DIR "
+                        "[--models a,b] [--fp16]]\n");
         return 2;
     }
     g_out = pos[0];
@@ -278,7 +242,11 @@ int main(int argc, char **argv)
         char name[64];
         size_t n = strcspn(p, ",");
         snprintf(name, sizeof name, "%.*s", (int)n, p);
+        g_quant = NULL;
         bad += torchvision(tv_dir, name) != 0;
+        g_quant = fp16 ? &half : NULL;
+        if (fp16)
+            bad += torchvision(tv_dir, name) != 0;
         p += n + (p[n] == ',');
     }
     fclose(g_list);

@@ -82,11 +82,11 @@ static void *load_file(const char *dir, const char *name, size_t *len)
 
 static size_t dtype_size(const char *dt)
 {
-    if (!strcmp(dt, "f64") || !strcmp(dt, "i64"))
+    if (!strcmp(dt, "f64") || !strcmp(dt, "i64") || !strcmp(dt, "u64"))
         return 8;
-    if (!strcmp(dt, "f32") || !strcmp(dt, "i32"))
+    if (!strcmp(dt, "f32") || !strcmp(dt, "i32") || !strcmp(dt, "u32"))
         return 4;
-    if (!strcmp(dt, "f16") || !strcmp(dt, "bf16"))
+    if (!strcmp(dt, "f16") || !strcmp(dt, "bf16") || !strcmp(dt, "i16") || !strcmp(dt, "u16"))
         return 2;
     return 1;
 }
@@ -104,7 +104,11 @@ static double elem(const io *o, const void *p, long long i)
     if (!strcmp(dt, "f32")) { float v; memcpy(&v, (const char *)p + 4 * i, 4); return v; }
     if (!strcmp(dt, "f64")) { double v; memcpy(&v, (const char *)p + 8 * i, 8); return v; }
     if (!strcmp(dt, "i64")) { int64_t v; memcpy(&v, (const char *)p + 8 * i, 8); return (double)v; }
+    if (!strcmp(dt, "u64")) { uint64_t v; memcpy(&v, (const char *)p + 8 * i, 8); return (double)v; }
     if (!strcmp(dt, "i32")) { int32_t v; memcpy(&v, (const char *)p + 4 * i, 4); return v; }
+    if (!strcmp(dt, "u32")) { uint32_t v; memcpy(&v, (const char *)p + 4 * i, 4); return v; }
+    if (!strcmp(dt, "i16")) { int16_t v; memcpy(&v, (const char *)p + 2 * i, 2); return v; }
+    if (!strcmp(dt, "u16")) { uint16_t v; memcpy(&v, (const char *)p + 2 * i, 2); return v; }
     if (!strcmp(dt, "i8")) return ((const int8_t *)p)[i];
     if (!strcmp(dt, "u8") || !strcmp(dt, "bool")) return ((const uint8_t *)p)[i];
     uint16_t h;
@@ -357,6 +361,69 @@ static int run_case(const char *bundle, const char *tag, int iters, char *why, s
     return rc;
 }
 
+/* One case with its result line; 0 when it passed. */
+static int run_one(const char *bundle, const char *tag, int iters)
+{
+    char why[1024] = "";
+    double ms = 0, ms_stream = 0, t0 = now_ms();
+    int rc = run_case(bundle, tag, iters, why, sizeof why, &ms, &ms_stream);
+    if (rc == 0 && g_have_drv)
+        printf("PASS %-28s run %9.3f ms, on-device %9.3f ms (medians of %d)  [case %.0f ms]\n",
+               tag, ms, ms_stream, iters, now_ms() - t0);
+    else if (rc == 0)
+        printf("PASS %-28s run %9.3f ms (median of %d)  [case %.0f ms]\n", tag, ms, iters,
+               now_ms() - t0);
+    else
+        printf("FAIL %-28s %s\n", tag, why);
+    fflush(stdout);
+    return rc;
+}
+
+/* The child's work: cases from..n-1 in this process (one driver start for
+ * many cases), each one's index and outcome written to fd once its line is
+ * out.  It stops after a failure: a kernel that faults poisons the CUDA
+ * context, so the next case starts in a fresh process. */
+static void run_from(char **tags, int from, int n, const char *bundle, int iters, int fd)
+{
+    load_driver();
+    for (int i = from; i < n; i++) {
+        alarm(CASE_TIMEOUT_S);
+        int out[2] = {i, run_one(bundle, tags[i], iters) != 0};
+        if (write(fd, out, sizeof out) != (ssize_t)sizeof out || out[1])
+            _exit(1);
+    }
+    _exit(0);
+}
+
+/* The case tags of cases.txt that contain filter (malloc'd). */
+static char **read_tags(const char *bundle, const char *filter, int *n)
+{
+    char path[1024], tag[256];
+    snprintf(path, sizeof path, "%s/cases.txt", bundle);
+    FILE *list = fopen(path, "r");
+    char **v = NULL;
+    int cap = 0;
+    *n = -1;
+    if (!list)
+        return NULL;
+    *n = 0;
+    while (fgets(tag, sizeof tag, list)) {
+        tag[strcspn(tag, "\n")] = 0;
+        if (!tag[0] || (filter && !strstr(tag, filter)))
+            continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 64;
+            char **nv = realloc(v, (size_t)cap * sizeof *v);
+            if (!nv)
+                break;
+            v = nv;
+        }
+        v[(*n)++] = strdup(tag);
+    }
+    fclose(list);
+    return v;
+}
+
 int main(int argc, char **argv)
 {
     const char *bundle = NULL, *filter = NULL;
@@ -373,47 +440,45 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: gpu_runner BUNDLE_DIR [--filter SUBSTR] [--iters N]\n");
         return 2;
     }
-    char path[1024], tag[256];
-    snprintf(path, sizeof path, "%s/cases.txt", bundle);
-    FILE *list = fopen(path, "r");
-    if (!list)
-        return fprintf(stderr, "gpu_runner: no %s\n", path), 2;
+    int n;
+    char **tags = read_tags(bundle, filter, &n);
+    if (n < 0)
+        return fprintf(stderr, "gpu_runner: no %s/cases.txt\n", bundle), 2;
     int passed = 0, failed = 0;
-    while (fgets(tag, sizeof tag, list)) {
-        tag[strcspn(tag, "\n")] = 0;
-        if (!tag[0] || (filter && !strstr(tag, filter)))
-            continue;
-        /* Each case in its own process: a kernel that faults poisons its CUDA
-         * context, and a hang must not stop the others.  The driver is
-         * initialised in the child only (CUDA does not survive fork). */
+    /* Cases run in children (CUDA does not survive fork, so the driver is
+     * started there only); a crash or a hang fails that case alone. */
+    for (int next = 0; next < n;) {
+        int fds[2];
+        if (pipe(fds) < 0)
+            return perror("gpu_runner: pipe"), 2;
         fflush(stdout);
         pid_t pid = fork();
         if (pid == 0) {
-            alarm(CASE_TIMEOUT_S);
-            load_driver();
-            char why[1024] = "";
-            double ms = 0, ms_stream = 0, t0 = now_ms();
-            int rc = run_case(bundle, tag, iters, why, sizeof why, &ms, &ms_stream);
-            if (rc == 0 && g_have_drv)
-                printf("PASS %-28s run %9.3f ms, on-device %9.3f ms (medians of %d)  [case %.0f ms]\n",
-                       tag, ms, ms_stream, iters, now_ms() - t0);
-            else if (rc == 0)
-                printf("PASS %-28s run %9.3f ms (median of %d)  [case %.0f ms]\n", tag, ms,
-                       iters, now_ms() - t0);
-            else
-                printf("FAIL %-28s %s\n", tag, why);
-            fflush(stdout);
-            _exit(rc == 0 ? 0 : 1);
+            close(fds[0]);
+            run_from(tags, next, n, bundle, iters, fds[1]);
         }
+        close(fds[1]);
+        int out[2];
+        while (pid > 0 && read(fds[0], out, sizeof out) == (ssize_t)sizeof out) {
+            out[1] ? failed++ : passed++;
+            next = out[0] + 1;
+        }
+        close(fds[0]);
         int st = 0;
-        if (pid < 0 || waitpid(pid, &st, 0) < 0)
-            st = -1;
-        if (pid > 0 && WIFSIGNALED(st))
-            printf("FAIL %-28s killed by signal %d%s\n", tag, WTERMSIG(st),
-                   WTERMSIG(st) == SIGALRM ? " (timeout)" : "");
-        st == 0 ? passed++ : failed++;
+        if (pid < 0 || waitpid(pid, &st, 0) < 0 || WIFSIGNALED(st) ||
+            (WIFEXITED(st) && WEXITSTATUS(st) == 0 && next < n)) {
+            if (pid > 0 && WIFSIGNALED(st))
+                printf("FAIL %-28s killed by signal %d%s\n", tags[next], WTERMSIG(st),
+                       WTERMSIG(st) == SIGALRM ? " (timeout)" : "");
+            else
+                printf("FAIL %-28s the case process failed\n", tags[next]);
+            failed++;
+            next++;
+        }
     }
-    fclose(list);
+    for (int i = 0; i < n; i++)
+        free(tags[i]);
+    free(tags);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -166,7 +166,7 @@ static int load_test(const char *name, node_test *nt, char *msg, size_t size)
         return xc_fail(msg, size, "%s: no model.onnx (node tests not generated?)", name);
     cv_diag d;
     cv_diag_init(&d);
-    cv_onnx_options opts = {bind_from_data, nt};
+    cv_onnx_options opts = {bind_from_data, nt, NULL};
     nt->m = cv_onnx_load_opts(model, len, path, &opts, &d);
     int rc = nt->m && cv_verify(nt->m, 0, &d) == 0 ? 0 : -1;
     if (rc)

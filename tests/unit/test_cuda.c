@@ -25,6 +25,7 @@
  * (freestanding C; on the host one thread does every item). */
 #include "compiler-core/backend/cuda/dev/cudev_math.c"
 #include "compiler-core/backend/cuda/dev/cudev_rt.c"
+#include "compiler-core/backend/cuda/dev/cudev_trig.c"
 
 static char *g_dirs[CUDA_N_GROUPS];  /* each group's cuda-sm90 artifact */
 static bk_model g_models[CUDA_N_GROUPS];
@@ -110,6 +111,9 @@ static void test_ptx_core_ops(void **state)
     char *mm = read_in(g_dirs[2], "cuda_matmul.ptx"), *cv = read_in(g_dirs[3], "cuda_conv.ptx");
     assert_non_null(strstr(mm, ".entry cvdk_sgemm("));
     assert_non_null(strstr(cv, ".entry cvdk_conv2d"));
+    /* ...and their tensor-core (TF32 wmma) variants. */
+    assert_non_null(strstr(cv, "_tc("));
+    assert_non_null(strstr(cv, "wmma.mma.sync.aligned.col.row.m16n16k8.f32.tf32.tf32.f32"));
     free(mm);
     free(cv);
 }
@@ -383,6 +387,53 @@ static void test_device_math(void **state)
     }
 }
 
+/* The trigonometric functions (dev/cudev_trig.c): floats within 2 ulps of
+ * libm, doubles within 1e-14 relative (near a zero of sin, cos or tan,
+ * 1e-14 of the argument's size absolute). */
+static void test_device_trig(void **state)
+{
+    typedef struct fn {
+        const char *name;
+        float (*df)(float);
+        float (*lf)(float);
+        double (*dd)(double);
+        double (*ld)(double);
+        float lo, hi;
+    } fn;
+    static const fn fns[] = {
+        {"sin", cvd_sinf, sinf, cvd_sin, sin, -1e4f, 1e4f},
+        {"cos", cvd_cosf, cosf, cvd_cos, cos, -1e4f, 1e4f},
+        {"tan", cvd_tanf, tanf, cvd_tan, tan, -40, 40},
+        {"asin", cvd_asinf, asinf, cvd_asin, asin, -1.2f, 1.2f},
+        {"acos", cvd_acosf, acosf, cvd_acos, acos, -1.2f, 1.2f},
+        {"atan", cvd_atanf, atanf, cvd_atan, atan, -300, 300},
+        {"sinh", cvd_sinhf, sinhf, cvd_sinh, sinh, -95, 95},
+        {"cosh", cvd_coshf, coshf, cvd_cosh, cosh, -95, 95},
+        {"asinh", cvd_asinhf, asinhf, cvd_asinh, asinh, -1e5f, 1e5f},
+        {"acosh", cvd_acoshf, acoshf, cvd_acosh, acosh, 0.5f, 1e5f},
+        {"atanh", cvd_atanhf, atanhf, cvd_atanh, atanh, -1.1f, 1.1f},
+    };
+    static const float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, INFINITY, -INFINITY, NAN,
+                                     1e-30f, -1e-30f, 1e-45f, 3.4e38f, 3.14159274f, 1.57079637f};
+    for (size_t f = 0; f < sizeof fns / sizeof fns[0]; f++) {
+        const fn *t = &fns[f];
+        for (int i = 0; i <= 20000 + (int)(sizeof specials / sizeof specials[0]); i++) {
+            bool special = i > 20000;
+            float x = special ? specials[i - 20001] : t->lo + (t->hi - t->lo) * (float)i / 20000.0f;
+            bool trig = f < 3;
+            /* Past 8e8 the reduction loses digits (dev/cudev_trig.c). */
+            if (trig && fabsf(x) > 8e8f && isfinite(x))
+                continue;
+            check_f(t->name, t->df(x), t->lf(x), x);
+            double y = special ? x : (double)x + 1e-9 * i;
+            double got = t->dd(y), want = t->ld(y);
+            double scale = trig ? fabs(y) + 1 : 0;
+            if (isnan(want) ? !isnan(got) : got != want && fabs(got - want) > 1e-14 * (fabs(want) + scale) + 1e-300)
+                fail_msg("%s(%.17g) = %.17g, libm %.17g", t->name, y, got, want);
+        }
+    }
+}
+
 /* ---- the routines' device kernels (dev/cudev_rt.c) against plain loops -------------- */
 
 static uint64_t g_rng = 88172645463325252ull;
@@ -527,6 +578,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unknown_target_lists_cuda),
         cmocka_unit_test(test_device_math),
+        cmocka_unit_test(test_device_trig),
         cmocka_unit_test(test_dev_sgemm),
         cmocka_unit_test(test_dev_conv),
         cmocka_unit_test(test_l2_key_sm),

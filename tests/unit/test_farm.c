@@ -19,6 +19,7 @@
 
 #include <jansson.h>
 
+#include "common/npy.h"
 #include "controller/controller.h"
 #include "tests/support/pyrun.h"
 #include "tests/support/tmpdir.h"
@@ -69,22 +70,31 @@ static void assert_line(const char *out, const char *line)
         fail_msg("no line '%s' in:\n%s", line, out);
 }
 
-/* The manifest of a model's artifact in the revision of commit hex. */
-static void artifact(const char *state_dir, const char *hex, const char *model,
-                     char manifest[CV_DIGEST_HEX + 1])
+/* The manifest ("" for a cache hit) and L2 key of a model's artifact
+ * (precision prec) in the revision of commit hex. */
+static void artifact_key(const char *state_dir, const char *hex, const char *model,
+                         const char *prec, char manifest[CV_DIGEST_HEX + 1],
+                         char l2[CV_DIGEST_HEX + 1])
 {
     char *db_path = cv_tmpdir_path(state_dir, "build.db");
-    char rev[CV_REVISION_MAX + 1], l2[CV_DIGEST_HEX + 1];
+    char rev[CV_REVISION_MAX + 1];
     snprintf(rev, sizeof rev, "main@sha1:%s", hex);
     cv_builddb *db;
     cv_diag d;
     cv_diag_init(&d);
     assert_int_equal(cv_builddb_open(db_path, &db, &d), 0);
-    assert_int_equal(cv_builddb_artifact_find(db, rev, model, "x86_64-avx2", "fp32", l2, manifest,
+    assert_int_equal(cv_builddb_artifact_find(db, rev, model, "x86_64-avx2", prec, l2, manifest,
                                               &d), 1);
     cv_builddb_close(db);
     cv_diag_free(&d);
     free(db_path);
+}
+
+static void artifact(const char *state_dir, const char *hex, const char *model,
+                     char manifest[CV_DIGEST_HEX + 1])
+{
+    char l2[CV_DIGEST_HEX + 1];
+    artifact_key(state_dir, hex, model, "fp32", manifest, l2);
 }
 
 /* `cuvil status --json` of the failed head, and `cuvil artifacts get` of
@@ -150,21 +160,62 @@ static void check_status_and_artifacts(const char *bin, const char *state_dir, c
     free(dirs[1]);
 }
 
+/* A test's scratch layout, with the cache pointed into it; NULL bin (the
+ * test skips) without a sanitized cuvil. */
+typedef struct farm_dirs {
+    const char *bin;
+    char *dir, *repo, *state, *cache, *err;     /* owned */
+} farm_dirs;
+
+static bool farm_dirs_make(farm_dirs *f, const char *name, const char *repo_name)
+{
+    memset(f, 0, sizeof *f);
+    f->bin = getenv("CUVIL_BIN");
+    if (!f->bin || !*f->bin || access(f->bin, X_OK) != 0)
+        return false;
+    f->dir = cv_tmpdir_make(name);
+    f->repo = cv_tmpdir_path(f->dir, repo_name);
+    f->state = cv_tmpdir_path(f->dir, "state");
+    f->cache = cv_tmpdir_path(f->dir, "cache");
+    f->err = cv_tmpdir_path(f->dir, "stderr.txt");
+    setenv("CUVIL_CACHE_DIR", f->cache, 1);
+    setenv("CUVIL_REMOTE_CACHE", "", 1);
+    return true;
+}
+
+static void farm_dirs_free(farm_dirs *f)
+{
+    free(f->err);
+    free(f->cache);
+    free(f->state);
+    free(f->repo);
+    cv_tmpdir_remove(f->dir);   /* frees dir */
+}
+
+/* `farm up` that must exit 0; on failure its output and stderr are shown. */
+static char *farm_up_ok(const farm_dirs *f)
+{
+    char *out = NULL;
+    int rc = farm_up(f->bin, f->repo, f->state, f->err, &out);
+    if (rc != 0) {
+        size_t len;
+        char *e = cv_tmpdir_read_file(f->err, &len);
+        fprintf(stderr, "%s%s", out ? out : "", e ? e : "");
+        free(e);
+    }
+    assert_int_equal(rc, 0);
+    return out;
+}
+
 static void test_three_commits(void **state)
 {
     (void)state;
-    const char *bin = getenv("CUVIL_BIN");
-    if (!bin || !*bin || access(bin, X_OK) != 0) {
+    farm_dirs f;
+    if (!farm_dirs_make(&f, "farm", "models-repo")) {
         skip();
         return;
     }
-    char *dir = cv_tmpdir_make("farm");
-    char *repo_dir = cv_tmpdir_path(dir, "models-repo");
-    char *state_dir = cv_tmpdir_path(dir, "state");
-    char *cache_dir = cv_tmpdir_path(dir, "cache");
-    char *err = cv_tmpdir_path(dir, "stderr.txt");
-    setenv("CUVIL_CACHE_DIR", cache_dir, 1);
-    setenv("CUVIL_REMOTE_CACHE", "", 1);
+    const char *bin = f.bin, *state_dir = f.state, *err = f.err, *repo_dir = f.repo;
     char *mlp = example("mlp.cuir"), *residual = example("residual.cuir");
     git_repository *repo = trepo_init(repo_dir);
     const trepo_file first[] = {
@@ -175,15 +226,7 @@ static void test_three_commits(void **state)
     };
     char hex[41];
     trepo_commit(repo, "two models", first, 4, hex);
-    char *out = NULL;
-    int rc = farm_up(bin, repo_dir, state_dir, err, &out);
-    if (rc != 0) {
-        size_t len;
-        char *e = cv_tmpdir_read_file(err, &len);
-        fprintf(stderr, "%s%s", out ? out : "", e ? e : "");
-        free(e);
-    }
-    assert_int_equal(rc, 0);
+    char *out = farm_up_ok(&f);
     assert_line(out, "jobs       2\n");
     assert_line(out, "compiled   2\n");
     assert_line(out, "failed     0\n");
@@ -225,11 +268,112 @@ static void test_three_commits(void **state)
     free(mlp);
     free(residual);
     trepo_free(repo);
-    free(err);
-    free(cache_dir);
-    free(state_dir);
-    free(repo_dir);
-    cv_tmpdir_remove(dir);
+    farm_dirs_free(&f);
+}
+
+/* A .npy of residual.cuir's input (f32[1,3,6,6]) with values from seed,
+ * read back as bytes for a commit (*len set). */
+static char *calibration_npy(const char *dir, int seed, size_t *len)
+{
+    float x[1 * 3 * 6 * 6];
+    uint32_t s = 2654435761u * (uint32_t)(seed + 1);
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) {
+        s = s * 1664525u + 1013904223u;
+        x[i] = (float)(s >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
+    }
+    const int64_t dims[] = {1, 3, 6, 6};
+    char name[32];
+    snprintf(name, sizeof name, "cal%d.npy", seed);
+    char *path = cv_tmpdir_path(dir, name);
+    cv_diag d;
+    cv_diag_init(&d);
+    assert_int_equal(cv_npy_write(path, CV_F32, 4, dims, x, &d), 0);
+    char *bytes = cv_tmpdir_read_file(path, len);
+    assert_non_null(bytes);
+    cv_diag_free(&d);
+    free(path);
+    return bytes;
+}
+
+/* Stages a binary file (a .npy holds NULs) for the next trepo_commit. */
+static void stage_binary(git_repository *r, const char *path, const char *data, size_t len)
+{
+    git_index *idx;
+    trepo_check(git_repository_index(&idx, r), "index");
+    git_index_entry e;
+    memset(&e, 0, sizeof e);
+    e.path = path;
+    e.mode = GIT_FILEMODE_BLOB;
+    trepo_check(git_index_add_from_buffer(idx, &e, data, len), "add");
+    trepo_check(git_index_write(idx), "write index");
+    git_index_free(idx);
+}
+
+/* int8 through the farm: the pipeline's calibration data travels in the
+ * int8 job (not the fp32 one), the worker calibrates on the revision's own
+ * files, and a change to them rebuilds the int8 artifact only. */
+static void test_int8_calibration(void **state)
+{
+    (void)state;
+    farm_dirs f;
+    if (!farm_dirs_make(&f, "farm-int8", "repo")) {
+        skip();
+        return;
+    }
+    static const char pipeline[] =
+        "apiVersion: cuvil.dev/v1\n"
+        "kind: CuvilPipeline\n"
+        "metadata: {name: q}\n"
+        "spec:\n"
+        "  models: [\"models/*.cuir\"]\n"
+        "  targets: [x86_64-avx2]\n"
+        "  precisions: [fp32, int8]\n"
+        "  optLevel: O1\n"
+        "  calibration: {data: \"calib/*.npy\", method: minmax}\n";
+    char *residual = example("residual.cuir");
+    size_t n[4];
+    char *cal[4];
+    for (int i = 0; i < 4; i++)
+        cal[i] = calibration_npy(f.dir, i, &n[i]);
+    git_repository *repo = trepo_init(f.repo);
+    const trepo_file first[] = {
+        {"cuvil/pipelines.yaml", pipeline, 0},
+        {"models/residual.cuir", residual, 0},
+    };
+    stage_binary(repo, "calib/a.npy", cal[0], n[0]);
+    stage_binary(repo, "calib/b.npy", cal[1], n[1]);
+    stage_binary(repo, "calib/c.npy", cal[2], n[2]);
+    char hex[41];
+    trepo_commit(repo, "int8 with calibration", first, 2, hex);
+    char *out = farm_up_ok(&f);
+    assert_line(out, "jobs       2\n");
+    assert_line(out, "compiled   2\n");
+    free(out);
+    char fp32[CV_DIGEST_HEX + 1], int8[CV_DIGEST_HEX + 1], key[CV_DIGEST_HEX + 1];
+    artifact_key(f.state, hex, "models/residual.cuir", "fp32", fp32, key);
+    artifact_key(f.state, hex, "models/residual.cuir", "int8", int8, key);
+    assert_int_equal(strlen(int8), CV_DIGEST_HEX);
+    assert_string_not_equal(fp32, int8);
+
+    /* New calibration data: the int8 artifact is rebuilt, fp32 is a hit. */
+    stage_binary(repo, "calib/c.npy", cal[3], n[3]);
+    char hex2[41];
+    trepo_commit(repo, "recalibrate", NULL, 0, hex2);
+    out = farm_up_ok(&f);
+    assert_line(out, "compiled   1\n");
+    free(out);
+    char fp32b[CV_DIGEST_HEX + 1], int8b[CV_DIGEST_HEX + 1];
+    artifact_key(f.state, hex2, "models/residual.cuir", "fp32", fp32b, key);
+    artifact_key(f.state, hex2, "models/residual.cuir", "int8", int8b, key);
+    assert_string_equal(fp32b, "");         /* a hit at planning: no new manifest */
+    assert_int_equal(strlen(int8b), CV_DIGEST_HEX);
+    assert_string_not_equal(int8, int8b);   /* recalibrated bytes */
+
+    for (int i = 0; i < 4; i++)
+        free(cal[i]);
+    free(residual);
+    trepo_free(repo);
+    farm_dirs_free(&f);
 }
 
 /* fork + exec with stdout and stderr to files; returns the pid. */
@@ -374,6 +518,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_three_commits),
+        cmocka_unit_test(test_int8_calibration),
         cmocka_unit_test(test_long_running_farm_and_submit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,9 @@
 /* Regression tests for what the fuzzers and chaos tests of issue 16 found:
  *  - the farm's HTTP server held a connection whose request and end of
- *    input arrived together until its 30 s timeout (fuzz_farm_http);
+ *    input arrived together until its 30 s timeout (fuzz_farm_http); even
+ *    with MHD_USE_TURBO, libmicrohttpd's epoll mode still missed that end of
+ *    input in about one exchange in ten, in both servers (fuzz_cache_server:
+ *    the harness waited on them; reproduced over TCP): both use poll now;
  *  - a cache entry whose header size field was damaged was taken for an
  *    entry too large to read (CV9114), left in place and never counted as
  *    corrupt; a flip in the header's reserved bytes went unnoticed
@@ -92,6 +95,44 @@ static void test_farm_http_closes_at_end_of_input(void **state)
     cv_tmpdir_remove(root);
 }
 
+/* Whole requests sent with their end of input, again and again: the server
+ * must close every one at once (epoll missed about one in ten). */
+static void expect_closes_at_once(int port, const char *req, const char *want)
+{
+    char ans[8192];
+    for (int i = 0; i < 30; i++) {
+        double t = exchange(port, req, ans, sizeof ans);
+        assert_true(t < 2.0);
+        assert_non_null(strstr(ans, want));
+    }
+}
+
+static void test_servers_close_every_exchange(void **state)
+{
+    (void)state;
+    char *root = cv_tmpdir_make("regress-close");
+    char *st = cv_tmpdir_path(root, "state");
+    char *store = cv_tmpdir_path(root, "store");
+    cv_http_opts o = {.listen = "127.0.0.1:0", .state_dir = st, .no_cache = true};
+    cv_cache_server_options co = {.listen = "127.0.0.1:0", .dir = store, .threads = 1};
+    cv_http *h = NULL;
+    cv_cache_server *cs = NULL;
+    cv_diag d;
+    cv_diag_init(&d);
+    assert_int_equal(cv_http_start(&o, &h, &d), 0);
+    assert_int_equal(cv_cache_server_start(&co, &cs, &d), 0);
+    expect_closes_at_once(cv_http_port(h), "GET /api/v1/status HTTP/1.1\r\nHost: x\r\n\r\n",
+                          "HTTP/1.1 200");
+    expect_closes_at_once(cv_cache_server_port(cs), "GET /status HTTP/1.1\r\nHost: x\r\n\r\n",
+                          "HTTP/1.1 200");
+    cv_cache_server_stop(cs, 1000);
+    cv_http_stop(h);
+    cv_diag_free(&d);
+    free(store);
+    free(st);
+    cv_tmpdir_remove(root);
+}
+
 /* Puts a blob, damages byte `at` of its file with `x`, and gets it back. */
 static void damaged_header_is_corrupt(size_t at, unsigned char x)
 {
@@ -149,6 +190,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_farm_http_closes_at_end_of_input),
+        cmocka_unit_test(test_servers_close_every_exchange),
         cmocka_unit_test(test_damaged_size_field_is_corrupt),
         cmocka_unit_test(test_damaged_reserved_byte_is_corrupt),
     };

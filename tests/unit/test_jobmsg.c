@@ -88,6 +88,56 @@ static void test_job_round_trip(void **state)
     cv_diag_free(&d);
 }
 
+/* The optional calibration travels only when set: a job without it encodes
+ * exactly as before, so older messages and seeds still decode. */
+static void test_job_calibration(void **state)
+{
+    (void)state;
+    cv_job_msg m, back;
+    cv_diag d;
+    cv_diag_init(&d);
+    sample_job(&m);
+    char *buf;
+    size_t len;
+    assert_int_equal(cv_job_msg_encode(&m, &buf, &len, &d), 0);
+    assert_null(strstr(buf, "calibration"));
+    assert_int_equal(cv_job_msg_decode(buf, len, NULL, &back, &d), 0);
+    assert_null(back.calibration);
+    assert_null(back.calibration_method);
+    cv_job_msg_free(&back);
+    free(buf);
+    m.calibration = strdup("calib/*.npy");
+    m.calibration_method = strdup("entropy");
+    assert_int_equal(cv_job_msg_encode(&m, &buf, &len, &d), 0);
+    assert_non_null(strstr(buf, "\"calibration\":{\"data\":\"calib/*.npy\",\"method\":\"entropy\"}"));
+    assert_int_equal(cv_job_msg_decode(buf, len, NULL, &back, &d), 0);
+    assert_string_equal(back.calibration, "calib/*.npy");
+    assert_string_equal(back.calibration_method, "entropy");
+    cv_job_msg copy;
+    assert_int_equal(cv_job_msg_copy(&copy, &back), 0);
+    assert_string_equal(copy.calibration, "calib/*.npy");
+    assert_ptr_not_equal(copy.calibration, back.calibration);
+    assert_int_equal(d.n, 0);
+    free(buf);
+    /* An encoder never writes what the decoder refuses: data without method. */
+    free(m.calibration_method);
+    m.calibration_method = NULL;
+    assert_int_equal(cv_job_msg_encode(&m, &buf, &len, &d), -1);
+    assert_int_equal(cv_diag_get(&d, 1)->code, 1135);
+    cv_job_msg_free(&copy);
+    cv_job_msg_free(&back);
+    cv_job_msg_free(&m);
+    cv_diag_free(&d);
+}
+
+static json_t *calibration_json(const char *data, const char *method)
+{
+    json_t *c = json_object();
+    json_object_set_new(c, "data", json_string(data));
+    json_object_set_new(c, "method", json_string(method));
+    return c;
+}
+
 static void test_result_round_trip(void **state)
 {
     (void)state;
@@ -232,6 +282,17 @@ static void test_job_errors(void **state)
     expect_error(o, false, 1137, "model_digest");
     o = job_json(); set(o, "precision", json_string("fp8")); expect_error(o, false, 1138, "precision");
     o = job_json(); set(o, "opt_level", json_integer(2)); expect_error(o, false, 1135, "opt_level");
+    o = job_json(); set(o, "calibration", json_integer(3)); expect_error(o, false, 1135, "calibration");
+    o = job_json(); set(o, "calibration", calibration_json("../c/*.npy", "minmax"));
+    expect_error(o, false, 1136, "calibration.data");
+    o = job_json(); set(o, "calibration", calibration_json("/c/*.npy", "minmax"));
+    expect_error(o, false, 1136, "calibration.data");
+    o = job_json(); set(o, "calibration", calibration_json("c/*.npy", "kl"));
+    expect_error(o, false, 1138, "calibration.method");
+    o = job_json(); set(o, "calibration", json_object()); expect_error(o, false, 1133, "calibration.data");
+    o = job_json(); set(o, "calibration", calibration_json("c/*.npy", "minmax"));
+    set(json_object_get(o, "calibration"), "extra", json_true());
+    expect_error(o, false, 1134, "calibration");
     expect_error(json_array(), false, 1132, NULL);
     /* Malformed and oversized input never reaches the field checks. */
     assert_int_equal(cv_job_msg_decode("{\"job_id\":", 10, NULL, &m, &d), -1);
@@ -394,7 +455,16 @@ static void test_schema_matches_codec(void **state)
     json_t *job = load_schema("job.schema.json"), *res = load_schema("result.schema.json");
     assert_string_equal(json_string_value(json_object_get(job, "$schema")),
                         "https://json-schema.org/draft/2020-12/schema");
-    same_keys(job, CV_MSGLIST_JOB_KEYS);
+    same_set(json_object_get(job, "required"), CV_MSGLIST_JOB_KEYS);
+    size_t n_req, n_opt;
+    cv_msg_list_get(CV_MSGLIST_JOB_KEYS, &n_req);
+    const char *const *opt = cv_msg_list_get(CV_MSGLIST_JOB_OPTIONAL_KEYS, &n_opt);
+    assert_int_equal(json_object_size(json_object_get(job, "properties")), n_req + n_opt);
+    for (size_t i = 0; i < n_opt; i++)
+        assert_non_null(path_get(job, "properties", opt[i], NULL));
+    json_t *cal = json_array_get(path_get(job, "properties", "calibration", "anyOf"), 1);
+    same_keys(cal, CV_MSGLIST_CALIBRATION_KEYS);
+    same_set(path_get(cal, "properties", "method", "enum"), CV_MSGLIST_CALIBRATION_METHODS);
     same_set(path_get(job, "properties", "precision", "enum"), CV_MSGLIST_PRECISIONS);
     same_set(path_get(job, "properties", "opt_level", "enum"), CV_MSGLIST_OPT_LEVELS);
     same_keys(res, CV_MSGLIST_RESULT_KEYS);
@@ -593,6 +663,12 @@ static void test_samples_valid_under_schema(void **state)
     schema_expect_json("job.schema.json", o, false);
     o = job_json(); set(o, "l2_key", json_string("ABC"));
     schema_expect_json("job.schema.json", o, false);
+    o = job_json(); set(o, "calibration", calibration_json("calib/*.npy", "percentile"));
+    schema_expect_json("job.schema.json", o, true);
+    o = job_json(); set(o, "calibration", json_null());
+    schema_expect_json("job.schema.json", o, true);
+    o = job_json(); set(o, "calibration", calibration_json("calib/*.npy", "kl"));
+    schema_expect_json("job.schema.json", o, false);
     o = result_json(); set(o, "status", json_string("ok"));
     schema_expect_json("result.schema.json", o, false);
     o = result_json(); set(json_array_get(json_object_get(o, "diagnostics"), 0), "code", json_string("X1"));
@@ -606,6 +682,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_job_round_trip),
+        cmocka_unit_test(test_job_calibration),
         cmocka_unit_test(test_result_round_trip),
         cmocka_unit_test(test_job_errors),
         cmocka_unit_test(test_result_errors),

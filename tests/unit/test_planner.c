@@ -409,6 +409,54 @@ static void test_planner_key_merges_without_lookup(void **state)
     cv_queue_lease_free(&l);
 }
 
+/* The int8 jobs carry the pipeline's calibration, the fp32 ones do not;
+ * without a look-up the stand-in keys of two calibrations differ. */
+static void test_calibration_travels_with_int8_jobs(void **state)
+{
+    fx *f = *state;
+    char rev[513];
+    f->po.lookup = NULL;
+    static const char spec[] =
+        "apiVersion: cuvil.dev/v1\n"
+        "kind: CuvilPipeline\n"
+        "metadata: {name: q}\n"
+        "spec:\n"
+        "  models: [\"models/*.onnx\"]\n"
+        "  targets: [x86_64]\n"
+        "  precisions: [fp32, int8]\n"
+        "  calibration: {data: \"calib/*.npy\", method: entropy}\n"
+        "---\n"
+        "apiVersion: cuvil.dev/v1\n"
+        "kind: CuvilPipeline\n"
+        "metadata: {name: q2}\n"
+        "spec:\n"
+        "  extends: q\n"
+        "  calibration: {data: \"calib2/*.npy\"}\n";
+    const trepo_file files[] = {{"cuvil/p.yaml", spec, 0}, {"models/a.onnx", "a", 0}};
+    cv_plan_report r = commit_and_plan(f, files, 2, rev);
+    assert_int_equal(r.jobs, 4);
+    assert_int_equal(r.merged, 1);      /* fp32 is the same work in both pipelines */
+    int int8 = 0;
+    char keys[2][65] = {"", ""};
+    cv_lease l;
+    while (cv_queue_lease(f->q, "w", 60, 0, &l, &f->d) == 1) {
+        if (l.job.precision == CV_PRECISION_INT8) {
+            assert_true(int8 < 2);
+            assert_non_null(l.job.calibration);
+            assert_string_equal(l.job.calibration_method, "entropy");   /* from the base */
+            bool second = strcmp(l.job.pipeline, "q2") == 0;
+            assert_string_equal(l.job.calibration, second ? "calib2/*.npy" : "calib/*.npy");
+            memcpy(keys[int8++], l.job.l2_key, 65);
+        } else {
+            assert_null(l.job.calibration);
+            assert_null(l.job.calibration_method);
+        }
+        cv_queue_lease_free(&l);
+    }
+    assert_int_equal(int8, 2);
+    assert_string_not_equal(keys[0], keys[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -419,6 +467,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_limits_lookup_failure_and_no_pipelines, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_planner_key_merges_without_lookup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_calibration_travels_with_int8_jobs, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,9 +3,13 @@
  * (minmax calibration on 32 random inputs, one more held out); on 200
  * further random inputs int8 must agree with fp32 on the top-1 class for
  * >= 98% and reach an SQNR >= 20 dB; fp16 (its passes, run by the
- * interpreter on 8 of them) must stay within 1e-2 of the output range.
- * The int8 kernel is also checked against the interpreter's qconv2d on
- * awkward geometry, QDQ convolutions must compile to it, and the
+ * interpreter on 8 of them) and fp16 and bf16 compiled natively (their
+ * 16-bit weights widened inside the GEMM) must stay within 1e-2 of the
+ * output range.
+ * The int8 kernels are also checked against the interpreter's qconv2d on
+ * awkward geometry (u8 values between the layers, requantised in the
+ * producing kernel, and a u8 residual), QDQ convolutions must compile to
+ * them with their relu fused, and the
  * --min-sqnr gate must fail with CV5110.  (resnet18 and mobilenet_v2 are
  * checked by tests/conformance/quant_models.sh under make conformance:
  * minutes, too slow for make test.) */
@@ -114,7 +118,8 @@ static cv_module *mini_cnn(cv_diag *d)
     return end(&b, unary(&b, "flatten", g));
 }
 
-/* Odd channels, rows and pads; a dilated conv with a fused residual; 1x1 convs. */
+/* Odd channels, rows and pads; a dilated conv with a fused residual; 1x1
+ * convs; a depthwise conv. */
 static cv_module *awkward(cv_diag *d)
 {
     static const int64_t pa[4] = {1, 0, 2, 1}, p2[4] = {2, 2, 2, 2}, p0[4] = {0, 0, 0, 0};
@@ -123,7 +128,9 @@ static cv_module *awkward(cv_diag *d)
     cv_value *r = unary(&b, "relu", binary(&b, "add", conv(&b, a, 11, 3, 1, p2, 2, 1), a));
     /* 1x1 stride-1 convs quantise their panels straight from x. */
     cv_value *t = conv(&b, r, 13, 1, 2, p0, 1, 1);
-    return end(&b, conv(&b, t, 6, 1, 1, p0, 1, 1));
+    /* A depthwise conv with stride 2 and uneven pads (cvrt_qdwconv2d). */
+    cv_value *u = unary(&b, "relu", conv(&b, t, 13, 3, 2, pa, 1, 13));
+    return end(&b, conv(&b, u, 6, 1, 1, p0, 1, 1));
 }
 
 static void random_batch(cv_tensor *t, int64_t n, int64_t c, int64_t h, int64_t w, uint64_t seed)
@@ -210,7 +217,8 @@ static void test_int8_fp16_accuracy(void **state)
     cv_module_free(m);
     m = mini_cnn(&d);
     assert_int_equal(compile_run(m, dir, "int8", &qi, &in, &q8, &info, &d), 0);
-    assert_non_null(strstr(info.quant_report, "5 of"));    /* the depthwise conv stays f32 */
+    assert_non_null(strstr(info.quant_report, "6 of"));    /* the depthwise conv too */
+    assert_non_null(strstr(info.quant_report, "write u8"));
     assert_non_null(strstr(info.quant_report, "output %"));
     cv_module_free(m);
     /* fp16 through the passes only (its casts and f32 kernels are the
@@ -223,17 +231,31 @@ static void test_int8_fp16_accuracy(void **state)
     in8.numel = 8 * 3 * 32 * 32;
     assert_int_equal(cv_interp_run(m->funcs[0], &in8, 1, &h16, &d), 0);
     cv_module_free(m);
+    /* fp16 and bf16 natively: the GEMM convolutions widen their packed
+     * 16-bit weights inside the GEMM, the depthwise one reads a cast. */
+    cv_tensor n16 = {0}, b16 = {0};
+    m = mini_cnn(&d);
+    assert_int_equal(compile_run(m, dir, "fp16n", &qh, &in8, &n16, &info, &d), 0);
+    cv_module_free(m);
+    cv_quant_opts qb = {.precision = CV_QP_BF16};
+    m = mini_cnn(&d);
+    assert_int_equal(compile_run(m, dir, "bf16n", &qb, &in8, &b16, &info, &d), 0);
+    assert_non_null(strstr(info.quant_report, "stored as bf16"));
+    cv_module_free(m);
 
     int agree = 0;
-    float lo = INFINITY, hi = -INFINITY, err = 0;
+    float lo = INFINITY, hi = -INFINITY, err = 0, err_n16 = 0, err_b16 = 0;
     for (int64_t i = 0; i < 200; i++) {
         const float *r = (const float *)ref.data + i * 10;
         agree += argmax_row(r, 10) == argmax_row((const float *)q8.data + i * 10, 10);
         for (int k = 0; k < 10; k++) {
             lo = fminf(lo, r[k]);
             hi = fmaxf(hi, r[k]);
-            if (i < 8)
-                err = fmaxf(err, fabsf(r[k] - ((const float *)h16.data)[i * 10 + k]));
+            if (i >= 8)
+                continue;
+            err = fmaxf(err, fabsf(r[k] - ((const float *)h16.data)[i * 10 + k]));
+            err_n16 = fmaxf(err_n16, fabsf(r[k] - ((const float *)n16.data)[i * 10 + k]));
+            err_b16 = fmaxf(err_b16, fabsf(r[k] - ((const float *)b16.data)[i * 10 + k]));
         }
     }
     double s = sqnr(&ref, &q8);
@@ -242,6 +264,9 @@ static void test_int8_fp16_accuracy(void **state)
     assert_true(agree >= 196);
     assert_true(s >= 20);
     assert_true(err <= 1e-2 * (hi - lo));
+    printf("native: fp16 max abs err %.2e, bf16 %.2e\n", (double)err_n16, (double)err_b16);
+    assert_true(err_n16 <= 1e-2 * (hi - lo));
+    assert_true(err_b16 <= 1e-2 * (hi - lo));
 
     /* The gate: no int8 model reaches 150 dB (10 files are enough here). */
     qi.min_sqnr = 150;
@@ -260,6 +285,8 @@ static void test_int8_fp16_accuracy(void **state)
     cv_tensor_free(&ref);
     cv_tensor_free(&q8);
     cv_tensor_free(&h16);
+    cv_tensor_free(&n16);
+    cv_tensor_free(&b16);
     free(glob);
     cv_tmpdir_remove(dir);
     cv_diag_free(&d);
@@ -280,7 +307,11 @@ static void test_qconv_native_matches_interp(void **state)
                         .method = CV_CALIB_PERCENTILE};
     cv_module *m = awkward(&d);
     assert_int_equal(compile_run(m, dir, "int8", &qi, &in, &got, &info, &d), 0);
-    assert_non_null(strstr(info.quant_report, "4 of"));
+    assert_non_null(strstr(info.quant_report, "5 of"));
+    /* Requantisation in the producing kernel: the u8 values between the
+     * layers (and the residual) match the interpreter's. */
+    assert_non_null(strstr(info.quant_report, "4 of 5 int8 layers write u8"));
+    assert_non_null(strstr(info.quant_report, "(4 read u8, 1 u8 residuals)"));
     assert_int_equal(cv_interp_run(m->funcs[0], &in, 1, &want, &d), 0);
     assert_int_equal(got.numel, want.numel);
     for (int64_t i = 0; i < got.numel; i++) {
@@ -356,7 +387,9 @@ static void test_qdq_conv_runs_int8(void **state)
         for (int k = 0; k < m->funcs[0]->n_ops; k++)
             nq += strcmp(m->funcs[0]->ops[k]->def->name, "qconv2d") == 0;
         assert_int_equal(nq, 1);
-        assert_int_equal(m->funcs[0]->n_ops, 2);    /* qconv2d, relu: the Q/DQ ops are gone */
+        /* The Q/DQ ops are gone and the relu runs in the int8 kernel. */
+        assert_int_equal(m->funcs[0]->n_ops, 1);
+        assert_int_equal(cv_op_int(m->funcs[0]->ops[0], "act", 0), 1);
         for (int64_t k = 0; k < got.numel; k++) {
             float x = ((float *)got.data)[k], y = ((float *)want.data)[k];
             if (fabsf(x - y) > 1e-5f + 1e-5f * fabsf(y))

@@ -252,12 +252,12 @@ static void test_builder_modules(void **state)
     assert_int_equal(cv_verify(m, CV_VERIFY_STRICT, &d), 0);
     assert_int_equal(d.n, 0);
 
-    /* A missing operand and a type outside CU-IR (f64 is for file I/O). */
+    /* A missing operand and a type outside CU-IR. */
     cv_value *none = NULL;
     cv_op *bad = cv_op_new(f, "neg", &none, 1);
     cv_op_finish_declared(bad, 1, NULL, &t);
     cv_type t64 = t;
-    t64.dtype = CV_F64;
+    t64.dtype = CV_DT_COUNT;
     cv_func_add_input(f, "y", &t64);
     assert_int_equal(cv_verify(m, 0, &d), -1);
     if (d.n_errors != 2)

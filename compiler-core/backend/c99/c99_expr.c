@@ -35,8 +35,12 @@ const char *cv_c99_elem(cv_dtype dt)
     case CV_F16:
     case CV_BF16: return "uint16_t";
     case CV_I8: return "int8_t";
+    case CV_I16: return "int16_t";
+    case CV_U16: return "uint16_t";
     case CV_I32: return "int32_t";
+    case CV_U32: return "uint32_t";
     case CV_I64: return "int64_t";
+    case CV_U64: return "uint64_t";
     default: return "uint8_t";     /* u8 bool */
     }
 }
@@ -324,7 +328,7 @@ static void cast(cv_c99_fn *f, const cv_kexpr *a, cv_kty to, cv_sb *dst, int dep
 static void to_int_dtype(cv_c99_fn *f, const cv_kexpr *a, cv_dtype to, cv_sb *dst, int depth)
 {
     cv_kty from = (cv_kty)a->ty;
-    if (from == CV_KTY_BOOL || (from == CV_KTY_I64 && to == CV_I64) ||
+    if (from == CV_KTY_BOOL || (from == CV_KTY_I64 && cv_dtype_size(to) == 8) ||
         (is_float(from) && to == CV_I64)) {
         cast(f, a, CV_KTY_I64, dst, depth);
         return;
@@ -332,14 +336,20 @@ static void to_int_dtype(cv_c99_fn *f, const cv_kexpr *a, cv_dtype to, cv_sb *ds
     if (from == CV_KTY_I64) {
         const char *w = to == CV_I8 ? use(f, CV_C99_H_WRAP8, "cv_wrap8")
                       : to == CV_U8 ? use(f, CV_C99_H_WRAPU8, "cv_wrapu8")
-                                    : use(f, CV_C99_H_WRAP32, "cv_wrap32");
+                      : to == CV_I16 ? use(f, CV_C99_H_WRAP16, "cv_wrap16")
+                      : to == CV_U16 ? use(f, CV_C99_H_WRAPU16, "cv_wrapu16")
+                      : to == CV_U32 ? use(f, CV_C99_H_WRAPU32, "cv_wrapu32")
+                                     : use(f, CV_C99_H_WRAP32, "cv_wrap32");
         call(f, w, a, NULL, dst, depth);
         return;
     }
+    int64_t lo = 0, hi = 0;
+    cv_dtype_int_range(to, &lo, &hi);
+    /* u64: the largest double below 2^63, so that the conversion stays defined. */
+    double dhi = to == CV_U64 ? 9223372036854774784.0 : (double)hi;
     cv_sb_printf(dst, "%s(", use(f, CV_C99_H_FSAT, "cv_fsat"));
     emit(f, a, dst, depth + 1);
-    cv_sb_puts(dst, to == CV_I8 ? ", -128.0, 127.0)" : to == CV_U8 ? ", 0.0, 255.0)"
-                                                     : ", -2147483648.0, 2147483647.0)");
+    cv_sb_printf(dst, ", %.1f, %.1f)", (double)lo, dhi);
 }
 
 /* The value a would read back as after a store into a `to` tensor. */
@@ -380,7 +390,11 @@ static void lower_load(cv_c99_fn *f, const cv_kexpr *e, cv_sb *dst, int depth)
     case CV_BF16: cv_sb_printf(dst, "%s(", use(f, CV_C99_H_BF2F, "cv_bf2f")); break;
     case CV_I8:
     case CV_U8:
-    case CV_I32: cv_sb_puts(dst, "((int64_t)"); break;
+    case CV_I16:
+    case CV_U16:
+    case CV_I32:
+    case CV_U32:
+    case CV_U64: cv_sb_puts(dst, "((int64_t)"); break;
     case CV_BOOL: cv_sb_puts(dst, "("); break;
     default: break;
     }

@@ -80,6 +80,16 @@ static const helper helpers[CV_C99_H__COUNT] = {
         "static int64_t cv_wrap32(int64_t x)\n{\n"
         "    int64_t u = (int64_t)((uint64_t)x & 0xffffffffu);\n"
         "    return u >= INT64_C(2147483648) ? u - INT64_C(4294967296) : u;\n}\n\n"},
+    [CV_C99_H_WRAP16] = {NO, NO,
+        "static int64_t cv_wrap16(int64_t x)\n{\n"
+        "    int64_t u = (int64_t)((uint64_t)x & 0xffffu);\n"
+        "    return u >= 32768 ? u - 65536 : u;\n}\n\n"},
+    [CV_C99_H_WRAPU16] = {NO, NO,
+        "static int64_t cv_wrapu16(int64_t x)\n"
+        "{\n    return (int64_t)((uint64_t)x & 0xffffu);\n}\n\n"},
+    [CV_C99_H_WRAPU32] = {NO, NO,
+        "static int64_t cv_wrapu32(int64_t x)\n"
+        "{\n    return (int64_t)((uint64_t)x & 0xffffffffu);\n}\n\n"},
     [CV_C99_H_FBITS] = {NO, NO,
         "static uint32_t cv_fbits(float f)\n{\n"
         "    uint32_t u;\n    memcpy(&u, &f, 4);\n    return u;\n}\n\n"},
@@ -339,19 +349,39 @@ static const helper helpers[CV_C99_H__COUNT] = {
         "                }\n"
         "                y[i] = cvrt_epi(v + (bias ? bias[c] : 0.0f), res, i, act, lo, hi);\n"
         "            }\n}\n\n"},
+    /* The int8 kernels' input (quantised now, or already u8) and epilogue
+     * (residual f32 or u8, activation, output f32 or requantised u8), as
+     * runtime/cvrt_qepi.h computes them. */
+    [CV_C99_H_QEPI] = {NO, NO,
+        "static int64_t cvrt_qin(const void *x_, int64_t i, int64_t flags, float xs, int64_t zp)\n"
+        "{\n    float q;\n"
+        "    if (flags & 1)\n        return (int64_t)((const unsigned char *)x_)[i] - zp;\n"
+        "    q = nearbyintf(((const float *)x_)[i] / xs) + (float)zp;\n"
+        "    q = q != q ? (float)zp : q < 0.0f ? 0.0f : q > 255.0f ? 255.0f : q;\n"
+        "    return (int64_t)q - zp;\n}\n\n"
+        "static void cvrt_qstore(float v, void *y_, const void *res_, int64_t i, int64_t act,\n"
+        "    float lo, float hi, int64_t flags, float ys, int64_t yzp, float rs, int64_t rzp)\n{\n"
+        "    float q, zl = (float)-yzp, zh = (float)(255 - yzp);\n"
+        "    if (res_ && (flags & 4))\n"
+        "        v += (float)((int64_t)((const unsigned char *)res_)[i] - rzp) * rs;\n"
+        "    else if (res_)\n        v += ((const float *)res_)[i];\n"
+        "    if (act == 1)\n        v = v < 0.0f ? 0.0f : v;\n"
+        "    else if (act == 2) {\n        v = v < lo ? lo : v;\n        v = v > hi ? hi : v;\n    }\n"
+        "    if (!(flags & 2)) {\n        ((float *)y_)[i] = v;\n        return;\n    }\n"
+        "    q = v * (1.0f / ys);\n"
+        "    q = q != q ? zl : q < zl ? zl : q > zh ? zh : q;\n"
+        "    ((unsigned char *)y_)[i] = (unsigned char)(nearbyintf(q) + (float)yzp);\n}\n\n"},
     /* cvrt.h's cvrt_qconv2d (int8): the weights in the runtime's packed quads
      * ([OC/8][K/4][8][4], k = (kh*KW + kw)*Cp + c); direct loops, exact sums. */
-    [CV_C99_H_QCONV2D] = {CV_C99_H_EPI, NO,
+    [CV_C99_H_QCONV2D] = {CV_C99_H_QEPI, NO,
         "static void cvrt_qconv2d(cvrt_ctx *rt, const void *x_, const void *wp_,\n"
         "    const void *wsum_, const void *scale_, const void *bias_, void *y_, int64_t C,\n"
         "    int64_t H, int64_t W, int64_t OC, int64_t KH, int64_t KW, int64_t sh, int64_t sw,\n"
         "    int64_t pt, int64_t pl, int64_t dh, int64_t dw, int64_t OH, int64_t OW,\n"
         "    const void *res_, int64_t act, float lo, float hi, float xs, int64_t zp,\n"
-        "    void *scratch)\n{\n"
-        "    const float *x = (const float *)x_, *scale = (const float *)scale_;\n"
-        "    const float *bias = (const float *)bias_, *res = (const float *)res_;\n"
+        "    void *scratch, int64_t flags, float ys, int64_t yzp, float rs, int64_t rzp)\n{\n"
+        "    const float *scale = (const float *)scale_, *bias = (const float *)bias_;\n"
         "    const signed char *wp = (const signed char *)wp_;\n"
-        "    float *y = (float *)y_;\n"
         "    int64_t Cp = (C + 3) / 4 * 4, K4 = KH * KW * Cp / 4, oc, oh, ow, c, kh, kw;\n"
         "    (void)rt;\n    (void)wsum_;\n    (void)scratch;\n"
         "    for (oc = 0; oc < OC; oc++)\n"
@@ -365,15 +395,161 @@ static const helper helpers[CV_C99_H__COUNT] = {
         "                            continue;\n"
         "                        for (c = 0; c < C; c++) {\n"
         "                            int64_t k = (kh * KW + kw) * Cp + c;\n"
-        "                            float q = nearbyintf(x[(c * H + ih) * W + iw] / xs) + (float)zp;\n"
-        "                            q = q != q ? (float)zp : q < 0.0f ? 0.0f : q > 255.0f ? 255.0f : q;\n"
-        "                            acc += ((int64_t)q - zp) *\n"
+        "                            acc += cvrt_qin(x_, (c * H + ih) * W + iw, flags, xs, zp) *\n"
         "                                   wp[((oc / 8 * K4 + k / 4) * 8 + oc % 8) * 4 + k % 4];\n"
         "                        }\n"
         "                    }\n"
-        "                y[i] = cvrt_epi((float)acc * scale[oc] + (bias ? bias[oc] : 0.0f), res, i,\n"
-        "                                act, lo, hi);\n"
+        "                cvrt_qstore((float)acc * scale[oc] + (bias ? bias[oc] : 0.0f), y_, res_, i,\n"
+        "                            act, lo, hi, flags, ys, yzp, rs, rzp);\n"
         "            }\n}\n\n"},
+    /* cvrt.h's cvrt_qdwconv2d (int8 depthwise): w holds the s8 weights as
+     * floats, [C][KH*KW]. */
+    [CV_C99_H_QDWCONV2D] = {CV_C99_H_QEPI, NO,
+        "static void cvrt_qdwconv2d(cvrt_ctx *rt, const void *x_, const void *w_,\n"
+        "    const void *scale_, const void *bias_, void *y_, int64_t C, int64_t H, int64_t W,\n"
+        "    int64_t KH, int64_t KW, int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh,\n"
+        "    int64_t dw, int64_t OH, int64_t OW, const void *res_, int64_t act, float lo,\n"
+        "    float hi, float xs, int64_t zp, int64_t flags, float ys, int64_t yzp, float rs,\n"
+        "    int64_t rzp)\n{\n"
+        "    const float *w = (const float *)w_, *scale = (const float *)scale_;\n"
+        "    const float *bias = (const float *)bias_;\n"
+        "    int64_t c, oh, ow, kh, kw;\n"
+        "    (void)rt;\n"
+        "    for (c = 0; c < C; c++)\n"
+        "        for (oh = 0; oh < OH; oh++)\n"
+        "            for (ow = 0; ow < OW; ow++) {\n"
+        "                int64_t acc = 0, i = (c * OH + oh) * OW + ow;\n"
+        "                for (kh = 0; kh < KH; kh++)\n"
+        "                    for (kw = 0; kw < KW; kw++) {\n"
+        "                        int64_t ih = oh * sh - pt + kh * dh, iw = ow * sw - pl + kw * dw;\n"
+        "                        if (ih >= 0 && ih < H && iw >= 0 && iw < W)\n"
+        "                            acc += cvrt_qin(x_, (c * H + ih) * W + iw, flags, xs, zp) *\n"
+        "                                   (int64_t)w[(c * KH + kh) * KW + kw];\n"
+        "                    }\n"
+        "                cvrt_qstore((float)acc * scale[c] + (bias ? bias[c] : 0.0f), y_, res_, i,\n"
+        "                            act, lo, hi, flags, ys, yzp, rs, rzp);\n"
+        "            }\n}\n\n"},
+    /* The blocked (NCHWc) routines, one output element at a time (cvrt.h;
+     * the compiler uses them only for the LLVM targets today). */
+    [CV_C99_H_NCHWC_CONV2D] = {CV_C99_H_EPI, NO,
+        "static void cvrt_nchwc_conv2d(cvrt_ctx *rt, const void *x_, const void *w_,\n"
+        "    const void *bias_, void *y_, int64_t B, int64_t ICB, int64_t CI, int64_t H,\n"
+        "    int64_t W, int64_t OCB, int64_t KH, int64_t KW, int64_t sh, int64_t sw,\n"
+        "    int64_t pt, int64_t pl, int64_t dh, int64_t dw, int64_t OH, int64_t OW,\n"
+        "    const void *res_, int64_t act, float lo, float hi)\n{\n"
+        "    const float *x = (const float *)x_, *w = (const float *)w_;\n"
+        "    const float *bias = (const float *)bias_, *res = (const float *)res_;\n"
+        "    float *y = (float *)y_;\n"
+        "    int64_t o, oh, ow, ib, ci, kh, kw, plain = CI != B;\n"
+        "    (void)rt;\n"
+        "    for (o = 0; o < OCB * B; o++)\n"
+        "        for (oh = 0; oh < OH; oh++)\n"
+        "            for (ow = 0; ow < OW; ow++) {\n"
+        "                float v = bias ? bias[o] : 0.0f;\n"
+        "                int64_t i = (((o / B) * OH + oh) * OW + ow) * B + o % B;\n"
+        "                for (ib = 0; ib < ICB; ib++)\n"
+        "                    for (kh = 0; kh < KH; kh++)\n"
+        "                        for (kw = 0; kw < KW; kw++) {\n"
+        "                            int64_t ih = oh * sh - pt + kh * dh, iw = ow * sw - pl + kw * dw;\n"
+        "                            if (ih < 0 || ih >= H || iw < 0 || iw >= W)\n"
+        "                                continue;\n"
+        "                            for (ci = 0; ci < CI; ci++)\n"
+        "                                v += w[((((o / B) * ICB + ib) * KH + kh) * KW + kw) * CI * B +\n"
+        "                                       ci * B + o % B] *\n"
+        "                                     x[plain ? (ci * H + ih) * W + iw\n"
+        "                                             : ((ib * H + ih) * W + iw) * B + ci];\n"
+        "                        }\n"
+        "                y[i] = cvrt_epi(v, res, i, act, lo, hi);\n"
+        "            }\n}\n\n"},
+    [CV_C99_H_NCHWC_DWCONV2D] = {CV_C99_H_EPI, NO,
+        "static void cvrt_nchwc_dwconv2d(cvrt_ctx *rt, const void *x_, const void *w_,\n"
+        "    const void *bias_, void *y_, int64_t B, int64_t CB, int64_t H, int64_t W,\n"
+        "    int64_t KH, int64_t KW, int64_t sh, int64_t sw, int64_t pt, int64_t pl,\n"
+        "    int64_t dh, int64_t dw, int64_t OH, int64_t OW, const void *res_, int64_t act,\n"
+        "    float lo, float hi)\n{\n"
+        "    const float *x = (const float *)x_, *w = (const float *)w_;\n"
+        "    const float *bias = (const float *)bias_, *res = (const float *)res_;\n"
+        "    float *y = (float *)y_;\n"
+        "    int64_t c, oh, ow, kh, kw;\n"
+        "    (void)rt;\n"
+        "    for (c = 0; c < CB * B; c++)\n"
+        "        for (oh = 0; oh < OH; oh++)\n"
+        "            for (ow = 0; ow < OW; ow++) {\n"
+        "                float v = bias ? bias[c] : 0.0f;\n"
+        "                int64_t i = (((c / B) * OH + oh) * OW + ow) * B + c % B;\n"
+        "                for (kh = 0; kh < KH; kh++)\n"
+        "                    for (kw = 0; kw < KW; kw++) {\n"
+        "                        int64_t ih = oh * sh - pt + kh * dh, iw = ow * sw - pl + kw * dw;\n"
+        "                        if (ih >= 0 && ih < H && iw >= 0 && iw < W)\n"
+        "                            v += w[(((c / B) * KH + kh) * KW + kw) * B + c % B] *\n"
+        "                                 x[(((c / B) * H + ih) * W + iw) * B + c % B];\n"
+        "                    }\n"
+        "                y[i] = cvrt_epi(v, res, i, act, lo, hi);\n"
+        "            }\n}\n\n"},
+    [CV_C99_H_NCHWC_POOL2D] = {NO, NO,
+        "static void cvrt_nchwc_pool2d(cvrt_ctx *rt, const void *x_, void *y_, int64_t B,\n"
+        "    int64_t CB, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t sh, int64_t sw,\n"
+        "    int64_t pt, int64_t pl, int64_t OH, int64_t OW, int64_t kind)\n{\n"
+        "    const float *x = (const float *)x_;\n"
+        "    float *y = (float *)y_;\n"
+        "    int64_t c, oh, ow, kh, kw;\n"
+        "    (void)rt;\n"
+        "    for (c = 0; c < CB * B; c++)\n"
+        "        for (oh = 0; oh < OH; oh++)\n"
+        "            for (ow = 0; ow < OW; ow++) {\n"
+        "                float v = kind ? 0.0f : -HUGE_VALF;\n"
+        "                int64_t n = 0;\n"
+        "                for (kh = 0; kh < KH; kh++)\n"
+        "                    for (kw = 0; kw < KW; kw++) {\n"
+        "                        int64_t ih = oh * sh - pt + kh, iw = ow * sw - pl + kw;\n"
+        "                        float t;\n"
+        "                        if (ih < 0 || ih >= H || iw < 0 || iw >= W)\n"
+        "                            continue;\n"
+        "                        t = x[(((c / B) * H + ih) * W + iw) * B + c % B];\n"
+        "                        v = kind ? v + t : (t > v || t != t ? t : v);\n"
+        "                        n++;\n"
+        "                    }\n"
+        "                if (kind)\n"
+        "                    v /= (float)(kind == 2 ? KH * KW : n ? n : 1);\n"
+        "                y[(((c / B) * OH + oh) * OW + ow) * B + c % B] = v;\n"
+        "            }\n}\n\n"},
+    /* -p fp16/bf16 weights (kind 1: IEEE half, 2: bfloat16) for the f32
+     * routines: a widened copy, malloc'd per call (the native runtime
+     * widens them block by block instead); on running out of memory the
+     * routine leaves its output unwritten. */
+    [CV_C99_H_W16] = {CV_C99_H_H2F, CV_C99_H_BF2F,
+        "static float *cvrt_widen16(const void *w_, int64_t kind, int64_t n)\n{\n"
+        "    const uint16_t *w = (const uint16_t *)w_;\n"
+        "    float *f = (float *)malloc((size_t)(n > 0 ? n : 1) * sizeof *f);\n"
+        "    int64_t i;\n"
+        "    for (i = 0; f && i < n; i++)\n"
+        "        f[i] = kind == 2 ? cv_bf2f(w[i]) : cv_h2f(w[i]);\n"
+        "    return f;\n}\n\n"},
+    [CV_C99_H_CONV2D_P8H] = {CV_C99_H_CONV, CV_C99_H_W16,
+        "static void cvrt_conv2d_p8h(cvrt_ctx *rt, const void *x, const void *wp, int64_t kind,\n"
+        "    const void *bias, void *y, int64_t C, int64_t H, int64_t W, int64_t OC, int64_t KH,\n"
+        "    int64_t KW, int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw,\n"
+        "    int64_t OH, int64_t OW, const void *res, int64_t act, float lo, float hi,\n"
+        "    void *scratch)\n{\n"
+        "    float *w = cvrt_widen16(wp, kind, (OC + 7) / 8 * 8 * C * KH * KW);\n"
+        "    (void)rt;\n    (void)scratch;\n"
+        "    if (!w)\n        return;\n"
+        "    cvrt_conv((const float *)x, w, 1, (const float *)bias, (float *)y,\n"
+        "              C, H, W, OC, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW,\n"
+        "              (const float *)res, act, lo, hi);\n"
+        "    free(w);\n}\n\n"},
+    /* B[k, j] = b[k + j*bcs] (a fully connected layer's weights). */
+    [CV_C99_H_SGEMM_H] = {CV_C99_H_SGEMM, CV_C99_H_W16,
+        "static void cvrt_sgemm_h(cvrt_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha,\n"
+        "    const void *a, int64_t ars, int64_t acs, const void *b, int64_t kind, int64_t bcs,\n"
+        "    void *c, int64_t ldc, int64_t accumulate, const void *bias, int64_t bias_rs,\n"
+        "    int64_t bias_cs, float bias_scale, const void *res, int64_t res_ld, int64_t act,\n"
+        "    float lo, float hi)\n{\n"
+        "    float *w = cvrt_widen16(b, kind, N > 0 && K > 0 ? (N - 1) * bcs + K : 0);\n"
+        "    if (!w)\n        return;\n"
+        "    cvrt_sgemm(rt, M, N, K, alpha, a, ars, acs, w, 1, bcs, c, ldc, accumulate, bias,\n"
+        "               bias_rs, bias_cs, bias_scale, res, res_ld, act, lo, hi);\n"
+        "    free(w);\n}\n\n"},
 };
 
 void cv_c99_runtime(bool *need, cv_sb *out)
@@ -398,6 +574,14 @@ const char *cv_c99_rt_name(cv_krt fn, bool *need)
     case CV_KRT_CONV2D_P8: need[CV_C99_H_CONV2D_P8] = true; return "cvrt_conv2d_p8";
     case CV_KRT_DWCONV2D: need[CV_C99_H_DWCONV2D] = true; return "cvrt_dwconv2d";
     case CV_KRT_QCONV2D: need[CV_C99_H_QCONV2D] = true; return "cvrt_qconv2d";
+    case CV_KRT_QDWCONV2D: need[CV_C99_H_QDWCONV2D] = true; return "cvrt_qdwconv2d";
+    case CV_KRT_NCHWC_CONV2D: need[CV_C99_H_NCHWC_CONV2D] = true; return "cvrt_nchwc_conv2d";
+    case CV_KRT_NCHWC_DWCONV2D:
+        need[CV_C99_H_NCHWC_DWCONV2D] = true;
+        return "cvrt_nchwc_dwconv2d";
+    case CV_KRT_NCHWC_POOL2D: need[CV_C99_H_NCHWC_POOL2D] = true; return "cvrt_nchwc_pool2d";
+    case CV_KRT_CONV2D_P8H: need[CV_C99_H_CONV2D_P8H] = true; return "cvrt_conv2d_p8h";
+    case CV_KRT_SGEMM_H: need[CV_C99_H_SGEMM_H] = true; return "cvrt_sgemm_h";
     default: return NULL;
     }
 }

@@ -57,6 +57,30 @@ static void element(cv_sb *o, cv_dtype dt, const unsigned char *at)
         return;
     }
     case CV_I8: cv_sb_printf(o, "%d", (int)(int8_t)at[0]); return;
+    case CV_I16: {
+        int16_t v;
+        memcpy(&v, at, sizeof v);
+        cv_sb_printf(o, "%d", (int)v);
+        return;
+    }
+    case CV_U16: {
+        uint16_t v;
+        memcpy(&v, at, sizeof v);
+        cv_sb_printf(o, "%uu", (unsigned)v);
+        return;
+    }
+    case CV_U32: {
+        uint32_t v;
+        memcpy(&v, at, sizeof v);
+        cv_sb_printf(o, "%lluu", (unsigned long long)v);
+        return;
+    }
+    case CV_U64: {
+        uint64_t v;
+        memcpy(&v, at, sizeof v);
+        cv_sb_printf(o, "%lluu", (unsigned long long)v);
+        return;
+    }
     case CV_I32: {
         int32_t v;
         memcpy(&v, at, sizeof v);

@@ -5,7 +5,11 @@
  * loop with uniform bounds whose iterations are independent, and so on
  * inward, those loops are collapsed into the item index: the kernel then
  * runs extent * trip(L1) * ... items, each one iteration of the innermost
- * collapsed loop (cuda_device.c lowers it, cuda_host.c launches it). */
+ * collapsed loop (cuda_device.c lowers it, cuda_host.c launches it).
+ * Elementwise kernels run blocks of consecutive elements per item
+ * (for i in [p*C, min(n, p*C + C))): that loop becomes C items per p, the
+ * ones past the end idle, so that neighbouring threads touch neighbouring
+ * elements. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,8 +109,49 @@ static bool independent(const cv_kernel *k, const cv_kstmt *s)
     return !sc.bad && !sc.grew && (sc.stored & sc.loaded) == 0;
 }
 
+/* Uniform but for the kernel's item variable p. */
+static bool p_only(const cv_kernel *k, const cv_kexpr *e, int depth)
+{
+    if (!e)
+        return true;
+    if (depth > MAX_DEPTH || e->kind == CV_KE_LOAD || (e->kind == CV_KE_VAR && e->id != k->pvar))
+        return false;
+    return p_only(k, e->a, depth + 1) && p_only(k, e->b, depth + 1) &&
+           p_only(k, e->c, depth + 1);
+}
+
+static bool is_bin(const cv_kexpr *e, cv_kop op)
+{
+    return e && e->kind == CV_KE_BIN && e->op == op;
+}
+
+/* lo + C or C + lo with a positive constant C; 0 otherwise. */
+static int64_t plus_const(const cv_kexpr *e, const cv_kexpr *lo)
+{
+    if (!is_bin(e, CV_KOP_ADD))
+        return 0;
+    const cv_kexpr *c = e->a == lo ? e->b : e->b == lo ? e->a : NULL;
+    return c && c->kind == CV_KE_CONST_I && c->i > 0 ? c->i : 0;
+}
+
+int64_t cv_cuda_chunk(const cv_kernel *k, const cv_kstmt *s)
+{
+    enum { MAX_CHUNK = 1 << 16 };
+    if (!s || s->kind != CV_KS_FOR || s != k->body || s->next || uniform(s->a, 0) ||
+        !p_only(k, s->a, 0) || !p_only(k, s->b, 0) || !is_bin(s->b, CV_KOP_MIN))
+        return 0;
+    int64_t c = plus_const(s->b->a, s->a);
+    if (!c)
+        c = plus_const(s->b->b, s->a);
+    return c <= MAX_CHUNK && independent(k, s) ? c : 0;
+}
+
 int cv_cuda_collapse(const cv_kernel *k, const cv_kstmt **loops, int max)
 {
+    if (max > 0 && cv_cuda_chunk(k, k->body)) {
+        loops[0] = k->body;
+        return 1;
+    }
     int n = 0;
     for (const cv_kstmt *s = k->body; n < max && s && !s->next && s->kind == CV_KS_FOR;
          s = s->body) {

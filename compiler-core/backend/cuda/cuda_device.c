@@ -5,9 +5,10 @@
  * blockIdx/threadIdx (a serial kernel is launched on one thread with
  * n = 1).  Statements and expressions lower through the CPU backend's code
  * (backend/llvm/lower_*.c); the math it calls that NVPTX cannot lower
- * (llvm.exp/log/pow, tanh, erf) is renamed to the device runtime's
- * (dev/cudev_math.c), which is linked in with the runtime routines' kernels
- * (dev/cudev_rt.c). */
+ * (llvm.exp/log/pow, tanh, erf, the trigonometric functions) is renamed to
+ * the device runtime's (dev/cudev_math.c, dev/cudev_trig.c), which is
+ * linked in with the runtime routines' kernels (dev/cudev_rt.c). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,9 +25,12 @@ static LLVMValueRef sreg(cv_llvm_fn *f, const char *name)
     return LLVMBuildZExt(f->b, v, LLVMInt64TypeInContext(f->ctx), "");
 }
 
-/* max(hi - lo, 0) of a collapsed loop (uniform: lowered once, up front). */
-static LLVMValueRef trip(cv_llvm_fn *f, const cv_kstmt *loop)
+/* max(hi - lo, 0) of a collapsed loop (uniform: lowered once, up front);
+ * a block loop's (cv_cuda_chunk) is its constant bound. */
+static LLVMValueRef trip(cv_llvm_fn *f, const cv_kstmt *loop, int64_t chunk)
 {
+    if (chunk)
+        return LLVMConstInt(LLVMInt64TypeInContext(f->ctx), (unsigned long long)chunk, 0);
     cv_llvm_memo_reset(f);
     LLVMValueRef d = LLVMBuildSub(f->b, cv_llvm_expr(f, loop->b), cv_llvm_expr(f, loop->a), "");
     LLVMValueRef zero = LLVMConstInt(LLVMTypeOf(d), 0, 0);
@@ -34,31 +38,37 @@ static LLVMValueRef trip(cv_llvm_fn *f, const cv_kstmt *loop)
 }
 
 /* Item i of a kernel with collapsed loops: the innermost loop's variable
- * varies fastest (consecutive threads, consecutive elements), p slowest. */
+ * varies fastest (consecutive threads, consecutive elements), p slowest.
+ * p is stored first: a block loop's bounds depend on it. */
 static void split_item(cv_llvm_fn *f, LLVMValueRef item, const cv_kstmt **loops, int n_loops,
                        LLVMValueRef *trips)
 {
     LLVMBuilderRef b = f->b;
+    LLVMValueRef rem[CV_CUDA_MAX_COLLAPSE];
     for (int l = n_loops - 1; l >= 0; l--) {
-        cv_llvm_memo_reset(f);
-        LLVMValueRef v = LLVMBuildAdd(b, cv_llvm_expr(f, loops[l]->a),
-                                      LLVMBuildURem(b, item, trips[l], ""), "");
-        LLVMBuildStore(b, v, f->var[loops[l]->id]);
+        rem[l] = LLVMBuildURem(b, item, trips[l], "");
         item = LLVMBuildUDiv(b, item, trips[l], "");
     }
     LLVMBuildStore(b, item, f->var[f->k->pvar]);
+    for (int l = 0; l < n_loops; l++) {
+        cv_llvm_memo_reset(f);
+        LLVMBuildStore(b, LLVMBuildAdd(b, cv_llvm_expr(f, loops[l]->a), rem[l], ""),
+                       f->var[loops[l]->id]);
+    }
 }
 
 /* for (it = ctaid*ntid + tid; it < n; it += nctaid*ntid) { p = it; body },
  * or with collapsed loops, it split into p and their variables, then the
- * innermost collapsed loop's body. */
+ * innermost collapsed loop's body (for a block loop, when its variable is
+ * below the loop's end). */
 static void grid_loop(cv_llvm_fn *f, LLVMValueRef n)
 {
     const cv_kstmt *loops[CV_CUDA_MAX_COLLAPSE];
     LLVMValueRef trips[CV_CUDA_MAX_COLLAPSE];
     int n_loops = cv_cuda_collapse(f->k, loops, CV_CUDA_MAX_COLLAPSE);
+    int64_t chunk = n_loops ? cv_cuda_chunk(f->k, loops[0]) : 0;
     for (int l = 0; l < n_loops; l++)
-        trips[l] = trip(f, loops[l]);
+        trips[l] = trip(f, loops[l], l == 0 ? chunk : 0);
     LLVMTypeRef i64 = LLVMInt64TypeInContext(f->ctx);
     LLVMBuilderRef b = f->b;
     LLVMValueRef ntid = sreg(f, "llvm.nvvm.read.ptx.sreg.ntid.x");
@@ -68,6 +78,7 @@ static void grid_loop(cv_llvm_fn *f, LLVMValueRef n)
     LLVMValueRef it = cv_llvm_entry_alloca(f, i64, "it");
     LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "grid");
     LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "item");
+    LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "next");
     LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "done");
     LLVMBuildStore(b, first, it);
     LLVMBuildBr(b, head);
@@ -77,11 +88,21 @@ static void grid_loop(cv_llvm_fn *f, LLVMValueRef n)
     LLVMPositionBuilderAtEnd(b, body);
     if (n_loops) {
         split_item(f, i, loops, n_loops, trips);
+        if (chunk) {
+            LLVMBasicBlockRef in = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "inblock");
+            cv_llvm_memo_reset(f);
+            LLVMValueRef v = LLVMBuildLoad2(b, i64, f->var[loops[0]->id], "");
+            LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, v, cv_llvm_expr(f, loops[0]->b), ""),
+                            in, next);
+            LLVMPositionBuilderAtEnd(b, in);
+        }
         cv_llvm_stmts(f, loops[n_loops - 1]->body);
     } else {
         LLVMBuildStore(b, i, f->var[f->k->pvar]);
         cv_llvm_stmts(f, f->k->body);
     }
+    LLVMBuildBr(b, next);
+    LLVMPositionBuilderAtEnd(b, next);
     LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, i64, it, ""), stride, ""), it);
     LLVMBuildBr(b, head);
     LLVMPositionBuilderAtEnd(b, done);
@@ -136,17 +157,35 @@ static const char *const math_renames[][2] = {
     {"llvm.exp.f32", "cvd_expf"}, {"llvm.exp.f64", "cvd_exp"},
     {"llvm.log.f32", "cvd_logf"}, {"llvm.log.f64", "cvd_log"},
     {"llvm.pow.f32", "cvd_powf"}, {"llvm.pow.f64", "cvd_pow"},
-    {"tanhf", "cvd_tanhf"}, {"tanh", "cvd_tanh"}, {"erff", "cvd_erff"}, {"erf", "cvd_erf"},
 };
+
+/* libm functions the CPU lowering calls (name, and name "f" for float),
+ * each defined by the device runtime as cvd_<name> (dev/cudev_math.c,
+ * dev/cudev_trig.c). */
+static const char *const libm_names[] = {
+    "tanh", "erf", "sin", "cos", "tan", "asin", "acos", "atan",
+    "sinh", "cosh", "asinh", "acosh", "atanh",
+};
+
+static void rename_fn(LLVMModuleRef mod, const char *from, const char *to)
+{
+    LLVMValueRef fn = LLVMGetNamedFunction(mod, from);
+    /* Renaming an intrinsic's declaration makes its calls plain calls. */
+    if (fn && LLVMIsDeclaration(fn))
+        LLVMSetValueName2(fn, to, strlen(to));
+}
 
 static void rename_math(LLVMModuleRef mod)
 {
-    for (size_t i = 0; i < sizeof math_renames / sizeof math_renames[0]; i++) {
-        LLVMValueRef fn = LLVMGetNamedFunction(mod, math_renames[i][0]);
-        /* Renaming an intrinsic's declaration makes its calls plain calls. */
-        if (fn && LLVMIsDeclaration(fn))
-            LLVMSetValueName2(fn, math_renames[i][1], strlen(math_renames[i][1]));
-    }
+    for (size_t i = 0; i < sizeof math_renames / sizeof math_renames[0]; i++)
+        rename_fn(mod, math_renames[i][0], math_renames[i][1]);
+    for (size_t i = 0; i < sizeof libm_names / sizeof libm_names[0]; i++)
+        for (int single = 0; single < 2; single++) {
+            char from[32], to[40];
+            snprintf(from, sizeof from, "%s%s", libm_names[i], single ? "f" : "");
+            snprintf(to, sizeof to, "cvd_%s", from);
+            rename_fn(mod, from, to);
+        }
 }
 
 /* Which runtime routines the host kernels call (their cvdk_* kernels stay). */
@@ -182,11 +221,14 @@ static bool keep_kernel(const char *name, void *arg)
             return true;
     for (int r = 0; r < CV_KRT__COUNT; r++) {
         const cv_krt_info *info = cv_krt_get((cv_krt)r);
+        if (!info)
+            continue;
         /* cvrt_sgemm's device kernels are cvdk_sgemm, the tiled cvdk_sgemm_t
-         * and (convolutions) the batched *_b. */
+         * and (convolutions) the batched *_b and the tensor-core *_tc. */
         size_t n = strlen(info->name + 5);
         if (ks->used[r] && strncmp(name, "cvdk_", 5) == 0 && strncmp(name + 5, info->name + 5, n) == 0 &&
-            (name[5 + n] == 0 || strcmp(name + 5 + n, "_t") == 0 || strcmp(name + 5 + n, "_b") == 0))
+            (name[5 + n] == 0 || strcmp(name + 5 + n, "_t") == 0 || strcmp(name + 5 + n, "_b") == 0 ||
+             strcmp(name + 5 + n, "_tc") == 0))
             return true;
     }
     return false;

@@ -220,6 +220,9 @@ static LLVMValueRef launch_items(cv_llvm_fn *f, const cv_kstmt *s, const cv_kern
         return s->a ? cv_llvm_expr(f, s->a) : LLVMConstInt(g->i64, (unsigned long long)-1, 1);
     LLVMValueRef n = s->a ? cv_llvm_expr(f, s->a) : LLVMConstInt(g->i64, 1, 0);
     LLVMValueRef zero = LLVMConstInt(g->i64, 0, 0);
+    int64_t chunk = cv_cuda_chunk(k, loops[0]);
+    if (chunk)   /* a block loop: chunk items per p */
+        return LLVMBuildMul(f->b, n, LLVMConstInt(g->i64, (unsigned long long)chunk, 0), "");
     for (int l = 0; l < n_loops; l++) {
         LLVMValueRef d = LLVMBuildSub(f->b, cv_llvm_expr(f, loops[l]->b), cv_llvm_expr(f, loops[l]->a), "");
         d = LLVMBuildSelect(f->b, LLVMBuildICmp(f->b, LLVMIntSGT, d, zero, ""), d, zero, "");

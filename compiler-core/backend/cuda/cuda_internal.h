@@ -30,6 +30,11 @@ static inline bool cv_cuda_on_host(const cv_kernel *k) { return k->calls_runtime
  * (extent, 1 if serial) * trip(loops[0]) * ... items. */
 enum { CV_CUDA_MAX_COLLAPSE = 4 };
 int cv_cuda_collapse(const cv_kernel *k, const cv_kstmt **loops, int max);
+/* C when loop s is the kernel body's only statement, runs [a, b) with a and
+ * b depending on p alone and b = min(., a + C): a block of at most C
+ * iterations (an elementwise kernel's).  Collapsed, it counts C items per p
+ * and an item at or past b does nothing; 0 for any other loop. */
+int64_t cv_cuda_chunk(const cv_kernel *k, const cv_kstmt *s);
 
 /* The embedded runtime bitcode ("device" or "host"; cuda/build.mk). */
 const unsigned char *cv_cuda_rtbc_get(const char *which, size_t *len);

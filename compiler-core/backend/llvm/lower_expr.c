@@ -28,8 +28,12 @@ static LLVMTypeRef elem_type(const cv_llvm_fn *f, cv_dtype dt)
     case CV_F64: return LLVMDoubleTypeInContext(ctx);
     case CV_F16: return (f->quirks & CV_LLVM_SOFT_HALF) ? LLVMInt16TypeInContext(ctx) : LLVMHalfTypeInContext(ctx);
     case CV_BF16: return LLVMInt16TypeInContext(ctx);
-    case CV_I32: return LLVMInt32TypeInContext(ctx);
-    case CV_I64: return LLVMInt64TypeInContext(ctx);
+    case CV_I16:
+    case CV_U16: return LLVMInt16TypeInContext(ctx);
+    case CV_I32:
+    case CV_U32: return LLVMInt32TypeInContext(ctx);
+    case CV_I64:
+    case CV_U64: return LLVMInt64TypeInContext(ctx);
     default: return LLVMInt8TypeInContext(ctx);    /* i8 u8 bool */
     }
 }
@@ -234,16 +238,16 @@ static LLVMValueRef to_int_dtype(cv_llvm_fn *f, LLVMValueRef x, cv_kty from, cv_
 {
     LLVMBuilderRef b = f->b;
     LLVMTypeRef i64 = LLVMInt64TypeInContext(f->ctx), et = elem_type(f, to);
-    bool is_unsigned = to == CV_U8;
+    bool is_unsigned = cv_dtype_is_unsigned(to), wide = cv_dtype_size(to) == 8;
     if (from == CV_KTY_BOOL)
         return LLVMBuildZExt(b, x, i64, "");
     if (from == CV_KTY_F32 || from == CV_KTY_F64) {
         LLVMTypeRef over[2] = {et, LLVMTypeOf(x)};
         x = intrinsic(f, is_unsigned ? "llvm.fptoui.sat" : "llvm.fptosi.sat", over, 2, &x, 1);
-    } else if (to != CV_I64) {
+    } else if (!wide) {
         x = LLVMBuildTrunc(b, x, et, "");
     }
-    if (to == CV_I64)
+    if (wide)
         return x;
     return is_unsigned ? LLVMBuildZExt(b, x, i64, "") : LLVMBuildSExt(b, x, i64, "");
 }
@@ -272,7 +276,8 @@ LLVMValueRef cv_llvm_to_storage(cv_llvm_fn *f, LLVMValueRef v, cv_dtype dt)
     switch (dt) {
     case CV_F32:
     case CV_F64:
-    case CV_I64: return v;
+    case CV_I64:
+    case CV_U64: return v;
     case CV_F16: return f32_to_half(f, v);
     case CV_BF16: {
         LLVMTypeRef i32 = LLVMInt32TypeInContext(f->ctx);
@@ -296,8 +301,11 @@ static LLVMValueRef from_storage(cv_llvm_fn *f, LLVMValueRef v, cv_dtype dt)
         return LLVMBuildBitCast(b, u, f32, "");
     }
     case CV_I8:
+    case CV_I16:
     case CV_I32: return LLVMBuildSExt(b, v, i64, "");
-    case CV_U8: return LLVMBuildZExt(b, v, i64, "");
+    case CV_U8:
+    case CV_U16:
+    case CV_U32: return LLVMBuildZExt(b, v, i64, "");
     case CV_BOOL: return LLVMBuildICmp(b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
     default: return v;
     }

@@ -10,7 +10,9 @@ ONNX_GEN_H   := $(ONNX_GEN_DIR)/onnx.pb-c.h
 
 PKGS += libprotobuf-c
 EXTRA_CFLAGS += -I$(BUILD)/gen
-GENERATED_SRCS_compiler_core += $(ONNX_GEN_DIR)/onnx.pb-c.c
+GENERATED_SRCS_compiler_core += $(ONNX_GEN_DIR)/onnx.pb-c.c $(ONNX_GEN_DIR)/onnx_data.pb-c.c
+# Test data of sequences and optionals (SequenceProto, OptionalProto).
+ONNX_DATA_H  := $(ONNX_GEN_DIR)/onnx_data.pb-c.h
 
 # A pattern rule: one protoc-c run makes both files.
 $(BUILD)/gen/%/onnx.pb-c.c $(BUILD)/gen/%/onnx.pb-c.h: $(ONNX_PROTO)
@@ -18,11 +20,17 @@ $(BUILD)/gen/%/onnx.pb-c.c $(BUILD)/gen/%/onnx.pb-c.h: $(ONNX_PROTO)
 	@test -n "$(ONNX_PROTO)" || { echo "onnx.proto not found: install python3-onnx (make deps)"; exit 1; }
 	$(Q)$(PROTOC_C) --proto_path=$(dir $(ONNX_PROTO)) --c_out=$(@D) $(ONNX_PROTO)
 
+$(ONNX_GEN_DIR)/onnx_data.pb-c.c $(ONNX_GEN_DIR)/onnx_data.pb-c.h: \
+		compiler-core/frontends/onnx/onnx_data.proto $(ONNX_PROTO) | $(ONNX_GEN_H)
+	@mkdir -p $(@D)
+	$(Q)$(PROTOC_C) --proto_path=$(dir $(ONNX_PROTO)) --proto_path=compiler-core/frontends/onnx \
+	  --c_out=$(@D) compiler-core/frontends/onnx/onnx_data.proto
+
 # Everything that includes the generated header waits for it (order-only:
 # the -MMD dependency files take over once it exists), in every flavour.
 ONNX_USERS := $(wildcard compiler-core/frontends/onnx/*.c tests/unit/test_onnx_*.c \
                           tests/conformance/*.c)
-$(foreach f,$(BUILD)/obj $(BUILD)/asan/obj $(BUILD)/fuzz/obj,$(patsubst %.c,$(f)/%.o,$(ONNX_USERS))): | $(ONNX_GEN_H)
+$(foreach f,$(BUILD)/obj $(BUILD)/asan/obj $(BUILD)/fuzz/obj,$(patsubst %.c,$(f)/%.o,$(ONNX_USERS))): | $(ONNX_GEN_H) $(ONNX_DATA_H)
 
 # The conformance runner (tests/conformance/run.sh builds it).  It depends on
 # the cuvil binary so that it relinks whenever a library changes; the

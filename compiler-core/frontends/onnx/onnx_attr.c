@@ -106,3 +106,20 @@ int onnx_attr_floats(onnx_ctx *c, const char *name, double *out, int max)
         out[i] = a->floats[i];
     return (int)a->n_floats;
 }
+
+/* Exactly n ints in [dflt ? 1 : 0, 4096] (window geometry), dflt each when absent. */
+int onnx_attr_ints_n(onnx_ctx *c, const char *name, int n, int64_t dflt, int64_t *out)
+{
+    int got = onnx_attr_ints(c, name, out, n);
+    if (got == -2)
+        return -1;
+    if (got >= 0 && got != n)
+        return onnx_err(c, ONNX_E_ATTR_VALUE, "'%s' needs %d entries, got %d", name, n, got);
+    for (int i = 0; got < 0 && i < n; i++)
+        out[i] = dflt;
+    for (int i = 0; i < n; i++)
+        if (out[i] < (dflt ? 1 : 0) || out[i] > 4096)
+            return onnx_err(c, ONNX_E_ATTR_VALUE, "'%s'[%d] = %lld is out of range", name, i,
+                            (long long)out[i]);
+    return 0;
+}

@@ -51,7 +51,7 @@ void onnx_const_set_f64(onnx_const *k, int64_t i, double v)
 
 bool onnx_const_is_int(const onnx_const *k)
 {
-    return k->dt == CV_I64 || k->dt == CV_I32 || k->dt == CV_I8 || k->dt == CV_U8;
+    return cv_dtype_is_int(k->dt);
 }
 
 int onnx_const_ints(const onnx_const *k, int64_t *out, int max)

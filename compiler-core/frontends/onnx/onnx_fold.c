@@ -157,7 +157,7 @@ onnx_const *onnx_fold_binary(onnx_ctx *c, const char *op, const onnx_const *a, c
     for (int i = 0; ops[i]; i++)
         known |= !strcmp(ops[i], op);
     int64_t dims[CV_MAX_RANK], sa[CV_MAX_RANK], sb[CV_MAX_RANK];
-    if (!known || a->dt != b->dt || has_syms(a) || has_syms(b) || a->dt == CV_F64 ||
+    if (!known || a->dt != b->dt || has_syms(a) || has_syms(b) ||
         onnx_broadcast_dims(a->rank, a->dims, b->rank, b->dims, &rank, dims) < 0 ||
         broadcast_strides(a, rank, dims, sa) < 0 || broadcast_strides(b, rank, dims, sb) < 0)
         return NULL;

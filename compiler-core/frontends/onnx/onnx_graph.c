@@ -64,10 +64,27 @@ static int register_initializers(onnx_ctx *c, const Onnx__GraphProto *g)
 static bool folds_through(const Onnx__NodeProto *n)
 {
     static const char *const ops[] = {"Cast", "Add", "Sub", "Mul", "Div", "Neg", "Identity",
-                                      "Unsqueeze", "Squeeze", "Concat", NULL};
+                                      "Unsqueeze", "Squeeze", "Concat", "Ceil", "Floor",
+                                      "Relu", "Abs", NULL};
     for (int i = 0; ops[i] && onnx_domain_is_default(n->domain); i++)
         if (!strcmp(n->op_type, ops[i]))
             return true;
+    return false;
+}
+
+/* An If giving an optional: whether it holds a value may differ between
+ * the branches, which only a cond known at import time resolves. */
+static bool if_gives_optional(const Onnx__NodeProto *n)
+{
+    if (strcmp(n->op_type, "If") || !onnx_domain_is_default(n->domain))
+        return false;
+    for (size_t a = 0; a < n->n_attribute; a++) {
+        const Onnx__GraphProto *g = n->attribute[a]->g;
+        for (size_t k = 0; g && k < g->n_output; k++)
+            if (g->output[k]->type &&
+                g->output[k]->type->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE)
+                return true;
+    }
     return false;
 }
 
@@ -82,6 +99,8 @@ static void find_const_slots(onnx_ctx *c, const Onnx__GraphProto *g, onnx_map *o
         for (size_t k = 0; e && k < n->n_input && k < 32; k++)
             if ((e->const_in >> k) & 1u && n->input[k][0])
                 onnx_map_put(out, n->input[k], n->input[k]);
+        if (if_gives_optional(n) && n->n_input && n->input[0][0])
+            onnx_map_put(out, n->input[0], n->input[0]);
     }
     size_t before;
     for (int pass = 0; pass < 4 && out->count; pass++) {
@@ -139,6 +158,12 @@ static int register_inputs(onnx_ctx *c, const Onnx__GraphProto *g)
         }
         onnx_val *v = onnx_val_new(c, name, -1);
         cv_type t;
+        int listed = v && vi->type && vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE
+                         ? onnx_bind_list_input(c, (int)i, v, vi->type) : 1;
+        if (listed <= 0) {   /* a sequence or optional, bound to constants */
+            rc |= listed;
+            continue;
+        }
         if (!v || onnx_type_from_proto(c, vi->type, name, &t) < 0) {
             rc = -1;
             if (v)

@@ -46,6 +46,13 @@ typedef struct cv_onnx_options {
      * the import then refuses (CV4305). */
     int (*bind_input)(void *user, int index, const char *name, cv_tensor *t);
     void *user;
+    /* Sequence and optional graph inputs (sequences exist only at import
+     * time): fills elems[0..max) (data malloc'd; the importer frees it) and
+     * returns the count, setting *absent for an absent optional; -1 leaves
+     * the input unsupported (CV4307).  Graph outputs of these types become
+     * their tensors, flattened in order. */
+    int (*bind_list)(void *user, int index, const char *name, cv_tensor *elems, int max,
+                     bool *absent);
 } cv_onnx_options;
 
 /* cv_onnx_load_mem with options (opts may be NULL). */
@@ -57,6 +64,17 @@ cv_module *cv_onnx_load_opts(const void *buf, size_t len, const char *path,
 int cv_onnx_read_tensor_pb(const void *buf, size_t len, const char *name,
                            cv_tensor *out, cv_diag *d);
 
+/* A TypeProto's kind: 't' tensor, 's' sequence of tensors, 'o' optional
+ * tensor, 'p' optional sequence of tensors, '?' anything else. */
+char cv_onnx_type_kind(const void *type_proto);
+/* The kinds of a model's graph inputs and outputs (0 past the last); -1
+ * when buf is not a ModelProto with a graph. */
+int cv_onnx_io_kinds(const void *model, size_t len, char *in, int max_in, char *out, int max_out);
+/* Decodes a serialized SequenceProto (kind 's') or OptionalProto (other
+ * kinds) of tensors into out[0..max): the count, with *absent set for an
+ * empty optional; -1 after a report. */
+int cv_onnx_read_list_pb(const void *buf, size_t len, const char *name, char kind,
+                         cv_tensor *out, int max, bool *absent, cv_diag *d);
 /* True when the front end can import the default-domain op (its CU-IR ops
  * are all in the op table); used by the conformance report. */
 bool cv_onnx_op_supported(const char *op_type);

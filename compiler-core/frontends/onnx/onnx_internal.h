@@ -50,6 +50,8 @@ enum {
 };
 
 #define ONNX_MAX_NESTING 64
+/* Graphs a body (If, Loop, Scan) may be nested in. */
+#define ONNX_MAX_SCOPES 8
 /* Largest tensor the importer computes itself (masks, folded values). */
 #define ONNX_CONST_MAX_NUMEL (1 << 25)
 
@@ -57,7 +59,7 @@ enum {
  * arithmetic).  Shape values may hold symbolic elements: syms[i] names the
  * symbol of element i (NULL: data[i] is known). */
 typedef struct onnx_const {
-    cv_dtype dt;            /* may be CV_F64 (folding only, never CU-IR) */
+    cv_dtype dt;
     int rank;
     int64_t dims[CV_MAX_RANK];
     int64_t numel;
@@ -78,7 +80,17 @@ typedef struct onnx_val {
     bool poisoned;          /* its producer failed: consumers stay quiet */
     bool graph_input;
     int producer;           /* node index, -1 for graph inputs/initializers */
+    /* Sequences and optionals exist only at import time (onnx_lower_seq.c):
+     * a sequence is its list of tensor values, an optional holds 0 or 1
+     * value (a tensor or a sequence). */
+    int kind;               /* ONNX_VAL_TENSOR, ONNX_VAL_SEQ or ONNX_VAL_OPT */
+    struct onnx_val **elems;  /* arena; the elements, shared (never written) */
+    int n_elems;
 } onnx_val;
+
+enum { ONNX_VAL_TENSOR = 0, ONNX_VAL_SEQ = 1, ONNX_VAL_OPT = 2 };
+/* Most elements a sequence may have. */
+#define ONNX_MAX_SEQ 1024
 
 /* String-keyed hash map (open addressing); the table is malloc'd by the
  * map, keys and values are owned by the caller. */
@@ -105,8 +117,11 @@ typedef struct onnx_ctx {
     const uint8_t *map;     /* check-only import: the mapped file (the module owns it) */
     size_t map_len;
     int64_t opset;          /* default-domain opset */
-    onnx_map vals;          /* ONNX name -> onnx_val */
+    onnx_map vals;          /* ONNX name -> onnx_val (of the graph being lowered) */
+    const onnx_map *outer[ONNX_MAX_SCOPES];  /* the enclosing graphs' vals, outermost first */
+    int n_outer;
     onnx_map syms;          /* dim_param -> interned CU-IR symbol */
+    onnx_map sym_values;    /* dim_param -> int64_t (arena) fixed by a bound sequence input */
     onnx_map scalars;       /* "f32:0.5" -> cv_value of a scalar param */
     int next_sym;
     /* the node being lowered */
@@ -160,8 +175,7 @@ void onnx_strip_detach(Onnx__ModelProto *mp, const onnx_stripped *s, const void 
 void onnx_strip_free(onnx_stripped *s);
 
 /* ---- tensors and types (onnx_tensor.c) ---- */
-/* Maps an ONNX element type; CV_DT_INVALID when CU-IR has no equivalent
- * (CV_F64 is returned for DOUBLE: usable for folding only). */
+/* Maps an ONNX element type; CV_DT_INVALID when CU-IR has no equivalent. */
 cv_dtype onnx_dtype(int32_t onnx_type);
 const char *onnx_dtype_name(int32_t onnx_type);
 /* Decodes t into out (data in arena a, or borrowed from t's raw_data: t
@@ -262,6 +276,28 @@ int onnx_attr_string(onnx_ctx *c, const char *name, const char *dflt, const char
 /* Int list: count, -1 absent; reports and returns -2 on a bad type or > max. */
 int onnx_attr_ints(onnx_ctx *c, const char *name, int64_t *out, int max);
 int onnx_attr_floats(onnx_ctx *c, const char *name, double *out, int max);
+/* Exactly n ints (window geometry: each in [dflt ? 1 : 0, 4096]); dflt each
+ * when absent.  -1 after a report. */
+int onnx_attr_ints_n(onnx_ctx *c, const char *name, int n, int64_t dflt, int64_t *out);
+
+/* ---- sequences and optionals (onnx_lower_seq.c) ---- */
+/* Binds node output i to a copy of src (tensor, sequence or optional). */
+int onnx_bind_val(onnx_ctx *c, int i, const onnx_val *src);
+/* A new sequence or optional value not entered in the name map. */
+onnx_val *onnx_val_list(onnx_ctx *c, int kind, onnx_val *const *elems, int n);
+/* A graph input of sequence or optional type, bound through the options'
+ * bind_list to constants; returns 1 when not bound (then refused). */
+int onnx_bind_list_input(onnx_ctx *c, int index, onnx_val *v, const Onnx__TypeProto *tp);
+/* The tensors v stands for, in order (sequences and optionals flattened):
+ * count, or -1 when more than max. */
+int onnx_flatten(onnx_val *v, onnx_val **out, int max);
+
+/* 3-D MaxPool/AveragePool as two 2-D pools (onnx_lower_pool3d.c). */
+int onnx_lower_pool3d(onnx_ctx *c);
+/* 3-D ConvTranspose as 2-D ones (onnx_lower_convt3d.c). */
+int onnx_lower_conv_transpose3d(onnx_ctx *c);
+/* MaxPool with its Indices output, 2-D windows (onnx_lower_pool_index.c). */
+int onnx_lower_pool_indices(onnx_ctx *c);
 
 /* ---- the op registry (onnx_ops.c) ---- */
 typedef int (*onnx_lower_fn)(onnx_ctx *c);
@@ -293,6 +329,10 @@ extern const onnx_op_family onnx_ops_rnn;          /* onnx_lower_rnn.c */
 extern const onnx_op_family onnx_ops_scatter;      /* onnx_lower_scatter.c */
 extern const onnx_op_family onnx_ops_linalg;       /* onnx_lower_linalg.c */
 extern const onnx_op_family onnx_ops_gridsample;   /* onnx_lower_gridsample.c */
+extern const onnx_op_family onnx_ops_einsum;       /* onnx_lower_einsum.c: Einsum, CumSum */
+extern const onnx_op_family onnx_ops_control;      /* onnx_lower_control.c: If, Loop, Scan */
+extern const onnx_op_family onnx_ops_tfidf;        /* onnx_lower_tfidf.c: TfIdfVectorizer */
+extern const onnx_op_family onnx_ops_seq;          /* onnx_lower_seq.c: sequences, optionals */
 extern const onnx_op_family onnx_ops_train;        /* onnx_lower_train.c (training domain) */
 
 /* The entry for a default-domain op type, or NULL. */
@@ -310,6 +350,9 @@ bool onnx_op_available(const onnx_op_entry *e);
 /* Registers every value, sorts the nodes into order[n_node] and reports
  * structural errors and every unsupported op. */
 int onnx_check_graph(onnx_ctx *c, const Onnx__GraphProto *g, int *order);
+/* Lowers one node whose outputs are registered (a body's node, by
+ * onnx_lower_control.c); -1 after reporting. */
+int onnx_lower_node(onnx_ctx *c, const Onnx__NodeProto *n, int index);
 /* Lowers the nodes in order, then binds and checks the graph outputs. */
 int onnx_lower_graph(onnx_ctx *c, const Onnx__GraphProto *g, const int *order);
 /* The node's name, or "op#<index>" when it has none. */

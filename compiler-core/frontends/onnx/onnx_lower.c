@@ -20,12 +20,12 @@ static void poison_outputs(onnx_ctx *c)
 {
     for (size_t k = 0; k < c->node->n_output; k++) {
         onnx_val *v = c->node->output[k][0] ? onnx_val_get(c, c->node->output[k]) : NULL;
-        if (v && !v->v && !v->c)
+        if (v && !v->v && !v->c && !v->kind)
             v->poisoned = true;
     }
 }
 
-static int lower_node(onnx_ctx *c, const Onnx__NodeProto *n, int index)
+int onnx_lower_node(onnx_ctx *c, const Onnx__NodeProto *n, int index)
 {
     c->node = n;
     c->node_index = index;
@@ -43,7 +43,7 @@ static int lower_node(onnx_ctx *c, const Onnx__NodeProto *n, int index)
         onnx_err(c, 9001, "lowering failed without a diagnostic");
     for (size_t k = 0; rc == 0 && k < n->n_output; k++) {
         onnx_val *v = n->output[k][0] ? onnx_val_get(c, n->output[k]) : NULL;
-        if (v && !v->v && !v->c)
+        if (v && !v->v && !v->c && !v->kind)
             rc = onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "output %zu ('%s') is not supported", k,
                           v->name);
     }
@@ -91,10 +91,25 @@ static void at_producer(onnx_ctx *c, const Onnx__GraphProto *g, const onnx_val *
     c->label = c->node ? onnx_node_label(c, c->node, v->producer) : NULL;
 }
 
+/* Output v's tensors (a sequence or optional: flattened) appended to rets. */
+static int add_returns(onnx_ctx *c, onnx_val *v, cv_value **rets, int *n, int max)
+{
+    onnx_val *flat[ONNX_MAX_SEQ];
+    int k = onnx_flatten(v, flat, ONNX_MAX_SEQ);
+    if (k < 0 || *n + k > max)
+        return onnx_err(c, ONNX_E_ARITY, "graph output '%s' has too many tensors", v->name);
+    for (int i = 0; i < k; i++) {
+        if (!(rets[*n] = onnx_materialize(c, flat[i])))
+            return -1;
+        cv_func_add_output_type(c->f, &rets[(*n)++]->type);
+    }
+    return 0;
+}
+
 static int bind_outputs(onnx_ctx *c, const Onnx__GraphProto *g)
 {
-    int rc = 0;
-    cv_value **rets = cv_arena_alloc_array(c->a, g->n_output + 1, sizeof *rets);
+    int rc = 0, n = 0, max = (int)g->n_output + ONNX_MAX_SEQ;
+    cv_value **rets = cv_arena_alloc_array(c->a, (size_t)max, sizeof *rets);
     if (!rets)
         return onnx_err(c, 9002, "out of memory");
     for (size_t i = 0; i < g->n_output; i++) {
@@ -104,7 +119,7 @@ static int bind_outputs(onnx_ctx *c, const Onnx__GraphProto *g)
             rc = onnx_err(c, ONNX_E_OUTPUT_MISSING, "graph output '%s' is never produced", name);
             continue;
         }
-        if (v->poisoned || !(rets[i] = onnx_materialize(c, v))) {
+        if (v->poisoned || add_returns(c, v, rets, &n, max) < 0) {
             rc = -1;
             continue;
         }
@@ -112,10 +127,9 @@ static int bind_outputs(onnx_ctx *c, const Onnx__GraphProto *g)
         if (check_declared(c, g->output[i], v) < 0)
             rc = -1;
         c->node = NULL;
-        cv_func_add_output_type(c->f, &rets[i]->type);
     }
     if (rc == 0)
-        cv_func_set_returns(c->f, rets, (int)g->n_output);
+        cv_func_set_returns(c->f, rets, n);
     return rc;
 }
 
@@ -123,7 +137,7 @@ int onnx_lower_graph(onnx_ctx *c, const Onnx__GraphProto *g, const int *order)
 {
     int rc = 0;
     for (size_t i = 0; i < g->n_node; i++)
-        rc |= lower_node(c, g->node[order[i]], order[i]);
+        rc |= onnx_lower_node(c, g->node[order[i]], order[i]);
     c->node = NULL;
     if (g->n_output == 0)
         rc = onnx_err(c, ONNX_E_OUTPUT_MISSING, "the graph has no outputs");

@@ -83,8 +83,6 @@ static int const_dims(onnx_ctx *c, int input, int64_t *dims, int *rank)
 /* constant() {value or ints, dtype, shape}: a fill CU-IR materialises. */
 static int big_fill(onnx_ctx *c, cv_dtype dt, const void *value, const int64_t *dims, int rank)
 {
-    if (dt == CV_F64)
-        return onnx_err(c, ONNX_E_UNSUPPORTED_DTYPE, "a double fill is not supported");
     cv_op *o = onnx_op(c, "constant", NULL, 0);
     if (o) {
         if (value && !cv_dtype_is_float(dt)) {

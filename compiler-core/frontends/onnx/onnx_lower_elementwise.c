@@ -43,16 +43,40 @@ static int need_float(onnx_ctx *c, const cv_value *x)
 
 /* ---- direct maps: the entry's `needs` names the CU-IR op ---------------- */
 
+/* The unary ops shape and size arithmetic uses, on one known element. */
+static int64_t fold_int(const char *op, int64_t v)
+{
+    if (!strcmp(op, "Neg") || (!strcmp(op, "Abs") && v < 0))
+        return (int64_t)(0u - (uint64_t)v);
+    return !strcmp(op, "Relu") && v < 0 ? 0 : v;   /* Abs, Relu, Ceil, Floor */
+}
+
+static double fold_float(const char *op, double v)
+{
+    switch (op[0]) {
+    case 'N': return -v;
+    case 'A': return fabs(v);
+    case 'C': return ceil(v);
+    case 'F': return floor(v);
+    default: return v < 0 ? 0 : v;   /* Relu; NaN stays */
+    }
+}
+
 static int lower_unary(onnx_ctx *c)
 {
     onnx_val *x = onnx_in(c, 0);
-    bool neg = strcmp(c->node->op_type, "Neg") == 0, abs_ = strcmp(c->node->op_type, "Abs") == 0;
-    if ((neg || abs_) && x && x->c && !x->v && onnx_foldable(x->c) && onnx_const_is_int(x->c) &&
-        !x->c->syms) {   /* shape arithmetic: evaluate here */
+    const char *op = c->node->op_type;
+    bool folds = !strcmp(op, "Neg") || !strcmp(op, "Abs") || !strcmp(op, "Relu") ||
+                 !strcmp(op, "Ceil") || !strcmp(op, "Floor");
+    if (folds && x && x->c && !x->v && onnx_foldable(x->c) && !x->c->syms &&
+        (onnx_const_is_int(x->c) || cv_dtype_is_float(x->c->dt))) {
+        /* shape and size arithmetic: evaluate here */
         onnx_const *k = onnx_const_new(c, x->c->dt, x->c->rank, x->c->dims);
         for (int64_t i = 0; k && i < k->numel; i++) {
-            int64_t v = onnx_const_i64(x->c, i);
-            onnx_const_set_i64(k, i, (neg || v < 0) ? (int64_t)(0u - (uint64_t)v) : v);
+            if (onnx_const_is_int(x->c))
+                onnx_const_set_i64(k, i, fold_int(op, onnx_const_i64(x->c, i)));
+            else
+                onnx_const_set_f64(k, i, fold_float(op, onnx_const_f64(x->c, i)));
         }
         return onnx_bind_const(c, 0, k);
     }
@@ -111,6 +135,8 @@ static int lower_identity(onnx_ctx *c)
     onnx_val *v = onnx_in(c, 0);
     if (!v)
         return onnx_err(c, ONNX_E_ARITY, "input 0 is required");
+    if (v->kind != ONNX_VAL_TENSOR)   /* a sequence or optional: the same list */
+        return onnx_bind_val(c, 0, v);
     if (v->c && !v->v)
         return onnx_bind_const(c, 0, v->c);
     return onnx_bind_value(c, 0, onnx_materialize(c, v));
@@ -314,6 +340,15 @@ static int lower_isinf(onnx_ctx *c)
 
 static int lower_not(onnx_ctx *c)
 {
+    onnx_val *x = onnx_in(c, 0);
+    if (x && x->c && !x->v && onnx_foldable(x->c) && !x->c->syms) {
+        /* a known flag (OptionalHasElement, ...): evaluate here, so that an
+         * If on it takes one branch */
+        onnx_const *k = onnx_const_new(c, CV_BOOL, x->c->rank, x->c->dims);
+        for (int64_t i = 0; k && i < k->numel; i++)
+            onnx_const_set_i64(k, i, onnx_const_i64(x->c, i) == 0);
+        return onnx_bind_const(c, 0, k);
+    }
     return onnx_bind_value(c, 0, bool_not(c, X(0)));
 }
 
@@ -382,7 +417,7 @@ static int cast_to(onnx_ctx *c, cv_value *x, cv_dtype to)
 {
     if (!x)
         return -1;
-    if (to == CV_DT_INVALID || to == CV_F64)
+    if (to == CV_DT_INVALID)
         return onnx_err(c, ONNX_E_UNSUPPORTED_DTYPE, "cast to an element type CU-IR lacks");
     if (dt_of(x) == to)
         return onnx_bind_value(c, 0, x);
@@ -435,9 +470,9 @@ static int lower_bitshift(onnx_ctx *c)
     bool left = !strcmp(dir, "LEFT");
     if (!left && strcmp(dir, "RIGHT"))
         return onnx_err(c, ONNX_E_ATTR_VALUE, "direction must be LEFT or RIGHT, got '%s'", dir);
-    if (x->type.dtype != CV_U8)
+    if (!cv_dtype_is_unsigned(x->type.dtype))
         return onnx_err(c, ONNX_E_UNSUPPORTED_DTYPE, "BitShift needs an unsigned integer type");
-    cv_value *p = onnx_binary(c, "pow", onnx_scalar(c, CV_U8, 2), y);
+    cv_value *p = onnx_binary(c, "pow", onnx_scalar(c, x->type.dtype, 2), y);
     return onnx_bind_value(c, 0, onnx_binary(c, left ? "mul" : "div", x, p));
 }
 

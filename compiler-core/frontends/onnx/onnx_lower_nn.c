@@ -228,7 +228,13 @@ static int conv_common(onnx_ctx *c, bool transpose)
 }
 
 static int lower_conv(onnx_ctx *c) { return conv_common(c, false); }
-static int lower_conv_transpose(onnx_ctx *c) { return conv_common(c, true); }
+static int lower_conv_transpose(onnx_ctx *c)
+{
+    onnx_val *x = onnx_in(c, 0);
+    if (x && x->type.shape.rank == 5)
+        return onnx_lower_conv_transpose3d(c);
+    return conv_common(c, true);
+}
 
 /* ---- pooling --------------------------------------------------------------------- */
 
@@ -236,6 +242,8 @@ static int lower_pool(onnx_ctx *c)
 {
     bool max = strcmp(c->node->op_type, "MaxPool") == 0;
     onnx_val *x = onnx_in(c, 0);
+    if (x && x->type.shape.rank == 5)
+        return onnx_lower_pool3d(c);
     int nsp = spatial_rank(c, x);
     int64_t kernel[2], ceil_mode, include_pad;
     if (nsp < 0 || geom_ints(c, "kernel_shape", nsp, 1, kernel) < 0 ||
@@ -245,7 +253,7 @@ static int lower_pool(onnx_ctx *c)
     if (!onnx_attr(c, "kernel_shape"))
         return onnx_err(c, ONNX_E_ATTRIBUTE, "attribute 'kernel_shape' is required");
     if (max && c->node->n_output > 1 && c->node->output[1][0])
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "the Indices output is not supported");
+        return onnx_lower_pool_indices(c);
     cv_shape x4;
     geom g;
     shape_4d(&x->type.shape, nsp, &x4);
@@ -339,9 +347,11 @@ static int lower_quant(onnx_ctx *c)
 
 static const onnx_op_entry entries[] = {
     {"Conv", 1, lower_conv, "conv2d unsqueeze squeeze", 0},
-    {"ConvTranspose", 1, lower_conv_transpose, "conv_transpose2d unsqueeze squeeze", 0},
-    {"MaxPool", 1, lower_pool, "max_pool2d unsqueeze squeeze", 0},
-    {"AveragePool", 7, lower_pool, "avg_pool2d unsqueeze squeeze", 0},
+    {"ConvTranspose", 1, lower_conv_transpose,
+     "conv_transpose2d unsqueeze squeeze transpose slice pad add reshape", 0},
+    {"MaxPool", 1, lower_pool, "max_pool2d unsqueeze squeeze reshape pad slice greater where add",
+     0},
+    {"AveragePool", 7, lower_pool, "avg_pool2d unsqueeze squeeze reshape", 0},
     {"GlobalAveragePool", 1, lower_global_avg_pool, "global_avg_pool", 0},
     {"GlobalMaxPool", 1, lower_global_max_pool, "reduce_max", 0},
     {"Gemm", 7, lower_gemm, "gemm", 0},

@@ -15,6 +15,9 @@ typedef struct resize_spec {
     const char *mode, *ct, *nearest;
     bool exclude;           /* exclude_outside (cubic only) */
     double cubic_a;         /* cubic_coeff_a */
+    double roi[2 * CV_MAX_RANK]; /* tf_crop_and_resize: starts then ends */
+    int n_roi;
+    double extrap;          /* extrapolation_value (tf_crop_and_resize) */
 } resize_spec;
 
 /* Reads a float constant input into out; count, 0 when absent or empty. */
@@ -57,6 +60,20 @@ static int spread_axes(onnx_ctx *c, int rank, const int64_t *axes, int na, resiz
     return 0;
 }
 
+/* tf_crop_and_resize's roi input: [starts..., ends...] over every axis. */
+static int roi_read(onnx_ctx *c, int rank, resize_spec *s)
+{
+    const onnx_const *k = onnx_in(c, 1) ? onnx_in_const(c, 1, "roi") : NULL;
+    if (!k)
+        return onnx_in(c, 1) ? -1 : onnx_err(c, ONNX_E_ARITY, "tf_crop_and_resize needs 'roi'");
+    if (k->numel != 2 * rank)
+        return onnx_err(c, ONNX_E_SHAPE_VALUE, "'roi' needs %d entries", 2 * rank);
+    for (int64_t j = 0; j < k->numel; j++)
+        s->roi[j] = onnx_const_f64(k, j);
+    s->n_roi = (int)k->numel;
+    return 0;
+}
+
 static int resize_read(onnx_ctx *c, const onnx_val *x, resize_spec *s)
 {
     int64_t antialias = 0, exclude = 0, axes[CV_MAX_RANK];
@@ -71,7 +88,8 @@ static int resize_read(onnx_ctx *c, const onnx_val *x, resize_spec *s)
         onnx_attr_int(c, "antialias", 0, &antialias) < 0 ||
         onnx_attr_int(c, "exclude_outside", 0, &exclude) < 0 ||
         onnx_attr_string(c, "keep_aspect_ratio_policy", "stretch", &policy) < 0 ||
-        onnx_attr_float(c, "cubic_coeff_a", -0.75, &s->cubic_a) < 0)
+        onnx_attr_float(c, "cubic_coeff_a", -0.75, &s->cubic_a) < 0 ||
+        onnx_attr_float(c, "extrapolation_value", 0, &s->extrap) < 0)
         return -1;
     s->exclude = exclude != 0;
     if (antialias || (exclude && strcmp(s->mode, "cubic")) || strcmp(policy, "stretch"))
@@ -91,6 +109,8 @@ static int resize_read(onnx_ctx *c, const onnx_val *x, resize_spec *s)
             return -1;
     }
     if (s->n_scales < 0)
+        return -1;
+    if (!strcmp(s->ct, "tf_crop_and_resize") && roi_read(c, x->type.shape.rank, s) < 0)
         return -1;
     int na = c->opset >= 18 ? onnx_attr_ints(c, "axes", axes, CV_MAX_RANK) : -1;
     if (na == -2)
@@ -121,20 +141,50 @@ static void cubic_coeffs(double r, double a, double *w)
     w[3] = ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a;
 }
 
-/* M[in, out]: output j mixes the four inputs nearest its source coordinate
- * (edge values repeat past the ends, or with exclude_outside their weights
- * go to the others). */
-static cv_value *cubic_matrix(onnx_ctx *c, const resize_spec *s, int64_t in, int64_t out,
-                              double scale)
+/* tf_crop_and_resize's source coordinate of output j on an axis whose roi
+ * runs from a to b (fractions of the input extent). */
+static double crop_coord(double j, double a, double b, int64_t in, int64_t out)
 {
+    if (out == 1)
+        return 0.5 * (a + b) * (double)(in - 1);
+    return a * (double)(in - 1) + j * (b - a) * (double)(in - 1) / (double)(out - 1);
+}
+
+/* Linear weights of output j at source x: floor(x) and the next one. */
+static void linear_column(onnx_const *m, double x, int64_t in, int64_t out, int64_t j)
+{
+    double f = floor(x), r = x - f;
+    int64_t i0 = (int64_t)f < 0 ? 0 : (int64_t)f >= in ? in - 1 : (int64_t)f;
+    int64_t i1 = i0 + 1 < in ? i0 + 1 : in - 1;
+    onnx_const_set_f64(m, i0 * out + j, onnx_const_f64(m, i0 * out + j) + (1 - r));
+    onnx_const_set_f64(m, i1 * out + j, onnx_const_f64(m, i1 * out + j) + r);
+}
+
+/* M[in, out]: output j mixes the inputs nearest its source coordinate
+ * (cubic: four of them; edge values repeat past the ends, or with
+ * exclude_outside their weights go to the others).  With
+ * tf_crop_and_resize a column whose source lies outside the input stays 0
+ * and ext[j] is set, for the extrapolation value to be added. */
+static cv_value *resize_matrix(onnx_ctx *c, const resize_spec *s, int axis, int64_t in,
+                               int64_t out, double scale, bool *ext)
+{
+    bool crop = s->n_roi > 0, cubic = !strcmp(s->mode, "cubic");
     int64_t dims[2] = {in, out};
     onnx_const *m = onnx_const_new(c, CV_F32, 2, dims);
     if (!m)
         return NULL;
     memset(m->data, 0, (size_t)(in * out) * sizeof(float));
     for (int64_t j = 0; j < out; j++) {
-        double x = source_coord(s->ct, (double)j, scale, in, scale * (double)in), f = floor(x);
-        double w[4], sum = 0;
+        double x = crop ? crop_coord((double)j, s->roi[axis], s->roi[axis + s->n_roi / 2], in, out)
+                        : source_coord(s->ct, (double)j, scale, in, scale * (double)in);
+        double f = floor(x), w[4], sum = 0;
+        ext[j] = crop && (x < 0 || x > (double)(in - 1));
+        if (ext[j])
+            continue;
+        if (!cubic) {
+            linear_column(m, x, in, out, j);
+            continue;
+        }
         double ratio = x == f ? 1 : x - f;
         cubic_coeffs(ratio, s->cubic_a, w);
         int64_t base = (int64_t)f - (x == f ? 2 : 1);
@@ -150,14 +200,40 @@ static cv_value *cubic_matrix(onnx_ctx *c, const resize_spec *s, int64_t in, int
             onnx_const_set_f64(m, i * out + j, onnx_const_f64(m, i * out + j) + wk);
         }
     }
-    return onnx_const_value(c, m, "cubic");
+    return onnx_const_value(c, m, "resize");
 }
 
-static int lower_resize_cubic(onnx_ctx *c, const resize_spec *s)
+/* v @ M, plus the extrapolation value in the columns ext marks. */
+static cv_value *resize_axis(onnx_ctx *c, const resize_spec *s, cv_value *v, int axis, int64_t in,
+                             int64_t out, double scale)
+{
+    bool ext[1 << 12];
+    if (out > (int64_t)(sizeof ext)) {
+        onnx_err(c, ONNX_E_ATTR_VALUE, "axis %d resizes to %lld", axis, (long long)out);
+        return NULL;
+    }
+    v = onnx_binary(c, "matmul", v, resize_matrix(c, s, axis, in, out, scale, ext));
+    bool any = false;
+    for (int64_t j = 0; j < out; j++)
+        any |= ext[j];
+    if (!any || !v)
+        return v;
+    onnx_const *b = onnx_const_new(c, CV_F32, 1, &out);
+    if (!b)
+        return NULL;
+    for (int64_t j = 0; j < out; j++)
+        onnx_const_set_f64(b, j, ext[j] ? s->extrap : 0);
+    return onnx_binary(c, "add", v, onnx_const_value(c, b, "extrapolation"));
+}
+
+/* Cubic and tf_crop_and_resize modes: separable, so each resized axis
+ * becomes a matmul with a constant weight matrix. */
+static int lower_resize_matrix(onnx_ctx *c, const resize_spec *s)
 {
     cv_value *v = onnx_in_value(c, 0);
     if (!v || v->type.dtype != CV_F32)
-        return v ? onnx_err(c, ONNX_E_UNSUPPORTED_DTYPE, "cubic resize needs float data") : -1;
+        return v ? onnx_err(c, ONNX_E_UNSUPPORTED_DTYPE, "%s resize needs float data", s->mode)
+                 : -1;
     int r = v->type.shape.rank, n = s->n_scales > 0 ? s->n_scales : s->n_sizes;
     if (n != r && n != 2)
         return onnx_err(c, ONNX_E_ATTR_VALUE, "scales/sizes need %d entries", r);
@@ -173,13 +249,14 @@ static int lower_resize_cubic(onnx_ctx *c, const resize_spec *s)
                             (long long)in, (long long)out);
         if (s->n_sizes > 0)
             scale = (double)out / (double)in;
-        if (out == in && scale == 1)
+        bool whole = !s->n_roi || in == 1 || (s->roi[axis] == 0 && s->roi[axis + r] == 1);
+        if (out == in && scale == 1 && whole)
             continue;
         for (int k = 0; k < r; k++)
             perm[k] = k == axis ? r - 1 : k == r - 1 ? axis : k;
         if (axis != r - 1)
             v = onnx_op_ints(c, "transpose", v, "perm", perm, r);
-        v = onnx_binary(c, "matmul", v, cubic_matrix(c, s, in, out, scale));
+        v = resize_axis(c, s, v, axis, in, out, scale);
         if (axis != r - 1)
             v = onnx_op_ints(c, "transpose", v, "perm", perm, r);
     }
@@ -194,12 +271,13 @@ static int lower_resize(onnx_ctx *c)
         return onnx_err(c, ONNX_E_ARITY, "input 0 is required");
     if (resize_read(c, x, &s) < 0)
         return -1;
-    if (!strcmp(s.mode, "cubic") && strcmp(s.ct, "tf_crop_and_resize") &&
+    bool crop = !strcmp(s.ct, "tf_crop_and_resize");
+    if ((crop ? strcmp(s.mode, "nearest") != 0 : !strcmp(s.mode, "cubic")) &&
         strcmp(s.ct, "tf_half_pixel_for_nn") && (s.n_scales > 0) != (s.n_sizes > 0))
-        return lower_resize_cubic(c, &s);
+        return lower_resize_matrix(c, &s);
     if (strcmp(s.mode, "nearest") && strcmp(s.mode, "linear"))
         return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "mode '%s' is not supported", s.mode);
-    if (!strcmp(s.ct, "tf_crop_and_resize") || !strcmp(s.ct, "tf_half_pixel_for_nn"))
+    if (crop || !strcmp(s.ct, "tf_half_pixel_for_nn"))
         return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "coordinate_transformation_mode '%s' is not "
                         "supported", s.ct);
     if ((s.n_scales > 0) == (s.n_sizes > 0))
@@ -219,7 +297,7 @@ static int lower_resize(onnx_ctx *c)
 }
 
 static const onnx_op_entry entries[] = {
-    {"Resize", 10, lower_resize, "resize matmul transpose", 0xeu},
+    {"Resize", 10, lower_resize, "resize matmul transpose add", 0xeu},
     {"Upsample", 7, lower_resize, "resize", 1u << 1},
 };
 

@@ -42,6 +42,14 @@ static int emit_ints_op(onnx_ctx *c, const char *op, const char *attr, const int
 
 /* ---- Reshape ------------------------------------------------------------- */
 
+static bool static_empty(const cv_shape *s)
+{
+    for (int i = 0; i < s->rank; i++)
+        if (!s->d[i].sym && s->d[i].n == 0)
+            return true;
+    return false;
+}
+
 /* Turns the target shape into CU-IR reshape form: a symbolic element equal
  * to the input's symbol at the same position becomes 0 (copy), and one
  * other unknown may become -1. */
@@ -52,16 +60,21 @@ static int reshape_target(onnx_ctx *c, const onnx_val *x, const onnx_const *sk, 
     if (sk->rank != 1 || !onnx_const_is_int(sk) || sk->numel > CV_MAX_RANK)
         return onnx_err(c, ONNX_E_SHAPE_VALUE, "the target shape must be a 1-D integer tensor of "
                         "at most %d entries", CV_MAX_RANK);
-    int holes = 0;
+    int holes = 0, zeros = 0;
     for (int i = 0; i < sk->numel; i++) {
         const char *sym = sk->syms ? sk->syms[i] : NULL;
         want[i] = onnx_const_i64(sk, i);
         if (sym)
             want[i] = (!allowzero && i < in->rank && in->d[i].sym && !strcmp(in->d[i].sym, sym))
                     ? 0 : -1;
-        if (want[i] == 0 && allowzero)
-            return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "allowzero=1 with a 0 in the shape "
-                            "(an empty tensor) is not supported");
+        /* CU-IR's 0 copies the input extent; a literal 0 of an empty input
+         * is the one extent -1 can infer (0 elements / the rest). */
+        if (want[i] == 0 && allowzero) {
+            if (!static_empty(in) || zeros++)
+                return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "allowzero=1 with a 0 in the shape "
+                                "is supported once, for an input of static extent 0");
+            want[i] = -1;
+        }
         if (want[i] < -1)
             return onnx_err(c, ONNX_E_SHAPE_VALUE, "shape[%d] = %lld is invalid", i,
                             (long long)want[i]);

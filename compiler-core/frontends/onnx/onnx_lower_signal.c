@@ -14,7 +14,7 @@ static int out_dtype(onnx_ctx *c, cv_dtype *dt)
     if (onnx_attr_int(c, "output_datatype", ONNX_DT_FLOAT, &odt) < 0)
         return -1;
     *dt = onnx_dtype((int32_t)odt);
-    if (*dt == CV_DT_INVALID || *dt == CV_F64)
+    if (*dt == CV_DT_INVALID)
         return onnx_err(c, ONNX_E_UNSUPPORTED_DTYPE, "output_datatype %s is not supported",
                         onnx_dtype_name((int32_t)odt));
     return 0;

@@ -152,6 +152,7 @@ static cv_module *import_unpacked(Onnx__ModelProto *mp, const char *path,
     }
     onnx_map_free(&c.vals);
     onnx_map_free(&c.syms);
+    onnx_map_free(&c.sym_values);
     onnx_map_free(&c.scalars);
     free(base_dir);
     if (rc < 0 || d->n_errors > errors_before) {

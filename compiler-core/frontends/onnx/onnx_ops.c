@@ -10,7 +10,8 @@ static const onnx_op_family *const families[] = {
     &onnx_ops_elementwise, &onnx_ops_nn,     &onnx_ops_shape, &onnx_ops_const,
     &onnx_ops_reduce,      &onnx_ops_norm,   &onnx_ops_resize, &onnx_ops_select,
     &onnx_ops_quant,       &onnx_ops_signal, &onnx_ops_rnn,    &onnx_ops_scatter,
-    &onnx_ops_linalg,      &onnx_ops_gridsample,
+    &onnx_ops_linalg,      &onnx_ops_gridsample, &onnx_ops_einsum,
+    &onnx_ops_control,     &onnx_ops_tfidf,   &onnx_ops_seq,
 };
 
 static const onnx_op_entry *find_in(const onnx_op_family *fam, const char *op_type)

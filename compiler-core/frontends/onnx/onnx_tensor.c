@@ -24,6 +24,10 @@ cv_dtype onnx_dtype(int32_t t)
     case ONNX_DT_FLOAT16: return CV_F16;
     case ONNX_DT_DOUBLE: return CV_F64;
     case ONNX_DT_BFLOAT16: return CV_BF16;
+    case ONNX_DT_INT16: return CV_I16;
+    case ONNX_DT_UINT16: return CV_U16;
+    case ONNX_DT_UINT32: return CV_U32;
+    case ONNX_DT_UINT64: return CV_U64;
     default: return CV_DT_INVALID;
     }
 }
@@ -81,6 +85,8 @@ static size_t typed_count(const Onnx__TensorProto *t)
     case ONNX_DT_FLOAT: return t->n_float_data;
     case ONNX_DT_INT64: return t->n_int64_data;
     case ONNX_DT_DOUBLE: return t->n_double_data;
+    case ONNX_DT_UINT32:
+    case ONNX_DT_UINT64: return t->n_uint64_data;
     default: return t->n_int32_data;
     }
 }
@@ -98,6 +104,10 @@ static void decode_typed(const Onnx__TensorProto *t, onnx_const *out)
             ((uint16_t *)out->data)[i] = (uint16_t)t->int32_data[i];
             break;
         case ONNX_DT_BOOL: ((uint8_t *)out->data)[i] = t->int32_data[i] != 0; break;
+        case ONNX_DT_INT16: ((int16_t *)out->data)[i] = (int16_t)t->int32_data[i]; break;
+        case ONNX_DT_UINT16: ((uint16_t *)out->data)[i] = (uint16_t)t->int32_data[i]; break;
+        case ONNX_DT_UINT32: ((uint32_t *)out->data)[i] = (uint32_t)t->uint64_data[i]; break;
+        case ONNX_DT_UINT64: ((uint64_t *)out->data)[i] = t->uint64_data[i]; break;
         default: ((uint8_t *)out->data)[i] = (uint8_t)t->int32_data[i]; break;
         }
     }

@@ -9,7 +9,10 @@
 
 onnx_val *onnx_val_get(onnx_ctx *c, const char *name)
 {
-    return onnx_map_get(&c->vals, name);
+    onnx_val *v = onnx_map_get(&c->vals, name);
+    for (int i = c->n_outer - 1; !v && i >= 0; i--)
+        v = onnx_map_get(c->outer[i], name);
+    return v;
 }
 
 onnx_val *onnx_val_new(onnx_ctx *c, const char *name, int producer)
@@ -107,7 +110,7 @@ int onnx_type_from_proto(onnx_ctx *c, const Onnx__TypeProto *tp, const char *wha
                         "are supported)", what);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     out->dtype = onnx_dtype(tt->elem_type);
-    if (out->dtype == CV_DT_INVALID || out->dtype == CV_F64)
+    if (out->dtype == CV_DT_INVALID)
         return onnx_err(c, ONNX_E_UNSUPPORTED_DTYPE, "'%s' has element type %s, which CU-IR lacks",
                         what, onnx_dtype_name(tt->elem_type));
     if (!tt->shape)
@@ -125,7 +128,11 @@ int onnx_type_from_proto(onnx_ctx *c, const Onnx__TypeProto *tp, const char *wha
             out->shape.d[i].n = dim->dim_value;
         } else {
             bool named = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-            out->shape.d[i].sym = onnx_symbol(c, named ? dim->dim_param : NULL);
+            const int64_t *fixed = named ? onnx_map_get(&c->sym_values, dim->dim_param) : NULL;
+            if (fixed)
+                out->shape.d[i].n = *fixed;
+            else
+                out->shape.d[i].sym = onnx_symbol(c, named ? dim->dim_param : NULL);
         }
     }
     int64_t n = 1;
@@ -137,6 +144,11 @@ int onnx_type_from_proto(onnx_ctx *c, const Onnx__TypeProto *tp, const char *wha
 
 cv_value *onnx_materialize(onnx_ctx *c, onnx_val *v)
 {
+    if (v->kind != ONNX_VAL_TENSOR) {
+        onnx_err(c, ONNX_E_NON_TENSOR, "'%s' is a sequence or optional where a tensor is needed",
+                 v->name);
+        return NULL;
+    }
     if (v->v || !v->c)
         return v->v;
     const onnx_const *k = v->c;
@@ -147,11 +159,6 @@ cv_value *onnx_materialize(onnx_ctx *c, onnx_val *v)
                          "which CU-IR cannot use as data", v->name, k->syms[i]);
                 return NULL;
             }
-    if (k->dt == CV_F64) {
-        onnx_err(c, ONNX_E_UNSUPPORTED_DTYPE, "'%s' has element type double, which CU-IR lacks",
-                 v->name);
-        return NULL;
-    }
     cv_type t;
     onnx_type_of_const(k, &t);
     const char *id = onnx_ident(c, v->name);

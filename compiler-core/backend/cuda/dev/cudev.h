@@ -56,5 +56,31 @@ float cvd_logf(float x);
 float cvd_powf(float x, float y);
 float cvd_tanhf(float x);
 float cvd_erff(float x);
+double cvd_expm1(double x);
+double cvd_log1p(double x);
+
+/* dev/cudev_trig.c */
+double cvd_sin(double x);
+double cvd_cos(double x);
+double cvd_tan(double x);
+double cvd_asin(double x);
+double cvd_acos(double x);
+double cvd_atan(double x);
+double cvd_sinh(double x);
+double cvd_cosh(double x);
+double cvd_asinh(double x);
+double cvd_acosh(double x);
+double cvd_atanh(double x);
+float cvd_sinf(float x);
+float cvd_cosf(float x);
+float cvd_tanf(float x);
+float cvd_asinf(float x);
+float cvd_acosf(float x);
+float cvd_atanf(float x);
+float cvd_sinhf(float x);
+float cvd_coshf(float x);
+float cvd_asinhf(float x);
+float cvd_acoshf(float x);
+float cvd_atanhf(float x);
 
 #endif

@@ -2,7 +2,7 @@
  * (no libdevice, no CUDA toolkit on the build machine).  The CUDA backend
  * redirects the LLVM math intrinsics and libm calls that kernels make
  * (llvm.exp, llvm.log, llvm.pow, tanh, erf: the NVPTX back end has no
- * lowering for them) to these.
+ * lowering for them) to these; the trigonometric ones are in cudev_trig.c.
  *
  * Everything is computed in double precision, so the float versions are
  * correctly rounded but for rare double-rounding ties, within the CPU
@@ -55,7 +55,7 @@ double cvd_exp(double x)
 }
 
 /* e^x - 1 without cancellation near 0. */
-static double expm1_d(double x)
+double cvd_expm1(double x)
 {
     if (x > -0.35 && x < 0.35) {
         double t = x, s = x;
@@ -134,7 +134,7 @@ double cvd_tanh(double x)
     double a = __builtin_fabs(x);
     if (a > 22.0)
         return x < 0 ? -1.0 : 1.0;
-    double e = expm1_d(2.0 * a), r = e / (e + 2.0);
+    double e = cvd_expm1(2.0 * a), r = e / (e + 2.0);
     return x < 0 ? -r : r;
 }
 

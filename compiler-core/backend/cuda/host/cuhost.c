@@ -201,6 +201,8 @@ cvcu_ctx *cvcu_create(const cvcu_model *m)
     ctx->drv = d;
     const char *naive = getenv("CUVIL_CUDA_NAIVE");
     ctx->naive = naive && *naive && *naive != '0';
+    const char *tc = getenv("CUVIL_CUDA_TC");
+    ctx->tc_passes = !tc || !*tc ? 3 : strcmp(tc, "tf32") == 0 ? 1 : strcmp(tc, "0") == 0 ? 0 : 3;
     if (pick_device(ctx) ||
         cvcu_check(d, d->PrimaryCtxRetain(&ctx->cu, ctx->dev), "cuDevicePrimaryCtxRetain")) {
         ctx->cu = NULL;

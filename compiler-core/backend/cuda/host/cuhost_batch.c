@@ -76,6 +76,14 @@ static int joins(const cvcu_pending *p, const cvcu_conv *c)
            !overlap(ny, reads) && !overlap(ny, res_reads);
 }
 
+/* The tensor-core kernels stage operands in TF32 parts and load full
+ * 16 x 16 fragments: they pay where the product is deep enough to amortise
+ * that (K = C*KH*KW) and has output channels to fill the tile's rows. */
+static int tc_pays(const cvcu_ctx *ctx, const cvcu_conv *c)
+{
+    return ctx->tc_passes > 0 && c->OC >= 32 && c->C * c->KH * c->KW >= 64;
+}
+
 void cvcu_flush(cvcu_ctx *ctx)
 {
     cvcu_pending *p = &ctx->pending;
@@ -97,12 +105,16 @@ void cvcu_flush(cvcu_ctx *ctx)
         }
         void *pp[] = {&c.x, &c.w, &c.bias, &c.y, &c.C, &c.H, &c.W, &c.OC, &c.KH, &c.KW,
                       &c.sh, &c.sw, &c.pt, &c.pl, &c.dh, &c.dw, &c.OH, &c.OW, &c.res,
-                      &c.act, &c.lo, &c.hi, &c.scratch, &batch, &dx, &dy, &split};
+                      &c.act, &c.lo, &c.hi, &c.scratch, &batch, &dx, &dy, &split, NULL};
         void *pd[] = {&c.x, &c.w, &c.bias, &c.y, &c.C, &c.H, &c.W, &c.OC, &c.KH, &c.KW,
                       &c.sh, &c.sw, &c.pt, &c.pl, &c.dh, &c.dw, &c.OH, &c.OW, &c.res,
-                      &c.act, &c.lo, &c.hi, &batch, &dx, &dy, &split};
-        cvcu_launch_rt(ctx, c.kernel, c.items_per_image * batch * split,
-                       c.kernel == CVCU_RT_CONV2D_P8_T ? pp : pd);
+                      &c.act, &c.lo, &c.hi, &batch, &dx, &dy, &split, NULL};
+        int p8 = c.kernel == CVCU_RT_CONV2D_P8_T, kernel = c.kernel;
+        if (tc_pays(ctx, &c)) {
+            kernel = p8 ? CVCU_RT_CONV2D_P8_TC : CVCU_RT_CONV2D_TC;
+            pp[27] = pd[26] = &ctx->tc_passes;
+        }
+        cvcu_launch_rt(ctx, kernel, c.items_per_image * batch * split, p8 ? pp : pd);
         if (split > 1) {
             void *e[] = {&c.y, &c.bias, &c.res, &c.OC, &ohw, &c.act, &c.lo, &c.hi, &batch, &dy};
             cvcu_launch_rt(ctx, CVCU_RT_CONV_EPI, per * batch, e);

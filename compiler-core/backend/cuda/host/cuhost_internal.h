@@ -70,6 +70,7 @@ enum {
     CVCU_RT_SGEMM, CVCU_RT_CONV2D, CVCU_RT_CONV2D_P8, CVCU_RT_DWCONV2D, CVCU_RT_SGEMM_T,
     CVCU_RT_CONV2D_T, CVCU_RT_CONV2D_P8_T, CVCU_RT_DWCONV2D_B,
     CVCU_RT_ZERO2, CVCU_RT_GEMM_EPI, CVCU_RT_CONV_EPI,     /* split K */
+    CVCU_RT_CONV2D_TC, CVCU_RT_CONV2D_P8_TC,                /* _T on the tensor cores */
     CVCU_RT_KERNELS
 };
 
@@ -106,6 +107,8 @@ struct cvcu_ctx {
     int64_t buf_cap;
     int err;                    /* first error of this run: a CVCU_E_* code, 0 none */
     int naive;                  /* CUVIL_CUDA_NAIVE=1: one thread per output, no tiles */
+    int64_t tc_passes;          /* dense convolutions on the tensor cores: 3 (3xTF32, the
+                                   default), 1 (CUVIL_CUDA_TC=tf32), 0 (CUVIL_CUDA_TC=0) */
     cvcu_pending pending;       /* convolutions not launched yet */
 };
 

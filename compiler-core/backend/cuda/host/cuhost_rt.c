@@ -30,6 +30,7 @@ static const char *const names[CVCU_RT_KERNELS] = {
     "cvdk_sgemm", "cvdk_conv2d", "cvdk_conv2d_p8", "cvdk_dwconv2d",
     "cvdk_sgemm_t", "cvdk_conv2d_t", "cvdk_conv2d_p8_t", "cvdk_dwconv2d_b",
     "cvdk_zero2", "cvdk_gemm_epi", "cvdk_conv_epi",
+    "cvdk_conv2d_tc", "cvdk_conv2d_p8_tc",
 };
 enum { TILE = 64, TILE_THREADS = CVCU_TILE_THREADS, TILE_MAX_INDEX = 1 << 30 };
 

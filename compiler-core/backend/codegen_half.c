@@ -1,0 +1,136 @@
+/* -p fp16 / bf16 convolutions (passes/quantize_half.c stores their weights
+ * in the 16-bit type behind a cast to f32).  Widening them by that cast on
+ * every run, then packing the f32 copy inside the GEMM, cost more than the
+ * f32 model's whole convolution time saved; instead the 16-bit weights are
+ * packed at compile time into the same P8 form as f32 constants, still 16
+ * bits each, the cast emits nothing, and the GEMM widens each task's K
+ * block of them into its thread's buffer (cvrt_conv2d_p8h), so the math is
+ * the f32 kernel's. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler-core/backend/codegen.h"
+#include "compiler-core/backend/codegen_half.h"
+#include "compiler-core/runtime/cvrt.h"
+
+enum { P8 = CVRT_P8 };
+
+void cv_cg_pack_p8(void *dst, const void *src, size_t esz, int64_t groups, int64_t ocg, int64_t k)
+{
+    int64_t rows = (ocg + P8 - 1) / P8 * P8;
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+    for (int64_t gi = 0; gi < groups; gi++)
+        for (int64_t i = 0; i < ocg; i++)
+            for (int64_t q = 0; q < k; q++)
+                memcpy(d + (size_t)(((gi * rows + i / P8 * P8) * k + q * P8) + i % P8) * esz,
+                       s + (size_t)((gi * ocg + i) * k + q) * esz, esz);
+}
+
+/* The 16-bit constant that v widens (v = cast(param) -> f32), or NULL. */
+static const cv_value *half_source(const cv_value *v)
+{
+    const cv_op *op = v->kind == CV_VAL_RESULT ? v->def : NULL;
+    if (!op || !op->def || strcmp(op->def->name, "cast") != 0 || op->n_operands != 1 ||
+        v->type.dtype != CV_F32)
+        return NULL;
+    const cv_value *w = op->operands[0];
+    if (w->kind != CV_VAL_PARAM || !w->param || !w->param->data ||
+        (w->type.dtype != CV_F16 && w->type.dtype != CV_BF16) ||
+        !cv_shape_is_static(&w->type.shape) ||
+        w->param->nbytes < (size_t)cv_shape_numel(&w->type.shape) * 2)
+        return NULL;
+    return w;
+}
+
+/* Whether conv2d `op` reads v only as its weights and runs on the GEMM:
+ * f32 result, static channel counts with more than one input channel per
+ * group (cv_cg_conv2d's choice, which then folds OCg to a constant). */
+static bool gemm_conv_of(const cv_op *op, const cv_value *v)
+{
+    if (!op->def || strcmp(op->def->name, "conv2d") != 0 || op->n_operands < 2 ||
+        op->operands[1] != v || op->operands[0] == v || (op->n_operands > 2 && op->operands[2] == v))
+        return false;
+    const cv_value *x = op->operands[0], *y = op->results[0];
+    int64_t groups = cv_op_int(op, "groups", 1);
+    if (v->type.shape.rank != 4)
+        return false;
+    if (y->type.dtype != CV_F32 || x->type.shape.rank != 4 || y->type.shape.rank != 4 ||
+        groups < 1)
+        return false;
+    const cv_dim *C = &x->type.shape.d[1], *OC = &y->type.shape.d[1];
+    return !C->sym && !OC->sym && C->n % groups == 0 && C->n / groups > 1 &&
+           OC->n % groups == 0 && v->type.shape.d[0].n == OC->n;
+}
+
+/* Whether gemm `op` reads v only as its B, transposed (a fully connected
+ * layer's weights: each output column is a dot product along a row of v),
+ * with an f32 result (cv_cg_gemm then calls the runtime). */
+static bool fc_gemm_of(const cv_op *op, const cv_value *v)
+{
+    return op->def && strcmp(op->def->name, "gemm") == 0 && op->n_operands >= 2 &&
+           op->operands[1] == v && op->operands[0] != v &&
+           (op->n_operands < 3 || op->operands[2] != v) && cv_op_int(op, "trans_b", 0) != 0 &&
+           v->type.shape.rank == 2 && op->results[0]->type.dtype == CV_F32;
+}
+
+bool cv_cg_cast_feeds_half_convs(const cv_codegen_ctx *c)
+{
+    const cv_value *v = c->op->results[0];
+    if (!c->prog->half_weights || c->scalar_mode || c->op->n_results != 1 || !half_source(v))
+        return false;
+    const cv_func *f = c->op->func;
+    for (int i = 0; i < f->n_returns; i++)
+        if (f->returns[i] == v)
+            return false;
+    int uses = 0;
+    for (int i = 0; i < f->n_ops; i++) {
+        const cv_op *op = f->ops[i];
+        for (int k = 0; k < op->n_operands; k++)
+            if (op->operands[k] == v) {
+                if (!gemm_conv_of(op, v) && !fc_gemm_of(op, v))
+                    return false;
+                uses++;
+                break;
+            }
+    }
+    return uses > 0;
+}
+
+const cv_kten *cv_cg_half_matrix(cv_codegen_ctx *c, cv_kten *out, int64_t *kind)
+{
+    const cv_value *v = c->op->operands[1];
+    const cv_value *w = c->prog->half_weights ? half_source(v) : NULL;
+    if (!w || !fc_gemm_of(c->op, v))
+        return NULL;
+    *out = cv_cg_value(c, w);
+    *kind = w->type.dtype == CV_BF16 ? CVRT_W_BF16 : CVRT_W_F16;
+    c->prog->n_half_ops++;
+    return out;
+}
+
+const cv_kten *cv_cg_half_packed(cv_codegen_ctx *c, cv_kten *out, int64_t *kind)
+{
+    const cv_value *v = c->op->operands[1];
+    const cv_value *w = c->prog->half_weights ? half_source(v) : NULL;
+    if (!w || !gemm_conv_of(c->op, v))
+        return NULL;
+    const cv_shape *s = &w->type.shape;
+    int64_t groups = cv_op_int(c->op, "groups", 1);
+    int64_t ocg = c->op->results[0]->type.shape.d[1].n / groups;
+    int64_t k = s->d[1].n * s->d[2].n * s->d[3].n;
+    int64_t n = groups * ((ocg + P8 - 1) / P8 * P8) * k;
+    uint16_t *buf = calloc((size_t)(n ? n : 1), sizeof *buf);
+    if (!buf) {
+        /* The cast emitted nothing: there is no f32 copy to fall back on. */
+        c->prog->oom = true;
+        return NULL;
+    }
+    cv_cg_pack_p8(buf, w->param->data, sizeof *buf, groups, ocg, k);
+    cv_shape shape = {.rank = 1, .d = {{.n = n}}};
+    *out = cv_cg_const(c, w->type.dtype, &shape, buf);
+    free(buf);
+    *kind = w->type.dtype == CV_BF16 ? CVRT_W_BF16 : CVRT_W_F16;
+    c->prog->n_half_ops++;
+    return out;
+}

@@ -1,0 +1,323 @@
+/* Layout planning: which ops run in the blocked (NCHWc) layout, a tensor of
+ * C channels stored as [N][C/blk][H][W][blk] (blk = the target's vector
+ * width), so that the blk channels of a pixel are one vector.
+ *
+ * Candidates are the ops with blocked kernels (codegen_nchwc.c): f32
+ * convolutions (depthwise; dense ones with C a multiple of blk and OC of
+ * 2*blk; 3x3 ones over a plain image of fewer than blk channels, which read
+ * it as it is), max pooling, and a global average pool reading a blocked
+ * tensor (it writes the plain result itself).  The elementwise ops fused
+ * into a convolution (residual add, relu, clip) run in its kernel and
+ * follow its layout.
+ *
+ * A tensor is produced in one layout; a consumer wanting the other gets a
+ * reorder (a copy converting it), made once per tensor.  Candidates that
+ * share tensors form regions; a region stays blocked only when the time
+ * its kernels save (negative for dense convolutions) exceeds what its
+ * boundary reorders cost, and regions are re-examined until none changes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler-core/passes/passes.h"
+
+/* Nanoseconds saved per multiply-add, per pooled output element, and spent
+ * per reordered element, measured on AVX-512: one by one (one thread, the
+ * shapes of resnet18 and mobilenet_v2) the blocked depthwise kernel takes
+ * 0.23-0.87 of the plain one's time (~0.04 ns less per multiply-add), the
+ * blocked dense convolution 0.85-1.8 of the packed implicit GEMM's.  The
+ * dense penalty and the reorder cost are set from the whole models (bench/
+ * models, blocked vs --no-blocked-layout): mobilenet_v2 (depthwise convs,
+ * 1x1 glue) ran as fast or faster blocked, resnet18 (dense 3x3 only)
+ * slower at one thread, so a region of dense convolutions alone never pays. */
+#define NS_DENSE (-0.0005)
+#define NS_DEPTHWISE 0.04
+#define NS_POOL 0.1
+#define NS_REORDER 0.25
+
+enum { K_NONE, K_DENSE, K_PLAIN_IN, K_DEPTHWISE, K_POOL, K_GAP };
+
+static bool is(const cv_op *op, const char *name)
+{
+    return op->def && strcmp(op->name, name) == 0;
+}
+
+/* f32, rank 4, C/H/W static (N may be symbolic). */
+static bool image(const cv_value *v)
+{
+    const cv_shape *s = &v->type.shape;
+    return v->type.dtype == CV_F32 && s->rank == 4 && !s->d[1].sym && !s->d[2].sym &&
+           !s->d[3].sym && s->d[1].n > 0 && s->d[2].n > 0 && s->d[3].n > 0;
+}
+
+static int64_t numel(const cv_value *v)
+{
+    int64_t n = 1;
+    for (int i = 0; i < v->type.shape.rank; i++)
+        n *= v->type.shape.d[i].sym ? 1 : v->type.shape.d[i].n;
+    return n;
+}
+
+static bool const_f32(const cv_value *v)
+{
+    return v->kind == CV_VAL_PARAM && v->type.dtype == CV_F32 && v->param && v->param->data;
+}
+
+static int conv_kind(const cv_op *op, int blk, double *gain)
+{
+    if (op->n_operands < 2 || !image(op->operands[0]) || !image(op->results[0]) ||
+        !const_f32(op->operands[1]) || (op->n_operands > 2 && !const_f32(op->operands[2])))
+        return K_NONE;
+    const cv_shape *x = &op->operands[0]->type.shape, *y = &op->results[0]->type.shape;
+    const cv_shape *w = &op->operands[1]->type.shape;
+    int64_t C = x->d[1].n, OC = y->d[1].n, groups = cv_op_int(op, "groups", 1);
+    int64_t KH = w->d[2].n, KW = w->d[3].n;
+    double macs = (double)OC * (double)(y->d[2].n * y->d[3].n) * (double)(KH * KW);
+    if (groups == C && OC == C && groups > 1 && w->d[1].n == 1) {
+        *gain = NS_DEPTHWISE * macs;
+        return K_DEPTHWISE;
+    }
+    if (groups != 1 || OC % (2 * blk) != 0)
+        return K_NONE;
+    *gain = NS_DENSE * macs * (double)C;
+    if (C % blk == 0)
+        return K_DENSE;
+    return C < blk && KH == 3 && KW == 3 ? K_PLAIN_IN : K_NONE;
+}
+
+static int op_kind(const cv_op *op, int blk, double *gain)
+{
+    *gain = 0;
+    if (op->n_results != 1)
+        return K_NONE;
+    if (is(op, "conv2d"))
+        return conv_kind(op, blk, gain);
+    if (is(op, "max_pool2d") && image(op->operands[0]) && image(op->results[0])) {
+        int64_t dil[2] = {1, 1};
+        cv_op_ints(op, "dilation", dil, 2);
+        *gain = NS_POOL * (double)numel(op->results[0]);
+        return dil[0] == 1 && dil[1] == 1 ? K_POOL : K_NONE;
+    }
+    if (is(op, "global_avg_pool") && image(op->operands[0]))
+        return K_GAP;
+    return K_NONE;
+}
+
+/* The chain fused after a convolution that its blocked kernel runs: an
+ * optional same-shape add, then an optional relu or clip. */
+static int chain_len(const cv_func *f, const int *next, int i)
+{
+    int n = 0, k = i;
+    const cv_value *run = f->ops[i]->results[0];
+    if (next[k] >= 0 && is(f->ops[next[k]], "add")) {
+        const cv_op *a = f->ops[next[k]];
+        const cv_value *other = a->operands[a->operands[0] == run ? 1 : 0];
+        if (!cv_shape_equal(&other->type.shape, &run->type.shape) || other->type.dtype != CV_F32)
+            return 0;
+        k = next[k];
+        n++;
+    }
+    if (next[k] >= 0 && (is(f->ops[next[k]], "relu") || is(f->ops[next[k]], "clip"))) {
+        k = next[k];
+        n++;
+    }
+    return next[k] >= 0 ? -1 : n;
+}
+
+typedef struct planner {
+    const cv_func *f;
+    cv_layout_plan *lp;
+    int *kind;          /* by op */
+    double *gain;       /* by op */
+    int *head;          /* by op: the op whose kernel runs it */
+    int *region;        /* by op: union-find parent */
+    bool *returned;     /* by value */
+} planner;
+
+static int find(int *r, int i)
+{
+    while (r[i] != i)
+        i = r[i] = r[r[i]];
+    return i;
+}
+
+/* The op producing v's storage (a chain's head), or -1. */
+static int producer(const planner *pl, const cv_value *v)
+{
+    /* (A value of an op dead-code elimination removed has a stale def.) */
+    return v->kind == CV_VAL_RESULT && v->def && v->def->id >= 0 && v->def->id < pl->f->n_ops &&
+                   pl->f->ops[v->def->id] == v->def
+               ? pl->head[v->def->id]
+               : -1;
+}
+
+static bool blocked(const planner *pl, int op)
+{
+    return op >= 0 && pl->lp->op_blocked[op];
+}
+
+/* Whether op (a head) reads operand v in the blocked layout. */
+static bool wants_blocked(const planner *pl, int op, const cv_value *v)
+{
+    if (!blocked(pl, op))
+        return false;
+    const cv_op *o = pl->f->ops[op];
+    if (pl->kind[op] == K_PLAIN_IN && v == o->operands[0])
+        return false;
+    return v->kind != CV_VAL_PARAM || v != o->operands[1];
+}
+
+static void unite(planner *pl)
+{
+    const cv_func *f = pl->f;
+    for (int i = 0; i < f->n_ops; i++)
+        pl->region[i] = i;
+    for (int i = 0; i < f->n_ops; i++) {
+        const cv_op *op = f->ops[i];
+        int h = pl->head[i];
+        for (int j = 0; j < op->n_operands && blocked(pl, h); j++) {
+            int pr = producer(pl, op->operands[j]);
+            if (blocked(pl, pr) && wants_blocked(pl, h, op->operands[j]))
+                pl->region[find(pl->region, pr)] = find(pl->region, h);
+        }
+    }
+}
+
+/* Reorder cost of value v for region r: produced blocked inside and read
+ * plain anywhere, or produced plain and read blocked inside. */
+static double reorder_cost(const planner *pl, const cv_value *v, int r, const bool *in_use_b,
+                           const bool *in_use_p)
+{
+    int pr = producer(pl, v);
+    bool made_b = blocked(pl, pr) && find(pl->region, pr) == r;
+    if (made_b && (in_use_p[v->id] || pl->returned[v->id]))
+        return NS_REORDER * (double)numel(v);
+    if (!blocked(pl, pr) && in_use_b[v->id])
+        return NS_REORDER * (double)numel(v);
+    return 0;
+}
+
+/* One round: drops every region that does not pay; true when any did. */
+static bool drop_losers(planner *pl, bool *use_b, bool *use_p, double *net)
+{
+    const cv_func *f = pl->f;
+    unite(pl);
+    memset(use_b, 0, sizeof *use_b * (size_t)(f->n_values + 1));
+    memset(use_p, 0, sizeof *use_p * (size_t)(f->n_values + 1));
+    for (int i = 0; i < f->n_ops; i++)
+        net[i] = 0;
+    for (int i = 0; i < f->n_ops; i++) {
+        const cv_op *op = f->ops[i];
+        int h = pl->head[i];
+        for (int j = 0; j < op->n_operands; j++) {
+            const cv_value *v = op->operands[j];
+            if (producer(pl, v) == h && h != i)
+                continue;   /* the running value of a chain */
+            if (wants_blocked(pl, h, v))
+                use_b[v->id] = true;
+            else if (v->kind != CV_VAL_PARAM)
+                use_p[v->id] = true;
+        }
+        if (blocked(pl, i) && h == i)
+            net[find(pl->region, i)] += pl->gain[i];
+    }
+    /* A value's cost goes to the region producing it, or to the region
+     * reading it blocked (any one of them: the reorder is made once). */
+    for (int v = 0; v < f->n_values; v++) {
+        const cv_value *val = f->values[v];
+        int pr = producer(pl, val);
+        int r = blocked(pl, pr) ? find(pl->region, pr) : -1;
+        for (int i = 0; r < 0 && use_b[v] && i < f->n_ops; i++)
+            for (int j = 0; r < 0 && j < f->ops[i]->n_operands; j++)
+                if (f->ops[i]->operands[j] == val && wants_blocked(pl, pl->head[i], val))
+                    r = find(pl->region, pl->head[i]);
+        if (r >= 0)
+            net[r] -= reorder_cost(pl, val, r, use_b, use_p);
+    }
+    bool changed = false;
+    for (int i = 0; i < f->n_ops; i++) {
+        int r = find(pl->region, i);
+        /* A global pool alone saves nothing: it only ends a region. */
+        bool gap_alone = pl->kind[i] == K_GAP && !blocked(pl, producer(pl, f->ops[i]->operands[0]));
+        if (blocked(pl, i) && (net[r] <= 0 || gap_alone)) {
+            pl->lp->op_blocked[i] = 0;
+            changed = true;
+        }
+    }
+    return changed;
+}
+
+static void finish(planner *pl)
+{
+    const cv_func *f = pl->f;
+    cv_layout_plan *lp = pl->lp;
+    for (int i = 0; i < f->n_ops; i++) {
+        int h = pl->head[i];
+        if (!blocked(pl, h) || pl->kind[h] == K_GAP)
+            continue;
+        lp->val_blocked[f->ops[i]->results[0]->id] = 1;
+        if (h == i && pl->kind[i] != K_POOL)
+            lp->n_convs++;
+    }
+}
+
+int cv_layout_plan_make(const cv_func *f, int blk, const int *next, cv_layout_plan *lp)
+{
+    memset(lp, 0, sizeof *lp);
+    lp->blk = blk;
+    size_t nops = (size_t)f->n_ops + 1, nvals = (size_t)f->n_values + 1;
+    lp->op_blocked = calloc(nops, 1);
+    lp->val_blocked = calloc(nvals, 1);
+    planner pl = {f, lp, calloc(nops, sizeof(int)), calloc(nops, sizeof(double)),
+                  calloc(nops, sizeof(int)), calloc(nops, sizeof(int)), calloc(nvals, 1)};
+    bool *use_b = calloc(nvals, 1), *use_p = calloc(nvals, 1);
+    double *net = calloc(nops, sizeof *net);
+    int rc = -1;
+    if (!lp->op_blocked || !lp->val_blocked || !pl.kind || !pl.gain || !pl.head ||
+        !pl.region || !pl.returned || !use_b || !use_p || !net)
+        goto out;
+    rc = 0;
+    if (blk <= 1)
+        goto out;
+    for (int i = 0; i < f->n_returns; i++)
+        pl.returned[f->returns[i]->id] = true;
+    for (int i = 0; i < f->n_ops; i++)
+        pl.head[i] = i;
+    for (int i = 0; i < f->n_ops; i++) {
+        pl.kind[i] = op_kind(f->ops[i], blk, &pl.gain[i]);
+        int n = pl.kind[i] == K_NONE || pl.kind[i] == K_GAP ? 0
+              : pl.kind[i] == K_POOL ? (next[i] >= 0 ? -1 : 0) : chain_len(f, next, i);
+        if (pl.kind[i] == K_NONE || n < 0)
+            continue;
+        int k = i;
+        bool ret = pl.returned[f->ops[i]->results[0]->id];
+        for (int m = 0; m < n; m++) {
+            k = next[k];
+            pl.head[k] = i;
+            ret = ret || pl.returned[f->ops[k]->results[0]->id];
+        }
+        /* Returned tensors are the caller's, plain. */
+        lp->op_blocked[i] = !ret || pl.kind[i] == K_GAP;
+    }
+    for (int round = 0; round < 8 && drop_losers(&pl, use_b, use_p, net); round++)
+        ;
+    finish(&pl);
+out:
+    free(pl.kind);
+    free(pl.gain);
+    free(pl.head);
+    free(pl.region);
+    free(pl.returned);
+    free(use_b);
+    free(use_p);
+    free(net);
+    if (rc)
+        cv_layout_plan_free(lp);
+    return rc;
+}
+
+void cv_layout_plan_free(cv_layout_plan *lp)
+{
+    free(lp->op_blocked);
+    free(lp->val_blocked);
+    lp->op_blocked = lp->val_blocked = NULL;
+}

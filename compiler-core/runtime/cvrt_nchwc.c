@@ -1,0 +1,344 @@
+/* Convolutions and pooling in the blocked (NCHWc) layout: an image of C
+ * channels is [C/B][H][W][B] with B = CVRT_VL, so that the B channels of
+ * one pixel are one vector.
+ *
+ * Direct convolution: an output tile is NOC output channel blocks x NW
+ * consecutive output columns of one row, all in vector registers; for each
+ * input channel ci of each tap, NOC weight vectors (one per output block)
+ * and NW broadcasts of x[ci] feed NOC*NW fused multiply-adds.  Columns
+ * whose taps all lie inside the image run unchecked; the few at the
+ * borders run one at a time with the taps outside skipped.  The input may
+ * also be a plain image (first layers: 3 channels), read with strides.
+ * Work items are (output block group, output row), a group's rows in a
+ * row so that its weights stay in cache. */
+#include "compiler-core/runtime/cvrt_vec.h"
+
+enum { VL = CVRT_VL };
+/* Tile widths for 4, 2 and 1 output blocks: 24 accumulators where there are
+ * 32 vector registers (AVX-512), 12 where there are 16. */
+#if CVRT_VL == 16
+enum { NW4 = 6, NW2 = 12, NW1 = 12 };
+#else
+enum { NW4 = 3, NW2 = 6, NW1 = 12 };
+#endif
+
+typedef cvrt_vf vf;
+typedef cvrt_vfu vfu;
+
+/* v in every lane; x - 0 folds away (x + 0 does not: -0), so the
+ * broadcast becomes the FMA's memory operand. */
+static inline vf bcast(float v)
+{
+    return v - (vf){0};
+}
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#if defined(__clang__)
+#define UNROLL_FULL _Pragma("clang loop unroll(full)")
+#else
+#define UNROLL_FULL
+#endif
+
+typedef struct nc_job {
+    const float *x, *w, *bias, *res;
+    float *y;
+    int64_t ICB, CI, xps, xcs, xbs;  /* input blocks, channels per block, strides */
+    int64_t H, W, OCB, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW, act;
+    float lo, hi;
+    int64_t noc, ngrp;
+    int64_t ow_lo, ow_hi;       /* columns whose taps are all inside the image */
+} nc_job;
+
+static ALWAYS_INLINE vf epi(const nc_job *j, vf v, const float *res)
+{
+    if (res)
+        v += *(const vfu *)res;
+    if (j->act == 1)
+        v = cvrt_select(v < (vf){0}, (vf){0}, v);
+    else if (j->act == 2)
+        v = cvrt_select(v > cvrt_splat(j->hi), cvrt_splat(j->hi),
+                        cvrt_select(v < cvrt_splat(j->lo), cvrt_splat(j->lo), v));
+    return v;
+}
+
+/* Output blocks [ob, ob+NOC) x columns [ow0, ow0+NW) of row oh, bias
+ * included (the rest of the epilogue runs over the row afterwards). */
+static ALWAYS_INLINE void tile(const nc_job *j, int64_t ob, int64_t oh, int64_t ow0,
+                               const int NOC, const int NW, const int checked, const int64_t XPS,
+                               const int64_t SW)
+{
+    vf acc[4][12];
+    UNROLL_FULL
+    for (int o = 0; o < NOC; o++) {
+        vf b = j->bias ? *(const vfu *)(j->bias + (ob + o) * VL) : (vf){0};
+        UNROLL_FULL
+        for (int t = 0; t < NW; t++)
+            acc[o][t] = b;
+    }
+    int64_t wstride = j->ICB * j->KH * j->KW * j->CI * VL;
+    /* Constant strides (the blocked cases) keep every broadcast at a fixed
+     * offset from one pointer. */
+    int64_t xstep = SW * XPS, xcs = XPS == VL ? 1 : j->xcs;
+    for (int64_t icb = 0; icb < j->ICB; icb++)
+        for (int64_t kh = 0; kh < j->KH; kh++) {
+            int64_t ih = oh * j->sh - j->pt + kh * j->dh;
+            if (ih < 0 || ih >= j->H)
+                continue;
+            const float *xr = j->x + icb * j->xbs + ih * j->W * XPS;
+            for (int64_t kw = 0; kw < j->KW; kw++) {
+                int64_t iw = ow0 * SW - j->pl + kw * j->dw;
+                if (checked && (iw < 0 || iw >= j->W))
+                    continue;
+                const float *xp = xr + iw * XPS;
+                const float *wp = j->w + (((ob * j->ICB + icb) * j->KH + kh) * j->KW + kw) *
+                                         j->CI * VL;
+                for (int64_t ci = 0; ci < j->CI; ci++) {
+                    vf wv[4];
+                    UNROLL_FULL
+                    for (int o = 0; o < NOC; o++)
+                        wv[o] = *(const vfu *)(wp + o * wstride + ci * VL);
+                    const float *xc = xp + ci * xcs;
+                    UNROLL_FULL
+                    for (int t = 0; t < NW; t++) {
+                        vf xv = bcast(xc[t * xstep]);
+                        UNROLL_FULL
+                        for (int o = 0; o < NOC; o++)
+                            acc[o][t] += wv[o] * xv;
+                    }
+                }
+            }
+        }
+    UNROLL_FULL
+    for (int o = 0; o < NOC; o++) {
+        int64_t off = (((ob + o) * j->OH + oh) * j->OW + ow0) * VL;
+        UNROLL_FULL
+        for (int t = 0; t < NW; t++)
+            *(vfu *)(j->y + off + t * VL) = acc[o][t];
+    }
+}
+
+/* The residual and activation over blocks [ob, ob+n) of row oh. */
+static void row_epilogue(const nc_job *j, int64_t ob, int64_t n, int64_t oh)
+{
+    if (!j->res && !j->act)
+        return;
+    for (int64_t o = ob; o < ob + n; o++) {
+        int64_t off = ((o * j->OH + oh) * j->OW) * VL;
+        for (int64_t q = 0; q < j->OW * VL; q += VL)
+            *(vfu *)(j->y + off + q) = epi(j, *(const vfu *)(j->y + off + q),
+                                          j->res ? j->res + off + q : 0);
+    }
+}
+
+#define TILE(nw, chk) tile(j, ob, oh, ow, NOC, nw, chk, XPS, SW)
+
+/* Row oh of blocks [ob, ob+NOC): the border columns one at a time with
+ * their taps checked, the inner ones in tiles of NW, 4 and 1. */
+static ALWAYS_INLINE void conv_row(const nc_job *j, int64_t ob, int64_t oh, const int NOC,
+                                   const int NW, const int64_t XPS, const int64_t SW)
+{
+    int64_t nb = j->ow_lo + j->OW - j->ow_hi;
+    for (int64_t q = 0; q < nb; q++) {
+        int64_t ow = q < j->ow_lo ? q : j->ow_hi + q - j->ow_lo;
+        TILE(1, 1);
+    }
+    int64_t ow = j->ow_lo;
+    for (; ow + NW <= j->ow_hi; ow += NW)
+        TILE(NW, 0);
+    if (NW > 4 && ow + 4 <= j->ow_hi) {
+        TILE(4, 0);
+        ow += 4;
+    }
+    for (; ow < j->ow_hi; ow++)
+        TILE(1, 0);
+}
+#undef TILE
+
+/* One work item: the blocked input at stride 1 (1, 2 or 4 blocks at once)
+ * or 2 (2 blocks) with constant strides; anything else (a plain input,
+ * other strides) one block at a time. */
+static void conv_item(const nc_job *j, int64_t ob, int64_t oh)
+{
+    if (j->xps == VL && j->sw == 1 && j->noc == 4)
+        conv_row(j, ob, oh, 4, NW4, VL, 1);
+    else if (j->xps == VL && j->sw == 1 && j->noc == 2)
+        conv_row(j, ob, oh, 2, NW2, VL, 1);
+    else if (j->xps == VL && j->sw == 1)
+        conv_row(j, ob, oh, 1, NW1, VL, 1);
+    else if (j->xps == VL && j->sw == 2 && j->noc == 2)
+        conv_row(j, ob, oh, 2, NW2, VL, 2);
+    else
+        for (int64_t o = 0; o < j->noc; o++)
+            conv_row(j, ob + o, oh, 1, NW1, j->xps, j->sw);
+    row_epilogue(j, ob, j->noc, oh);
+}
+
+static void conv_task(void *arg, int64_t lo, int64_t hi, int tid)
+{
+    (void)tid;
+    const nc_job *j = arg;
+    for (int64_t it = lo; it < hi; it++)
+        conv_item(j, it / j->OH * j->noc, it % j->OH);
+}
+
+/* Columns [*lo, *hi) whose taps all lie inside [0, W). */
+static void inner_cols(int64_t W, int64_t KW, int64_t sw, int64_t pl, int64_t dw, int64_t OW,
+                       int64_t *lo, int64_t *hi)
+{
+    int64_t a = cvrt_min(OW, cvrt_cdiv(pl, sw));
+    int64_t last = W - 1 + pl - (KW - 1) * dw;     /* ow*sw <= last */
+    int64_t b = last < 0 ? 0 : cvrt_min(OW, last / sw + 1);
+    *lo = a;
+    *hi = cvrt_max(a, b);
+}
+
+void cvrt_nchwc_conv2d(cvrt_ctx *rt, const float *x, const float *wb, const float *bias,
+                       float *y, int64_t blk, int64_t ICB, int64_t CI, int64_t H, int64_t W,
+                       int64_t OCB, int64_t KH, int64_t KW, int64_t sh, int64_t sw, int64_t pt,
+                       int64_t pl, int64_t dh, int64_t dw, int64_t OH, int64_t OW,
+                       const float *res, int64_t act, float lo, float hi)
+{
+    if (blk != VL || OH <= 0 || OW <= 0)
+        return;     /* the compiler blocks by the target's width only */
+    nc_job j = {x, wb, bias, res, y, ICB, CI, 0, 0, 0, H, W, OCB, KH, KW, sh, sw, pt, pl, dh,
+                dw, OH, OW, act, lo, hi, 1, 0, 0, 0};
+    /* Blocked input: channel ci of pixel p at p*VL + ci; a plain one (one
+     * block of CI channels): at ci*H*W + p. */
+    int plain = CI != VL;
+    j.xps = plain ? 1 : VL;
+    j.xcs = plain ? H * W : 1;
+    j.xbs = H * W * VL;
+    j.noc = OCB % 4 == 0 && OW < NW2 && sw == 1 ? 4 : OCB % 2 == 0 ? 2 : 1;
+    j.ngrp = OCB / j.noc;
+    inner_cols(W, KW, sw, pl, dw, OW, &j.ow_lo, &j.ow_hi);
+    cvrt_parallel(rt, j.ngrp * OH, 1, conv_task, &j);
+}
+
+/* ---- depthwise ------------------------------------------------------------ */
+
+static ALWAYS_INLINE void dw_tile(const nc_job *j, int64_t cb, int64_t oh, int64_t ow0,
+                                  const int NW, const int checked, const int64_t KH,
+                                  const int64_t KW)
+{
+    vf acc[8];
+    vf b = j->bias ? *(const vfu *)(j->bias + cb * VL) : (vf){0};
+    UNROLL_FULL
+    for (int t = 0; t < NW; t++)
+        acc[t] = b;
+    const float *xb = j->x + cb * j->H * j->W * VL;
+    const float *wk = j->w + cb * KH * KW * VL;
+    for (int64_t kh = 0; kh < KH; kh++) {
+        int64_t ih = oh * j->sh - j->pt + kh * j->dh;
+        if (ih < 0 || ih >= j->H)
+            continue;
+        for (int64_t kw = 0; kw < KW; kw++) {
+            int64_t iw = ow0 * j->sw - j->pl + kw * j->dw;
+            if (checked && (iw < 0 || iw >= j->W))
+                continue;
+            vf wv = *(const vfu *)(wk + (kh * KW + kw) * VL);
+            const float *xp = xb + (ih * j->W + iw) * VL;
+            UNROLL_FULL
+            for (int t = 0; t < NW; t++)
+                acc[t] += wv * *(const vfu *)(xp + t * j->sw * VL);
+        }
+    }
+    int64_t off = ((cb * j->OH + oh) * j->OW + ow0) * VL;
+    UNROLL_FULL
+    for (int t = 0; t < NW; t++)
+        *(vfu *)(j->y + off + t * VL) = acc[t];
+}
+
+static ALWAYS_INLINE void dw_row(const nc_job *j, int64_t cb, int64_t oh, const int64_t KH,
+                                 const int64_t KW)
+{
+    int64_t nb = j->ow_lo + j->OW - j->ow_hi;
+    for (int64_t q = 0; q < nb; q++)
+        dw_tile(j, cb, oh, q < j->ow_lo ? q : j->ow_hi + q - j->ow_lo, 1, 1, KH, KW);
+    int64_t ow = j->ow_lo;
+    for (; ow + 8 <= j->ow_hi; ow += 8)
+        dw_tile(j, cb, oh, ow, 8, 0, KH, KW);
+    if (ow + 4 <= j->ow_hi) {
+        dw_tile(j, cb, oh, ow, 4, 0, KH, KW);
+        ow += 4;
+    }
+    for (; ow < j->ow_hi; ow++)
+        dw_tile(j, cb, oh, ow, 1, 0, KH, KW);
+}
+
+static void dw_task(void *arg, int64_t lo, int64_t hi, int tid)
+{
+    (void)tid;
+    const nc_job *j = arg;
+    for (int64_t it = lo; it < hi; it++) {
+        int64_t cb = it / j->OH, oh = it % j->OH;
+        if (j->KH == 3 && j->KW == 3)
+            dw_row(j, cb, oh, 3, 3);
+        else
+            dw_row(j, cb, oh, j->KH, j->KW);
+        row_epilogue(j, cb, 1, oh);
+    }
+}
+
+void cvrt_nchwc_dwconv2d(cvrt_ctx *rt, const float *x, const float *wb, const float *bias,
+                         float *y, int64_t blk, int64_t CB, int64_t H, int64_t W, int64_t KH,
+                         int64_t KW, int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh,
+                         int64_t dw, int64_t OH, int64_t OW, const float *res, int64_t act,
+                         float lo, float hi)
+{
+    if (blk != VL || OH <= 0 || OW <= 0)
+        return;
+    nc_job j = {x, wb, bias, res, y, CB, VL, VL, 1, 0, H, W, CB, KH, KW, sh, sw, pt, pl, dh,
+                dw, OH, OW, act, lo, hi, 1, CB, 0, 0};
+    inner_cols(W, KW, sw, pl, dw, OW, &j.ow_lo, &j.ow_hi);
+    cvrt_parallel(rt, CB * OH, cvrt_max(1, 256 / OW), dw_task, &j);
+}
+
+/* ---- pooling -------------------------------------------------------------- */
+
+/* kind 0: max (taps outside skipped), 1: average over the taps inside
+ * (count_include_pad 0), 2: average over all KH*KW taps. */
+typedef struct pool_job {
+    const float *x;
+    float *y;
+    int64_t H, W, KH, KW, sh, sw, pt, pl, OH, OW, kind;
+} pool_job;
+
+static void pool_task(void *arg, int64_t lo, int64_t hi, int tid)
+{
+    (void)tid;
+    const pool_job *j = arg;
+    for (int64_t it = lo; it < hi; it++) {
+        int64_t cb = it / j->OH, oh = it % j->OH;
+        const float *xb = j->x + cb * j->H * j->W * VL;
+        float *yr = j->y + (cb * j->OH + oh) * j->OW * VL;
+        for (int64_t ow = 0; ow < j->OW; ow++) {
+            vf acc = j->kind == 0 ? cvrt_splat(-__builtin_inff()) : (vf){0};
+            int64_t n = 0;
+            for (int64_t kh = 0; kh < j->KH; kh++) {
+                int64_t ih = oh * j->sh - j->pt + kh;
+                for (int64_t kw = 0; ih >= 0 && ih < j->H && kw < j->KW; kw++) {
+                    int64_t iw = ow * j->sw - j->pl + kw;
+                    if (iw < 0 || iw >= j->W)
+                        continue;
+                    vf v = *(const vfu *)(xb + (ih * j->W + iw) * VL);
+                    /* max with NaN kept, as the reference does */
+                    acc = j->kind ? acc + v : cvrt_select((v > acc) | (v != v), v, acc);
+                    n++;
+                }
+            }
+            if (j->kind)
+                acc /= cvrt_splat((float)(j->kind == 2 ? j->KH * j->KW : n ? n : 1));
+            *(vfu *)(yr + ow * VL) = acc;
+        }
+    }
+}
+
+void cvrt_nchwc_pool2d(cvrt_ctx *rt, const float *x, float *y, int64_t blk, int64_t CB,
+                       int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
+                       int64_t pt, int64_t pl, int64_t OH, int64_t OW, int64_t kind)
+{
+    if (blk != VL || OH <= 0 || OW <= 0)
+        return;
+    pool_job j = {x, y, H, W, KH, KW, sh, sw, pt, pl, OH, OW, kind};
+    cvrt_parallel(rt, CB * OH, cvrt_max(1, 512 / OW), pool_task, &j);
+}

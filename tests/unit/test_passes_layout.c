@@ -1,0 +1,156 @@
+/* The blocked (NCHWc) layout (passes/layout.c, codegen_nchwc.c): small
+ * convolution chains compiled natively (-O1, to keep the test short) with
+ * it and without it (--no-blocked-layout), compared with the reference
+ * interpreter, and the plan's counts (blocked convolutions, reorders)
+ * checked where this machine's target blocks at all (AVX-512). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/strbuf.h"
+#include "compiler-core/cuvil.h"
+#include "tests/support/numpyref.h"
+#include "tests/support/tmpdir.h"
+
+/* "param %NAME: f32[DIMS] = dense(...)" with n pseudo-random values. */
+static void param(cv_sb *sb, const char *name, const char *dims, int n, unsigned seed)
+{
+    cv_sb_printf(sb, "  param %%%s: f32[%s] = dense(", name, dims);
+    for (int i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        cv_sb_printf(sb, "%s%.4f", i ? ", " : "", ((double)(seed >> 16 & 0x7fff) / 32767.0 - 0.5) * 0.5);
+    }
+    cv_sb_puts(sb, ")\n");
+}
+
+/* A whole region: a 3x3 conv over the plain 3-channel input (read as it
+ * is), max pooling, depthwise convs (+ clip), 1x1 convs (+ residual add +
+ * relu) and the global average pool that ends it: nothing to reorder. */
+static char *region_model(void)
+{
+    cv_sb sb = {0};
+    cv_sb_puts(&sb, "cuir 1\nmodel @region(%x: f32[N,3,24,24]) -> (f32[N,32]) {\n");
+    param(&sb, "w0", "32,3,3,3", 32 * 27, 1);
+    param(&sb, "b0", "32", 32, 2);
+    param(&sb, "w1", "32,1,3,3", 32 * 9, 3);
+    param(&sb, "b1", "32", 32, 4);
+    param(&sb, "w2", "32,32,1,1", 32 * 32, 5);
+    param(&sb, "w3", "32,1,3,3", 32 * 9, 6);
+    param(&sb, "w4", "32,32,1,1", 32 * 32, 7);
+    cv_sb_puts(&sb,
+        "  %0 = conv2d(%x, %w0, %b0) {pad=[1,1]} : f32[N,32,24,24]\n"
+        "  %1 = relu(%0) : f32[N,32,24,24]\n"
+        "  %2 = max_pool2d(%1) {kernel=[3,3], pad=[1,1]} : f32[N,32,24,24]\n"
+        "  %3 = conv2d(%2, %w1, %b1) {pad=[1,1], groups=32} : f32[N,32,24,24]\n"
+        "  %4 = clip(%3) {min=0, max=0.6} : f32[N,32,24,24]\n"
+        "  %5 = conv2d(%4, %w2) : f32[N,32,24,24]\n"
+        "  %6 = add(%5, %2) : f32[N,32,24,24]\n"
+        "  %7 = relu(%6) : f32[N,32,24,24]\n"
+        "  %8 = conv2d(%7, %w3) {pad=[1,1], stride=[2,2], groups=32} : f32[N,32,12,12]\n"
+        "  %9 = conv2d(%8, %w4) : f32[N,32,12,12]\n"
+        "  %10 = global_avg_pool(%9) : f32[N,32,1,1]\n"
+        "  %11 = flatten(%10) {axis=1} : f32[N,32]\n"
+        "  return %11\n}\n");
+    return cv_sb_steal(&sb);
+}
+
+/* Six depthwise convs between plain ops: a reorder into the blocked layout
+ * before them and one out of it after (their saving pays for both). */
+static char *boundary_model(void)
+{
+    cv_sb sb = {0};
+    cv_sb_puts(&sb, "cuir 1\nmodel @boundary(%x: f32[1,32,16,16]) -> (f32[1,32,16,16]) {\n");
+    param(&sb, "w", "32,1,3,3", 32 * 9, 8);
+    cv_sb_puts(&sb, "  %0 = conv2d(%x, %w) {pad=[1,1], groups=32} : f32[1,32,16,16]\n");
+    for (int i = 1; i < 6; i++)
+        cv_sb_printf(&sb, "  %%%d = conv2d(%%%d, %%w) {pad=[1,1], groups=32} : f32[1,32,16,16]\n",
+                     i, i - 1);
+    cv_sb_puts(&sb, "  %6 = softmax(%5) {axis=1} : f32[1,32,16,16]\n  return %6\n}\n");
+    return cv_sb_steal(&sb);
+}
+
+typedef struct expect {
+    int convs, reorders;
+} expect;
+
+/* Compiles text natively (blocked or not), runs it on random inputs with
+ * N = 2 and compares every output with the interpreter. */
+static void check(const char *text, bool blocked, expect want)
+{
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_module *m = cv_cuir_parse(text, strlen(text), "layout.cuir", &d);
+    if (!m || cv_verify(m, 0, &d))
+        cv_diag_print(&d, stderr, false);
+    assert_int_equal(d.n_errors, 0);
+    const cv_func *f = m->funcs[0];
+    cv_tensor ins[2] = {{0}}, want_out[2] = {{0}}, got[2] = {{0}};
+    const cv_type *t = &f->inputs[0]->type;
+    int64_t dims[CV_MAX_RANK];
+    for (int k = 0; k < t->shape.rank; k++)
+        dims[k] = t->shape.d[k].sym ? 2 : t->shape.d[k].n;
+    assert_int_equal(cv_tensor_alloc(&ins[0], t->dtype, t->shape.rank, dims), 0);
+    cv_npref_fill(&ins[0], 11, -1, 1);
+    assert_int_equal(cv_interp_run(f, ins, 1, want_out, &d), 0);
+    char *dir = cv_tmpdir_make("layout");
+    cv_compile_opts o = {.target = "native", .opt_level = 1, .emit = CV_EMIT_SO, .out_dir = dir,
+                         .no_blocked_layout = !blocked};
+    cv_compile_info info;
+    cv_native *n = NULL;
+    if (cv_compile_native(m, &o, &info, &d) || cv_native_open(dir, 2, &n, &d) ||
+        cv_native_run(n, ins, 1, got, &d)) {
+        cv_diag_print(&d, stderr, false);
+        fail_msg("@%s does not compile or run", f->name);
+    }
+    if (!blocked)
+        assert_int_equal(info.nchwc_block, 0);
+    if (info.nchwc_block) {
+        if (info.n_blocked_convs != want.convs || info.n_reorders != want.reorders)
+            fail_msg("@%s: %d blocked convs and %d reorders, want %d and %d", f->name,
+                     info.n_blocked_convs, info.n_reorders, want.convs, want.reorders);
+    } else {
+        assert_int_equal(info.n_blocked_convs + info.n_reorders, 0);
+    }
+    char msg[512];
+    if (cv_npref_compare(&got[0], &want_out[0], 1e-4, 1e-5, msg, sizeof msg))
+        fail_msg("@%s (blocked %d): %s", f->name, blocked, msg);
+    cv_tensor_free(&got[0]);
+    cv_tensor_free(&want_out[0]);
+    cv_tensor_free(&ins[0]);
+    cv_native_close(n);
+    cv_tmpdir_remove(dir);
+    cv_diag_free(&d);
+    cv_module_free(m);
+}
+
+static void test_region(void **state)
+{
+    (void)state;
+    char *text = region_model();
+    check(text, true, (expect){5, 0});
+    check(text, false, (expect){0, 0});
+    free(text);
+}
+
+static void test_boundary(void **state)
+{
+    (void)state;
+    char *text = boundary_model();
+    check(text, true, (expect){6, 2});
+    free(text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_region),
+        cmocka_unit_test(test_boundary),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
