@@ -95,6 +95,25 @@ cv_value *onnx_op_ints(onnx_ctx *c, const char *op, cv_value *x, const char *att
     return onnx_finish(c, o);
 }
 
+cv_value *onnx_slice(onnx_ctx *c, cv_value *x, int n, const int64_t *axes, const int64_t *starts,
+                     const int64_t *ends, const int64_t *steps)
+{
+    cv_op *o = onnx_op(c, "slice", &x, 1);
+    if (o) {
+        cv_op_set_ints(o, "starts", starts, n);
+        cv_op_set_ints(o, "ends", ends, n);
+        cv_op_set_ints(o, "axes", axes, n);
+        if (steps)
+            cv_op_set_ints(o, "steps", steps, n);
+    }
+    return onnx_finish(c, o);
+}
+
+cv_value *onnx_slice1(onnx_ctx *c, cv_value *x, int64_t axis, int64_t start, int64_t end)
+{
+    return onnx_slice(c, x, 1, &axis, &start, &end, NULL);
+}
+
 cv_value *onnx_sum_axis(onnx_ctx *c, cv_value *x, int64_t axis, int keepdims)
 {
     cv_op *o = onnx_op(c, "reduce_sum", &x, 1);

@@ -254,6 +254,11 @@ cv_value *onnx_binary(onnx_ctx *c, const char *opname, cv_value *a, cv_value *b)
 cv_value *onnx_scalar(onnx_ctx *c, cv_dtype dt, double v);
 cv_value *onnx_where(onnx_ctx *c, cv_value *cond, cv_value *a, cv_value *b);
 /* op(x) with one int-list attribute. */
+/* x sliced on n axes: [starts, ends) with steps (NULL = 1). */
+cv_value *onnx_slice(onnx_ctx *c, cv_value *x, int n, const int64_t *axes, const int64_t *starts,
+                     const int64_t *ends, const int64_t *steps);
+/* x[start:end] along one axis. */
+cv_value *onnx_slice1(onnx_ctx *c, cv_value *x, int64_t axis, int64_t start, int64_t end);
 cv_value *onnx_op_ints(onnx_ctx *c, const char *op, cv_value *x, const char *attr,
                        const int64_t *v, int n);
 cv_value *onnx_sum_axis(onnx_ctx *c, cv_value *x, int64_t axis, int keepdims);

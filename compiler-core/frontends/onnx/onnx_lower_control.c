@@ -350,15 +350,8 @@ static int scan_defaults_only(onnx_ctx *c)
 /* x[t] along axis 0, without the axis. */
 static onnx_val *scan_slice(onnx_ctx *c, cv_value *x, int64_t t)
 {
-    cv_op *o = onnx_op(c, "slice", &x, 1);
-    if (o) {
-        int64_t starts = t, ends = t + 1, axes = 0;
-        cv_op_set_ints(o, "starts", &starts, 1);
-        cv_op_set_ints(o, "ends", &ends, 1);
-        cv_op_set_ints(o, "axes", &axes, 1);
-    }
     int64_t zero = 0;
-    cv_value *s = onnx_finish(c, o);
+    cv_value *s = onnx_slice1(c, x, 0, t, t + 1);
     return value_val(c, s ? onnx_op_ints(c, "squeeze", s, "axes", &zero, 1) : NULL);
 }
 

@@ -36,17 +36,6 @@ static int read_convt3(onnx_ctx *c, cv_value *x, cv_value *w, convt3 *g)
     return 0;
 }
 
-static cv_value *slice1(onnx_ctx *c, cv_value *v, int64_t axis, int64_t start, int64_t end)
-{
-    cv_op *o = onnx_op(c, "slice", &v, 1);
-    if (o) {
-        cv_op_set_ints(o, "starts", &start, 1);
-        cv_op_set_ints(o, "ends", &end, 1);
-        cv_op_set_ints(o, "axes", &axis, 1);
-    }
-    return onnx_finish(c, o);
-}
-
 static cv_value *pad_axis(onnx_ctx *c, cv_value *v, int axis, int64_t before, int64_t after)
 {
     int r = v ? v->type.shape.rank : 0;
@@ -69,7 +58,7 @@ static cv_value *plane(onnx_ctx *c, const convt3 *g, cv_value *x2, cv_value *w, 
                        int64_t *hw)
 {
     int64_t wd[4] = {g->w[0], g->w[1], g->w[3], g->w[4]};
-    cv_value *ops[2] = {x2, reshape(c, slice1(c, w, 2, kd, kd + 1), wd, 4)};
+    cv_value *ops[2] = {x2, reshape(c, onnx_slice1(c, w, 2, kd, kd + 1), wd, 4)};
     int64_t stride[2] = {g->stride[1], g->stride[2]}, dil[2] = {g->dil[1], g->dil[2]};
     int64_t pad[4] = {g->pads[1], g->pads[2], g->pads[4], g->pads[5]};
     int64_t outpad[2] = {g->outpad[1], g->outpad[2]};
@@ -100,7 +89,7 @@ static cv_value *place(onnx_ctx *c, const convt3 *g, cv_value *z, int64_t shift,
     }
     int64_t have = z ? z->type.shape.d[1].n : 0, after = len - shift - have;
     z = pad_axis(c, z, 1, shift, after > 0 ? after : 0);
-    return after < 0 ? slice1(c, z, 1, 0, len) : z;
+    return after < 0 ? onnx_slice1(c, z, 1, 0, len) : z;
 }
 
 int onnx_lower_conv_transpose3d(onnx_ctx *c)
@@ -123,9 +112,8 @@ int onnx_lower_conv_transpose3d(onnx_ctx *c)
             return -1;
     }
     int64_t out5[5] = {g.x[0], out_d, m, hw[0], hw[1]};
-    cv_value *y = onnx_op_ints(c, "transpose",
-                               reshape(c, slice1(c, sum, 1, g.pads[0], len - g.pads[3]), out5, 5),
-                               "perm", perm, 5);
+    cv_value *cropped = onnx_slice1(c, sum, 1, g.pads[0], len - g.pads[3]);
+    cv_value *y = onnx_op_ints(c, "transpose", reshape(c, cropped, out5, 5), "perm", perm, 5);
     if (y && onnx_in(c, 2)) {
         int64_t bd[4] = {m, 1, 1, 1};
         y = onnx_binary(c, "add", y, reshape(c, onnx_in_value(c, 2), bd, 4));

@@ -7,14 +7,8 @@ enum { DET_MAX_N = 4 };
 /* x[..., i, j] keeping the two axes (size 1 each). */
 static cv_value *element(onnx_ctx *c, cv_value *x, int r, int64_t i, int64_t j)
 {
-    cv_op *o = onnx_op(c, "slice", &x, 1);
-    if (o) {
-        int64_t starts[2] = {i, j}, ends[2] = {i + 1, j + 1}, axes[2] = {r - 2, r - 1};
-        cv_op_set_ints(o, "starts", starts, 2);
-        cv_op_set_ints(o, "ends", ends, 2);
-        cv_op_set_ints(o, "axes", axes, 2);
-    }
-    return onnx_finish(c, o);
+    int64_t starts[2] = {i, j}, ends[2] = {i + 1, j + 1}, axes[2] = {r - 2, r - 1};
+    return onnx_slice(c, x, 2, axes, starts, ends, NULL);
 }
 
 /* Visits the permutations of perm[k..n) by swaps (each flips the sign),

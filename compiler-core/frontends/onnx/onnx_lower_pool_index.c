@@ -42,18 +42,11 @@ static cv_value *plane_offsets(onnx_ctx *c, const argpool *p)
 
 static cv_value *tap_values(onnx_ctx *c, const argpool *p, cv_value *xp, int64_t i, int64_t j)
 {
-    cv_op *o = onnx_op(c, "slice", &xp, 1);
-    if (o) {
-        int64_t starts[2] = {i * p->dil[0], j * p->dil[1]};
-        int64_t ends[2] = {starts[0] + (p->oh - 1) * p->stride[0] + 1,
-                           starts[1] + (p->ow - 1) * p->stride[1] + 1};
-        int64_t axes[2] = {2, 3};
-        cv_op_set_ints(o, "starts", starts, 2);
-        cv_op_set_ints(o, "ends", ends, 2);
-        cv_op_set_ints(o, "axes", axes, 2);
-        cv_op_set_ints(o, "steps", p->stride, 2);
-    }
-    return onnx_finish(c, o);
+    int64_t starts[2] = {i * p->dil[0], j * p->dil[1]};
+    int64_t ends[2] = {starts[0] + (p->oh - 1) * p->stride[0] + 1,
+                       starts[1] + (p->ow - 1) * p->stride[1] + 1};
+    int64_t axes[2] = {2, 3};
+    return onnx_slice(c, xp, 2, axes, starts, ends, p->stride);
 }
 
 int onnx_lower_pool_indices(onnx_ctx *c)

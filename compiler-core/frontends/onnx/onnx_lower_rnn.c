@@ -24,17 +24,6 @@ typedef struct rnn {
     cv_value *p[3];         /* LSTM peepholes i o f, [hid] or NULL */
 } rnn;
 
-static cv_value *slice1(onnx_ctx *c, cv_value *x, int64_t axis, int64_t start, int64_t end)
-{
-    cv_op *o = onnx_op(c, "slice", &x, 1);
-    if (o) {
-        cv_op_set_ints(o, "starts", &start, 1);
-        cv_op_set_ints(o, "ends", &end, 1);
-        cv_op_set_ints(o, "axes", &axis, 1);
-    }
-    return onnx_finish(c, o);
-}
-
 static cv_value *reshape(onnx_ctx *c, cv_value *x, int rank, const int64_t *dims)
 {
     cv_op *o = onnx_op(c, "reshape", &x, 1);
@@ -81,7 +70,7 @@ static cv_value *dir_part(rnn *s, int i, int d, int64_t rows, int64_t cols)
 {
     cv_value *v = onnx_in_value(s->c, i);
     int64_t dims[2] = {rows, cols};
-    return v ? reshape(s->c, slice1(s->c, v, 0, d, d + 1), cols ? 2 : 1, dims) : NULL;
+    return v ? reshape(s->c, onnx_slice1(s->c, v, 0, d, d + 1), cols ? 2 : 1, dims) : NULL;
 }
 
 /* Splits direction d's weights and biases into per-gate values. */
@@ -93,15 +82,15 @@ static int load_direction(rnn *s, int d)
     cv_value *b = onnx_in(c, 3) ? dir_part(s, 3, d, 2 * g * h, 0) : NULL;
     cv_value *p = s->gates == 4 && onnx_in(c, 7) ? dir_part(s, 7, d, 3 * h, 0) : NULL;
     for (int k = 0; k < s->gates; k++) {
-        s->w[k] = slice1(c, w, 0, k * h, (k + 1) * h);
-        s->r[k] = slice1(c, r, 0, k * h, (k + 1) * h);
-        s->wb[k] = b ? slice1(c, b, 0, k * h, (k + 1) * h) : NULL;
-        s->rb[k] = b ? slice1(c, b, 0, (g + k) * h, (g + k + 1) * h) : NULL;
+        s->w[k] = onnx_slice1(c, w, 0, k * h, (k + 1) * h);
+        s->r[k] = onnx_slice1(c, r, 0, k * h, (k + 1) * h);
+        s->wb[k] = b ? onnx_slice1(c, b, 0, k * h, (k + 1) * h) : NULL;
+        s->rb[k] = b ? onnx_slice1(c, b, 0, (g + k) * h, (g + k + 1) * h) : NULL;
         if (!s->w[k] || !s->r[k] || (b && (!s->wb[k] || !s->rb[k])))
             return -1;
     }
     for (int k = 0; k < 3; k++)
-        s->p[k] = p ? slice1(c, p, 0, k * h, (k + 1) * h) : NULL;
+        s->p[k] = p ? onnx_slice1(c, p, 0, k * h, (k + 1) * h) : NULL;
     return 0;
 }
 
@@ -268,7 +257,7 @@ static cv_value *initial(rnn *s, int i, int d, int64_t layout)
         v = transpose(s->c, v, 3, perm);
     }
     int64_t dims[2] = {s->batch, s->hid};
-    return reshape(s->c, slice1(s->c, v, 0, d, d + 1), 2, dims);
+    return reshape(s->c, onnx_slice1(s->c, v, 0, d, d + 1), 2, dims);
 }
 
 /* Stacks per-direction states [batch, hid] into [dirs, batch, hid] (layout 0). */
@@ -307,7 +296,7 @@ static int lower_rnn(onnx_ctx *c)
         cv_value *cell = s.gates == 4 ? initial(&s, 6, d, layout) : NULL;
         for (int64_t i = 0; i < s.seq; i++) {
             int64_t t = rev ? s.seq - 1 - i : i;
-            cv_value *xt = reshape(c, slice1(c, x, 0, t, t + 1), 2, xd);
+            cv_value *xt = reshape(c, onnx_slice1(c, x, 0, t, t + 1), 2, xd);
             h = xt ? step(&s, d, xt, h, &cell) : NULL;
             if (!h)
                 return -1;

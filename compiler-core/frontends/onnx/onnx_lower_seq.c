@@ -157,17 +157,6 @@ static int lower_seq_length(onnx_ctx *c)
     return onnx_bind_const(c, 0, k);
 }
 
-static cv_value *slice_axis(onnx_ctx *c, cv_value *v, int64_t axis, int64_t start, int64_t end)
-{
-    cv_op *o = onnx_op(c, "slice", &v, 1);
-    if (o) {
-        cv_op_set_ints(o, "starts", &start, 1);
-        cv_op_set_ints(o, "ends", &end, 1);
-        cv_op_set_ints(o, "axes", &axis, 1);
-    }
-    return onnx_finish(c, o);
-}
-
 /* The piece sizes of SplitToSequence along an axis of extent len. */
 static int split_sizes(onnx_ctx *c, int64_t len, int64_t *sizes, bool *squeeze)
 {
@@ -222,7 +211,7 @@ static int lower_split_to_seq(onnx_ctx *c)
     onnx_val *e[ONNX_MAX_SEQ];
     for (int i = 0; i < n; i++) {
         int64_t ax = a;
-        cv_value *p = slice_axis(c, x, a, at, at + sizes[i]);
+        cv_value *p = onnx_slice1(c, x, a, at, at + sizes[i]);
         if (squeeze && p)
             p = onnx_op_ints(c, "squeeze", p, "axes", &ax, 1);
         at += sizes[i];

@@ -104,14 +104,8 @@ static int lower_mel(onnx_ctx *c)
 
 static cv_value *slice_last(onnx_ctx *c, cv_value *x, int r, int64_t part)
 {
-    cv_op *o = onnx_op(c, "slice", &x, 1);
-    int64_t end = part + 1, axis = r - 1;
-    if (o) {
-        cv_op_set_ints(o, "starts", &part, 1);
-        cv_op_set_ints(o, "ends", &end, 1);
-        cv_op_set_ints(o, "axes", &axis, 1);
-    }
-    return onnx_op_ints(c, "squeeze", onnx_finish(c, o), "axes", &axis, 1);
+    int64_t axis = r - 1;
+    return onnx_op_ints(c, "squeeze", onnx_slice1(c, x, axis, part, part + 1), "axes", &axis, 1);
 }
 
 /* The [n, k] matrix of cos (or sin) of 2 pi j k / n, times scale. */
