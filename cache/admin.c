@@ -126,6 +126,8 @@ int cv_cache_evict(cv_cache *c, uint64_t max_bytes, uint64_t *n_evicted, uint64_
 
 int cv_cache_enforce_limit(cv_cache *c, cv_diag *d)
 {
+    if (c->batch)
+        return 0; /* cv_cache_batch_end checks */
     cv_cache_flush(c, d);
     uint64_t bytes[2], entries[2];
     if (cv_cache_index_totals(c->ix, bytes, entries, NULL) != 0 ||

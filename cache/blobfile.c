@@ -268,7 +268,7 @@ static void *persist_file(void *arg)
 }
 
 /* The memo row only if the file did not change while it was read. */
-static void remember(cv_cache *c, const put_file *f)
+static void remember_file(cv_cache *c, const put_file *f)
 {
     struct stat after;
     if (stat(f->abs, &after) == 0 && after.st_ino == f->before.st_ino &&
@@ -283,10 +283,10 @@ static void remember(cv_cache *c, const put_file *f)
 /* At most this many files are read, hashed, compressed and synced at once:
  * an artifact's .o, .a and .so are often each tens of MB, and concurrent
  * fsyncs share the file system's journal commits. */
-#define PUT_THREADS 4
+#define PUT_THREADS 8
 
 int cv_cache_put_blob_files(cv_cache *c, const char *const *paths, int n, size_t max_bytes,
-                            cv_digest *out, uint64_t *sizes, cv_diag *d)
+                            bool remember, cv_digest *out, uint64_t *sizes, cv_diag *d)
 {
     put_file *f = calloc((size_t)(n > 0 ? n : 1), sizeof *f); /* owned here */
     if (!f)
@@ -318,8 +318,8 @@ int cv_cache_put_blob_files(cv_cache *c, const char *const *paths, int n, size_t
         } else if (cv_cache_enabled(c) && cv_cache_store_record(c, &f[i].put, d) != 0) {
             rc = -1;
         } else {
-            if (cv_cache_enabled(c))
-                remember(c, &f[i]);
+            if (cv_cache_enabled(c) && remember)
+                remember_file(c, &f[i]);
             out[i] = f[i].put.name;
             sizes[i] = f[i].len;
         }
@@ -333,5 +333,5 @@ int cv_cache_put_blob_files(cv_cache *c, const char *const *paths, int n, size_t
 int cv_cache_put_blob_file(cv_cache *c, const char *path, size_t max_bytes, cv_digest *out,
                            uint64_t *size, cv_diag *d)
 {
-    return cv_cache_put_blob_files(c, &path, 1, max_bytes, out, size, d);
+    return cv_cache_put_blob_files(c, &path, 1, max_bytes, true, out, size, d);
 }

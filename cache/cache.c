@@ -111,6 +111,7 @@ void cv_cache_close(cv_cache *c)
 {
     if (!c)
         return;
+    cv_cache_batch_end(c, NULL);
     cv_cache_flush(c, NULL);
     cv_pending_free(&c->pending);
     cv_cache_remote_close(c->remote);
@@ -118,6 +119,26 @@ void cv_cache_close(cv_cache *c)
     cv_cache_cas_close(c->cas);
     free(c->dir);
     free(c);
+}
+
+int cv_cache_batch_begin(cv_cache *c, cv_diag *d)
+{
+    if (!cv_cache_enabled(c) || c->batch)
+        return 0;
+    if (cv_cache_cas_defer_sync(c->cas, d) != 0)
+        return -1;
+    c->batch = true;
+    return 0;
+}
+
+int cv_cache_batch_end(cv_cache *c, cv_diag *d)
+{
+    if (!cv_cache_enabled(c) || !c->batch)
+        return 0;
+    c->batch = false;
+    int rc = cv_cache_cas_sync(c->cas, d);
+    cv_cache_enforce_limit(c, d); /* writes the index queue first */
+    return rc;
 }
 
 bool cv_cache_enabled(const cv_cache *c)
@@ -176,7 +197,7 @@ void cv_cache_txn_commit(cv_cache *c, cv_cache_txn *a, cv_diag *d)
     if (a->n_ev == 0 && a->n_cnt == 0)
         return;
     if (cv_pending_add(&c->pending, a->ev, a->n_ev, a->cnt, a->n_cnt) == 0) {
-        if (cv_pending_due(&c->pending))
+        if (!c->batch && cv_pending_due(&c->pending))
             cv_cache_flush(c, d);
         return;
     }

@@ -192,7 +192,20 @@ typedef struct cv_cache_options {
 typedef struct cv_cache cv_cache; /* opaque */
 
 int cv_cache_open(const cv_cache_options *opt, cv_cache **out, cv_diag *d);
+/* Ends a batch still open (its files synced, trouble ignored) and frees c. */
 void cv_cache_close(cv_cache *c);
+
+/* A batch of stores, e.g. one compile's: between _begin and _end, stores
+ * are visible at once to every reader but not waited onto the disk one by
+ * one, nor written to the index one by one, nor checked against the size
+ * limit; _end syncs all the batch's files together (cache/cas_sync.h says
+ * why that is safe), writes the index in one transaction and evicts if the
+ * store grew past its limit.  Publish a stored digest beyond this cache
+ * (a farm result) only after _end returned 0; < 0 means the files may not
+ * survive a power cut (an error in d).  Both are no-ops on a disabled
+ * cache. */
+int cv_cache_batch_begin(cv_cache *c, cv_diag *d);
+int cv_cache_batch_end(cv_cache *c, cv_diag *d);
 bool cv_cache_enabled(const cv_cache *c);
 const char *cv_cache_dir(const cv_cache *c);
 
@@ -221,9 +234,11 @@ int cv_cache_put_blob_file(cv_cache *c, const char *path, size_t max_bytes, cv_d
                            uint64_t *size, cv_diag *d);
 /* cv_cache_put_blob_file for n files at once (an artifact's): they are
  * read, hashed, compressed and synced in parallel, then recorded; out[i]
- * and sizes[i] are file i's digest and size. */
+ * and sizes[i] are file i's digest and size.  remember false: the files
+ * are about to be removed (a farm worker's scratch copy), so no memo rows
+ * are written for their paths. */
 int cv_cache_put_blob_files(cv_cache *c, const char *const *paths, int n, size_t max_bytes,
-                            cv_digest *out, uint64_t *sizes, cv_diag *d);
+                            bool remember, cv_digest *out, uint64_t *sizes, cv_diag *d);
 
 /* Action entries by key; the key's manifest is recorded for explain. */
 int cv_cache_put_action(cv_cache *c, cv_cache_level lv, const cv_cache_key *key,

@@ -22,6 +22,7 @@ struct cv_cache {
     bool remote_warned;    /* one warning per process for a failing remote */
     cv_remote_stats remote_seen; /* remote counters already written to the index */
     cv_pending pending;    /* owned: index writes hits owe, written in batches */
+    bool batch;            /* inside cv_cache_batch_begin/_end */
 };
 
 /* One access's index writes: events and counter deltas. */

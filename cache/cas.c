@@ -1,5 +1,6 @@
 /* The local content-addressed store (see cas.h for the layout). */
 #include "cache/cas.h"
+#include "cache/cas_sync.h"
 #include "cache/internal.h"
 
 #include <dirent.h>
@@ -31,8 +32,9 @@ enum {
 static const char MAGIC[4] = {'C', 'V', 'B', '1'};
 
 struct cv_cas {
-    char *root; /* owned */
-    int level;  /* 0 = raw */
+    char *root;          /* owned */
+    int level;           /* 0 = raw */
+    cv_cas_syncq *defer; /* owned; set during a batch: commits leave the fsync to it */
 };
 
 struct cv_cas_writer {
@@ -98,6 +100,7 @@ void cv_cache_cas_close(cv_cas *cas)
 {
     if (!cas)
         return;
+    cv_cache_syncq_free(cas->defer);
     free(cas->root);
     free(cas);
 }
@@ -261,6 +264,40 @@ static int place(cv_cas_writer *w, const cv_digest *name, cv_diag *d)
                         strerror(errno));
 }
 
+/* In a batch, the file placed is synced at the batch's end; when the
+ * queue cannot take it, now. */
+static int hand_to_batch(cv_cas_writer *w, cv_diag *d)
+{
+    if (cv_cache_syncq_add(w->cas->defer, w->fd) == 0) {
+        w->fd = -1;
+        return 0;
+    }
+    if (fsync(w->fd) == 0)
+        return 0;
+    int e = errno;
+    return cv_cache_err(d, cv_cache_write_errcode(e), "cannot sync cache file %s: %s", w->tmp,
+                        strerror(e));
+}
+
+int cv_cache_cas_defer_sync(cv_cas *cas, cv_diag *d)
+{
+    if (!cas->defer && !(cas->defer = cv_cache_syncq_new()))
+        return cv_cache_err(d, CV_DIAG_OOM, "out of memory starting a cache batch");
+    return 0;
+}
+
+int cv_cache_cas_sync(cv_cas *cas, cv_diag *d)
+{
+    if (!cas->defer)
+        return 0;
+    int err = cv_cache_syncq_run(cas->defer);
+    cv_cache_syncq_free(cas->defer);
+    cas->defer = NULL;
+    return err ? cv_cache_err(d, cv_cache_write_errcode(err), "cannot sync the files stored "
+                              "in %s: %s", cas->root, strerror(err))
+               : 0;
+}
+
 int cv_cache_cas_writer_commit(cv_cas_writer *w, const cv_digest *expect, cv_digest *out_name,
                                uint64_t *stored, cv_diag *d)
 {
@@ -273,7 +310,7 @@ int cv_cache_cas_writer_commit(cv_cas_writer *w, const cv_digest *expect, cv_dig
     put_le64(hdr + 16, XXH3_64bits_digest(w->xs));
     if (pwrite(w->fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr)
         return writer_fail(w, d, "write");
-    if (fsync(w->fd) != 0)
+    if (!w->cas->defer && fsync(w->fd) != 0)
         return writer_fail(w, d, "sync");
     cv_digest name;
     if (w->sha) {
@@ -289,6 +326,8 @@ int cv_cache_cas_writer_commit(cv_cas_writer *w, const cv_digest *expect, cv_dig
         return cv_cache_err(d, CV_DIAG_CACHE_BAD_KEY, "action entry written without a key");
     }
     int rc = place(w, &name, d);
+    if (rc == 0 && w->cas->defer)
+        rc = hand_to_batch(w, d);
     if (rc == 0) {
         if (out_name)
             *out_name = name;

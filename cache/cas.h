@@ -6,8 +6,10 @@
  * the payload at offset 4096: a cache hit then clones it (FICLONERANGE on
  * btrfs and XFS) or copies it inside the kernel (copy_file_range) into the
  * output file instead of decompressing it.  Files are written to
- * <root>/tmp, fsynced and renamed into place, so readers in any process see
- * either nothing or a whole file; every read is verified. */
+ * <root>/tmp, fsynced and renamed into place (in a batch: renamed, and
+ * fsynced with the batch's other files at its end, cas_sync.h), so readers
+ * in any process see either nothing or a whole file; every read is
+ * verified. */
 #ifndef CV_CACHE_CAS_H
 #define CV_CACHE_CAS_H
 
@@ -106,6 +108,12 @@ uint64_t cv_cache_cas_writer_size(const cv_cas_writer *w);
 int cv_cache_cas_writer_commit(cv_cas_writer *w, const cv_digest *expect, cv_digest *out_name,
                                uint64_t *stored, cv_diag *d);
 void cv_cache_cas_writer_abort(cv_cas_writer *w);
+
+/* Batches (cas_sync.h): from _defer_sync on, commits rename without
+ * waiting for the disk; _sync fsyncs all of them at once and ends the
+ * batch (0, or < 0 when a file could not be synced). */
+int cv_cache_cas_defer_sync(cv_cas *cas, cv_diag *d);
+int cv_cache_cas_sync(cv_cas *cas, cv_diag *d);
 
 typedef int (*cv_cas_walk_fn)(void *ctx, cv_cas_kind kind, const cv_digest *name,
                               uint64_t stored, int64_t mtime_us);

@@ -176,6 +176,11 @@ int cv_fs_write_atomic_parts(const char *path, const cv_fs_part *parts, int n, c
     return write_renamed(path, parts, n, true, d);
 }
 
+int cv_fs_write_replace_parts(const char *path, const cv_fs_part *parts, int n, cv_diag *d)
+{
+    return write_renamed(path, parts, n, false, d);
+}
+
 int cv_fs_write_atomic(const char *path, const void *data, size_t len, cv_diag *d)
 {
     cv_fs_part part = {data, len};

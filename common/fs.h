@@ -39,6 +39,8 @@ typedef struct cv_fs_part {
 /* Like cv_fs_write_atomic, for a file made of several pieces in order
  * (a header and tensor data), without first copying them together. */
 int cv_fs_write_atomic_parts(const char *path, const cv_fs_part *parts, int n, cv_diag *d);
+/* The same without fsync, as cv_fs_write_replace: for build outputs. */
+int cv_fs_write_replace_parts(const char *path, const cv_fs_part *parts, int n, cv_diag *d);
 
 /* mkdir -p.  Returns 0, or -errno (errno is set too). */
 int cv_fs_mkdirs(const char *path, int mode);

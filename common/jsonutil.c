@@ -49,7 +49,7 @@ int cv_json_write_file(const char *path, const json_t *v, bool pretty, cv_diag *
         return -1;
     }
     cv_fs_part parts[2] = {{s, strlen(s)}, {"\n", 1}};
-    int rc = cv_fs_write_atomic_parts(path, parts, 2, d);
+    int rc = cv_fs_write_replace_parts(path, parts, 2, d);
     free(s);
     return rc;
 }

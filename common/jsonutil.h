@@ -20,7 +20,10 @@ int cv_json_read_file(const char *path, size_t max_bytes, json_t **out, cv_diag 
  * same bytes.  malloc'd; NULL if v holds something unencodable. */
 char *cv_json_canonical(const json_t *v);
 /* Writes v with sorted keys (indented by 2 when pretty) and a final newline,
- * atomically. */
+ * atomically (readers see the old or the new file) but without fsync: it
+ * writes build outputs (an artifact's manifest.json), which need not outlive
+ * a power cut any more than the .o beside them (the cache syncs what it
+ * keeps; a farm worker's scratch copy is removed after the upload). */
 int cv_json_write_file(const char *path, const json_t *v, bool pretty, cv_diag *d);
 
 #endif

@@ -477,7 +477,8 @@ static int store_l2(bctx *b)
     char *list = NULL, name[128];
     size_t len = 0;
     cv_digest dg;
-    int rc = cv_wk_artifact_store(b->c, b->o->out_dir, &list, &len, name, b->d);
+    int rc = cv_wk_artifact_store(b->c, b->o->out_dir, !b->o->scratch_out, &list, &len, name,
+                                  b->d);
     if (rc == 0)
         rc = cv_cache_put_blob(b->c, list, len, &dg, b->d) == 0 ? 0 : 1;
     if (rc == 0) {
@@ -528,6 +529,23 @@ static int cached(bctx *b)
     return backend(b) || store_l2(b) ? -1 : 0;
 }
 
+/* One compile's stores go to the disk together (cv_cache_batch_begin); an
+ * artifact digest is reported only once its files are synced.  A cache
+ * that cannot sync is a warning, as any cache trouble. */
+static int cached_batch(bctx *b)
+{
+    cv_diag sd;
+    cv_diag_init(&sd);
+    bool batched = cv_cache_batch_begin(b->c, &sd) == 0;
+    int rc = cached(b);
+    if (batched && cv_cache_batch_end(b->c, &sd) != 0)
+        b->r->artifact_manifest[0] = '\0';
+    for (int i = 0; i < sd.n; i++)
+        cv_diag_add(b->d, CV_SEV_WARNING, sd.v[i].code, (cv_span){0}, NULL, "%s", sd.v[i].msg);
+    cv_diag_free(&sd);
+    return rc;
+}
+
 int cv_build(cv_cache *c, const cv_build_opts *o, cv_build_result *r, cv_diag *d)
 {
     double t0 = now_ms();
@@ -540,7 +558,7 @@ int cv_build(cv_cache *c, const cv_build_opts *o, cv_build_result *r, cv_diag *d
         cv_diag_error(d, CV_E_PRECISION, (cv_span){.file = o->model},
                       "precision %d is not supported by this compiler", (int)o->precision);
     else if (source_init(&b) == 0)
-        rc = b.c ? cached(&b) : uncached(&b);
+        rc = b.c ? cached_batch(&b) : uncached(&b);
     r->ms_total = now_ms() - t0;
     bctx_free(&b);
     return rc;

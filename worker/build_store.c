@@ -128,7 +128,7 @@ static bool plain_file_name(const char *s)
  * file stored through the cache is remembered as holding these bytes: a
  * hit into the same directory then leaves it alone. */
 static int add_files(cv_cache *c, const char *dir, const char *const *names, int n,
-                     json_t *files, cv_diag *d)
+                     bool remember, json_t *files, cv_diag *d)
 {
     char *paths[MAX_FILES + 1] = {0}; /* owned here */
     cv_digest dg[MAX_FILES + 1];
@@ -149,7 +149,8 @@ static int add_files(cv_cache *c, const char *dir, const char *const *names, int
             mode[i] = (st.st_mode & 0111) ? 0755 : 0644;
     }
     if (rc == 0 && c)
-        rc = cv_cache_put_blob_files(c, (const char *const *)paths, n, MAX_FILE_BYTES, dg, len, d);
+        rc = cv_cache_put_blob_files(c, (const char *const *)paths, n, MAX_FILE_BYTES, remember,
+                                     dg, len, d);
     for (int i = 0; rc == 0 && !c && i < n; i++)
         rc = cv_cache_hash_file(paths[i], &dg[i], NULL, &len[i], d);
     for (int i = 0; rc == 0 && i < n; i++) {
@@ -162,8 +163,8 @@ static int add_files(cv_cache *c, const char *dir, const char *const *names, int
     return rc ? -1 : 0;
 }
 
-static int collect(cv_cache *c, const char *dir, char **list, size_t *len, char name[128],
-                   cv_diag *d)
+static int collect(cv_cache *c, const char *dir, bool remember, char **list, size_t *len,
+                   char name[128], cv_diag *d)
 {
     *list = NULL;
     json_t *m = NULL;
@@ -186,7 +187,7 @@ static int collect(cv_cache *c, const char *dir, char **list, size_t *len, char 
         names[n++] = key;
     names[n++] = "manifest.json";
     if (rc == 0)
-        rc = add_files(c, dir, names, n, listed, d);
+        rc = add_files(c, dir, names, n, remember, listed, d);
     if (rc == 0) {
         snprintf(name, 128, "%s", nm);
         *list = canonical(json_pack("{s:s, s:s, s:O}", "format", "cuvil-artifact-files/1",
@@ -199,15 +200,15 @@ static int collect(cv_cache *c, const char *dir, char **list, size_t *len, char 
     return rc;
 }
 
-int cv_wk_artifact_store(cv_cache *c, const char *dir, char **list, size_t *len, char name[128],
-                         cv_diag *d)
+int cv_wk_artifact_store(cv_cache *c, const char *dir, bool remember, char **list, size_t *len,
+                         char name[128], cv_diag *d)
 {
-    return collect(c, dir, list, len, name, d);
+    return collect(c, dir, remember, list, len, name, d);
 }
 
 int cv_wk_artifact_list(const char *dir, char **list, size_t *len, char name[128], cv_diag *d)
 {
-    return collect(NULL, dir, list, len, name, d);
+    return collect(NULL, dir, false, list, len, name, d);
 }
 
 static int write_one(cv_cache *c, const char *dir, const char *fname, json_t *e, char *reason,

@@ -102,9 +102,10 @@ char *cv_wk_deps_encode(const cv_wk_deps *x);           /* malloc'd JSON */
 int   cv_wk_deps_decode(const void *buf, size_t len, cv_wk_deps *x);
 
 /* Stores every file the artifact in dir lists (its manifest.json too) as
- * blobs and returns the file list (canonical JSON, malloc'd) in *list. */
-int  cv_wk_artifact_store(cv_cache *c, const char *dir, char **list, size_t *len,
-                          char name[128], cv_diag *d);
+ * blobs and returns the file list (canonical JSON, malloc'd) in *list;
+ * remember: see cv_cache_put_blob_files. */
+int  cv_wk_artifact_store(cv_cache *c, const char *dir, bool remember, char **list,
+                          size_t *len, char name[128], cv_diag *d);
 /* The file list of an artifact directory without storing anything. */
 int  cv_wk_artifact_list(const char *dir, char **list, size_t *len, char name[128],
                          cv_diag *d);

@@ -200,7 +200,7 @@ static int compile_job(const cv_wk_job_ctx *j, cv_cache *c, const char *model,
     const cv_job_msg *job = &j->lease->job;
     cv_build_opts bo = {.model = model, .target = job->target, .precision = job->precision,
                         .opt_level = job->opt_level, .out_dir = j->out_dir,
-                        .explain = j->o->explain, .no_output_on_hit = true};
+                        .explain = j->o->explain, .no_output_on_hit = true, .scratch_out = true};
     char *root = job->calibration ? models_base(j->o, job) : NULL;
     if (job->calibration && !root)
         return cv_diag_error(d, CV_E_WORKER_MODEL, (cv_span){.file = job->calibration},

@@ -51,6 +51,8 @@ typedef struct cv_build_opts {
                                    stored (fetching them from the remote if need be);
                                    out_dir stays untouched (the worker: the artifact
                                    lives in the cache) */
+    bool scratch_out;           /* out_dir is removed after the build (the worker's): the
+                                   cache keeps no file-hash memo rows for its files */
 } cv_build_opts;
 
 typedef struct cv_build_level {

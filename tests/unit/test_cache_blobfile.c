@@ -190,8 +190,8 @@ static void test_put_files_at_once(void **state)
     }
     cv_digest dg[N];
     uint64_t got[N];
-    assert_int_equal(cv_cache_put_blob_files(c, (const char *const *)files, N, BIG, dg, got, NULL),
-                     0);
+    assert_int_equal(
+        cv_cache_put_blob_files(c, (const char *const *)files, N, BIG, true, dg, got, NULL), 0);
     for (int i = 0; i < N; i++) {
         cv_digest want;
         cv_cache_sha256(data[i], sizes[i], &want);
@@ -215,7 +215,7 @@ static void test_put_files_at_once(void **state)
     const char *two[2] = {files[0], missing};
     cv_diag d;
     cv_diag_init(&d);
-    assert_true(cv_cache_put_blob_files(c, two, 2, BIG, dg, got, &d) < 0);
+    assert_true(cv_cache_put_blob_files(c, two, 2, BIG, true, dg, got, &d) < 0);
     assert_true(cv_diag_has_errors(&d));
     cv_diag_free(&d);
     free(missing);
