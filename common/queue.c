@@ -174,11 +174,12 @@ static int finish_lease(cv_queue *q, cv_lease *l, cv_diag *d)
     return rc < 0 ? -1 : 1;
 }
 
-static void sleep_ms(int ms)
+/* false when a signal cut the nap short: the caller's wait ends there, so
+ * that a worker told to stop (SIGTERM) does not first sleep out its poll. */
+static bool sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
+    return nanosleep(&ts, NULL) == 0;
 }
 
 int cv_queue_lease(cv_queue *q, const char *worker_id, int lease_seconds, int wait_ms,
@@ -215,8 +216,8 @@ int cv_queue_lease(cv_queue *q, const char *worker_id, int lease_seconds, int wa
         int ms = left < nap ? (int)left : nap;
         if (q->ops->wait)
             q->ops->wait(q, ms);
-        else
-            sleep_ms(ms);
+        else if (!sleep_ms(ms))
+            return 0;
         nap = nap < 50 ? nap * 2 : 50;
     }
 }

@@ -106,7 +106,8 @@ int  cv_queue_enqueue(cv_queue *q, const void *msg, size_t len, cv_queue_enq *ou
 
 /* Re-queues expired leases, then leases the oldest ready job for
  * lease_seconds.  Waits up to wait_ms for one to appear.  Returns 1 with
- * *out filled (release with cv_queue_lease_free), 0 when there was none. */
+ * *out filled (release with cv_queue_lease_free), 0 when there was none
+ * (also when a caught signal cut the wait short: the caller looks why). */
 int  cv_queue_lease(cv_queue *q, const char *worker_id, int lease_seconds, int wait_ms,
                     cv_lease *out, cv_diag *d);
 /* Extends the deadline to now + lease_seconds.  CV9206 if the lease is lost. */

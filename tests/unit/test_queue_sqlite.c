@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -307,6 +308,30 @@ static void test_worker_presence(void **state)
     assert_int_equal(cv_queue_worker_beat(f->q, "bad id", NULL, false, &f->d), -1);
     assert_int_equal(last_code(&f->d), 9210);
     assert_int_equal(cv_queue_worker_beat(f->q, "w1", "", false, &f->d), -1);
+}
+
+static void on_alarm(int sig) { (void)sig; }
+
+/* A caught signal ends a lease's wait for work at once: a worker told to
+ * stop (SIGTERM) must not first sleep out its poll. */
+static void test_signal_ends_wait(void **state)
+{
+    fx *f = *state;
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm; /* no SA_RESTART, as the worker's handlers */
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(SIGALRM, &sa, &old), 0);
+    struct itimerval it = {.it_value = {0, 100000}};
+    assert_int_equal(setitimer(ITIMER_REAL, &it, NULL), 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    cv_lease l;
+    assert_int_equal(cv_queue_lease(f->q, "w1", 30, 8000, &l, &f->d), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    assert_true(waited >= 0.09 && waited < 4.0); /* cut short, not the 8 s asked for */
+    assert_int_equal(sigaction(SIGALRM, &old, NULL), 0);
 }
 
 static void test_retry_and_release(void **state)
@@ -654,6 +679,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lease_expiry_requeues, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heartbeat_keeps_lease, setup, teardown),
         cmocka_unit_test_setup_teardown(test_worker_presence, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_signal_ends_wait, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retry_and_release, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dead_letter_after_three, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dead_letter_by_expiry, setup, teardown),
