@@ -3,6 +3,7 @@
  * the index (hits in batches: see pending.h).  A cache problem never
  * fails a build: look-ups degrade to misses with one warning. */
 #include "cache/cache_impl.h"
+#include "cache/cas_sync.h"
 #include "cache/internal.h"
 
 #include <limits.h>
@@ -123,8 +124,10 @@ void cv_cache_close(cv_cache *c)
 
 int cv_cache_batch_begin(cv_cache *c, cv_diag *d)
 {
-    if (!cv_cache_enabled(c) || c->batch)
+    if (!cv_cache_enabled(c))
         return 0;
+    if (c->batch)
+        return 1;
     if (cv_cache_cas_defer_sync(c->cas, d) != 0)
         return -1;
     c->batch = true;
@@ -139,6 +142,33 @@ int cv_cache_batch_end(cv_cache *c, cv_diag *d)
     int rc = cv_cache_cas_sync(c->cas, d);
     cv_cache_enforce_limit(c, d); /* writes the index queue first */
     return rc;
+}
+
+int cv_cache_batch_end_unsynced(cv_cache *c, char ***paths, int *n, cv_diag *d)
+{
+    *paths = NULL;
+    *n = 0;
+    if (!cv_cache_enabled(c) || !c->batch)
+        return 0;
+    c->batch = false;
+    int rc = cv_cache_cas_detach(c->cas, paths, n, d);
+    cv_cache_enforce_limit(c, d);
+    return rc;
+}
+
+int cv_cache_sync_files(char *const *paths, int n, cv_diag *d)
+{
+    int err = cv_cache_syncq_paths(paths, n);
+    return err ? cv_cache_err(d, cv_cache_write_errcode(err), "cannot sync %d cache files: %s",
+                              n, strerror(err))
+               : 0;
+}
+
+void cv_cache_paths_free(char **paths, int n)
+{
+    for (int i = 0; paths && i < n; i++)
+        free(paths[i]);
+    free(paths);
 }
 
 bool cv_cache_enabled(const cv_cache *c)

@@ -203,9 +203,21 @@ void cv_cache_close(cv_cache *c);
  * store grew past its limit.  Publish a stored digest beyond this cache
  * (a farm result) only after _end returned 0; < 0 means the files may not
  * survive a power cut (an error in d).  Both are no-ops on a disabled
- * cache. */
+ * cache.  _begin returns 0 when it opened a batch, 1 when one was open
+ * already (its opener ends it), < 0 on error. */
 int cv_cache_batch_begin(cv_cache *c, cv_diag *d);
 int cv_cache_batch_end(cv_cache *c, cv_diag *d);
+/* _end for a caller that syncs later, maybe in another process (a farm
+ * worker's compile child hands them to the worker, which syncs them while
+ * the next job compiles): the index is written and the limit enforced, but
+ * the files are only named in *paths (malloc'd array of *n malloc'd
+ * strings; cv_cache_paths_free).  Publish nothing before
+ * cv_cache_sync_files returned 0 for them. */
+int cv_cache_batch_end_unsynced(cv_cache *c, char ***paths, int *n, cv_diag *d);
+/* Fsyncs files by path, several at a time; one removed meanwhile (evicted)
+ * needs nothing.  0, or < 0 with an error in d. */
+int cv_cache_sync_files(char *const *paths, int n, cv_diag *d);
+void cv_cache_paths_free(char **paths, int n);
 bool cv_cache_enabled(const cv_cache *c);
 const char *cv_cache_dir(const cv_cache *c);
 

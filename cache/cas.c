@@ -242,10 +242,9 @@ static uint64_t get_le64(const uint8_t *p)
 
 /* Renames the finished temp file into place, creating the shard directory
  * the first time one is needed. */
-static int place(cv_cas_writer *w, const cv_digest *name, cv_diag *d)
+static int place(cv_cas_writer *w, const cv_digest *name, char final[PATH_MAX], cv_diag *d)
 {
-    char final[PATH_MAX];
-    cv_cache_cas_path(w->cas, w->kind, name, final, sizeof final);
+    cv_cache_cas_path(w->cas, w->kind, name, final, PATH_MAX);
     if (rename(w->tmp, final) == 0)
         return 0;
     if (errno == ENOENT) {
@@ -266,9 +265,9 @@ static int place(cv_cas_writer *w, const cv_digest *name, cv_diag *d)
 
 /* In a batch, the file placed is synced at the batch's end; when the
  * queue cannot take it, now. */
-static int hand_to_batch(cv_cas_writer *w, cv_diag *d)
+static int hand_to_batch(cv_cas_writer *w, const char *final, cv_diag *d)
 {
-    if (cv_cache_syncq_add(w->cas->defer, w->fd) == 0) {
+    if (cv_cache_syncq_add(w->cas->defer, w->fd, final) == 0) {
         w->fd = -1;
         return 0;
     }
@@ -298,6 +297,18 @@ int cv_cache_cas_sync(cv_cas *cas, cv_diag *d)
                : 0;
 }
 
+int cv_cache_cas_detach(cv_cas *cas, char ***paths, int *n, cv_diag *d)
+{
+    *paths = NULL;
+    *n = 0;
+    if (!cas->defer)
+        return 0;
+    int rc = cv_cache_syncq_detach(cas->defer, paths, n);
+    cv_cache_syncq_free(cas->defer);
+    cas->defer = NULL;
+    return rc == 0 ? 0 : cv_cache_err(d, CV_DIAG_OOM, "out of memory ending a cache batch");
+}
+
 int cv_cache_cas_writer_commit(cv_cas_writer *w, const cv_digest *expect, cv_digest *out_name,
                                uint64_t *stored, cv_diag *d)
 {
@@ -325,9 +336,10 @@ int cv_cache_cas_writer_commit(cv_cas_writer *w, const cv_digest *expect, cv_dig
         cv_cache_cas_writer_abort(w);
         return cv_cache_err(d, CV_DIAG_CACHE_BAD_KEY, "action entry written without a key");
     }
-    int rc = place(w, &name, d);
+    char final[PATH_MAX];
+    int rc = place(w, &name, final, d);
     if (rc == 0 && w->cas->defer)
-        rc = hand_to_batch(w, d);
+        rc = hand_to_batch(w, final, d);
     if (rc == 0) {
         if (out_name)
             *out_name = name;

@@ -114,6 +114,10 @@ void cv_cache_cas_writer_abort(cv_cas_writer *w);
  * batch (0, or < 0 when a file could not be synced). */
 int cv_cache_cas_defer_sync(cv_cas *cas, cv_diag *d);
 int cv_cache_cas_sync(cv_cas *cas, cv_diag *d);
+/* Ends the batch without syncing: *paths (malloc'd array of *n malloc'd
+ * strings) names the files still to be synced.  0, or -1 out of memory
+ * (everything synced, nothing handed over). */
+int cv_cache_cas_detach(cv_cas *cas, char ***paths, int *n, cv_diag *d);
 
 typedef int (*cv_cas_walk_fn)(void *ctx, cv_cas_kind kind, const cv_digest *name,
                               uint64_t stored, int64_t mtime_us);

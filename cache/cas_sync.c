@@ -2,9 +2,11 @@
 #include "cache/cas_sync.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 enum {
@@ -15,6 +17,7 @@ enum {
 struct cv_cas_syncq {
     pthread_mutex_t mu;
     int fds[QUEUE_MAX];
+    char *paths[QUEUE_MAX]; /* each owned */
     int n;
 };
 
@@ -28,47 +31,60 @@ cv_cas_syncq *cv_cache_syncq_new(void)
     return q;
 }
 
-int cv_cache_syncq_add(cv_cas_syncq *q, int fd)
+int cv_cache_syncq_add(cv_cas_syncq *q, int fd, const char *path)
 {
+    char *copy = strdup(path);
     pthread_mutex_lock(&q->mu);
-    int ok = q->n < QUEUE_MAX;
-    if (ok)
-        q->fds[q->n++] = fd;
+    int ok = copy && q->n < QUEUE_MAX;
+    if (ok) {
+        q->fds[q->n] = fd;
+        q->paths[q->n++] = copy;
+    }
     pthread_mutex_unlock(&q->mu);
+    if (!ok)
+        free(copy);
     return ok ? 0 : -1;
 }
 
-/* One thread's share: every stride-th file from first. */
+/* One thread's share: every stride-th file from first, by descriptor or
+ * (fds NULL) by path. */
 typedef struct sync_share {
     const int *fds;
+    char *const *paths;
     int n, first, stride;
     int err;
 } sync_share;
 
+static int sync_path(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : errno;
+    int err = fsync(fd) == 0 ? 0 : errno;
+    close(fd);
+    return err;
+}
+
 static void *sync_files(void *arg)
 {
     sync_share *s = arg;
-    for (int i = s->first; i < s->n; i += s->stride)
-        if (fsync(s->fds[i]) != 0 && !s->err)
-            s->err = errno;
+    for (int i = s->first; i < s->n; i += s->stride) {
+        int err = s->fds ? (fsync(s->fds[i]) == 0 ? 0 : errno) : sync_path(s->paths[i]);
+        if (err && !s->err)
+            s->err = err;
+    }
     return NULL;
 }
 
-int cv_cache_syncq_run(cv_cas_syncq *q)
+/* Runs the syncs from up to SYNC_THREADS threads (this one included). */
+static int sync_all(const int *fds, char *const *paths, int n)
 {
-    pthread_mutex_lock(&q->mu);
-    int n = q->n;
-    int fds[QUEUE_MAX];
-    for (int i = 0; i < n; i++)
-        fds[i] = q->fds[i];
-    q->n = 0;
-    pthread_mutex_unlock(&q->mu);
     int k = n < SYNC_THREADS ? n : SYNC_THREADS;
     sync_share share[SYNC_THREADS];
     pthread_t th[SYNC_THREADS];
     bool started[SYNC_THREADS] = {false};
     for (int j = 0; j < k; j++) {
-        share[j] = (sync_share){.fds = fds, .n = n, .first = j, .stride = k};
+        share[j] = (sync_share){.fds = fds, .paths = paths, .n = n, .first = j, .stride = k};
         if (j > 0)
             started[j] = pthread_create(&th[j], NULL, sync_files, &share[j]) == 0;
     }
@@ -83,9 +99,55 @@ int cv_cache_syncq_run(cv_cas_syncq *q)
         if (!err)
             err = share[j].err;
     }
+    return err;
+}
+
+/* Empties the queue into the caller's arrays. */
+static int take(cv_cas_syncq *q, int *fds, char **paths)
+{
+    pthread_mutex_lock(&q->mu);
+    int n = q->n;
+    memcpy(fds, q->fds, (size_t)n * sizeof *fds);
+    memcpy(paths, q->paths, (size_t)n * sizeof *paths);
+    q->n = 0;
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+int cv_cache_syncq_run(cv_cas_syncq *q)
+{
+    int fds[QUEUE_MAX];
+    char *paths[QUEUE_MAX];
+    int n = take(q, fds, paths);
+    int err = sync_all(fds, NULL, n);
+    for (int i = 0; i < n; i++) {
+        close(fds[i]);
+        free(paths[i]);
+    }
+    return err;
+}
+
+int cv_cache_syncq_detach(cv_cas_syncq *q, char ***out, int *n_out)
+{
+    *out = NULL;
+    *n_out = 0;
+    char **paths = malloc(QUEUE_MAX * sizeof *paths); /* handed to the caller */
+    if (!paths) {
+        cv_cache_syncq_run(q);
+        return -1;
+    }
+    int fds[QUEUE_MAX];
+    int n = take(q, fds, paths);
     for (int i = 0; i < n; i++)
         close(fds[i]);
-    return err;
+    *out = paths;
+    *n_out = n;
+    return 0;
+}
+
+int cv_cache_syncq_paths(char *const *paths, int n)
+{
+    return sync_all(NULL, paths, n);
 }
 
 void cv_cache_syncq_free(cv_cas_syncq *q)

@@ -19,13 +19,22 @@
 typedef struct cv_cas_syncq cv_cas_syncq;
 
 cv_cas_syncq *cv_cache_syncq_new(void);
-/* Queues fd (open on a file already in place) and takes ownership of it.
+/* Queues fd, open on the file now at path, and takes ownership of it.
  * Thread-safe.  0, or -1 when the queue is full or out of memory: fd then
  * stays the caller's, who syncs it itself. */
-int cv_cache_syncq_add(cv_cas_syncq *q, int fd);
+int cv_cache_syncq_add(cv_cas_syncq *q, int fd, const char *path);
 /* Fsyncs and closes every queued fd, several at a time; the queue is empty
  * afterwards.  0, or the errno of the first failed fsync. */
 int cv_cache_syncq_run(cv_cas_syncq *q);
+/* Closes every queued fd unsynced and hands over their paths instead
+ * (*paths: malloc'd array of *n malloc'd strings); the queue is empty
+ * afterwards.  0, or -1 out of memory (then nothing was handed over and
+ * everything was synced: *n is 0). */
+int cv_cache_syncq_detach(cv_cas_syncq *q, char ***paths, int *n);
+/* Fsyncs files by path, several at a time (any descriptor of a file syncs
+ * its data).  A file that is gone meanwhile (evicted) needs nothing.  0, or
+ * the errno of the first failure. */
+int cv_cache_syncq_paths(char *const *paths, int n);
 /* Runs what is still queued, then frees q. */
 void cv_cache_syncq_free(cv_cas_syncq *q);
 

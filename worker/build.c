@@ -538,8 +538,10 @@ static int cached_batch(bctx *b)
     cv_diag_init(&sd);
     bool batched = cv_cache_batch_begin(b->c, &sd) == 0;
     int rc = cached(b);
+    double t0 = now_ms();
     if (batched && cv_cache_batch_end(b->c, &sd) != 0)
         b->r->artifact_manifest[0] = '\0';
+    b->r->ms_upload += now_ms() - t0; /* the syncs are the upload's last step */
     for (int i = 0; i < sd.n; i++)
         cv_diag_add(b->d, CV_SEV_WARNING, sd.v[i].code, (cv_span){0}, NULL, "%s", sd.v[i].msg);
     cv_diag_free(&sd);

@@ -2,6 +2,8 @@
 #ifndef CV_WORKER_INTERNAL_H
 #define CV_WORKER_INTERNAL_H
 
+#include <sys/types.h>
+
 #include <jansson.h>
 #include <sys/resource.h>
 
@@ -176,5 +178,29 @@ int  cv_wk_job_result(const cv_lease *l, const cv_sb_outcome *so, const cv_worke
  * (the revision's files), which it may not leave.  q is zeroed when the job
  * has none; its strings point into job and root. */
 void cv_wk_job_quant(const cv_job_msg *job, const char *root, cv_quant_opts *q);
+
+/* ---- syncer.c */
+
+/* The file a compile child leaves in its scratch directory: the paths of
+ * the cache files it stored unsynced, one per line. */
+#define CV_WK_UNSYNCED ".cuvil-unsynced"
+
+typedef struct cv_wk_sync {
+    pid_t pid;                  /* the syncing process */
+    bool running;
+    char **paths;               /* owned */
+    int n;
+    char error[256];            /* why the sync failed; empty when it did not */
+} cv_wk_sync;
+
+/* Child: ends c's batch without syncing and leaves the paths in dir (or
+ * syncs them itself when it cannot).  0, or -1 when a sync failed. */
+int  cv_wk_sync_hand_over(cv_cache *c, const char *dir);
+/* Worker: syncs the files the child in dir left, in a process of its own:
+ * 1 started, 0 nothing (left) to do (s->error says whether an immediate
+ * sync failed).  Then _done polls and _finish joins (0, or -1: s->error). */
+int  cv_wk_sync_start(cv_wk_sync *s, const char *dir);
+bool cv_wk_sync_done(cv_wk_sync *s);
+int  cv_wk_sync_finish(cv_wk_sync *s);
 
 #endif

@@ -243,6 +243,8 @@ int cv_wk_job_body(void *ctx, int report_fd)
     cv_cache *c = NULL;
     char *model = NULL;
     int rc = cv_cache_open(&co, &c, &d);
+    /* the worker syncs the files this compile stores while the next one runs */
+    bool batch = rc == 0 && cv_cache_batch_begin(c, &d) == 0;
     if (rc == 0 && (rc = find_model(j, &model, &d)) == 0)
         rc = check_digest(c, &j->lease->job, model, &d);
     res.timings_ms[CV_TIMING_FETCH] = (int64_t)(now_ms() - t0);
@@ -250,6 +252,9 @@ int cv_wk_job_body(void *ctx, int report_fd)
         provoke((cv_test_fault)fault, &d);
     if (rc == 0 && !cv_diag_has_errors(&d))
         rc = compile_job(j, c, model, &res, &d);
+    if (batch && cv_wk_sync_hand_over(c, j->out_dir) != 0 && res.artifact_manifest[0])
+        cv_diag_error(&d, CV_E_BUILD_ARTIFACT, (cv_span){.file = j->lease->job.model_path},
+                      "the artifact's files could not be synced to the cache's disk");
     res.status = rc == 0 && !cv_diag_has_errors(&d) ? CV_RESULT_OK : classify(&d);
     if (res.status != CV_RESULT_OK)
         res.artifact_manifest[0] = 0;

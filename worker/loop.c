@@ -123,16 +123,32 @@ static void presence(cv_queue *q, const char *worker_id, const char *job_id, boo
 
 enum { STOP_LOST = 1, STOP_SIGNAL = 2 };
 
+/* The job before, compiled and waiting for its cache files' sync
+ * (syncer.c): it is reported once they are on the disk, while the next
+ * job already compiles. */
+typedef struct held {
+    bool on;
+    cv_lease lease;             /* owned when on */
+    cv_sb_outcome so;           /* owned when on */
+    cv_wk_sync sync;
+} held;
+
+static void held_finish(cv_queue *q, held *h, const wopts *w, cv_worker_stats *st);
+
 typedef struct tick_ctx {
     cv_queue *q;
     cv_lease *lease;
     const wopts *w;
+    held *h;
+    cv_worker_stats *st;
     int64_t last_beat, stop_since;
 } tick_ctx;
 
 static int tick(void *ctx)
 {
     tick_ctx *t = ctx;
+    if (t->h->on && cv_wk_sync_done(&t->h->sync))
+        held_finish(t->q, t->h, t->w, t->st);
     int64_t now = mono_ms();
     if (now - t->last_beat >= (int64_t)t->w->o.lease_s * 1000 / 3) {
         cv_diag hd;
@@ -192,6 +208,50 @@ static void record(cv_queue *q, cv_lease *l, const cv_sb_outcome *so, const wopt
     cv_diag_free(&d);
 }
 
+/* Files that could not be synced: the artifact may not survive a power
+ * cut, so the job goes back to the queue as an infrastructure failure. */
+static void sync_failed(cv_queue *q, cv_lease *l, const char *why, cv_worker_stats *st)
+{
+    cv_log_warn("%s: %s", l->job.job_id, why);
+    if (cv_queue_fail(q, l, CV_QUEUE_FAIL_INFRA, why, NULL) >= 0)
+        st->by_status[CV_RESULT_INFRA]++;
+    else
+        st->errors++;
+}
+
+static void held_finish(cv_queue *q, held *h, const wopts *w, cv_worker_stats *st)
+{
+    if (!h->on)
+        return;
+    h->on = false;
+    if (cv_wk_sync_finish(&h->sync) != 0)
+        sync_failed(q, &h->lease, h->sync.error, st);
+    else
+        record(q, &h->lease, &h->so, w, st);
+    cv_wk_sandbox_outcome_free(&h->so);
+    cv_queue_lease_free(&h->lease);
+}
+
+/* A compile that ended: reported now, or held until its files are synced
+ * (the caller frees l and so, emptied when held). */
+static void finished(cv_queue *q, cv_lease *l, cv_sb_outcome *so, const char *dir,
+                     const wopts *w, held *h, cv_worker_stats *st)
+{
+    if (so->end != CV_SB_EXITED || so->code != 0) {
+        record(q, l, so, w, st);
+    } else if (cv_wk_sync_start(&h->sync, dir) == 1) {
+        h->on = true;
+        h->lease = *l;
+        h->so = *so;
+        memset(l, 0, sizeof *l);
+        memset(so, 0, sizeof *so);
+    } else if (h->sync.error[0]) {
+        sync_failed(q, l, h->sync.error, st);
+    } else {
+        record(q, l, so, w, st);
+    }
+}
+
 static void stopped(cv_queue *q, cv_lease *l, int why, cv_worker_stats *st)
 {
     if (why == STOP_LOST) {     /* another execution owns the job now */
@@ -231,7 +291,7 @@ static void remove_stale(const char *scratch)
         closedir(dir);
 }
 
-static void run_job(cv_queue *q, cv_lease *l, const wopts *w, cv_worker_stats *st)
+static void run_job(cv_queue *q, cv_lease *l, const wopts *w, held *h, cv_worker_stats *st)
 {
     char name[64];
     snprintf(name, sizeof name, "cuvil-job-%ld-XXXXXX", (long)getpid());
@@ -250,20 +310,22 @@ static void run_job(cv_queue *q, cv_lease *l, const wopts *w, cv_worker_stats *s
         return;
     }
     cv_wk_job_ctx jc = {.o = &w->o, .lease = l, .out_dir = dir};
-    tick_ctx tc = {.q = q, .lease = l, .w = w, .last_beat = mono_ms()};
+    tick_ctx tc = {.q = q, .lease = l, .w = w, .h = h, .st = st, .last_beat = mono_ms()};
     cv_sb_spec spec = {.timeout_ms = w->o.job_timeout_ms, .cpu_limit_s = w->o.cpu_limit_s,
                        .memory_limit = w->o.memory_limit, .tick_ms = 100, .tick = tick,
                        .tick_ctx = &tc, .body = cv_wk_job_body, .body_ctx = &jc};
     cv_log_info("%s: compiling %s for %s (attempt %d)", l->job.job_id, l->job.model_path,
                 l->job.target, l->attempt);
     presence(q, w->id, l->job.job_id, false);
-    if (cv_wk_sandbox_run(&spec, &so, &d) != 0) {
+    int ran = cv_wk_sandbox_run(&spec, &so, &d);
+    held_finish(q, h, w, st); /* the job before is reported first */
+    if (ran != 0) {
         cv_queue_fail(q, l, CV_QUEUE_FAIL_INFRA, d.n ? d.v[0].msg : "spawn failed", NULL);
         st->errors++;
     } else if (so.end == CV_SB_STOPPED) {
         stopped(q, l, so.stop_reason, st);
     } else {
-        record(q, l, &so, w, st);
+        finished(q, l, &so, dir, w, h, st);
     }
     if (so.err_tail[0])
         cv_log_debug("%s: compiler output:\n%s", l->job.job_id, so.err_tail);
@@ -301,11 +363,13 @@ int cv_worker_run(const cv_worker_opts *opts, cv_worker_stats *st, cv_diag *d)
     int failures = 0, rc = 0;
     presence(q, w.id, NULL, false);
     int64_t seen = mono_ms();
+    held h = {0};
     while (!done(&w, st)) {
         cv_lease l;
         cv_diag ld;
         cv_diag_init(&ld);
-        int got = cv_queue_lease(q, w.id, w.o.lease_s, w.o.poll_ms, &l, &ld);
+        /* holding a job: look for the next without waiting, else report it */
+        int got = cv_queue_lease(q, w.id, w.o.lease_s, h.on ? 0 : w.o.poll_ms, &l, &ld);
         if (got < 0) {
             st->errors++;
             cv_log_warn("lease failed: %s", ld.n ? ld.v[0].msg : "?");
@@ -321,6 +385,10 @@ int cv_worker_run(const cv_worker_opts *opts, cv_worker_stats *st, cv_diag *d)
         }
         cv_diag_free(&ld);
         failures = 0;
+        if (got == 0 && h.on) {
+            held_finish(q, &h, &w, st);
+            continue;
+        }
         if (got == 0) {
             if (w.o.once)
                 break;
@@ -330,10 +398,11 @@ int cv_worker_run(const cv_worker_opts *opts, cv_worker_stats *st, cv_diag *d)
             }
             continue;
         }
-        run_job(q, &l, &w, st);
+        run_job(q, &l, &w, &h, st);
         seen = mono_ms();
         cv_queue_lease_free(&l);
     }
+    held_finish(q, &h, &w, st);
     cv_diag ed;
     cv_diag_init(&ed);
     if (cv_queue_worker_leave(q, w.id, &ed) != 0)

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -150,6 +151,41 @@ static int64_t ctime_ns(const char *path)
     return (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
 }
 
+/* A batch ended unsynced names exactly the files it stored, for another
+ * process to sync (a farm worker, while its next job compiles). */
+static void test_end_unsynced_names_files(void **state)
+{
+    (void)state;
+    cv_cache *c = open_cache("unsynced", 0);
+    cv_digest old;
+    put_random(c, 50, 2000, &old); /* before the batch: synced at once */
+    assert_int_equal(cv_cache_batch_begin(c, NULL), 0);
+    assert_int_equal(cv_cache_batch_begin(c, NULL), 1); /* already open: not the caller's */
+    cv_digest dg[2];
+    put_random(c, 51, 2000, &dg[0]);
+    put_random(c, 52, 2000, &dg[1]);
+    put_random(c, 50, 2000, &old); /* already stored: nothing written */
+    char **paths = NULL;
+    int n = 0;
+    assert_int_equal(cv_cache_batch_end_unsynced(c, &paths, &n, NULL), 0);
+    assert_int_equal(n, 2);
+    for (int i = 0; i < 2; i++) {
+        char hex[CV_CACHE_HEX_LEN + 1];
+        cv_cache_digest_hex(&dg[i], hex);
+        int found = 0;
+        for (int k = 0; k < n; k++)
+            found += strstr(paths[k], hex) != NULL && access(paths[k], R_OK) == 0;
+        assert_int_equal(found, 1);
+    }
+    assert_int_equal(cv_cache_sync_files(paths, n, NULL), 0);
+    assert_int_equal(unlink(paths[0]), 0); /* evicted meanwhile: nothing to sync */
+    assert_int_equal(cv_cache_sync_files(paths, n, NULL), 0);
+    cv_cache_paths_free(paths, n);
+    assert_int_equal(cv_cache_batch_end_unsynced(c, &paths, &n, NULL), 0); /* none open */
+    assert_int_equal(n, 0);
+    cv_cache_close(c);
+}
+
 static bool fd_open(int fd)
 {
     return fcntl(fd, F_GETFD) != -1 || errno != EBADF;
@@ -170,7 +206,7 @@ static void test_syncq_reports_failure(void **state)
         fds[i] = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         assert_true(fds[i] >= 0);
         assert_int_equal(write(fds[i], "abc", 3), 3);
-        assert_int_equal(cv_cache_syncq_add(q, fds[i]), 0);
+        assert_int_equal(cv_cache_syncq_add(q, fds[i], path), 0);
         free(path);
     }
     assert_int_equal(cv_cache_syncq_run(q), 0);
@@ -179,7 +215,7 @@ static void test_syncq_reports_failure(void **state)
 
     int p[2];
     assert_int_equal(pipe(p), 0);
-    assert_int_equal(cv_cache_syncq_add(q, p[0]), 0);
+    assert_int_equal(cv_cache_syncq_add(q, p[0], "pipe"), 0);
     assert_int_equal(cv_cache_syncq_run(q), EINVAL);
     assert_false(fd_open(p[0]));
     close(p[1]);
@@ -227,6 +263,7 @@ int main(void)
         cmocka_unit_test(test_close_ends_open_batch),
         cmocka_unit_test(test_disabled_cache),
         cmocka_unit_test(test_syncq_reports_failure),
+        cmocka_unit_test(test_end_unsynced_names_files),
         cmocka_unit_test(test_files_without_memo),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/queue.h"
+#include "worker/internal.h"
 #include "test_worker_util.h"
 #include "tests/support/pyrun.h"
 
@@ -172,6 +173,36 @@ static void one_fault(const char *fault, cv_worker_opts *o, fixture *f, results 
 }
 
 /* ------------------------------------------------------------------ tests */
+
+/* The files a compile child stored unsynced are synced by the worker in
+ * the background; one that cannot be synced fails the sync, so the job is
+ * not reported as done (the loop fails it as infrastructure trouble). */
+static void test_syncer(void **state)
+{
+    (void)state;
+    char *dir = cv_tmpdir_path(g_dir, "syncer");
+    assert_int_equal(mkdir(dir, 0755), 0);
+    cv_wk_sync s;
+    assert_int_equal(cv_wk_sync_start(&s, dir), 0); /* no list: nothing to do */
+    assert_int_equal(s.error[0], 0);
+    char *a = cv_tmpdir_path(dir, "a"), *b = cv_tmpdir_path(dir, "b");
+    assert_int_equal(cv_tmpdir_write(dir, "a", "aaa", 3), 0);
+    assert_int_equal(cv_tmpdir_write(dir, "b", "bbb", 3), 0);
+    char list[2 * 4096 + 32];
+    snprintf(list, sizeof list, "%s\n%s\n%s/gone\n", a, b, dir);
+    assert_int_equal(cv_tmpdir_write(dir, CV_WK_UNSYNCED, list, strlen(list)), 0);
+    assert_int_equal(cv_wk_sync_start(&s, dir), 1);
+    assert_int_equal(s.n, 3);
+    assert_int_equal(cv_wk_sync_finish(&s), 0); /* a file gone meanwhile needs nothing */
+    snprintf(list, sizeof list, "%s\n/proc/version\n", a); /* /proc refuses fsync */
+    assert_int_equal(cv_tmpdir_write(dir, CV_WK_UNSYNCED, list, strlen(list)), 0);
+    assert_int_equal(cv_wk_sync_start(&s, dir), 1);
+    assert_int_equal(cv_wk_sync_finish(&s), -1);
+    assert_non_null(strstr(s.error, "sync"));
+    free(a);
+    free(b);
+    free(dir);
+}
 
 static void test_ok_and_failed(void **state)
 {
@@ -485,6 +516,7 @@ static void test_cli(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_syncer),
         cmocka_unit_test(test_ok_and_failed),
         cmocka_unit_test(test_crash_is_ice),
         cmocka_unit_test(test_timeout),
