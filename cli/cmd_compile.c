@@ -17,6 +17,7 @@ typedef struct compile_args {
     cv_compile_opts o;
     const char *precision, *remote;
     cv_quant_opts quant;        /* --calibration, --calibration-method, --min-sqnr */
+    char calib[4096];           /* repeated --calibration specs, joined with ';' */
     bool stats, verbose, no_cache, explain;
 } compile_args;
 
@@ -66,7 +67,11 @@ static int parse_args(compile_args *a, int argc, char **argv)
                 return cv_cli_usage_error(cmd, "precision must be fp32, fp16, bf16 or int8, got '%s'",
                                           a->precision);
         } else if (strcmp(s, "--calibration") == 0 && i + 1 < argc) {
-            a->quant.calibration = argv[++i];
+            size_t at = strlen(a->calib);
+            if (at + strlen(argv[i + 1]) + 2 > sizeof a->calib)
+                return cv_cli_usage_error(cmd, "--calibration: specs too long");
+            snprintf(a->calib + at, sizeof a->calib - at, "%s%s", at ? ";" : "", argv[++i]);
+            a->quant.calibration = a->calib;
         } else if (strcmp(s, "--calibration-method") == 0 && i + 1 < argc) {
             int m = cv_calib_method_parse(argv[++i]);
             if (m < 0)
@@ -190,7 +195,9 @@ const cv_cli_command cv_cmd_compile = {
     "                its read-only data (cv_<name>_create_weights maps them in)\n"
     "  -p PRECISION  fp32 (default), fp16, bf16 (weights stored reduced) or int8\n"
     "  --calibration GLOB  int8: .npy inputs to calibrate on (the last one is held\n"
-    "                out for the SQNR report)\n"
+    "                out for the SQNR report); a model with several inputs takes\n"
+    "                one --calibration INPUT=GLOB per input (file i of each glob\n"
+    "                makes sample i)\n"
     "  --calibration-method minmax|percentile|entropy  (default minmax)\n"
     "  --min-sqnr DB fail (CV5110) when an int8 output's SQNR is below DB\n"
     "  --stats       print ops, kernels, arena size against the peak-live bound, timings\n"

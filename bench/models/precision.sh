@@ -5,8 +5,10 @@
 # (when its Node package is installed): medians over ITERS runs after
 # warm-up, the lowest of ROUNDS interleaved rounds.  int8 is calibrated on
 # 32 random inputs from a fixed seed (minmax).  Target: int8 >= 1.5x
-# faster than Cuvil fp32 on an AVX-512 VNNI machine.  The load average is
-# printed with the table: figures from a shared machine are noisy.
+# faster than Cuvil fp32 on an AVX-512 VNNI machine.  -t native: on a CPU
+# with AVX512_BF16 the bf16 convolutions compute in bf16 (AMX when the
+# kernel grants it), fp16 is f32 math on widened weights.  The load average
+# is printed with the table: figures from a shared machine are noisy.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${BUILD:-build}
@@ -30,8 +32,8 @@ print(min(v) if v else "nan")' "$@"; }
 p50() { "$cuvil" bench "$1" --threads "$2" --iters "$iters" --json |
         "$PY" -c 'import json,sys; print("%.3f" % json.load(sys.stdin)["p50_ms"])'; }
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-14s %7s %9s %9s %9s %9s %9s %10s %10s %10s\n' model threads fp32_ms fp16_ms bf16_ms \
-    int8_ms ort_ms fp32/fp16 fp32/int8 int8/ort
+printf '%-14s %7s %9s %9s %9s %9s %9s %10s %10s %10s %10s\n' model threads fp32_ms fp16_ms \
+    bf16_ms int8_ms ort_ms fp32/fp16 fp32/bf16 fp32/int8 int8/ort
 for m in resnet18 mobilenet_v2; do
     onnx="$build/models/$m.onnx"
     [ -f "$onnx" ] || { echo "bench/models: $onnx missing (run make test first)"; exit 1; }
@@ -53,7 +55,7 @@ for m in resnet18 mobilenet_v2; do
         [ -n "$ort" ] || o=nan
         "$PY" -c 'import sys; a,b,h,c,o=map(float,sys.argv[2:7])
 f=lambda v: "%.2f"%v if v==v else "-"
-print("%-14s %7s %9.2f %9.2f %9.2f %9.2f %9s %10.2f %10.2f %10s" % (sys.argv[1], sys.argv[7], a, b, h, c, f(o), a/b, a/c, f(c/o) if o==o else "-"))' \
+print("%-14s %7s %9.2f %9.2f %9.2f %9.2f %9s %10.2f %10.2f %10.2f %10s" % (sys.argv[1], sys.argv[7], a, b, h, c, f(o), a/b, a/h, a/c, f(c/o) if o==o else "-"))' \
             "$m" "$a" "$b" "$h" "$c" "$o" "$th"
     done
 done

@@ -16,6 +16,7 @@
 #include "compiler-core/backend/artifact_internal.h"
 #include "compiler-core/backend/c99/c99.h"
 #include "compiler-core/backend/codegen.h"
+#include "compiler-core/backend/codegen_half.h"
 #include "compiler-core/backend/debug_internal.h"
 #include "compiler-core/backend/llvm/llvm_backend.h"
 #include "compiler-core/backend/targets.h"
@@ -335,15 +336,10 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info
     double t0 = now_ms();
     cv_kprog *p;
     int blk = o.no_blocked_layout || (emit & CV_EMIT_C) ? 0 : nchwc_block(o.target);
-    /* The CUDA backend has no routines for 16-bit weights (casts instead). */
-    if (cv_kprog_build_half(m->funcs[0], blk, !cv_target_is_cuda(o.target), &p, d))
+    if (cv_kprog_build_half(m->funcs[0], blk, cv_cg_half_mode(o.target, (emit & CV_EMIT_C) != 0),
+                            &p, d))
         return -1;
-    size_t qlen = strlen(info->quant_report);
-    if (p->n_half_ops && qlen + 1 < sizeof info->quant_report)
-        snprintf(info->quant_report + qlen, sizeof info->quant_report - qlen,
-                 "codegen: %d of them read their 16-bit weights directly (widened to f32 one "
-                 "GEMM block or dot-product chunk at a time; f32 math), the rest through a "
-                 "cast to f32 on each run\n", p->n_half_ops);
+    cv_cg_half_report(p, info->quant_report, sizeof info->quant_report);
     p->debug = o.debug;
     p->weights_file = (emit & CV_EMIT_WEIGHTS) != 0;
     /* Debug info of a model without source lines points into its listing. */

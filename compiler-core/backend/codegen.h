@@ -21,10 +21,12 @@ void cv_kprog_free(cv_kprog *p);
  * passes/layout.c plans them (blk channels per block; 0: none). */
 int cv_kprog_build_blocked(const cv_func *f, int blk, cv_kprog **out, cv_diag *d);
 /* The same, letting convolutions and fully connected layers read -p
- * fp16/bf16 weights 16-bit (cvrt_conv2d_p8h, cvrt_sgemm_h) when
- * half_weights (codegen_half.c). */
-int cv_kprog_build_half(const cv_func *f, int blk, bool half_weights, cv_kprog **out,
-                        cv_diag *d);
+ * fp16/bf16 weights 16-bit (cvrt_conv2d_p8h, cvrt_sgemm_h) with
+ * CV_HALF_WEIGHTS in half, and bf16 convolutions compute in bf16
+ * (AMX or vdpbf16ps) with CV_HALF_BF16_DOT too, for targets with AVX512_BF16
+ * (codegen_half.c). */
+enum { CV_HALF_WEIGHTS = 1, CV_HALF_BF16_DOT = 2 };
+int cv_kprog_build_half(const cv_func *f, int blk, unsigned half, cv_kprog **out, cv_diag *d);
 
 /* Blocked-layout lowering (codegen_nchwc.c): the plan's block size and
  * blocked ops (by op index), and by value id the value's blocked storage

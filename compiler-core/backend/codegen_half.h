@@ -1,7 +1,8 @@
 /* Internal to the backend: convolutions and fully connected layers whose
  * weights are stored in a 16-bit float type (-p fp16 / bf16,
  * passes/quantize_half.c), run by the f32 GEMM from a compile-time P8 form
- * in that type, or by dot products that widen the rows (codegen_half.c). */
+ * in that type, by dot products that widen the rows, or (bf16 on a target
+ * with AVX512_BF16) by the bf16 convolution (codegen_half.c). */
 #ifndef CV_CODEGEN_HALF_H
 #define CV_CODEGEN_HALF_H
 
@@ -32,5 +33,23 @@ const cv_kten *cv_cg_half_matrix(cv_codegen_ctx *c, cv_kten *out, int64_t *kind)
  * weights through cv_cg_half_packed or cv_cg_half_matrix, so the widened
  * copy is never needed and the cast emits nothing. */
 bool cv_cg_cast_feeds_half_convs(const cv_codegen_ctx *c);
+
+/* cv_kprog_build_half's half flags for a target: 16-bit weights read
+ * directly except on CUDA, and bf16 convolutions computed in bf16 where
+ * the target has AVX512_BF16 (a native target on such a CPU: no named
+ * target promises it) and LLVM builds the code (not for --emit c). */
+unsigned cv_cg_half_mode(const char *target, bool emit_c);
+
+/* For the conv2d hook: when the target computes in bf16 and operand 1 is
+ * cast(bf16 constant) -> f32 of a static ungrouped convolution, emits it
+ * as a bf16 cvrt_qconv2d (CVRT_Q_BF16) and returns 1; 0 when it does not
+ * apply, -1 on error. */
+int cv_cg_bf16_conv2d(cv_codegen_ctx *c);
+/* codegen_quant.c: that call, with wp the packed bf16 pairs. */
+int cv_cg_qconv_bf16(cv_codegen_ctx *c, const cv_kten *wp);
+
+/* Appends to the compile report which of the -p fp16/bf16 ops ran in
+ * which type (the pass's line says how the weights are stored). */
+void cv_cg_half_report(const cv_kprog *p, char *rep, size_t size);
 
 #endif

@@ -206,6 +206,9 @@ static void conv_direct(cv_codegen_ctx *c, const cv_kten *x, const cv_kten *w, c
 
 int cv_cg_conv2d(cv_codegen_ctx *c)
 {
+    int bf16 = cv_cg_bf16_conv2d(c);    /* -p bf16 computed in bf16 (codegen_half.c) */
+    if (bf16)
+        return bf16 < 0 ? -1 : 0;
     cv_kten x = cv_cg_in(c, 0), w = cv_cg_in(c, 1), y = cv_cg_out(c, 0), b;
     bool has_b = c->op->n_operands > 2;
     if (has_b)

@@ -1,19 +1,21 @@
 /* Codegen hook: qconv2d (ops_quant.c), the int8 convolution of the int8
  * pass.  The s8 weights are packed at compile time into the runtime's
- * layout (cvrt_qconv2d: [OC/QR][K/4][QR] quads over k = (kh*KW+kw)*Cp + c,
+ * layout (cvrt_qconv2d: rows of quads [OCp][KUp] over k = (kh*KW+kw)*Cp + c,
  * with each row's sum to remove the activation zero point; depthwise ones
  * for cvrt_qdwconv2d as [C][KH*KW] floats) and the combined scale x_scale *
  * w_scale[oc]; one runtime call per image.  The residual, activation and
  * u8 output the pass fused into the op (quantize_requant.c) go to the
- * runtime epilogue, or else a planned f32 chain does. */
+ * runtime epilogue, or else a planned f32 chain does.  The same call runs
+ * bf16 convolutions (CVRT_Q_BF16; weights packed by codegen_half.c). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "compiler-core/backend/codegen.h"
+#include "compiler-core/backend/codegen_half.h"
 #include "compiler-core/runtime/cvrt.h"
 
 typedef struct qgeo {
-    int64_t C, H, W, OC, KH, KW, OH, OW, Cp, K4, OCp;
+    int64_t C, H, W, OC, KH, KW, OH, OW, Cp, K4, OCp, KUp;
     bool dw;                    /* depthwise: cvrt_qdwconv2d */
     int64_t stride[2], pad[4], dil[2];
 } qgeo;
@@ -37,7 +39,8 @@ static int geometry(cv_codegen_ctx *c, const cv_kten *x, const cv_kten *w, const
                            "run in int8");
     g->Cp = CVRT_QCONV_CP(g->C);
     g->K4 = g->KH * g->KW * g->Cp / 4;
-    g->OCp = (g->OC + CVRT_QR - 1) / CVRT_QR * CVRT_QR;
+    g->OCp = (g->OC + CVRT_Q_OCB - 1) / CVRT_Q_OCB * CVRT_Q_OCB;
+    g->KUp = (g->K4 + CVRT_Q_KUB - 1) / CVRT_Q_KUB * CVRT_Q_KUB;
     if (g->dw && (g->KH * g->KW > 512 ||
                   CVRT_QDW_FLOATS(g->H, g->W, g->KH, g->KW, st[0], st[1], g->pad[0], g->pad[1],
                                   dl[0], dl[1], g->OH, g->OW) > CVRT_QDW_MAX_FLOATS))
@@ -85,7 +88,7 @@ static int pack(cv_codegen_ctx *c, const qgeo *g, const cv_kten *w, const cv_kte
         return cv_cg_error(c, 5102, "qconv2d: the weights and their scales must be constants");
     if (g->dw)
         return pack_dw(c, g, sw, ss, out);
-    size_t nq = (size_t)(g->OCp * g->K4);
+    size_t nq = (size_t)(g->OCp * g->KUp);
     int32_t *wp = calloc(nq ? nq : 1, 4), *wsum = calloc((size_t)g->OCp, 4);
     float *scale = calloc((size_t)g->OCp, sizeof *scale);
     int rc = -1;
@@ -95,12 +98,11 @@ static int pack(cv_codegen_ctx *c, const qgeo *g, const cv_kten *w, const cv_kte
         float xs = (float)cv_op_float(c->op, "x_scale", 1);
         int64_t taps = g->KH * g->KW;
         for (int64_t oc = 0; oc < g->OC; oc++) {
-            int8_t *dst = (int8_t *)(wp + oc / CVRT_QR * g->K4 * CVRT_QR);
+            int8_t *dst = (int8_t *)(wp + oc * g->KUp);
             for (int64_t ci = 0; ci < g->C; ci++)
                 for (int64_t t = 0; t < taps; t++) {
                     int8_t v = src[(oc * g->C + ci) * taps + t];
-                    int64_t k = t * g->Cp + ci;
-                    dst[(k / 4 * CVRT_QR + oc % CVRT_QR) * 4 + k % 4] = v;
+                    dst[t * g->Cp + ci] = v;
                     wsum[oc] += v;
                 }
             scale[oc] = xs * wscale[oc];
@@ -149,6 +151,60 @@ static int64_t u8_flags(const cv_op *op)
            (op->n_operands > 4 && op->operands[4]->type.dtype == CV_U8 ? CVRT_Q_RU8 : 0);
 }
 
+/* The runtime call for one image at a time: k[0..3) the packed weights,
+ * row sums and scales (int8), or k[0] the packed bf16 pairs (bf16: the
+ * call's int8 parameters are inert). */
+static void emit_call(cv_codegen_ctx *c, const qgeo *g, const cv_kten *x, const cv_kten k[3],
+                      const cv_kten *b, const cv_kten *y, bool bf16)
+{
+    cv_kten scr = {0};
+    if (!g->dw) {
+        int64_t nscr = bf16 ? CVRT_BCONV_SCRATCH(g->C, g->H, g->W, g->KH, g->KW, g->stride[0],
+                                                 g->stride[1], g->pad[0], g->pad[1], g->dil[0],
+                                                 g->dil[1], g->OH, g->OW)
+                            : CVRT_QCONV_SCRATCH(g->C, g->H, g->W, g->KH, g->KW, g->stride[0],
+                                                 g->stride[1], g->pad[0], g->pad[1], g->dil[0],
+                                                 g->dil[1], g->OH, g->OW);
+        cv_shape ss = {.rank = 1, .d = {{.n = nscr}}};
+        scr = cv_cg_scratch(c, CV_U8, &ss);
+    }
+    const cv_kexpr *zero = cv_k_i64(c, 0);
+    cv_k_begin(c, bf16 ? "bconv2d" : "qconv2d", NULL, NULL);
+    const cv_kexpr *n = cv_k_for(c, zero, x->dim[0], 0);
+    const cv_kexpr *xo = cv_k_mul(c, n, cv_k_i64(c, g->C * g->H * g->W));
+    const cv_kexpr *yo = cv_k_mul(c, n, cv_k_i64(c, g->OC * g->OH * g->OW));
+    const cv_kexpr *args[32], *epi[4];
+    cv_cg_rt_epi e;
+    const cv_kten *dst = epilogue(c, y, &e, yo, epi);
+    int a = 0;
+    args[a++] = cv_k_addr(c, x, xo);
+    args[a++] = cv_k_addr(c, &k[0], zero);
+    if (!g->dw)
+        args[a++] = bf16 ? cv_k_null(c) : cv_k_addr(c, &k[1], zero);
+    args[a++] = bf16 ? cv_k_null(c) : cv_k_addr(c, &k[2], zero);
+    args[a++] = b ? cv_k_addr(c, b, zero) : cv_k_null(c);
+    args[a++] = cv_k_addr(c, dst, yo);
+    const int64_t geo[] = {g->C, g->H, g->W, g->OC, g->KH, g->KW, g->stride[0], g->stride[1],
+                           g->pad[0], g->pad[1], g->dil[0], g->dil[1], g->OH, g->OW};
+    for (int i = 0; i < 14; i++)
+        if (!g->dw || i != 3)   /* the depthwise routine has no OC */
+            args[a++] = cv_k_i64(c, geo[i]);
+    for (int i = 0; i < 4; i++)
+        args[a++] = epi[i];
+    args[a++] = cv_k_f32(c, bf16 ? 1 : cv_op_float(c->op, "x_scale", 1));
+    args[a++] = cv_k_i64(c, bf16 ? 0 : cv_op_int(c->op, "x_zp", 0));
+    if (!g->dw)
+        args[a++] = cv_k_addr(c, &scr, zero);
+    args[a++] = cv_k_i64(c, bf16 ? CVRT_Q_BF16 : u8_flags(c->op));
+    args[a++] = cv_k_f32(c, bf16 ? 0 : cv_op_float(c->op, "y_scale", 0));
+    args[a++] = cv_k_i64(c, bf16 ? 0 : cv_op_int(c->op, "y_zp", 0));
+    args[a++] = cv_k_f32(c, bf16 ? 0 : cv_op_float(c->op, "res_scale", 0));
+    args[a++] = cv_k_i64(c, bf16 ? 0 : cv_op_int(c->op, "res_zp", 0));
+    cv_k_call(c, g->dw ? CV_KRT_QDWCONV2D : CV_KRT_QCONV2D, args, a);
+    cv_k_close(c);
+    cv_k_end(c);
+}
+
 int cv_cg_qconv2d(cv_codegen_ctx *c)
 {
     cv_kten x = cv_cg_in(c, 0), w = cv_cg_in(c, 1), ws = cv_cg_in(c, 2), y = cv_cg_out(c, 0), b;
@@ -159,47 +215,20 @@ int cv_cg_qconv2d(cv_codegen_ctx *c)
     cv_kten k[3];
     if (geometry(c, &x, &w, &y, &g) || pack(c, &g, &w, &ws, k))
         return -1;
-    cv_kten scr = {0};
-    if (!g.dw) {
-        int64_t nscr = CVRT_QCONV_SCRATCH(g.C, g.H, g.W, g.KH, g.KW, g.stride[0], g.stride[1],
-                                          g.pad[0], g.pad[1], g.dil[0], g.dil[1], g.OH, g.OW);
-        cv_shape ss = {.rank = 1, .d = {{.n = nscr}}};
-        scr = cv_cg_scratch(c, CV_U8, &ss);
-    }
-    const cv_kexpr *zero = cv_k_i64(c, 0);
-    cv_k_begin(c, "qconv2d", NULL, NULL);
-    const cv_kexpr *n = cv_k_for(c, zero, x.dim[0], 0);
-    const cv_kexpr *xo = cv_k_mul(c, n, cv_k_i64(c, g.C * g.H * g.W));
-    const cv_kexpr *yo = cv_k_mul(c, n, cv_k_i64(c, g.OC * g.OH * g.OW));
-    const cv_kexpr *args[32], *epi[4];
-    cv_cg_rt_epi e;
-    const cv_kten *dst = epilogue(c, &y, &e, yo, epi);
-    int a = 0;
-    args[a++] = cv_k_addr(c, &x, xo);
-    args[a++] = cv_k_addr(c, &k[0], zero);
-    if (!g.dw)
-        args[a++] = cv_k_addr(c, &k[1], zero);
-    args[a++] = cv_k_addr(c, &k[2], zero);
-    args[a++] = has_b ? cv_k_addr(c, &b, zero) : cv_k_null(c);
-    args[a++] = cv_k_addr(c, dst, yo);
-    const int64_t geo[] = {g.C, g.H, g.W, g.OC, g.KH, g.KW, g.stride[0], g.stride[1],
-                           g.pad[0], g.pad[1], g.dil[0], g.dil[1], g.OH, g.OW};
-    for (int i = 0; i < 14; i++)
-        if (!g.dw || i != 3)    /* the depthwise routine has no OC */
-            args[a++] = cv_k_i64(c, geo[i]);
-    for (int i = 0; i < 4; i++)
-        args[a++] = epi[i];
-    args[a++] = cv_k_f32(c, cv_op_float(c->op, "x_scale", 1));
-    args[a++] = cv_k_i64(c, cv_op_int(c->op, "x_zp", 0));
-    if (!g.dw)
-        args[a++] = cv_k_addr(c, &scr, zero);
-    args[a++] = cv_k_i64(c, u8_flags(c->op));
-    args[a++] = cv_k_f32(c, cv_op_float(c->op, "y_scale", 0));
-    args[a++] = cv_k_i64(c, cv_op_int(c->op, "y_zp", 0));
-    args[a++] = cv_k_f32(c, cv_op_float(c->op, "res_scale", 0));
-    args[a++] = cv_k_i64(c, cv_op_int(c->op, "res_zp", 0));
-    cv_k_call(c, g.dw ? CV_KRT_QDWCONV2D : CV_KRT_QCONV2D, args, a);
-    cv_k_close(c);
-    cv_k_end(c);
+    emit_call(c, &g, &x, k, has_b ? &b : NULL, &y, false);
+    return 0;
+}
+
+int cv_cg_qconv_bf16(cv_codegen_ctx *c, const cv_kten *wp)
+{
+    cv_kten x = cv_cg_in(c, 0), w = cv_cg_in(c, 1), y = cv_cg_out(c, 0), b;
+    bool has_b = c->op->n_operands > 2;
+    if (has_b)
+        b = cv_cg_in(c, 2);
+    qgeo g;
+    if (geometry(c, &x, &w, &y, &g))
+        return -1;
+    const cv_kten k[3] = {*wp, *wp, *wp};
+    emit_call(c, &g, &x, k, has_b ? &b : NULL, &y, true);
     return 0;
 }

@@ -192,6 +192,8 @@ typedef struct cv_kprog {
     bool half_weights;          /* -p fp16/bf16 weights may be read 16-bit by the runtime
                                    (codegen_half.c); false for backends without its routines */
     int n_half_ops;             /* ops that read them so (no widened copy) */
+    bool bf16_dot;              /* bf16 convolutions may compute in bf16 (AVX512_BF16) */
+    int n_bf16_ops;             /* convolutions that do */
     bool oom;                   /* an allocation failed while building */
     const char *bug;            /* the first misuse of this API (an internal error) */
 } cv_kprog;

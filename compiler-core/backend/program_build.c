@@ -231,11 +231,10 @@ int cv_kprog_build(const cv_func *f, cv_kprog **out, cv_diag *d)
 
 int cv_kprog_build_blocked(const cv_func *f, int blk, cv_kprog **out, cv_diag *d)
 {
-    return cv_kprog_build_half(f, blk, false, out, d);
+    return cv_kprog_build_half(f, blk, 0, out, d);
 }
 
-int cv_kprog_build_half(const cv_func *f, int blk, bool half_weights, cv_kprog **out,
-                        cv_diag *d)
+int cv_kprog_build_half(const cv_func *f, int blk, unsigned half, cv_kprog **out, cv_diag *d)
 {
     *out = NULL;
     cv_kprog *p = calloc(1, sizeof *p);
@@ -245,7 +244,8 @@ int cv_kprog_build_half(const cv_func *f, int blk, bool half_weights, cv_kprog *
     p->f = f;
     p->run_tail = &p->run;
     p->name = c_identifier(p, f->name);
-    p->half_weights = half_weights;
+    p->half_weights = (half & CV_HALF_WEIGHTS) != 0;
+    p->bf16_dot = p->half_weights && (half & CV_HALF_BF16_DOT);
     int rc = build_body(p, f, blk, d);
     if (p->oom)
         cv_diag_error(d, 9002, func_span(f), "out of memory while generating code");

@@ -1,11 +1,12 @@
 /* -p int8: static quantization.  Every ungrouped or depthwise conv2d with
- * constant f32 weights becomes a qconv2d: symmetric per-output-channel int8
+ * constant f32 weights, and every gemm/matmul with constant weights (as a
+ * 1x1 qconv2d, quantize_lin.c), becomes a qconv2d: symmetric per-output-channel int8
  * weights (scale max|w|/127), an asymmetric u8 activation (one scale and
  * zero point per tensor, from calibration), exact integer sums,
  * dequantisation and the fused bias/residual/activation in the kernel's
  * epilogue, and the output requantised to u8 in the kernel when only int8
- * layers read it (quantize_requant.c).  Other grouped convolutions,
- * gemm/matmul and every other op stay f32 (the report lists them).  The
+ * layers read it (quantize_requant.c).  Other grouped convolutions and
+ * every other op stay f32 (the report lists them).  The
  * quality gate runs the fp32 and the int8 function on a held-out
  * calibration input (the last file) and reports the SQNR of each output
  * and each quantized layer's output (after its fused epilogue). */
@@ -19,7 +20,8 @@
 #include "compiler-core/runtime/cvrt.h"
 
 typedef struct qplan {
-    cv_op **ops;                /* the convolutions to quantize */
+    cv_op **ops;                /* the convolutions and gemm/matmul ops to quantize */
+    cv_op **qop;                /* each one's qconv2d once rewritten */
     cv_value **obs;             /* f's outputs, each op's result (the SQNR report), then
                                    each op's input (calibration) */
     int n, n_out;
@@ -62,6 +64,7 @@ static bool candidate(const cv_op *op)
 static void plan_free(qplan *p)
 {
     free(p->ops);
+    free(p->qop);
     free(p->obs);
     free(p->range);
 }
@@ -71,9 +74,10 @@ static int plan(cv_func *f, qplan *p, cv_diag *d)
     memset(p, 0, sizeof *p);
     size_t cap = 2 * (size_t)f->n_ops + (size_t)f->n_returns + 1;
     p->ops = calloc(cap, sizeof *p->ops);
+    p->qop = calloc(cap, sizeof *p->qop);
     p->obs = calloc(cap, sizeof *p->obs);
     p->range = calloc(cap, sizeof *p->range);
-    if (!p->ops || !p->obs || !p->range)
+    if (!p->ops || !p->qop || !p->obs || !p->range)
         return cv_diag_error(d, 9002, f->span, "out of memory planning int8"), -1;
     for (int i = 0; i < f->n_returns; i++)
         p->obs[p->n_out++] = f->returns[i];
@@ -83,7 +87,11 @@ static int plan(cv_func *f, qplan *p, cv_diag *d)
     /* Each layer is observed as the value it will stand for once its
      * residual add and activation are fused (quantize_requant.c). */
     for (int i = 0; i < f->n_ops; i++)
-        if (candidate(f->ops[i])) {
+        if (cv_qlin_candidate(f->ops[i])) {
+            p->macs += cv_qlin_macs(f->ops[i]);
+            p->obs[p->n_out + p->n] = f->ops[i]->results[0];
+            p->ops[p->n++] = f->ops[i];
+        } else if (candidate(f->ops[i])) {
             const cv_shape *y = &f->ops[i]->results[0]->type.shape;
             const cv_shape *w = &f->ops[i]->operands[1]->type.shape;
             cv_qchain ch;
@@ -98,8 +106,7 @@ static int plan(cv_func *f, qplan *p, cv_diag *d)
     return 0;
 }
 
-/* w (f32 [M, ...]) as symmetric int8 rows and their scales. */
-static int quantize_weights(cv_func *f, const cv_value *w, cv_value **wq, cv_value **ws)
+int cv_qweights(cv_func *f, const cv_value *w, cv_value **wq, cv_value **ws)
 {
     const cv_shape *s = &w->type.shape;
     int64_t m = s->d[0].n, dims[CV_MAX_RANK], k = cv_shape_numel(s) / (m ? m : 1);
@@ -131,16 +138,19 @@ static int quantize_weights(cv_func *f, const cv_value *w, cv_value **wq, cv_val
     return *wq && *ws ? 0 : -1;
 }
 
-static int rewrite(cv_func *f, cv_op *op, const double range[2], cv_diag *d)
+static int rewrite(cv_func *f, cv_op *op, const double range[2], cv_op **qop, cv_diag *d)
 {
-    cv_value *wq, *ws;
-    cv_value **ops = cv_arena_alloc_array(&f->module->arena, 4, sizeof *ops);
-    if (!ops || quantize_weights(f, op->operands[1], &wq, &ws))
-        return cv_diag_error(d, 9002, f->span, "out of memory quantizing weights"), -1;
     double scale = (range[1] - range[0]) / 255;
     if (!(scale > 0))
         scale = 1;
     double zp = fmin(fmax(nearbyint(-range[0] / scale), 0), 255);
+    if (strcmp(op->def->name, "conv2d") != 0)
+        return cv_qlin_rewrite(f, op, (float)scale, (int64_t)zp, qop, d);
+    *qop = op;
+    cv_value *wq, *ws;
+    cv_value **ops = cv_arena_alloc_array(&f->module->arena, 4, sizeof *ops);
+    if (!ops || cv_qweights(f, op->operands[1], &wq, &ws))
+        return cv_diag_error(d, 9002, f->span, "out of memory quantizing weights"), -1;
     ops[0] = op->operands[0];
     ops[1] = wq;
     ops[2] = ws;
@@ -233,9 +243,9 @@ static int gate(cv_func *f, const qplan *p, const cv_tensor *held, cv_tensor *re
             say(rep, size, "  output %%%s: SQNR %.1f dB\n", p->obs[i]->name, s);
             worst = fmin(worst, s);
         } else {
-            const cv_op *op = p->ops[i - p->n_out];
+            const cv_op *op = p->qop[i - p->n_out];
             say(rep, size, "  layer %-32s int8  SQNR %5.1f dB  (x_scale %.4g, x_zp %lld)%s%s\n",
-                layer_name(op), s, cv_op_float(op, "x_scale", 0),
+                layer_name(p->ops[i - p->n_out]), s, cv_op_float(op, "x_scale", 0),
                 (long long)cv_op_int(op, "x_zp", 0),
                 op->operands[0]->type.dtype == CV_U8 ? " u8 in" : "",
                 op->results[0]->type.dtype == CV_U8 ? " u8 out" : "");
@@ -260,7 +270,7 @@ static int quantize(cv_func *f, qplan *p, const cv_qsamples *s, const cv_quant_o
 {
     /* The last file is held out for the SQNR report (unless it is the only one). */
     int n_cal = s->n > 1 ? s->n - 1 : 1;
-    const cv_tensor *held = &s->in[s->n - 1];
+    const cv_tensor *held = &s->in[(s->n - 1) * s->n_in];
     int n = p->n_out + p->n;
     cv_qobs o;
     cv_qobs_open(&o, f, p->obs, n + p->n, p->macs * (n_cal + 1) > NATIVE_CALIB_MACS);
@@ -277,7 +287,7 @@ static int quantize(cv_func *f, qplan *p, const cv_qsamples *s, const cv_quant_o
     bool have_ref = rc == 0;
     cv_qobs_close(&o);
     for (int i = 0; rc == 0 && i < p->n; i++)
-        rc = rewrite(f, p->ops[i], p->range[i], d);
+        rc = rewrite(f, p->ops[i], p->range[i], &p->qop[i], d);
     cv_qrequant_stats rq = {0};
     if (rc == 0)
         rc = cv_quantize_requant(f, true, &rq, d);

@@ -9,20 +9,24 @@
 
 enum { CV_QCAL_MAX_FILES = 4096, CV_QCAL_BINS = 2048 };
 
-/* The calibration inputs: one tensor per .npy file (the model's single input). */
+/* The calibration samples: n of them, each one tensor per model input
+ * (one .npy file each). */
 typedef struct cv_qsamples {
-    cv_tensor *in;              /* owned, n entries (cv_tensor_free each) */
-    int n;
+    cv_tensor *in;              /* owned, n * n_in entries (cv_tensor_free each): sample
+                                   k's inputs at in[k * n_in ..] */
+    int n, n_in;
 } cv_qsamples;
 
-/* Loads the files matching glob (sorted) as inputs of f's only input; with
- * root set the glob is relative to root and confined to it (cv_fs_glob). */
-int cv_qcal_load(const cv_func *f, const char *root, const char *glob, cv_qsamples *s,
+/* Loads the files of the --calibration specs in text (quantize_calspec.c:
+ * "GLOB" for a single-input model, else "INPUT=GLOB;..." one per input),
+ * sorted, as samples of f's inputs; with root set the globs are relative to
+ * root and confined to it (cv_fs_glob). */
+int cv_qcal_load(const cv_func *f, const char *root, const char *text, cv_qsamples *s,
                  cv_diag *d);
 void cv_qcal_free(cv_qsamples *s);
 
-/* Runs f on `in` and hands back the values vals[0..n) (op results) in
- * outs (caller frees each). */
+/* Runs f on `in` (one tensor per input) and hands back the values
+ * vals[0..n) (op results) in outs (caller frees each). */
 int cv_qcal_observe(cv_func *f, const cv_tensor *in, cv_value *const *vals, int n,
                     cv_tensor *outs, cv_diag *d);
 
@@ -75,5 +79,18 @@ typedef struct cv_qrequant_stats {
     int layers, adds, acts, u8_out, u8_in, u8_res;
 } cv_qrequant_stats;
 int cv_quantize_requant(cv_func *f, bool u8_res, cv_qrequant_stats *st, cv_diag *d);
+
+/* w (f32 [M, ...] constant) as symmetric int8 rows *wq and their scales
+ * *ws [M] (quantize.c). */
+int cv_qweights(cv_func *f, const cv_value *w, cv_value **wq, cv_value **ws);
+
+/* int8 gemm/matmul (quantize_lin.c): whether op is one the pass takes
+ * (constant f32 weights, x of rank 2, or 3 with a static middle dim), its
+ * multiply-adds per image, and its rewrite into a qconv2d (*qop) between
+ * reshaping ops, op itself becoming the last of them. */
+bool cv_qlin_candidate(const cv_op *op);
+double cv_qlin_macs(const cv_op *op);
+int cv_qlin_rewrite(cv_func *f, cv_op *op, double x_scale, int64_t x_zp, cv_op **qop,
+                    cv_diag *d);
 
 #endif

@@ -5,16 +5,13 @@
  * threshold that minimises the KL divergence between the clipped
  * distribution and its quantized form (TensorRT's entropy calibration). */
 #include <dirent.h>
-#include <glob.h>
 #include <math.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/fs.h"
-#include "common/npy.h"
 #include "compiler-core/passes/quantize.h"
 
 int cv_calib_method_parse(const char *s)
@@ -26,66 +23,6 @@ int cv_calib_method_parse(const char *s)
     return -1;
 }
 
-void cv_qcal_free(cv_qsamples *s)
-{
-    for (int i = 0; i < s->n; i++)
-        cv_tensor_free(&s->in[i]);
-    free(s->in);
-    s->in = NULL;
-    s->n = 0;
-}
-
-/* The .npy data as an f32 tensor of the input's rank (dims checked by the
- * interpreter when it binds the input). */
-static int to_input(const cv_value *in, cv_npy *n, const char *path, cv_tensor *t, cv_diag *d)
-{
-    if (n->rank != in->type.shape.rank || !(n->dtype == CV_F32 || n->dtype == CV_F64))
-        return cv_diag_error(d, 5104, (cv_span){.file = path}, "calibration file %s: expected "
-                             "an f32 or f64 array of rank %d for input %%%s", path,
-                             in->type.shape.rank, in->name), -1;
-    if (cv_tensor_alloc(t, CV_F32, n->rank, n->dims))
-        return cv_diag_error(d, 9002, (cv_span){.file = path}, "out of memory"), -1;
-    int64_t cnt = cv_npy_numel(n);
-    for (int64_t i = 0; i < cnt; i++)
-        ((float *)t->data)[i] = n->dtype == CV_F32 ? ((const float *)n->data)[i]
-                                                   : (float)((const double *)n->data)[i];
-    return 0;
-}
-
-int cv_qcal_load(const cv_func *f, const char *root, const char *pattern, cv_qsamples *s,
-                 cv_diag *d)
-{
-    memset(s, 0, sizeof *s);
-    if (f->n_inputs != 1 || f->inputs[0]->type.dtype != CV_F32)
-        return cv_diag_error(d, 5103, f->span, "int8 calibration needs a model with one f32 "
-                             "input; @%s has %d inputs", f->name, f->n_inputs), -1;
-    glob_t g;
-    int found = pattern ? cv_fs_glob(root, pattern, &g, d) : 0;
-    if (found <= 0) {
-        if (found == 0)
-            cv_diag_error(d, 5105, (cv_span){.file = pattern}, "-p int8 needs calibration "
-                          "data: --calibration \"GLOB\" matched no file (%s)",
-                          pattern ? pattern : "none given");
-        return -1;
-    }
-    int rc = 0;
-    size_t n = g.gl_pathc < CV_QCAL_MAX_FILES ? g.gl_pathc : CV_QCAL_MAX_FILES;
-    s->in = calloc(n, sizeof *s->in);
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        cv_npy np;
-        rc = !s->in ? -1 : cv_npy_read(g.gl_pathv[i], &np, d);
-        if (rc == 0) {
-            rc = to_input(f->inputs[0], &np, g.gl_pathv[i], &s->in[i], d);
-            s->n += rc == 0;
-            cv_npy_free(&np);
-        }
-    }
-    globfree(&g);
-    if (rc)
-        cv_qcal_free(s);
-    return rc;
-}
-
 int cv_qcal_observe(cv_func *f, const cv_tensor *in, cv_value *const *vals, int n,
                     cv_tensor *outs, cv_diag *d)
 {
@@ -94,7 +31,7 @@ int cv_qcal_observe(cv_func *f, const cv_tensor *in, cv_value *const *vals, int 
     int saved_n = f->n_returns;
     f->returns = (cv_value **)vals;
     f->n_returns = n;
-    int rc = cv_interp_run(f, in, 1, outs, d);
+    int rc = cv_interp_run(f, in, f->n_inputs, outs, d);
     f->returns = saved;
     f->n_returns = saved_n;
     return rc;
@@ -190,7 +127,7 @@ int cv_qobs_run(cv_qobs *o, const cv_tensor *in, cv_tensor *outs, cv_diag *d)
 {
     if (o->nat) {
         cv_tensor *u = calloc((size_t)o->n_uniq, sizeof *u);
-        int rc = u ? cv_native_run(o->nat, in, 1, u, d)
+        int rc = u ? cv_native_run(o->nat, in, o->f->n_inputs, u, d)
                    : (cv_diag_error(d, 9002, o->f->span, "out of memory"), -1);
         bool *taken = rc == 0 ? calloc((size_t)o->n_uniq, sizeof *taken) : NULL;
         if (rc == 0 && !taken)
@@ -349,7 +286,7 @@ static int run_all(cv_qobs *o, const cv_qsamples *s, int n_cal, int first, int n
         return cv_diag_error(d, 9002, o->f->span, "out of memory calibrating"), -1;
     int rc = 0;
     for (int k = 0; rc == 0 && k < n_cal; k++) {
-        rc = cv_qobs_run(o, &s->in[k], outs, d);
+        rc = cv_qobs_run(o, &s->in[k * s->n_in], outs, d);
         for (int i = 0; rc == 0 && i < n; i++) {
             const cv_tensor *t = &outs[first + i];
             const float *p = t->data;
@@ -399,49 +336,5 @@ int cv_qcal_ranges(cv_qobs *o, const cv_qsamples *s, int n_cal, int first, int n
     }
     free(st);
     free(hist);
-    return rc;
-}
-
-/* ---- the calibration digest (an L2 cache key field) -------------------------- */
-
-int cv_calib_digest(const cv_quant_opts *q, char hex[65], cv_diag *d)
-{
-    glob_t g;
-    int found = q->calibration ? cv_fs_glob(q->calibration_root, q->calibration, &g, d) : 0;
-    if (found <= 0) {
-        if (found == 0)
-            cv_diag_error(d, 5105, (cv_span){.file = q->calibration}, "-p int8 needs "
-                          "calibration data: --calibration \"GLOB\" matched no file (%s)",
-                          q->calibration ? q->calibration : "none given");
-        return -1;
-    }
-    EVP_MD_CTX *h = EVP_MD_CTX_new();
-    int rc = h && EVP_DigestInit_ex(h, EVP_sha256(), NULL) == 1 ? 0 : -1;
-    char head[96];
-    snprintf(head, sizeof head, "cuvil-calib 1 %d %.17g %zu", (int)q->method, q->percentile,
-             g.gl_pathc < CV_QCAL_MAX_FILES ? g.gl_pathc : (size_t)CV_QCAL_MAX_FILES);
-    if (rc == 0)
-        EVP_DigestUpdate(h, head, strlen(head) + 1);
-    /* The files' bytes in glob order (their names do not matter). */
-    for (size_t i = 0; rc == 0 && i < g.gl_pathc && i < CV_QCAL_MAX_FILES; i++) {
-        char *data = NULL;
-        size_t len = 0;
-        rc = cv_fs_read_file(g.gl_pathv[i], (size_t)1 << 32, &data, &len, d);
-        if (rc == 0) {
-            uint64_t n = len;
-            EVP_DigestUpdate(h, &n, sizeof n);
-            EVP_DigestUpdate(h, data, len);
-        }
-        free(data);
-    }
-    unsigned char md[32];
-    unsigned mdlen = 0;
-    if (rc == 0 && EVP_DigestFinal_ex(h, md, &mdlen) == 1 && mdlen == 32)
-        for (int i = 0; i < 32; i++)
-            snprintf(hex + 2 * i, 3, "%02x", md[i]);
-    else if (rc == 0)
-        rc = (cv_diag_error(d, 9005, (cv_span){0}, "cannot hash the calibration data"), -1);
-    EVP_MD_CTX_free(h);
-    globfree(&g);
     return rc;
 }

@@ -1,10 +1,10 @@
 /* -p fp16 / -p bf16: the weights of convolutions and matrix products are
- * stored in the reduced type (half the bytes) and widened to f32 by a cast
- * before use; arithmetic stays f32 everywhere (no kernel computes in f16
- * yet), so numerically fragile ops (softmax, norms, reductions, exp/log)
- * are f32 by construction.  The report says which ops read reduced
- * weights; code generation adds how many read them without the cast
- * (backend/codegen_half.c: widened block by block inside the GEMM). */
+ * stored in the reduced type (half the bytes) behind a cast to f32, so
+ * every other op, numerically fragile ones (softmax, norms, reductions,
+ * exp/log) included, stays f32 by construction.  The report says which
+ * ops hold reduced weights; code generation says how they compute
+ * (backend/codegen_half.c: in bf16 with f32 sums where the target has
+ * AVX512_BF16, else f32 on weights widened block by block in the GEMM). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,14 +85,15 @@ int cv_quantize_half(cv_func *f, const cv_quant_opts *q, char *rep, size_t size,
     cv_pass_stats st = {0};
     if (cv_pass_dce(f, &st))
         return cv_diag_error(d, 9002, f->span, "out of memory removing dead code"), -1;
-    int at = snprintf(rep, size, "precision %s: weights of %d ops stored as %s (%.2f MB -> %.2f MB); "
-                      "compute f32 (no native %s kernels yet):", cv_dtype_name(dt), n,
-                      cv_dtype_name(dt), before / 1e6, before / 2e6, cv_dtype_name(dt));
+    int at = snprintf(rep, size, "precision %s: weights of %d ops stored as %s (%.2f MB -> "
+                      "%.2f MB):", cv_dtype_name(dt), n, cv_dtype_name(dt), before / 1e6,
+                      before / 2e6);
     for (int k = 0; k < 4 && at > 0 && (size_t)at < size; k++)
         if (kinds[k])
-            at += snprintf(rep + at, size - (size_t)at, " %s x%d (%s weights, f32 math)",
-                           names[k], kinds[k], cv_dtype_name(dt));
+            at += snprintf(rep + at, size - (size_t)at, " %s x%d", names[k], kinds[k]);
     if (at > 0 && (size_t)at < size)
-        snprintf(rep + at, size - (size_t)at, "; every other op f32\n");
+        snprintf(rep + at, size - (size_t)at, "; every other op (softmax, norms, reductions, "
+                 "exp/log included) computes in f32; the codegen lines below say how "
+                 "these compute\n");
     return 0;
 }

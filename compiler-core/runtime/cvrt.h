@@ -127,24 +127,40 @@ void cvrt_dwconv2d(cvrt_ctx *rt, const float *x, const float *w, const float *bi
  * xs and zero point zp (u8) into scratch (CVRT_QCONV_SCRATCH bytes), then
  * y[oc, p] = scale[oc] * sum_k (xq - zp) * w[oc, k] + bias[oc], then the
  * epilogue as in cvrt_epilogue.  wp holds the s8 weights packed at compile
- * time as [OC/CVRT_QR][K/4][CVRT_QR] quads, k = (kh*KW + kw)*Cp + c with Cp
- * = CVRT_QCONV_CP(C) (zero rows and channels as padding); wsum[oc] is the
- * sum of row oc.  K*32 bytes must fit a thread's packing buffer
+ * time as rows of quads [OCp][KUp], k = (kh*KW + kw)*Cp + c with Cp =
+ * CVRT_QCONV_CP(C), OCp = OC rounded up to CVRT_Q_OCB, KUp = K/4 rounded up
+ * to CVRT_Q_KUB (zero padding); wsum and scale hold OCp entries, wsum[oc]
+ * the sum of row oc.  K*32 bytes must fit a thread's packing buffer
  * (CVRT_QCONV_MAX_K).  flags (cvrt_qepi.h) say which of x, y and res are
  * u8 rather than f32: a u8 x is already quantised (xs, zp); a u8 y is
  * requantised, round_half_even(v * (1 / ys)) + yzp saturated (the
- * reciprocal rounded to f32); a u8 residual is
- * dequantised, (r - rzp) * rs, before it is added. */
-#define CVRT_QR 8
-enum { CVRT_Q_XU8 = 1, CVRT_Q_YU8 = 2, CVRT_Q_RU8 = 4 };  /* the flags */
+ * reciprocal rounded to f32); a u8 residual is dequantised, (r - rzp) *
+ * rs, before it is added.
+ * flags CVRT_Q_BF16 (alone): the same convolution in bf16 (-p bf16 where
+ * the target has AVX512_BF16): x, y and res f32, x rounded to bf16 into
+ * scratch (CVRT_BCONV_SCRATCH bytes), wp the bf16 weights as rows of pairs
+ * [OCp][KUp] (2 bf16 each, the even k in the low half), k = (kh*KW +
+ * kw)*Cp + c with Cp = CVRT_BCONV_CP(C), KUp = K/2 rounded up to
+ * CVRT_Q_KUB; products summed in f32 (AMX tdpbf16ps or vdpbf16ps), then
+ * bias and the epilogue; wsum, scale, xs, zp, ys, yzp, rs and rzp unused.
+ * K*64 bytes (plus 2 KB) must fit a thread's packing buffer
+ * (CVRT_BCONV_MAX_K). */
+#define CVRT_Q_OCB 32
+#define CVRT_Q_KUB 16
+enum { CVRT_Q_XU8 = 1, CVRT_Q_YU8 = 2, CVRT_Q_RU8 = 4, CVRT_Q_BF16 = 8 };  /* the flags */
 #define CVRT_QCONV_MAX_K 20480
 #define CVRT_QCONV_CP(C) (((C) + 3) / 4 * 4)
+#define CVRT_BCONV_MAX_K 10176
+#define CVRT_BCONV_CP(C) (((C) + 1) / 2 * 2)
 #define CVRT_QCONV_EXT(in, pb, out, s, k, d) \
     (((in) + (pb)) > (((out) - 1) * (s) + ((k) - 1) * (d) + 1) ? ((in) + (pb)) \
                                                               : (((out) - 1) * (s) + ((k) - 1) * (d) + 1))
 #define CVRT_QCONV_SCRATCH(C, H, W, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW) \
     (CVRT_QCONV_EXT(H, pt, OH, sh, KH, dh) * CVRT_QCONV_EXT(W, pl, OW, sw, KW, dw) * \
      CVRT_QCONV_CP(C))
+#define CVRT_BCONV_SCRATCH(C, H, W, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW) \
+    (CVRT_QCONV_EXT(H, pt, OH, sh, KH, dh) * CVRT_QCONV_EXT(W, pl, OW, sw, KW, dw) * \
+     CVRT_BCONV_CP(C) * 2)
 void cvrt_qconv2d(cvrt_ctx *rt, const void *x, const int32_t *wp, const int32_t *wsum,
                   const float *scale, const float *bias, void *y,
                   int64_t C, int64_t H, int64_t W, int64_t OC, int64_t KH, int64_t KW,

@@ -5,7 +5,8 @@
 # random inputs from a fixed seed, one more held out for the compile's SQNR
 # report) and fp16, then run on 200 further random inputs:
 #   int8 top-1 agrees with fp32 on >= 98%, output SQNR >= 20 dB;
-#   fp16 max abs error <= 1e-2 of the fp32 output range.
+#   fp16 and bf16 max abs error <= 1e-2 of the fp32 output range (bf16
+#   computes in bf16 where the CPU has AVX512_BF16: AMX or vdpbf16ps).
 # Too slow for make test (the calibration runs the reference interpreter:
 # about a minute for resnet18); tests/unit/test_quant.c checks a small CNN.
 #
@@ -44,14 +45,15 @@ fail=0
 for m in "${models[@]}"; do
     onnx="$BUILD/models/$m.onnx"
     [ -f "$onnx" ] || { echo "quant_models: $onnx missing (run make test first)"; exit 1; }
-    for p in fp32 int8 fp16; do
+    for p in fp32 int8 fp16 bf16; do
         extra=()
         [ "$p" = int8 ] && extra=(--calibration "$work/cal*.npy" --calibration-method "$method")
         t0=$(date +%s)
         "$cuvil" compile "$onnx" -p "$p" "${extra[@]}" -o "$work/$m-$p" --emit so \
             >"$work/$m-$p.report"
         echo "$m $p: compiled in $(( $(date +%s) - t0 )) s"
-        [ "$p" = fp32 ] || sed 's/^/    /' "$work/$m-$p.report" | head -4
+        # (sed alone: head closing the pipe early would fail the script under pipefail)
+        [ "$p" = fp32 ] || sed -n '1,4s/^/    /p' "$work/$m-$p.report"
         for b in 0 1 2 3; do
             name=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["inputs"][0]["name"])' \
                    "$work/$m-$p/manifest.json")
@@ -64,13 +66,15 @@ import sys, glob, numpy as np
 w, m = sys.argv[1], sys.argv[2]
 def load(p):
     return np.concatenate([np.load(glob.glob(f"{w}/out-{m}-{p}-{b}/*.npy")[0]) for b in range(4)])
-f32, i8, f16 = load("fp32"), load("int8"), load("fp16")
+f32, i8, f16, b16 = load("fp32"), load("int8"), load("fp16"), load("bf16")
 agree = (f32.argmax(1) == i8.argmax(1)).mean() * 100
 sqnr = 10 * np.log10((f32 ** 2).sum() / ((f32 - i8) ** 2).sum())
 rel = np.abs(f32 - f16).max() / (f32.max() - f32.min())
-ok = agree >= 98 and sqnr >= 20 and rel <= 1e-2
+relb = np.abs(f32 - b16).max() / (f32.max() - f32.min())
+ok = agree >= 98 and sqnr >= 20 and rel <= 1e-2 and relb <= 1e-2
 print(f"{m}: int8 top-1 agreement {agree:.1f}% (>= 98), SQNR {sqnr:.1f} dB (>= 20); "
-      f"fp16 max abs err {rel:.2e} of the output range (<= 1e-2): {'ok' if ok else 'FAILED'}")
+      f"fp16 max abs err {rel:.2e}, bf16 {relb:.2e} of the output range (<= 1e-2): "
+      f"{'ok' if ok else 'FAILED'}")
 sys.exit(0 if ok else 1)
 EOF
 done

@@ -3,9 +3,9 @@
  * (minmax calibration on 32 random inputs, one more held out); on 200
  * further random inputs int8 must agree with fp32 on the top-1 class for
  * >= 98% and reach an SQNR >= 20 dB; fp16 (its passes, run by the
- * interpreter on 8 of them) and fp16 and bf16 compiled natively (their
- * 16-bit weights widened inside the GEMM) must stay within 1e-2 of the
- * output range.
+ * interpreter on 8 of them) and fp16 and bf16 compiled natively (fp16
+ * weights widened inside the GEMM; bf16 computed in bf16 where the CPU has
+ * AVX512_BF16) must stay within 1e-2 of the output range.
  * The int8 kernels are also checked against the interpreter's qconv2d on
  * awkward geometry (u8 values between the layers, requantised in the
  * producing kernel, and a u8 residual), QDQ convolutions must compile to
@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fs.h"
 #include "common/npy.h"
 #include "compiler-core/cuvil.h"
 #include "tests/support/numpyref.h"
@@ -133,30 +134,48 @@ static cv_module *awkward(cv_diag *d)
     return end(&b, conv(&b, u, 6, 1, 1, p0, 1, 1));
 }
 
+/* n random samples of shape dims[0..rank) in [-1, 1] (dims[0] set to n). */
+static void random_rows(cv_tensor *t, int64_t n, int rank, const int64_t *dims, uint64_t seed)
+{
+    int64_t dd[CV_MAX_RANK];
+    memcpy(dd, dims, (size_t)rank * sizeof *dd);
+    dd[0] = n;
+    assert_int_equal(cv_tensor_alloc(t, CV_F32, rank, dd), 0);
+    cv_npref_fill(t, seed, -1, 1);
+}
+
 static void random_batch(cv_tensor *t, int64_t n, int64_t c, int64_t h, int64_t w, uint64_t seed)
 {
-    int64_t dims[4] = {n, c, h, w};
-    assert_int_equal(cv_tensor_alloc(t, CV_F32, 4, dims), 0);
-    cv_npref_fill(t, seed, -1, 1);
+    random_rows(t, n, 4, (const int64_t[]){n, c, h, w}, seed);
+}
+
+/* count single-sample .npy files prefix00.npy ... of shape dims; the glob
+ * prefix*.npy. */
+static char *calib_files(const char *dir, const char *prefix, int count, int rank,
+                         const int64_t *dims, uint64_t seed)
+{
+    cv_diag d;
+    cv_diag_init(&d);
+    for (int i = 0; i < count; i++) {
+        cv_tensor t;
+        random_rows(&t, dims[0], rank, dims, seed + (uint64_t)i);
+        char name[64];
+        snprintf(name, sizeof name, "%s%02d.npy", prefix, i);
+        char *path = cv_tmpdir_path(dir, name);
+        assert_int_equal(cv_npy_write(path, CV_F32, rank, t.dims, t.data, &d), 0);
+        free(path);
+        cv_tensor_free(&t);
+    }
+    cv_diag_free(&d);
+    char pat[64];
+    snprintf(pat, sizeof pat, "%s*.npy", prefix);
+    return cv_tmpdir_path(dir, pat);
 }
 
 /* 33 single-image .npy files: 32 to calibrate on, the last held out. */
 static char *calibration(const char *dir, int64_t c, int64_t h, int64_t w)
 {
-    cv_diag d;
-    cv_diag_init(&d);
-    for (int i = 0; i < 33; i++) {
-        cv_tensor t;
-        random_batch(&t, 1, c, h, w, 1000 + (uint64_t)i);
-        char name[32];
-        snprintf(name, sizeof name, "cal%02d.npy", i);
-        char *path = cv_tmpdir_path(dir, name);
-        assert_int_equal(cv_npy_write(path, CV_F32, 4, t.dims, t.data, &d), 0);
-        free(path);
-        cv_tensor_free(&t);
-    }
-    cv_diag_free(&d);
-    return cv_tmpdir_path(dir, "cal*.npy");
+    return calib_files(dir, "cal", 33, 4, (const int64_t[]){1, c, h, w}, 1000);
 }
 
 /* Compiles m (rewritten in place by the passes) into dir/sub and runs it on in. */
@@ -334,6 +353,196 @@ static void test_qconv_native_matches_interp(void **state)
     cv_diag_free(&d);
 }
 
+static bool cpu_has(const char *flag)
+{
+    char *text = NULL;
+    size_t len = 0;
+    cv_diag d;
+    cv_diag_init(&d);
+    bool has = cv_fs_read_file("/proc/cpuinfo", 1 << 24, &text, &len, &d) == 0 &&
+               strstr(text, flag) != NULL;
+    free(text);
+    cv_diag_free(&d);
+    return has;
+}
+
+/* -p bf16 computed in bf16 (AMX or vdpbf16ps, cvrt_qconv2d's CVRT_Q_BF16)
+ * on the awkward geometry: within 1e-2 of the output range of the
+ * interpreter's f32 math on the same bf16 weights (the activations are
+ * rounded to bf16 too); chosen for native on a CPU with AVX512_BF16 only,
+ * never for the generic x86_64-avx512 target. */
+static void test_bf16_compute_matches_interp(void **state)
+{
+    (void)state;
+    cv_diag d;
+    cv_diag_init(&d);
+    char *dir = cv_tmpdir_make("bf16");
+    cv_tensor in, got = {0}, want = {0};
+    random_batch(&in, 3, 5, 9, 7, 5);
+    cv_compile_info info;
+    cv_quant_opts qb = {.precision = CV_QP_BF16};
+    cv_module *m = awkward(&d);
+    assert_int_equal(compile_run(m, dir, "bf16", &qb, &in, &got, &info, &d), 0);
+    bool native = strstr(info.quant_report, "bf16 compute, f32 accumulation: conv2d x4") != NULL;
+    printf("bf16 compute on this CPU: %s\n", native ? "yes" : "no");
+    if (cpu_has(" avx512_bf16"))
+        assert_true(native);
+    assert_int_equal(cv_interp_run(m->funcs[0], &in, 1, &want, &d), 0);
+    assert_int_equal(got.numel, want.numel);
+    float lo = INFINITY, hi = -INFINITY, err = 0;
+    for (int64_t i = 0; i < got.numel; i++) {
+        float a = ((float *)got.data)[i], b = ((float *)want.data)[i];
+        lo = fminf(lo, b);
+        hi = fmaxf(hi, b);
+        err = fmaxf(err, fabsf(a - b));
+    }
+    printf("bf16 native vs interpreter: max abs err %.2e of range %.3f\n", (double)err,
+           (double)(hi - lo));
+    assert_true(err <= 1e-2f * (hi - lo));
+    cv_module_free(m);
+    m = awkward(&d);
+    cv_compile_opts o = {.target = "x86_64-avx512", .opt_level = 1, .emit = CV_EMIT_CUIR,
+                         .out_dir = dir, .quant = &qb};
+    assert_int_equal(cv_compile_native(m, &o, &info, &d), 0);
+    assert_null(strstr(info.quant_report, "bf16 compute"));
+    assert_non_null(strstr(info.quant_report, "f32 compute on 16-bit weights"));
+    cv_module_free(m);
+    cv_tensor_free(&in);
+    cv_tensor_free(&got);
+    cv_tensor_free(&want);
+    cv_tmpdir_remove(dir);
+    cv_diag_free(&d);
+}
+
+/* x -> conv relu -> global pool -> flatten -> gemm (trans_b, bias) relu
+ * -> gemm (plain b); y [5,12] -> matmul relu -> matmul; z [N,4,12] ->
+ * matmul. */
+static cv_module *fc_net(cv_diag *d)
+{
+    static const int64_t p1[4] = {1, 1, 1, 1};
+    mb b = begin(d, 3, 8, 8);
+    cv_type ty = {.dtype = CV_F32, .shape = {.rank = 2, .d = {{5, NULL}, {12, NULL}}}};
+    cv_type tz = {.dtype = CV_F32, .shape = {.rank = 3, .d = {{0, cv_module_intern(b.m, "N", 1)},
+                                                                {4, NULL}, {12, NULL}}}};
+    cv_func_add_input(b.f, "y", &ty);
+    cv_func_add_input(b.f, "z", &tz);
+    cv_value *x = b.f->inputs[0], *y = b.f->inputs[1], *z = b.f->inputs[2];
+    cv_value *g = unary(&b, "flatten", unary(&b, "global_avg_pool",
+                                             unary(&b, "relu", conv(&b, x, 16, 3, 1, p1, 1, 1))));
+    cv_value *o1[3] = {g, param(&b, 2, (const int64_t[]){10, 16}, 0.5),
+                       param(&b, 1, (const int64_t[]){10}, 0.1)};
+    cv_op *fc = cv_op_new(b.f, "gemm", o1, 3);
+    cv_op_set_int(fc, "trans_b", 1);
+    cv_value *h = unary(&b, "relu", finish(&b, fc));
+    cv_value *o2[2] = {h, param(&b, 2, (const int64_t[]){10, 6}, 0.5)};
+    cv_value *out1 = finish(&b, cv_op_new(b.f, "gemm", o2, 2));
+    cv_value *m1 = unary(&b, "relu", binary(&b, "matmul", y, param(&b, 2, (const int64_t[]){12, 7}, 0.5)));
+    cv_value *out2 = binary(&b, "matmul", m1, param(&b, 2, (const int64_t[]){7, 4}, 0.5));
+    cv_value *out3 = binary(&b, "matmul", z, param(&b, 2, (const int64_t[]){12, 3}, 0.5));
+    cv_value *outs[3] = {out1, out2, out3};
+    for (int i = 0; i < 3; i++)
+        cv_func_add_output_type(b.f, &outs[i]->type);
+    cv_func_set_returns(b.f, outs, 3);
+    assert_int_equal(cv_verify(b.m, 0, b.d), 0);
+    return b.m;
+}
+
+/* Native int8 against the interpreter on the rewritten module: the same
+ * integer sums, so within float rounding. */
+static void assert_close(const cv_tensor *got, const cv_tensor *want, const char *what)
+{
+    assert_int_equal(got->numel, want->numel);
+    for (int64_t i = 0; i < got->numel; i++) {
+        float a = ((float *)got->data)[i], b = ((float *)want->data)[i];
+        if (fabsf(a - b) > 1e-4f + 1e-4f * fabsf(b))
+            fail_msg("%s element %lld: native %g, interpreter %g", what, (long long)i,
+                     (double)a, (double)b);
+    }
+}
+
+static int compile_code(cv_module *m, const char *dir, const char *spec)
+{
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_compile_info info;
+    cv_quant_opts q = {.precision = CV_QP_INT8, .calibration = spec};
+    int rc = compile_run(m, dir, "bad", &q, NULL, NULL, &info, &d);
+    int code = rc && d.n_errors ? d.v[0].code : 0;
+    cv_diag_free(&d);
+    return code;
+}
+
+/* int8 gemm (a fully connected layer with bias over a symbolic batch, and
+ * a plain one) and matmul (x [5, 12] and [N, 4, 12]), as 1x1 qconv2d
+ * (quantize_lin.c), in a model with three inputs calibrated with one
+ * INPUT=GLOB spec each; native = the interpreter, SQNR against fp32 >= 20
+ * dB; and the spec errors. */
+static void test_int8_gemm_matmul_inputs(void **state)
+{
+    (void)state;
+    cv_diag d;
+    cv_diag_init(&d);
+    char *dir = cv_tmpdir_make("qlin");
+    char *gx = calib_files(dir, "cx", 17, 4, (const int64_t[]){1, 3, 8, 8}, 300);
+    char *gy = calib_files(dir, "cy", 17, 2, (const int64_t[]){5, 12}, 400);
+    char *gz = calib_files(dir, "cz", 17, 3, (const int64_t[]){1, 4, 12}, 500);
+    char spec[1024];
+    snprintf(spec, sizeof spec, "z=%s;y=%s;x=%s", gz, gy, gx);
+    cv_tensor in[3], ref[3] = {{0}}, got[3] = {{0}}, want[3] = {{0}};
+    random_batch(&in[0], 4, 3, 8, 8, 21);
+    random_rows(&in[1], 5, 2, (const int64_t[]){5, 12}, 22);
+    random_rows(&in[2], 4, 3, (const int64_t[]){4, 4, 12}, 23);
+    cv_module *m = fc_net(&d);
+    assert_int_equal(cv_interp_run(m->funcs[0], in, 3, ref, &d), 0);
+    cv_compile_info info;
+    cv_quant_opts q = {.precision = CV_QP_INT8, .calibration = spec};
+    char *out_dir = cv_tmpdir_path(dir, "int8");
+    cv_compile_opts o = {.target = "native", .opt_level = 1, .emit = CV_EMIT_SO,
+                         .out_dir = out_dir, .quant = &q};
+    assert_int_equal(cv_compile_native(m, &o, &info, &d), 0);
+    printf("%s", info.quant_report);
+    assert_non_null(strstr(info.quant_report, "6 of"));   /* conv, 2 gemm, 3 matmul */
+    assert_non_null(strstr(info.quant_report, "over 16 inputs"));
+    cv_native *n = NULL;
+    assert_int_equal(cv_native_open(out_dir, 2, &n, &d), 0);
+    assert_int_equal(cv_native_run(n, in, 3, got, &d), 0);
+    cv_native_close(n);
+    assert_int_equal(cv_interp_run(m->funcs[0], in, 3, want, &d), 0);
+    for (int k = 0; k < 3; k++) {
+        assert_close(&got[k], &want[k], k ? "matmul" : "gemm");
+        double s = sqnr(&ref[k], &got[k]);
+        printf("output %d: int8 SQNR %.1f dB against fp32\n", k, s);
+        assert_true(s >= 20);
+    }
+    cv_module_free(m);
+    /* The spec errors: an unknown input, a missing one, a count mismatch,
+     * an unnamed glob for several inputs, an input twice. */
+    char *g16 = calib_files(dir, "short", 16, 2, (const int64_t[]){5, 12}, 600);
+    const struct { const char *fmt; int code; } bad[] = {
+        {"w=%s;x=%s;y=%s", 5131}, {"x=%s;y=%s", 5132}, {"x=%s;y=%s;z=%s", 5133},
+        {"%s", 5135}, {"x=%s;x=%s", 5134},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        snprintf(spec, sizeof spec, bad[k].fmt, gx, k == 2 ? g16 : gy, gz);
+        m = fc_net(&d);
+        assert_int_equal(compile_code(m, dir, spec), bad[k].code);
+        cv_module_free(m);
+    }
+    for (int k = 0; k < 3; k++) {
+        cv_tensor_free(&in[k]);
+        cv_tensor_free(&ref[k]);
+        cv_tensor_free(&got[k]);
+        cv_tensor_free(&want[k]);
+    }
+    free(g16);
+    free(out_dir);
+    free(gx);
+    free(gy);
+    free(gz);
+    cv_tmpdir_remove(dir);
+    cv_diag_free(&d);
+}
+
 /* A typed constant (scalar when rank 0) from doubles. */
 static cv_value *constant(mb *b, cv_dtype dt, int rank, const int64_t *dims, const double *v)
 {
@@ -410,6 +619,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_int8_fp16_accuracy),
         cmocka_unit_test(test_qconv_native_matches_interp),
+        cmocka_unit_test(test_bf16_compute_matches_interp),
+        cmocka_unit_test(test_int8_gemm_matmul_inputs),
         cmocka_unit_test(test_qdq_conv_runs_int8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

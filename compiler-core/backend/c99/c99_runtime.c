@@ -371,8 +371,9 @@ static const helper helpers[CV_C99_H__COUNT] = {
         "    q = v * (1.0f / ys);\n"
         "    q = q != q ? zl : q < zl ? zl : q > zh ? zh : q;\n"
         "    ((unsigned char *)y_)[i] = (unsigned char)(nearbyintf(q) + (float)yzp);\n}\n\n"},
-    /* cvrt.h's cvrt_qconv2d (int8): the weights in the runtime's packed quads
-     * ([OC/8][K/4][8][4], k = (kh*KW + kw)*Cp + c); direct loops, exact sums. */
+    /* cvrt.h's cvrt_qconv2d (int8): the weights in the runtime's rows of quads
+     * ([OCp][KUp][4], KUp = K/4 rounded up to 16, k = (kh*KW + kw)*Cp + c);
+     * direct loops, exact sums. */
     [CV_C99_H_QCONV2D] = {CV_C99_H_QEPI, NO,
         "static void cvrt_qconv2d(cvrt_ctx *rt, const void *x_, const void *wp_,\n"
         "    const void *wsum_, const void *scale_, const void *bias_, void *y_, int64_t C,\n"
@@ -382,7 +383,8 @@ static const helper helpers[CV_C99_H__COUNT] = {
         "    void *scratch, int64_t flags, float ys, int64_t yzp, float rs, int64_t rzp)\n{\n"
         "    const float *scale = (const float *)scale_, *bias = (const float *)bias_;\n"
         "    const signed char *wp = (const signed char *)wp_;\n"
-        "    int64_t Cp = (C + 3) / 4 * 4, K4 = KH * KW * Cp / 4, oc, oh, ow, c, kh, kw;\n"
+        "    int64_t Cp = (C + 3) / 4 * 4, KUp = (KH * KW * Cp / 4 + 15) / 16 * 16, oc, oh, ow, c,\n"
+        "        kh, kw;\n"
         "    (void)rt;\n    (void)wsum_;\n    (void)scratch;\n"
         "    for (oc = 0; oc < OC; oc++)\n"
         "        for (oh = 0; oh < OH; oh++)\n"
@@ -396,7 +398,7 @@ static const helper helpers[CV_C99_H__COUNT] = {
         "                        for (c = 0; c < C; c++) {\n"
         "                            int64_t k = (kh * KW + kw) * Cp + c;\n"
         "                            acc += cvrt_qin(x_, (c * H + ih) * W + iw, flags, xs, zp) *\n"
-        "                                   wp[((oc / 8 * K4 + k / 4) * 8 + oc % 8) * 4 + k % 4];\n"
+        "                                   wp[oc * KUp * 4 + k];\n"
         "                        }\n"
         "                    }\n"
         "                cvrt_qstore((float)acc * scale[oc] + (bias ? bias[oc] : 0.0f), y_, res_, i,\n"
