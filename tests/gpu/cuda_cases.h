@@ -123,6 +123,31 @@ static const bk_case cuda_layout[] = {
     BK("transpose", NULL, "f32[70000,3] @-1:1"),
 };
 
+/* With constant weights (cuda_bake_params), compiled in f32 (weights
+ * packed as P8 at compile time) and with -p fp16 and -p bf16 (16-bit
+ * weights; cvrt_conv2d_p8h and cvrt_sgemm_h): the tensor-core tiles (a
+ * stem-like 7 x 7, a batched 3 x 3, a 1 x 1 that leaves a partial tile of
+ * rows, grouped, a deep 1 x 1 split along K, shallow ones; 128-row tiles
+ * for 128 and 256 channels), the FMA tiles (8 channels) and the fully
+ * connected product. */
+static const bk_case cuda_half[] = {
+    BK("conv2d", "pad=[3,3] stride=[2,2]", "f32[1,3,30,30] @-1:1", "f32[64,3,7,7] @-0.5:0.5",
+       "f32[64]"),
+    BK("conv2d", "pad=[1,1,1,1]", "f32[N:3,32,14,14] @-1:1", "f32[64,32,3,3] @-0.2:0.2",
+       "f32[64]"),
+    BK("conv2d", NULL, "f32[N:3,96,7,7] @-1:1", "f32[40,96,1,1] @-0.2:0.2"),
+    BK("conv2d", "groups=2 stride=[2,2] pad=[1,1,1,1]", "f32[1,64,9,9] @-1:1",
+       "f32[64,32,3,3] @-0.2:0.2", "f32[64]"),
+    BK("conv2d", "pad=[1,1,1,1]", "f32[N:3,4,9,8] @-1:1", "f32[8,4,3,3] @-0.5:0.5", "f32[8]"),
+    BK("conv2d", NULL, "f32[N:2,32,10,10] @-1:1", "f32[96,32,1,1] @-0.5:0.5", "f32[96]"),
+    BK("conv2d", NULL, "f32[1,960,7,7] @-1:1", "f32[160,960,1,1] @-0.1:0.1"),
+    BK("conv2d", "pad=[1,1,1,1] stride=[2,2]", "f32[N:2,3,33,33] @-1:1", "f32[32,3,3,3] @-0.5:0.5"),
+    BK("conv2d", "pad=[1,1,1,1]", "f32[N:2,32,12,12] @-1:1", "f32[128,32,3,3] @-0.2:0.2",
+       "f32[128]"),
+    BK("conv2d", "stride=[2,2]", "f32[1,512,8,8] @-1:1", "f32[256,512,1,1] @-0.1:0.1"),
+    BK("gemm", "trans_b=1", "f32[N:3,200] @-1:1", "f32[10,200] @-0.2:0.2", "f32[10]"),
+};
+
 typedef struct cuda_group {
     const char *name;
     const bk_case *cases;
@@ -136,5 +161,45 @@ static const cuda_group cuda_groups[] __attribute__((unused)) = {
     CUDA_GROUP("layout", cuda_layout),
 };
 #define CUDA_N_GROUPS ((int)(sizeof cuda_groups / sizeof cuda_groups[0]))
+
+/* Makes every operand but the first of each op a constant (weights, bias)
+ * holding its input's data, as a model's weights are: what -p fp16/bf16
+ * stores in 16 bits.  The model keeps the first operands as inputs. */
+static inline int cuda_bake_params(bk_model *b)
+{
+    cv_func *f = b->m->funcs[0];
+    bool keep[BK_MAX_CASES * BK_MAX_IN] = {false};
+    for (int i = 0; i < f->n_ops; i++) {
+        cv_op *op = f->ops[i];
+        for (int k = 0; k < op->n_operands; k++) {
+            cv_value *v = op->operands[k];
+            if (v->kind != CV_VAL_INPUT)
+                continue;
+            if (k == 0) {
+                keep[v->def_index] = true;
+                continue;
+            }
+            char name[48];
+            snprintf(name, sizeof name, "%s_const", v->name);
+            const cv_tensor *t = &b->ins[v->def_index];
+            cv_param *p = cv_func_add_dense(f, name, &v->type, t->data, cv_tensor_nbytes(t));
+            if (!p)
+                return -1;
+            op->operands[k] = p->value;
+        }
+    }
+    int n = 0;
+    for (int i = 0; i < f->n_inputs; i++) {
+        if (!keep[i]) {
+            cv_tensor_free(&b->ins[i]);
+            continue;
+        }
+        f->inputs[n] = f->inputs[i];
+        f->inputs[n]->def_index = n;
+        b->ins[n++] = b->ins[i];
+    }
+    f->n_inputs = b->n_ins = n;
+    return 0;
+}
 
 #endif

@@ -5,7 +5,9 @@
  *   gpu_bundle OUT_DIR [TARGET] [--no-core] [--torchvision DIR [--models mobilenet_v2,resnet18] [--fp16]]
  *
  * For the CU-IR examples (batch 1 and 32) and every group of
- * tests/gpu/cuda_cases.h: random inputs, the interpreter's outputs, and
+ * tests/gpu/cuda_cases.h (cuda_half with constant weights, compiled in
+ * f32, -p fp16 and -p bf16):
+ * random inputs, the interpreter's outputs, and
  * the model compiled for TARGET (default cuda-sm90) go into OUT_DIR/<case>/
  * (in<i>.bin, want<i>.bin raw, lib<name>.so, case.txt); OUT_DIR/cases.txt
  * lists the cases.  --no-core leaves the examples and groups out.  With
@@ -38,8 +40,10 @@ typedef struct ref_out {
     double atol;
 } ref_out;
 
-static int add_case(const char *tag, cv_module *m, const cv_tensor *ins, int n_in,
-                    const ref_out *ref)
+/* quant: compiled in that precision (the 16-bit groups: within 1e-2 of
+ * the f32 interpreter, 5e-2 for bf16). */
+static int add_case_q(const char *tag, cv_module *m, const cv_tensor *ins, int n_in,
+                      const ref_out *ref, const cv_quant_opts *quant)
 {
     const cv_func *f = m->funcs[0];
     cv_tensor want[MAX_IO] = {{0}};
@@ -52,7 +56,7 @@ static int add_case(const char *tag, cv_module *m, const cv_tensor *ins, int n_i
         fprintf(stderr, "gpu_bundle: %s: the interpreter failed: %s\n", tag, d.n ? d.v[0].msg : "?");
     char *dir = cv_tmpdir_path(g_out, tag);
     cv_compile_opts o = {.target = g_target, .opt_level = 2, .emit = CV_EMIT_SO, .out_dir = dir,
-                         .quant = ref ? g_quant : NULL};
+                         .quant = quant};
     cv_compile_info info;
     int n_out = f->n_returns;
     if (rc == 0 && cv_compile_native(m, &o, &info, &d)) {
@@ -67,6 +71,8 @@ static int add_case(const char *tag, cv_module *m, const cv_tensor *ins, int n_i
             cv_npref_default_tol(want[i].dtype, &rtol[i], &atol[i]);
         if (ref)
             rtol[i] = 0, atol[i] = ref->atol;
+        else if (quant)
+            rtol[i] = atol[i] = quant->precision == CV_QP_BF16 ? 5e-2 : 1e-2;
     }
     if (rc == 0 && (rc = gpu_case_write(dir, info.name, ins, n_in, want, n_out, rtol, atol)) == 0)
         fprintf(g_list, "%s\n", tag);
@@ -77,6 +83,12 @@ static int add_case(const char *tag, cv_module *m, const cv_tensor *ins, int n_i
     free(dir);
     cv_diag_free(&d);
     return rc;
+}
+
+static int add_case(const char *tag, cv_module *m, const cv_tensor *ins, int n_in,
+                    const ref_out *ref)
+{
+    return add_case_q(tag, m, ins, n_in, ref, ref ? g_quant : NULL);
 }
 
 static int example(const char *file, int64_t batch)
@@ -107,14 +119,16 @@ static int example(const char *file, int64_t batch)
     return rc;
 }
 
-static int group(const cuda_group *g)
+/* quant: the group compiled in that precision, named cuda_<name><suffix>;
+ * bake: its weights constants (cuda_bake_params), as a model's are. */
+static int group(const cuda_group *g, const cv_quant_opts *quant, bool bake, const char *suffix)
 {
     char name[64], msg[1024];
     bk_model b;
-    snprintf(name, sizeof name, "cuda_%s", g->name);
-    if (bk_build(&b, name, g->cases, g->n, msg, sizeof msg))
+    snprintf(name, sizeof name, "cuda_%s%s", g->name, suffix);
+    if (bk_build(&b, name, g->cases, g->n, msg, sizeof msg) || (bake && cuda_bake_params(&b)))
         return fprintf(stderr, "gpu_bundle: %s: %s\n", name, msg), -1;
-    int rc = add_case(name, b.m, b.ins, b.n_ins, NULL);
+    int rc = add_case_q(name, b.m, b.ins, b.n_ins, NULL, quant);
     bk_model_free(&b);
     return rc;
 }
@@ -237,7 +251,14 @@ int main(int argc, char **argv)
         bad += example(examples[i], 32) != 0;
     }
     for (int g = 0; core && g < CUDA_N_GROUPS; g++)
-        bad += group(&cuda_groups[g]) != 0;
+        bad += group(&cuda_groups[g], NULL, false, "") != 0;
+    static const cv_quant_opts bf16 = {.precision = CV_QP_BF16};
+    static const cuda_group halfg = CUDA_GROUP("half", cuda_half);
+    if (core) {
+        bad += group(&halfg, NULL, true, "_f32") != 0;
+        bad += group(&halfg, &half, true, "_fp16") != 0;
+        bad += group(&halfg, &bf16, true, "_bf16") != 0;
+    }
     for (const char *p = tv_dir ? tv_models : ""; *p;) {
         char name[64];
         size_t n = strcspn(p, ",");

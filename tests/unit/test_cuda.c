@@ -113,7 +113,7 @@ static void test_ptx_core_ops(void **state)
     assert_non_null(strstr(cv, ".entry cvdk_conv2d"));
     /* ...and their tensor-core (TF32 wmma) variants. */
     assert_non_null(strstr(cv, "_tc("));
-    assert_non_null(strstr(cv, "wmma.mma.sync.aligned.col.row.m16n16k8.f32.tf32.tf32.f32"));
+    assert_non_null(strstr(cv, "wmma.mma.sync.aligned.col.col.m16n16k8.f32.tf32.tf32.f32"));
     free(mm);
     free(cv);
 }
@@ -312,6 +312,65 @@ static void test_fake_constants(void **state)
     dlclose(dl);
 }
 
+/* -p fp16 and bf16 keep the weights in 16 bits on the device: the dense
+ * convolutions launch the 16-bit kernels (tensor cores where deep and wide
+ * enough, a batch in one launch), the fully connected layer cvdk_sgemm_h_t,
+ * every launch with in-bounds pointers. */
+static void test_fake_half(void **state)
+{
+    const char *fake = fake_driver();
+    if (!fake)
+        skip();
+    void *dl = dlopen(fake, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(dl);
+    const char *(*log)(void) = NULL;
+    *(void **)&log = dlsym(dl, "cvfake_log");
+    assert_non_null(log);
+    static const cuda_group g = CUDA_GROUP("half", cuda_half);
+    char msg[1024];
+    bk_model b;
+    if (bk_build(&b, "cuda_half", g.cases, g.n, msg, sizeof msg) || cuda_bake_params(&b))
+        fail_msg("%s", msg);
+    for (int prec = CV_QP_FP16; prec <= CV_QP_BF16; prec++) {
+        char *dir = cv_tmpdir_make("cuda-half");
+        cv_quant_opts q = {.precision = (cv_qprec)prec};
+        cv_compile_opts o = {.target = "cuda-sm90", .opt_level = 2, .emit = CV_EMIT_SO,
+                             .out_dir = dir, .quant = &q};
+        cv_compile_info info;
+        cv_diag d;
+        cv_diag_init(&d);
+        if (cv_compile_native(b.m, &o, &info, &d))
+            fail_msg("compile: %s", d.n ? d.v[0].msg : "?");
+        cv_native *n = NULL;
+        int code = open_code(dir, fake, &n, msg, sizeof msg);
+        if (code)
+            fail_msg("CV%04d %s", code, msg);
+        size_t at = strlen(log());
+        cv_tensor got[BK_MAX_CASES] = {{0}};
+        if (cv_native_run(n, b.ins, b.n_ins, got, &d))
+            fail_msg("run: %s\nlog:\n%s", d.n ? d.v[0].msg : "?", log() + at);
+        const char *run = log() + at;
+        assert_int_equal(count(run, "bad=0"), count(run, "launch "));
+        if (getenv("CVTEST_DEBUG"))
+            fprintf(stderr, "%s", run);
+        /* Every convolution on the tensor cores (a batch of 3 images in one
+         * launch, the grouped one in 2; 128-row tiles for 128 and 256
+         * channels) but the one with 8 output channels (the FMA tiles). */
+        assert_int_equal(count(run, "launch cvdk_conv2d_p8h_tc "), 8);
+        assert_int_equal(count(run, "launch cvdk_conv2d_p8h_tc2 "), 2);
+        assert_int_equal(count(run, "launch cvdk_conv2d_p8h_t "), 1);
+        assert_int_equal(count(run, "launch cvdk_sgemm_h_t "), 1);
+        assert_int_equal(count(run, "launch cvdk_conv2d_p8_"), 0);
+        for (int i = 0; i < g.n; i++)
+            cv_tensor_free(&got[i]);
+        cv_native_close(n);
+        cv_tmpdir_remove(dir);
+        cv_diag_free(&d);
+    }
+    bk_model_free(&b);
+    dlclose(dl);
+}
+
 /* ---- cache keys ---------------------------------------------------------------------- */
 
 static void test_l2_key_sm(void **state)
@@ -466,16 +525,22 @@ static double ref_epilogue(double v, const float *res, int64_t at, int64_t act, 
     return act == 1 ? (v < 0 ? 0 : v) : act == 2 ? (v < lo ? lo : v > hi ? hi : v) : v;
 }
 
-/* cvdk_sgemm with transposed strides, a broadcast bias, accumulation, a
- * residual and each activation. */
+/* cvdk_sgemm (and cvdk_sgemm_h, B in f16) with transposed strides, a
+ * broadcast bias, accumulation, a residual and each activation. */
 static void test_dev_sgemm(void **state)
 {
     enum { M = 19, N = 23, K = 37 };
     float *a = rnd_buf(M * K), *b = rnd_buf(K * N), *bias = rnd_buf(N), *res = rnd_buf(M * N);
     float *c = rnd_buf(M * N), *c0 = malloc(sizeof(float) * M * N);
     double *want = malloc(sizeof(double) * M * N);
+    uint16_t *bh = malloc(sizeof(uint16_t) * K * N);
     assert_non_null(c0);
     assert_non_null(want);
+    assert_non_null(bh);
+    for (int64_t i = 0; i < K * N; i++) {
+        bh[i] = cv_f32_to_f16(b[i]);
+        b[i] = cv_f16_to_f32(bh[i]);
+    }
     memcpy(c0, c, sizeof(float) * M * N);
     for (int act = 0; act < 3; act++) {
         memcpy(c, c0, sizeof(float) * M * N);
@@ -491,8 +556,13 @@ static void test_dev_sgemm(void **state)
         cvdk_sgemm(M, N, K, 0.5f, a, K, 1, b, 1, K, c, N, 1, bias, 0, 1, 2.0f, res, N, act, -0.5f,
                    0.75f);
         expect_close("cvdk_sgemm", c, want, M * N);
+        /* B in f16 (-p fp16 weights; b holds f16 values exactly). */
+        memcpy(c, c0, sizeof(float) * M * N);
+        cvdk_sgemm_h(M, N, K, 0.5f, a, K, 1, bh, 1, K, c, N, 1, bias, 0, 1, 2.0f, res, N, act,
+                     -0.5f, 0.75f);
+        expect_close("cvdk_sgemm_h", c, want, M * N);
     }
-    free(a), free(b), free(bias), free(res), free(c), free(c0), free(want);
+    free(a), free(b), free(bh), free(bias), free(res), free(c), free(c0), free(want);
 }
 
 typedef struct cgeo {
@@ -522,8 +592,9 @@ static void ref_conv(const cgeo *g, bool dw, const float *x, const float *w, con
             }
 }
 
-/* cvdk_conv2d, cvdk_conv2d_p8 (weights packed as cvrt.h's P8) and
- * cvdk_dwconv2d: strides, padding, dilation, bias, residual, relu. */
+/* cvdk_conv2d, cvdk_conv2d_p8 (weights packed as cvrt.h's P8),
+ * cvdk_conv2d_p8h (P8 in f16 or bf16) and cvdk_dwconv2d: strides,
+ * padding, dilation, bias, residual, relu. */
 static void test_dev_conv(void **state)
 {
     static const cgeo geos[] = {
@@ -540,10 +611,38 @@ static void test_dev_conv(void **state)
         double *want = malloc(sizeof(double) * (size_t)most);
         assert_non_null(wp);
         assert_non_null(want);
+        /* Weights that f16 holds exactly, so the 16-bit P8 form (-p fp16)
+         * computes the same; bf16 of the same bits widened is checked too. */
+        uint16_t *wh = calloc((size_t)(mp * K), sizeof *wh);
+        assert_non_null(wh);
+        for (int64_t i = 0; i < g->OC * K; i++)
+            w[i] = cv_f16_to_f32(cv_f32_to_f16(w[i]));
         for (int64_t i = 0; i < g->OC; i++)
-            for (int64_t k = 0; k < K; k++)
+            for (int64_t k = 0; k < K; k++) {
                 wp[((i / 8) * K + k) * 8 + i % 8] = w[i * K + k];
+                wh[((i / 8) * K + k) * 8 + i % 8] = cv_f32_to_f16(w[i * K + k]);
+            }
         ref_conv(g, false, x, w, bias, res, 1, want);
+        memset(y, 0, sizeof(float) * (size_t)ny);
+        cvdk_conv2d_p8h(x, wh, 1, bias, y, g->C, g->H, g->W, g->OC, g->KH, g->KW, g->sh, g->sw,
+                        g->pt, g->pl, g->dh, g->dw, g->OH, g->OW, res, 1, 0, 0, NULL);
+        expect_close("cvdk_conv2d_p8h", y, want, ny);
+        /* The same weights as bf16 (truncated) against their own reference. */
+        float *wb = malloc(sizeof(float) * (size_t)(g->OC * K));
+        double *wantb = malloc(sizeof(double) * (size_t)ny);
+        assert_non_null(wb);
+        assert_non_null(wantb);
+        for (int64_t i = 0; i < g->OC; i++)
+            for (int64_t k = 0; k < K; k++) {
+                uint16_t b = cv_f32_to_bf16(w[i * K + k]);
+                wb[i * K + k] = cv_bf16_to_f32(b);
+                wh[((i / 8) * K + k) * 8 + i % 8] = b;
+            }
+        ref_conv(g, false, x, wb, bias, res, 1, wantb);
+        cvdk_conv2d_p8h(x, wh, 2, bias, y, g->C, g->H, g->W, g->OC, g->KH, g->KW, g->sh, g->sw,
+                        g->pt, g->pl, g->dh, g->dw, g->OH, g->OW, res, 1, 0, 0, NULL);
+        expect_close("cvdk_conv2d_p8h bf16", y, wantb, ny);
+        free(wh), free(wb), free(wantb);
         cvdk_conv2d(x, w, bias, y, g->C, g->H, g->W, g->OC, g->KH, g->KW, g->sh, g->sw, g->pt,
                     g->pl, g->dh, g->dw, g->OH, g->OW, res, 1, 0, 0);
         expect_close("cvdk_conv2d", y, want, ny);
@@ -590,6 +689,7 @@ int main(void)
         cmocka_unit_test(test_old_device),
         cmocka_unit_test(test_fake_runs),
         cmocka_unit_test(test_fake_constants),
+        cmocka_unit_test(test_fake_half),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -224,14 +224,43 @@ static bool keep_kernel(const char *name, void *arg)
         if (!info)
             continue;
         /* cvrt_sgemm's device kernels are cvdk_sgemm, the tiled cvdk_sgemm_t
-         * and (convolutions) the batched *_b and the tensor-core *_tc. */
+         * and (convolutions) the batched *_b and *_bt and the tensor-core
+         * *_tc and *_tc2. */
+        static const char *const sfx[] = {"", "_t", "_b", "_bt", "_tc", "_tc2"};
         size_t n = strlen(info->name + 5);
-        if (ks->used[r] && strncmp(name, "cvdk_", 5) == 0 && strncmp(name + 5, info->name + 5, n) == 0 &&
-            (name[5 + n] == 0 || strcmp(name + 5 + n, "_t") == 0 || strcmp(name + 5 + n, "_b") == 0 ||
-             strcmp(name + 5 + n, "_tc") == 0))
-            return true;
+        for (size_t i = 0; ks->used[r] && i < sizeof sfx / sizeof sfx[0]; i++)
+            if (strncmp(name, "cvdk_", 5) == 0 && strncmp(name + 5, info->name + 5, n) == 0 &&
+                strcmp(name + 5 + n, sfx[i]) == 0)
+                return true;
     }
     return false;
+}
+
+/* The tensor-core kernels run 256 threads a block (host/cuhost_rt.c);
+ * capping their registers so that `ctas` blocks fit a multiprocessor hides
+ * their gathers' latency better (ptxas: .maxntid, .minnctapersm). */
+static void occupancy(LLVMModuleRef mod, LLVMValueRef fn, const char *name)
+{
+    static const struct {
+        const char *name;
+        int ctas;
+    } caps[] = {{"cvdk_conv2d_p8h_tc", 3}, {"cvdk_conv2d_p8h_tc2", 2}, {"cvdk_conv2d_p8_tc", 2},
+                {"cvdk_conv2d_tc", 2}};
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx);
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+        if (strcmp(name, caps[i].name) != 0)
+            continue;
+        static const char *const keys[] = {"maxntidx", "minctasm"};
+        int vals[] = {256, caps[i].ctas};
+        for (int j = 0; j < 2; j++) {
+            LLVMMetadataRef md[] = {
+                LLVMValueAsMetadata(fn), LLVMMDStringInContext2(ctx, keys[j], strlen(keys[j])),
+                LLVMValueAsMetadata(LLVMConstInt(i32, (unsigned long long)vals[j], 0))};
+            LLVMAddNamedMetadataOperand(mod, "nvvm.annotations",
+                                        LLVMMetadataAsValue(ctx, LLVMMDNodeInContext2(ctx, md, 3)));
+        }
+    }
 }
 
 static void mark_rt_kernels(LLVMModuleRef mod, keep_set *ks)
@@ -239,8 +268,10 @@ static void mark_rt_kernels(LLVMModuleRef mod, keep_set *ks)
     for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
         size_t len;
         const char *name = LLVMGetValueName2(fn, &len);
-        if (!LLVMIsDeclaration(fn) && strncmp(name, "cvdk_", 5) == 0 && keep_kernel(name, ks))
+        if (!LLVMIsDeclaration(fn) && strncmp(name, "cvdk_", 5) == 0 && keep_kernel(name, ks)) {
             LLVMSetFunctionCallConv(fn, PTX_KERNEL_CC);
+            occupancy(mod, fn, name);
+        }
     }
 }
 

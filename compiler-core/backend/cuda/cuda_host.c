@@ -28,7 +28,7 @@ typedef struct hostgen {
 
 static const bool routine_ok[CV_KRT__COUNT] = {
     [CV_KRT_SGEMM] = true, [CV_KRT_CONV2D] = true, [CV_KRT_CONV2D_P8] = true,
-    [CV_KRT_DWCONV2D] = true,
+    [CV_KRT_DWCONV2D] = true, [CV_KRT_SGEMM_H] = true, [CV_KRT_CONV2D_P8H] = true,
 };
 
 static bool expr_reads(const cv_kexpr *e, int depth)

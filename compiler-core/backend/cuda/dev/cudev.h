@@ -46,6 +46,31 @@ static inline float cvd_epilogue(float v, const float *res, int64_t at, int64_t 
     return v;
 }
 
+/* A 16-bit weight widened: kind 2 bf16, else IEEE half (cvrt.h's
+ * CVRT_W_*); portable (the naive kernels run on the host in unit tests). */
+static inline float cvd_half_to_float(uint16_t h, int64_t kind)
+{
+    uint32_t bits, sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 31, m = h & 0x3ff;
+    if (kind == 2) {
+        bits = (uint32_t)h << 16;
+    } else if (e == 31) {
+        bits = sign | 0x7f800000u | m << 13;
+    } else if (e) {
+        bits = sign | (e + 112) << 23 | m << 13;
+    } else if (!m) {
+        bits = sign;
+    } else {
+        for (e = 113; !(m & 0x400); e--)
+            m <<= 1;
+        bits = sign | e << 23 | (m & 0x3ff) << 13;
+    }
+    union {
+        uint32_t u;
+        float f;
+    } v = {bits};
+    return v.f;
+}
+
 double cvd_exp(double x);
 double cvd_log(double x);
 double cvd_pow(double x, double y);

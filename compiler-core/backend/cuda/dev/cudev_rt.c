@@ -23,6 +23,16 @@ void cvdk_dwconv2d(const float *x, const float *w, const float *bias, float *y, 
                    int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
                    int64_t pt, int64_t pl, int64_t dh, int64_t dw, int64_t OH, int64_t OW,
                    const float *res, int64_t act, float lo, float hi);
+void cvdk_sgemm_h(int64_t M, int64_t N, int64_t K, float alpha, const float *a, int64_t ars,
+                  int64_t acs, const uint16_t *b, int64_t bkind, int64_t bcs, float *c,
+                  int64_t ldc, int64_t accumulate, const float *bias, int64_t bias_rs,
+                  int64_t bias_cs, float bias_scale, const float *res, int64_t res_ld,
+                  int64_t act, float lo, float hi);
+void cvdk_conv2d_p8h(const float *x, const uint16_t *wp, int64_t wkind, const float *bias,
+                     float *y, int64_t C, int64_t H, int64_t W, int64_t OC, int64_t KH,
+                     int64_t KW, int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh,
+                     int64_t dw, int64_t OH, int64_t OW, const float *res, int64_t act, float lo,
+                     float hi, float *scratch);
 void cvdk_dwconv2d_b(const float *x, const float *w, const float *bias, float *y, int64_t C,
                      int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
                      int64_t pt, int64_t pl, int64_t dh, int64_t dw, int64_t OH, int64_t OW,
@@ -50,15 +60,42 @@ void cvdk_sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float *a, in
     }
 }
 
+/* cvdk_sgemm with B[k,j] = b[k + j*bcs] in 16 bits (cvrt_sgemm_h). */
+void cvdk_sgemm_h(int64_t M, int64_t N, int64_t K, float alpha, const float *a, int64_t ars,
+                  int64_t acs, const uint16_t *b, int64_t bkind, int64_t bcs, float *c,
+                  int64_t ldc, int64_t accumulate, const float *bias, int64_t bias_rs,
+                  int64_t bias_cs, float bias_scale, const float *res, int64_t res_ld,
+                  int64_t act, float lo, float hi)
+{
+    for (int64_t t = cvd_gid(); t < M * N; t += cvd_gstride()) {
+        int64_t i = t / N, j = t % N;
+        float s = 0.0f;
+        for (int64_t k = 0; k < K; k++)
+            s += a[i * ars + k * acs] * cvd_half_to_float(b[k + j * bcs], bkind);
+        float v = alpha * s;
+        if (bias)
+            v += bias_scale * bias[i * bias_rs + j * bias_cs];
+        if (accumulate)
+            v += c[i * ldc + j];
+        c[i * ldc + j] = cvd_epilogue(v, res, i * res_ld + j, act, lo, hi);
+    }
+}
+
 /* The geometry both dense convolutions share. */
 typedef struct geo {
     int64_t C, H, W, OC, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW;
 } geo;
 
+/* Weight i: f32 (kind 0) or 16 bits of cvd_half_to_float's kind. */
+static inline float wat(const void *w, int64_t i, int64_t kind)
+{
+    return kind ? cvd_half_to_float(((const uint16_t *)w)[i], kind) : ((const float *)w)[i];
+}
+
 /* y[oc, pix] for item t = oc * OH*OW + pix, with weight row oc of K = C*KH*KW
- * columns at w[k * wstride]. */
-static float conv_dot(const geo *g, const float *x, const float *w, int64_t wstride,
-                      int64_t t)
+ * columns at w[k * wstride] (of kind wkind, see wat). */
+static float conv_dot(const geo *g, const float *x, const void *w, int64_t wstride,
+                      int64_t wkind, int64_t t)
 {
     int64_t pix = t % (g->OH * g->OW), oh = pix / g->OW, ow = pix % g->OW;
     float s = 0.0f;
@@ -71,7 +108,8 @@ static float conv_dot(const geo *g, const float *x, const float *w, int64_t wstr
                 int64_t iw = ow * g->sw - g->pl + kw * g->dw;
                 if (iw < 0 || iw >= g->W)
                     continue;
-                s += w[((c * g->KH + kh) * g->KW + kw) * wstride] * x[(c * g->H + ih) * g->W + iw];
+                s += wat(w, ((c * g->KH + kh) * g->KW + kw) * wstride, wkind) *
+                     x[(c * g->H + ih) * g->W + iw];
             }
         }
     return s;
@@ -86,7 +124,7 @@ void cvdk_conv2d(const float *x, const float *w, const float *bias, float *y, in
     int64_t K = C * KH * KW, n = OC * OH * OW;
     for (int64_t t = cvd_gid(); t < n; t += cvd_gstride()) {
         int64_t oc = t / (OH * OW);
-        float v = conv_dot(&g, x, w + oc * K, 1, t) + (bias ? bias[oc] : 0.0f);
+        float v = conv_dot(&g, x, w + oc * K, 1, 0, t) + (bias ? bias[oc] : 0.0f);
         y[t] = cvd_epilogue(v, res, t, act, lo, hi);
     }
 }
@@ -104,7 +142,25 @@ void cvdk_conv2d_p8(const float *x, const float *wp, const float *bias, float *y
     for (int64_t t = cvd_gid(); t < n; t += cvd_gstride()) {
         int64_t oc = t / (OH * OW);
         const float *row = wp + (oc / 8) * K * 8 + oc % 8;
-        float v = conv_dot(&g, x, row, 8, t) + (bias ? bias[oc] : 0.0f);
+        float v = conv_dot(&g, x, row, 8, 0, t) + (bias ? bias[oc] : 0.0f);
+        y[t] = cvd_epilogue(v, res, t, act, lo, hi);
+    }
+}
+
+/* cvdk_conv2d_p8 with the P8 weights in 16 bits of kind wkind. */
+void cvdk_conv2d_p8h(const float *x, const uint16_t *wp, int64_t wkind, const float *bias,
+                     float *y, int64_t C, int64_t H, int64_t W, int64_t OC, int64_t KH,
+                     int64_t KW, int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh,
+                     int64_t dw, int64_t OH, int64_t OW, const float *res, int64_t act, float lo,
+                     float hi, float *scratch)
+{
+    (void)scratch;
+    geo g = {C, H, W, OC, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW};
+    int64_t K = C * KH * KW, n = OC * OH * OW;
+    for (int64_t t = cvd_gid(); t < n; t += cvd_gstride()) {
+        int64_t oc = t / (OH * OW);
+        const uint16_t *row = wp + (oc / 8) * K * 8 + oc % 8;
+        float v = conv_dot(&g, x, row, 8, wkind, t) + (bias ? bias[oc] : 0.0f);
         y[t] = cvd_epilogue(v, res, t, act, lo, hi);
     }
 }
@@ -132,7 +188,7 @@ void cvdk_dwconv2d_b(const float *x, const float *w, const float *bias, float *y
     for (int64_t t = cvd_gid(); t < per * batch; t += cvd_gstride()) {
         int64_t b = t / per, i = t % per, c = i / (OH * OW);
         const float *xb = x + b * dx;
-        float v = conv_dot(&g, xb + c * H * W, w + c * KH * KW, 1, i) + (bias ? bias[c] : 0.0f);
+        float v = conv_dot(&g, xb + c * H * W, w + c * KH * KW, 1, 0, i) + (bias ? bias[c] : 0.0f);
         y[b * dy + i] = cvd_epilogue(v, res ? res + b * dy : res, i, act, lo, hi);
     }
 }

@@ -45,7 +45,7 @@ static int64_t out_elems(const cvcu_conv *c)
 /* (The scratch pointer differs per image, and no GPU kernel uses it.) */
 static int same_layer(const cvcu_conv *a, const cvcu_conv *b)
 {
-    return a->kernel == b->kernel && a->w == b->w && a->bias == b->bias &&
+    return a->kernel == b->kernel && a->w == b->w && a->wkind == b->wkind && a->bias == b->bias &&
            (a->res == NULL) == (b->res == NULL) && a->C == b->C &&
            a->H == b->H && a->W == b->W && a->OC == b->OC && a->KH == b->KH && a->KW == b->KW &&
            a->sh == b->sh && a->sw == b->sw && a->pt == b->pt && a->pl == b->pl &&
@@ -57,7 +57,9 @@ static int same_layer(const cvcu_conv *a, const cvcu_conv *b)
 static int joins(const cvcu_pending *p, const cvcu_conv *c)
 {
     const cvcu_conv *f = &p->call;
-    if (!p->n || !same_layer(f, c))
+    /* A dense batch is one product of n * OH*OW columns (32-bit indices). */
+    if (!p->n || !same_layer(f, c) ||
+        (f->OC > 0 && (p->n + 1) * f->OH * f->OW >= CVCU_TILE_MAX_INDEX))
         return 0;
     int64_t dx = c->x - f->x, dy = c->y - f->y;
     if (p->n > 1 && (dx != p->dx * p->n || dy != p->dy * p->n))
@@ -76,12 +78,55 @@ static int joins(const cvcu_pending *p, const cvcu_conv *c)
            !overlap(ny, reads) && !overlap(ny, res_reads);
 }
 
-/* The tensor-core kernels stage operands in TF32 parts and load full
- * 16 x 16 fragments: they pay where the product is deep enough to amortise
- * that (K = C*KH*KW) and has output channels to fill the tile's rows. */
+/* The tensor-core kernels stage operands in 16- or 32-bit words and load
+ * full 16 x 16 fragments: even a 1 x 1 convolution to 16 channels (a
+ * quarter of the tile's rows) runs faster there than on the FMA tiles
+ * (mobilenet_v2's projections).  Their weight loads are 16-byte vectors. */
 static int tc_pays(const cvcu_ctx *ctx, const cvcu_conv *c)
 {
-    return ctx->tc_passes > 0 && c->OC >= 32 && c->C * c->KH * c->KW >= 64;
+    return ctx->tc_passes > 0 && c->OC >= 16 && c->C * c->KH * c->KW >= 16 &&
+           ((uintptr_t)c->w & 15) == 0;
+}
+
+/* A dense convolution over `batch` images as one tiled product whose
+ * columns run over every image (dev/cudev_gemm.h). */
+static void flush_dense(cvcu_ctx *ctx, cvcu_conv c, int64_t batch, int64_t dx, int64_t dy)
+{
+    int64_t per = c.OC * c.OH * c.OW, ohw = c.OH * c.OW, ld = batch > 1 ? dy : per, split = 1;
+    int half = c.kernel == CVCU_RT_CONV2D_P8H_T, tc = tc_pays(ctx, &c), kernel = c.kernel;
+    /* 16-bit tiles of 128 rows when they come out whole: each gathered
+     * column of x then feeds twice the outputs. */
+    int tall = half && tc && c.OC % 128 == 0;
+    int64_t items = tall ? cvcu_tile_items2(c.OC, ohw * batch) : cvcu_tile_items(c.OC, ohw * batch);
+    int64_t nb = (int64_t)sizeof(float);
+    /* Split K sums into y first: not when y is (part of) the residual. */
+    if (!overlap(hull(floats(c.y, per), dy * nb, batch), hull(floats(c.res, per), dy * nb, batch)))
+        split = cvcu_split_k(ctx, items / CVCU_TILE_THREADS, c.C * c.KH * c.KW);
+    if (split > 1) {
+        void *z[] = {&c.y, &batch, &per, &ld};
+        cvcu_launch_rt(ctx, CVCU_RT_ZERO2, per * batch, z);
+    }
+    void *p[32] = {&c.x, &c.w}, **q = p + 2;
+    if (half)
+        *q++ = &c.wkind;
+    void *geo[] = {&c.bias, &c.y, &c.C, &c.H, &c.W, &c.OC, &c.KH, &c.KW, &c.sh, &c.sw, &c.pt,
+                   &c.pl, &c.dh, &c.dw, &c.OH, &c.OW, &c.res, &c.act, &c.lo, &c.hi};
+    for (size_t i = 0; i < sizeof geo / sizeof geo[0]; i++)
+        *q++ = geo[i];
+    if (c.kernel != CVCU_RT_CONV2D_T)
+        *q++ = &c.scratch;
+    *q++ = &batch, *q++ = &dx, *q++ = &dy, *q++ = &split;
+    if (tc && !half)
+        *q++ = &ctx->tc_passes;
+    if (tc)
+        kernel = tall   ? CVCU_RT_CONV2D_P8H_TC2
+                 : half ? CVCU_RT_CONV2D_P8H_TC
+                 : c.kernel == CVCU_RT_CONV2D_P8_T ? CVCU_RT_CONV2D_P8_TC : CVCU_RT_CONV2D_TC;
+    cvcu_launch_rt(ctx, kernel, items * split, p);
+    if (split > 1) {
+        void *e[] = {&c.y, &c.bias, &c.res, &c.OC, &ohw, &c.act, &c.lo, &c.hi, &batch, &dy};
+        cvcu_launch_rt(ctx, CVCU_RT_CONV_EPI, per * batch, e);
+    }
 }
 
 void cvcu_flush(cvcu_ctx *ctx)
@@ -90,41 +135,18 @@ void cvcu_flush(cvcu_ctx *ctx)
     if (!p->n)
         return;
     cvcu_conv c = p->call;
-    int64_t batch = p->n, dx = p->dx, dy = p->dy, split = 1;
+    int64_t batch = p->n, dx = p->dx, dy = p->dy;
     p->n = 0;
-    if (c.kernel == CVCU_RT_CONV2D_P8_T || c.kernel == CVCU_RT_CONV2D_T) {
-        int64_t per = c.OC * c.OH * c.OW, ohw = c.OH * c.OW, ld = batch > 1 ? dy : per;
-        /* Split K sums into y first: not when y is (part of) the residual. */
-        int64_t nb = (int64_t)sizeof(float);
-        if (!overlap(hull(floats(c.y, per), dy * nb, batch), hull(floats(c.res, per), dy * nb, batch)))
-            split = cvcu_split_k(ctx, c.items_per_image / CVCU_TILE_THREADS * batch,
-                                 c.C * c.KH * c.KW);
-        if (split > 1) {
-            void *z[] = {&c.y, &batch, &per, &ld};
-            cvcu_launch_rt(ctx, CVCU_RT_ZERO2, per * batch, z);
-        }
-        void *pp[] = {&c.x, &c.w, &c.bias, &c.y, &c.C, &c.H, &c.W, &c.OC, &c.KH, &c.KW,
-                      &c.sh, &c.sw, &c.pt, &c.pl, &c.dh, &c.dw, &c.OH, &c.OW, &c.res,
-                      &c.act, &c.lo, &c.hi, &c.scratch, &batch, &dx, &dy, &split, NULL};
-        void *pd[] = {&c.x, &c.w, &c.bias, &c.y, &c.C, &c.H, &c.W, &c.OC, &c.KH, &c.KW,
-                      &c.sh, &c.sw, &c.pt, &c.pl, &c.dh, &c.dw, &c.OH, &c.OW, &c.res,
-                      &c.act, &c.lo, &c.hi, &batch, &dx, &dy, &split, NULL};
-        int p8 = c.kernel == CVCU_RT_CONV2D_P8_T, kernel = c.kernel;
-        if (tc_pays(ctx, &c)) {
-            kernel = p8 ? CVCU_RT_CONV2D_P8_TC : CVCU_RT_CONV2D_TC;
-            pp[27] = pd[26] = &ctx->tc_passes;
-        }
-        cvcu_launch_rt(ctx, kernel, c.items_per_image * batch * split, p8 ? pp : pd);
-        if (split > 1) {
-            void *e[] = {&c.y, &c.bias, &c.res, &c.OC, &ohw, &c.act, &c.lo, &c.hi, &batch, &dy};
-            cvcu_launch_rt(ctx, CVCU_RT_CONV_EPI, per * batch, e);
-        }
-    } else {
-        void *params[] = {&c.x, &c.w, &c.bias, &c.y, &c.C, &c.H, &c.W, &c.KH, &c.KW, &c.sh,
-                          &c.sw, &c.pt, &c.pl, &c.dh, &c.dw, &c.OH, &c.OW, &c.res, &c.act,
-                          &c.lo, &c.hi, &batch, &dx, &dy};
-        cvcu_launch_rt(ctx, c.kernel, c.items_per_image * batch, params);
+    if (c.OC > 0) {
+        flush_dense(ctx, c, batch, dx, dy);
+        return;
     }
+    void *params[] = {&c.x, &c.w, &c.bias, &c.y, &c.C, &c.H, &c.W, &c.KH, &c.KW, &c.sh,
+                      &c.sw, &c.pt, &c.pl, &c.dh, &c.dw, &c.OH, &c.OW, &c.res, &c.act,
+                      &c.lo, &c.hi, &batch, &dx, &dy};
+    int small = c.items_per_image * batch < CVCU_TILE_MAX_INDEX &&
+                c.C * c.H * c.W < CVCU_TILE_MAX_INDEX && c.KH * c.KW < CVCU_TILE_MAX_INDEX;
+    cvcu_launch_rt(ctx, small ? CVCU_RT_DWCONV2D_BT : c.kernel, c.items_per_image * batch, params);
 }
 
 void cvcu_conv_submit(cvcu_ctx *ctx, const cvcu_conv *c)

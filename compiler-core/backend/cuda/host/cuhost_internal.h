@@ -61,7 +61,11 @@ typedef struct cvcu_driver {
     CUresult (*GetErrorName)(CUresult, const char **);
 } cvcu_driver;
 
-enum { CVCU_MAX_IO = 64, CVCU_TILE_THREADS = 256 /* a tiled kernel's block, one per tile */ };
+enum {
+    CVCU_MAX_IO = 64,
+    CVCU_TILE_THREADS = 256,        /* a tiled kernel's block, one per tile */
+    CVCU_TILE_MAX_INDEX = 1 << 30,  /* bound of the tiled kernels' 32-bit index math */
+};
 
 /* The runtime routines' device kernels: one thread per output
  * (dev/cudev_rt.c), tiled (dev/cudev_gemm.c, one block per 64 x 64 output
@@ -71,6 +75,10 @@ enum {
     CVCU_RT_CONV2D_T, CVCU_RT_CONV2D_P8_T, CVCU_RT_DWCONV2D_B,
     CVCU_RT_ZERO2, CVCU_RT_GEMM_EPI, CVCU_RT_CONV_EPI,     /* split K */
     CVCU_RT_CONV2D_TC, CVCU_RT_CONV2D_P8_TC,                /* _T on the tensor cores */
+    CVCU_RT_SGEMM_H, CVCU_RT_SGEMM_H_T,                     /* 16-bit weights (-p fp16/bf16) */
+    CVCU_RT_CONV2D_P8H, CVCU_RT_CONV2D_P8H_T, CVCU_RT_CONV2D_P8H_TC,
+    CVCU_RT_DWCONV2D_BT,                                    /* _B in 32-bit index math */
+    CVCU_RT_CONV2D_P8H_TC2,                                 /* _P8H_TC, 128 x 64 tiles */
     CVCU_RT_KERNELS
 };
 
@@ -78,8 +86,10 @@ enum {
  * runtime keeps it until it launches (host/cuhost_batch.c). */
 typedef struct cvcu_conv {
     int kernel;                 /* index into the runtime kernel names */
-    const float *x, *w, *bias, *res;
+    const float *x, *bias, *res;
+    const void *w;              /* f32, or 16 bits of kind wkind (CONV2D_P8H_T) */
     float *y, *scratch;
+    int64_t wkind;
     int64_t C, H, W, OC, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW, act;
     float lo, hi;
     int64_t items_per_image;    /* launch items of one image */
@@ -134,5 +144,9 @@ void cvcu_flush(cvcu_ctx *ctx);
  * with inner dimension K is split into: 1 unless the tiles alone leave most
  * multiprocessors idle and K is long. */
 int64_t cvcu_split_k(const cvcu_ctx *ctx, int64_t blocks, int64_t K);
+/* The launch items (CVCU_TILE_THREADS per block) that give an M x N
+ * product one block per 64 x 64 tile (cvcu_tile_items2: 128 x 64). */
+int64_t cvcu_tile_items(int64_t M, int64_t N);
+int64_t cvcu_tile_items2(int64_t M, int64_t N);
 
 #endif

@@ -1,10 +1,13 @@
 /* The runtime routines of cvrt.h, called by kernels that run on the host
  * (the backend keeps a kernel on the host when it calls one): each
  * launches a device kernel with its own arguments, all of them device
- * addresses and sizes: the tiled GEMM (dev/cudev_gemm.c) for products and
- * dense convolutions, whose per-image calls are merged into batched
- * launches (cuhost_batch.c), or with CUVIL_CUDA_NAIVE=1 the
- * one-thread-per-output kernels (dev/cudev_rt.c). */
+ * addresses and sizes: the tiled GEMM (dev/cudev_gemm.c, dev/cudev_tc.c)
+ * for products and dense convolutions, whose per-image calls are merged
+ * into batched launches (cuhost_batch.c), or with CUVIL_CUDA_NAIVE=1 the
+ * one-thread-per-output kernels (dev/cudev_rt.c).  The -p fp16 / bf16
+ * routines (cvrt_sgemm_h, cvrt_conv2d_p8h) keep the weights in 16 bits on
+ * the device; dense convolutions then multiply on the tensor cores in that
+ * type with fp32 sums. */
 #include "compiler-core/backend/cuda/host/cuhost_internal.h"
 
 void cvrt_sgemm(cvcu_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha, const float *a,
@@ -25,19 +28,36 @@ void cvrt_dwconv2d(cvcu_ctx *rt, const float *x, const float *w, const float *bi
                    int64_t C, int64_t H, int64_t W, int64_t KH, int64_t KW,
                    int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw,
                    int64_t OH, int64_t OW, const float *res, int64_t act, float lo, float hi);
+void cvrt_sgemm_h(cvcu_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha, const float *a,
+                  int64_t ars, int64_t acs, const uint16_t *b, int64_t bkind, int64_t bcs,
+                  float *c, int64_t ldc, int64_t accumulate, const float *bias, int64_t bias_rs,
+                  int64_t bias_cs, float bias_scale, const float *res, int64_t res_ld,
+                  int64_t act, float lo, float hi);
+void cvrt_conv2d_p8h(cvcu_ctx *rt, const float *x, const uint16_t *wp, int64_t wkind,
+                     const float *bias, float *y, int64_t C, int64_t H, int64_t W, int64_t OC,
+                     int64_t KH, int64_t KW, int64_t sh, int64_t sw, int64_t pt, int64_t pl,
+                     int64_t dh, int64_t dw, int64_t OH, int64_t OW, const float *res,
+                     int64_t act, float lo, float hi, float *scratch);
 
 static const char *const names[CVCU_RT_KERNELS] = {
     "cvdk_sgemm", "cvdk_conv2d", "cvdk_conv2d_p8", "cvdk_dwconv2d",
     "cvdk_sgemm_t", "cvdk_conv2d_t", "cvdk_conv2d_p8_t", "cvdk_dwconv2d_b",
     "cvdk_zero2", "cvdk_gemm_epi", "cvdk_conv_epi",
     "cvdk_conv2d_tc", "cvdk_conv2d_p8_tc",
+    "cvdk_sgemm_h", "cvdk_sgemm_h_t",
+    "cvdk_conv2d_p8h", "cvdk_conv2d_p8h_t", "cvdk_conv2d_p8h_tc",
+    "cvdk_dwconv2d_bt", "cvdk_conv2d_p8h_tc2",
 };
-enum { TILE = 64, TILE_THREADS = CVCU_TILE_THREADS, TILE_MAX_INDEX = 1 << 30 };
+enum { TILE = 64, TILE_THREADS = CVCU_TILE_THREADS, TILE_MAX_INDEX = CVCU_TILE_MAX_INDEX };
 
-/* The item count that gives an M x N product one block per tile. */
-static int64_t tile_items(int64_t M, int64_t N)
+int64_t cvcu_tile_items(int64_t M, int64_t N)
 {
     return M > 0 && N > 0 ? (M + TILE - 1) / TILE * ((N + TILE - 1) / TILE) * TILE_THREADS : 0;
+}
+
+int64_t cvcu_tile_items2(int64_t M, int64_t N)
+{
+    return cvcu_tile_items((M + 2 * TILE - 1) / (2 * TILE) * TILE, N);
 }
 
 /* A block of the tiled kernel waits on its loads with nothing to hide them
@@ -67,21 +87,22 @@ void cvcu_launch_rt(cvcu_ctx *ctx, int which, int64_t n, void **params)
     cvcu_launch_fn(ctx, ctx->rt_kernels[which], n, params, names[which]);
 }
 
-void cvrt_sgemm(cvcu_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha, const float *a,
-                int64_t ars, int64_t acs, const float *b, int64_t brs, int64_t bcs, float *c,
-                int64_t ldc, int64_t accumulate, const float *bias, int64_t bias_rs,
-                int64_t bias_cs, float bias_scale, const float *res, int64_t res_ld,
-                int64_t act, float lo, float hi)
+/* A product through kernel `naive` (CUVIL_CUDA_NAIVE=1) or the tiled
+ * `tiled`, whose parameters p are cvrt_sgemm's (b's two strides or b's
+ * kind and stride), then split (p[22]). */
+static void gemm(cvcu_ctx *rt, int naive, int tiled, int64_t M, int64_t N, int64_t K, float *c,
+                 int64_t ldc, int64_t accumulate, const float *bias, int64_t bias_rs,
+                 int64_t bias_cs, float bias_scale, const float *res, int64_t res_ld,
+                 int64_t act, float lo, float hi, void **p)
 {
     int64_t split = 1;
-    void *p[] = {&M, &N, &K, &alpha, &a, &ars, &acs, &b, &brs, &bcs, &c, &ldc, &accumulate,
-                 &bias, &bias_rs, &bias_cs, &bias_scale, &res, &res_ld, &act, &lo, &hi, &split};
+    p[22] = &split;
     cvcu_flush(rt);
     if (rt->naive) {
-        cvcu_launch_rt(rt, CVCU_RT_SGEMM, M > 0 && N > 0 ? M * N : 0, p);
+        cvcu_launch_rt(rt, naive, M > 0 && N > 0 ? M * N : 0, p);
         return;
     }
-    int64_t items = tile_items(M, N);
+    int64_t items = cvcu_tile_items(M, N);
     /* Split K sums into c first: not when c holds a summand or the residual. */
     if (!accumulate && (!res || res != c))
         split = cvcu_split_k(rt, items / TILE_THREADS, K);
@@ -89,7 +110,7 @@ void cvrt_sgemm(cvcu_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha, cons
         void *z[] = {&c, &M, &N, &ldc};
         cvcu_launch_rt(rt, CVCU_RT_ZERO2, M * N, z);
     }
-    cvcu_launch_rt(rt, CVCU_RT_SGEMM_T, items * split, p);
+    cvcu_launch_rt(rt, tiled, items * split, p);
     if (split > 1) {
         void *e[] = {&c, &ldc, &M, &N, &bias, &bias_rs, &bias_cs, &bias_scale, &res, &res_ld,
                      &act, &lo, &hi};
@@ -97,9 +118,33 @@ void cvrt_sgemm(cvcu_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha, cons
     }
 }
 
+void cvrt_sgemm(cvcu_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha, const float *a,
+                int64_t ars, int64_t acs, const float *b, int64_t brs, int64_t bcs, float *c,
+                int64_t ldc, int64_t accumulate, const float *bias, int64_t bias_rs,
+                int64_t bias_cs, float bias_scale, const float *res, int64_t res_ld,
+                int64_t act, float lo, float hi)
+{
+    void *p[] = {&M, &N, &K, &alpha, &a, &ars, &acs, &b, &brs, &bcs, &c, &ldc, &accumulate,
+                 &bias, &bias_rs, &bias_cs, &bias_scale, &res, &res_ld, &act, &lo, &hi, NULL};
+    gemm(rt, CVCU_RT_SGEMM, CVCU_RT_SGEMM_T, M, N, K, c, ldc, accumulate, bias, bias_rs, bias_cs,
+         bias_scale, res, res_ld, act, lo, hi, p);
+}
+
+void cvrt_sgemm_h(cvcu_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha, const float *a,
+                  int64_t ars, int64_t acs, const uint16_t *b, int64_t bkind, int64_t bcs,
+                  float *c, int64_t ldc, int64_t accumulate, const float *bias, int64_t bias_rs,
+                  int64_t bias_cs, float bias_scale, const float *res, int64_t res_ld,
+                  int64_t act, float lo, float hi)
+{
+    void *p[] = {&M, &N, &K, &alpha, &a, &ars, &acs, &b, &bkind, &bcs, &c, &ldc, &accumulate,
+                 &bias, &bias_rs, &bias_cs, &bias_scale, &res, &res_ld, &act, &lo, &hi, NULL};
+    gemm(rt, CVCU_RT_SGEMM_H, CVCU_RT_SGEMM_H_T, M, N, K, c, ldc, accumulate, bias, bias_rs,
+         bias_cs, bias_scale, res, res_ld, act, lo, hi, p);
+}
+
 /* A dense convolution through the tiled kernel, when its implicit GEMM fits
  * the kernel's 32-bit index math. */
-static int conv_tiled(cvcu_ctx *rt, int kernel, const float *x, const float *w,
+static int conv_tiled(cvcu_ctx *rt, int kernel, const float *x, const void *w, int64_t wkind,
                       const float *bias, float *y, int64_t C, int64_t H, int64_t W, int64_t OC,
                       int64_t KH, int64_t KW, int64_t sh, int64_t sw, int64_t pt, int64_t pl,
                       int64_t dh, int64_t dw, int64_t OH, int64_t OW, const float *res,
@@ -108,8 +153,8 @@ static int conv_tiled(cvcu_ctx *rt, int kernel, const float *x, const float *w,
     if (rt->naive || C * KH * KW >= TILE_MAX_INDEX || OH * OW >= TILE_MAX_INDEX ||
         C * H * W >= TILE_MAX_INDEX)
         return 0;
-    cvcu_conv c = {kernel, x, w, bias, res, y, scratch, C, H, W, OC, KH, KW, sh, sw, pt, pl,
-                   dh, dw, OH, OW, act, lo, hi, tile_items(OC, OH * OW)};
+    cvcu_conv c = {kernel, x, bias, res, w, y, scratch, wkind, C, H, W, OC, KH, KW, sh, sw, pt,
+                   pl, dh, dw, OH, OW, act, lo, hi, cvcu_tile_items(OC, OH * OW)};
     cvcu_conv_submit(rt, &c);
     return 1;
 }
@@ -119,7 +164,7 @@ void cvrt_conv2d(cvcu_ctx *rt, const float *x, const float *w, const float *bias
                  int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw,
                  int64_t OH, int64_t OW, const float *res, int64_t act, float lo, float hi)
 {
-    if (conv_tiled(rt, CVCU_RT_CONV2D_T, x, w, bias, y, C, H, W, OC, KH, KW, sh, sw, pt, pl, dh,
+    if (conv_tiled(rt, CVCU_RT_CONV2D_T, x, w, 0, bias, y, C, H, W, OC, KH, KW, sh, sw, pt, pl, dh,
                    dw, OH, OW, res, act, lo, hi, NULL))
         return;
     void *p[] = {&x, &w, &bias, &y, &C, &H, &W, &OC, &KH, &KW, &sh, &sw, &pt, &pl, &dh, &dw,
@@ -134,13 +179,28 @@ void cvrt_conv2d_p8(cvcu_ctx *rt, const float *x, const float *wp, const float *
                     int64_t OH, int64_t OW, const float *res, int64_t act, float lo, float hi,
                     float *scratch)
 {
-    if (conv_tiled(rt, CVCU_RT_CONV2D_P8_T, x, wp, bias, y, C, H, W, OC, KH, KW, sh, sw, pt, pl,
+    if (conv_tiled(rt, CVCU_RT_CONV2D_P8_T, x, wp, 0, bias, y, C, H, W, OC, KH, KW, sh, sw, pt, pl,
                    dh, dw, OH, OW, res, act, lo, hi, scratch))
         return;
     void *p[] = {&x, &wp, &bias, &y, &C, &H, &W, &OC, &KH, &KW, &sh, &sw, &pt, &pl, &dh, &dw,
                  &OH, &OW, &res, &act, &lo, &hi, &scratch};
     cvcu_flush(rt);
     cvcu_launch_rt(rt, CVCU_RT_CONV2D_P8, OC * OH * OW, p);
+}
+
+void cvrt_conv2d_p8h(cvcu_ctx *rt, const float *x, const uint16_t *wp, int64_t wkind,
+                     const float *bias, float *y, int64_t C, int64_t H, int64_t W, int64_t OC,
+                     int64_t KH, int64_t KW, int64_t sh, int64_t sw, int64_t pt, int64_t pl,
+                     int64_t dh, int64_t dw, int64_t OH, int64_t OW, const float *res,
+                     int64_t act, float lo, float hi, float *scratch)
+{
+    if (conv_tiled(rt, CVCU_RT_CONV2D_P8H_T, x, wp, wkind, bias, y, C, H, W, OC, KH, KW, sh, sw,
+                   pt, pl, dh, dw, OH, OW, res, act, lo, hi, scratch))
+        return;
+    void *p[] = {&x, &wp, &wkind, &bias, &y, &C, &H, &W, &OC, &KH, &KW, &sh, &sw, &pt, &pl,
+                 &dh, &dw, &OH, &OW, &res, &act, &lo, &hi, &scratch};
+    cvcu_flush(rt);
+    cvcu_launch_rt(rt, CVCU_RT_CONV2D_P8H, OC * OH * OW, p);
 }
 
 void cvrt_dwconv2d(cvcu_ctx *rt, const float *x, const float *w, const float *bias, float *y,
@@ -150,8 +210,8 @@ void cvrt_dwconv2d(cvcu_ctx *rt, const float *x, const float *w, const float *bi
 {
     if (!rt->naive) {
         /* OC 0 marks the depthwise form (C outputs per pixel). */
-        cvcu_conv c = {CVCU_RT_DWCONV2D_B, x, w, bias, res, y, NULL, C, H, W, 0, KH, KW, sh, sw,
-                       pt, pl, dh, dw, OH, OW, act, lo, hi, C * OH * OW};
+        cvcu_conv c = {CVCU_RT_DWCONV2D_B, x, bias, res, w, y, NULL, 0, C, H, W, 0, KH, KW, sh,
+                       sw, pt, pl, dh, dw, OH, OW, act, lo, hi, C * OH * OW};
         cvcu_conv_submit(rt, &c);
         return;
     }
