@@ -4,8 +4,9 @@
  *
  * Candidates are the ops with blocked kernels (codegen_nchwc.c): f32
  * convolutions (depthwise; dense ones with C a multiple of blk and OC of
- * 2*blk; 3x3 ones over a plain image of fewer than blk channels, which read
- * it as it is), max pooling, and a global average pool reading a blocked
+ * 2*blk; 3x3 ones, or ones the row tiles run (a 7x7 stem), over a plain
+ * image of fewer than blk channels, which read it as it is), max pooling,
+ * and a global average pool reading a blocked
  * tensor (it writes the plain result itself).  The elementwise ops fused
  * into a convolution (residual add, relu, clip) run in its kernel and
  * follow its layout.
@@ -23,13 +24,15 @@
 /* Nanoseconds saved per multiply-add, per pooled output element, and spent
  * per reordered element, measured on AVX-512: one by one (one thread, the
  * shapes of resnet18 and mobilenet_v2) the blocked depthwise kernel takes
- * 0.23-0.87 of the plain one's time (~0.04 ns less per multiply-add), the
- * blocked dense convolution 0.85-1.8 of the packed implicit GEMM's.  The
- * dense penalty and the reorder cost are set from the whole models (bench/
- * models, blocked vs --no-blocked-layout): mobilenet_v2 (depthwise convs,
- * 1x1 glue) ran as fast or faster blocked, resnet18 (dense 3x3 only)
- * slower at one thread, so a region of dense convolutions alone never pays. */
+ * 0.23-0.87 of the plain one's time (~0.04 ns less per multiply-add); the
+ * blocked dense convolution in row tiles (pads of at most the stride: every
+ * 3x3 and 1x1 of resnet18) 0.58-0.73 of the packed implicit GEMM's (~0.005
+ * ns less per multiply-add), in its general form 0.85-1.8.  The general
+ * penalty and the reorder cost are set from the whole models (bench/models,
+ * blocked vs --no-blocked-layout): mobilenet_v2 (depthwise convs, 1x1 glue)
+ * ran as fast or faster blocked. */
 #define NS_DENSE (-0.0005)
+#define NS_DENSE_ROWS 0.005
 #define NS_DEPTHWISE 0.04
 #define NS_POOL 0.1
 #define NS_REORDER 0.25
@@ -62,6 +65,26 @@ static bool const_f32(const cv_value *v)
     return v->kind == CV_VAL_PARAM && v->type.dtype == CV_F32 && v->param && v->param->data;
 }
 
+/* Whether the blocked kernel runs a dense convolution in row tiles
+ * (cvrt_nchwc.c): width stride 1 or 2 (2 for a plain input), and taps
+ * outside the image only at the first output column (two for a plain
+ * input) and at the last. */
+static bool row_tiled(const cv_op *op, int64_t W, int64_t KW, int64_t OW, bool plain)
+{
+    int64_t st[2] = {1, 1}, dil[2] = {1, 1}, pad[4] = {0, 0, 0, 0};
+    cv_op_ints(op, "stride", st, 2);
+    cv_op_ints(op, "dilation", dil, 2);
+    cv_op_ints(op, "pad", pad, 4);      /* [top, left, ...]: left is pad[1] either way */
+    int64_t sw = st[1], pl = pad[1], ends = plain ? 2 : 1;
+    if ((sw != 2 && (sw != 1 || plain)) || pl < 0)
+        return false;
+    int64_t lo = (pl + sw - 1) / sw, last = W - 1 + pl - (KW - 1) * dil[1];
+    int64_t hi = last < 0 ? 0 : last / sw + 1;
+    lo = lo < OW ? lo : OW;
+    hi = hi < OW ? hi : OW;
+    return lo <= ends && OW - (hi > lo ? hi : lo) <= 1;
+}
+
 static int conv_kind(const cv_op *op, int blk, double *gain)
 {
     if (op->n_operands < 2 || !image(op->operands[0]) || !image(op->results[0]) ||
@@ -78,10 +101,11 @@ static int conv_kind(const cv_op *op, int blk, double *gain)
     }
     if (groups != 1 || OC % (2 * blk) != 0)
         return K_NONE;
-    *gain = NS_DENSE * macs * (double)C;
+    bool rows = row_tiled(op, x->d[3].n, KW, y->d[3].n, C % blk != 0);
+    *gain = (rows ? NS_DENSE_ROWS : NS_DENSE) * macs * (double)C;
     if (C % blk == 0)
         return K_DENSE;
-    return C < blk && KH == 3 && KW == 3 ? K_PLAIN_IN : K_NONE;
+    return C < blk && (rows || (KH == 3 && KW == 3)) ? K_PLAIN_IN : K_NONE;
 }
 
 static int op_kind(const cv_op *op, int blk, double *gain)

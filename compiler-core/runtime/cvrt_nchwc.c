@@ -5,21 +5,23 @@
  * Direct convolution: an output tile is NOC output channel blocks x NW
  * consecutive output columns of one row, all in vector registers; for each
  * input channel ci of each tap, NOC weight vectors (one per output block)
- * and NW broadcasts of x[ci] feed NOC*NW fused multiply-adds.  Columns
- * whose taps all lie inside the image run unchecked; the few at the
- * borders run one at a time with the taps outside skipped.  The input may
- * also be a plain image (first layers: 3 channels), read with strides.
- * Work items are (output block group, output row), a group's rows in a
- * row so that its weights stay in cache. */
+ * and NW broadcasts of x[ci] feed NOC*NW fused multiply-adds.  The common
+ * shapes (pads no larger than the stride) run in row tiles, which cover
+ * the whole row, border columns included (see below); otherwise columns
+ * whose taps all lie inside the image run unchecked and the few at the
+ * borders one at a time with the taps outside skipped.  The input may also
+ * be a plain image (first layers: 3 channels), read with strides.  Work
+ * items are (output block group, output row), a group's rows in a row so
+ * that its weights stay in cache. */
 #include "compiler-core/runtime/cvrt_vec.h"
 
 enum { VL = CVRT_VL };
-/* Tile widths for 4, 2 and 1 output blocks: 24 accumulators where there are
+/* Tile widths for 2 and 1 output blocks: 24 accumulators where there are
  * 32 vector registers (AVX-512), 12 where there are 16. */
 #if CVRT_VL == 16
-enum { NW4 = 6, NW2 = 12, NW1 = 12 };
+enum { NW2 = 12, NW1 = 12 };
 #else
-enum { NW4 = 3, NW2 = 6, NW1 = 12 };
+enum { NW2 = 6, NW1 = 12 };
 #endif
 
 typedef cvrt_vf vf;
@@ -35,8 +37,10 @@ static inline vf bcast(float v)
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 #if defined(__clang__)
 #define UNROLL_FULL _Pragma("clang loop unroll(full)")
+#define NO_UNROLL _Pragma("clang loop unroll(disable)")
 #else
 #define UNROLL_FULL
+#define NO_UNROLL
 #endif
 
 typedef struct nc_job {
@@ -67,7 +71,7 @@ static ALWAYS_INLINE void tile(const nc_job *j, int64_t ob, int64_t oh, int64_t 
                                const int NOC, const int NW, const int checked, const int64_t XPS,
                                const int64_t SW)
 {
-    vf acc[4][12];
+    vf acc[2][12];
     UNROLL_FULL
     for (int o = 0; o < NOC; o++) {
         vf b = j->bias ? *(const vfu *)(j->bias + (ob + o) * VL) : (vf){0};
@@ -93,7 +97,7 @@ static ALWAYS_INLINE void tile(const nc_job *j, int64_t ob, int64_t oh, int64_t 
                 const float *wp = j->w + (((ob * j->ICB + icb) * j->KH + kh) * j->KW + kw) *
                                          j->CI * VL;
                 for (int64_t ci = 0; ci < j->CI; ci++) {
-                    vf wv[4];
+                    vf wv[2];
                     UNROLL_FULL
                     for (int o = 0; o < NOC; o++)
                         wv[o] = *(const vfu *)(wp + o * wstride + ci * VL);
@@ -154,19 +158,166 @@ static ALWAYS_INLINE void conv_row(const nc_job *j, int64_t ob, int64_t oh, cons
 }
 #undef TILE
 
-/* One work item: the blocked input at stride 1 (1, 2 or 4 blocks at once)
- * or 2 (2 blocks) with constant strides; anything else (a plain input,
- * other strides) one block at a time. */
+/* ---- row tiles ------------------------------------------------------------
+ * Where the pads are small next to the stride, only the first and the last
+ * output columns of a row can have taps outside the image (at most one at
+ * each end; two at the start for a plain input: resnet18's first 7x7
+ * convolution).  The row then runs in tiles of up to NWR columns x NOC output
+ * blocks, all in registers, and a tap that misses the image at a tile's
+ * end columns skips just those -- decided once per tap, not per column.
+ * Wide tiles reuse each weight vector NWR times (a 7-wide row is one tile)
+ * and the residual and activation are applied as the registers are
+ * stored. */
+#if CVRT_VL == 16
+enum { NWR = 14 };
+#else
+enum { NWR = 6 };
+#endif
+
+/* Columns [T0, NW - T1) of a tile: the CIN input channels of one tap
+ * (stride XCS), x at xp (column T0's tap, columns SW * XPS apart), the
+ * weights at wp (block o at o * wstride). */
+static ALWAYS_INLINE void row_taps(vf acc[2][NWR], const float *xp, const float *wp,
+                                   int64_t wstride, const int64_t CIN, const int64_t XCS,
+                                   const int NOC, const int NW, const int T0, const int T1,
+                                   const int64_t SW, const int64_t XPS)
+{
+    /* (one channel's FMAs are enough work per iteration: unrolled, the 70
+     * tile variants would add seconds to every compile) */
+    NO_UNROLL
+    for (int64_t ci = 0; ci < CIN; ci++) {
+        vf wv[2];
+        UNROLL_FULL
+        for (int o = 0; o < NOC; o++)
+            wv[o] = *(const vfu *)(wp + o * wstride + ci * VL);
+        UNROLL_FULL
+        for (int t = T0; t < NW - T1; t++) {
+            vf xv = bcast(xp[(t - T0) * SW * XPS + ci * XCS]);
+            UNROLL_FULL
+            for (int o = 0; o < NOC; o++)
+                acc[o][t] += wv[o] * xv;
+        }
+    }
+}
+
+/* Output blocks [ob, ob+NOC) x columns [ow0, ow0+NW) of row oh, the
+ * epilogue included.  A blocked input (XPS = VL) has VL channels per
+ * block, a plain one (XPS = 1) CI channels HW apart; at most MAXT columns
+ * at the start of the tile miss a tap, and one at its end. */
+static ALWAYS_INLINE void row_tile(const nc_job *j, int64_t ob, int64_t oh, int64_t ow0,
+                                   const int NOC, const int NW, const int64_t SW,
+                                   const int64_t XPS, const int MAXT)
+{
+    vf acc[2][NWR];
+    UNROLL_FULL
+    for (int o = 0; o < NOC; o++) {
+        vf b = j->bias ? *(const vfu *)(j->bias + (ob + o) * VL) : (vf){0};
+        UNROLL_FULL
+        for (int t = 0; t < NW; t++)
+            acc[o][t] = b;
+    }
+    const int64_t CIN = XPS == VL ? VL : j->CI, XCS = XPS == VL ? 1 : j->xcs;
+    int64_t wstride = j->ICB * j->KH * j->KW * CIN * VL;
+    for (int64_t icb = 0; icb < j->ICB; icb++)
+        for (int64_t kh = 0; kh < j->KH; kh++) {
+            int64_t ih = oh * j->sh - j->pt + kh * j->dh;
+            if (ih < 0 || ih >= j->H)
+                continue;
+            const float *xr = j->x + icb * j->xbs + ih * j->W * XPS;
+            const float *wp = j->w + ((ob * j->ICB + icb) * j->KH + kh) * j->KW * CIN * VL;
+            for (int64_t kw = 0; kw < j->KW; kw++, wp += CIN * VL) {
+                int64_t iw = ow0 * SW - j->pl + kw * j->dw, last = iw + (NW - 1) * SW;
+                /* columns missing the image at the start and at the end */
+                int64_t nl = iw < 0 ? (-iw + SW - 1) / SW : 0;
+                int64_t nr = last >= j->W ? (last - j->W) / SW + 1 : 0;
+                if (nl + nr >= NW)
+                    continue;
+#define TAPS(a, b) \
+    row_taps(acc, xr + (iw + (a) * SW) * XPS, wp, wstride, CIN, XCS, NOC, NW, a, b, SW, XPS)
+                if (nl == 0 && nr == 0)
+                    TAPS(0, 0);
+                else if (nl == 1 && nr == 0)
+                    TAPS(1, 0);
+                else if (nl == 0 && nr == 1)
+                    TAPS(0, 1);
+                else if (nl == 1 && nr == 1)
+                    TAPS(1, 1);
+                else if (MAXT > 1 && nr == 0)
+                    TAPS(2, 0);
+                else if (MAXT > 1)
+                    TAPS(2, 1);
+#undef TAPS
+            }
+        }
+    UNROLL_FULL
+    for (int o = 0; o < NOC; o++) {
+        int64_t off = (((ob + o) * j->OH + oh) * j->OW + ow0) * VL;
+        UNROLL_FULL
+        for (int t = 0; t < NW; t++)
+            *(vfu *)(j->y + off + t * VL) =
+                epi(j, acc[o][t], j->res ? j->res + off + t * VL : 0);
+    }
+}
+
+#define ROW_TILE(nw) row_tile(j, ob, oh, ow, NOC, nw, SW, XPS, MAXT)
+
+/* Row oh of blocks [ob, ob+NOC): tiles of NWR, then 7, 4, 2 and 1. */
+static ALWAYS_INLINE void row_tiles(const nc_job *j, int64_t ob, int64_t oh, const int NOC,
+                                    const int64_t SW, const int64_t XPS, const int MAXT)
+{
+    int64_t ow = 0;
+    for (; ow + NWR <= j->OW; ow += NWR)
+        ROW_TILE(NWR);
+    if (NWR > 7 && ow + 7 <= j->OW) {
+        ROW_TILE(7);
+        ow += 7;
+    }
+    if (ow + 4 <= j->OW) {
+        ROW_TILE(4);
+        ow += 4;
+    }
+    if (ow + 2 <= j->OW) {
+        ROW_TILE(2);
+        ow += 2;
+    }
+    if (ow < j->OW)
+        ROW_TILE(1);
+}
+#undef ROW_TILE
+
+/* Whether the row tiles apply: pairs of output blocks (all the compiler
+ * blocks), stride 1 or 2 (2 for a plain input: the stems of resnets),
+ * taps outside the image only at the first column (two for a plain input)
+ * and at the last. */
+static int row_tiled(const nc_job *j)
+{
+    int plain = j->xps != VL;
+    return j->noc == 2 && (j->sw == 2 || (j->sw == 1 && !plain)) && j->ow_lo <= 1 + plain &&
+           j->OW - j->ow_hi <= 1;
+}
+
+/* Row oh of blocks ob and ob+1 in row tiles. */
+static void row_item(const nc_job *j, int64_t ob, int64_t oh)
+{
+    if (j->xps == 1)
+        row_tiles(j, ob, oh, 2, 2, 1, 2);
+    else if (j->sw == 1)
+        row_tiles(j, ob, oh, 2, 1, VL, 1);
+    else
+        row_tiles(j, ob, oh, 2, 2, VL, 1);
+}
+
+/* One work item: in row tiles where they apply; else the blocked input at
+ * stride 1, two blocks at once, with constant strides, and anything else
+ * (a plain input, other strides) one block at a time. */
 static void conv_item(const nc_job *j, int64_t ob, int64_t oh)
 {
-    if (j->xps == VL && j->sw == 1 && j->noc == 4)
-        conv_row(j, ob, oh, 4, NW4, VL, 1);
-    else if (j->xps == VL && j->sw == 1 && j->noc == 2)
+    if (row_tiled(j)) {
+        row_item(j, ob, oh);
+        return;
+    }
+    if (j->xps == VL && j->sw == 1 && j->noc == 2)
         conv_row(j, ob, oh, 2, NW2, VL, 1);
-    else if (j->xps == VL && j->sw == 1)
-        conv_row(j, ob, oh, 1, NW1, VL, 1);
-    else if (j->xps == VL && j->sw == 2 && j->noc == 2)
-        conv_row(j, ob, oh, 2, NW2, VL, 2);
     else
         for (int64_t o = 0; o < j->noc; o++)
             conv_row(j, ob + o, oh, 1, NW1, j->xps, j->sw);
@@ -208,10 +359,14 @@ void cvrt_nchwc_conv2d(cvrt_ctx *rt, const float *x, const float *wb, const floa
     j.xps = plain ? 1 : VL;
     j.xcs = plain ? H * W : 1;
     j.xbs = H * W * VL;
-    j.noc = OCB % 4 == 0 && OW < NW2 && sw == 1 ? 4 : OCB % 2 == 0 ? 2 : 1;
-    j.ngrp = OCB / j.noc;
     inner_cols(W, KW, sw, pl, dw, OW, &j.ow_lo, &j.ow_hi);
-    cvrt_parallel(rt, j.ngrp * OH, 1, conv_task, &j);
+    j.noc = OCB % 2 == 0 ? 2 : 1;
+    j.ngrp = OCB / j.noc;
+    /* About four runs of consecutive rows per thread: a group's weights
+     * (up to 0.6 MB in resnet18's last layers) are then read by one thread,
+     * into its own L2, rather than by all of them. */
+    int64_t items = j.ngrp * OH;
+    cvrt_parallel(rt, items, cvrt_cdiv(items, 4 * (int64_t)cvrt_threads(rt)), conv_task, &j);
 }
 
 /* ---- depthwise ------------------------------------------------------------ */

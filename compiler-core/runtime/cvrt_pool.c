@@ -1,13 +1,14 @@
 /* The thread pool and the arena.  Workers spin briefly on a generation
  * counter between jobs (kernels of one run follow each other within
- * microseconds) and then sleep on a condition variable, so an idle artifact
- * costs no CPU.  The caller waits for the chunks, not for the workers: a
- * worker that is not running (asleep, or descheduled on a busy machine)
- * when a job comes simply finds every chunk claimed, so a job never waits
- * for a thread that took no part in it. */
+ * microseconds), yield the core a few hundred times, and then sleep on a
+ * condition variable, so an idle artifact costs no CPU.  The caller waits
+ * for the chunks, not for the workers: a worker that is not running
+ * (asleep, or descheduled on a busy machine) when a job comes simply finds
+ * every chunk claimed, so a job never waits for a thread that took no part
+ * in it. */
 #include "compiler-core/runtime/cvrt_internal.h"
 
-enum { SPIN_ROUNDS = 20000, MAX_CHUNKS = 0xffff };
+enum { YIELD_SPINS = 4000, YIELDS = 400, MAX_CHUNKS = 0xffff };
 
 typedef struct cvrt_worker {
     cvrt_ctx *rt;
@@ -51,8 +52,14 @@ static unsigned wait_job(cvrt_ctx *rt, unsigned seen)
         unsigned g = atomic_load_explicit(&rt->gen, memory_order_acquire);
         if (g != seen)
             return g;
-        if (spins < SPIN_ROUNDS) {
+        if (spins < YIELD_SPINS) {
             cpu_relax();
+            continue;
+        }
+        /* Then yield: on a busy machine the thread this one waits for may
+         * be queued behind it on this core. */
+        if (spins < YIELD_SPINS + YIELDS) {
+            sched_yield();
             continue;
         }
         pthread_mutex_lock(&rt->mu);
@@ -110,8 +117,15 @@ void cvrt_parallel(cvrt_ctx *rt, int64_t n, int64_t chunk, cvrt_task_fn task, vo
                           memory_order_release);
     announce(rt);
     run_chunks(rt, gen, 0);
-    while (atomic_load_explicit(&rt->done, memory_order_acquire) < rt->nchunks)
-        cpu_relax();
+    /* A chunk still running after a long spin is usually on a worker that
+     * another process's thread displaced: yielding lends it this core. */
+    for (int spins = 0; atomic_load_explicit(&rt->done, memory_order_acquire) < rt->nchunks;
+         spins++) {
+        if (spins < YIELD_SPINS)
+            cpu_relax();
+        else
+            sched_yield();
+    }
 }
 
 typedef struct launch_arg {

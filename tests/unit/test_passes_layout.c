@@ -1,8 +1,9 @@
-/* The blocked (NCHWc) layout (passes/layout.c, codegen_nchwc.c): small
- * convolution chains compiled natively (-O1, to keep the test short) with
- * it and without it (--no-blocked-layout), compared with the reference
- * interpreter, and the plan's counts (blocked convolutions, reorders)
- * checked where this machine's target blocks at all (AVX-512). */
+/* The blocked (NCHWc) layout (passes/layout.c, codegen_nchwc.c,
+ * cvrt_nchwc.c): small convolution chains compiled natively (-O1, to keep
+ * the test short) with it and without it (--no-blocked-layout), run at two
+ * threads and compared with the reference interpreter, and the plan's
+ * counts (blocked convolutions, reorders) checked where this machine's
+ * target blocks at all (AVX-512). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -18,15 +19,23 @@
 #include "tests/support/numpyref.h"
 #include "tests/support/tmpdir.h"
 
-/* "param %NAME: f32[DIMS] = dense(...)" with n pseudo-random values. */
-static void param(cv_sb *sb, const char *name, const char *dims, int n, unsigned seed)
+/* "param %NAME: f32[DIMS] = dense(...)" with n pseudo-random values in
+ * [-amp, amp]. */
+static void param_amp(cv_sb *sb, const char *name, const char *dims, int n, unsigned seed,
+                      double amp)
 {
     cv_sb_printf(sb, "  param %%%s: f32[%s] = dense(", name, dims);
     for (int i = 0; i < n; i++) {
         seed = seed * 1103515245u + 12345u;
-        cv_sb_printf(sb, "%s%.4f", i ? ", " : "", ((double)(seed >> 16 & 0x7fff) / 32767.0 - 0.5) * 0.5);
+        cv_sb_printf(sb, "%s%.4f", i ? ", " : "",
+                     ((double)(seed >> 16 & 0x7fff) / 32767.0 - 0.5) * 2 * amp);
     }
     cv_sb_puts(sb, ")\n");
+}
+
+static void param(cv_sb *sb, const char *name, const char *dims, int n, unsigned seed)
+{
+    param_amp(sb, name, dims, n, seed, 0.25);
 }
 
 /* A whole region: a 3x3 conv over the plain 3-channel input (read as it
@@ -72,6 +81,62 @@ static char *boundary_model(void)
         cv_sb_printf(&sb, "  %%%d = conv2d(%%%d, %%w) {pad=[1,1], groups=32} : f32[1,32,16,16]\n",
                      i, i - 1);
     cv_sb_puts(&sb, "  %6 = softmax(%5) {axis=1} : f32[1,32,16,16]\n  return %6\n}\n");
+    return cv_sb_steal(&sb);
+}
+
+/* Dense convolutions in the blocked kernel's row tiles: 3x3 at strides 1
+ * and 2 (27 columns: tiles of 14, 7, 4 and 2; an odd width at stride 2,
+ * whose last column's taps leave the image; 7 columns: one tile with both
+ * ends checked), a 1x1 downsample and residual adds.  Only the input is
+ * reordered. */
+static char *dense_model(void)
+{
+    cv_sb sb = {0};
+    cv_sb_puts(&sb, "cuir 1\nmodel @dense(%x: f32[N,16,27,27]) -> (f32[N,64]) {\n");
+    param_amp(&sb, "w0", "32,16,3,3", 32 * 16 * 9, 21, 0.08);
+    param_amp(&sb, "b0", "32", 32, 22, 0.1);
+    param_amp(&sb, "w1", "32,32,3,3", 32 * 32 * 9, 23, 0.06);
+    param_amp(&sb, "w2", "64,32,3,3", 64 * 32 * 9, 24, 0.06);
+    param_amp(&sb, "w3", "64,32,1,1", 64 * 32, 25, 0.2);
+    param_amp(&sb, "w4", "64,64,3,3", 64 * 64 * 9, 26, 0.04);
+    param_amp(&sb, "b4", "64", 64, 27, 0.1);
+    cv_sb_puts(&sb,
+        "  %0 = conv2d(%x, %w0, %b0) {pad=[1,1]} : f32[N,32,27,27]\n"
+        "  %1 = relu(%0) : f32[N,32,27,27]\n"
+        "  %2 = conv2d(%1, %w1) {pad=[1,1]} : f32[N,32,27,27]\n"
+        "  %3 = add(%2, %1) : f32[N,32,27,27]\n"
+        "  %4 = relu(%3) : f32[N,32,27,27]\n"
+        "  %5 = conv2d(%4, %w2) {pad=[1,1], stride=[2,2]} : f32[N,64,14,14]\n"
+        "  %6 = conv2d(%4, %w3) {stride=[2,2]} : f32[N,64,14,14]\n"
+        "  %7 = add(%5, %6) : f32[N,64,14,14]\n"
+        "  %8 = relu(%7) : f32[N,64,14,14]\n"
+        "  %9 = conv2d(%8, %w4, %b4) {pad=[1,1], stride=[2,2]} : f32[N,64,7,7]\n"
+        "  %10 = conv2d(%9, %w4) {pad=[1,1]} : f32[N,64,7,7]\n"
+        "  %11 = relu(%10) : f32[N,64,7,7]\n"
+        "  %12 = global_avg_pool(%11) : f32[N,64,1,1]\n"
+        "  %13 = flatten(%12) {axis=1} : f32[N,64]\n"
+        "  return %13\n}\n");
+    return cv_sb_steal(&sb);
+}
+
+/* A resnet stem: a 7x7 stride-2 convolution over the plain 3-channel input
+ * in row tiles (two border columns on the left), max pooling, a 3x3. */
+static char *stem_model(void)
+{
+    cv_sb sb = {0};
+    cv_sb_puts(&sb, "cuir 1\nmodel @stem(%x: f32[N,3,30,30]) -> (f32[N,32]) {\n");
+    param_amp(&sb, "w0", "32,3,7,7", 32 * 3 * 49, 31, 0.1);
+    param_amp(&sb, "b0", "32", 32, 32, 0.1);
+    param_amp(&sb, "w1", "32,32,3,3", 32 * 32 * 9, 33, 0.06);
+    cv_sb_puts(&sb,
+        "  %0 = conv2d(%x, %w0, %b0) {pad=[3,3], stride=[2,2]} : f32[N,32,15,15]\n"
+        "  %1 = relu(%0) : f32[N,32,15,15]\n"
+        "  %2 = max_pool2d(%1) {kernel=[3,3], stride=[2,2], pad=[1,1]} : f32[N,32,8,8]\n"
+        "  %3 = conv2d(%2, %w1) {pad=[1,1]} : f32[N,32,8,8]\n"
+        "  %4 = relu(%3) : f32[N,32,8,8]\n"
+        "  %5 = global_avg_pool(%4) : f32[N,32,1,1]\n"
+        "  %6 = flatten(%5) {axis=1} : f32[N,32]\n"
+        "  return %6\n}\n");
     return cv_sb_steal(&sb);
 }
 
@@ -146,11 +211,30 @@ static void test_boundary(void **state)
     free(text);
 }
 
+static void test_dense(void **state)
+{
+    (void)state;
+    char *text = dense_model();
+    check(text, true, (expect){6, 1});
+    check(text, false, (expect){0, 0});
+    free(text);
+}
+
+static void test_stem(void **state)
+{
+    (void)state;
+    char *text = stem_model();
+    check(text, true, (expect){2, 0});
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_region),
         cmocka_unit_test(test_boundary),
+        cmocka_unit_test(test_dense),
+        cmocka_unit_test(test_stem),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
