@@ -339,7 +339,7 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info
     if (cv_kprog_build_half(m->funcs[0], blk, cv_cg_half_mode(o.target, (emit & CV_EMIT_C) != 0),
                             &p, d))
         return -1;
-    cv_cg_half_report(p, info->quant_report, sizeof info->quant_report);
+    cv_cg_half_report(p, o.target, info->quant_report, sizeof info->quant_report);
     p->debug = o.debug;
     p->weights_file = (emit & CV_EMIT_WEIGHTS) != 0;
     /* Debug info of a model without source lines points into its listing. */

@@ -5,12 +5,16 @@
  * packed at compile time into the same P8 form as f32 constants, still 16
  * bits each, the cast emits nothing, and the GEMM widens each task's K
  * block of them into its thread's buffer (cvrt_conv2d_p8h), so the math is
- * the f32 kernel's.  Where the target has AVX512_BF16, bf16 convolutions
- * compute in bf16 instead: weights packed as vdpbf16ps's pairs, the image
- * rounded to bf16 once per layer, f32 sums (cvrt_qconv2d's CVRT_Q_BF16).
- * fp16 has no such path on purpose: AVX512-FP16's (and AArch64 FP16's)
- * arithmetic accumulates in fp16, while the issue asks for f32 sums; the
- * f32 GEMM over widened weights (vcvtph2ps) is the f32-accumulating form. */
+ * the f32 kernel's.  fp16 convolutions the blocked (NCHWc) layout takes
+ * are packed in its order, still f16, and widened a few output blocks at
+ * a time (cvrt_nchwc_conv2d_h, cv_cg_half_widen); CUDA runs the same
+ * 16-bit weights on its tensor cores.  Where the target has AVX512_BF16,
+ * bf16 convolutions compute in bf16 instead: weights packed as vdpbf16ps's
+ * pairs, the image rounded to bf16 once per layer, f32 sums (cvrt_qconv2d's
+ * CVRT_Q_BF16).  fp16 has no such path on purpose: AVX512-FP16's (and
+ * AArch64 FP16's) arithmetic accumulates in fp16, while the issue asks for
+ * f32 sums; the f32 GEMM over widened weights (vcvtph2ps) is the
+ * f32-accumulating form. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +60,8 @@ static const cv_value *half_source(const cv_value *v)
 static bool gemm_conv_of(const cv_op *op, const cv_value *v)
 {
     if (!op->def || strcmp(op->def->name, "conv2d") != 0 || op->n_operands < 2 ||
-        op->operands[1] != v || op->operands[0] == v || (op->n_operands > 2 && op->operands[2] == v))
+        op->operands[1] != v || op->operands[0] == v ||
+        (op->n_operands > 2 && op->operands[2] == v))
         return false;
     const cv_value *x = op->operands[0], *y = op->results[0];
     int64_t groups = cv_op_int(op, "groups", 1);
@@ -142,6 +147,42 @@ const cv_kten *cv_cg_half_packed(cv_codegen_ctx *c, cv_kten *out, int64_t *kind)
     return out;
 }
 
+float *cv_cg_half_widen(cv_codegen_ctx *c)
+{
+    const cv_value *v = c->op->n_operands > 1 ? c->op->operands[1] : NULL;
+    const cv_value *w = v ? half_source(v) : NULL;
+    int64_t groups = c->op->n_operands > 1 ? cv_op_int(c->op, "groups", 1) : 0;
+    if (!w || w->type.dtype != CV_F16 || !c->op->def || strcmp(c->op->def->name, "conv2d") != 0 ||
+        (groups != 1 && w->type.shape.d[1].n != 1))
+        return NULL;
+    int64_t n = cv_shape_numel(&w->type.shape);
+    float *out = malloc((size_t)(n ? n : 1) * sizeof *out);
+    if (!out) {
+        c->prog->oom = true;
+        return NULL;
+    }
+    const uint16_t *src = w->param->data;
+    for (int64_t i = 0; i < n; i++)
+        out[i] = cv_f16_to_f32(src[i]);
+    c->prog->n_half_ops++;
+    return out;
+}
+
+cv_kten cv_cg_half_narrow(cv_codegen_ctx *c, const cv_shape *s, const float *buf)
+{
+    int64_t n = cv_shape_numel(s);
+    uint16_t *h = malloc((size_t)(n ? n : 1) * sizeof *h);
+    if (!h) {
+        c->prog->oom = true;
+        return cv_cg_const(c, CV_F32, s, buf);
+    }
+    for (int64_t i = 0; i < n; i++)
+        h[i] = cv_f32_to_f16(buf[i]);
+    cv_kten t = cv_cg_const(c, CV_F16, s, h);
+    free(h);
+    return t;
+}
+
 unsigned cv_cg_half_mode(const char *target, bool emit_c)
 {
     if (cv_target_is_cuda(target))
@@ -203,9 +244,15 @@ int cv_cg_bf16_conv2d(cv_codegen_ctx *c)
     return 1;
 }
 
-void cv_cg_half_report(const cv_kprog *p, char *rep, size_t size)
+void cv_cg_half_report(const cv_kprog *p, const char *target, char *rep, size_t size)
 {
     size_t at = strlen(rep);
+    if (p->n_half_ops && cv_target_is_cuda(target) && at + 1 < size) {
+        snprintf(rep + at, size - at, "codegen: f16/bf16 tensor-core compute (wmma m16n16k16), "
+                 "f32 accumulation: %d ops (16-bit weights on the device, activations rounded "
+                 "to 16 bits as they are loaded)\n", p->n_half_ops);
+        return;
+    }
     if (p->n_bf16_ops && at + 1 < size)
         at += (size_t)snprintf(rep + at, size - at, "codegen: bf16 compute, f32 accumulation: "
                                "conv2d x%d (bf16 activations x bf16 weights: AMX tdpbf16ps "
@@ -213,7 +260,8 @@ void cv_cg_half_report(const cv_kprog *p, char *rep, size_t size)
                                "vdpbf16ps)\n", p->n_bf16_ops);
     if (p->n_half_ops && at + 1 < size)
         snprintf(rep + at, size - at, "codegen: f32 compute on 16-bit weights widened one GEMM "
-                 "block or dot-product chunk at a time: %d ops (f16 is never summed in f16: "
+                 "block, blocked-layout group of output channels (f16 depthwise: at compile "
+                 "time) or dot-product chunk at a time: %d ops (f16 is never summed in f16: "
                  "AVX512-FP16 and AArch64 FP16 arithmetic would accumulate in f16); any others "
                  "through a cast to f32\n", p->n_half_ops);
     else if (!p->n_bf16_ops && strstr(rep, " stored as ") && at + 1 < size)

@@ -29,6 +29,17 @@ const cv_kten *cv_cg_half_packed(cv_codegen_ctx *c, cv_kten *out, int64_t *kind)
  * otherwise. */
 const cv_kten *cv_cg_half_matrix(cv_codegen_ctx *c, cv_kten *out, int64_t *kind);
 
+/* For the blocked (NCHWc) convolution (codegen_nchwc.c): when operand 1
+ * is cast(f16 constant) -> f32 of a dense or depthwise convolution,
+ * its values widened to a new f32 array (the caller frees it), which
+ * the caller packs and hands back to cv_cg_half_narrow (dense ones; the
+ * few depthwise weights stay f32 constants); NULL otherwise. */
+float *cv_cg_half_widen(cv_codegen_ctx *c);
+
+/* The packed f32 copy of cv_cg_half_widen's values, n of them, back in f16
+ * (exact) as a constant of shape s, for cvrt_nchwc_conv2d_h. */
+cv_kten cv_cg_half_narrow(cv_codegen_ctx *c, const cv_shape *s, const float *buf);
+
 /* For the cast hook: every use of the cast's result reads the 16-bit
  * weights through cv_cg_half_packed or cv_cg_half_matrix, so the widened
  * copy is never needed and the cast emits nothing. */
@@ -50,6 +61,6 @@ int cv_cg_qconv_bf16(cv_codegen_ctx *c, const cv_kten *wp);
 
 /* Appends to the compile report which of the -p fp16/bf16 ops ran in
  * which type (the pass's line says how the weights are stored). */
-void cv_cg_half_report(const cv_kprog *p, char *rep, size_t size);
+void cv_cg_half_report(const cv_kprog *p, const char *target, char *rep, size_t size);
 
 #endif

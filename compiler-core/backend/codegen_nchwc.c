@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "compiler-core/backend/codegen.h"
+#include "compiler-core/backend/codegen_half.h"
 #include "compiler-core/backend/kernel_internal.h"
 #include "compiler-core/runtime/cvrt.h"
 
@@ -140,14 +141,16 @@ static int pack(cv_codegen_ctx *c, const nconv *g, int blk, cv_kten *wb, cv_kten
                 bool *has_b)
 {
     const float *w = const_data(c, 1), *b = c->op->n_operands > 2 ? const_data(c, 2) : NULL;
+    float *wide = w ? NULL : cv_cg_half_widen(c);  /* -p fp16: f16 weights (codegen_half.c) */
+    w = wide ? wide : w;
     *has_b = b != NULL;
     if (!w || (c->op->n_operands > 2 && !b))
-        return -1;
+        return free(wide), -1;
     int64_t taps = g->KH * g->KW, cin = g->depthwise ? 1 : g->C;
     int64_t n = g->depthwise ? g->ocb * taps * blk : g->ocb * g->icb * taps * g->ci * blk;
     float *buf = calloc((size_t)n + (size_t)g->ocb * blk, sizeof *buf);
     if (!buf)
-        return -1;
+        return free(wide), -1;
     for (int64_t o = 0; o < g->OC; o++)
         for (int64_t i = 0; i < cin; i++)
             for (int64_t t = 0; t < taps; t++) {
@@ -162,7 +165,9 @@ static int pack(cv_codegen_ctx *c, const nconv *g, int blk, cv_kten *wb, cv_kten
     for (int64_t o = 0; b && o < g->OC; o++)
         bias[o] = b[o];
     cv_shape ws = {.rank = 1, .d = {{.n = n}}}, bs = {.rank = 1, .d = {{.n = g->ocb * blk}}};
-    *wb = cv_cg_const(c, CV_F32, &ws, buf);
+    *wb = wide && !g->depthwise ? cv_cg_half_narrow(c, &ws, buf)
+                                : cv_cg_const(c, CV_F32, &ws, buf);
+    free(wide);
     *bb = cv_cg_const(c, CV_F32, &bs, bias);
     free(buf);
     return 0;
@@ -232,7 +237,8 @@ static void conv_call(cv_codegen_ctx *c, const nconv *g, int blk, const cv_kten 
         args[k++] = i64(c, rest[i]);
     cv_cg_rt_epilogue_args(c, e, yo, &args[k]);
     k += 4;
-    cv_k_call(c, g->depthwise ? CV_KRT_NCHWC_DWCONV2D : CV_KRT_NCHWC_CONV2D, args, k);
+    cv_k_call(c, g->depthwise ? CV_KRT_NCHWC_DWCONV2D
+                 : wb->dtype == CV_F16 ? CV_KRT_NCHWC_CONV2D_H : CV_KRT_NCHWC_CONV2D, args, k);
     cv_k_close(c);
     cv_k_end(c);
 }

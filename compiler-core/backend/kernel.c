@@ -102,6 +102,8 @@ static const cv_krt_info rt_info[CV_KRT__COUNT] = {
     [CV_KRT_NCHWC_POOL2D] = {"cvrt_nchwc_pool2d", (int)sizeof nchwc_pool2d_args,
                              nchwc_pool2d_args},
     [CV_KRT_QDWCONV2D] = {"cvrt_qdwconv2d", (int)sizeof qdwconv2d_args, qdwconv2d_args},
+    [CV_KRT_NCHWC_CONV2D_H] = {"cvrt_nchwc_conv2d_h", (int)sizeof nchwc_conv2d_args,
+                               nchwc_conv2d_args},
 };
 
 const cv_krt_info *cv_krt_get(cv_krt fn)

@@ -101,6 +101,7 @@ typedef enum cv_krt {
     CV_KRT_QDWCONV2D,           /* int8 depthwise convolution (cvrt_qdwconv2d) */
     CV_KRT_CONV2D_P8H,          /* cvrt_conv2d_p8 with f16/bf16 packed weights */
     CV_KRT_SGEMM_H,             /* cvrt_sgemm with f16/bf16 B (its brs slot: the kind) */
+    CV_KRT_NCHWC_CONV2D_H,      /* cvrt_nchwc_conv2d with f16 weights (-p fp16) */
     CV_KRT__COUNT
 } cv_krt;
 

@@ -65,6 +65,17 @@ static bool const_f32(const cv_value *v)
     return v->kind == CV_VAL_PARAM && v->type.dtype == CV_F32 && v->param && v->param->data;
 }
 
+/* -p fp16's weights, cast(f16 constant) -> f32: dense convolutions read
+ * them packed in f16 (cvrt_nchwc_conv2d_h), depthwise ones widened at
+ * compile time (codegen_half.c). */
+static bool const_f16_cast(const cv_value *v)
+{
+    const cv_op *d = v->kind == CV_VAL_RESULT ? v->def : NULL;
+    const cv_value *p = d && d->n_operands == 1 ? d->operands[0] : NULL;
+    return p && d->def && strcmp(d->def->name, "cast") == 0 && v->type.dtype == CV_F32 &&
+           p->kind == CV_VAL_PARAM && p->type.dtype == CV_F16 && p->param && p->param->data;
+}
+
 /* Whether the blocked kernel runs a dense convolution in row tiles
  * (cvrt_nchwc.c): width stride 1 or 2 (2 for a plain input), and taps
  * outside the image only at the first output column (two for a plain
@@ -88,7 +99,8 @@ static bool row_tiled(const cv_op *op, int64_t W, int64_t KW, int64_t OW, bool p
 static int conv_kind(const cv_op *op, int blk, double *gain)
 {
     if (op->n_operands < 2 || !image(op->operands[0]) || !image(op->results[0]) ||
-        !const_f32(op->operands[1]) || (op->n_operands > 2 && !const_f32(op->operands[2])))
+        !(const_f32(op->operands[1]) || const_f16_cast(op->operands[1])) ||
+        (op->n_operands > 2 && !const_f32(op->operands[2])))
         return K_NONE;
     const cv_shape *x = &op->operands[0]->type.shape, *y = &op->results[0]->type.shape;
     const cv_shape *w = &op->operands[1]->type.shape;

@@ -10,7 +10,9 @@
  * goes into the thread's scratch split by stride phase, as in
  * cvrt_dwconv.c, so that every tap reads the output grid (oh*Wq + ow) at
  * one fixed offset; the grid is accumulated eight vectors at a time and its
- * rows [0, OW) go through the epilogue. */
+ * rows [0, OW) go through the epilogue.  u8 in and u8 out without a
+ * residual (mobilenet_v2's depthwise layers) take the channel-blocked path
+ * below instead: about twice as fast on those layers. */
 #include "compiler-core/runtime/cvrt_gemm.h"
 #include "compiler-core/runtime/cvrt_qepi.h"
 
@@ -129,6 +131,210 @@ static void channel_task(void *arg, int64_t lo, int64_t hi, int tid)
     }
 }
 
+/* The channel-blocked path, for u8 in and u8 out without a residual (the
+ * depthwise layers between int8 pointwise convolutions): a task takes 16
+ * channels and a strip of output rows; the strip's input rows are
+ * transposed (16x16 bytes at a time) into a padded [row][col][16] f32
+ * scratch, zero point removed, so that each tap of an output pixel is one
+ * load of 16 channels and one FMA with that tap's 16 weights held in
+ * registers (as fp32's NCHW16c depthwise), exact integer sums as above.
+ * Each output row goes through the same epilogue into a [px][16] u8 row,
+ * transposed back to the NCHW planes. */
+enum { CB = 16, NB = CB / VL, PX = 8, STRIP_FLOATS = 65536 };
+
+typedef uint8_t qb16 __attribute__((vector_size(16)));
+typedef uint8_t qb16u __attribute__((vector_size(16), aligned(1)));
+
+/* 16 rows of 16 bytes transposed in place (four perfect shuffles). */
+static void transpose16(qb16 *r)
+{
+    for (int s = 0; s < 4; s++) {
+        qb16 o[16];
+        for (int i = 0; i < 8; i++) {
+            o[2 * i] = __builtin_shufflevector(r[i], r[i + 8], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20,
+                                               5, 21, 6, 22, 7, 23);
+            o[2 * i + 1] = __builtin_shufflevector(r[i], r[i + 8], 8, 24, 9, 25, 10, 26, 11, 27,
+                                                   12, 28, 13, 29, 14, 30, 15, 31);
+        }
+        for (int i = 0; i < 16; i++)
+            r[i] = o[i];
+    }
+}
+
+/* Bytes [0, n) of p, the others fill. */
+static inline qb16 load_part(const uint8_t *p, int64_t n, uint8_t fill)
+{
+#if defined(CVRT_AVX512)
+    return (qb16)_mm_mask_loadu_epi8(_mm_set1_epi8((char)fill), (__mmask16)((1u << n) - 1), p);
+#else
+    uint8_t t[16];
+    for (int q = 0; q < 16; q++)
+        t[q] = q < n ? p[q] : fill;
+    return *(const qb16u *)t;
+#endif
+}
+
+static inline void store_part(uint8_t *p, qb16 v, int64_t n)
+{
+#if defined(CVRT_AVX512)
+    _mm_mask_storeu_epi8(p, (__mmask16)((1u << n) - 1), (__m128i)v);
+#else
+    uint8_t t[16];
+    *(qb16u *)t = v;
+    for (int64_t q = 0; q < n; q++)
+        p[q] = t[q];
+#endif
+}
+
+typedef struct qdb_job {
+    const qdw_job *j;
+    int64_t nstrip, rows, Wp, R;     /* R output rows per strip, rows input rows per strip */
+} qdb_job;
+
+/* Input row ih of channels [c0, c0 + nc) into dst ([Wp][16] floats, the
+ * padding zero). */
+static void block_row(const qdw_job *j, const qdb_job *b, int64_t c0, int64_t nc, int64_t ih,
+                      float *dst)
+{
+    if (ih < 0 || ih >= j->H) {
+        cvrt_zero(dst, b->Wp * CB);
+        return;
+    }
+    cvrt_zero(dst, j->pl * CB);
+    cvrt_zero(dst + (j->pl + j->W) * CB, (b->Wp - j->pl - j->W) * CB);
+    const uint8_t *x = (const uint8_t *)j->x;
+    float *d = dst + j->pl * CB;
+    for (int64_t iw = 0; iw < j->W; iw += CB) {
+        int64_t n = cvrt_min(CB, j->W - iw);
+        qb16 r[16];
+        for (int64_t c = 0; c < CB; c++) {
+            const uint8_t *src = x + ((c0 + c) * j->H + ih) * j->W + iw;
+            if (c >= nc)
+                r[c] = (qb16){0} + (uint8_t)j->zp;
+            else if (n == CB)
+                r[c] = *(const qb16u *)src;
+            else
+                r[c] = load_part(src, n, (uint8_t)j->zp);
+        }
+        transpose16(r);
+        for (int64_t p = 0; p < n; p++)
+            for (int v = 0; v < NB; v++) {
+                uint8_t t[CB];
+                *(qb16u *)t = r[p];
+                cvrt_vi q = cvrt_load_u8(t + v * VL, VL, 0) - j->zp;
+                *(cvrt_vfu *)(d + (iw + p) * CB + v * VL) = __builtin_convertvector(q, cvrt_vf);
+            }
+    }
+}
+
+/* Output row oh_rel of the strip (its input rows in in) into o.y ([OW][16]
+ * u8); eight pixels at a time, each tap's weights one vector per 16/VL. */
+static inline __attribute__((always_inline)) void block_out_row(const qdw_job *j,
+        const qdb_job *b, const float *in, int64_t oh_rel, const cvrt_vf *wv, int64_t taps,
+        const cvrt_vf *s, const cvrt_vf *bi, cvrt_qout o)
+{
+    const int64_t OW = j->OW, sw = j->sw, KW = j->KW;
+    int64_t toff[512];
+    for (int64_t t = 0; t < taps; t++)
+        toff[t] = ((oh_rel * j->sh + t / KW * j->dh) * b->Wp + t % KW * j->dw) * CB;
+    int64_t ow = 0;
+    for (; ow + PX <= OW; ow += PX) {
+        cvrt_vf acc[PX][NB] = {{{0}}};
+        for (int64_t t = 0; t < taps; t++) {
+            const float *src = in + toff[t] + ow * sw * CB;
+            for (int p = 0; p < PX; p++)
+                for (int v = 0; v < NB; v++)
+                    acc[p][v] += wv[t * NB + v] * *(const cvrt_vfu *)(src + p * sw * CB + v * VL);
+        }
+        for (int p = 0; p < PX; p++)
+            for (int v = 0; v < NB; v++)
+                cvrt_qstore(o, (ow + p) * CB + v * VL, acc[p][v] * s[v] + bi[v], VL);
+    }
+    for (; ow < OW; ow++) {
+        cvrt_vf acc[NB] = {{0}};
+        for (int64_t t = 0; t < taps; t++)
+            for (int v = 0; v < NB; v++)
+                acc[v] += wv[t * NB + v] * *(const cvrt_vfu *)(in + toff[t] + ow * sw * CB + v * VL);
+        for (int v = 0; v < NB; v++)
+            cvrt_qstore(o, ow * CB + v * VL, acc[v] * s[v] + bi[v], VL);
+    }
+}
+
+/* ob's [OW][16] bytes back to row oh of channels [c0, c0 + nc). */
+static void block_store(const qdw_job *j, int64_t c0, int64_t nc, int64_t oh, const uint8_t *ob)
+{
+    uint8_t *y = (uint8_t *)j->out.y;
+    for (int64_t ow = 0; ow < j->OW; ow += CB) {
+        int64_t n = cvrt_min(CB, j->OW - ow);
+        qb16 r[16];
+        for (int p = 0; p < 16; p++)
+            r[p] = *(const qb16u *)(ob + (ow + p) * CB);
+        transpose16(r);
+        for (int64_t c = 0; c < nc; c++) {
+            uint8_t *dst = y + ((c0 + c) * j->OH + oh) * j->OW + ow;
+            if (n == CB)
+                *(qb16u *)dst = r[c];
+            else
+                store_part(dst, r[c], n);
+        }
+    }
+}
+
+static void block_task(void *arg, int64_t lo, int64_t hi, int tid)
+{
+    const qdb_job *b = arg;
+    const qdw_job *j = b->j;
+    float *in = j->scratch[tid];
+    uint8_t *ob = (uint8_t *)(in + b->rows * b->Wp * CB);
+    const int64_t taps = j->KH * j->KW;
+    for (int64_t task = lo; task < hi; task++) {
+        int64_t c0 = task / b->nstrip * CB, nc = cvrt_min(CB, j->C - c0);
+        int64_t oh0 = task % b->nstrip * b->R, oh1 = cvrt_min(j->OH, oh0 + b->R);
+        cvrt_vf wv[25 * NB], s[NB], bi[NB];
+        for (int v = 0; v < NB; v++)
+            for (int l = 0; l < VL; l++) {
+                int64_t c = c0 + v * VL + l;
+                s[v][l] = c < j->C ? j->scale[c] : 0.0f;
+                bi[v][l] = c < j->C && j->bias ? j->bias[c] : 0.0f;
+                for (int64_t t = 0; t < taps; t++)
+                    wv[t * NB + v][l] = c < j->C ? j->w[c * taps + t] : 0.0f;
+            }
+        int64_t rows = (oh1 - oh0 - 1) * j->sh + (j->KH - 1) * j->dh + 1;
+        for (int64_t r = 0; r < rows; r++)
+            block_row(j, b, c0, nc, oh0 * j->sh - j->pt + r, in + r * b->Wp * CB);
+        cvrt_qout o = j->out;
+        o.y = ob;
+        o.flags = CVRT_Q_YU8;
+        for (int64_t oh = oh0; oh < oh1; oh++) {
+            if (taps == 9)
+                block_out_row(j, b, in, oh - oh0, wv, 9, s, bi, o);
+            else
+                block_out_row(j, b, in, oh - oh0, wv, taps, s, bi, o);
+            block_store(j, c0, nc, oh, ob);
+        }
+    }
+}
+
+/* Whether the blocked path takes j, and its strips. */
+static int blocked(cvrt_ctx *rt, qdw_job *j)
+{
+    int64_t f = j->out.flags, taps = j->KH * j->KW;
+    if (!(f & CVRT_Q_XU8) || !(f & CVRT_Q_YU8) || j->out.res || taps > 25)
+        return 0;
+    qdb_job b = {j, 0, 0, CVRT_QCONV_EXT(j->W, j->pl, j->OW, j->sw, j->KW, j->dw), 0};
+    int64_t owr = cvrt_cdiv(j->OW, CB) * CB, obf = owr * CB / 4;   /* the u8 row, in floats */
+    int64_t per = b.Wp * CB, fixed = ((j->KH - 1) * j->dh + 1) * per + obf;
+    int64_t cap = cvrt_min(STRIP_FLOATS, CVRT_QDW_MAX_FLOATS);
+    if (fixed > CVRT_QDW_MAX_FLOATS)
+        return 0;
+    b.R = fixed > cap ? 1 : cvrt_max(1, cvrt_min(j->OH, (cap - fixed) / (j->sh * per) + 1));
+    b.nstrip = cvrt_cdiv(j->OH, b.R);
+    b.R = cvrt_cdiv(j->OH, b.nstrip);   /* even strips */
+    b.rows = (b.R - 1) * j->sh + (j->KH - 1) * j->dh + 1;
+    cvrt_parallel(rt, cvrt_cdiv(j->C, CB) * b.nstrip, 1, block_task, &b);
+    return 1;
+}
+
 void cvrt_qdwconv2d(cvrt_ctx *rt, const void *x, const float *w, const float *scale,
                     const float *bias, void *y, int64_t C, int64_t H, int64_t W, int64_t KH,
                     int64_t KW, int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t dh,
@@ -142,5 +348,7 @@ void cvrt_qdwconv2d(cvrt_ctx *rt, const void *x, const float *w, const float *sc
     j.Hq = cvrt_cdiv(CVRT_QCONV_EXT(H, pt, OH, sh, KH, dh), sh);
     j.Wq = cvrt_cdiv(CVRT_QCONV_EXT(W, pl, OW, sw, KW, dw), sw);
     j.PS = j.Hq * j.Wq + BLK;
+    if (blocked(rt, &j))
+        return;
     cvrt_parallel(rt, C, 1, channel_task, &j);
 }

@@ -134,6 +134,19 @@ static cv_module *awkward(cv_diag *d)
     return end(&b, conv(&b, u, 6, 1, 1, p0, 1, 1));
 }
 
+/* u8 -> depthwise -> u8 twice (cvrt_qdwconv2d's channel-blocked path): 20
+ * channels (a partial block of 16), rows of 21 (a whole 16-pixel run and
+ * a tail), strides 1 and 2. */
+static cv_module *dw_chain(cv_diag *d)
+{
+    static const int64_t p1[4] = {1, 1, 1, 1}, p0[4] = {0, 0, 0, 0};
+    mb b = begin(d, 3, 19, 21);
+    cv_value *a = unary(&b, "relu", conv(&b, b.f->inputs[0], 20, 1, 1, p0, 1, 1));
+    cv_value *u = unary(&b, "relu", conv(&b, a, 20, 3, 1, p1, 1, 20));
+    cv_value *v = unary(&b, "relu", conv(&b, u, 20, 3, 2, p1, 1, 20));
+    return end(&b, conv(&b, v, 4, 1, 1, p0, 1, 1));
+}
+
 /* n random samples of shape dims[0..rank) in [-1, 1] (dims[0] set to n). */
 static void random_rows(cv_tensor *t, int64_t n, int rank, const int64_t *dims, uint64_t seed)
 {
@@ -460,6 +473,33 @@ static void assert_close(const cv_tensor *got, const cv_tensor *want, const char
     }
 }
 
+/* The channel-blocked int8 depthwise kernel computes the interpreter's
+ * qconv2d: exact sums, the same requantisation. */
+static void test_qdwconv_blocked_matches_interp(void **state)
+{
+    (void)state;
+    cv_diag d;
+    cv_diag_init(&d);
+    char *dir = cv_tmpdir_make("qdw");
+    char *glob = calibration(dir, 3, 19, 21);
+    cv_tensor in, got = {0}, want = {0};
+    random_batch(&in, 2, 3, 19, 21, 7);
+    cv_compile_info info;
+    cv_quant_opts qi = {.precision = CV_QP_INT8, .calibration = glob};
+    cv_module *m = dw_chain(&d);
+    assert_int_equal(compile_run(m, dir, "int8", &qi, &in, &got, &info, &d), 0);
+    assert_non_null(strstr(info.quant_report, "3 of 4 int8 layers write u8"));
+    assert_int_equal(cv_interp_run(m->funcs[0], &in, 1, &want, &d), 0);
+    assert_close(&got, &want, "depthwise");
+    cv_module_free(m);
+    cv_tensor_free(&in);
+    cv_tensor_free(&got);
+    cv_tensor_free(&want);
+    free(glob);
+    cv_tmpdir_remove(dir);
+    cv_diag_free(&d);
+}
+
 static int compile_code(cv_module *m, const char *dir, const char *spec)
 {
     cv_diag d;
@@ -619,6 +659,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_int8_fp16_accuracy),
         cmocka_unit_test(test_qconv_native_matches_interp),
+        cmocka_unit_test(test_qdwconv_blocked_matches_interp),
         cmocka_unit_test(test_bf16_compute_matches_interp),
         cmocka_unit_test(test_int8_gemm_matmul_inputs),
         cmocka_unit_test(test_qdq_conv_runs_int8),

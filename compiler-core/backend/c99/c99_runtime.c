@@ -552,6 +552,17 @@ static const helper helpers[CV_C99_H__COUNT] = {
         "    cvrt_sgemm(rt, M, N, K, alpha, a, ars, acs, w, 1, bcs, c, ldc, accumulate, bias,\n"
         "               bias_rs, bias_cs, bias_scale, res, res_ld, act, lo, hi);\n"
         "    free(w);\n}\n\n"},
+    [CV_C99_H_NCHWC_CONV2D_H] = {CV_C99_H_NCHWC_CONV2D, CV_C99_H_W16,
+        "static void cvrt_nchwc_conv2d_h(cvrt_ctx *rt, const void *x, const void *wh,\n"
+        "    const void *bias, void *y, int64_t B, int64_t ICB, int64_t CI, int64_t H,\n"
+        "    int64_t W, int64_t OCB, int64_t KH, int64_t KW, int64_t sh, int64_t sw,\n"
+        "    int64_t pt, int64_t pl, int64_t dh, int64_t dw, int64_t OH, int64_t OW,\n"
+        "    const void *res, int64_t act, float lo, float hi)\n{\n"
+        "    float *w = cvrt_widen16(wh, 1, OCB * ICB * KH * KW * CI * B);\n"
+        "    if (!w)\n        return;\n"
+        "    cvrt_nchwc_conv2d(rt, x, w, bias, y, B, ICB, CI, H, W, OCB, KH, KW, sh, sw, pt, pl,\n"
+        "                      dh, dw, OH, OW, res, act, lo, hi);\n"
+        "    free(w);\n}\n\n"},
 };
 
 void cv_c99_runtime(bool *need, cv_sb *out)
@@ -584,6 +595,9 @@ const char *cv_c99_rt_name(cv_krt fn, bool *need)
     case CV_KRT_NCHWC_POOL2D: need[CV_C99_H_NCHWC_POOL2D] = true; return "cvrt_nchwc_pool2d";
     case CV_KRT_CONV2D_P8H: need[CV_C99_H_CONV2D_P8H] = true; return "cvrt_conv2d_p8h";
     case CV_KRT_SGEMM_H: need[CV_C99_H_SGEMM_H] = true; return "cvrt_sgemm_h";
+    case CV_KRT_NCHWC_CONV2D_H:
+        need[CV_C99_H_NCHWC_CONV2D_H] = true;
+        return "cvrt_nchwc_conv2d_h";
     default: return NULL;
     }
 }
