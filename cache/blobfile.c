@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,22 +238,22 @@ typedef struct put_file {
     int64_t seen;
 } put_file;
 
-static void *persist_file(void *arg)
+static void persist_file(void *files, int i)
 {
-    put_file *f = arg;
+    put_file *f = (put_file *)files + i;
     cv_diag *d = &f->put.diag;
     f->put.rc = -1;
     if (absolute(f->path, f->abs) != 0) {
         cv_cache_err(d, CV_DIAG_CACHE_IO, "cannot read %s: no such directory", f->path);
-        return NULL;
+        return;
     }
     f->seen = cv_cache_now_us() * 1000;
     if (stat(f->abs, &f->before) != 0) {
         cv_cache_err(d, CV_DIAG_CACHE_IO, "cannot read %s: %s", f->abs, strerror(errno));
-        return NULL;
+        return;
     }
     if (cv_fs_read_file(f->abs, f->max_bytes, &f->data, &f->len, d) != 0)
-        return NULL;
+        return;
     f->read_ok = true;
     f->put.data = f->data;
     f->put.len = f->len;
@@ -264,7 +263,6 @@ static void *persist_file(void *arg)
         cv_cache_sha256(f->data, f->len, &f->put.name);
         f->put.rc = 0;
     }
-    return NULL;
 }
 
 /* The memo row only if the file did not change while it was read. */
@@ -280,9 +278,9 @@ static void remember_file(cv_cache *c, const put_file *f)
                              f->seen);
 }
 
-/* At most this many files are read, hashed, compressed and synced at once:
- * an artifact's .o, .a and .so are often each tens of MB, and concurrent
- * fsyncs share the file system's journal commits. */
+/* At most this many files are read, hashed and compressed at once (an
+ * artifact's .o, .a and .so are often each tens of MB); outside a batch
+ * each is synced too, and concurrent fsyncs share journal commits. */
 #define PUT_THREADS 8
 
 int cv_cache_put_blob_files(cv_cache *c, const char *const *paths, int n, size_t max_bytes,
@@ -296,20 +294,7 @@ int cv_cache_put_blob_files(cv_cache *c, const char *const *paths, int n, size_t
                           .put = {.kind = CV_CAS_BLOB}};
         cv_diag_init(&f[i].put.diag);
     }
-    for (int at = 0; at < n; at += PUT_THREADS) {
-        pthread_t th[PUT_THREADS];
-        bool started[PUT_THREADS] = {false};
-        int k = n - at < PUT_THREADS ? n - at : PUT_THREADS;
-        for (int j = 1; j < k; j++)
-            started[j] = pthread_create(&th[j], NULL, persist_file, &f[at + j]) == 0;
-        persist_file(&f[at]);
-        for (int j = 1; j < k; j++) {
-            if (started[j])
-                pthread_join(th[j], NULL);
-            else
-                persist_file(&f[at + j]);
-        }
-    }
+    cv_cache_parallel(n, PUT_THREADS, persist_file, f);
     int rc = 0;
     for (int i = 0; i < n; i++) {
         if (!f[i].read_ok) { /* the file itself: the build's trouble, not the cache's */

@@ -134,26 +134,28 @@ int cv_cache_batch_begin(cv_cache *c, cv_diag *d)
     return 0;
 }
 
-int cv_cache_batch_end(cv_cache *c, cv_diag *d)
+/* Ends the batch: its files synced now, or (paths set) named for the
+ * caller to sync; then the index queue and the size limit. */
+static int end_batch(cv_cache *c, char ***paths, int *n, cv_diag *d)
 {
     if (!cv_cache_enabled(c) || !c->batch)
         return 0;
     c->batch = false;
-    int rc = cv_cache_cas_sync(c->cas, d);
+    int rc = paths ? cv_cache_cas_detach(c->cas, paths, n, d) : cv_cache_cas_sync(c->cas, d);
     cv_cache_enforce_limit(c, d); /* writes the index queue first */
     return rc;
+}
+
+int cv_cache_batch_end(cv_cache *c, cv_diag *d)
+{
+    return end_batch(c, NULL, NULL, d);
 }
 
 int cv_cache_batch_end_unsynced(cv_cache *c, char ***paths, int *n, cv_diag *d)
 {
     *paths = NULL;
     *n = 0;
-    if (!cv_cache_enabled(c) || !c->batch)
-        return 0;
-    c->batch = false;
-    int rc = cv_cache_cas_detach(c->cas, paths, n, d);
-    cv_cache_enforce_limit(c, d);
-    return rc;
+    return end_batch(c, paths, n, d);
 }
 
 int cv_cache_sync_files(char *const *paths, int n, cv_diag *d)

@@ -1,10 +1,11 @@
 /* The queue of files written in a batch and not yet synced (cas_sync.h). */
 #include "cache/cas_sync.h"
+#include "cache/internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdbool.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -46,15 +47,6 @@ int cv_cache_syncq_add(cv_cas_syncq *q, int fd, const char *path)
     return ok ? 0 : -1;
 }
 
-/* One thread's share: every stride-th file from first, by descriptor or
- * (fds NULL) by path. */
-typedef struct sync_share {
-    const int *fds;
-    char *const *paths;
-    int n, first, stride;
-    int err;
-} sync_share;
-
 static int sync_path(const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -65,41 +57,29 @@ static int sync_path(const char *path)
     return err;
 }
 
-static void *sync_files(void *arg)
+/* The files to sync, by descriptor or (fds NULL) by path, and the errno
+ * of a failure (0 while none failed). */
+typedef struct sync_set {
+    const int *fds;
+    char *const *paths;
+    atomic_int err;
+} sync_set;
+
+static void sync_one(void *ctx, int i)
 {
-    sync_share *s = arg;
-    for (int i = s->first; i < s->n; i += s->stride) {
-        int err = s->fds ? (fsync(s->fds[i]) == 0 ? 0 : errno) : sync_path(s->paths[i]);
-        if (err && !s->err)
-            s->err = err;
-    }
-    return NULL;
+    sync_set *s = ctx;
+    int e = s->fds ? (fsync(s->fds[i]) == 0 ? 0 : errno) : sync_path(s->paths[i]);
+    int none = 0;
+    if (e)
+        atomic_compare_exchange_strong(&s->err, &none, e);
 }
 
-/* Runs the syncs from up to SYNC_THREADS threads (this one included). */
 static int sync_all(const int *fds, char *const *paths, int n)
 {
-    int k = n < SYNC_THREADS ? n : SYNC_THREADS;
-    sync_share share[SYNC_THREADS];
-    pthread_t th[SYNC_THREADS];
-    bool started[SYNC_THREADS] = {false};
-    for (int j = 0; j < k; j++) {
-        share[j] = (sync_share){.fds = fds, .paths = paths, .n = n, .first = j, .stride = k};
-        if (j > 0)
-            started[j] = pthread_create(&th[j], NULL, sync_files, &share[j]) == 0;
-    }
-    if (k > 0)
-        sync_files(&share[0]);
-    int err = k > 0 ? share[0].err : 0;
-    for (int j = 1; j < k; j++) {
-        if (started[j])
-            pthread_join(th[j], NULL);
-        else
-            sync_files(&share[j]);
-        if (!err)
-            err = share[j].err;
-    }
-    return err;
+    sync_set s = {.fds = fds, .paths = paths};
+    atomic_init(&s.err, 0);
+    cv_cache_parallel(n, SYNC_THREADS, sync_one, &s);
+    return atomic_load(&s.err);
 }
 
 /* Empties the queue into the caller's arrays. */

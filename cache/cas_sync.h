@@ -24,7 +24,7 @@ cv_cas_syncq *cv_cache_syncq_new(void);
  * stays the caller's, who syncs it itself. */
 int cv_cache_syncq_add(cv_cas_syncq *q, int fd, const char *path);
 /* Fsyncs and closes every queued fd, several at a time; the queue is empty
- * afterwards.  0, or the errno of the first failed fsync. */
+ * afterwards.  0, or the errno of a failed fsync. */
 int cv_cache_syncq_run(cv_cas_syncq *q);
 /* Closes every queued fd unsynced and hands over their paths instead
  * (*paths: malloc'd array of *n malloc'd strings); the queue is empty
@@ -33,7 +33,7 @@ int cv_cache_syncq_run(cv_cas_syncq *q);
 int cv_cache_syncq_detach(cv_cas_syncq *q, char ***paths, int *n);
 /* Fsyncs files by path, several at a time (any descriptor of a file syncs
  * its data).  A file that is gone meanwhile (evicted) needs nothing.  0, or
- * the errno of the first failure. */
+ * the errno of a failure. */
 int cv_cache_syncq_paths(char *const *paths, int n);
 /* Runs what is still queued, then frees q. */
 void cv_cache_syncq_free(cv_cas_syncq *q);

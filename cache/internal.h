@@ -38,6 +38,13 @@ void cv_cache_warn(cv_diag *d, int code, const char *fmt, ...)
 /* The diagnostic code for a failed write: disk full or plain I/O. */
 int cv_cache_write_errcode(int err);
 
+/* Runs fn(ctx, i) for every i in [0, n) from up to max_threads threads,
+ * the caller's included (thread j takes j, j + k, ...); a thread that cannot
+ * be started leaves its share to the caller.  For work whose waits overlap
+ * (fsyncs share the file system's journal commits) or that spreads over
+ * cores (hashing and compressing an artifact's files). */
+void cv_cache_parallel(int n, int max_threads, void (*fn)(void *ctx, int i), void *ctx);
+
 void cv_cache_hex(const uint8_t *b, size_t n, char *out); /* out: 2n+1 bytes */
 int64_t cv_cache_now_us(void);      /* wall clock, for last-use times */
 int64_t cv_cache_mono_us(void);     /* monotonic, for durations */
