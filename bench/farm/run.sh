@@ -4,7 +4,7 @@
 # (speedup), a no-change rebuild (jobs/s through the planner) and the
 # per-job scheduling overhead.  With --queue kafka, also the cold build and
 # the rebuild through librdkafka's mock cluster, with Kafka/SQLite ratios.
-# Env: BUILD (default build), MODELS.
+# Env: BUILD (default build), MODELS, ROUNDS (alternating 1-/2-worker pairs, default 2).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
