@@ -15,7 +15,9 @@
 # times the one-thread-per-output kernels instead of the tiled ones; dense
 # convolutions run on the tensor cores in 3xTF32 (fp32's tolerances) unless
 # CUVIL_CUDA_TC=0 (the fp32 FMA tiles) or CUVIL_CUDA_TC=tf32 (plain TF32, as
-# PyTorch's default: outside the 1e-4 fp32 tolerance of resnet18/cuda_conv).
+# PyTorch's default: outside the 1e-4 fp32 tolerance of resnet18/cuda_conv);
+# batches of windows wider than 1 x 1 run channels-last unless
+# CUVIL_CUDA_NHWC=0 (CUVIL_CUDA_NHWC=1: every tensor-core convolution).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 iters=20

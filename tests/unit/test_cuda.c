@@ -312,10 +312,53 @@ static void test_fake_constants(void **state)
     dlclose(dl);
 }
 
+/* The cuda_half group compiled in precision prec (fp32: P8 weights) and
+ * run on the fake driver with CUVIL_CUDA_NHWC=nhwc: its launch log, every
+ * launch with in-bounds pointers (malloc'd). */
+static char *half_run(const bk_model *b, const char *fake, const char *(*log)(void),
+                      cv_qprec prec, const char *nhwc)
+{
+    char msg[1024];
+    char *dir = cv_tmpdir_make("cuda-half");
+    cv_quant_opts q = {.precision = prec};
+    cv_compile_opts o = {.target = "cuda-sm90", .opt_level = 2, .emit = CV_EMIT_SO,
+                         .out_dir = dir, .quant = prec == CV_QP_FP32 ? NULL : &q};
+    cv_compile_info info;
+    cv_diag d;
+    cv_diag_init(&d);
+    if (cv_compile_native(b->m, &o, &info, &d))
+        fail_msg("compile: %s", d.n ? d.v[0].msg : "?");
+    cv_native *n = NULL;
+    setenv("CUVIL_CUDA_NHWC", nhwc, 1);
+    int code = open_code(dir, fake, &n, msg, sizeof msg);
+    unsetenv("CUVIL_CUDA_NHWC");
+    if (code)
+        fail_msg("CV%04d %s", code, msg);
+    size_t at = strlen(log());
+    cv_tensor got[BK_MAX_CASES] = {{0}};
+    if (cv_native_run(n, b->ins, b->n_ins, got, &d))
+        fail_msg("run: %s\nlog:\n%s", d.n ? d.v[0].msg : "?", log() + at);
+    char *run = strdup(log() + at);
+    assert_non_null(run);
+    assert_int_equal(count(run, "bad=0"), count(run, "launch "));
+    if (getenv("CVTEST_DEBUG"))
+        fprintf(stderr, "%s", run);
+    for (int i = 0; i < BK_MAX_CASES; i++)
+        cv_tensor_free(&got[i]);
+    cv_native_close(n);
+    cv_tmpdir_remove(dir);
+    cv_diag_free(&d);
+    return run;
+}
+
 /* -p fp16 and bf16 keep the weights in 16 bits on the device: the dense
  * convolutions launch the 16-bit kernels (tensor cores where deep and wide
- * enough, a batch in one launch), the fully connected layer cvdk_sgemm_h_t,
- * every launch with in-bounds pointers. */
+ * enough, a batch in one launch), the fully connected layer cvdk_sgemm_h_t.
+ * Every convolution on the tensor cores (a batch of 3 images in one launch,
+ * the grouped one in 2; 128-row tiles for 128 and 256 channels) but the one
+ * with 8 output channels (the FMA tiles); these batches are too small for
+ * the channels-last kernels unless CUVIL_CUDA_NHWC=1 asks for them, which
+ * then pack each input first (fp32 weights: in TF32 parts). */
 static void test_fake_half(void **state)
 {
     const char *fake = fake_driver();
@@ -332,40 +375,26 @@ static void test_fake_half(void **state)
     if (bk_build(&b, "cuda_half", g.cases, g.n, msg, sizeof msg) || cuda_bake_params(&b))
         fail_msg("%s", msg);
     for (int prec = CV_QP_FP16; prec <= CV_QP_BF16; prec++) {
-        char *dir = cv_tmpdir_make("cuda-half");
-        cv_quant_opts q = {.precision = (cv_qprec)prec};
-        cv_compile_opts o = {.target = "cuda-sm90", .opt_level = 2, .emit = CV_EMIT_SO,
-                             .out_dir = dir, .quant = &q};
-        cv_compile_info info;
-        cv_diag d;
-        cv_diag_init(&d);
-        if (cv_compile_native(b.m, &o, &info, &d))
-            fail_msg("compile: %s", d.n ? d.v[0].msg : "?");
-        cv_native *n = NULL;
-        int code = open_code(dir, fake, &n, msg, sizeof msg);
-        if (code)
-            fail_msg("CV%04d %s", code, msg);
-        size_t at = strlen(log());
-        cv_tensor got[BK_MAX_CASES] = {{0}};
-        if (cv_native_run(n, b.ins, b.n_ins, got, &d))
-            fail_msg("run: %s\nlog:\n%s", d.n ? d.v[0].msg : "?", log() + at);
-        const char *run = log() + at;
-        assert_int_equal(count(run, "bad=0"), count(run, "launch "));
-        if (getenv("CVTEST_DEBUG"))
-            fprintf(stderr, "%s", run);
-        /* Every convolution on the tensor cores (a batch of 3 images in one
-         * launch, the grouped one in 2; 128-row tiles for 128 and 256
-         * channels) but the one with 8 output channels (the FMA tiles). */
+        char *run = half_run(&b, fake, log, (cv_qprec)prec, "");
         assert_int_equal(count(run, "launch cvdk_conv2d_p8h_tc "), 8);
         assert_int_equal(count(run, "launch cvdk_conv2d_p8h_tc2 "), 2);
         assert_int_equal(count(run, "launch cvdk_conv2d_p8h_t "), 1);
         assert_int_equal(count(run, "launch cvdk_sgemm_h_t "), 1);
         assert_int_equal(count(run, "launch cvdk_conv2d_p8_"), 0);
-        for (int i = 0; i < g.n; i++)
-            cv_tensor_free(&got[i]);
-        cv_native_close(n);
-        cv_tmpdir_remove(dir);
-        cv_diag_free(&d);
+        assert_int_equal(count(run, "launch cvdk_nhwc_pack "), 0);
+        free(run);
+    }
+    static const char *const nc[2][3] = {
+        {"launch cvdk_conv2d_p8_nc ", "launch cvdk_conv2d_p8_nc2 ", "launch cvdk_conv2d_p8_t "},
+        {"launch cvdk_conv2d_p8h_nc ", "launch cvdk_conv2d_p8h_nc2 ", "launch cvdk_conv2d_p8h_t "}};
+    for (int half = 0; half < 2; half++) {
+        char *run = half_run(&b, fake, log, half ? CV_QP_FP16 : CV_QP_FP32, "1");
+        assert_int_equal(count(run, nc[half][0]), 8);
+        assert_int_equal(count(run, nc[half][1]), 2);
+        assert_int_equal(count(run, nc[half][2]), 1);
+        assert_int_equal(count(run, "launch cvdk_nhwc_pack "), 10);
+        assert_int_equal(count(run, "_tc "), 0);
+        free(run);
     }
     bk_model_free(&b);
     dlclose(dl);

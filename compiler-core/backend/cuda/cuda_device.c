@@ -204,8 +204,10 @@ typedef struct keep_set {
     bool used[CV_KRT__COUNT];
 } keep_set;
 
-/* The split-K helpers of the tiled products (dev/cudev_gemm.c). */
-static const char *const split_helpers[] = {"cvdk_zero2", "cvdk_gemm_epi", "cvdk_conv_epi"};
+/* The split-K helpers of the tiled products (dev/cudev_gemm.c) and the
+ * channels-last convolutions' packing (dev/cudev_nhwc.c). */
+static const char *const tile_helpers[] = {"cvdk_zero2", "cvdk_gemm_epi", "cvdk_conv_epi",
+                                            "cvdk_nhwc_pack"};
 
 static bool keep_kernel(const char *name, void *arg)
 {
@@ -213,8 +215,8 @@ static bool keep_kernel(const char *name, void *arg)
     bool any = false;
     for (int r = 0; r < CV_KRT__COUNT; r++)
         any = any || ks->used[r];
-    for (size_t i = 0; any && i < sizeof split_helpers / sizeof split_helpers[0]; i++)
-        if (strcmp(name, split_helpers[i]) == 0)
+    for (size_t i = 0; any && i < sizeof tile_helpers / sizeof tile_helpers[0]; i++)
+        if (strcmp(name, tile_helpers[i]) == 0)
             return true;
     for (int i = 0; i < ks->p->n_kernels; i++)
         if (!cv_cuda_on_host(ks->p->kernels[i]) && strcmp(ks->p->kernels[i]->name, name) == 0)
@@ -225,8 +227,8 @@ static bool keep_kernel(const char *name, void *arg)
             continue;
         /* cvrt_sgemm's device kernels are cvdk_sgemm, the tiled cvdk_sgemm_t
          * and (convolutions) the batched *_b and *_bt and the tensor-core
-         * *_tc and *_tc2. */
-        static const char *const sfx[] = {"", "_t", "_b", "_bt", "_tc", "_tc2"};
+         * *_tc, *_tc2 and channels-last *_nc, *_nc2. */
+        static const char *const sfx[] = {"", "_t", "_b", "_bt", "_tc", "_tc2", "_nc", "_nc2"};
         size_t n = strlen(info->name + 5);
         for (size_t i = 0; ks->used[r] && i < sizeof sfx / sizeof sfx[0]; i++)
             if (strncmp(name, "cvdk_", 5) == 0 && strncmp(name + 5, info->name + 5, n) == 0 &&
@@ -238,14 +240,17 @@ static bool keep_kernel(const char *name, void *arg)
 
 /* The tensor-core kernels run 256 threads a block (host/cuhost_rt.c);
  * capping their registers so that `ctas` blocks fit a multiprocessor hides
- * their gathers' latency better (ptxas: .maxntid, .minnctapersm). */
+ * their gathers' latency better (ptxas: .maxntid, .minnctapersm; the
+ * channels-last ones spill at most 24 bytes so).  host/cuhost_batch.c
+ * splits K by the same counts. */
 static void occupancy(LLVMModuleRef mod, LLVMValueRef fn, const char *name)
 {
     static const struct {
         const char *name;
         int ctas;
     } caps[] = {{"cvdk_conv2d_p8h_tc", 3}, {"cvdk_conv2d_p8h_tc2", 2}, {"cvdk_conv2d_p8_tc", 2},
-                {"cvdk_conv2d_tc", 2}};
+                {"cvdk_conv2d_tc", 2},      {"cvdk_conv2d_p8h_nc", 4},  {"cvdk_conv2d_p8h_nc2", 3},
+                {"cvdk_conv2d_p8_nc", 3},   {"cvdk_conv2d_p8_nc2", 2}};
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx);
     for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {

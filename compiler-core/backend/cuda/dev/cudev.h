@@ -32,6 +32,19 @@ static inline int64_t cvd_gid(void) { return 0; }
 static inline int64_t cvd_gstride(void) { return 1; }
 #endif
 
+/* t / d, and t % d in *rem, in 32-bit arithmetic where both fit (a 64-bit
+ * division is a long instruction sequence on the GPU). */
+static inline int64_t cvd_divmod(int64_t t, int64_t d, int64_t *rem)
+{
+    if ((((uint64_t)t | (uint64_t)d) >> 31) == 0) {
+        uint32_t q = (uint32_t)t / (uint32_t)d;
+        *rem = (int64_t)((uint32_t)t - q * (uint32_t)d);
+        return (int64_t)q;
+    }
+    *rem = t % d;
+    return t / d;
+}
+
 /* The epilogue of cvrt.h's cvrt_epilogue: residual, then relu or clip
  * (NaN stays). */
 static inline float cvd_epilogue(float v, const float *res, int64_t at, int64_t act, float lo,

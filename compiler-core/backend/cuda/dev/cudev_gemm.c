@@ -1,6 +1,6 @@
 /* Tiled device kernels for the matrix routines (cvrt_sgemm, cvrt_sgemm_h,
  * cvrt_conv2d, cvrt_conv2d_p8, cvrt_conv2d_p8h): one block of 256 threads
- * per 64 x 64 tile of the output (dev/cudev_tile.h hands the tiles out),
+ * per 64 x 64 tile of the output (dev/cudev_gemm.h hands the tiles out),
  * the K dimension in steps of 16 staged through shared memory, each thread
  * accumulating a 4 x 4 sub-tile in registers (plain fp32 FMA: results stay
  * within the CPU backend's fp32 tolerances; 16-bit weights are widened as
@@ -70,8 +70,7 @@ static inline void stage(const gsrc *s, const bcol *c, int tid, int64_t m0, int6
     }
 }
 
-/* Thread (tx, ty) owns rows m0 + ty + 16r and columns n0 + tx + 16c
- * (r, c < 4): a warp's stores cover 16 consecutive columns. */
+/* Thread (tx, ty) owns the outputs of put_tile. */
 static ALWAYS_INLINE void fma_tile(const gsrc *s, const gout *o, const gtile *w, int mode)
 {
     (void)mode;
@@ -97,19 +96,7 @@ static ALWAYS_INLINE void fma_tile(const gsrc *s, const gout *o, const gtile *w,
         }
         __nvvm_bar_sync(0);
     }
-#pragma unroll
-    for (int q = 0; q < 4; q++) {
-        int64_t j = w->n0 + tx + TT * q;
-        if (j >= s->N)
-            continue;
-        int64_t cj = col_at(o, j);
-#pragma unroll
-        for (int r = 0; r < 4; r++) {
-            int64_t i = w->m0 + ty + TT * r;
-            if (i < s->M)
-                put(o, i, j, cj, acc[r][q]);
-        }
-    }
+    put_tile(s, o, w, tx, ty, acc);
 }
 
 void cvdk_sgemm_t(int64_t M, int64_t N, int64_t K, float alpha, const float *a, int64_t ars,
@@ -212,16 +199,16 @@ void cvdk_conv_epi(float *y, const float *bias, const float *res, int64_t OC, in
 
 void cvdk_zero2(float *c, int64_t M, int64_t N, int64_t ldc)
 {
-    for (int64_t t = cvd_gid(); t < M * N; t += cvd_gstride())
-        c[t / N * ldc + t % N] = 0.0f;
+    for (int64_t t = cvd_gid(), j; t < M * N; t += cvd_gstride())
+        c[cvd_divmod(t, N, &j) * ldc + j] = 0.0f;
 }
 
 void cvdk_gemm_epi(float *c, int64_t ldc, int64_t M, int64_t N, const float *bias,
                    int64_t bias_rs, int64_t bias_cs, float bias_scale, const float *res,
                    int64_t res_ld, int64_t act, float lo, float hi)
 {
-    for (int64_t t = cvd_gid(); t < M * N; t += cvd_gstride()) {
-        int64_t i = t / N, j = t % N;
+    for (int64_t t = cvd_gid(), j; t < M * N; t += cvd_gstride()) {
+        int64_t i = cvd_divmod(t, N, &j);
         float v = c[i * ldc + j];
         if (bias)
             v += bias_scale * bias[i * bias_rs + j * bias_cs];
@@ -233,9 +220,9 @@ void cvdk_conv_epi(float *y, const float *bias, const float *res, int64_t OC, in
                    int64_t act, float lo, float hi, int64_t batch, int64_t dy)
 {
     int64_t per = OC * OHW;
-    for (int64_t t = cvd_gid(); t < per * batch; t += cvd_gstride()) {
-        int64_t b = t / per, i = t % per;
-        float v = y[b * dy + i] + (bias ? bias[i / OHW] : 0.0f);
+    for (int64_t t = cvd_gid(), i, r; t < per * batch; t += cvd_gstride()) {
+        int64_t b = cvd_divmod(t, per, &i);
+        float v = y[b * dy + i] + (bias ? bias[cvd_divmod(i, OHW, &r)] : 0.0f);
         y[b * dy + i] = cvd_epilogue(v, res ? res + b * dy : res, i, act, lo, hi);
     }
 }

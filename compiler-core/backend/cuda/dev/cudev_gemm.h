@@ -48,6 +48,12 @@ typedef struct gsrc {
     int64_t db;
     /* conv: the geometry, in 32-bit index math (cheaper on the GPU). */
     int cols, C, H, W, KH, KW, sh, sw, pt, pl, dh, dw, OW;
+    /* Channels-last convolutions (dev/cudev_nhwc.c): x packed as xt, cp
+     * channels per pixel; K runs over (kh, kw, c < cp), korig = C*KH*KW is
+     * the weights' K. */
+    const void *xt;
+    int64_t plane;      /* elements of xt (TF32: each of its two planes) */
+    int cp, korig;
 } gsrc;
 
 /* C and its epilogue.  conv: bias by row (output channel), the residual
@@ -98,6 +104,26 @@ static ALWAYS_INLINE void put(const gout *o, int64_t i, int64_t j, int64_t cj, f
 typedef struct gtile {
     int64_t m0, n0, kbegin, kend;
 } gtile;
+
+/* Thread (tx, ty)'s 4 x 4 outputs of a 64 x 64 tile: rows m0 + ty + 16r,
+ * columns n0 + tx + 16q (a warp's stores cover 16 consecutive columns). */
+static ALWAYS_INLINE void put_tile(const gsrc *s, const gout *o, const gtile *w, int tx, int ty,
+                                   float v[4][4])
+{
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        int64_t j = w->n0 + tx + TT * q;
+        if (j >= s->N)
+            continue;
+        int64_t cj = col_at(o, j);
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            int64_t i = w->m0 + ty + TT * r;
+            if (i < s->M)
+                put(o, i, j, cj, v[r][q]);
+        }
+    }
+}
 
 /* The work of one tile, by a whole block: fn(s, o, w, mode). */
 typedef void gtile_fn(const gsrc *s, const gout *o, const gtile *w, int mode);

@@ -39,6 +39,20 @@ void cvdk_dwconv2d_b(const float *x, const float *w, const float *bias, float *y
                      const float *res, int64_t act, float lo, float hi, int64_t batch,
                      int64_t dx, int64_t dy);
 
+/* c[i, j] from the product's sum v (alpha applied): cvrt_sgemm's bias,
+ * summand and epilogue. */
+static inline void gemm_put(float *c, int64_t ldc, int64_t i, int64_t j, float v,
+                            int64_t accumulate, const float *bias, int64_t bias_rs,
+                            int64_t bias_cs, float bias_scale, const float *res, int64_t res_ld,
+                            int64_t act, float lo, float hi)
+{
+    if (bias)
+        v += bias_scale * bias[i * bias_rs + j * bias_cs];
+    if (accumulate)
+        v += c[i * ldc + j];
+    c[i * ldc + j] = cvd_epilogue(v, res, i * res_ld + j, act, lo, hi);
+}
+
 void cvdk_sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float *a, int64_t ars,
                 int64_t acs, const float *b, int64_t brs, int64_t bcs, float *c, int64_t ldc,
                 int64_t accumulate, const float *bias, int64_t bias_rs, int64_t bias_cs,
@@ -51,12 +65,8 @@ void cvdk_sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float *a, in
         float s = 0.0f;
         for (int64_t k = 0; k < K; k++)
             s += ap[k * acs] * bp[k * brs];
-        float v = alpha * s;
-        if (bias)
-            v += bias_scale * bias[i * bias_rs + j * bias_cs];
-        if (accumulate)
-            v += c[i * ldc + j];
-        c[i * ldc + j] = cvd_epilogue(v, res, i * res_ld + j, act, lo, hi);
+        gemm_put(c, ldc, i, j, alpha * s, accumulate, bias, bias_rs, bias_cs, bias_scale, res,
+                 res_ld, act, lo, hi);
     }
 }
 
@@ -72,12 +82,8 @@ void cvdk_sgemm_h(int64_t M, int64_t N, int64_t K, float alpha, const float *a, 
         float s = 0.0f;
         for (int64_t k = 0; k < K; k++)
             s += a[i * ars + k * acs] * cvd_half_to_float(b[k + j * bcs], bkind);
-        float v = alpha * s;
-        if (bias)
-            v += bias_scale * bias[i * bias_rs + j * bias_cs];
-        if (accumulate)
-            v += c[i * ldc + j];
-        c[i * ldc + j] = cvd_epilogue(v, res, i * res_ld + j, act, lo, hi);
+        gemm_put(c, ldc, i, j, alpha * s, accumulate, bias, bias_rs, bias_cs, bias_scale, res,
+                 res_ld, act, lo, hi);
     }
 }
 
@@ -115,21 +121,33 @@ static float conv_dot(const geo *g, const float *x, const void *w, int64_t wstri
     return s;
 }
 
+/* Every output of a dense convolution: row oc of the weights (kind
+ * wkind, see wat) at w + oc*K, or (p8) in cvrt.h's P8 form,
+ * A[i][k] = w[((i/8)*K + k)*8 + i%8]. */
+static void conv_all(const geo *g, const float *x, const void *w, int64_t wkind, int p8,
+                     const float *bias, float *y, const float *res, int64_t act, float lo,
+                     float hi)
+{
+    int64_t K = g->C * g->KH * g->KW, n = g->OC * g->OH * g->OW;
+    int64_t size = wkind ? (int64_t)sizeof(uint16_t) : (int64_t)sizeof(float);
+    for (int64_t t = cvd_gid(); t < n; t += cvd_gstride()) {
+        int64_t oc = t / (g->OH * g->OW), at = p8 ? (oc / 8) * K * 8 + oc % 8 : oc * K;
+        const void *row = (const char *)w + at * size;
+        float v = conv_dot(g, x, row, p8 ? 8 : 1, wkind, t) + (bias ? bias[oc] : 0.0f);
+        y[t] = cvd_epilogue(v, res, t, act, lo, hi);
+    }
+}
+
 void cvdk_conv2d(const float *x, const float *w, const float *bias, float *y, int64_t C,
                  int64_t H, int64_t W, int64_t OC, int64_t KH, int64_t KW, int64_t sh,
                  int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw, int64_t OH,
                  int64_t OW, const float *res, int64_t act, float lo, float hi)
 {
     geo g = {C, H, W, OC, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW};
-    int64_t K = C * KH * KW, n = OC * OH * OW;
-    for (int64_t t = cvd_gid(); t < n; t += cvd_gstride()) {
-        int64_t oc = t / (OH * OW);
-        float v = conv_dot(&g, x, w + oc * K, 1, 0, t) + (bias ? bias[oc] : 0.0f);
-        y[t] = cvd_epilogue(v, res, t, act, lo, hi);
-    }
+    conv_all(&g, x, w, 0, 0, bias, y, res, act, lo, hi);
 }
 
-/* The weights in cvrt.h's P8 form: A[i][k] = wp[((i/8)*K + k)*8 + i%8]. */
+/* The weights in cvrt.h's P8 form. */
 void cvdk_conv2d_p8(const float *x, const float *wp, const float *bias, float *y, int64_t C,
                     int64_t H, int64_t W, int64_t OC, int64_t KH, int64_t KW, int64_t sh,
                     int64_t sw, int64_t pt, int64_t pl, int64_t dh, int64_t dw, int64_t OH,
@@ -138,13 +156,7 @@ void cvdk_conv2d_p8(const float *x, const float *wp, const float *bias, float *y
 {
     (void)scratch;
     geo g = {C, H, W, OC, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW};
-    int64_t K = C * KH * KW, n = OC * OH * OW;
-    for (int64_t t = cvd_gid(); t < n; t += cvd_gstride()) {
-        int64_t oc = t / (OH * OW);
-        const float *row = wp + (oc / 8) * K * 8 + oc % 8;
-        float v = conv_dot(&g, x, row, 8, 0, t) + (bias ? bias[oc] : 0.0f);
-        y[t] = cvd_epilogue(v, res, t, act, lo, hi);
-    }
+    conv_all(&g, x, wp, 0, 1, bias, y, res, act, lo, hi);
 }
 
 /* cvdk_conv2d_p8 with the P8 weights in 16 bits of kind wkind. */
@@ -156,13 +168,7 @@ void cvdk_conv2d_p8h(const float *x, const uint16_t *wp, int64_t wkind, const fl
 {
     (void)scratch;
     geo g = {C, H, W, OC, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW};
-    int64_t K = C * KH * KW, n = OC * OH * OW;
-    for (int64_t t = cvd_gid(); t < n; t += cvd_gstride()) {
-        int64_t oc = t / (OH * OW);
-        const uint16_t *row = wp + (oc / 8) * K * 8 + oc % 8;
-        float v = conv_dot(&g, x, row, 8, wkind, t) + (bias ? bias[oc] : 0.0f);
-        y[t] = cvd_epilogue(v, res, t, act, lo, hi);
-    }
+    conv_all(&g, x, wp, wkind, 1, bias, y, res, act, lo, hi);
 }
 
 void cvdk_dwconv2d(const float *x, const float *w, const float *bias, float *y, int64_t C,

@@ -17,51 +17,12 @@
  * the current one (two shared buffers); each thread keeps one im2col column
  * (its output pixel decoded once per tile) and walks consecutive k; packed
  * (P8) weights are read 16 bytes at a time (8 rows of one k in 16 bits, or
- * 4 rows in 32). */
-#include "compiler-core/backend/cuda/dev/cudev_gemm.h"
+ * 4 rows in 32).  For batches, windows wider than 1 x 1 go channels-last
+ * instead (dev/cudev_nhwc.c); the steps and the output are shared
+ * (dev/cudev_tc.h). */
+#include "compiler-core/backend/cuda/dev/cudev_tc.h"
 
 #ifdef __NVPTX__
-
-enum {
-    TK = 16, HK = 32,   /* K per step: TF32, 16-bit */
-    TLD = TM + 8,       /* a 32-byte aligned row, as wmma's loads want */
-};
-
-typedef unsigned v4u __attribute__((ext_vector_type(4)));
-
-#define SM_C(base) ((SHARED float(*)[TLD])(SHARED void *)(base))
-#define GEN(p) ((const int *)(const void *)(p))
-
-/* Row i (within the tile) of its P8 panel, as this thread's vector load. */
-static ALWAYS_INLINE v4u load_p8_vec(const void *base, int64_t panel, int64_t panels, int64_t K,
-                                     int64_t k, int64_t kend, int64_t words_per_k, int part)
-{
-    v4u z = {0, 0, 0, 0};
-    if (panel >= panels || k >= kend)
-        return z;
-    const v4u *p = (const v4u *)base;
-    return p[(panel * K + k) * words_per_k + part];
-}
-
-/* The tile's output from shared memory through put(). */
-static ALWAYS_INLINE void tile_out(const gsrc *s, const gout *o, const gtile *w, int tid,
-                                   SHARED float (*ct)[TLD])
-{
-    int tx = tid % TT, ty = tid / TT;
-#pragma unroll
-    for (int q = 0; q < 4; q++) {
-        int64_t j = w->n0 + tx + TT * q;
-        if (j >= s->N)
-            continue;
-        int64_t cj = col_at(o, j);
-#pragma unroll
-        for (int r = 0; r < 4; r++) {
-            int64_t i = w->m0 + ty + TT * r;
-            if (i < s->M)
-                put(o, i, j, cj, ct[ty + TT * r][tx + TT * q]);
-        }
-    }
-}
 
 /* ---- TF32 ---------------------------------------------------------------- */
 
@@ -69,22 +30,10 @@ static ALWAYS_INLINE void tile_out(const gsrc *s, const gout *o, const gtile *w,
  * A), then B column-major, [buffer][hi, lo][j][LDT] (a thread's 4
  * consecutive k of its column are one 16-byte store); the output tile
  * [64][TLD] fp32 reuses it. */
-enum { LDT = TK + 4 };
 #define TF_A(buf, hl) ((SHARED int *)tf_sm + ((buf) * 2 + (hl)) * TK * TLD)
 #define TF_B(buf, hl) ((SHARED int *)tf_sm + 4 * TK * TLD + ((buf) * 2 + (hl)) * TN * LDT)
 static SHARED v4u tf_sm[(4 * TK * TLD + 4 * TN * LDT) / 4];
 static SHARED v4i tf_kt[2][TK];     /* gather_t's tables, by step parity */
-
-/* v as TF32 high parts and (passes > 1) remainders, 4 at a time. */
-static ALWAYS_INLINE void tf_split(const float v[4], int passes, v4u *hi, v4u *lo)
-{
-#pragma unroll
-    for (int l = 0; l < 4; l++) {
-        unsigned h = __nvvm_f2tf32_rna(v[l]);
-        (*hi)[l] = h;
-        (*lo)[l] = passes > 1 ? __nvvm_f2tf32_rna(v[l] - __builtin_bit_cast(float, h)) : 0;
-    }
-}
 
 /* This thread's 4 elements of A for step k0: rows ai[l] of k ak[l], or
  * (P8) one 16-byte run, 4 rows of one k. */
@@ -114,26 +63,6 @@ static ALWAYS_INLINE void tf_load_a(const gsrc *s, const tf_thr *th, int tid, in
     }
 }
 
-/* acc[f] += A[wm.., kb..kb+8] x B[kb..kb+8, wn + 16f..] for f < 2. */
-static ALWAYS_INLINE void tf_step(float acc[2][8], int buf, int wm, int wn, int kb, int passes)
-{
-    int ah[4], al[4], bh[2][4], bl[2][4];
-    __mma_tf32_m16n16k8_ld_a(ah, GEN(TF_A(buf, 0) + kb * TLD + wm), TLD, 1);
-    if (passes > 1)
-        __mma_tf32_m16n16k8_ld_a(al, GEN(TF_A(buf, 1) + kb * TLD + wm), TLD, 1);
-#pragma unroll
-    for (int f = 0; f < 2; f++) {
-        __mma_tf32_m16n16k8_ld_b(bh[f], GEN(TF_B(buf, 0) + (wn + 16 * f) * LDT + kb), LDT, 1);
-        if (passes > 1) {
-            __mma_tf32_m16n16k8_ld_b(bl[f], GEN(TF_B(buf, 1) + (wn + 16 * f) * LDT + kb), LDT,
-                                     1);
-            __mma_tf32_m16n16k8_mma_f32(acc[f], al, bh[f], acc[f], 3, 0);
-            __mma_tf32_m16n16k8_mma_f32(acc[f], ah, bl[f], acc[f], 3, 0);
-        }
-        __mma_tf32_m16n16k8_mma_f32(acc[f], ah, bh[f], acc[f], 3, 0);
-    }
-}
-
 static ALWAYS_INLINE void tf_tile(const gsrc *s, const gout *o, const gtile *w, int passes)
 {
     int tid = (int)__nvvm_read_ptx_sreg_tid_x(), warp = tid / 32;
@@ -146,7 +75,7 @@ static ALWAYS_INLINE void tf_tile(const gsrc *s, const gout *o, const gtile *w, 
     /* P8: rows 8 * (tid / 32) + 4 * (tid % 2) .. + 3 of k tid / 2 % 16. */
     int pk = tid / 2 % TK, pi = tid / 32 * 8 + tid % 2 * 4;
     bcol c = bcol_at(s, w->n0 + bj);
-    float acc[2][8] = {{0}}, ra[4], rb[4];
+    float acc[2][2][8] = {{{0}}}, ra[4], rb[4];
     int buf = 0;
     if (w->kbegin < w->kend) {
         if (tid < TK)
@@ -177,25 +106,10 @@ static ALWAYS_INLINE void tf_tile(const gsrc *s, const gout *o, const gtile *w, 
             tf_load_a(s, &th, tid, w->m0, k0 + TK, w->kend, ra);
             gather_t(s, &c, tf_kt[buf ^ 1] + bk, (int)k0 + TK + bk, (int)w->kend, 4, rb);
         }
-        /* The tensor cores' own fp32 sums truncate: over a deep K that
-         * drifts past fp32's tolerance, so each step's sum starts at zero
-         * and is added to acc with ordinary (rounded) adds. */
-        float part[2][8] = {{0}};
-        tf_step(part, buf, wm, wn, 0, passes);
-        tf_step(part, buf, wm, wn, 8, passes);
-#pragma unroll
-        for (int f = 0; f < 2; f++)
-#pragma unroll
-            for (int v = 0; v < 8; v++)
-                acc[f][v] += part[f][v];
+        tf_steps(acc, TF_A(buf, 0), TF_A(buf, 1), TLD, TF_B(buf, 0), TF_B(buf, 1), LDT, 1, wm,
+                 wn, passes);
     }
-    __nvvm_bar_sync(0);
-#pragma unroll
-    for (int f = 0; f < 2; f++)
-        __mma_m16n16k8_st_c_f32(&SM_C(tf_sm)[wm][wn + 16 * f], acc[f], TLD, 0);
-    __nvvm_bar_sync(0);
-    tile_out(s, o, w, tid, SM_C(tf_sm));
-    __nvvm_bar_sync(0);
+    tc_out(s, o, w, tid, 1, wm, wn, 1, acc, tf_sm);
 }
 
 /* ---- 16-bit -------------------------------------------------------------- */
@@ -205,51 +119,12 @@ static ALWAYS_INLINE void tf_tile(const gsrc *s, const gout *o, const gtile *w, 
  * (a thread's 8 consecutive k of its column are one 16-byte store); the
  * output tile [rows][TLD] fp32 reuses it.  Each warp owns rows/4 x 32
  * outputs. */
-enum { LDB = HK + 8 };
 #define H_A(sm, rows, buf) ((SHARED uint16_t *)(sm) + (buf) * HK * ((rows) + 8))
 #define H_B(sm, rows, buf) ((SHARED uint16_t *)(sm) + 2 * HK * ((rows) + 8) + (buf) * TN * LDB)
 #define H_AB(rows) (4 * HK * ((rows) + 8) + 4 * TN * LDB)
 #define H_BYTES(rows) ((rows) * TLD * 4 > H_AB(rows) ? (rows) * TLD * 4 : H_AB(rows))
 static SHARED v4u h_sm64[H_BYTES(64) / 16], h_sm128[H_BYTES(128) / 16];
 static SHARED v4i h_kt[2][HK];      /* gather_t's tables, by step parity */
-
-/* Two floats as one word of two 16-bit values (lo at the lower address). */
-static ALWAYS_INLINE unsigned h_pack(float lo, float hi, int kind)
-{
-    unsigned r;
-    if (kind == CVD_BF16)
-        __asm__("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    else
-        __asm__("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
-
-/* acc[r][f] += A[wm + 16r.., kb..kb+16] x B[kb..kb+16, wn + 16f..] (A and
- * B column-major). */
-static ALWAYS_INLINE void h_step(float acc[2][2][8], SHARED uint16_t *a, SHARED uint16_t *b,
-                                 int lda, int fr, int wm, int wn, int kb, int kind)
-{
-#pragma unroll
-    for (int r = 0; r < fr; r++) {
-        if (kind == CVD_BF16) {
-            int fa[4], fb[4];
-            __mma_bf16_m16n16k16_ld_a(fa, GEN(a + kb * lda + wm + 16 * r), lda, 1);
-#pragma unroll
-            for (int f = 0; f < 2; f++) {
-                __mma_bf16_m16n16k16_ld_b(fb, GEN(b + (wn + 16 * f) * LDB + kb), LDB, 1);
-                __mma_bf16_m16n16k16_mma_f32(acc[r][f], fa, fb, acc[r][f], 3, 0);
-            }
-        } else {
-            int fa[8], fb[8];
-            __hmma_m16n16k16_ld_a(fa, GEN(a + kb * lda + wm + 16 * r), lda, 1);
-#pragma unroll
-            for (int f = 0; f < 2; f++) {
-                __hmma_m16n16k16_ld_b(fb, GEN(b + (wn + 16 * f) * LDB + kb), LDB, 1);
-                __hmma_m16n16k16_mma_f32f32(acc[r][f], fa, fb, acc[r][f], 3, 0);
-            }
-        }
-    }
-}
 
 /* Each thread stages rows/64 16-byte runs of A (8 rows of one k each) and
  * 8 consecutive k (8 * (tid / 64) ..) of its column. */
@@ -293,37 +168,17 @@ static ALWAYS_INLINE void h_tile_kind(const gsrc *s, const gout *o, const gtile 
         h_step(acc, a, b, lda, fr, wm, wn, 0, kind);
         h_step(acc, a, b, lda, fr, wm, wn, 16, kind);
     }
-    __nvvm_bar_sync(0);
-    SHARED float (*ct)[TLD] = SM_C(sm);
-#pragma unroll
-    for (int r = 0; r < fr; r++)
-#pragma unroll
-        for (int f = 0; f < 2; f++)
-            __hmma_m16n16k16_st_c_f32(&ct[wm + 16 * r][wn + 16 * f], acc[r][f], TLD, 0);
-    __nvvm_bar_sync(0);
-#pragma unroll
-    for (int r = 0; r < fr; r++) {
-        gtile part = *w;
-        part.m0 += 64 * r;
-        tile_out(s, o, &part, tid, ct + 64 * r);
-    }
-    __nvvm_bar_sync(0);
+    tc_out(s, o, w, tid, fr, wm, wn, 0, acc, sm);
 }
 
 static ALWAYS_INLINE void h_tile(const gsrc *s, const gout *o, const gtile *w, int kind)
 {
-    if (kind == CVD_BF16)
-        h_tile_kind(s, o, w, CVD_BF16, 64, h_sm64);
-    else
-        h_tile_kind(s, o, w, CVD_F16, 64, h_sm64);
+    BY_KIND(h_tile_kind, s, o, w, kind, 64, h_sm64);
 }
 
 static ALWAYS_INLINE void h_tile2(const gsrc *s, const gout *o, const gtile *w, int kind)
 {
-    if (kind == CVD_BF16)
-        h_tile_kind(s, o, w, CVD_BF16, 128, h_sm128);
-    else
-        h_tile_kind(s, o, w, CVD_F16, 128, h_sm128);
+    BY_KIND(h_tile_kind, s, o, w, kind, 128, h_sm128);
 }
 
 /* ---- entry points -------------------------------------------------------- */
@@ -365,30 +220,34 @@ void cvdk_conv2d_p8_tc(const float *x, const float *w, const float *bias, float 
     conv_tf(&cv, passes);
 }
 
+/* The 16-bit kernels: 64 x 64 tiles, or (tall) 128 x 64 ones, whose
+ * gathered columns each feed twice the rows (OC a multiple of 128). */
+static ALWAYS_INLINE void conv_h(cvd_conv *cv, const uint16_t *w, int64_t wkind, int tall)
+{
+    cv->wh = w, cv->wkind = wkind, cv->p8 = 1;
+    gsrc s;
+    gout o;
+    conv_prep(cv, &s, &o);
+    if (tall)
+        run_tiles(&s, &o, cv->split, 2 * TM, HK, (int)wkind, h_tile2);
+    else
+        run_tiles(&s, &o, cv->split, TM, HK, (int)wkind, h_tile);
+}
+
 void cvdk_conv2d_p8h_tc(const float *x, const uint16_t *w, int64_t wkind, const float *bias,
                         float *y, CVD_CONV_GEOM, float *scratch, CVD_CONV_BATCH)
 {
     (void)scratch;
     cvd_conv cv = CVD_CONV_INIT;
-    cv.wh = w, cv.wkind = wkind, cv.p8 = 1;
-    gsrc s;
-    gout o;
-    conv_prep(&cv, &s, &o);
-    run_tiles(&s, &o, cv.split, TM, HK, (int)wkind, h_tile);
+    conv_h(&cv, w, wkind, 0);
 }
 
-/* cvdk_conv2d_p8h_tc with 128 x 64 tiles (OC a multiple of 128): each
- * gathered column feeds twice the rows. */
 void cvdk_conv2d_p8h_tc2(const float *x, const uint16_t *w, int64_t wkind, const float *bias,
                          float *y, CVD_CONV_GEOM, float *scratch, CVD_CONV_BATCH)
 {
     (void)scratch;
     cvd_conv cv = CVD_CONV_INIT;
-    cv.wh = w, cv.wkind = wkind, cv.p8 = 1;
-    gsrc s;
-    gout o;
-    conv_prep(&cv, &s, &o);
-    run_tiles(&s, &o, cv.split, 2 * TM, HK, (int)wkind, h_tile2);
+    conv_h(&cv, w, wkind, 1);
 }
 
 #endif

@@ -112,6 +112,8 @@ void cvcu_destroy(cvcu_ctx *ctx)
             d->MemFree(ctx->buf);
         if (ctx->weights)
             d->MemFree(ctx->weights);
+        if (ctx->pack)
+            d->MemFree(ctx->pack);
         if (ctx->own_stream)
             d->StreamDestroy(ctx->own_stream);
         if (ctx->mod)
@@ -203,6 +205,8 @@ cvcu_ctx *cvcu_create(const cvcu_model *m)
     ctx->naive = naive && *naive && *naive != '0';
     const char *tc = getenv("CUVIL_CUDA_TC");
     ctx->tc_passes = !tc || !*tc ? 3 : strcmp(tc, "tf32") == 0 ? 1 : strcmp(tc, "0") == 0 ? 0 : 3;
+    const char *nhwc = getenv("CUVIL_CUDA_NHWC");
+    ctx->nhwc = !nhwc || !*nhwc ? 1 : strcmp(nhwc, "0") == 0 ? 0 : strcmp(nhwc, "1") == 0 ? 2 : 1;
     if (pick_device(ctx) ||
         cvcu_check(d, d->PrimaryCtxRetain(&ctx->cu, ctx->dev), "cuDevicePrimaryCtxRetain")) {
         ctx->cu = NULL;

@@ -88,25 +88,88 @@ static int tc_pays(const cvcu_ctx *ctx, const cvcu_conv *c)
            ((uintptr_t)c->w & 15) == 0;
 }
 
+/* Channels-last (dev/cudev_nhwc.c) pays where the gather dominates: for
+ * windows wider than 1 x 1 over a batch of images or one large image (a
+ * single small one keeps the one launch), deep enough that padding the
+ * channels to a whole step costs little (not the RGB stem).  Measured at
+ * batch 32 on the H200 (bench/gpu/NOTES.md): 1 x 1 convolutions (whose
+ * im2col columns are contiguous) ran faster without packing. */
+static int nhwc_pays(const cvcu_ctx *ctx, const cvcu_conv *c, int64_t batch)
+{
+    if (ctx->nhwc != 1)
+        return ctx->nhwc == 2;
+    return c->KH * c->KW > 1 && c->C >= 16 && (batch >= 4 || batch * c->OH * c->OW >= 65536);
+}
+
+/* The packed input of a channels-last convolution (cvdk_nhwc_pack): the
+ * context's buffer, grown first (waiting for the work that reads it) when
+ * too small.  0 where it cannot be had (the gather kernels run instead). */
+static CUdeviceptr pack_input(cvcu_ctx *ctx, const cvcu_conv *c, int64_t batch, int64_t dx,
+                              int64_t cp, int64_t mode)
+{
+    const cvcu_driver *d = ctx->drv;
+    int64_t hw = c->H * c->W, elems = batch * hw * cp, bytes = elems * (mode == 3 ? 8 : 2);
+    if (elems >= CVCU_TILE_MAX_INDEX || ctx->err)
+        return 0;
+    if (bytes > ctx->pack_cap) {
+        if (ctx->pack) {
+            if (cvcu_check(d, d->StreamSynchronize(ctx->stream), "cuStreamSynchronize")) {
+                ctx->err = CVCU_E_DRIVER;
+                return 0;
+            }
+            d->MemFree(ctx->pack);
+            ctx->pack = 0;
+            ctx->pack_cap = 0;
+        }
+        if (d->MemAlloc(&ctx->pack, (size_t)bytes) != 0) {
+            ctx->pack = 0;
+            return 0;
+        }
+        ctx->pack_cap = bytes;
+    }
+    void *p[] = {(void *)&c->x, &ctx->pack, (void *)&c->C, &hw, &cp, &batch, &dx, &mode};
+    int64_t tiles = batch * ((hw + 31) / 32) * ((cp + 31) / 32);
+    cvcu_launch_rt(ctx, CVCU_RT_NHWC_PACK, tiles * CVCU_TILE_THREADS, p);
+    return ctx->pack;
+}
+
+/* Blocks of a tensor-core kernel that fit a multiprocessor (its register
+ * cap, cuda_device.c). */
+static int per_sm(int half, int tall, int nhwc)
+{
+    if (nhwc)
+        return half ? (tall ? 3 : 4) : (tall ? 2 : 3);
+    return half && !tall ? 3 : 2;
+}
+
 /* A dense convolution over `batch` images as one tiled product whose
- * columns run over every image (dev/cudev_gemm.h). */
+ * columns run over every image (dev/cudev_gemm.h), on the tensor cores
+ * where they pay, channels-last where that pays. */
 static void flush_dense(cvcu_ctx *ctx, cvcu_conv c, int64_t batch, int64_t dx, int64_t dy)
 {
     int64_t per = c.OC * c.OH * c.OW, ohw = c.OH * c.OW, ld = batch > 1 ? dy : per, split = 1;
     int half = c.kernel == CVCU_RT_CONV2D_P8H_T, tc = tc_pays(ctx, &c), kernel = c.kernel;
-    /* 16-bit tiles of 128 rows when they come out whole: each gathered
-     * column of x then feeds twice the outputs. */
-    int tall = half && tc && c.OC % 128 == 0;
+    /* The packed input and its channels, a whole number of K steps. */
+    int64_t cp = half ? (c.C + 31) / 32 * 32 : (c.C + 15) / 16 * 16;
+    CUdeviceptr xt = tc && c.kernel != CVCU_RT_CONV2D_T && nhwc_pays(ctx, &c, batch)
+                         ? pack_input(ctx, &c, batch, dx, cp, half ? c.wkind : 3)
+                         : 0;
+    /* Tiles of 128 rows when they come out whole: each column of B then
+     * feeds twice the outputs. */
+    int tall = tc && c.OC % 128 == 0 && (half || xt);
     int64_t items = tall ? cvcu_tile_items2(c.OC, ohw * batch) : cvcu_tile_items(c.OC, ohw * batch);
     int64_t nb = (int64_t)sizeof(float);
     /* Split K sums into y first: not when y is (part of) the residual. */
     if (!overlap(hull(floats(c.y, per), dy * nb, batch), hull(floats(c.res, per), dy * nb, batch)))
-        split = cvcu_split_k(ctx, items / CVCU_TILE_THREADS, c.C * c.KH * c.KW);
+        split = (xt || batch >= 4) && tc
+                    ? cvcu_split_waves(ctx, items / CVCU_TILE_THREADS, c.C * c.KH * c.KW,
+                                       per_sm(half, tall, xt != 0))
+                    : cvcu_split_k(ctx, items / CVCU_TILE_THREADS, c.C * c.KH * c.KW);
     if (split > 1) {
         void *z[] = {&c.y, &batch, &per, &ld};
         cvcu_launch_rt(ctx, CVCU_RT_ZERO2, per * batch, z);
     }
-    void *p[32] = {&c.x, &c.w}, **q = p + 2;
+    void *p[32] = {xt ? (void *)&xt : (void *)&c.x, &c.w}, **q = p + 2;
     if (half)
         *q++ = &c.wkind;
     void *geo[] = {&c.bias, &c.y, &c.C, &c.H, &c.W, &c.OC, &c.KH, &c.KW, &c.sh, &c.sw, &c.pt,
@@ -114,11 +177,14 @@ static void flush_dense(cvcu_ctx *ctx, cvcu_conv c, int64_t batch, int64_t dx, i
     for (size_t i = 0; i < sizeof geo / sizeof geo[0]; i++)
         *q++ = geo[i];
     if (c.kernel != CVCU_RT_CONV2D_T)
-        *q++ = &c.scratch;
+        *q++ = xt ? (void *)&cp : (void *)&c.scratch;
     *q++ = &batch, *q++ = &dx, *q++ = &dy, *q++ = &split;
     if (tc && !half)
         *q++ = &ctx->tc_passes;
-    if (tc)
+    if (xt)
+        kernel = half ? (tall ? CVCU_RT_CONV2D_P8H_NC2 : CVCU_RT_CONV2D_P8H_NC)
+                      : (tall ? CVCU_RT_CONV2D_P8_NC2 : CVCU_RT_CONV2D_P8_NC);
+    else if (tc)
         kernel = tall   ? CVCU_RT_CONV2D_P8H_TC2
                  : half ? CVCU_RT_CONV2D_P8H_TC
                  : c.kernel == CVCU_RT_CONV2D_P8_T ? CVCU_RT_CONV2D_P8_TC : CVCU_RT_CONV2D_TC;
@@ -146,7 +212,10 @@ void cvcu_flush(cvcu_ctx *ctx)
                       &c.lo, &c.hi, &batch, &dx, &dy};
     int small = c.items_per_image * batch < CVCU_TILE_MAX_INDEX &&
                 c.C * c.H * c.W < CVCU_TILE_MAX_INDEX && c.KH * c.KW < CVCU_TILE_MAX_INDEX;
-    cvcu_launch_rt(ctx, small ? CVCU_RT_DWCONV2D_BT : c.kernel, c.items_per_image * batch, params);
+    /* The 32-bit kernel does 4 outputs of a row per item. */
+    cvcu_launch_rt(ctx, small ? CVCU_RT_DWCONV2D_BT : c.kernel,
+                   small ? batch * c.C * c.OH * ((c.OW + 3) / 4) : c.items_per_image * batch,
+                   params);
 }
 
 void cvcu_conv_submit(cvcu_ctx *ctx, const cvcu_conv *c)

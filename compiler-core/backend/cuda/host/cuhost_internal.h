@@ -79,6 +79,8 @@ enum {
     CVCU_RT_CONV2D_P8H, CVCU_RT_CONV2D_P8H_T, CVCU_RT_CONV2D_P8H_TC,
     CVCU_RT_DWCONV2D_BT,                                    /* _B in 32-bit index math */
     CVCU_RT_CONV2D_P8H_TC2,                                 /* _P8H_TC, 128 x 64 tiles */
+    CVCU_RT_NHWC_PACK, CVCU_RT_CONV2D_P8_NC, CVCU_RT_CONV2D_P8_NC2,   /* channels-last */
+    CVCU_RT_CONV2D_P8H_NC, CVCU_RT_CONV2D_P8H_NC2,
     CVCU_RT_KERNELS
 };
 
@@ -119,6 +121,10 @@ struct cvcu_ctx {
     int naive;                  /* CUVIL_CUDA_NAIVE=1: one thread per output, no tiles */
     int64_t tc_passes;          /* dense convolutions on the tensor cores: 3 (3xTF32, the
                                    default), 1 (CUVIL_CUDA_TC=tf32), 0 (CUVIL_CUDA_TC=0) */
+    int nhwc;                   /* channels-last tensor-core convolutions: 1 where they pay
+                                   (default), 2 always (CUVIL_CUDA_NHWC=1), 0 never (=0) */
+    CUdeviceptr pack;           /* owned: their packed input (cuhost_batch.c) */
+    int64_t pack_cap;
     cvcu_pending pending;       /* convolutions not launched yet */
 };
 
@@ -144,6 +150,10 @@ void cvcu_flush(cvcu_ctx *ctx);
  * with inner dimension K is split into: 1 unless the tiles alone leave most
  * multiprocessors idle and K is long. */
 int64_t cvcu_split_k(const cvcu_ctx *ctx, int64_t blocks, int64_t K);
+/* The same for a batch (or the channels-last kernels) on a tensor-core
+ * kernel of which per_sm blocks fit a multiprocessor: as few partial waves
+ * of blocks as pays. */
+int64_t cvcu_split_waves(const cvcu_ctx *ctx, int64_t blocks, int64_t K, int per_sm);
 /* The launch items (CVCU_TILE_THREADS per block) that give an M x N
  * product one block per 64 x 64 tile (cvcu_tile_items2: 128 x 64). */
 int64_t cvcu_tile_items(int64_t M, int64_t N);

@@ -47,6 +47,8 @@ static const char *const names[CVCU_RT_KERNELS] = {
     "cvdk_sgemm_h", "cvdk_sgemm_h_t",
     "cvdk_conv2d_p8h", "cvdk_conv2d_p8h_t", "cvdk_conv2d_p8h_tc",
     "cvdk_dwconv2d_bt", "cvdk_conv2d_p8h_tc2",
+    "cvdk_nhwc_pack", "cvdk_conv2d_p8_nc", "cvdk_conv2d_p8_nc2",
+    "cvdk_conv2d_p8h_nc", "cvdk_conv2d_p8h_nc2",
 };
 enum { TILE = 64, TILE_THREADS = CVCU_TILE_THREADS, TILE_MAX_INDEX = CVCU_TILE_MAX_INDEX };
 
@@ -70,6 +72,22 @@ int64_t cvcu_split_k(const cvcu_ctx *ctx, int64_t blocks, int64_t K)
         return 1;
     int64_t split = (want + blocks - 1) / blocks, most = K / 64;
     return split < most ? split : most;
+}
+
+/* Splits for a kernel of which per_sm blocks fit a multiprocessor: the K
+ * chunks that waste least of the last wave of blocks (a partial wave runs
+ * as long as a full one), each chunk's pass of atomic adds on the output
+ * counted as a fiftieth of the product. */
+int64_t cvcu_split_waves(const cvcu_ctx *ctx, int64_t blocks, int64_t K, int per_sm)
+{
+    int64_t cap = (int64_t)(ctx->max_blocks / 16) * per_sm, most = K / 64, best = 1;
+    double best_cost = 1e30;
+    for (int64_t s = 1; blocks > 0 && s <= 16 && (s == 1 || s <= most); s++) {
+        double cost = (double)((blocks * s + cap - 1) / cap) / (double)s + 0.02 * (double)s;
+        if (cost < best_cost - 1e-9)
+            best_cost = cost, best = s;
+    }
+    return best;
 }
 
 void cvcu_launch_rt(cvcu_ctx *ctx, int which, int64_t n, void **params)
