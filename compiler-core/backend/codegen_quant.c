@@ -1,7 +1,7 @@
 /* Codegen hook: qconv2d (ops_quant.c), the int8 convolution of the int8
  * pass.  The s8 weights are packed at compile time into the runtime's
- * layout (cvrt_qconv2d: rows of quads [OCp][KUp] over k = (kh*KW+kw)*Cp + c,
- * with each row's sum to remove the activation zero point; depthwise ones
+ * layout (cvrt_qconv2d: quads of k = (kh*KW+kw)*Cp + c, [OCp/16][KUp][16],
+ * with each channel's sum to remove the activation zero point; depthwise ones
  * for cvrt_qdwconv2d as [C][KH*KW] floats) and the combined scale x_scale *
  * w_scale[oc]; one runtime call per image.  The residual, activation and
  * u8 output the pass fused into the op (quantize_requant.c) go to the
@@ -98,11 +98,12 @@ static int pack(cv_codegen_ctx *c, const qgeo *g, const cv_kten *w, const cv_kte
         float xs = (float)cv_op_float(c->op, "x_scale", 1);
         int64_t taps = g->KH * g->KW;
         for (int64_t oc = 0; oc < g->OC; oc++) {
-            int8_t *dst = (int8_t *)(wp + oc * g->KUp);
+            int8_t *dst = (int8_t *)wp;
             for (int64_t ci = 0; ci < g->C; ci++)
                 for (int64_t t = 0; t < taps; t++) {
                     int8_t v = src[(oc * g->C + ci) * taps + t];
-                    dst[t * g->Cp + ci] = v;
+                    int64_t k = t * g->Cp + ci;
+                    dst[(((oc / 16) * g->KUp + k / 4) * 16 + oc % 16) * 4 + k % 4] = v;
                     wsum[oc] += v;
                 }
             scale[oc] = xs * wscale[oc];

@@ -138,7 +138,8 @@ static int eval_dequantize(cv_eval_ctx *c)
  *   r = res for f32 res, (res - res_zp) * res_scale for u8 res;
  *   y = v, or saturate_u8(round_half_even(v * (1 / y_scale)) + y_zp) (the
  *   reciprocal rounded to f32 first: a multiply in the kernels): the output
- *   requantised in the kernel for the int8 layers that read it. */
+ *   requantised in the kernel for the int8 layers that read it.  (Compiled,
+ *   such u8 values are stored channels last: only qconv2d reads them.) */
 static int infer_qconv2d(cv_infer_ctx *c)
 {
     if (cv_infer_dtype_in(c, 0, CV_DT_BIT(CV_F32) | CV_DT_BIT(CV_U8)) ||

@@ -89,7 +89,7 @@ static int plan(cv_func *f, qplan *p, cv_diag *d)
     for (int i = 0; i < f->n_ops; i++)
         if (cv_qlin_candidate(f->ops[i])) {
             p->macs += cv_qlin_macs(f->ops[i]);
-            p->obs[p->n_out + p->n] = f->ops[i]->results[0];
+            p->obs[p->n_out + p->n] = cv_qlin_end(f, uses, f->ops[i]);
             p->ops[p->n++] = f->ops[i];
         } else if (candidate(f->ops[i])) {
             const cv_shape *y = &f->ops[i]->results[0]->type.shape;

@@ -65,13 +65,18 @@ int cv_quantize_half(cv_func *f, const cv_quant_opts *q, char *rep, size_t rep_s
 
 /* The residual add and relu/clip an int8 conv takes into its epilogue
  * (quantize_requant.c): add (NULL: none) with res its other operand, act
- * (NULL: none), and end, the value the conv's result then stands for.
- * uses: cv_pass_count_uses(f). */
+ * (NULL: none), and end, the value the conv's result then stands for; or,
+ * for an int8 gemm/matmul (quantize_lin.c), the relu/clip after the
+ * squeeze/transpose views of its result (view: the last of them, whose
+ * value then stands for end).  uses: cv_pass_count_uses(f). */
 typedef struct cv_qchain {
-    cv_op *add, *act;
+    cv_op *add, *act, *view;
     cv_value *res, *end;
 } cv_qchain;
 void cv_qchain_find(const cv_func *f, const int *uses, const cv_op *op, cv_qchain *ch);
+/* The value an int8 gemm/matmul candidate stands for once rewritten and
+ * its relu/clip fused: that activation's result, else op's. */
+cv_value *cv_qlin_end(const cv_func *f, const int *uses, const cv_op *op);
 
 /* Fuses each qconv2d's chain into it, then makes it write u8 where every
  * reader is an int8 layer (u8_res: residual readers too). */

@@ -37,6 +37,17 @@ static cv_op *sole_user(const cv_func *f, const int *uses, const cv_value *v)
     return NULL;
 }
 
+static bool is_act(const cv_op *u)
+{
+    return u && (named(u, "relu") || (named(u, "clip") && u->n_operands == 1));
+}
+
+/* The one-operand ops that only move elements, as quantize_lin.c's views. */
+static bool is_view(const cv_op *u)
+{
+    return u && u->n_operands == 1 && (named(u, "squeeze") || named(u, "transpose"));
+}
+
 static int def_id(const cv_value *v)
 {
     return v->kind == CV_VAL_RESULT && v->def ? v->def->id : -1;
@@ -64,11 +75,28 @@ void cv_qchain_find(const cv_func *f, const int *uses, const cv_op *op, cv_qchai
             u = NULL;
         }
     }
-    if (u && (named(u, "relu") || (named(u, "clip") && u->n_operands == 1)) &&
-        cv_op_int(op, "act", 0) == 0) {
+    if (is_act(u) && cv_op_int(op, "act", 0) == 0) {
         ch->act = u;
         ch->end = u->results[0];
+        return;
     }
+    /* An int8 gemm/matmul: the activation commutes with the views. */
+    cv_op *view = NULL;
+    for (int n = 0; n < 2 && !ch->add && is_view(u); n++) {
+        view = u;
+        u = sole_user(f, uses, u->results[0]);
+    }
+    if (view && is_act(u) && cv_op_int(op, "act", 0) == 0) {
+        ch->act = u;
+        ch->view = view;
+        ch->end = u->results[0];
+    }
+}
+
+cv_value *cv_qlin_end(const cv_func *f, const int *uses, const cv_op *op)
+{
+    cv_op *u = sole_user(f, uses, op->results[0]);
+    return is_act(u) ? u->results[0] : op->results[0];
 }
 
 /* Makes op's operands x, w, w_scale, bias, res (a zero bias when it had none). */
@@ -110,7 +138,7 @@ static int fold(cv_func *f, cv_op *op, const int *uses, cv_qchain *ch)
         cv_pass_merge_locs(op, ch->add ? ch->add : ch->act);
         if (ch->add && ch->act)
             cv_pass_merge_locs(op, ch->act);
-        cv_pass_replace_uses(f, ch->end, op->results[0]);
+        cv_pass_replace_uses(f, ch->end, ch->view ? ch->view->results[0] : op->results[0]);
     }
     return 0;
 }

@@ -127,12 +127,14 @@ void cvrt_dwconv2d(cvrt_ctx *rt, const float *x, const float *w, const float *bi
  * xs and zero point zp (u8) into scratch (CVRT_QCONV_SCRATCH bytes), then
  * y[oc, p] = scale[oc] * sum_k (xq - zp) * w[oc, k] + bias[oc], then the
  * epilogue as in cvrt_epilogue.  wp holds the s8 weights packed at compile
- * time as rows of quads [OCp][KUp], k = (kh*KW + kw)*Cp + c with Cp =
+ * time as quads of k, [OCp/16][KUp][16] (quad ku of channel oc at
+ * ((oc/16)*KUp + ku)*16 + oc%16), k = (kh*KW + kw)*Cp + c with Cp =
  * CVRT_QCONV_CP(C), OCp = OC rounded up to CVRT_Q_OCB, KUp = K/4 rounded up
  * to CVRT_Q_KUB (zero padding); wsum and scale hold OCp entries, wsum[oc]
- * the sum of row oc.  K*32 bytes must fit a thread's packing buffer
- * (CVRT_QCONV_MAX_K).  flags (cvrt_qepi.h) say which of x, y and res are
- * u8 rather than f32: a u8 x is already quantised (xs, zp); a u8 y is
+ * the sum of channel oc's weights.  K*32 bytes must fit a thread's packing
+ * buffer (CVRT_QCONV_MAX_K).  flags (cvrt_qepi.h) say which of x, y and res
+ * are u8 rather than f32; u8 images are stored channels last ([H][W][C]),
+ * f32 ones [C][H][W].  A u8 x is already quantised (xs, zp); a u8 y is
  * requantised, round_half_even(v * (1 / ys)) + yzp saturated (the
  * reciprocal rounded to f32); a u8 residual is dequantised, (r - rzp) *
  * rs, before it is added.

@@ -10,9 +10,9 @@
  * goes into the thread's scratch split by stride phase, as in
  * cvrt_dwconv.c, so that every tap reads the output grid (oh*Wq + ow) at
  * one fixed offset; the grid is accumulated eight vectors at a time and its
- * rows [0, OW) go through the epilogue.  u8 in and u8 out without a
- * residual (mobilenet_v2's depthwise layers) take the channel-blocked path
- * below instead: about twice as fast on those layers. */
+ * rows [0, OW) go through the epilogue.  u8 in and u8 out (mobilenet_v2's
+ * depthwise layers; u8 is stored channels last) take the channel-blocked
+ * path below instead: about twice as fast on those layers. */
 #include "compiler-core/runtime/cvrt_gemm.h"
 #include "compiler-core/runtime/cvrt_qepi.h"
 
@@ -35,12 +35,15 @@ static void load_row(const qdw_job *j, int64_t c, int64_t ih, float *dst)
     int64_t off = (c * j->H + ih) * j->W;
     for (int64_t iw = 0; iw < j->W; iw += VL) {
         int64_t n = cvrt_min(VL, j->W - iw);
-        cvrt_vi q;
-        if (j->out.flags & CVRT_Q_XU8)
-            q = cvrt_load_u8((const uint8_t *)j->x + off + iw, n, j->zp);
-        else
+        cvrt_vi q = (cvrt_vi){0} + j->zp;
+        if (j->out.flags & CVRT_Q_XU8) {    /* channels last: a strided read */
+            const uint8_t *x = (const uint8_t *)j->x + (ih * j->W + iw) * j->C + c;
+            for (int64_t l = 0; l < n; l++)
+                q[l] = x[l * j->C];
+        } else {
             q = cvrt_quant_vec(cvrt_load_mask((const float *)j->x + off + iw, 0, n), j->xs,
                                j->zp);
+        }
         cvrt_store_mask(dst + iw, __builtin_convertvector(q - j->zp, cvrt_vf), 0, n);
     }
 }
@@ -122,74 +125,48 @@ static void channel_task(void *arg, int64_t lo, int64_t hi, int tid)
         cvrt_vf s = cvrt_splat(j->scale[c]), b = cvrt_splat(j->bias ? j->bias[c] : 0.0f);
         const cvrt_qout out = j->out;
         const int64_t OH = j->OH, OW = j->OW, Wq = j->Wq;
+        /* u8 output and residual are channels last: element by element. */
+        int yl = (out.flags & CVRT_Q_YU8) != 0, rl = out.res && (out.flags & CVRT_Q_RU8);
         for (int64_t oh = 0; oh < OH; oh++)
             for (int64_t ow = 0; ow < OW; ow += VL) {
-                int64_t n = cvrt_min(VL, OW - ow);
-                cvrt_vf v = cvrt_load_mask(grid + oh * Wq + ow, 0, n);
-                cvrt_qstore(out, (c * OH + oh) * OW + ow, v * s + b, n);
+                int64_t n = cvrt_min(VL, OW - ow), at = (c * OH + oh) * OW + ow;
+                cvrt_vf v = cvrt_load_mask(grid + oh * Wq + ow, 0, n) * s + b;
+                if (!yl && !rl) {
+                    cvrt_qstore(out, at, v, n);
+                    continue;
+                }
+                int64_t yo[VL], ro[VL];
+                for (int64_t l = 0; l < n; l++) {
+                    int64_t nhwc = (oh * OW + ow + l) * j->C + c;
+                    yo[l] = yl ? nhwc : at + l;
+                    ro[l] = rl ? nhwc : at + l;
+                }
+                cvrt_qstore_lanes(out, yo, ro, v, n);
             }
     }
 }
 
-/* The channel-blocked path, for u8 in and u8 out without a residual (the
- * depthwise layers between int8 pointwise convolutions): a task takes 16
- * channels and a strip of output rows; the strip's input rows are
- * transposed (16x16 bytes at a time) into a padded [row][col][16] f32
- * scratch, zero point removed, so that each tap of an output pixel is one
- * load of 16 channels and one FMA with that tap's 16 weights held in
- * registers (as fp32's NCHW16c depthwise), exact integer sums as above.
- * Each output row goes through the same epilogue into a [px][16] u8 row,
- * transposed back to the NCHW planes. */
+/* The channel-blocked path, for u8 in and u8 out (the depthwise layers
+ * between int8 pointwise convolutions; a residual, if any, u8): a task
+ * takes 16 channels and a strip of output rows; the strip's input rows
+ * (channels last: 16 bytes per pixel) are widened into a padded
+ * [row][col][16] f32 scratch, zero point removed, so that each tap of an
+ * output pixel is one load of 16 channels and one FMA with that tap's 16
+ * weights held in registers (as fp32's NCHW16c depthwise), exact integer
+ * sums as above.  Each output pixel's 16 channels go through the same
+ * epilogue straight into the channels-last output. */
 enum { CB = 16, NB = CB / VL, PX = 8, STRIP_FLOATS = 65536 };
-
-typedef uint8_t qb16 __attribute__((vector_size(16)));
-typedef uint8_t qb16u __attribute__((vector_size(16), aligned(1)));
-
-/* 16 rows of 16 bytes transposed in place (four perfect shuffles). */
-static void transpose16(qb16 *r)
-{
-    for (int s = 0; s < 4; s++) {
-        qb16 o[16];
-        for (int i = 0; i < 8; i++) {
-            o[2 * i] = __builtin_shufflevector(r[i], r[i + 8], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20,
-                                               5, 21, 6, 22, 7, 23);
-            o[2 * i + 1] = __builtin_shufflevector(r[i], r[i + 8], 8, 24, 9, 25, 10, 26, 11, 27,
-                                                   12, 28, 13, 29, 14, 30, 15, 31);
-        }
-        for (int i = 0; i < 16; i++)
-            r[i] = o[i];
-    }
-}
-
-/* Bytes [0, n) of p, the others fill. */
-static inline qb16 load_part(const uint8_t *p, int64_t n, uint8_t fill)
-{
-#if defined(CVRT_AVX512)
-    return (qb16)_mm_mask_loadu_epi8(_mm_set1_epi8((char)fill), (__mmask16)((1u << n) - 1), p);
-#else
-    uint8_t t[16];
-    for (int q = 0; q < 16; q++)
-        t[q] = q < n ? p[q] : fill;
-    return *(const qb16u *)t;
-#endif
-}
-
-static inline void store_part(uint8_t *p, qb16 v, int64_t n)
-{
-#if defined(CVRT_AVX512)
-    _mm_mask_storeu_epi8(p, (__mmask16)((1u << n) - 1), (__m128i)v);
-#else
-    uint8_t t[16];
-    *(qb16u *)t = v;
-    for (int64_t q = 0; q < n; q++)
-        p[q] = t[q];
-#endif
-}
 
 typedef struct qdb_job {
     const qdw_job *j;
     int64_t nstrip, rows, Wp, R;     /* R output rows per strip, rows input rows per strip */
 } qdb_job;
+
+/* Lanes of vector v of a 16-channel block with nc channels. */
+static inline int64_t lanes(int64_t nc, int v)
+{
+    return cvrt_max(0, cvrt_min(VL, nc - v * VL));
+}
 
 /* Input row ih of channels [c0, c0 + nc) into dst ([Wp][16] floats, the
  * padding zero). */
@@ -202,41 +179,38 @@ static void block_row(const qdw_job *j, const qdb_job *b, int64_t c0, int64_t nc
     }
     cvrt_zero(dst, j->pl * CB);
     cvrt_zero(dst + (j->pl + j->W) * CB, (b->Wp - j->pl - j->W) * CB);
-    const uint8_t *x = (const uint8_t *)j->x;
+    const uint8_t *x = (const uint8_t *)j->x + ih * j->W * j->C + c0;
     float *d = dst + j->pl * CB;
-    for (int64_t iw = 0; iw < j->W; iw += CB) {
-        int64_t n = cvrt_min(CB, j->W - iw);
-        qb16 r[16];
-        for (int64_t c = 0; c < CB; c++) {
-            const uint8_t *src = x + ((c0 + c) * j->H + ih) * j->W + iw;
-            if (c >= nc)
-                r[c] = (qb16){0} + (uint8_t)j->zp;
-            else if (n == CB)
-                r[c] = *(const qb16u *)src;
-            else
-                r[c] = load_part(src, n, (uint8_t)j->zp);
+    for (int64_t iw = 0; iw < j->W; iw++)
+        for (int v = 0; v < NB; v++) {
+            cvrt_vi q = cvrt_load_u8(x + iw * j->C + v * VL, lanes(nc, v), j->zp) - j->zp;
+            *(cvrt_vfu *)(d + iw * CB + v * VL) = __builtin_convertvector(q, cvrt_vf);
         }
-        transpose16(r);
-        for (int64_t p = 0; p < n; p++)
-            for (int v = 0; v < NB; v++) {
-                uint8_t t[CB];
-                *(qb16u *)t = r[p];
-                cvrt_vi q = cvrt_load_u8(t + v * VL, VL, 0) - j->zp;
-                *(cvrt_vfu *)(d + (iw + p) * CB + v * VL) = __builtin_convertvector(q, cvrt_vf);
-            }
-    }
 }
 
-/* Output row oh_rel of the strip (its input rows in in) into o.y ([OW][16]
- * u8); eight pixels at a time, each tap's weights one vector per 16/VL. */
-static inline __attribute__((always_inline)) void block_out_row(const qdw_job *j,
-        const qdb_job *b, const float *in, int64_t oh_rel, const cvrt_vf *wv, int64_t taps,
-        const cvrt_vf *s, const cvrt_vf *bi, cvrt_qout o)
+/* The epilogue: the fast u8 store where it applies (qf not NULL). */
+static inline __attribute__((always_inline)) void store(cvrt_qout o, const cvrt_qfast *qf,
+                                                        int64_t off, cvrt_vf v, int64_t n)
 {
-    const int64_t OW = j->OW, sw = j->sw, KW = j->KW;
+    if (qf)
+        cvrt_qfast_store(qf, (uint8_t *)o.y, off, v, n);
+    else
+        cvrt_qstore(o, off, v, n);
+}
+
+/* Output row oh of the strip starting at oh0 (its input rows in in) into
+ * channels [c0, c0 + nc) of y; eight pixels at a time, each tap's weights
+ * one vector per 16/VL. */
+static inline __attribute__((always_inline)) void block_out_row(const qdw_job *j,
+        const qdb_job *b, const float *in, int64_t oh0, int64_t oh, int64_t c0, int64_t nc,
+        const cvrt_vf *wv, int64_t taps, const cvrt_vf *s, const cvrt_vf *bi, cvrt_qout o,
+        const cvrt_qfast *qf)
+{
+    const int64_t OW = j->OW, sw = j->sw, KW = j->KW, C = j->C;
+    const int64_t yrow = oh * OW * C + c0;
     int64_t toff[512];
     for (int64_t t = 0; t < taps; t++)
-        toff[t] = ((oh_rel * j->sh + t / KW * j->dh) * b->Wp + t % KW * j->dw) * CB;
+        toff[t] = (((oh - oh0) * j->sh + t / KW * j->dh) * b->Wp + t % KW * j->dw) * CB;
     int64_t ow = 0;
     for (; ow + PX <= OW; ow += PX) {
         cvrt_vf acc[PX][NB] = {{{0}}};
@@ -248,7 +222,9 @@ static inline __attribute__((always_inline)) void block_out_row(const qdw_job *j
         }
         for (int p = 0; p < PX; p++)
             for (int v = 0; v < NB; v++)
-                cvrt_qstore(o, (ow + p) * CB + v * VL, acc[p][v] * s[v] + bi[v], VL);
+                if (lanes(nc, v))
+                    store(o, qf, yrow + (ow + p) * C + v * VL, acc[p][v] * s[v] + bi[v],
+                          lanes(nc, v));
     }
     for (; ow < OW; ow++) {
         cvrt_vf acc[NB] = {{0}};
@@ -256,27 +232,8 @@ static inline __attribute__((always_inline)) void block_out_row(const qdw_job *j
             for (int v = 0; v < NB; v++)
                 acc[v] += wv[t * NB + v] * *(const cvrt_vfu *)(in + toff[t] + ow * sw * CB + v * VL);
         for (int v = 0; v < NB; v++)
-            cvrt_qstore(o, ow * CB + v * VL, acc[v] * s[v] + bi[v], VL);
-    }
-}
-
-/* ob's [OW][16] bytes back to row oh of channels [c0, c0 + nc). */
-static void block_store(const qdw_job *j, int64_t c0, int64_t nc, int64_t oh, const uint8_t *ob)
-{
-    uint8_t *y = (uint8_t *)j->out.y;
-    for (int64_t ow = 0; ow < j->OW; ow += CB) {
-        int64_t n = cvrt_min(CB, j->OW - ow);
-        qb16 r[16];
-        for (int p = 0; p < 16; p++)
-            r[p] = *(const qb16u *)(ob + (ow + p) * CB);
-        transpose16(r);
-        for (int64_t c = 0; c < nc; c++) {
-            uint8_t *dst = y + ((c0 + c) * j->OH + oh) * j->OW + ow;
-            if (n == CB)
-                *(qb16u *)dst = r[c];
-            else
-                store_part(dst, r[c], n);
-        }
+            if (lanes(nc, v))
+                store(o, qf, yrow + ow * C + v * VL, acc[v] * s[v] + bi[v], lanes(nc, v));
     }
 }
 
@@ -285,11 +242,13 @@ static void block_task(void *arg, int64_t lo, int64_t hi, int tid)
     const qdb_job *b = arg;
     const qdw_job *j = b->j;
     float *in = j->scratch[tid];
-    uint8_t *ob = (uint8_t *)(in + b->rows * b->Wp * CB);
     const int64_t taps = j->KH * j->KW;
+    const cvrt_qout o = j->out;
+    cvrt_qfast fast;
+    const cvrt_qfast *qf = cvrt_qfast_init(&o, &fast) ? &fast : NULL;
     for (int64_t task = lo; task < hi; task++) {
-        int64_t c0 = task / b->nstrip * CB, nc = cvrt_min(CB, j->C - c0);
-        int64_t oh0 = task % b->nstrip * b->R, oh1 = cvrt_min(j->OH, oh0 + b->R);
+        int64_t nblk = cvrt_cdiv(j->C, CB), c0 = task % nblk * CB, nc = cvrt_min(CB, j->C - c0);
+        int64_t oh0 = task / nblk * b->R, oh1 = cvrt_min(j->OH, oh0 + b->R);
         cvrt_vf wv[25 * NB], s[NB], bi[NB];
         for (int v = 0; v < NB; v++)
             for (int l = 0; l < VL; l++) {
@@ -302,15 +261,11 @@ static void block_task(void *arg, int64_t lo, int64_t hi, int tid)
         int64_t rows = (oh1 - oh0 - 1) * j->sh + (j->KH - 1) * j->dh + 1;
         for (int64_t r = 0; r < rows; r++)
             block_row(j, b, c0, nc, oh0 * j->sh - j->pt + r, in + r * b->Wp * CB);
-        cvrt_qout o = j->out;
-        o.y = ob;
-        o.flags = CVRT_Q_YU8;
         for (int64_t oh = oh0; oh < oh1; oh++) {
-            if (taps == 9)
-                block_out_row(j, b, in, oh - oh0, wv, 9, s, bi, o);
+            if (taps == 9 && qf)
+                block_out_row(j, b, in, oh0, oh, c0, nc, wv, 9, s, bi, o, qf);
             else
-                block_out_row(j, b, in, oh - oh0, wv, taps, s, bi, o);
-            block_store(j, c0, nc, oh, ob);
+                block_out_row(j, b, in, oh0, oh, c0, nc, wv, taps, s, bi, o, qf);
         }
     }
 }
@@ -319,19 +274,31 @@ static void block_task(void *arg, int64_t lo, int64_t hi, int tid)
 static int blocked(cvrt_ctx *rt, qdw_job *j)
 {
     int64_t f = j->out.flags, taps = j->KH * j->KW;
-    if (!(f & CVRT_Q_XU8) || !(f & CVRT_Q_YU8) || j->out.res || taps > 25)
+    if (!(f & CVRT_Q_XU8) || !(f & CVRT_Q_YU8) || (j->out.res && !(f & CVRT_Q_RU8)) ||
+        taps > 25)
         return 0;
     qdb_job b = {j, 0, 0, CVRT_QCONV_EXT(j->W, j->pl, j->OW, j->sw, j->KW, j->dw), 0};
-    int64_t owr = cvrt_cdiv(j->OW, CB) * CB, obf = owr * CB / 4;   /* the u8 row, in floats */
-    int64_t per = b.Wp * CB, fixed = ((j->KH - 1) * j->dh + 1) * per + obf;
+    int64_t per = b.Wp * CB, fixed = ((j->KH - 1) * j->dh + 1) * per;
     int64_t cap = cvrt_min(STRIP_FLOATS, CVRT_QDW_MAX_FLOATS);
     if (fixed > CVRT_QDW_MAX_FLOATS)
         return 0;
     b.R = fixed > cap ? 1 : cvrt_max(1, cvrt_min(j->OH, (cap - fixed) / (j->sh * per) + 1));
     b.nstrip = cvrt_cdiv(j->OH, b.R);
+    /* Threads take whole strips (every channel block of some rows: a
+     * cache line of the channels-last output is then written by one
+     * thread), at least two each where there are rows enough; a small
+     * image (the 7x7 layers: strips of a row or two would convert most
+     * input rows twice) is shared as one contiguous range of channel
+     * blocks per thread instead. */
+    int64_t nblk = cvrt_cdiv(j->C, CB), nt = cvrt_threads(rt), chunk = nblk;
+    if (nt > 1 && b.nstrip < 2 * nt && j->OH >= 4 * nt)
+        b.nstrip = 2 * nt;
     b.R = cvrt_cdiv(j->OH, b.nstrip);   /* even strips */
+    b.nstrip = cvrt_cdiv(j->OH, b.R);
     b.rows = (b.R - 1) * j->sh + (j->KH - 1) * j->dh + 1;
-    cvrt_parallel(rt, cvrt_cdiv(j->C, CB) * b.nstrip, 1, block_task, &b);
+    if (b.nstrip < nt)
+        chunk = cvrt_cdiv(nblk * b.nstrip, nt);
+    cvrt_parallel(rt, nblk * b.nstrip, chunk, block_task, &b);
     return 1;
 }
 

@@ -1,7 +1,9 @@
 /* Internal to the int8 kernels (cvrt_qconv.c, cvrt_qdwconv.c): quantising
  * f32 lanes to u8, u8 lanes to int32, and the shared epilogue that adds a
  * (f32 or u8) residual, applies the activation and writes f32 or u8 (the
- * output requantised for the next int8 layer, so it never exists in f32). */
+ * output requantised for the next int8 layer, so it never exists in f32).
+ * u8 activations (the values between int8 layers) are stored channels
+ * last, [N][H][W][C]; f32 ones in the IR's NCHW order. */
 #ifndef CVRT_QEPI_H
 #define CVRT_QEPI_H
 #include "compiler-core/runtime/cvrt_vec.h"
@@ -71,30 +73,113 @@ typedef struct cvrt_qout {
     int32_t yzp, rzp;
 } cvrt_qout;
 
-/* Elements [off, off + n) of the output: v (scaled, biased) plus the
- * residual, through the activation, stored as f32 or requantised u8.
- * Callers keep a local copy of the cvrt_qout outside their loops. */
-static inline __attribute__((always_inline)) void cvrt_qstore(cvrt_qout out, int64_t off,
-                                                               cvrt_vf v, int64_t n)
+/* v plus the u8 residual's elements [ro, ro + n), dequantised. */
+static inline __attribute__((always_inline)) cvrt_vf cvrt_qres_u8(const cvrt_qout *o, int64_t ro,
+                                                                  cvrt_vf v, int64_t n)
 {
-    /* By value: a u8 store may alias anything, so fields read through a
-     * pointer would be reloaded (and their splats redone) every call. */
-    const cvrt_qout *o = &out;
-    if (o->res && (o->flags & CVRT_Q_RU8))
-        v += __builtin_convertvector(cvrt_load_u8((const uint8_t *)o->res + off, n, o->rzp) -
-                                     o->rzp, cvrt_vf) * cvrt_splat(o->rs);
-    else if (o->res)
-        v += cvrt_load_mask((const float *)o->res + off, 0, n);
+    return v + __builtin_convertvector(cvrt_load_u8((const uint8_t *)o->res + ro, n, o->rzp) -
+                                       o->rzp, cvrt_vf) * cvrt_splat(o->rs);
+}
+
+/* v through the activation. */
+static inline __attribute__((always_inline)) cvrt_vf cvrt_qact(const cvrt_qout *o, cvrt_vf v)
+{
     if (o->act == 1) {
         v = cvrt_select(v < 0.0f, cvrt_splat(0.0f), v);
     } else if (o->act == 2) {
         v = cvrt_select(v < o->lo, cvrt_splat(o->lo), v);  /* NaN stays */
         v = cvrt_select(v > o->hi, cvrt_splat(o->hi), v);
     }
+    return v;
+}
+
+/* Elements [yo, yo + n) of the output: v (scaled, biased) plus the
+ * residual's elements [ro, ro + n), through the activation, stored as f32
+ * or requantised u8.  Callers keep a local copy of the cvrt_qout outside
+ * their loops. */
+static inline __attribute__((always_inline)) void cvrt_qstore2(cvrt_qout out, int64_t yo,
+                                                                int64_t ro, cvrt_vf v, int64_t n)
+{
+    /* By value: a u8 store may alias anything, so fields read through a
+     * pointer would be reloaded (and their splats redone) every call. */
+    const cvrt_qout *o = &out;
+    if (o->res && (o->flags & CVRT_Q_RU8))
+        v = cvrt_qres_u8(o, ro, v, n);
+    else if (o->res)
+        v += cvrt_load_mask((const float *)o->res + ro, 0, n);
+    v = cvrt_qact(o, v);
     if (o->flags & CVRT_Q_YU8)
-        cvrt_store_u8((uint8_t *)o->y + off, cvrt_requant_vec(v, o->yinv, o->yzp), n);
+        cvrt_store_u8((uint8_t *)o->y + yo, cvrt_requant_vec(v, o->yinv, o->yzp), n);
     else
-        cvrt_store_mask((float *)o->y + off, v, 0, n);
+        cvrt_store_mask((float *)o->y + yo, v, 0, n);
+}
+
+/* The output and the residual at the same offset (both f32, or both u8). */
+static inline __attribute__((always_inline)) void cvrt_qstore(cvrt_qout out, int64_t off,
+                                                               cvrt_vf v, int64_t n)
+{
+    cvrt_qstore2(out, off, off, v, n);
+}
+
+/* The u8 output of a block without an f32 residual, in fewer steps: the
+ * activation's bounds, scaled by 1 / y_scale, merge with the u8 range
+ * (multiplying by a positive number keeps the order of the rounded
+ * products, so clamping before or after it gives the same value), then
+ * one rounding to the nearest even.  Only for sums of integers (finite:
+ * no NaN to map to the zero point). */
+typedef struct cvrt_qfast {
+    float yinv, qlo, qhi, rs;   /* qlo, qhi: the bounds of v / y_scale */
+    int32_t yzp, rzp;
+    const uint8_t *res;         /* NULL or the u8 residual */
+} cvrt_qfast;
+
+/* Whether o takes the fast store, and its constants. */
+static inline int cvrt_qfast_init(const cvrt_qout *o, cvrt_qfast *f)
+{
+    if (!(o->flags & CVRT_Q_YU8) || (o->res && !(o->flags & CVRT_Q_RU8)))
+        return 0;
+    float lo = (float)-o->yzp, hi = (float)(255 - o->yzp);
+    if (o->act == 1) {
+        lo = lo > 0.0f ? lo : 0.0f;
+    } else if (o->act == 2) {
+        float a = o->lo * o->yinv, b = o->hi * o->yinv;
+        if (!(a <= b))
+            return 0;
+        lo = lo > a ? lo : a;
+        hi = hi < b ? hi : b;
+    }
+    if (!(lo <= hi))
+        return 0;
+    *f = (cvrt_qfast){o->yinv, lo, hi, o->rs, o->yzp, o->rzp, (const uint8_t *)o->res};
+    return 1;
+}
+
+/* Elements [off, off + n) of the u8 output (and residual). */
+static inline __attribute__((always_inline)) void cvrt_qfast_store(const cvrt_qfast *f,
+        uint8_t *y, int64_t off, cvrt_vf v, int64_t n)
+{
+    if (f->res)
+        v += __builtin_convertvector(cvrt_load_u8(f->res + off, n, f->rzp) - f->rzp, cvrt_vf) *
+             cvrt_splat(f->rs);
+    v *= cvrt_splat(f->yinv);
+    v = cvrt_select(v < f->qlo, cvrt_splat(f->qlo), v);
+    v = cvrt_select(v > f->qhi, cvrt_splat(f->qhi), v);
+#if defined(CVRT_AVX512)
+    cvrt_vi q = (cvrt_vi)_mm512_cvtps_epi32((__m512)v);    /* MXCSR: nearest even */
+#else
+    cvrt_vi q = __builtin_convertvector((v + cvrt_splat(12582912.0f)) - cvrt_splat(12582912.0f),
+                                        cvrt_vi);
+#endif
+    cvrt_store_u8(y + off, q + f->yzp, n);
+}
+
+/* Lane by lane, for n lanes whose output and residual elements are not
+ * consecutive: lane l goes to yo[l] and reads ro[l]. */
+static inline void cvrt_qstore_lanes(cvrt_qout out, const int64_t *yo, const int64_t *ro,
+                                     cvrt_vf v, int64_t n)
+{
+    for (int64_t l = 0; l < n; l++)
+        cvrt_qstore2(out, yo[l], ro[l], cvrt_splat(v[l]), 1);
 }
 
 #endif

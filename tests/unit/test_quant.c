@@ -26,6 +26,7 @@
 
 #include "common/fs.h"
 #include "common/npy.h"
+#include "compiler-core/backend/c99/c99.h"
 #include "compiler-core/cuvil.h"
 #include "tests/support/numpyref.h"
 #include "tests/support/tmpdir.h"
@@ -147,6 +148,32 @@ static cv_module *dw_chain(cv_diag *d)
     return end(&b, conv(&b, v, 4, 1, 1, p0, 1, 1));
 }
 
+/* The channels-last u8 layout between int8 layers at awkward sizes:
+ * channels 24, 20 and 13 (partial 16-channel vectors), widths 14, 7, 4, 2
+ * and 1, stride 2, a 1x1 convolution reading its input in place (24
+ * channels, a whole 32-pixel panel), a u8 residual; and the layouts
+ * meeting: an f32 output read by a max pool (NCHW), that pool's f32 result
+ * as the residual of a u8-writing conv, and a u8 residual of the f32
+ * model output. */
+static cv_module *nhwc_edges(cv_diag *d)
+{
+    static const int64_t p1[4] = {1, 1, 1, 1}, p0[4] = {0, 0, 0, 0};
+    mb b = begin(d, 3, 9, 14);
+    cv_value *a = unary(&b, "relu", conv(&b, b.f->inputs[0], 24, 3, 1, p1, 1, 1));
+    cv_op *pool = cv_op_new(b.f, "max_pool2d", &a, 1);
+    cv_op_set_ints(pool, "kernel", (int64_t[]){3, 3}, 2);
+    cv_op_set_ints(pool, "pad", p1, 4);
+    cv_value *mp = finish(&b, pool);
+    cv_value *c = unary(&b, "relu", binary(&b, "add", conv(&b, mp, 24, 3, 1, p1, 1, 1), mp));
+    cv_value *u = unary(&b, "relu", conv(&b, c, 24, 3, 2, p1, 1, 24));
+    cv_value *t = conv(&b, u, 20, 1, 1, p0, 1, 1);
+    cv_value *r = unary(&b, "relu", binary(&b, "add", conv(&b, t, 20, 1, 1, p0, 1, 1), t));
+    cv_value *w = unary(&b, "relu", conv(&b, r, 20, 3, 2, p1, 1, 20));
+    cv_value *v = unary(&b, "relu", conv(&b, w, 13, 3, 2, p1, 1, 1));
+    cv_value *z = unary(&b, "relu", conv(&b, v, 13, 3, 2, p1, 1, 13));
+    return end(&b, binary(&b, "add", conv(&b, z, 13, 1, 1, p0, 1, 1), z));
+}
+
 /* n random samples of shape dims[0..rank) in [-1, 1] (dims[0] set to n). */
 static void random_rows(cv_tensor *t, int64_t n, int rank, const int64_t *dims, uint64_t seed)
 {
@@ -191,14 +218,16 @@ static char *calibration(const char *dir, int64_t c, int64_t h, int64_t w)
     return calib_files(dir, "cal", 33, 4, (const int64_t[]){1, c, h, w}, 1000);
 }
 
-/* Compiles m (rewritten in place by the passes) into dir/sub and runs it on in. */
-static int compile_run(cv_module *m, const char *dir, const char *sub, const cv_quant_opts *q,
-                       const cv_tensor *in, cv_tensor *out, cv_compile_info *info, cv_diag *d)
+/* Compiles m (rewritten in place by the passes) for target into dir/sub
+ * and runs it on in. */
+static int compile_run_for(cv_module *m, const char *target, const char *dir, const char *sub,
+                           const cv_quant_opts *q, const cv_tensor *in, cv_tensor *out,
+                           cv_compile_info *info, cv_diag *d)
 {
     char *out_dir = cv_tmpdir_path(dir, sub);
     /* -O1: LLVM's time on the runtime dominates here; without inputs only
      * the passes matter (--emit cuir needs no LLVM). */
-    cv_compile_opts o = {.target = "native", .opt_level = 1,
+    cv_compile_opts o = {.target = target, .opt_level = 1,
                          .emit = in ? CV_EMIT_SO : CV_EMIT_CUIR, .out_dir = out_dir, .quant = q};
     cv_native *n = NULL;
     int rc = cv_compile_native(m, &o, info, d);
@@ -210,6 +239,12 @@ static int compile_run(cv_module *m, const char *dir, const char *sub, const cv_
     if (rc && d->n_errors && in)
         cv_diag_print(d, stderr, false);
     return rc;
+}
+
+static int compile_run(cv_module *m, const char *dir, const char *sub, const cv_quant_opts *q,
+                       const cv_tensor *in, cv_tensor *out, cv_compile_info *info, cv_diag *d)
+{
+    return compile_run_for(m, "native", dir, sub, q, in, out, info, d);
 }
 
 static double sqnr(const cv_tensor *ref, const cv_tensor *got)
@@ -500,6 +535,64 @@ static void test_qdwconv_blocked_matches_interp(void **state)
     cv_diag_free(&d);
 }
 
+/* The int8 kernels on channels-last u8 values at awkward sizes compute
+ * the interpreter's qconv2d (the naive reference). */
+static void test_qconv_nhwc_edges_match_interp(void **state)
+{
+    (void)state;
+    cv_diag d;
+    cv_diag_init(&d);
+    char *dir = cv_tmpdir_make("qnhwc");
+    char *glob = calibration(dir, 3, 9, 14);
+    cv_tensor in, got = {0}, want = {0};
+    random_batch(&in, 2, 3, 9, 14, 17);
+    cv_compile_info info;
+    cv_quant_opts qi = {.precision = CV_QP_INT8, .calibration = glob};
+    cv_module *m = nhwc_edges(&d);
+    assert_int_equal(compile_run(m, dir, "int8", &qi, &in, &got, &info, &d), 0);
+    assert_non_null(strstr(info.quant_report, "3 residual adds"));
+    assert_non_null(strstr(info.quant_report, "7 of 9 int8 layers write u8"));
+    assert_non_null(strstr(info.quant_report, "(7 read u8, 2 u8 residuals)"));
+    assert_int_equal(cv_interp_run(m->funcs[0], &in, 1, &want, &d), 0);
+    assert_close(&got, &want, "channels last");
+    cv_module_free(m);
+    /* The portable dot products and 8-lane epilogues (AVX2 has no VNNI
+     * or AMX path), on the same module. */
+    if (cpu_has(" avx2")) {
+        cv_tensor_free(&got);
+        m = nhwc_edges(&d);
+        assert_int_equal(compile_run_for(m, "x86_64-avx2", dir, "avx2", &qi, &in, &got, &info,
+                                         &d), 0);
+        assert_close(&got, &want, "channels last, x86_64-avx2");
+        cv_module_free(m);
+    }
+    /* The C99 backend's copies of the kernels (c99_runtime.c), built with gcc. */
+    cv_tensor_free(&got);
+    m = nhwc_edges(&d);
+    char *cdir = cv_tmpdir_path(dir, "c99");
+    cv_compile_opts o = {.target = "native", .opt_level = 1, .emit = CV_EMIT_C, .out_dir = cdir,
+                         .quant = &qi};
+    assert_int_equal(cv_compile_native(m, &o, &info, &d), 0);
+    bool missing = false;
+    static const char *const o1[] = {"-O1"};
+    assert_int_equal(cv_c99_build_shared("gcc", cdir, info.name, o1, 1, &missing, &d), 0);
+    if (!missing) {
+        cv_native *n = NULL;
+        assert_int_equal(cv_native_open(cdir, 1, &n, &d), 0);
+        assert_int_equal(cv_native_run(n, &in, 1, &got, &d), 0);
+        cv_native_close(n);
+        assert_close(&got, &want, "channels last, C99");
+    }
+    cv_module_free(m);
+    free(cdir);
+    cv_tensor_free(&in);
+    cv_tensor_free(&got);
+    cv_tensor_free(&want);
+    free(glob);
+    cv_tmpdir_remove(dir);
+    cv_diag_free(&d);
+}
+
 static int compile_code(cv_module *m, const char *dir, const char *spec)
 {
     cv_diag d;
@@ -514,7 +607,7 @@ static int compile_code(cv_module *m, const char *dir, const char *spec)
 
 /* int8 gemm (a fully connected layer with bias over a symbolic batch, and
  * a plain one) and matmul (x [5, 12] and [N, 4, 12]), as 1x1 qconv2d
- * (quantize_lin.c), in a model with three inputs calibrated with one
+ * (quantize_lin.c; their relus fused into the kernel), in a model with three inputs calibrated with one
  * INPUT=GLOB spec each; native = the interpreter, SQNR against fp32 >= 20
  * dB; and the spec errors. */
 static void test_int8_gemm_matmul_inputs(void **state)
@@ -543,6 +636,10 @@ static void test_int8_gemm_matmul_inputs(void **state)
     printf("%s", info.quant_report);
     assert_non_null(strstr(info.quant_report, "6 of"));   /* conv, 2 gemm, 3 matmul */
     assert_non_null(strstr(info.quant_report, "over 16 inputs"));
+    /* The gemm's and the matmul's relu run in their int8 kernels, past
+     * the views back to their shapes. */
+    assert_non_null(strstr(info.quant_report, "0 residual adds, 3 activations"));
+    assert_null(strstr(info.quant_report, "relu x"));
     cv_native *n = NULL;
     assert_int_equal(cv_native_open(out_dir, 2, &n, &d), 0);
     assert_int_equal(cv_native_run(n, in, 3, got, &d), 0);
@@ -660,6 +757,7 @@ int main(void)
         cmocka_unit_test(test_int8_fp16_accuracy),
         cmocka_unit_test(test_qconv_native_matches_interp),
         cmocka_unit_test(test_qdwconv_blocked_matches_interp),
+        cmocka_unit_test(test_qconv_nhwc_edges_match_interp),
         cmocka_unit_test(test_bf16_compute_matches_interp),
         cmocka_unit_test(test_int8_gemm_matmul_inputs),
         cmocka_unit_test(test_qdq_conv_runs_int8),

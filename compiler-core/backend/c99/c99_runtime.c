@@ -351,28 +351,31 @@ static const helper helpers[CV_C99_H__COUNT] = {
         "            }\n}\n\n"},
     /* The int8 kernels' input (quantised now, or already u8) and epilogue
      * (residual f32 or u8, activation, output f32 or requantised u8), as
-     * runtime/cvrt_qepi.h computes them. */
+     * runtime/cvrt_qepi.h computes them; u8 tensors are channels last
+     * (element j), f32 ones NCHW (element i). */
     [CV_C99_H_QEPI] = {NO, NO,
-        "static int64_t cvrt_qin(const void *x_, int64_t i, int64_t flags, float xs, int64_t zp)\n"
+        "static int64_t cvrt_qin(const void *x_, int64_t i, int64_t j, int64_t flags, float xs,\n"
+        "    int64_t zp)\n"
         "{\n    float q;\n"
-        "    if (flags & 1)\n        return (int64_t)((const unsigned char *)x_)[i] - zp;\n"
+        "    if (flags & 1)\n        return (int64_t)((const unsigned char *)x_)[j] - zp;\n"
         "    q = nearbyintf(((const float *)x_)[i] / xs) + (float)zp;\n"
         "    q = q != q ? (float)zp : q < 0.0f ? 0.0f : q > 255.0f ? 255.0f : q;\n"
         "    return (int64_t)q - zp;\n}\n\n"
-        "static void cvrt_qstore(float v, void *y_, const void *res_, int64_t i, int64_t act,\n"
+        "static void cvrt_qstore(float v, void *y_, const void *res_, int64_t i, int64_t j,\n"
+        "    int64_t act,\n"
         "    float lo, float hi, int64_t flags, float ys, int64_t yzp, float rs, int64_t rzp)\n{\n"
         "    float q, zl = (float)-yzp, zh = (float)(255 - yzp);\n"
         "    if (res_ && (flags & 4))\n"
-        "        v += (float)((int64_t)((const unsigned char *)res_)[i] - rzp) * rs;\n"
+        "        v += (float)((int64_t)((const unsigned char *)res_)[j] - rzp) * rs;\n"
         "    else if (res_)\n        v += ((const float *)res_)[i];\n"
         "    if (act == 1)\n        v = v < 0.0f ? 0.0f : v;\n"
         "    else if (act == 2) {\n        v = v < lo ? lo : v;\n        v = v > hi ? hi : v;\n    }\n"
         "    if (!(flags & 2)) {\n        ((float *)y_)[i] = v;\n        return;\n    }\n"
         "    q = v * (1.0f / ys);\n"
         "    q = q != q ? zl : q < zl ? zl : q > zh ? zh : q;\n"
-        "    ((unsigned char *)y_)[i] = (unsigned char)(nearbyintf(q) + (float)yzp);\n}\n\n"},
-    /* cvrt.h's cvrt_qconv2d (int8): the weights in the runtime's rows of quads
-     * ([OCp][KUp][4], KUp = K/4 rounded up to 16, k = (kh*KW + kw)*Cp + c);
+        "    ((unsigned char *)y_)[j] = (unsigned char)(nearbyintf(q) + (float)yzp);\n}\n\n"},
+    /* cvrt.h's cvrt_qconv2d (int8): the weights in the runtime's quads
+     * ([OCp/16][KUp][16][4], KUp = K/4 rounded up to 16, k = (kh*KW + kw)*Cp + c);
      * direct loops, exact sums. */
     [CV_C99_H_QCONV2D] = {CV_C99_H_QEPI, NO,
         "static void cvrt_qconv2d(cvrt_ctx *rt, const void *x_, const void *wp_,\n"
@@ -397,12 +400,15 @@ static const helper helpers[CV_C99_H__COUNT] = {
         "                            continue;\n"
         "                        for (c = 0; c < C; c++) {\n"
         "                            int64_t k = (kh * KW + kw) * Cp + c;\n"
-        "                            acc += cvrt_qin(x_, (c * H + ih) * W + iw, flags, xs, zp) *\n"
-        "                                   wp[oc * KUp * 4 + k];\n"
+        "                            acc += cvrt_qin(x_, (c * H + ih) * W + iw,\n"
+        "                                            (ih * W + iw) * C + c, flags, xs, zp) *\n"
+        "                                   wp[(((oc / 16) * KUp + k / 4) * 16 + oc % 16) * 4 +\n"
+        "                                      k % 4];\n"
         "                        }\n"
         "                    }\n"
         "                cvrt_qstore((float)acc * scale[oc] + (bias ? bias[oc] : 0.0f), y_, res_, i,\n"
-        "                            act, lo, hi, flags, ys, yzp, rs, rzp);\n"
+        "                            (oh * OW + ow) * OC + oc, act, lo, hi, flags, ys, yzp, rs,\n"
+        "                            rzp);\n"
         "            }\n}\n\n"},
     /* cvrt.h's cvrt_qdwconv2d (int8 depthwise): w holds the s8 weights as
      * floats, [C][KH*KW]. */
@@ -425,11 +431,12 @@ static const helper helpers[CV_C99_H__COUNT] = {
         "                    for (kw = 0; kw < KW; kw++) {\n"
         "                        int64_t ih = oh * sh - pt + kh * dh, iw = ow * sw - pl + kw * dw;\n"
         "                        if (ih >= 0 && ih < H && iw >= 0 && iw < W)\n"
-        "                            acc += cvrt_qin(x_, (c * H + ih) * W + iw, flags, xs, zp) *\n"
+        "                            acc += cvrt_qin(x_, (c * H + ih) * W + iw,\n"
+        "                                            (ih * W + iw) * C + c, flags, xs, zp) *\n"
         "                                   (int64_t)w[(c * KH + kh) * KW + kw];\n"
         "                    }\n"
         "                cvrt_qstore((float)acc * scale[c] + (bias ? bias[c] : 0.0f), y_, res_, i,\n"
-        "                            act, lo, hi, flags, ys, yzp, rs, rzp);\n"
+        "                            (oh * OW + ow) * C + c, act, lo, hi, flags, ys, yzp, rs, rzp);\n"
         "            }\n}\n\n"},
     /* The blocked (NCHWc) routines, one output element at a time (cvrt.h;
      * the compiler uses them only for the LLVM targets today). */
