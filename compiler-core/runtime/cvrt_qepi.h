@@ -3,7 +3,8 @@
  * (f32 or u8) residual, applies the activation and writes f32 or u8 (the
  * output requantised for the next int8 layer, so it never exists in f32).
  * u8 activations (the values between int8 layers) are stored channels
- * last, [N][H][W][C]; f32 ones in the IR's NCHW order. */
+ * last, [N][H][W][C]; f32 ones in the IR's NCHW order (the strided loads,
+ * stores and the transpose below move lanes between the two). */
 #ifndef CVRT_QEPI_H
 #define CVRT_QEPI_H
 #include "compiler-core/runtime/cvrt_vec.h"
@@ -171,6 +172,66 @@ static inline __attribute__((always_inline)) void cvrt_qfast_store(const cvrt_qf
                                         cvrt_vi);
 #endif
     cvrt_store_u8(y + off, q + f->yzp, n);
+}
+
+#if defined(CVRT_AVX512)
+/* r[k] = column k of the 16x16 int32 matrix whose rows r held. */
+static inline void transpose16(__m512i *r)
+{
+    __m512i t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int i = 0; i < 16; i += 8)
+        for (int k = 0; k < 4; k++) {
+            t[i + k] = _mm512_shuffle_i32x4(r[i + k], r[i + k + 4], 0x88);
+            t[i + k + 4] = _mm512_shuffle_i32x4(r[i + k], r[i + k + 4], 0xdd);
+        }
+    for (int k = 0; k < 8; k++) {
+        r[k] = _mm512_shuffle_i32x4(t[k], t[k + 8], 0x88);
+        r[k + 8] = _mm512_shuffle_i32x4(t[k], t[k + 8], 0xdd);
+    }
+}
+#endif
+
+/* Lanes [0, n) of base[l * stride] (f32, NCHW: one channel per lane). */
+static inline cvrt_vf load_strided(const float *base, int64_t stride, int64_t n)
+{
+#if defined(CVRT_AVX512)
+    if (stride < (1 << 26)) {
+        __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                                           12, 13, 14, 15),
+                                         _mm512_set1_epi32((int)stride));
+        return (cvrt_vf)_mm512_mask_i32gather_ps(_mm512_setzero_ps(),
+                                                 (__mmask16)((1u << n) - 1), idx, base, 4);
+    }
+#endif
+    cvrt_vf v = {0};
+    for (int64_t l = 0; l < n; l++)
+        v[l] = base[l * stride];
+    return v;
+}
+
+static inline void store_strided(float *base, int64_t stride, cvrt_vf v, int64_t n)
+{
+#if defined(CVRT_AVX512)
+    if (stride < (1 << 26)) {
+        __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                                           12, 13, 14, 15),
+                                         _mm512_set1_epi32((int)stride));
+        _mm512_mask_i32scatter_ps(base, (__mmask16)((1u << n) - 1), idx, (__m512)v, 4);
+        return;
+    }
+#endif
+    for (int64_t l = 0; l < n; l++)
+        base[l * stride] = v[l];
 }
 
 /* Lane by lane, for n lanes whose output and residual elements are not
