@@ -181,6 +181,17 @@ static const char *fake_driver(void)
     return access(path, R_OK) == 0 ? path : NULL;
 }
 
+/* The stand-in driver loaded on its own (dlclose it), and one of its
+ * inspection functions in *fn. */
+static void *fake_open(const char *fake, const char *sym, void **fn)
+{
+    void *dl = dlopen(fake, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(dl);
+    *fn = dlsym(dl, sym);
+    assert_non_null(*fn);
+    return dl;
+}
+
 static void test_no_driver(void **state)
 {
     cv_native *n = NULL;
@@ -221,11 +232,8 @@ static void test_fake_runs(void **state)
     const char *fake = fake_driver();
     if (!fake)
         skip();
-    void *dl = dlopen(fake, RTLD_NOW | RTLD_LOCAL);
-    assert_non_null(dl);
     const char *(*log)(void) = NULL;
-    *(void **)&log = dlsym(dl, "cvfake_log");
-    assert_non_null(log);
+    void *dl = fake_open(fake, "cvfake_log", (void **)&log);
     for (int g = 0; g < CUDA_N_GROUPS; g++) {
         cv_native *n = NULL;
         char msg[1024];
@@ -272,11 +280,8 @@ static void test_fake_constants(void **state)
     const char *fake = fake_driver();
     if (!fake)
         skip();
-    void *dl = dlopen(fake, RTLD_NOW | RTLD_LOCAL);
-    assert_non_null(dl);
     uint64_t (*param)(const char *, int, int) = NULL;
-    *(void **)&param = dlsym(dl, "cvfake_param");
-    assert_non_null(param);
+    void *dl = fake_open(fake, "cvfake_param", (void **)&param);
     char path[1024], msg[1024];
     snprintf(path, sizeof path, "%s/examples/cuir/mlp.cuir", cv_tmpdir_src_root());
     cv_diag d;
@@ -364,11 +369,8 @@ static void test_fake_half(void **state)
     const char *fake = fake_driver();
     if (!fake)
         skip();
-    void *dl = dlopen(fake, RTLD_NOW | RTLD_LOCAL);
-    assert_non_null(dl);
     const char *(*log)(void) = NULL;
-    *(void **)&log = dlsym(dl, "cvfake_log");
-    assert_non_null(log);
+    void *dl = fake_open(fake, "cvfake_log", (void **)&log);
     static const cuda_group g = CUDA_GROUP("half", cuda_half);
     char msg[1024];
     bk_model b;

@@ -359,46 +359,81 @@ static void test_int8_fp16_accuracy(void **state)
     cv_diag_free(&d);
 }
 
+/* Native int8 against the interpreter on the rewritten module: the same
+ * integer sums, so within float rounding. */
+static void assert_close(const cv_tensor *got, const cv_tensor *want, const char *what)
+{
+    assert_int_equal(got->numel, want->numel);
+    for (int64_t i = 0; i < got->numel; i++) {
+        float a = ((float *)got->data)[i], b = ((float *)want->data)[i];
+        if (fabsf(a - b) > 1e-4f + 1e-4f * fabsf(b))
+            fail_msg("%s element %lld: native %g, interpreter %g", what, (long long)i,
+                     (double)a, (double)b);
+    }
+}
+
+/* One int8-against-the-interpreter case: a temporary directory, 33
+ * calibration images of c x h x w, a random batch of n images; check()
+ * compiles build()'s module int8 natively, runs it and the interpreter on
+ * the rewritten module, and compares them. */
+typedef struct int8_case {
+    cv_diag d;
+    char *dir, *glob;
+    cv_tensor in, got, want;
+    cv_compile_info info;
+    cv_quant_opts qi;
+} int8_case;
+
+static void int8_case_begin(int8_case *t, const char *tag, int64_t n, int64_t c, int64_t h,
+                            int64_t w, uint64_t seed)
+{
+    memset(t, 0, sizeof *t);
+    cv_diag_init(&t->d);
+    t->dir = cv_tmpdir_make(tag);
+    t->glob = calibration(t->dir, c, h, w);
+    random_batch(&t->in, n, c, h, w, seed);
+    t->qi = (cv_quant_opts){.precision = CV_QP_INT8, .calibration = t->glob};
+}
+
+static void int8_case_check(int8_case *t, cv_module *(*build)(cv_diag *), const char *what)
+{
+    cv_module *m = build(&t->d);
+    assert_int_equal(compile_run(m, t->dir, "int8", &t->qi, &t->in, &t->got, &t->info, &t->d), 0);
+    assert_int_equal(cv_interp_run(m->funcs[0], &t->in, 1, &t->want, &t->d), 0);
+    assert_close(&t->got, &t->want, what);
+    cv_module_free(m);
+}
+
+static void int8_case_end(int8_case *t)
+{
+    cv_tensor_free(&t->in);
+    cv_tensor_free(&t->got);
+    cv_tensor_free(&t->want);
+    free(t->glob);
+    cv_tmpdir_remove(t->dir);
+    cv_diag_free(&t->d);
+}
+
 /* The native int8 kernel computes what the interpreter's qconv2d does. */
 static void test_qconv_native_matches_interp(void **state)
 {
     (void)state;
-    cv_diag d;
-    cv_diag_init(&d);
-    char *dir = cv_tmpdir_make("qconv");
-    char *glob = calibration(dir, 5, 9, 7);
-    cv_tensor in, got = {0}, want = {0};
-    random_batch(&in, 3, 5, 9, 7, 5);
-    cv_compile_info info;
-    cv_quant_opts qi = {.precision = CV_QP_INT8, .calibration = glob,
-                        .method = CV_CALIB_PERCENTILE};
-    cv_module *m = awkward(&d);
-    assert_int_equal(compile_run(m, dir, "int8", &qi, &in, &got, &info, &d), 0);
-    assert_non_null(strstr(info.quant_report, "5 of"));
+    int8_case t;
+    int8_case_begin(&t, "qconv", 3, 5, 9, 7, 5);
+    t.qi.method = CV_CALIB_PERCENTILE;
+    int8_case_check(&t, awkward, "awkward");
+    assert_non_null(strstr(t.info.quant_report, "5 of"));
     /* Requantisation in the producing kernel: the u8 values between the
      * layers (and the residual) match the interpreter's. */
-    assert_non_null(strstr(info.quant_report, "4 of 5 int8 layers write u8"));
-    assert_non_null(strstr(info.quant_report, "(4 read u8, 1 u8 residuals)"));
-    assert_int_equal(cv_interp_run(m->funcs[0], &in, 1, &want, &d), 0);
-    assert_int_equal(got.numel, want.numel);
-    for (int64_t i = 0; i < got.numel; i++) {
-        float a = ((float *)got.data)[i], b = ((float *)want.data)[i];
-        if (fabsf(a - b) > 1e-4f + 1e-4f * fabsf(b))
-            fail_msg("element %lld: native %g, interpreter %g", (long long)i, (double)a, (double)b);
-    }
+    assert_non_null(strstr(t.info.quant_report, "4 of 5 int8 layers write u8"));
+    assert_non_null(strstr(t.info.quant_report, "(4 read u8, 1 u8 residuals)"));
     /* The entropy calibration runs too. */
+    cv_module *m = awkward(&t.d);
+    t.qi.method = CV_CALIB_ENTROPY;
+    assert_int_equal(compile_run(m, t.dir, "entropy", &t.qi, NULL, NULL, &t.info, &t.d), 0);
+    assert_non_null(strstr(t.info.quant_report, "entropy"));
     cv_module_free(m);
-    m = awkward(&d);
-    qi.method = CV_CALIB_ENTROPY;
-    assert_int_equal(compile_run(m, dir, "entropy", &qi, NULL, NULL, &info, &d), 0);
-    assert_non_null(strstr(info.quant_report, "entropy"));
-    cv_module_free(m);
-    cv_tensor_free(&in);
-    cv_tensor_free(&got);
-    cv_tensor_free(&want);
-    free(glob);
-    cv_tmpdir_remove(dir);
-    cv_diag_free(&d);
+    int8_case_end(&t);
 }
 
 static bool cpu_has(const char *flag)
@@ -495,44 +530,16 @@ static cv_module *fc_net(cv_diag *d)
     return b.m;
 }
 
-/* Native int8 against the interpreter on the rewritten module: the same
- * integer sums, so within float rounding. */
-static void assert_close(const cv_tensor *got, const cv_tensor *want, const char *what)
-{
-    assert_int_equal(got->numel, want->numel);
-    for (int64_t i = 0; i < got->numel; i++) {
-        float a = ((float *)got->data)[i], b = ((float *)want->data)[i];
-        if (fabsf(a - b) > 1e-4f + 1e-4f * fabsf(b))
-            fail_msg("%s element %lld: native %g, interpreter %g", what, (long long)i,
-                     (double)a, (double)b);
-    }
-}
-
 /* The channel-blocked int8 depthwise kernel computes the interpreter's
  * qconv2d: exact sums, the same requantisation. */
 static void test_qdwconv_blocked_matches_interp(void **state)
 {
     (void)state;
-    cv_diag d;
-    cv_diag_init(&d);
-    char *dir = cv_tmpdir_make("qdw");
-    char *glob = calibration(dir, 3, 19, 21);
-    cv_tensor in, got = {0}, want = {0};
-    random_batch(&in, 2, 3, 19, 21, 7);
-    cv_compile_info info;
-    cv_quant_opts qi = {.precision = CV_QP_INT8, .calibration = glob};
-    cv_module *m = dw_chain(&d);
-    assert_int_equal(compile_run(m, dir, "int8", &qi, &in, &got, &info, &d), 0);
-    assert_non_null(strstr(info.quant_report, "3 of 4 int8 layers write u8"));
-    assert_int_equal(cv_interp_run(m->funcs[0], &in, 1, &want, &d), 0);
-    assert_close(&got, &want, "depthwise");
-    cv_module_free(m);
-    cv_tensor_free(&in);
-    cv_tensor_free(&got);
-    cv_tensor_free(&want);
-    free(glob);
-    cv_tmpdir_remove(dir);
-    cv_diag_free(&d);
+    int8_case t;
+    int8_case_begin(&t, "qdw", 2, 3, 19, 21, 7);
+    int8_case_check(&t, dw_chain, "depthwise");
+    assert_non_null(strstr(t.info.quant_report, "3 of 4 int8 layers write u8"));
+    int8_case_end(&t);
 }
 
 /* The int8 kernels on channels-last u8 values at awkward sizes compute
@@ -540,57 +547,43 @@ static void test_qdwconv_blocked_matches_interp(void **state)
 static void test_qconv_nhwc_edges_match_interp(void **state)
 {
     (void)state;
-    cv_diag d;
-    cv_diag_init(&d);
-    char *dir = cv_tmpdir_make("qnhwc");
-    char *glob = calibration(dir, 3, 9, 14);
-    cv_tensor in, got = {0}, want = {0};
-    random_batch(&in, 2, 3, 9, 14, 17);
-    cv_compile_info info;
-    cv_quant_opts qi = {.precision = CV_QP_INT8, .calibration = glob};
-    cv_module *m = nhwc_edges(&d);
-    assert_int_equal(compile_run(m, dir, "int8", &qi, &in, &got, &info, &d), 0);
-    assert_non_null(strstr(info.quant_report, "3 residual adds"));
-    assert_non_null(strstr(info.quant_report, "7 of 9 int8 layers write u8"));
-    assert_non_null(strstr(info.quant_report, "(7 read u8, 2 u8 residuals)"));
-    assert_int_equal(cv_interp_run(m->funcs[0], &in, 1, &want, &d), 0);
-    assert_close(&got, &want, "channels last");
-    cv_module_free(m);
+    int8_case t;
+    int8_case_begin(&t, "qnhwc", 2, 3, 9, 14, 17);
+    int8_case_check(&t, nhwc_edges, "channels last");
+    assert_non_null(strstr(t.info.quant_report, "3 residual adds"));
+    assert_non_null(strstr(t.info.quant_report, "7 of 9 int8 layers write u8"));
+    assert_non_null(strstr(t.info.quant_report, "(7 read u8, 2 u8 residuals)"));
     /* The portable dot products and 8-lane epilogues (AVX2 has no VNNI
      * or AMX path), on the same module. */
+    cv_module *m;
     if (cpu_has(" avx2")) {
-        cv_tensor_free(&got);
-        m = nhwc_edges(&d);
-        assert_int_equal(compile_run_for(m, "x86_64-avx2", dir, "avx2", &qi, &in, &got, &info,
-                                         &d), 0);
-        assert_close(&got, &want, "channels last, x86_64-avx2");
+        cv_tensor_free(&t.got);
+        m = nhwc_edges(&t.d);
+        assert_int_equal(compile_run_for(m, "x86_64-avx2", t.dir, "avx2", &t.qi, &t.in, &t.got,
+                                         &t.info, &t.d), 0);
+        assert_close(&t.got, &t.want, "channels last, x86_64-avx2");
         cv_module_free(m);
     }
     /* The C99 backend's copies of the kernels (c99_runtime.c), built with gcc. */
-    cv_tensor_free(&got);
-    m = nhwc_edges(&d);
-    char *cdir = cv_tmpdir_path(dir, "c99");
+    cv_tensor_free(&t.got);
+    m = nhwc_edges(&t.d);
+    char *cdir = cv_tmpdir_path(t.dir, "c99");
     cv_compile_opts o = {.target = "native", .opt_level = 1, .emit = CV_EMIT_C, .out_dir = cdir,
-                         .quant = &qi};
-    assert_int_equal(cv_compile_native(m, &o, &info, &d), 0);
+                         .quant = &t.qi};
+    assert_int_equal(cv_compile_native(m, &o, &t.info, &t.d), 0);
     bool missing = false;
     static const char *const o1[] = {"-O1"};
-    assert_int_equal(cv_c99_build_shared("gcc", cdir, info.name, o1, 1, &missing, &d), 0);
+    assert_int_equal(cv_c99_build_shared("gcc", cdir, t.info.name, o1, 1, &missing, &t.d), 0);
     if (!missing) {
         cv_native *n = NULL;
-        assert_int_equal(cv_native_open(cdir, 1, &n, &d), 0);
-        assert_int_equal(cv_native_run(n, &in, 1, &got, &d), 0);
+        assert_int_equal(cv_native_open(cdir, 1, &n, &t.d), 0);
+        assert_int_equal(cv_native_run(n, &t.in, 1, &t.got, &t.d), 0);
         cv_native_close(n);
-        assert_close(&got, &want, "channels last, C99");
+        assert_close(&t.got, &t.want, "channels last, C99");
     }
     cv_module_free(m);
     free(cdir);
-    cv_tensor_free(&in);
-    cv_tensor_free(&got);
-    cv_tensor_free(&want);
-    free(glob);
-    cv_tmpdir_remove(dir);
-    cv_diag_free(&d);
+    int8_case_end(&t);
 }
 
 static int compile_code(cv_module *m, const char *dir, const char *spec)
