@@ -363,7 +363,7 @@ static char *half_run(const bk_model *b, const char *fake, const char *(*log)(vo
  * the grouped one in 2; 128-row tiles for 128 and 256 channels) but the one
  * with 8 output channels (the FMA tiles); these batches are too small for
  * the channels-last kernels unless CUVIL_CUDA_NHWC=1 asks for them, which
- * then pack each input first (fp32 weights: in TF32 parts). */
+ * then pack each input first (16-bit or fp32, channels last). */
 static void test_fake_half(void **state)
 {
     const char *fake = fake_driver();

@@ -52,7 +52,6 @@ typedef struct gsrc {
      * channels per pixel; K runs over (kh, kw, c < cp), korig = C*KH*KW is
      * the weights' K. */
     const void *xt;
-    int64_t plane;      /* elements of xt (TF32: each of its two planes) */
     int cp, korig;
 } gsrc;
 

@@ -4,14 +4,13 @@
  * at a time (bounds, address and select per element), which at batch 32
  * leaves them issue-bound on the gather.  Here a batch's input is first
  * packed (cvdk_nhwc_pack) channels-last in the tensor cores' operand type,
- * channels padded to a whole step: 16-bit for -p fp16 / bf16, or for fp32
- * TF32 high parts and remainders in two planes (3xTF32, fp32's tolerances,
- * the split done once per element instead of once per use).  K then runs
- * over (kh, kw, channel), so a step's slice of a B column is cp channels of
- * one input pixel: a few 16-byte cp.async copies per thread, zero-filled
- * where the tap is padding, with no register staging.  16-bit weights (P8)
- * are copied the same way, three stages deep; fp32 weights are split into
- * TF32 parts in registers one step ahead (two B stages, one A buffer).
+ * channels padded to a whole step: 16-bit for -p fp16 / bf16, else fp32.
+ * K then runs over (kh, kw, channel), so a step's slice of a B column is cp
+ * channels of one input pixel: a few 16-byte cp.async copies per thread,
+ * zero-filled where the tap is padding, with no register staging.  The P8
+ * weights are copied the same way, three stages deep.  fp32 runs in 3xTF32
+ * (fp32's tolerances): each fragment is split into its TF32 high part and
+ * remainder in registers as it is loaded from shared memory.
  *
  * Tiles and warps as in dev/cudev_tc.h; cvdk_*_nc2 take 128 x 64 tiles
  * (OC a multiple of 128).  The host picks these kernels for batches
@@ -32,58 +31,49 @@ static ALWAYS_INLINE void cp16(SHARED void *dst, const void *src, int ok)
 
 /* ---- packing ------------------------------------------------------------- */
 
-/* Modes of cvdk_nhwc_pack: 16 bits of cvd_widen's kinds, or TF32 parts. */
-enum { PACK_F16 = CVD_F16, PACK_BF16 = CVD_BF16, PACK_TF32 = 3 };
+/* Modes of cvdk_nhwc_pack: 16 bits of cvd_widen's kinds, or fp32. */
+enum { PACK_F16 = CVD_F16, PACK_BF16 = CVD_BF16, PACK_F32 = 3 };
 
 void cvdk_nhwc_pack(const float *x, void *xt, int64_t C, int64_t HW, int64_t cp, int64_t batch,
                     int64_t dx, int64_t mode);
 
-static SHARED float pk_sm[32][33];
-
-static ALWAYS_INLINE uint16_t to16(float v, int64_t mode)
-{
-    uint16_t r;
-    if (mode == PACK_BF16)
-        __asm__("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(v));
-    else
-        __asm__("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(v));
-    return r;
-}
+static SHARED float pk_sm[64][33];
 
 /* xt[b][p][c] (c < cp, zero from C on) from image b of x (x + b*dx,
- * [C][HW]), by tiles of 32 pixels x 32 channels: read along pixels, written
- * along channels.  TF32: high parts at xt, remainders batch*HW*cp words
- * further. */
+ * [C][HW]), by tiles of 32 pixels x 64 channels: read along pixels, written
+ * along channels two at a time (a warp stores a pixel's 64 channels in one
+ * 128- or 256-byte run). */
 void cvdk_nhwc_pack(const float *x, void *xt, int64_t C, int64_t HW, int64_t cp, int64_t batch,
                     int64_t dx, int64_t mode)
 {
     int tid = (int)__nvvm_read_ptx_sreg_tid_x(), tx = tid % 32, ty = tid / 32;
-    int hw = (int)HW, c = (int)C, ncp = (int)cp, tp = (hw + 31) / 32, tc = (ncp + 31) / 32;
-    int64_t tiles = (int64_t)tp * tc * batch, plane = batch * HW * cp;
+    int hw = (int)HW, c = (int)C, ncp = (int)cp, tp = (hw + 31) / 32, tc = (ncp + 63) / 64;
+    int64_t tiles = (int64_t)tp * tc * batch;
+    typedef float v2f __attribute__((ext_vector_type(2)));
     for (int64_t t = __nvvm_read_ptx_sreg_ctaid_x(); t < tiles;
          t += __nvvm_read_ptx_sreg_nctaid_x()) {
         int b = (int)(t / (tp * tc)), rem = (int)(t - (int64_t)b * tp * tc);
-        int c0 = rem / tp * 32, p0 = rem % tp * 32;
+        int c0 = rem / tp * 64, p0 = rem % tp * 32;
         const float *xb = x + b * dx;
 #pragma unroll
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < 8; i++) {
             int ch = c0 + ty + 8 * i, p = p0 + tx;
             pk_sm[ty + 8 * i][tx] = ch < c && p < hw ? xb[(int64_t)ch * hw + p] : 0.0f;
         }
         __nvvm_bar_sync(0);
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            int p = p0 + ty + 8 * i, ch = c0 + tx;
+            /* cp is even: a channel pair is whole or past it. */
+            int p = p0 + ty + 8 * i, ch = c0 + 2 * tx;
             if (p >= hw || ch >= ncp)
                 continue;
-            float v = pk_sm[tx][ty + 8 * i];
+            float lo = pk_sm[2 * tx][ty + 8 * i], hi = pk_sm[2 * tx + 1][ty + 8 * i];
             int64_t at = ((int64_t)b * hw + p) * ncp + ch;
-            if (mode == PACK_TF32) {
-                unsigned h = __nvvm_f2tf32_rna(v);
-                ((unsigned *)xt)[at] = h;
-                ((unsigned *)xt)[plane + at] = __nvvm_f2tf32_rna(v - __builtin_bit_cast(float, h));
+            if (mode == PACK_F32) {
+                v2f v = {lo, hi};
+                *(v2f *)((float *)xt + at) = v;
             } else {
-                ((uint16_t *)xt)[at] = to16(v, mode);
+                ((unsigned *)xt)[at / 2] = h_pack(lo, hi, mode == PACK_BF16 ? CVD_BF16 : CVD_F16);
             }
         }
         __nvvm_bar_sync(0);
@@ -106,33 +96,55 @@ static ALWAYS_INLINE ncol ncol_at(const gsrc *s, int64_t j)
     return c;
 }
 
-/* The step at k0 of K = (kh, kw, c < cp): tap r = kh * KW + kw, channels
- * c0 .. (steps never straddle taps: cp is a whole number of steps). */
-static ALWAYS_INLINE void step_at(const gsrc *s, int64_t k0, int *r, int *c0)
+/* The step being staged, in K = (kh, kw, c < cp): its tap r = kh * KW + kw
+ * and first channel c0 (steps never straddle taps: cp is a whole number of
+ * steps).  A tile's steps are staged in order, so kpos_next advances it
+ * without the divisions that were a third of the loop's instructions. */
+typedef struct kpos {
+    int r, kh, kw, c0;
+} kpos;
+
+static ALWAYS_INLINE kpos kpos_at(const gsrc *s, int64_t k0)
 {
-    *r = (int)(k0 / s->cp);
-    *c0 = (int)(k0 - (int64_t)*r * s->cp);
+    kpos p = {(int)k0 / s->cp, 0, 0, 0};
+    p.c0 = (int)k0 - p.r * s->cp;
+    p.kh = p.r / s->KW;
+    p.kw = p.r - p.kh * s->KW;
+    return p;
 }
 
-/* Where in xt channel ch of the column's input pixel for tap r is; *ok
- * when the tap is inside the image (else 0). */
-static ALWAYS_INLINE int64_t ncol_src(const gsrc *s, const ncol *c, int r, int ch, int *ok)
+static ALWAYS_INLINE void kpos_next(const gsrc *s, kpos *p, int step)
 {
-    int kh = r / s->KW, kw = r - kh * s->KW;
-    int ih = c->ih0 + kh * s->dh, iw = c->iw0 + kw * s->dw;
+    p->c0 += step;
+    if (p->c0 >= s->cp) {
+        p->c0 = 0;
+        p->r++;
+        if (++p->kw == s->KW) {
+            p->kw = 0;
+            p->kh++;
+        }
+    }
+}
+
+/* Where in xt channel c0 + ch of the column's input pixel for step p's tap
+ * is; *ok when the tap is inside the image (else 0). */
+static ALWAYS_INLINE int64_t ncol_src(const gsrc *s, const ncol *c, const kpos *p, int ch, int *ok)
+{
+    int ih = c->ih0 + p->kh * s->dh, iw = c->iw0 + p->kw * s->dw;
     *ok = c->ok & ((unsigned)ih < (unsigned)s->H) & ((unsigned)iw < (unsigned)s->W);
-    return *ok ? (int64_t)(c->base + ih * s->W + iw) * s->cp + ch : 0;
+    return *ok ? (int64_t)(c->base + ih * s->W + iw) * s->cp + p->c0 + ch : 0;
 }
 
 /* The 16-byte part `part` (of `parts` per k) of P8 panel p's 8 weights for
- * tap r of channel ch (the weights keep K = (c, kh, kw)); *ok when the
- * panel and channel exist (else the start of a). */
-static ALWAYS_INLINE const v4u *a_src(const gsrc *s, const void *a, int64_t p, int r, int ch,
-                                      int parts, int part, int *ok)
+ * channel c0 + ch of step k's tap (the weights keep K = (c, kh, kw)); *ok
+ * when the panel and channel exist (else the start of a). */
+static ALWAYS_INLINE const v4u *a_src(const gsrc *s, const void *a, int64_t p, const kpos *k,
+                                      int ch, int parts, int part, int *ok)
 {
+    ch += k->c0;
     *ok = p < (s->M + 7) / 8 && ch < s->C;
-    int64_t k = (int64_t)ch * (s->KH * s->KW) + r;
-    return (const v4u *)a + (*ok ? (p * s->korig + k) * parts + part : 0);
+    int64_t at = (int64_t)ch * (s->KH * s->KW) + k->r;
+    return (const v4u *)a + (*ok ? (p * s->korig + at) * parts + part : 0);
 }
 
 /* ---- 16-bit ---------------------------------------------------------------- */
@@ -148,20 +160,19 @@ enum { NS = 3 };
 static SHARED v4u nh_sm64[NH_BYTES(64) / 16] __attribute__((aligned(128)));
 static SHARED v4u nh_sm128[NH_BYTES(128) / 16] __attribute__((aligned(128)));
 
-/* Step k0's copies into stage st: rows/64 runs of A (8 rows of channel
+/* Step k's copies into stage st: rows/64 runs of A (8 rows of channel
  * c0 + tid % HK each) and 8 channels ((tid % 4) * 8 ..) of column tid / 4. */
-static ALWAYS_INLINE void nh_stage(const gsrc *s, const ncol *c, int tid, int64_t m0, int64_t k0,
-                                   int rows, SHARED v4u *sm, int st)
+static ALWAYS_INLINE void nh_stage(const gsrc *s, const ncol *c, int tid, int64_t m0,
+                                   const kpos *k, int rows, SHARED v4u *sm, int st)
 {
-    int r, c0, ok, ak = tid % HK;
-    step_at(s, k0, &r, &c0);
+    int ok, ak = tid % HK;
     SHARED uint16_t *a = NH_A(sm, rows, st), *b = NH_B(sm, rows, st);
 #pragma unroll
     for (int q = 0; q < rows / 64; q++) {
-        const v4u *src = a_src(s, s->ah, m0 / 8 + tid / HK + 8 * q, r, c0 + ak, 1, 0, &ok);
+        const v4u *src = a_src(s, s->ah, m0 / 8 + tid / HK + 8 * q, k, ak, 1, 0, &ok);
         cp16(a + ak * (rows + 8) + tid / HK * 8 + 64 * q, src, ok);
     }
-    int64_t at = ncol_src(s, c, r, c0 + tid % 4 * 8, &ok);
+    int64_t at = ncol_src(s, c, k, tid % 4 * 8, &ok);
     cp16(b + tid / 4 * LDB + tid % 4 * 8, (const uint16_t *)s->xt + at, ok);
 }
 
@@ -173,10 +184,13 @@ static ALWAYS_INLINE void nh_tile_rows(const gsrc *s, const gout *o, const gtile
     ncol c = ncol_at(s, w->n0 + tid / 4);
     float acc[2][2][8] = {{{0}}};
     int steps = (int)((w->kend - w->kbegin) / HK);
+    kpos k = kpos_at(s, w->kbegin);
 #pragma unroll
     for (int i = 0; i < NS - 1; i++) {
-        if (i < steps)
-            nh_stage(s, &c, tid, w->m0, w->kbegin + (int64_t)i * HK, rows, sm, i);
+        if (i < steps) {
+            nh_stage(s, &c, tid, w->m0, &k, rows, sm, i);
+            kpos_next(s, &k, HK);
+        }
         __nvvm_cp_async_commit_group();
     }
     for (int i = 0; i < steps; i++) {
@@ -184,9 +198,10 @@ static ALWAYS_INLINE void nh_tile_rows(const gsrc *s, const gout *o, const gtile
          * every warp is done with step i - 1, whose stage is refilled. */
         __nvvm_cp_async_wait_group(NS - 2);
         __nvvm_bar_sync(0);
-        if (i + NS - 1 < steps)
-            nh_stage(s, &c, tid, w->m0, w->kbegin + (int64_t)(i + NS - 1) * HK, rows, sm,
-                     (i + NS - 1) % NS);
+        if (i + NS - 1 < steps) {
+            nh_stage(s, &c, tid, w->m0, &k, rows, sm, (i + NS - 1) % NS);
+            kpos_next(s, &k, HK);
+        }
         __nvvm_cp_async_commit_group();
         SHARED uint16_t *a = NH_A(sm, rows, i % NS), *b = NH_B(sm, rows, i % NS);
         h_step(acc, a, b, rows + 8, fr, wm, wn, 0, kind);
@@ -208,65 +223,76 @@ static ALWAYS_INLINE void nh_tile2(const gsrc *s, const gout *o, const gtile *w,
 
 /* ---- TF32 ------------------------------------------------------------------ */
 
-/* Words: A [hi, lo][TK][rows + 8] (one buffer, stored from registers), then
- * B [2 stages][hi, lo][TN][LDT]; the output tile reuses them. */
-#define NT_A(sm, rows, hl) ((SHARED int *)(sm) + (hl) * TK * ((rows) + 8))
-#define NT_B(sm, rows, st, hl)                                                                 \
-    ((SHARED int *)(sm) + 2 * TK * ((rows) + 8) + ((st) * 2 + (hl)) * TN * LDT)
-#define NT_WORDS(rows) (2 * TK * ((rows) + 8) + 4 * TN * LDT)
-#define NT_BYTES(rows) (NT_WORDS(rows) > (rows) * TLD ? NT_WORDS(rows) * 4 : (rows) * TLD * 4)
+/* As the 16-bit tiles, NS stages of [A: TK k x (rows + 8) words, column-
+ * major][B: TN columns x LDT words], both copied raw (fp32) with cp.async;
+ * each fragment is split into its TF32 high part and remainder as it is
+ * loaded, so neither operand is staged through registers nor stored
+ * twice, and a step needs one barrier.  The output tile reuses them. */
+#define NT_STAGE(rows) (TK * ((rows) + 8) + TN * LDT)
+#define NT_A(sm, rows, st) ((SHARED int *)(sm) + (st) * NT_STAGE(rows))
+#define NT_B(sm, rows, st) (NT_A(sm, rows, st) + TK * ((rows) + 8))
+#define NT_BYTES(rows)                                                                         \
+    (NS * NT_STAGE(rows) * 4 > (rows) * TLD * 4 ? NS * NT_STAGE(rows) * 4 : (rows) * TLD * 4)
 static SHARED v4u nt_sm64[NT_BYTES(64) / 16] __attribute__((aligned(128)));
 static SHARED v4u nt_sm128[NT_BYTES(128) / 16] __attribute__((aligned(128)));
 
-/* This thread's A for step k0: per 64 rows, 4 rows (8 * (tid / 32) +
- * 4 * (tid % 2) ..) of channel c0 + tid / 2 % TK. */
-static ALWAYS_INLINE void nt_load_a(const gsrc *s, int tid, int64_t m0, int64_t k0, int fr,
-                                    v4u ra[2])
+/* Step k's copies into stage st: per 64 rows, 4 rows (the 16-byte part
+ * tid / TK % 2 of P8 panel tid / (2 * TK)) of channel c0 + tid % TK, and
+ * 4 channels ((tid % 4) * 4 ..) of column tid / 4. */
+static ALWAYS_INLINE void nt_stage(const gsrc *s, const ncol *c, int tid, int64_t m0,
+                                   const kpos *k, int rows, SHARED v4u *sm, int st)
 {
-    int r, c0, ok;
-    step_at(s, k0, &r, &c0);
+    int ok, ak = tid % TK, part = tid / TK % 2;
+    SHARED int *a = NT_A(sm, rows, st) + ak * (rows + 8) + tid / (2 * TK) * 8 + part * 4;
 #pragma unroll
-    for (int q = 0; q < fr; q++) {
-        const v4u *src = a_src(s, s->a, m0 / 8 + tid / 32 + 8 * q, r, c0 + tid / 2 % TK, 2,
-                               tid % 2, &ok);
-        v4u z = {0, 0, 0, 0};
-        ra[q] = ok ? *src : z;
+    for (int q = 0; q < rows / 64; q++) {
+        const v4u *src = a_src(s, s->a, m0 / 8 + tid / (2 * TK) + 8 * q, k, ak, 2, part, &ok);
+        cp16(a + 64 * q, src, ok);
+    }
+    int64_t at = ncol_src(s, c, k, tid % 4 * 4, &ok);
+    cp16(NT_B(sm, rows, st) + tid / 4 * LDT + tid % 4 * 4, (const float *)s->xt + at, ok);
+}
+
+/* A fragment's raw fp32 words as TF32 high parts and (passes > 1)
+ * remainders. */
+static ALWAYS_INLINE void frag_split(const int raw[4], int hi[4], int lo[4], int passes)
+{
+#pragma unroll
+    for (int l = 0; l < 4; l++) {
+        float v = __builtin_bit_cast(float, raw[l]);
+        unsigned h = __nvvm_f2tf32_rna(v);
+        hi[l] = (int)h;
+        lo[l] = passes > 1 ? (int)__nvvm_f2tf32_rna(v - __builtin_bit_cast(float, h)) : 0;
     }
 }
 
-static ALWAYS_INLINE void nt_store_a(SHARED v4u *sm, int rows, int tid, int fr, const v4u ra[2],
-                                     int passes)
+/* part[r][f] += A[wm + 16r.., kb..kb+8] x B[kb..kb+8, wn + 16f..] over
+ * raw fp32 operands (A [k][lda], B [j][LDT]); passes 3 adds hi*hi + hi*lo +
+ * lo*hi. */
+static ALWAYS_INLINE void nt_step(float part[2][2][8], SHARED const int *a, int lda,
+                                  SHARED const int *b, int fr, int wm, int wn, int kb, int passes)
 {
-    int at = tid / 2 % TK * (rows + 8) + tid / 32 * 8 + tid % 2 * 4;
+    int bh[2][4], bl[2][4];
 #pragma unroll
-    for (int q = 0; q < fr; q++) {
-        float v[4];
+    for (int f = 0; f < 2; f++) {
+        int raw[4];
+        LD_B_TF32(raw, b + (wn + 16 * f) * LDT + kb, LDT);
+        frag_split(raw, bh[f], bl[f], passes);
+    }
 #pragma unroll
-        for (int l = 0; l < 4; l++) {
-            unsigned u = ra[q][l];
-            v[l] = __builtin_bit_cast(float, u);
+    for (int r = 0; r < fr; r++) {
+        int raw[4], ah[4], al[4];
+        LD_A_TF32(raw, a + kb * lda + wm + 16 * r, lda);
+        frag_split(raw, ah, al, passes);
+#pragma unroll
+        for (int f = 0; f < 2; f++) {
+            if (passes > 1) {
+                __mma_tf32_m16n16k8_mma_f32(part[r][f], al, bh[f], part[r][f], 3, 0);
+                __mma_tf32_m16n16k8_mma_f32(part[r][f], ah, bl[f], part[r][f], 3, 0);
+            }
+            __mma_tf32_m16n16k8_mma_f32(part[r][f], ah, bh[f], part[r][f], 3, 0);
         }
-        v4u hi, lo;
-        tf_split(v, passes, &hi, &lo);
-        *(SHARED v4u *)(NT_A(sm, rows, 0) + at + 64 * q) = hi;
-        if (passes > 1)
-            *(SHARED v4u *)(NT_A(sm, rows, 1) + at + 64 * q) = lo;
     }
-}
-
-/* Step k0's B into stage st: 4 channels ((tid % 4) * 4 ..) of column
- * tid / 4, high parts and (passes > 1) remainders. */
-static ALWAYS_INLINE void nt_stage_b(const gsrc *s, const ncol *c, int tid, int64_t k0, int rows,
-                                     SHARED v4u *sm, int st, int passes)
-{
-    int r, c0, ok;
-    step_at(s, k0, &r, &c0);
-    int64_t at = ncol_src(s, c, r, c0 + tid % 4 * 4, &ok);
-    const unsigned *xt = s->xt;
-    int to = tid / 4 * LDT + tid % 4 * 4;
-    cp16(NT_B(sm, rows, st, 0) + to, xt + at, ok);
-    if (passes > 1)
-        cp16(NT_B(sm, rows, st, 1) + to, xt + s->plane + at, ok);
 }
 
 static ALWAYS_INLINE void nt_tile_rows(const gsrc *s, const gout *o, const gtile *w, int passes,
@@ -276,28 +302,38 @@ static ALWAYS_INLINE void nt_tile_rows(const gsrc *s, const gout *o, const gtile
     int wm = warp / 2 * 16 * fr, wn = warp % 2 * 32, lda = rows + 8;
     ncol c = ncol_at(s, w->n0 + tid / 4);
     float acc[2][2][8] = {{{0}}};
-    v4u ra[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
     int steps = (int)((w->kend - w->kbegin) / TK);
-    if (steps > 0) {
-        nt_stage_b(s, &c, tid, w->kbegin, rows, sm, 0, passes);
-        nt_load_a(s, tid, w->m0, w->kbegin, fr, ra);
-    }
-    __nvvm_cp_async_commit_group();
-    for (int i = 0; i < steps; i++) {
-        /* Every warp is done with step i - 1: A's buffer and the other B
-         * stage are free. */
-        int64_t k0 = w->kbegin + (int64_t)i * TK;
-        nt_store_a(sm, rows, tid, fr, ra, passes);
-        if (i + 1 < steps) {
-            nt_stage_b(s, &c, tid, k0 + TK, rows, sm, (i + 1) & 1, passes);
-            nt_load_a(s, tid, w->m0, k0 + TK, fr, ra);
+    kpos k = kpos_at(s, w->kbegin);
+#pragma unroll
+    for (int i = 0; i < NS - 1; i++) {
+        if (i < steps) {
+            nt_stage(s, &c, tid, w->m0, &k, rows, sm, i);
+            kpos_next(s, &k, TK);
         }
         __nvvm_cp_async_commit_group();
-        __nvvm_cp_async_wait_group(1);
+    }
+    for (int i = 0; i < steps; i++) {
+        /* As nh_tile_rows: step i has landed, step i - 1's stage is free. */
+        __nvvm_cp_async_wait_group(NS - 2);
         __nvvm_bar_sync(0);
-        tf_steps(acc, NT_A(sm, rows, 0), NT_A(sm, rows, 1), lda, NT_B(sm, rows, i & 1, 0),
-                 NT_B(sm, rows, i & 1, 1), LDT, fr, wm, wn, passes);
-        __nvvm_bar_sync(0);
+        if (i + NS - 1 < steps) {
+            nt_stage(s, &c, tid, w->m0, &k, rows, sm, (i + NS - 1) % NS);
+            kpos_next(s, &k, TK);
+        }
+        __nvvm_cp_async_commit_group();
+        /* The tensor cores' own fp32 sums truncate: each step's sum starts
+         * at zero and is added to acc with rounded adds (cudev_tc.h). */
+        float part[2][2][8] = {{{0}}};
+        SHARED const int *a = NT_A(sm, rows, i % NS), *b = NT_B(sm, rows, i % NS);
+        nt_step(part, a, lda, b, fr, wm, wn, 0, passes);
+        nt_step(part, a, lda, b, fr, wm, wn, 8, passes);
+#pragma unroll
+        for (int r = 0; r < fr; r++)
+#pragma unroll
+            for (int f = 0; f < 2; f++)
+#pragma unroll
+                for (int v = 0; v < 8; v++)
+                    acc[r][f][v] += part[r][f][v];
     }
     __nvvm_cp_async_wait_all();
     tc_out(s, o, w, tid, fr, wm, wn, 1, acc, sm);
@@ -342,7 +378,6 @@ static ALWAYS_INLINE void conv_nc(cvd_conv *cv, int64_t cp, int half, int tall, 
     conv_prep(cv, &s, &o);
     s.xt = cv->x, s.b = 0, s.cp = (int)cp, s.korig = (int)s.K;
     s.K = cv->KH * cv->KW * cp;
-    s.plane = cv->batch * cv->H * cv->W * cp;
     if (half && tall)
         run_tiles(&s, &o, cv->split, 2 * TM, HK, mode, nh_tile2);
     else if (half)

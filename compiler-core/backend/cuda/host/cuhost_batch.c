@@ -91,9 +91,11 @@ static int tc_pays(const cvcu_ctx *ctx, const cvcu_conv *c)
 /* Channels-last (dev/cudev_nhwc.c) pays where the gather dominates: for
  * windows wider than 1 x 1 over a batch of images or one large image (a
  * single small one keeps the one launch), deep enough that padding the
- * channels to a whole step costs little (not the RGB stem).  Measured at
- * batch 32 on the H200 (bench/gpu/NOTES.md): 1 x 1 convolutions (whose
- * im2col columns are contiguous) ran faster without packing. */
+ * channels to a whole step costs little (not the RGB stem: a stem packed 4
+ * channels a pixel, a step spanning taps, ran no faster on the H200).
+ * Measured at batch 32 on the H200 (bench/gpu/NOTES.md): 1 x 1
+ * convolutions (whose im2col columns are contiguous) ran faster without
+ * packing. */
 static int nhwc_pays(const cvcu_ctx *ctx, const cvcu_conv *c, int64_t batch)
 {
     if (ctx->nhwc != 1)
@@ -108,7 +110,7 @@ static CUdeviceptr pack_input(cvcu_ctx *ctx, const cvcu_conv *c, int64_t batch, 
                               int64_t cp, int64_t mode)
 {
     const cvcu_driver *d = ctx->drv;
-    int64_t hw = c->H * c->W, elems = batch * hw * cp, bytes = elems * (mode == 3 ? 8 : 2);
+    int64_t hw = c->H * c->W, elems = batch * hw * cp, bytes = elems * (mode == 3 ? 4 : 2);
     if (elems >= CVCU_TILE_MAX_INDEX || ctx->err)
         return 0;
     if (bytes > ctx->pack_cap) {
@@ -128,7 +130,7 @@ static CUdeviceptr pack_input(cvcu_ctx *ctx, const cvcu_conv *c, int64_t batch, 
         ctx->pack_cap = bytes;
     }
     void *p[] = {(void *)&c->x, &ctx->pack, (void *)&c->C, &hw, &cp, &batch, &dx, &mode};
-    int64_t tiles = batch * ((hw + 31) / 32) * ((cp + 31) / 32);
+    int64_t tiles = batch * ((hw + 31) / 32) * ((cp + 63) / 64);
     cvcu_launch_rt(ctx, CVCU_RT_NHWC_PACK, tiles * CVCU_TILE_THREADS, p);
     return ctx->pack;
 }
