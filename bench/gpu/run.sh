@@ -17,7 +17,8 @@
 # CUVIL_CUDA_TC=0 (the fp32 FMA tiles) or CUVIL_CUDA_TC=tf32 (plain TF32, as
 # PyTorch's default: outside the 1e-4 fp32 tolerance of resnet18/cuda_conv);
 # batches of windows wider than 1 x 1 run channels-last unless
-# CUVIL_CUDA_NHWC=0 (CUVIL_CUDA_NHWC=1: every tensor-core convolution).
+# CUVIL_CUDA_NHWC=0 (CUVIL_CUDA_NHWC=1: every tensor-core convolution);
+# repeated runs on the same buffers replay as one CUDA graph unless CUVIL_CUDA_GRAPH=0.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 iters=20

@@ -6,7 +6,18 @@
  * live allocations, then logs one line ("launch NAME blocks=B threads=T
  * n=N bad=K") that cvfake_log returns.
  *
- * CVFAKE_MODE: "nodevice" (cuInit fails), "sm80" (compute capability 8.0);
+ * Stream capture and graphs as the driver has them: while a stream is
+ * being captured its launches are recorded (parameter bytes copied, as the
+ * driver does) instead of run; cuStreamSynchronize and cuMemAlloc during a
+ * capture fail (900) and invalidate it (cuStreamEndCapture then fails with
+ * 901); cuGraphLaunch logs "graph N launches" and then checks and logs
+ * each recorded launch like a direct one (a replay reaching freed memory
+ * shows bad=K).
+ *
+ * CVFAKE_MODE: "nodevice" (cuInit fails), "sm80" (compute capability 8.0),
+ * "nograph" (stream capture and graph calls fail with 801, not supported),
+ * "noinstantiate" (cuGraphInstantiateWithFlags fails with 801),
+ * "badcapture" (a launch into a capture fails with 900 and invalidates it);
  * default: one sm_90 device with 132 multiprocessors. */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -22,7 +33,7 @@ enum { MAX_ALLOCS = 4096, MAX_PARAMS = 256 };
 
 static struct { char *p; size_t n; } allocs[MAX_ALLOCS];
 static char *ptx;               /* the loaded module's text */
-static char log_buf[1 << 16];
+static char log_buf[1 << 22];   /* the tests read it by offset: never cleared */
 static size_t log_len;
 
 typedef struct fake_fn {
@@ -33,6 +44,7 @@ typedef struct fake_fn {
 
 /* The exported driver API, prototypes for -Wmissing-prototypes. */
 const char *cvfake_log(void);
+int cvfake_live_graphs(void);
 CUresult cuInit(unsigned flags);
 CUresult cuDeviceGetCount(int *n);
 CUresult cuDeviceGet(int *dev, int ord);
@@ -55,6 +67,13 @@ CUresult cuStreamSynchronize(void *s);
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                         unsigned bz, unsigned shared, void *stream, void **params, void **extra);
 CUresult cuGetErrorName(CUresult r, const char **name);
+CUresult cuStreamBeginCapture_v2(void *stream, int mode);
+CUresult cuStreamEndCapture(void *stream, void **graph);
+CUresult cuStreamIsCapturing(void *stream, int *status);
+CUresult cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags);
+CUresult cuGraphLaunch(void *exec, void *stream);
+CUresult cuGraphExecDestroy(void *exec);
+CUresult cuGraphDestroy(void *graph);
 
 const char *cvfake_log(void)
 {
@@ -87,6 +106,87 @@ static const char *mode(void)
 {
     const char *m = getenv("CVFAKE_MODE");
     return m ? m : "";
+}
+
+/* A recorded launch: its parameters' bytes, each in an 8-byte slot. */
+typedef struct fake_launch {
+    const fake_fn *fn;
+    unsigned gx, bx;
+    uint64_t v[MAX_PARAMS];
+} fake_launch;
+
+/* A captured graph, or an instantiated one (a copy: the driver lets the
+ * graph be destroyed once instantiated). */
+typedef struct fake_graph {
+    int n, cap;
+    fake_launch *v;     /* owned */
+} fake_graph;
+
+enum { CAPTURE_NONE, CAPTURE_ACTIVE, CAPTURE_INVALIDATED, MAX_STREAMS = 64 };
+
+/* Streams (the NULL stream last): whether each is being captured. */
+typedef struct fake_stream {
+    bool used;
+    int capture;
+    fake_graph *g;      /* owned while capturing */
+} fake_stream;
+
+static fake_stream streams[MAX_STREAMS + 1], *const legacy = &streams[MAX_STREAMS];
+static int live_graphs;
+
+int cvfake_live_graphs(void)
+{
+    return live_graphs;
+}
+
+static fake_stream *stream_of(void *s)
+{
+    return s ? s : legacy;
+}
+
+static void graph_free(fake_graph *g)
+{
+    if (!g)
+        return;
+    free(g->v);
+    free(g);
+    live_graphs--;
+}
+
+static fake_graph *graph_new(void)
+{
+    fake_graph *g = calloc(1, sizeof *g);
+    if (g)
+        live_graphs++;
+    return g;
+}
+
+static CUresult graph_add(fake_graph *g, const fake_launch *l)
+{
+    if (g->n == g->cap) {
+        int cap = g->cap ? 2 * g->cap : 16;
+        fake_launch *v = realloc(g->v, (size_t)cap * sizeof *v);
+        if (!v)
+            return 2;
+        g->v = v;
+        g->cap = cap;
+    }
+    g->v[g->n++] = *l;
+    return 0;
+}
+
+/* A call the driver refuses while this thread captures (synchronizing,
+ * allocating): 900 (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), and every
+ * capture is invalidated; 0 when nothing is being captured. */
+static CUresult capture_unsupported(void)
+{
+    CUresult r = 0;
+    for (int i = 0; i <= MAX_STREAMS; i++)
+        if (streams[i].capture != CAPTURE_NONE) {
+            streams[i].capture = CAPTURE_INVALIDATED;
+            r = 900;
+        }
+    return r;
 }
 
 CUresult cuInit(unsigned flags) { (void)flags; return strcmp(mode(), "nodevice") ? 0 : 100; }
@@ -148,6 +248,8 @@ CUresult cuModuleGetFunction(void **fn, void *mod, const char *name)
 
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 {
+    if (capture_unsupported())
+        return 900;
     for (int i = 0; i < MAX_ALLOCS; i++)
         if (!allocs[i].p) {
             allocs[i].p = calloc(1, n);
@@ -193,23 +295,60 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
     return copy((void *)(uintptr_t)dst, src, n, dst);
 }
 
+/* The runtime copies only outside captures; a copy into one would not
+ * happen now, so it is refused. */
+static CUresult copy_async(void *stream)
+{
+    fake_stream *s = stream_of(stream);
+    if (s->capture == CAPTURE_NONE)
+        return 0;
+    s->capture = CAPTURE_INVALIDATED;
+    return 900;
+}
+
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, void *stream)
 {
-    (void)stream;
+    if (copy_async(stream))
+        return 900;
     logf_("htod %zu\n", n);
     return copy((void *)(uintptr_t)dst, src, n, dst);
 }
 
 CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *stream)
 {
-    (void)stream;
+    if (copy_async(stream))
+        return 900;
     logf_("dtoh %zu\n", n);
     return copy(dst, (const void *)(uintptr_t)src, n, src);
 }
 
-CUresult cuStreamCreate(void **s, unsigned flags) { (void)flags; *s = (void *)&log_len; return 0; }
-CUresult cuStreamDestroy_v2(void *s) { (void)s; return 0; }
-CUresult cuStreamSynchronize(void *s) { (void)s; return 0; }
+CUresult cuStreamCreate(void **s, unsigned flags)
+{
+    (void)flags;
+    for (int i = 0; i < MAX_STREAMS; i++)
+        if (!streams[i].used) {
+            streams[i].used = true;
+            *s = &streams[i];
+            return 0;
+        }
+    return 2;
+}
+
+CUresult cuStreamDestroy_v2(void *s)
+{
+    fake_stream *st = stream_of(s);
+    if (st == legacy || !st->used)
+        return 400;     /* CUDA_ERROR_INVALID_HANDLE */
+    graph_free(st->g);
+    *st = (fake_stream){0};
+    return 0;
+}
+
+CUresult cuStreamSynchronize(void *s)
+{
+    (void)s;
+    return capture_unsupported();
+}
 
 /* CVFAKE_TRACE: every parameter on stderr, pointers as allocation+offset. */
 static void trace_params(const fake_fn *f, void **params)
@@ -240,13 +379,8 @@ static void trace_params(const fake_fn *f, void **params)
 
 /* Pointer parameters (8 bytes) must be 0 or inside an allocation; the
  * last parameter of a program kernel is its item count. */
-CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                        unsigned bz, unsigned shared, void *stream, void **params, void **extra)
+static CUresult run_launch(const fake_fn *f, unsigned gx, unsigned bx, void **params)
 {
-    (void)stream, (void)extra, (void)shared;
-    const fake_fn *f = fn;
-    if (gx == 0 || bx == 0 || gy != 1 || gz != 1 || by != 1 || bz != 1 || bx > 1024)
-        return 1;
     int bad = 0;
     int64_t last = 0;
     for (int i = 0; i < f->n; i++) {
@@ -270,6 +404,134 @@ CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigne
         memcpy(&launches[slot].v[i], params[i], (size_t)f->size[i]);
     }
     return bad ? 700 : 0;   /* CUDA_ERROR_ILLEGAL_ADDRESS */
+}
+
+/* Into the graph being captured: the parameters as they are now. */
+static CUresult record_launch(fake_stream *s, const fake_fn *f, unsigned gx, unsigned bx,
+                              void **params)
+{
+    if (s->capture == CAPTURE_INVALIDATED)
+        return 901;     /* CUDA_ERROR_STREAM_CAPTURE_INVALIDATED */
+    if (strcmp(mode(), "badcapture") == 0) {
+        s->capture = CAPTURE_INVALIDATED;
+        return 900;
+    }
+    fake_launch l = {.fn = f, .gx = gx, .bx = bx};
+    for (int i = 0; i < f->n; i++)
+        memcpy(&l.v[i], params[i], (size_t)f->size[i]);
+    return graph_add(s->g, &l);
+}
+
+CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                        unsigned bz, unsigned shared, void *stream, void **params, void **extra)
+{
+    (void)extra, (void)shared;
+    const fake_fn *f = fn;
+    if (gx == 0 || bx == 0 || gy != 1 || gz != 1 || by != 1 || bz != 1 || bx > 1024)
+        return 1;
+    fake_stream *s = stream_of(stream);
+    if (s->capture != CAPTURE_NONE)
+        return record_launch(s, f, gx, bx, params);
+    return run_launch(f, gx, bx, params);
+}
+
+static bool no_graphs(void)
+{
+    return strcmp(mode(), "nograph") == 0;
+}
+
+CUresult cuStreamBeginCapture_v2(void *stream, int capture_mode)
+{
+    (void)capture_mode;
+    fake_stream *s = stream_of(stream);
+    if (no_graphs())
+        return 801;     /* CUDA_ERROR_NOT_SUPPORTED */
+    if (s == legacy)
+        return 900;     /* the legacy stream cannot be captured */
+    if (s->capture != CAPTURE_NONE)
+        return 401;     /* CUDA_ERROR_ILLEGAL_STATE */
+    if (!(s->g = graph_new()))
+        return 2;
+    s->capture = CAPTURE_ACTIVE;
+    return 0;
+}
+
+CUresult cuStreamEndCapture(void *stream, void **graph)
+{
+    fake_stream *s = stream_of(stream);
+    *graph = NULL;
+    if (s->capture == CAPTURE_NONE)
+        return 401;
+    bool invalid = s->capture == CAPTURE_INVALIDATED;
+    s->capture = CAPTURE_NONE;
+    if (invalid)
+        graph_free(s->g);
+    else
+        *graph = s->g;
+    s->g = NULL;
+    return invalid ? 901 : 0;
+}
+
+CUresult cuStreamIsCapturing(void *stream, int *status)
+{
+    *status = stream_of(stream)->capture;
+    return 0;
+}
+
+CUresult cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags)
+{
+    (void)flags;
+    const fake_graph *g = graph;
+    if (no_graphs() || strcmp(mode(), "noinstantiate") == 0)
+        return 801;
+    fake_graph *e = g ? graph_new() : NULL;
+    if (!e)
+        return 1;
+    for (int i = 0; i < g->n; i++)
+        if (graph_add(e, &g->v[i])) {
+            graph_free(e);
+            return 2;
+        }
+    *exec = e;
+    return 0;
+}
+
+/* Each recorded launch checked and logged as if launched now (launched
+ * into a capture: recorded there, as the driver adds a child graph). */
+CUresult cuGraphLaunch(void *exec, void *stream)
+{
+    const fake_graph *e = exec;
+    fake_stream *s = stream_of(stream);
+    if (no_graphs())
+        return 801;
+    if (!e)
+        return 1;
+    if (s->capture == CAPTURE_NONE)
+        logf_("graph %d launches\n", e->n);
+    CUresult first = 0;
+    for (int i = 0; i < e->n; i++) {
+        const fake_launch *l = &e->v[i];
+        void *params[MAX_PARAMS];
+        for (int k = 0; k < l->fn->n; k++)
+            params[k] = (void *)&l->v[k];
+        CUresult r = s->capture != CAPTURE_NONE ? record_launch(s, l->fn, l->gx, l->bx, params)
+                                                : run_launch(l->fn, l->gx, l->bx, params);
+        if (!first)
+            first = r;
+    }
+    return first;
+}
+
+CUresult cuGraphExecDestroy(void *exec)
+{
+    graph_free(exec);
+    return 0;
+}
+
+CUresult cuGraphDestroy(void *graph)
+{
+    graph_free(graph);
+    return 0;
 }
 
 CUresult cuGetErrorName(CUresult r, const char **name)

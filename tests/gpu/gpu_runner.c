@@ -231,9 +231,22 @@ static int check_outputs(const tcase *c, const char *how, char *why, size_t size
 static double now_ms(void);
 static double median_ms(double *t, int n);
 
+/* The outputs in device memory dout, fetched and checked. */
+static int fetch_check(const tcase *c, const unsigned long long *dout, const char *how, char *why,
+                       size_t size)
+{
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < c->n_out; i++) {
+        memset(c->out[i].got, 0, c->out[i].bytes);
+        rc = g_drv.DtoH(c->out[i].got, dout[i], c->out[i].bytes);
+    }
+    return rc == 0 ? check_outputs(c, how, why, size) : rc;
+}
+
 /* run_stream on device copies of the inputs; then, when iters > 0, its
  * median time with the data on the device (run_stream, then
- * cuCtxSynchronize), as a framework on the GPU would be timed. */
+ * cuCtxSynchronize), as a framework on the GPU would be timed, and the
+ * outputs checked again (those runs replay a CUDA graph). */
 static int stream_check(const tcase *c, const api *a, void *ctx, int iters, double *ms,
                         char *why, size_t size)
 {
@@ -252,13 +265,9 @@ static int stream_check(const tcase *c, const api *a, void *ctx, int iters, doub
         snprintf(why, size, "run_stream returned %d", rc);
     else if (rc == 0 && g_drv.Sync() != 0)
         rc = -1, snprintf(why, size, "cuCtxSynchronize after run_stream failed");
-    for (int i = 0; rc == 0 && i < c->n_out; i++) {
-        memset(c->out[i].got, 0, c->out[i].bytes);
-        rc = g_drv.DtoH(c->out[i].got, dout[i], c->out[i].bytes);
-    }
     if (rc == 0)
-        rc = check_outputs(c, "run_stream", why, size);
-    else if (!why[0])
+        rc = fetch_check(c, dout, "run_stream", why, size);
+    if (rc && !why[0])
         snprintf(why, size, "run_stream: a driver call of the check failed");
     double t[256];
     int n = iters < 256 ? iters : 256;
@@ -267,10 +276,12 @@ static int stream_check(const tcase *c, const api *a, void *ctx, int iters, doub
         rc = a->run_stream(ctx, (const void *const *)pin, pout, c->syms, NULL) || g_drv.Sync();
         t[i] = now_ms() - t0;
     }
-    if (rc == 0 && n > 0)
+    if (rc == 0 && n > 0) {
         *ms = median_ms(t, n);
-    else if (rc && !why[0])
+        rc = fetch_check(c, dout, "run_stream (graph replays)", why, size);
+    } else if (rc && !why[0]) {
         snprintf(why, size, "run_stream: a driver call of the check failed");
+    }
     for (int i = 0; i < MAX_IO; i++) {
         if (din[i])
             g_drv.Free(din[i]);
@@ -353,6 +364,7 @@ static int run_case(const char *bundle, const char *tag, int iters, char *why, s
             t[i] = now_ms() - t0;
         }
         *ms = median_ms(t, n);
+        rc = check_outputs(&c, "run (graph replays)", why, size);
     }
     if (ctx)
         a.destroy(ctx);

@@ -301,7 +301,7 @@ static ALWAYS_INLINE void nt_tile_rows(const gsrc *s, const gout *o, const gtile
     int tid = (int)__nvvm_read_ptx_sreg_tid_x(), warp = tid / 32, fr = rows / 64;
     int wm = warp / 2 * 16 * fr, wn = warp % 2 * 32, lda = rows + 8;
     ncol c = ncol_at(s, w->n0 + tid / 4);
-    float acc[2][2][8] = {{{0}}};
+    float acc[2][2][8] = {{{0}}}, part[2][2][8] = {{{0}}};
     int steps = (int)((w->kend - w->kbegin) / TK);
     kpos k = kpos_at(s, w->kbegin);
 #pragma unroll
@@ -321,19 +321,22 @@ static ALWAYS_INLINE void nt_tile_rows(const gsrc *s, const gout *o, const gtile
             kpos_next(s, &k, TK);
         }
         __nvvm_cp_async_commit_group();
-        /* The tensor cores' own fp32 sums truncate: each step's sum starts
-         * at zero and is added to acc with rounded adds (cudev_tc.h). */
-        float part[2][2][8] = {{{0}}};
         SHARED const int *a = NT_A(sm, rows, i % NS), *b = NT_B(sm, rows, i % NS);
         nt_step(part, a, lda, b, fr, wm, wn, 0, passes);
         nt_step(part, a, lda, b, fr, wm, wn, 8, passes);
+        /* The tensor cores' own fp32 sums truncate: the sum of every 32 k
+         * starts at zero and is added to acc with rounded adds. */
+        if (i % 2 == 0 && i + 1 < steps)
+            continue;
 #pragma unroll
         for (int r = 0; r < fr; r++)
 #pragma unroll
             for (int f = 0; f < 2; f++)
 #pragma unroll
-                for (int v = 0; v < 8; v++)
+                for (int v = 0; v < 8; v++) {
                     acc[r][f][v] += part[r][f][v];
+                    part[r][f][v] = 0.0f;
+                }
     }
     __nvvm_cp_async_wait_all();
     tc_out(s, o, w, tid, fr, wm, wn, 1, acc, sm);

@@ -108,12 +108,14 @@ void cvcu_destroy(cvcu_ctx *ctx)
     if (ctx->cu && enter(ctx) == 0) {
         if (ctx->own_stream)
             d->StreamSynchronize(ctx->own_stream);
+        cvcu_graph_free(ctx);
         if (ctx->buf)
             d->MemFree(ctx->buf);
         if (ctx->weights)
             d->MemFree(ctx->weights);
-        if (ctx->pack)
-            d->MemFree(ctx->pack);
+        for (int i = 0; i < CVCU_PACKS; i++)
+            if (ctx->pack[i].buf)
+                d->MemFree(ctx->pack[i].buf);
         if (ctx->own_stream)
             d->StreamDestroy(ctx->own_stream);
         if (ctx->mod)
@@ -207,6 +209,7 @@ cvcu_ctx *cvcu_create(const cvcu_model *m)
     ctx->tc_passes = !tc || !*tc ? 3 : strcmp(tc, "tf32") == 0 ? 1 : strcmp(tc, "0") == 0 ? 0 : 3;
     const char *nhwc = getenv("CUVIL_CUDA_NHWC");
     ctx->nhwc = !nhwc || !*nhwc ? 1 : strcmp(nhwc, "0") == 0 ? 0 : strcmp(nhwc, "1") == 0 ? 2 : 1;
+    cvcu_graph_init(ctx);
     if (pick_device(ctx) ||
         cvcu_check(d, d->PrimaryCtxRetain(&ctx->cu, ctx->dev), "cuDevicePrimaryCtxRetain")) {
         ctx->cu = NULL;
@@ -240,9 +243,8 @@ int cvcu_reserve(cvcu_ctx *ctx, const int64_t *syms)
     return rc;
 }
 
-/* Binds the frame and runs the kernels on stream. */
-static int exec(cvcu_ctx *ctx, void *const *din, void *const *dout, const int64_t *syms,
-                CUstream stream)
+int cvcu_exec_direct(cvcu_ctx *ctx, void *const *din, void *const *dout, const int64_t *syms,
+                     CUstream stream)
 {
     const cvcu_model *m = ctx->m;
     int64_t base[64], mono_v[64];
@@ -260,6 +262,7 @@ static int exec(cvcu_ctx *ctx, void *const *din, void *const *dout, const int64_
     ctx->err = 0;
     ctx->stream = stream;
     ctx->pending.n = 0;
+    cvcu_pack_new_run(ctx);
     m->run_dev(ctx, &fr);
     cvcu_flush(ctx);
     ctx->stream = ctx->own_stream;
@@ -290,7 +293,7 @@ int cvcu_run(cvcu_ctx *ctx, const void *const *inputs, void *const *outputs,
                 rc = -3;
     }
     if (rc == 0)
-        rc = exec(ctx, dptr, dptr + m->n_inputs, syms, ctx->own_stream);
+        rc = cvcu_exec(ctx, dptr, dptr + m->n_inputs, syms, ctx->own_stream);
     for (int64_t i = 0; rc == 0 && i < m->n_outputs; i++) {
         int64_t k = m->n_inputs + i;
         if (bytes[k] > 0 && cvcu_check(d, d->MemcpyDtoHAsync(outputs[i], ctx->buf + (CUdeviceptr)off[k],
@@ -312,8 +315,8 @@ int cvcu_run_stream(cvcu_ctx *ctx, const void *const *inputs, void *const *outpu
         return rc;
     rc = grow(ctx, syms);
     if (rc == 0)
-        rc = exec(ctx, (void *const *)inputs, outputs, syms,
-                  stream ? (CUstream)stream : ctx->own_stream);
+        rc = cvcu_exec(ctx, (void *const *)inputs, outputs, syms,
+                       stream ? (CUstream)stream : ctx->own_stream);
     leave(ctx);
     return rc;
 }
@@ -323,6 +326,8 @@ int cvcu_launch_fn(cvcu_ctx *ctx, CUfunction f, int64_t n, void **params, const 
 {
     if (ctx->err || n == 0)
         return ctx->err;
+    if (!ctx->pack_keep)
+        cvcu_pack_forget(ctx);
     int64_t blocks = n < 0 ? 1 : (n + THREADS - 1) / THREADS;
     if (blocks > ctx->max_blocks)
         blocks = ctx->max_blocks;

@@ -95,7 +95,7 @@ static int tc_pays(const cvcu_ctx *ctx, const cvcu_conv *c)
  * channels a pixel, a step spanning taps, ran no faster on the H200).
  * Measured at batch 32 on the H200 (bench/gpu/NOTES.md): 1 x 1
  * convolutions (whose im2col columns are contiguous) ran faster without
- * packing. */
+ * packing, unless their input is packed already (flush_dense). */
 static int nhwc_pays(const cvcu_ctx *ctx, const cvcu_conv *c, int64_t batch)
 {
     if (ctx->nhwc != 1)
@@ -103,9 +103,50 @@ static int nhwc_pays(const cvcu_ctx *ctx, const cvcu_conv *c, int64_t batch)
     return c->KH * c->KW > 1 && c->C >= 16 && (batch >= 4 || batch * c->OH * c->OW >= 65536);
 }
 
-/* The packed input of a channels-last convolution (cvdk_nhwc_pack): the
- * context's buffer, grown first (waiting for the work that reads it) when
- * too small.  0 where it cannot be had (the gather kernels run instead). */
+void cvcu_pack_forget(cvcu_ctx *ctx)
+{
+    for (int i = 0; i < CVCU_PACKS; i++)
+        ctx->pack[i].x = NULL;
+}
+
+void cvcu_pack_new_run(cvcu_ctx *ctx)
+{
+    cvcu_pack_forget(ctx);
+    ctx->pack_clock = 0;
+    for (int i = 0; i < CVCU_PACKS; i++)
+        ctx->pack[i].used = 0;
+}
+
+/* The slot holding c's input packed for `batch` images (cp channels a
+ * pixel, mode), or NULL. */
+static cvcu_packed *pack_held(cvcu_ctx *ctx, const cvcu_conv *c, int64_t batch, int64_t dx,
+                              int64_t cp, int64_t mode)
+{
+    for (int i = 0; i < CVCU_PACKS; i++) {
+        cvcu_packed *s = &ctx->pack[i];
+        if (s->x && s->x == c->x && s->C == c->C && s->HW == c->H * c->W && s->cp == cp &&
+            s->batch == batch && s->dx == dx && s->mode == mode)
+            return s;
+    }
+    return NULL;
+}
+
+/* Forgets the packed inputs whose sources overlap what c writes. */
+static void pack_forget_written(cvcu_ctx *ctx, const cvcu_conv *c, int64_t batch, int64_t dy)
+{
+    int64_t nb = (int64_t)sizeof(float);
+    span y = hull(floats(c->y, out_elems(c)), dy * nb, batch);
+    for (int i = 0; i < CVCU_PACKS; i++) {
+        cvcu_packed *s = &ctx->pack[i];
+        if (s->x && overlap(y, hull(floats(s->x, s->C * s->HW), s->dx * nb, s->batch)))
+            s->x = NULL;
+    }
+}
+
+/* The packed input of a channels-last convolution (cvdk_nhwc_pack): a
+ * slot that holds it already, else the least recently used one, grown
+ * first (waiting for the work that reads it) when too small.  0 where it
+ * cannot be had (the gather kernels run instead). */
 static CUdeviceptr pack_input(cvcu_ctx *ctx, const cvcu_conv *c, int64_t batch, int64_t dx,
                               int64_t cp, int64_t mode)
 {
@@ -113,26 +154,36 @@ static CUdeviceptr pack_input(cvcu_ctx *ctx, const cvcu_conv *c, int64_t batch, 
     int64_t hw = c->H * c->W, elems = batch * hw * cp, bytes = elems * (mode == 3 ? 4 : 2);
     if (elems >= CVCU_TILE_MAX_INDEX || ctx->err)
         return 0;
-    if (bytes > ctx->pack_cap) {
-        if (ctx->pack) {
+    cvcu_packed *s = pack_held(ctx, c, batch, dx, cp, mode);
+    if (s) {
+        s->used = ++ctx->pack_clock;
+        return s->buf;
+    }
+    s = &ctx->pack[0];
+    for (int i = 1; i < CVCU_PACKS; i++)
+        if (ctx->pack[i].used < s->used)
+            s = &ctx->pack[i];
+    if (bytes > s->cap) {
+        if (s->buf) {
             if (cvcu_check(d, d->StreamSynchronize(ctx->stream), "cuStreamSynchronize")) {
                 ctx->err = CVCU_E_DRIVER;
                 return 0;
             }
-            d->MemFree(ctx->pack);
-            ctx->pack = 0;
-            ctx->pack_cap = 0;
+            d->MemFree(s->buf);
+            *s = (cvcu_packed){0};
         }
-        if (d->MemAlloc(&ctx->pack, (size_t)bytes) != 0) {
-            ctx->pack = 0;
+        if (d->MemAlloc(&s->buf, (size_t)bytes) != 0) {
+            s->buf = 0;
             return 0;
         }
-        ctx->pack_cap = bytes;
+        s->cap = bytes;
     }
-    void *p[] = {(void *)&c->x, &ctx->pack, (void *)&c->C, &hw, &cp, &batch, &dx, &mode};
+    void *p[] = {(void *)&c->x, &s->buf, (void *)&c->C, &hw, &cp, &batch, &dx, &mode};
     int64_t tiles = batch * ((hw + 31) / 32) * ((cp + 63) / 64);
     cvcu_launch_rt(ctx, CVCU_RT_NHWC_PACK, tiles * CVCU_TILE_THREADS, p);
-    return ctx->pack;
+    s->x = c->x, s->C = c->C, s->HW = hw, s->cp = cp, s->batch = batch, s->dx = dx;
+    s->mode = mode, s->used = ++ctx->pack_clock;
+    return s->buf;
 }
 
 /* Blocks of a tensor-core kernel that fit a multiprocessor (its register
@@ -151,10 +202,16 @@ static void flush_dense(cvcu_ctx *ctx, cvcu_conv c, int64_t batch, int64_t dx, i
 {
     int64_t per = c.OC * c.OH * c.OW, ohw = c.OH * c.OW, ld = batch > 1 ? dy : per, split = 1;
     int half = c.kernel == CVCU_RT_CONV2D_P8H_T, tc = tc_pays(ctx, &c), kernel = c.kernel;
-    /* The packed input and its channels, a whole number of K steps. */
-    int64_t cp = half ? (c.C + 31) / 32 * 32 : (c.C + 15) / 16 * 16;
-    CUdeviceptr xt = tc && c.kernel != CVCU_RT_CONV2D_T && nhwc_pays(ctx, &c, batch)
-                         ? pack_input(ctx, &c, batch, dx, cp, half ? c.wkind : 3)
+    /* The packed input and its channels, a whole number of K steps; a
+     * packed input is reused (resnet's 1 x 1 downsampling convolution reads
+     * the input of its block's first one).  The launches here leave the
+     * packed inputs valid but for what this convolution writes. */
+    int64_t cp = half ? (c.C + 31) / 32 * 32 : (c.C + 15) / 16 * 16, mode = half ? c.wkind : 3;
+    ctx->pack_keep = 1;
+    CUdeviceptr xt = tc && c.kernel != CVCU_RT_CONV2D_T &&
+                             (nhwc_pays(ctx, &c, batch) ||
+                              (ctx->nhwc && pack_held(ctx, &c, batch, dx, cp, mode)))
+                         ? pack_input(ctx, &c, batch, dx, cp, mode)
                          : 0;
     /* Tiles of 128 rows when they come out whole: each column of B then
      * feeds twice the outputs. */
@@ -195,6 +252,8 @@ static void flush_dense(cvcu_ctx *ctx, cvcu_conv c, int64_t batch, int64_t dx, i
         void *e[] = {&c.y, &c.bias, &c.res, &c.OC, &ohw, &c.act, &c.lo, &c.hi, &batch, &dy};
         cvcu_launch_rt(ctx, CVCU_RT_CONV_EPI, per * batch, e);
     }
+    ctx->pack_keep = 0;
+    pack_forget_written(ctx, &c, batch, dy);
 }
 
 void cvcu_flush(cvcu_ctx *ctx)

@@ -29,6 +29,12 @@ int cvcu_last_error(const char **msg)
     return last_code;
 }
 
+void cvcu_error_restore(int code, const char *msg)
+{
+    snprintf(last_msg, sizeof last_msg, "%s", code ? msg : "");
+    last_code = code;
+}
+
 int cvcu_check(const cvcu_driver *drv, CUresult r, const char *what)
 {
     if (r == 0)
@@ -63,6 +69,29 @@ static const struct { const char *name; size_t off; } symbols[] = {
     SYM(GetErrorName, "cuGetErrorName"),
 };
 
+/* Graph replay's entry points (CUDA 11.4+): without any of them, graphs
+ * are off and everything else works. */
+static const struct { const char *name; size_t off; } optional[] = {
+    SYM(StreamBeginCapture, "cuStreamBeginCapture_v2"),
+    SYM(StreamEndCapture, "cuStreamEndCapture"), SYM(StreamIsCapturing, "cuStreamIsCapturing"),
+    SYM(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags"),
+    SYM(GraphLaunch, "cuGraphLaunch"), SYM(GraphExecDestroy, "cuGraphExecDestroy"),
+    SYM(GraphDestroy, "cuGraphDestroy"),
+};
+
+static void load_optional(void *dl)
+{
+    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++) {
+        void *fn = dlsym(dl, optional[i].name);
+        if (!fn) {
+            for (size_t k = 0; k < i; k++)
+                memset((char *)&driver + optional[k].off, 0, sizeof fn);
+            return;
+        }
+        memcpy((char *)&driver + optional[i].off, &fn, sizeof fn);
+    }
+}
+
 static void load(void)
 {
     /* CUVIL_CUDA_DRIVER names another library (tests use a missing one). */
@@ -88,6 +117,7 @@ static void load(void)
         }
         memcpy((char *)&driver + symbols[i].off, &fn, sizeof fn);
     }
+    load_optional(dl);
     driver.dl = dl;
     CUresult r = driver.Init(0);
     if (r != 0) {

@@ -16,6 +16,8 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 
 enum {
     CU_ATTR_MULTIPROCESSOR_COUNT = 16,
@@ -25,6 +27,8 @@ enum {
     CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
     CU_STREAM_NON_BLOCKING = 1,
     CU_ERROR_OUT_OF_MEMORY = 2,
+    CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+    CU_STREAM_CAPTURE_STATUS_NONE = 0,
 };
 
 /* Diagnostic codes (common/diag_codes.c). */
@@ -59,12 +63,23 @@ typedef struct cvcu_driver {
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, CUstream, void **, void **);
     CUresult (*GetErrorName)(CUresult, const char **);
+    /* Optional (graph replay, cuhost_graph.c): all NULL where the driver
+     * lacks one of them. */
+    CUresult (*StreamBeginCapture)(CUstream, int);
+    CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+    CUresult (*StreamIsCapturing)(CUstream, int *);
+    CUresult (*GraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+    CUresult (*GraphExecDestroy)(CUgraphExec);
+    CUresult (*GraphDestroy)(CUgraph);
 } cvcu_driver;
 
 enum {
     CVCU_MAX_IO = 64,
     CVCU_TILE_THREADS = 256,        /* a tiled kernel's block, one per tile */
     CVCU_TILE_MAX_INDEX = 1 << 30,  /* bound of the tiled kernels' 32-bit index math */
+    CVCU_PACKS = 2,                 /* channels-last inputs kept (cuhost_batch.c) */
+    CVCU_GRAPH_KEY_MAX = 2 * CVCU_MAX_IO + 160 + 1 + CVCU_PACKS,  /* io, syms, buf, packs */
 };
 
 /* The runtime routines' device kernels: one thread per output
@@ -97,11 +112,31 @@ typedef struct cvcu_conv {
     int64_t items_per_image;    /* launch items of one image */
 } cvcu_conv;
 
+/* A convolution input packed channels-last (cuhost_batch.c): the buffer
+ * and, until something may have written x, whose copy it holds. */
+typedef struct cvcu_packed {
+    CUdeviceptr buf;            /* owned */
+    int64_t cap;                /* bytes */
+    const float *x;             /* NULL: nothing valid */
+    int64_t C, HW, cp, batch, dx, mode;
+    uint64_t used;              /* the pack clock when last used */
+} cvcu_packed;
+
 /* Calls merged into one launch: images batch.x + b*dx ... for b < n. */
 typedef struct cvcu_pending {
     cvcu_conv call;             /* the first image's */
     int64_t n, dx, dy;          /* n = 0: nothing pending */
 } cvcu_pending;
+
+/* A run recorded as a CUDA graph (cuhost_graph.c): a run's launches
+ * depend only on the device addresses and sizes in its key. */
+typedef struct cvcu_graph {
+    int on;                     /* 0: off (CUVIL_CUDA_GRAPH=0, no driver support, a
+                                   capture failed) */
+    int64_t key_len;            /* 0: no run to compare with */
+    uint64_t key[CVCU_GRAPH_KEY_MAX];   /* the last run's, taken after it */
+    CUgraphExec exec;           /* owned: that run, once captured; NULL none */
+} cvcu_graph;
 
 struct cvcu_ctx {
     const cvcu_model *m;
@@ -123,9 +158,11 @@ struct cvcu_ctx {
                                    default), 1 (CUVIL_CUDA_TC=tf32), 0 (CUVIL_CUDA_TC=0) */
     int nhwc;                   /* channels-last tensor-core convolutions: 1 where they pay
                                    (default), 2 always (CUVIL_CUDA_NHWC=1), 0 never (=0) */
-    CUdeviceptr pack;           /* owned: their packed input (cuhost_batch.c) */
-    int64_t pack_cap;
+    cvcu_packed pack[CVCU_PACKS];   /* their packed inputs, least recently used replaced */
+    uint64_t pack_clock;
+    int pack_keep;              /* launches leave the packed inputs valid (cuhost_batch.c) */
     cvcu_pending pending;       /* convolutions not launched yet */
+    cvcu_graph graph;           /* the last runs replayed as a CUDA graph */
 };
 
 /* The driver, loaded once per process; NULL after recording why. */
@@ -136,6 +173,20 @@ int cvcu_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3
 /* Checks a driver result: 0, or records "<what>: <error name>" and returns
  * nonzero.  Out-of-memory results are recorded as CVCU_E_DEVICE_OOM. */
 int cvcu_check(const cvcu_driver *drv, CUresult r, const char *what);
+/* Sets this thread's last failure back (code 0: none); cuhost_graph.c
+ * keeps a failed capture's errors out of it. */
+void cvcu_error_restore(int code, const char *msg);
+/* Binds the frame and launches the run's kernels on stream (cuhost.c). */
+int cvcu_exec_direct(cvcu_ctx *ctx, void *const *din, void *const *dout, const int64_t *syms,
+                     CUstream stream);
+/* The same, replayed as a CUDA graph where it can be (cuhost_graph.c). */
+int cvcu_exec(cvcu_ctx *ctx, void *const *din, void *const *dout, const int64_t *syms,
+              CUstream stream);
+/* Graph replay on unless CUVIL_CUDA_GRAPH=0 or the driver lacks it; at
+ * create. */
+void cvcu_graph_init(cvcu_ctx *ctx);
+/* Frees the captured graph (the context is current). */
+void cvcu_graph_free(cvcu_ctx *ctx);
 /* Launches f over items [0, n) (n < 0: one thread) on ctx's stream unless
  * an earlier launch of this run failed; returns ctx->err. */
 int cvcu_launch_fn(cvcu_ctx *ctx, CUfunction f, int64_t n, void **params, const char *what);
@@ -146,6 +197,13 @@ void cvcu_launch_rt(cvcu_ctx *ctx, int which, int64_t n, void **params);
 void cvcu_conv_submit(cvcu_ctx *ctx, const cvcu_conv *c);
 /* Launches what is pending; every other launch and the end of a run call it. */
 void cvcu_flush(cvcu_ctx *ctx);
+/* Forgets what the packed inputs hold: a launch may have written their
+ * sources (every launch but a dense convolution's own does this). */
+void cvcu_pack_forget(cvcu_ctx *ctx);
+/* At a run's start: its inputs are new, and it picks the packed inputs'
+ * buffers in the order every run does, so that a run captured as a graph
+ * regrows none (cuhost_graph.c). */
+void cvcu_pack_new_run(cvcu_ctx *ctx);
 /* How many K chunks a tiled product of `blocks` output tiles (all images)
  * with inner dimension K is split into: 1 unless the tiles alone leave most
  * multiprocessors idle and K is long. */
