@@ -6,8 +6,9 @@
  * bits each, the cast emits nothing, and the GEMM widens each task's K
  * block of them into its thread's buffer (cvrt_conv2d_p8h), so the math is
  * the f32 kernel's.  fp16 convolutions the blocked (NCHWc) layout takes
- * are packed in its order, still f16, and widened a few output blocks at
- * a time (cvrt_nchwc_conv2d_h, cv_cg_half_widen); CUDA runs the same
+ * are packed in its order, still f16, and each task widens the group of
+ * output blocks it computes (cvrt_nchwc_conv2d_h, cv_cg_half_widen); the
+ * few f16 depthwise weights are widened at compile time.  CUDA runs the same
  * 16-bit weights on its tensor cores.  Where the target has AVX512_BF16,
  * bf16 convolutions compute in bf16 instead: weights packed as vdpbf16ps's
  * pairs, the image rounded to bf16 once per layer, f32 sums (cvrt_qconv2d's

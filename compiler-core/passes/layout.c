@@ -199,7 +199,8 @@ static bool wants_blocked(const planner *pl, int op, const cv_value *v)
     const cv_op *o = pl->f->ops[op];
     if (pl->kind[op] == K_PLAIN_IN && v == o->operands[0])
         return false;
-    return v->kind != CV_VAL_PARAM || v != o->operands[1];
+    /* (-p fp16 weights are a cast's result, yet no reorder either) */
+    return v != o->operands[1] || (v->kind != CV_VAL_PARAM && !const_f16_cast(v));
 }
 
 static void unite(planner *pl)

@@ -211,8 +211,8 @@ void cvrt_nchwc_dwconv2d(cvrt_ctx *rt, const float *x, const float *wb, const fl
 void cvrt_nchwc_pool2d(cvrt_ctx *rt, const float *x, float *y, int64_t blk, int64_t CB,
                        int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
                        int64_t pt, int64_t pl, int64_t OH, int64_t OW, int64_t kind);
-/* cvrt_nchwc_conv2d with f16 weights (-p fp16), widened a few output
- * blocks at a time (cvrt_half_nchwc.c). */
+/* cvrt_nchwc_conv2d with f16 weights (-p fp16), each task widening the
+ * group of output blocks it computes (cvrt_half_nchwc.c). */
 void cvrt_nchwc_conv2d_h(cvrt_ctx *rt, const float *x, const uint16_t *wh, const float *bias,
                          float *y, int64_t blk, int64_t ICB, int64_t CI, int64_t H, int64_t W,
                          int64_t OCB, int64_t KH, int64_t KW, int64_t sh, int64_t sw, int64_t pt,

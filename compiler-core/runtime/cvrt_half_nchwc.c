@@ -1,15 +1,20 @@
 /* -p fp16 dense convolutions in the blocked (NCHWc) layout: the weights
  * stay f16 in the artifact ([OCB][ICB][KH][KW][CI][blk], as
- * cvrt_nchwc_conv2d's), and each call widens a few output blocks of them
- * at a time (about 1 MB of f32, so that they are still in cache when read)
- * and runs cvrt_nchwc_conv2d on those blocks: f32 math on the exact f16
- * values, the f32 kernel's speed, half the weight bytes read from memory. */
+ * cvrt_nchwc_conv2d's).  Each task of the convolution widens the group
+ * of output blocks it computes into its thread's buffer as it reaches it
+ * (cvrt_nchwc_conv2d_f16), so both threads widen, in parallel with each
+ * other's math, and the f32 kernel reads the group from cache: f32 math
+ * on the exact f16 values, half the weight bytes read from memory.  A
+ * group too large for that buffer falls back to widening a few output
+ * blocks at a time (about 1 MB of f32) before running
+ * cvrt_nchwc_conv2d on them. */
 #include "compiler-core/runtime/cvrt_vec.h"
 #include "compiler-core/runtime/cvrt_sys.h"
+#include "compiler-core/runtime/cvrt_half.h"
 
 enum { CHUNK_FLOATS = 262144 };
 
-static void widen(float *dst, const uint16_t *src, int64_t n)
+void cvrt_widen_f16(float *dst, const uint16_t *src, int64_t n)
 {
     int64_t i = 0;
 #if defined(CVRT_AVX512)
@@ -29,7 +34,9 @@ void cvrt_nchwc_conv2d_h(cvrt_ctx *rt, const float *x, const uint16_t *wh, const
                          int64_t pl, int64_t dh, int64_t dw, int64_t OH, int64_t OW,
                          const float *res, int64_t act, float lo, float hi)
 {
-    if (blk != CVRT_VL || OH <= 0 || OW <= 0 || OCB <= 0)
+    if (blk != CVRT_VL || OH <= 0 || OW <= 0 || OCB <= 0 ||
+        cvrt_nchwc_conv2d_f16(rt, x, wh, bias, y, blk, ICB, CI, H, W, OCB, KH, KW, sh, sw, pt,
+                              pl, dh, dw, OH, OW, res, act, lo, hi) == 0)
         return;
     int64_t per = ICB * KH * KW * CI * blk, out = OH * OW * blk;
     /* Whole pairs of blocks (the kernel computes two at once) where OCB is even. */
@@ -42,7 +49,7 @@ void cvrt_nchwc_conv2d_h(cvrt_ctx *rt, const float *x, const uint16_t *wh, const
     float *wb = p;
     for (int64_t o = 0; o < OCB; o += g) {
         int64_t n = cvrt_min(g, OCB - o);
-        widen(wb, wh + o * per, n * per);
+        cvrt_widen_f16(wb, wh + o * per, n * per);
         cvrt_nchwc_conv2d(rt, x, wb, bias ? bias + o * blk : NULL, y + o * out, blk, ICB, CI, H,
                           W, n, KH, KW, sh, sw, pt, pl, dh, dw, OH, OW,
                           res ? res + o * out : NULL, act, lo, hi);

@@ -14,6 +14,8 @@
  * items are (output block group, output row), a group's rows in a row so
  * that its weights stay in cache. */
 #include "compiler-core/runtime/cvrt_vec.h"
+#include "compiler-core/runtime/cvrt_gemm.h"
+#include "compiler-core/runtime/cvrt_half.h"
 
 enum { VL = CVRT_VL };
 /* Tile widths for 2 and 1 output blocks: 24 accumulators where there are
@@ -51,6 +53,9 @@ typedef struct nc_job {
     float lo, hi;
     int64_t noc, ngrp;
     int64_t ow_lo, ow_hi;       /* columns whose taps are all inside the image */
+    const uint16_t *wh;         /* -p fp16: the weights in f16 (w unused), see half_task */
+    float *const *wbuf;         /* then: each thread's buffer for one group's f32 weights */
+    int64_t *held;              /* and by thread the group its buffer holds (-1: none) */
 } nc_job;
 
 static ALWAYS_INLINE vf epi(const nc_job *j, vf v, const float *res)
@@ -324,10 +329,49 @@ static void conv_item(const nc_job *j, int64_t ob, int64_t oh)
     row_epilogue(j, ob, j->noc, oh);
 }
 
+/* -p fp16: a task widens each group's f16 weights into its thread's buffer
+ * as it reaches the group, unless the buffer holds it already (the
+ * thread's previous chunk ended in it), then runs the rows on a copy of
+ * the job whose weights, bias, output and residual start at that group:
+ * the f32 kernels on the exact f16 values, half the weight bytes read,
+ * and every thread widening (cvrt_half_nchwc.c).  (Fewer, longer chunks
+ * would widen less, but balance worse on a busy machine: mobilenet_v2 at
+ * 2 threads ran 3-10% slower with 2 or 1 chunks per thread than with 4.) */
+static void half_task(const nc_job *j, int64_t lo, int64_t hi, int tid)
+{
+    nc_job g = *j;
+    int64_t per = j->noc * j->ICB * j->KH * j->KW * j->CI * VL, out = j->OH * j->OW * VL;
+    g.w = j->wbuf[tid];
+    /* Each row also fetches its share of the next group's f16 weights into
+     * L2, so that widening them does not wait on memory. */
+    int64_t share = cvrt_cdiv(per * 2, j->OH * 64) * 64;
+    for (int64_t it = lo, cur = -1; it < hi; it++) {
+        int64_t grp = it / j->OH, ob = grp * j->noc, oh = it % j->OH;
+        if (grp != cur) {
+            if (j->held[tid] != grp)
+                cvrt_widen_f16(j->wbuf[tid], j->wh + grp * per, per);
+            j->held[tid] = grp;
+            g.bias = j->bias ? j->bias + ob * VL : NULL;
+            g.y = j->y + ob * out;
+            g.res = j->res ? j->res + ob * out : NULL;
+            cur = grp;
+        }
+        if (grp + 1 < j->ngrp) {
+            const char *nx = (const char *)(j->wh + (grp + 1) * per);
+            for (int64_t b = oh * share; b < cvrt_min((oh + 1) * share, per * 2); b += 64)
+                __builtin_prefetch(nx + b, 0, 2);
+        }
+        conv_item(&g, 0, oh);
+    }
+}
+
 static void conv_task(void *arg, int64_t lo, int64_t hi, int tid)
 {
-    (void)tid;
     const nc_job *j = arg;
+    if (j->wh) {
+        half_task(j, lo, hi, tid);
+        return;
+    }
     for (int64_t it = lo; it < hi; it++)
         conv_item(j, it / j->OH * j->noc, it % j->OH);
 }
@@ -343,16 +387,24 @@ static void inner_cols(int64_t W, int64_t KW, int64_t sw, int64_t pl, int64_t dw
     *hi = cvrt_max(a, b);
 }
 
-void cvrt_nchwc_conv2d(cvrt_ctx *rt, const float *x, const float *wb, const float *bias,
-                       float *y, int64_t blk, int64_t ICB, int64_t CI, int64_t H, int64_t W,
-                       int64_t OCB, int64_t KH, int64_t KW, int64_t sh, int64_t sw, int64_t pt,
-                       int64_t pl, int64_t dh, int64_t dw, int64_t OH, int64_t OW,
-                       const float *res, int64_t act, float lo, float hi)
+/* cvrt_nchwc_conv2d with f32 weights wb or f16 ones wh; -1 (nothing done)
+ * where a group's widened f16 weights would not fit a thread's buffer. */
+static int conv_any(cvrt_ctx *rt, const float *x, const float *wb, const uint16_t *wh,
+                    const float *bias, float *y, int64_t blk, int64_t ICB, int64_t CI, int64_t H,
+                    int64_t W, int64_t OCB, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
+                    int64_t pt, int64_t pl, int64_t dh, int64_t dw, int64_t OH, int64_t OW,
+                    const float *res, int64_t act, float lo, float hi)
 {
     if (blk != VL || OH <= 0 || OW <= 0)
-        return;     /* the compiler blocks by the target's width only */
+        return 0;   /* the compiler blocks by the target's width only */
+    int64_t held[CVRT_MAX_THREADS];
     nc_job j = {x, wb, bias, res, y, ICB, CI, 0, 0, 0, H, W, OCB, KH, KW, sh, sw, pt, pl, dh,
-                dw, OH, OW, act, lo, hi, 1, 0, 0, 0};
+                dw, OH, OW, act, lo, hi, 1, 0, 0, 0, wh, rt->pack_b, held};
+    if (wh && (!rt->pack_b || (OCB % 2 == 0 ? 2 : 1) * ICB * KH * KW * CI * VL >
+                                  cvrt_scratch_floats()))
+        return -1;
+    for (int t = 0; t < cvrt_threads(rt) && t < CVRT_MAX_THREADS; t++)
+        held[t] = -1;
     /* Blocked input: channel ci of pixel p at p*VL + ci; a plain one (one
      * block of CI channels): at ci*H*W + p. */
     int plain = CI != VL;
@@ -367,6 +419,27 @@ void cvrt_nchwc_conv2d(cvrt_ctx *rt, const float *x, const float *wb, const floa
      * into its own L2, rather than by all of them. */
     int64_t items = j.ngrp * OH;
     cvrt_parallel(rt, items, cvrt_cdiv(items, 4 * (int64_t)cvrt_threads(rt)), conv_task, &j);
+    return 0;
+}
+
+void cvrt_nchwc_conv2d(cvrt_ctx *rt, const float *x, const float *wb, const float *bias,
+                       float *y, int64_t blk, int64_t ICB, int64_t CI, int64_t H, int64_t W,
+                       int64_t OCB, int64_t KH, int64_t KW, int64_t sh, int64_t sw, int64_t pt,
+                       int64_t pl, int64_t dh, int64_t dw, int64_t OH, int64_t OW,
+                       const float *res, int64_t act, float lo, float hi)
+{
+    conv_any(rt, x, wb, NULL, bias, y, blk, ICB, CI, H, W, OCB, KH, KW, sh, sw, pt, pl, dh, dw,
+             OH, OW, res, act, lo, hi);
+}
+
+int cvrt_nchwc_conv2d_f16(cvrt_ctx *rt, const float *x, const uint16_t *wh, const float *bias,
+                          float *y, int64_t blk, int64_t ICB, int64_t CI, int64_t H, int64_t W,
+                          int64_t OCB, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
+                          int64_t pt, int64_t pl, int64_t dh, int64_t dw, int64_t OH,
+                          int64_t OW, const float *res, int64_t act, float lo, float hi)
+{
+    return conv_any(rt, x, NULL, wh, bias, y, blk, ICB, CI, H, W, OCB, KH, KW, sh, sw, pt, pl,
+                    dh, dw, OH, OW, res, act, lo, hi);
 }
 
 /* ---- depthwise ------------------------------------------------------------ */
@@ -443,7 +516,7 @@ void cvrt_nchwc_dwconv2d(cvrt_ctx *rt, const float *x, const float *wb, const fl
     if (blk != VL || OH <= 0 || OW <= 0)
         return;
     nc_job j = {x, wb, bias, res, y, CB, VL, VL, 1, 0, H, W, CB, KH, KW, sh, sw, pt, pl, dh,
-                dw, OH, OW, act, lo, hi, 1, CB, 0, 0};
+                dw, OH, OW, act, lo, hi, 1, CB, 0, 0, NULL, NULL, NULL};
     inner_cols(W, KW, sw, pl, dw, OW, &j.ow_lo, &j.ow_hi);
     cvrt_parallel(rt, CB * OH, cvrt_max(1, 256 / OW), dw_task, &j);
 }

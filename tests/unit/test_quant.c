@@ -24,84 +24,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/fs.h"
 #include "common/npy.h"
 #include "compiler-core/backend/c99/c99.h"
 #include "compiler-core/cuvil.h"
+#include "tests/support/netbuild.h"
 #include "tests/support/numpyref.h"
 #include "tests/support/tmpdir.h"
-
-typedef struct mb {
-    cv_module *m;
-    cv_func *f;
-    uint64_t seed;
-    cv_diag *d;
-} mb;
-
-static cv_value *param(mb *b, int rank, const int64_t *dims, double bound)
-{
-    cv_tensor t;
-    assert_int_equal(cv_tensor_alloc(&t, CV_F32, rank, dims), 0);
-    cv_npref_fill(&t, b->seed++, -bound, bound);
-    cv_type ty = {.dtype = CV_F32, .shape = {.rank = rank}};
-    for (int i = 0; i < rank; i++)
-        ty.shape.d[i].n = dims[i];
-    char name[32];
-    snprintf(name, sizeof name, "p%llu", (unsigned long long)b->seed);
-    cv_value *v = cv_func_add_dense(b->f, name, &ty, t.data, cv_tensor_nbytes(&t))->value;
-    cv_tensor_free(&t);
-    return v;
-}
-
-static cv_value *finish(mb *b, cv_op *op)
-{
-    assert_int_equal(cv_op_finish(op, 1, b->d), 0);
-    return op->results[0];
-}
-
-static cv_value *unary(mb *b, const char *name, cv_value *x)
-{
-    return finish(b, cv_op_new(b->f, name, &x, 1));
-}
-
-static cv_value *binary(mb *b, const char *name, cv_value *x, cv_value *y)
-{
-    cv_value *ops[2] = {x, y};
-    return finish(b, cv_op_new(b->f, name, ops, 2));
-}
-
-/* conv2d with He-uniform weights and a small bias. */
-static cv_value *conv(mb *b, cv_value *x, int64_t oc, int64_t k, int64_t stride,
-                      const int64_t pad[4], int64_t dil, int64_t groups)
-{
-    int64_t c = x->type.shape.d[1].n / groups, wd[4] = {oc, c, k, k}, bd[1] = {oc};
-    cv_value *ops[3] = {x, param(b, 4, wd, sqrt(6.0 / (double)(c * k * k))),
-                        param(b, 1, bd, 0.1)};
-    cv_op *op = cv_op_new(b->f, "conv2d", ops, 3);
-    cv_op_set_ints(op, "stride", (int64_t[]){stride, stride}, 2);
-    cv_op_set_ints(op, "pad", pad, 4);
-    cv_op_set_ints(op, "dilation", (int64_t[]){dil, dil}, 2);
-    cv_op_set_int(op, "groups", groups);
-    return finish(b, op);
-}
-
-static mb begin(cv_diag *d, int64_t c, int64_t h, int64_t w)
-{
-    mb b = {.m = cv_module_new("quant.cuir"), .seed = 11, .d = d};
-    b.f = cv_func_new(b.m, "q");
-    cv_type t = {.dtype = CV_F32, .shape = {.rank = 4, .d = {{0, cv_module_intern(b.m, "N", 1)},
-                                                               {c, NULL}, {h, NULL}, {w, NULL}}}};
-    cv_func_add_input(b.f, "x", &t);
-    return b;
-}
-
-static cv_module *end(mb *b, cv_value *out)
-{
-    cv_func_add_output_type(b->f, &out->type);
-    cv_func_set_returns(b->f, &out, 1);
-    assert_int_equal(cv_verify(b->m, 0, b->d), 0);
-    return b->m;
-}
 
 /* x -> conv relu -> conv + x relu -> conv/2 relu -> 1x1 conv relu ->
  * depthwise relu -> 1x1 conv to 10 -> global pool: 10 logits (no gemm: the
@@ -109,15 +37,16 @@ static cv_module *end(mb *b, cv_value *out)
 static cv_module *mini_cnn(cv_diag *d)
 {
     static const int64_t p1[4] = {1, 1, 1, 1}, p0[4] = {0, 0, 0, 0};
-    mb b = begin(d, 3, 32, 32);
+    cv_nb b = cv_nb_begin("quant.cuir", d, 3, 32, 32);
     cv_value *x = b.f->inputs[0];
-    cv_value *a = unary(&b, "relu", conv(&b, x, 16, 3, 1, p1, 1, 1));
-    cv_value *r = unary(&b, "relu", binary(&b, "add", conv(&b, a, 16, 3, 1, p1, 1, 1), a));
-    cv_value *s = unary(&b, "relu", conv(&b, r, 32, 3, 2, p1, 1, 1));
-    cv_value *t = unary(&b, "relu", conv(&b, s, 32, 1, 1, p0, 1, 1));
-    cv_value *u = unary(&b, "relu", conv(&b, t, 32, 3, 1, p1, 1, 32));
-    cv_value *g = unary(&b, "global_avg_pool", conv(&b, u, 10, 1, 1, p0, 1, 1));
-    return end(&b, unary(&b, "flatten", g));
+    cv_value *a = cv_nb_unary(&b, "relu", cv_nb_conv(&b, x, 16, 3, 1, p1, 1, 1));
+    cv_value *r = cv_nb_unary(&b, "relu",
+                                cv_nb_binary(&b, "add", cv_nb_conv(&b, a, 16, 3, 1, p1, 1, 1), a));
+    cv_value *s = cv_nb_unary(&b, "relu", cv_nb_conv(&b, r, 32, 3, 2, p1, 1, 1));
+    cv_value *t = cv_nb_unary(&b, "relu", cv_nb_conv(&b, s, 32, 1, 1, p0, 1, 1));
+    cv_value *u = cv_nb_unary(&b, "relu", cv_nb_conv(&b, t, 32, 3, 1, p1, 1, 32));
+    cv_value *g = cv_nb_unary(&b, "global_avg_pool", cv_nb_conv(&b, u, 10, 1, 1, p0, 1, 1));
+    return cv_nb_end(&b, cv_nb_unary(&b, "flatten", g));
 }
 
 /* Odd channels, rows and pads; a dilated conv with a fused residual; 1x1
@@ -125,14 +54,15 @@ static cv_module *mini_cnn(cv_diag *d)
 static cv_module *awkward(cv_diag *d)
 {
     static const int64_t pa[4] = {1, 0, 2, 1}, p2[4] = {2, 2, 2, 2}, p0[4] = {0, 0, 0, 0};
-    mb b = begin(d, 5, 9, 7);
-    cv_value *a = unary(&b, "relu", conv(&b, b.f->inputs[0], 11, 3, 1, pa, 1, 1));
-    cv_value *r = unary(&b, "relu", binary(&b, "add", conv(&b, a, 11, 3, 1, p2, 2, 1), a));
+    cv_nb b = cv_nb_begin("quant.cuir", d, 5, 9, 7);
+    cv_value *a = cv_nb_unary(&b, "relu", cv_nb_conv(&b, b.f->inputs[0], 11, 3, 1, pa, 1, 1));
+    cv_value *r = cv_nb_unary(&b, "relu",
+                                cv_nb_binary(&b, "add", cv_nb_conv(&b, a, 11, 3, 1, p2, 2, 1), a));
     /* 1x1 stride-1 convs quantise their panels straight from x. */
-    cv_value *t = conv(&b, r, 13, 1, 2, p0, 1, 1);
+    cv_value *t = cv_nb_conv(&b, r, 13, 1, 2, p0, 1, 1);
     /* A depthwise conv with stride 2 and uneven pads (cvrt_qdwconv2d). */
-    cv_value *u = unary(&b, "relu", conv(&b, t, 13, 3, 2, pa, 1, 13));
-    return end(&b, conv(&b, u, 6, 1, 1, p0, 1, 1));
+    cv_value *u = cv_nb_unary(&b, "relu", cv_nb_conv(&b, t, 13, 3, 2, pa, 1, 13));
+    return cv_nb_end(&b, cv_nb_conv(&b, u, 6, 1, 1, p0, 1, 1));
 }
 
 /* u8 -> depthwise -> u8 twice (cvrt_qdwconv2d's channel-blocked path): 20
@@ -141,11 +71,11 @@ static cv_module *awkward(cv_diag *d)
 static cv_module *dw_chain(cv_diag *d)
 {
     static const int64_t p1[4] = {1, 1, 1, 1}, p0[4] = {0, 0, 0, 0};
-    mb b = begin(d, 3, 19, 21);
-    cv_value *a = unary(&b, "relu", conv(&b, b.f->inputs[0], 20, 1, 1, p0, 1, 1));
-    cv_value *u = unary(&b, "relu", conv(&b, a, 20, 3, 1, p1, 1, 20));
-    cv_value *v = unary(&b, "relu", conv(&b, u, 20, 3, 2, p1, 1, 20));
-    return end(&b, conv(&b, v, 4, 1, 1, p0, 1, 1));
+    cv_nb b = cv_nb_begin("quant.cuir", d, 3, 19, 21);
+    cv_value *a = cv_nb_unary(&b, "relu", cv_nb_conv(&b, b.f->inputs[0], 20, 1, 1, p0, 1, 1));
+    cv_value *u = cv_nb_unary(&b, "relu", cv_nb_conv(&b, a, 20, 3, 1, p1, 1, 20));
+    cv_value *v = cv_nb_unary(&b, "relu", cv_nb_conv(&b, u, 20, 3, 2, p1, 1, 20));
+    return cv_nb_end(&b, cv_nb_conv(&b, v, 4, 1, 1, p0, 1, 1));
 }
 
 /* The channels-last u8 layout between int8 layers at awkward sizes:
@@ -158,20 +88,22 @@ static cv_module *dw_chain(cv_diag *d)
 static cv_module *nhwc_edges(cv_diag *d)
 {
     static const int64_t p1[4] = {1, 1, 1, 1}, p0[4] = {0, 0, 0, 0};
-    mb b = begin(d, 3, 9, 14);
-    cv_value *a = unary(&b, "relu", conv(&b, b.f->inputs[0], 24, 3, 1, p1, 1, 1));
+    cv_nb b = cv_nb_begin("quant.cuir", d, 3, 9, 14);
+    cv_value *a = cv_nb_unary(&b, "relu", cv_nb_conv(&b, b.f->inputs[0], 24, 3, 1, p1, 1, 1));
     cv_op *pool = cv_op_new(b.f, "max_pool2d", &a, 1);
     cv_op_set_ints(pool, "kernel", (int64_t[]){3, 3}, 2);
     cv_op_set_ints(pool, "pad", p1, 4);
-    cv_value *mp = finish(&b, pool);
-    cv_value *c = unary(&b, "relu", binary(&b, "add", conv(&b, mp, 24, 3, 1, p1, 1, 1), mp));
-    cv_value *u = unary(&b, "relu", conv(&b, c, 24, 3, 2, p1, 1, 24));
-    cv_value *t = conv(&b, u, 20, 1, 1, p0, 1, 1);
-    cv_value *r = unary(&b, "relu", binary(&b, "add", conv(&b, t, 20, 1, 1, p0, 1, 1), t));
-    cv_value *w = unary(&b, "relu", conv(&b, r, 20, 3, 2, p1, 1, 20));
-    cv_value *v = unary(&b, "relu", conv(&b, w, 13, 3, 2, p1, 1, 1));
-    cv_value *z = unary(&b, "relu", conv(&b, v, 13, 3, 2, p1, 1, 13));
-    return end(&b, binary(&b, "add", conv(&b, z, 13, 1, 1, p0, 1, 1), z));
+    cv_value *mp = cv_nb_finish(&b, pool);
+    cv_value *c = cv_nb_conv(&b, mp, 24, 3, 1, p1, 1, 1);
+    c = cv_nb_unary(&b, "relu", cv_nb_binary(&b, "add", c, mp));
+    cv_value *u = cv_nb_unary(&b, "relu", cv_nb_conv(&b, c, 24, 3, 2, p1, 1, 24));
+    cv_value *t = cv_nb_conv(&b, u, 20, 1, 1, p0, 1, 1);
+    cv_value *r = cv_nb_unary(&b, "relu",
+                                cv_nb_binary(&b, "add", cv_nb_conv(&b, t, 20, 1, 1, p0, 1, 1), t));
+    cv_value *w = cv_nb_unary(&b, "relu", cv_nb_conv(&b, r, 20, 3, 2, p1, 1, 20));
+    cv_value *v = cv_nb_unary(&b, "relu", cv_nb_conv(&b, w, 13, 3, 2, p1, 1, 1));
+    cv_value *z = cv_nb_unary(&b, "relu", cv_nb_conv(&b, v, 13, 3, 2, p1, 1, 13));
+    return cv_nb_end(&b, cv_nb_binary(&b, "add", cv_nb_conv(&b, z, 13, 1, 1, p0, 1, 1), z));
 }
 
 /* n random samples of shape dims[0..rank) in [-1, 1] (dims[0] set to n). */
@@ -436,19 +368,6 @@ static void test_qconv_native_matches_interp(void **state)
     int8_case_end(&t);
 }
 
-static bool cpu_has(const char *flag)
-{
-    char *text = NULL;
-    size_t len = 0;
-    cv_diag d;
-    cv_diag_init(&d);
-    bool has = cv_fs_read_file("/proc/cpuinfo", 1 << 24, &text, &len, &d) == 0 &&
-               strstr(text, flag) != NULL;
-    free(text);
-    cv_diag_free(&d);
-    return has;
-}
-
 /* -p bf16 computed in bf16 (AMX or vdpbf16ps, cvrt_qconv2d's CVRT_Q_BF16)
  * on the awkward geometry: within 1e-2 of the output range of the
  * interpreter's f32 math on the same bf16 weights (the activations are
@@ -468,7 +387,7 @@ static void test_bf16_compute_matches_interp(void **state)
     assert_int_equal(compile_run(m, dir, "bf16", &qb, &in, &got, &info, &d), 0);
     bool native = strstr(info.quant_report, "bf16 compute, f32 accumulation: conv2d x4") != NULL;
     printf("bf16 compute on this CPU: %s\n", native ? "yes" : "no");
-    if (cpu_has(" avx512_bf16"))
+    if (cv_nb_cpu_has(" avx512_bf16"))
         assert_true(native);
     assert_int_equal(cv_interp_run(m->funcs[0], &in, 1, &want, &d), 0);
     assert_int_equal(got.numel, want.numel);
@@ -503,25 +422,28 @@ static void test_bf16_compute_matches_interp(void **state)
 static cv_module *fc_net(cv_diag *d)
 {
     static const int64_t p1[4] = {1, 1, 1, 1};
-    mb b = begin(d, 3, 8, 8);
+    cv_nb b = cv_nb_begin("quant.cuir", d, 3, 8, 8);
     cv_type ty = {.dtype = CV_F32, .shape = {.rank = 2, .d = {{5, NULL}, {12, NULL}}}};
     cv_type tz = {.dtype = CV_F32, .shape = {.rank = 3, .d = {{0, cv_module_intern(b.m, "N", 1)},
                                                                 {4, NULL}, {12, NULL}}}};
     cv_func_add_input(b.f, "y", &ty);
     cv_func_add_input(b.f, "z", &tz);
     cv_value *x = b.f->inputs[0], *y = b.f->inputs[1], *z = b.f->inputs[2];
-    cv_value *g = unary(&b, "flatten", unary(&b, "global_avg_pool",
-                                             unary(&b, "relu", conv(&b, x, 16, 3, 1, p1, 1, 1))));
-    cv_value *o1[3] = {g, param(&b, 2, (const int64_t[]){10, 16}, 0.5),
-                       param(&b, 1, (const int64_t[]){10}, 0.1)};
+    cv_value *a = cv_nb_unary(&b, "relu", cv_nb_conv(&b, x, 16, 3, 1, p1, 1, 1));
+    cv_value *g = cv_nb_unary(&b, "flatten", cv_nb_unary(&b, "global_avg_pool", a));
+    cv_value *o1[3] = {g, cv_nb_param(&b, 2, (const int64_t[]){10, 16}, 0.5),
+                       cv_nb_param(&b, 1, (const int64_t[]){10}, 0.1)};
     cv_op *fc = cv_op_new(b.f, "gemm", o1, 3);
     cv_op_set_int(fc, "trans_b", 1);
-    cv_value *h = unary(&b, "relu", finish(&b, fc));
-    cv_value *o2[2] = {h, param(&b, 2, (const int64_t[]){10, 6}, 0.5)};
-    cv_value *out1 = finish(&b, cv_op_new(b.f, "gemm", o2, 2));
-    cv_value *m1 = unary(&b, "relu", binary(&b, "matmul", y, param(&b, 2, (const int64_t[]){12, 7}, 0.5)));
-    cv_value *out2 = binary(&b, "matmul", m1, param(&b, 2, (const int64_t[]){7, 4}, 0.5));
-    cv_value *out3 = binary(&b, "matmul", z, param(&b, 2, (const int64_t[]){12, 3}, 0.5));
+    cv_value *h = cv_nb_unary(&b, "relu", cv_nb_finish(&b, fc));
+    cv_value *o2[2] = {h, cv_nb_param(&b, 2, (const int64_t[]){10, 6}, 0.5)};
+    cv_value *out1 = cv_nb_finish(&b, cv_op_new(b.f, "gemm", o2, 2));
+    cv_value *w1 = cv_nb_param(&b, 2, (const int64_t[]){12, 7}, 0.5);
+    cv_value *m1 = cv_nb_unary(&b, "relu", cv_nb_binary(&b, "matmul", y, w1));
+    cv_value *w2 = cv_nb_param(&b, 2, (const int64_t[]){7, 4}, 0.5);
+    cv_value *out2 = cv_nb_binary(&b, "matmul", m1, w2);
+    cv_value *w3 = cv_nb_param(&b, 2, (const int64_t[]){12, 3}, 0.5);
+    cv_value *out3 = cv_nb_binary(&b, "matmul", z, w3);
     cv_value *outs[3] = {out1, out2, out3};
     for (int i = 0; i < 3; i++)
         cv_func_add_output_type(b.f, &outs[i]->type);
@@ -556,7 +478,7 @@ static void test_qconv_nhwc_edges_match_interp(void **state)
     /* The portable dot products and 8-lane epilogues (AVX2 has no VNNI
      * or AMX path), on the same module. */
     cv_module *m;
-    if (cpu_has(" avx2")) {
+    if (cv_nb_cpu_has(" avx2")) {
         cv_tensor_free(&t.got);
         m = nhwc_edges(&t.d);
         assert_int_equal(compile_run_for(m, "x86_64-avx2", t.dir, "avx2", &t.qi, &t.in, &t.got,
@@ -674,7 +596,7 @@ static void test_int8_gemm_matmul_inputs(void **state)
 }
 
 /* A typed constant (scalar when rank 0) from doubles. */
-static cv_value *constant(mb *b, cv_dtype dt, int rank, const int64_t *dims, const double *v)
+static cv_value *constant(cv_nb *b, cv_dtype dt, int rank, const int64_t *dims, const double *v)
 {
     cv_tensor t;
     assert_int_equal(cv_tensor_alloc(&t, dt, rank, dims), 0);
@@ -698,7 +620,7 @@ static void test_qdq_conv_runs_int8(void **state)
     for (int i8 = 0; i8 < 2; i8++) {
         cv_diag d;
         cv_diag_init(&d);
-        mb b = begin(&d, 4, 6, 6);
+        cv_nb b = cv_nb_begin("quant.cuir", &d, 4, 6, 6);
         double sv = 0.02, zv = i8 ? -3 : 128, ws[8];
         for (int k = 0; k < 8; k++)
             ws[k] = 0.001 * (k + 1);
@@ -706,16 +628,16 @@ static void test_qdq_conv_runs_int8(void **state)
         cv_value *s = constant(&b, CV_F32, 0, NULL, &sv);
         cv_value *z = constant(&b, i8 ? CV_I8 : CV_U8, 0, NULL, &zv);
         cv_value *qo[3] = {b.f->inputs[0], s, z};
-        cv_value *q = finish(&b, cv_op_new(b.f, "quantize_linear", qo, 3));
+        cv_value *q = cv_nb_finish(&b, cv_op_new(b.f, "quantize_linear", qo, 3));
         cv_value *dqo[3] = {q, s, z};
-        cv_value *dx = finish(&b, cv_op_new(b.f, "dequantize_linear", dqo, 3));
+        cv_value *dx = cv_nb_finish(&b, cv_op_new(b.f, "dequantize_linear", dqo, 3));
         cv_value *wo[2] = {constant(&b, CV_I8, 4, wd, NULL), constant(&b, CV_F32, 1, md, ws)};
         cv_op *wdq = cv_op_new(b.f, "dequantize_linear", wo, 2);
         cv_op_set_int(wdq, "axis", 0);
-        cv_value *co[3] = {dx, finish(&b, wdq), param(&b, 1, md, 0.1)};
+        cv_value *co[3] = {dx, cv_nb_finish(&b, wdq), cv_nb_param(&b, 1, md, 0.1)};
         cv_op *cop = cv_op_new(b.f, "conv2d", co, 3);
         cv_op_set_ints(cop, "pad", (int64_t[]){1, 1}, 2);
-        cv_module *m = end(&b, unary(&b, "relu", finish(&b, cop)));
+        cv_module *m = cv_nb_end(&b, cv_nb_unary(&b, "relu", cv_nb_finish(&b, cop)));
         cv_tensor in, want = {0}, got = {0};
         random_batch(&in, 2, 4, 6, 6, 9);
         assert_int_equal(cv_interp_run(m->funcs[0], &in, 1, &want, &d), 0);
