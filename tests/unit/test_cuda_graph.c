@@ -337,6 +337,23 @@ static void stream_fix_close(const fake_api *f, stream_fix *s)
     dlclose(s->lib);
 }
 
+/* The stand-in driver and the stream fixture (the test skips without the
+ * driver); stream_test_close releases both. */
+static void stream_test_open(fake_api *f, stream_fix *s)
+{
+    const char *fake = fake_driver();
+    if (!fake)
+        skip();
+    fake_api_open(fake, f);
+    stream_fix_open(f, fake, s);
+}
+
+static void stream_test_close(fake_api *f, stream_fix *s)
+{
+    stream_fix_close(f, s);
+    dlclose(f->dl);
+}
+
 /* run_stream with buffer set `set` on stream: its result; what the driver
  * saw in *r. */
 static int stream_run(const fake_api *f, stream_fix *s, int set, void *stream, fake_run *r)
@@ -359,13 +376,9 @@ static int stream_run(const fake_api *f, stream_fix *s, int set, void *stream, f
  * replays equal its direct run. */
 static void test_graph_new_buffers(void **state)
 {
-    const char *fake = fake_driver();
-    if (!fake)
-        skip();
     fake_api f;
-    fake_api_open(fake, &f);
     stream_fix s;
-    stream_fix_open(&f, fake, &s);
+    stream_test_open(&f, &s);
     static fake_run a[3], b[3], a2;
     for (int i = 0; i < 3; i++)
         assert_int_equal(stream_run(&f, &s, 0, NULL, &a[i]), 0);
@@ -389,8 +402,7 @@ static void test_graph_new_buffers(void **state)
     for (int i = 0; i < 3; i++)
         free(a[i].launches), free(b[i].launches);
     free(a2.launches);
-    stream_fix_close(&f, &s);
-    dlclose(f.dl);
+    stream_test_close(&f, &s);
 }
 
 /* A failed graph launch is the run's failure, as a coded driver error: a
@@ -399,13 +411,9 @@ static void test_graph_new_buffers(void **state)
  * runs directly. */
 static void test_graph_launch_error(void **state)
 {
-    const char *fake = fake_driver();
-    if (!fake)
-        skip();
     fake_api f;
-    fake_api_open(fake, &f);
     stream_fix s;
-    stream_fix_open(&f, fake, &s);
+    stream_test_open(&f, &s);
     static fake_run r[4];
     for (int i = 0; i < 2; i++)
         assert_int_equal(stream_run(&f, &s, 0, NULL, &r[i]), 0);
@@ -421,8 +429,7 @@ static void test_graph_launch_error(void **state)
     assert_int_equal(r[3].graphs, 0);
     for (int i = 0; i < 4; i++)
         free(r[i].launches);
-    stream_fix_close(&f, &s);
-    dlclose(f.dl);
+    stream_test_close(&f, &s);
 }
 
 /* A run on a stream the caller is capturing goes into the caller's graph
@@ -430,13 +437,9 @@ static void test_graph_launch_error(void **state)
  * error; launching the caller's graph makes both runs' launches. */
 static void test_graph_caller_capture(void **state)
 {
-    const char *fake = fake_driver();
-    if (!fake)
-        skip();
     fake_api f;
-    fake_api_open(fake, &f);
     stream_fix s;
-    stream_fix_open(&f, fake, &s);
+    stream_test_open(&f, &s);
     void *stream = NULL, *graph = NULL, *exec = NULL;
     assert_int_equal(f.stream_create(&stream, 1), 0);
     static fake_run direct, inside, replay;
@@ -466,8 +469,7 @@ static void test_graph_caller_capture(void **state)
     f.exec_destroy(exec);
     f.graph_destroy(graph);
     assert_int_equal(f.stream_destroy(stream), 0);
-    stream_fix_close(&f, &s);
-    dlclose(f.dl);
+    stream_test_close(&f, &s);
 }
 
 int main(void)
