@@ -8,9 +8,10 @@
  * K then runs over (kh, kw, channel), so a step's slice of a B column is cp
  * channels of one input pixel: a few 16-byte cp.async copies per thread,
  * zero-filled where the tap is padding, with no register staging.  The P8
- * weights are copied the same way, three stages deep.  fp32 runs in 3xTF32
- * (fp32's tolerances): each fragment is split into its TF32 high part and
- * remainder in registers as it is loaded from shared memory.
+ * weights are copied the same way (16-bit: three stages deep, fp32: two).
+ * fp32 runs in 3xTF32 (fp32's tolerances): each B word is split into its
+ * TF32 high part and remainder once, by the thread that copied it, and
+ * each A fragment as it is loaded from shared memory.
  *
  * Tiles and warps as in dev/cudev_tc.h; cvdk_*_nc2 take 128 x 64 tiles
  * (OC a multiple of 128).  The host picks these kernels for batches
@@ -223,16 +224,20 @@ static ALWAYS_INLINE void nh_tile2(const gsrc *s, const gout *o, const gtile *w,
 
 /* ---- TF32 ------------------------------------------------------------------ */
 
-/* As the 16-bit tiles, NS stages of [A: TK k x (rows + 8) words, column-
- * major][B: TN columns x LDT words], both copied raw (fp32) with cp.async;
- * each fragment is split into its TF32 high part and remainder as it is
- * loaded, so neither operand is staged through registers nor stored
- * twice, and a step needs one barrier.  The output tile reuses them. */
-#define NT_STAGE(rows) (TK * ((rows) + 8) + TN * LDT)
+/* NT_NS stages of [A: TK k x (rows + 8) words, column-major][B: TN columns
+ * x LDT words][B's remainders, the same], A and B copied raw (fp32) with
+ * cp.async.  Each thread splits the B words it copied into TF32 high parts
+ * (in place) and remainders once they land, before the step's barrier (B
+ * is read by 4 warps); A fragments are split as they are loaded (by 2).  A
+ * step needs one barrier.  The output tile reuses them. */
+enum { NT_NS = 2 };
+#define NT_STAGE(rows) (TK * ((rows) + 8) + 2 * TN * LDT)
 #define NT_A(sm, rows, st) ((SHARED int *)(sm) + (st) * NT_STAGE(rows))
 #define NT_B(sm, rows, st) (NT_A(sm, rows, st) + TK * ((rows) + 8))
+#define NT_BLO(sm, rows, st) (NT_B(sm, rows, st) + TN * LDT)
 #define NT_BYTES(rows)                                                                         \
-    (NS * NT_STAGE(rows) * 4 > (rows) * TLD * 4 ? NS * NT_STAGE(rows) * 4 : (rows) * TLD * 4)
+    (NT_NS * NT_STAGE(rows) * 4 > (rows) * TLD * 4 ? NT_NS * NT_STAGE(rows) * 4                \
+                                                   : (rows) * TLD * 4)
 static SHARED v4u nt_sm64[NT_BYTES(64) / 16] __attribute__((aligned(128)));
 static SHARED v4u nt_sm128[NT_BYTES(128) / 16] __attribute__((aligned(128)));
 
@@ -266,18 +271,41 @@ static ALWAYS_INLINE void frag_split(const int raw[4], int hi[4], int lo[4], int
     }
 }
 
-/* part[r][f] += A[wm + 16r.., kb..kb+8] x B[kb..kb+8, wn + 16f..] over
- * raw fp32 operands (A [k][lda], B [j][LDT]); passes 3 adds hi*hi + hi*lo +
- * lo*hi. */
+/* This thread's B words of stage st (column tid / 4, k (tid % 4) * 4 ..,
+ * the ones it copied, landed) as TF32 high parts in place and remainders.
+ * (The asm orders the loads after the cp.async wait, which the compiler
+ * does not see as touching memory.) */
+static ALWAYS_INLINE void nt_split_b(SHARED v4u *sm, int rows, int st, int tid, int passes)
+{
+    int at = tid / 4 * LDT + tid % 4 * 4;
+    volatile SHARED v4u *b = (volatile SHARED v4u *)(NT_B(sm, rows, st) + at);
+    __asm__ volatile("" ::: "memory");
+    v4u raw = *b, hi, lo;
+    float v[4];
+#pragma unroll
+    for (int l = 0; l < 4; l++) {
+        unsigned u = raw[l];    /* (bit_cast of a vector element reads element 0) */
+        v[l] = __builtin_bit_cast(float, u);
+    }
+    tf_split(v, passes, &hi, &lo);
+    *b = hi;
+    if (passes > 1)
+        *(volatile SHARED v4u *)(NT_BLO(sm, rows, st) + at) = lo;
+}
+
+/* part[r][f] += A[wm + 16r.., kb..kb+8] x B[kb..kb+8, wn + 16f..] (A raw
+ * [k][lda], B split: [j][LDT] high parts at b, remainders at blo); passes
+ * 3 adds hi*hi + hi*lo + lo*hi. */
 static ALWAYS_INLINE void nt_step(float part[2][2][8], SHARED const int *a, int lda,
-                                  SHARED const int *b, int fr, int wm, int wn, int kb, int passes)
+                                  SHARED const int *b, SHARED const int *blo, int fr, int wm,
+                                  int wn, int kb, int passes)
 {
     int bh[2][4], bl[2][4];
 #pragma unroll
     for (int f = 0; f < 2; f++) {
-        int raw[4];
-        LD_B_TF32(raw, b + (wn + 16 * f) * LDT + kb, LDT);
-        frag_split(raw, bh[f], bl[f], passes);
+        LD_B_TF32(bh[f], b + (wn + 16 * f) * LDT + kb, LDT);
+        if (passes > 1)
+            LD_B_TF32(bl[f], blo + (wn + 16 * f) * LDT + kb, LDT);
     }
 #pragma unroll
     for (int r = 0; r < fr; r++) {
@@ -304,26 +332,27 @@ static ALWAYS_INLINE void nt_tile_rows(const gsrc *s, const gout *o, const gtile
     float acc[2][2][8] = {{{0}}}, part[2][2][8] = {{{0}}};
     int steps = (int)((w->kend - w->kbegin) / TK);
     kpos k = kpos_at(s, w->kbegin);
-#pragma unroll
-    for (int i = 0; i < NS - 1; i++) {
-        if (i < steps) {
-            nt_stage(s, &c, tid, w->m0, &k, rows, sm, i);
-            kpos_next(s, &k, TK);
-        }
-        __nvvm_cp_async_commit_group();
+    if (steps > 0) {
+        nt_stage(s, &c, tid, w->m0, &k, rows, sm, 0);
+        kpos_next(s, &k, TK);
     }
+    __nvvm_cp_async_commit_group();
     for (int i = 0; i < steps; i++) {
-        /* As nh_tile_rows: step i has landed, step i - 1's stage is free. */
-        __nvvm_cp_async_wait_group(NS - 2);
+        /* Step i has landed (this thread's copies: it splits its B words;
+         * then everyone's), and every warp is done with step i - 1, whose
+         * stage is refilled. */
+        __nvvm_cp_async_wait_group(0);
+        nt_split_b(sm, rows, i % NT_NS, tid, passes);
         __nvvm_bar_sync(0);
-        if (i + NS - 1 < steps) {
-            nt_stage(s, &c, tid, w->m0, &k, rows, sm, (i + NS - 1) % NS);
+        if (i + 1 < steps) {
+            nt_stage(s, &c, tid, w->m0, &k, rows, sm, (i + 1) % NT_NS);
             kpos_next(s, &k, TK);
         }
         __nvvm_cp_async_commit_group();
-        SHARED const int *a = NT_A(sm, rows, i % NS), *b = NT_B(sm, rows, i % NS);
-        nt_step(part, a, lda, b, fr, wm, wn, 0, passes);
-        nt_step(part, a, lda, b, fr, wm, wn, 8, passes);
+        SHARED const int *a = NT_A(sm, rows, i % NT_NS), *b = NT_B(sm, rows, i % NT_NS);
+        SHARED const int *bl = NT_BLO(sm, rows, i % NT_NS);
+        nt_step(part, a, lda, b, bl, fr, wm, wn, 0, passes);
+        nt_step(part, a, lda, b, bl, fr, wm, wn, 8, passes);
         /* The tensor cores' own fp32 sums truncate: the sum of every 32 k
          * starts at zero and is added to acc with rounded adds. */
         if (i % 2 == 0 && i + 1 < steps)
