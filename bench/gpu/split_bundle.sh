@@ -25,18 +25,17 @@ for p in 1 2 3; do cp "$b/gpu_runner" "$b/run.sh" "${o}$p/"; done
 # A model's batch-1 case without its library: torch_ref.py's weight check only.
 strip_copy() { mkdir -p "$2/$(basename "$1")"; cp "$1"/case.txt "$1"/*.bin "$2/$(basename "$1")/"; }
 cases() { printf '%s\n' "$@"; }
-cp -r "$b/resnet18" "$b/resnet18_b32" "$b/mobilenet_v2_fp16" "$b/mobilenet_v2_fp16_b32" \
-      "$b/mobilenet_v2_b32" "${o}1/"
-strip_copy "$b/mobilenet_v2" "${o}1"
-cases resnet18 resnet18_b32 mobilenet_v2 mobilenet_v2_b32 mobilenet_v2_fp16 mobilenet_v2_fp16_b32 \
-    > "${o}1/torch_cases.txt"
-cases resnet18 resnet18_b32 mobilenet_v2_fp16 mobilenet_v2_fp16_b32 > "${o}1/run_cases.txt"
-cp -r "$b/resnet18_fp16" "$b/resnet18_fp16_b32" "$b/resnet18_b32" "$b/mobilenet_v2" \
-      "$b/mobilenet_v2_b32" "${o}2/"
-strip_copy "$b/resnet18" "${o}2"
-cases resnet18 resnet18_b32 resnet18_fp16 resnet18_fp16_b32 mobilenet_v2 mobilenet_v2_b32 \
-    > "${o}2/torch_cases.txt"
-cases mobilenet_v2 mobilenet_v2_b32 resnet18_fp16 resnet18_fp16_b32 > "${o}2/run_cases.txt"
+# Part p: model f in fp32, model h in fp16 (h's fp32 batch-32 case carries the input both
+# precisions of h use).
+part() { # p f h
+    local d=${o}$1 f=$2 h=$3
+    cp -r "$b/$f" "$b/${f}_b32" "$b/${h}_fp16" "$b/${h}_fp16_b32" "$b/${h}_b32" "$d/"
+    strip_copy "$b/$h" "$d"
+    cases "$f" "${f}_b32" "$h" "${h}_b32" "${h}_fp16" "${h}_fp16_b32" > "$d/torch_cases.txt"
+    cases "$f" "${f}_b32" "${h}_fp16" "${h}_fp16_b32" > "$d/run_cases.txt"
+}
+part 1 resnet18 mobilenet_v2
+part 2 mobilenet_v2 resnet18
 grep -v -E '^(resnet18|mobilenet_v2)' "$b/cases.txt" > "${o}3/run_cases.txt" || true
 while read -r c; do cp -r "$b/$c" "${o}3/"; done < "${o}3/run_cases.txt"
 cp "${o}3/run_cases.txt" "${o}3/torch_cases.txt"

@@ -50,6 +50,17 @@ static void fake_api_open(const char *fake, fake_api *f)
     }
 }
 
+/* The stand-in driver's path, its functions in *f (dlclose f->dl); the
+ * test skips where the driver was not built. */
+static const char *fake_test_open(fake_api *f)
+{
+    const char *fake = fake_driver();
+    if (!fake)
+        skip();
+    fake_api_open(fake, f);
+    return fake;
+}
+
 enum { RUN_MAX_LAUNCHES = 256, RUN_PARAMS = 32 };
 
 /* One run as the stand-in driver saw it: its launch lines (malloc'd) and
@@ -199,11 +210,8 @@ static void three_runs(const fake_api *f, const char *fake, const art *a, bool g
 
 static void test_graph_replay(void **state)
 {
-    const char *fake = fake_driver();
-    if (!fake)
-        skip();
     fake_api f;
-    fake_api_open(fake, &f);
+    const char *fake = fake_test_open(&f);
     for (int g = 0; g < CUDA_N_GROUPS; g++) {
         art a = group_art(g);
         three_runs(&f, fake, &a, true, false);
@@ -218,11 +226,8 @@ static void test_graph_replay(void **state)
  * every pack launch is replayed. */
 static void test_graph_packs(void **state)
 {
-    const char *fake = fake_driver();
-    if (!fake)
-        skip();
     fake_api f;
-    fake_api_open(fake, &f);
+    const char *fake = fake_test_open(&f);
     static const cuda_group g = CUDA_GROUP("half", cuda_half);
     char msg[1024];
     bk_model b;
@@ -254,11 +259,8 @@ static void test_graph_packs(void **state)
  * as an error): every run launches directly, the same launches each time. */
 static void test_graph_off(void **state)
 {
-    const char *fake = fake_driver();
-    if (!fake)
-        skip();
     fake_api f;
-    fake_api_open(fake, &f);
+    const char *fake = fake_test_open(&f);
     art a = group_art(3);
     setenv("CUVIL_CUDA_GRAPH", "0", 1);
     three_runs(&f, fake, &a, false, false);
@@ -337,15 +339,11 @@ static void stream_fix_close(const fake_api *f, stream_fix *s)
     dlclose(s->lib);
 }
 
-/* The stand-in driver and the stream fixture (the test skips without the
- * driver); stream_test_close releases both. */
+/* The stand-in driver and the stream fixture; stream_test_close releases
+ * both. */
 static void stream_test_open(fake_api *f, stream_fix *s)
 {
-    const char *fake = fake_driver();
-    if (!fake)
-        skip();
-    fake_api_open(fake, f);
-    stream_fix_open(f, fake, s);
+    stream_fix_open(f, fake_test_open(f), s);
 }
 
 static void stream_test_close(fake_api *f, stream_fix *s)
