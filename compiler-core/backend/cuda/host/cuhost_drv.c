@@ -53,8 +53,13 @@ static char load_msg[512];
 static int load_code;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+typedef struct sym_entry {
+    const char *name;
+    size_t off;     /* of its field in cvcu_driver */
+} sym_entry;
+
 #define SYM(field, name) {name, offsetof(cvcu_driver, field)}
-static const struct { const char *name; size_t off; } symbols[] = {
+static const sym_entry symbols[] = {
     SYM(Init, "cuInit"), SYM(DeviceGetCount, "cuDeviceGetCount"),
     SYM(DeviceGet, "cuDeviceGet"), SYM(DeviceGetAttribute, "cuDeviceGetAttribute"),
     SYM(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
@@ -71,7 +76,7 @@ static const struct { const char *name; size_t off; } symbols[] = {
 
 /* Graph replay's entry points (CUDA 11.4+): without any of them, graphs
  * are off and everything else works. */
-static const struct { const char *name; size_t off; } optional[] = {
+static const sym_entry optional[] = {
     SYM(StreamBeginCapture, "cuStreamBeginCapture_v2"),
     SYM(StreamEndCapture, "cuStreamEndCapture"), SYM(StreamIsCapturing, "cuStreamIsCapturing"),
     SYM(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags"),
@@ -79,17 +84,20 @@ static const struct { const char *name; size_t off; } optional[] = {
     SYM(GraphDestroy, "cuGraphDestroy"),
 };
 
-static void load_optional(void *dl)
+/* Binds table t's entry points from dl into the driver; the name of the
+ * first one dl lacks (the table's fields then all NULL), or NULL. */
+static const char *bind(void *dl, const sym_entry *t, size_t n)
 {
-    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++) {
-        void *fn = dlsym(dl, optional[i].name);
+    for (size_t i = 0; i < n; i++) {
+        void *fn = dlsym(dl, t[i].name);
         if (!fn) {
             for (size_t k = 0; k < i; k++)
-                memset((char *)&driver + optional[k].off, 0, sizeof fn);
-            return;
+                memset((char *)&driver + t[k].off, 0, sizeof fn);
+            return t[i].name;
         }
-        memcpy((char *)&driver + optional[i].off, &fn, sizeof fn);
+        memcpy((char *)&driver + t[i].off, &fn, sizeof fn);
     }
+    return NULL;
 }
 
 static void load(void)
@@ -106,18 +114,14 @@ static void load(void)
                  e ? e : path);
         return;
     }
-    for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++) {
-        void *fn = dlsym(dl, symbols[i].name);
-        if (!fn) {
-            load_code = CVCU_E_NO_DRIVER;
-            snprintf(load_msg, sizeof load_msg, "%s lacks %s (driver too old)", path,
-                     symbols[i].name);
-            dlclose(dl);
-            return;
-        }
-        memcpy((char *)&driver + symbols[i].off, &fn, sizeof fn);
+    const char *lacks = bind(dl, symbols, sizeof symbols / sizeof symbols[0]);
+    if (lacks) {
+        load_code = CVCU_E_NO_DRIVER;
+        snprintf(load_msg, sizeof load_msg, "%s lacks %s (driver too old)", path, lacks);
+        dlclose(dl);
+        return;
     }
-    load_optional(dl);
+    bind(dl, optional, sizeof optional / sizeof optional[0]);
     driver.dl = dl;
     CUresult r = driver.Init(0);
     if (r != 0) {
