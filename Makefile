@@ -202,7 +202,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/cuvil $(DESTDIR)$(PREFIX)/lib/cuvil
 	install -m 755 $(BUILD)/cuvil $(DESTDIR)$(PREFIX)/bin/cuvil
 	install -m 755 $(BUILD)/lib/cuvil/libcv_llvm.so $(DESTDIR)$(PREFIX)/lib/cuvil/libcv_llvm.so
-	for h in compiler-core/cuvil.h compiler-core/ir/ir.h common/diag.h common/arena.h common/dtype.h; do \
+	for h in $$(grep -v '^#' scripts/public-headers.txt); do \
 	  install -D -m 644 $$h $(DESTDIR)$(PREFIX)/include/cuvil/$$h; done
 
 clean:
