@@ -91,7 +91,8 @@ static int fill_defaults(const cv_worker_opts *in, wopts *w, cv_diag *d)
 /* The worker can deliver nothing without a cache to put artifacts in. */
 static int check_cache(const cv_worker_opts *o, cv_diag *d)
 {
-    cv_cache_options co = {.dir = o->cache_dir, .remote = o->remote_cache};
+    cv_cache_options co = {.dir = o->cache_dir, .remote = o->remote_cache,
+                           .sign_key = o->sign_key, .verify_key = o->verify_key};
     cv_cache *c = NULL;
     if (cv_cache_open(&co, &c, d))
         return -1;
