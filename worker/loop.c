@@ -352,7 +352,11 @@ int cv_worker_run(const cv_worker_opts *opts, cv_worker_stats *st, cv_diag *d)
     if (fill_defaults(opts, &w, d) || check_cache(&w.o, d) ||
         cv_queue_open(w.o.queue_url, &w.o.queue_opts, &q, d))
         return -1;
-    cv_log_info("worker %s: queue %s", w.id, w.o.queue_url);
+    cv_log_info("worker %s: queue %s; job timeout %lldms, memory limit %llu bytes; remote "
+                "cache %s%s", w.id, w.o.queue_url, (long long)w.o.job_timeout_ms,
+                (unsigned long long)w.o.memory_limit,
+                w.o.remote_cache && *w.o.remote_cache ? w.o.remote_cache : "none",
+                w.o.sign_key && *w.o.sign_key ? " (signed)" : "");
     remove_stale(w.scratch);
     /* Each job's child would otherwise load LLVM again; one that cannot
      * load it reports that in its own result. */
