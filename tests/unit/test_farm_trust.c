@@ -31,16 +31,8 @@
 #include "controller/controller.h"
 #include "tests/support/pyrun.h"
 #include "tests/support/tmpdir.h"
+#include "tests/unit/farm_testlib.h"
 #include "tests/unit/test_gitrepo.h"
-
-static const char PIPELINE[] =
-    "apiVersion: cuvil.dev/v1\n"
-    "kind: CuvilPipeline\n"
-    "metadata: {name: cuir}\n"
-    "spec:\n"
-    "  models: [\"models/*.cuir\"]\n"
-    "  targets: [x86_64-avx2]\n"
-    "  precisions: [fp32]\n";
 
 typedef struct fx {
     const char *bin;
@@ -48,16 +40,6 @@ typedef struct fx {
     cv_cache_server *farm_srv, *evil_srv;
     char farm_url[64], evil_url[64];
 } fx;
-
-static char *example(const char *name)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/examples/cuir/%s", cv_tmpdir_src_root(), name);
-    size_t len;
-    char *text = cv_tmpdir_read_file(path, &len);
-    assert_non_null(text);
-    return text;
-}
 
 static cv_cache_server *serve(const char *dir, const char *name, char url[64])
 {
@@ -185,22 +167,10 @@ static void assert_has(const char *text, const char *want)
         fail_msg("no '%s' in:\n%s", want, text);
 }
 
-/* The manifest ("" for a planner hit) and L2 key of a model's artifact. */
 static void artifact_key(const char *state_dir, const char *hex, const char *model,
                          char manifest[CV_DIGEST_HEX + 1], char l2[CV_DIGEST_HEX + 1])
 {
-    char *db_path = cv_tmpdir_path(state_dir, "build.db");
-    char rev[CV_REVISION_MAX + 1];
-    snprintf(rev, sizeof rev, "main@sha1:%s", hex);
-    cv_builddb *db;
-    cv_diag d;
-    cv_diag_init(&d);
-    assert_int_equal(cv_builddb_open(db_path, &db, &d), 0);
-    assert_int_equal(cv_builddb_artifact_find(db, rev, model, "x86_64-avx2", "fp32", l2,
-                                              manifest, &d), 1);
-    cv_builddb_close(db);
-    cv_diag_free(&d);
-    free(db_path);
+    farm_artifact_key(state_dir, hex, model, "fp32", manifest, l2);
 }
 
 /* An attacker with write access to the shared remote: copies the action
@@ -259,9 +229,9 @@ static void test_commit_cannot_redirect_or_substitute(void **state)
              "spec:\n  source: {url: /srv/models.git}\n"
              "  queue: {kind: kafka, brokers: \"127.0.0.1:1\"}\n"
              "  cache: {remote: \"%s\"}\n", f->evil_url);
-    char *mlp = example("mlp.cuir"), *residual = example("residual.cuir");
+    char *mlp = farm_example("mlp.cuir"), *residual = farm_example("residual.cuir");
     git_repository *repo = trepo_init(f->repo);
-    const trepo_file first[] = {{"cuvil/pipelines.yaml", PIPELINE, 0},
+    const trepo_file first[] = {{"cuvil/pipelines.yaml", FARM_PIPELINE, 0},
                                 {"cuvil/cluster.yaml", cluster, 0},
                                 {"models/mlp.cuir", mlp, 0},
                                 {"models/residual.cuir", residual, 0}};
@@ -387,12 +357,12 @@ static void test_spec_cannot_raise_limits(void **state)
         "apiVersion: cuvil.dev/v1\nkind: CuvilBuildCluster\nmetadata: {name: c}\n"
         "spec:\n  source: {url: /srv/models.git}\n"
         "  workers: {jobTimeout: 48h, memoryLimit: 64Gi}\n";
-    char *mlp = example("mlp.cuir");
+    char *mlp = farm_example("mlp.cuir");
     char *repo_dir = cv_tmpdir_path(f->dir, "repo-l");
     free(f->repo);
     f->repo = repo_dir;
     git_repository *repo = trepo_init(f->repo);
-    const trepo_file files[] = {{"cuvil/pipelines.yaml", PIPELINE, 0},
+    const trepo_file files[] = {{"cuvil/pipelines.yaml", FARM_PIPELINE, 0},
                                 {"cuvil/cluster.yaml", cluster, 0},
                                 {"models/mlp.cuir", mlp, 0}};
     trepo_commit(repo, "no limits please", files, 3, NULL);
