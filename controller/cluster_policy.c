@@ -49,7 +49,7 @@ int cv_farm_policy_add_remote(cv_farm_policy *p, const char *arg, cv_diag *d)
                                            strncmp(eq + 1, "https://", 8) == 0);
     }
     for (int i = 0; ok && i < p->n_remotes; i++)
-        ok = strncmp(p->remotes[i].name, arg, n) != 0 || p->remotes[i].name[n] != '=';
+        ok = strcmp(p->remotes[i].name, name) != 0;
     if (!ok)
         return cv_diag_error(d, CV_E_FARM_REMOTE_ARG, (cv_span){0},
                              "--remote-cache '%.200s': expected URL or NAME=URL with a unique "
@@ -57,13 +57,11 @@ int cv_farm_policy_add_remote(cv_farm_policy *p, const char *arg, cv_diag *d)
     if (p->n_remotes == CV_FARM_REMOTES_MAX)
         return cv_diag_error(d, CV_E_FARM_REMOTE_ARG, (cv_span){0},
                              "more than %d named remote caches", CV_FARM_REMOTES_MAX), -1;
-    /* the name is the text before '=': keep "NAME=URL" and point into it */
-    p->remotes[p->n_remotes++] = (cv_farm_remote){.name = arg, .url = eq + 1};
+    cv_farm_remote *r = &p->remotes[p->n_remotes++];
+    memcpy(r->name, name, n + 1);
+    r->url = eq + 1;
     return 0;
 }
-
-/* The name of remote i, which is stored as "NAME=URL". */
-static size_t name_len(const cv_farm_remote *r) { return (size_t)(r->url - 1 - r->name); }
 
 /* The allow-listed URL a spec's cache.remote names (by name or by one of
  * the operator's URLs); NULL when it names none. */
@@ -74,9 +72,8 @@ static const char *allowed(const cv_farm_policy *p, const char *want, char name[
         return p->remote;
     for (int i = 0; i < p->n_remotes; i++) {
         const cv_farm_remote *r = &p->remotes[i];
-        size_t n = name_len(r);
-        if ((strlen(want) == n && strncmp(want, r->name, n) == 0) || strcmp(want, r->url) == 0) {
-            snprintf(name, 64, "%.*s", (int)n, r->name);
+        if (strcmp(want, r->name) == 0 || strcmp(want, r->url) == 0) {
+            snprintf(name, 64, "%s", r->name);
             return r->url;
         }
     }
@@ -94,8 +91,7 @@ static void apply_remote(const cv_spec_cluster *cl, const cv_farm_policy *p,
         } else {
             cv_sb names = CV_SB_INIT;
             for (int i = 0; i < p->n_remotes; i++)
-                cv_sb_printf(&names, "%s%.*s", i ? ", " : "", (int)name_len(&p->remotes[i]),
-                             p->remotes[i].name);
+                cv_sb_printf(&names, "%s%s", i ? ", " : "", p->remotes[i].name);
             char why[1400];
             snprintf(why, sizeof why, "%s; the farm uses %s", names.len ? cv_sb_str(&names)
                      : "the operator named none", *url ? "its own remote" : "no remote");

@@ -396,8 +396,8 @@ typedef int (*cv_planner_lookup_fn)(void *ctx, const cv_job_msg *job, char l2_ke
 #define CV_FARM_JOB_TIMEOUT_MS 600000   /* the default ceiling: 10 minutes */
 
 typedef struct cv_farm_remote {
-    const char *name;           /* a DNS-1123 label */
-    const char *url;            /* http(s)://host:port[/instance][|read-only] */
+    char name[64];              /* a DNS-1123 label */
+    const char *url;            /* http(s)://host:port[/instance][|read-only]; not owned */
 } cv_farm_remote;
 
 typedef struct cv_farm_policy {
