@@ -5,12 +5,14 @@
 #include "cache/ac_sign.h"
 #include "cache/internal.h"
 
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { CV_DIAG_AC_SIGNATURE = 9314, CV_DIAG_AC_KEY = 9315 };
 
@@ -24,12 +26,18 @@ struct cv_ac_keys {
     EVP_PKEY *verify;   /* owned; NULL: signatures are not required */
 };
 
+/* A verify key may also be given as the private key: its public half
+ * verifies (a farm that signs needs no second file). */
 static EVP_PKEY *load_key(const char *path, bool priv, cv_diag *d)
 {
     FILE *f = fopen(path, "r");
     EVP_PKEY *k = NULL;
     if (f) {
         k = priv ? PEM_read_PrivateKey(f, NULL, NULL, NULL) : PEM_read_PUBKEY(f, NULL, NULL, NULL);
+        if (!k && !priv) {
+            rewind(f);
+            k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+        }
         fclose(f);
     }
     if (k && EVP_PKEY_get_id(k) == EVP_PKEY_ED25519)
@@ -139,4 +147,38 @@ int cv_ac_unseal(const cv_ac_keys *k, const cv_digest *name, void *buf, size_t *
         memmove(b, b + MAGIC_LEN + SIG_LEN, *len);
     }
     return 0;
+}
+
+/* One PEM file written whole under a temporary name, then renamed. */
+static bool write_pem(const char *path, EVP_PKEY *k, bool priv)
+{
+    size_t n = strlen(path) + 16;
+    char *tmp = malloc(n);
+    if (!tmp)
+        return false;
+    snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, priv ? 0600 : 0644);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    bool ok = f && (priv ? PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL)
+                         : PEM_write_PUBKEY(f, k)) == 1;
+    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    if (f)
+        ok = fclose(f) == 0 && ok;
+    else if (fd >= 0)
+        close(fd);
+    ok = ok && rename(tmp, path) == 0;
+    if (!ok)
+        unlink(tmp);
+    free(tmp);
+    return ok;
+}
+
+int cv_cache_ac_keygen(const char *sign_pem, const char *verify_pem, cv_diag *d)
+{
+    EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+    bool ok = k && write_pem(verify_pem, k, false) && write_pem(sign_pem, k, true);
+    EVP_PKEY_free(k);
+    return ok ? 0
+              : cv_cache_err(d, CV_DIAG_AC_KEY, "cannot write an action-cache key pair to "
+                             "%.200s and %.200s", sign_pem, verify_pem);
 }

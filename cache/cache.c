@@ -66,8 +66,8 @@ static int open_remote(cv_cache *c, const cv_cache_options *o, cv_diag *d)
         .timeout_ms = o->remote_timeout_ms,
         .connect_timeout_ms = o->remote_connect_timeout_ms,
         .retries = o->remote_retries,
-        .sign_key = env(o, "CUVIL_REMOTE_CACHE_SIGNING_KEY"),
-        .verify_key = env(o, "CUVIL_REMOTE_CACHE_VERIFY_KEY"),
+        .sign_key = o->sign_key ? o->sign_key : env(o, "CUVIL_REMOTE_CACHE_SIGNING_KEY"),
+        .verify_key = o->verify_key ? o->verify_key : env(o, "CUVIL_REMOTE_CACHE_VERIFY_KEY"),
     };
     return cv_cache_remote_open(&ro, &c->remote, d);
 }

@@ -187,11 +187,20 @@ typedef struct cv_cache_options {
                                 hashing is re-checked by XXH3; 0 = 2000 */
     bool disabled;           /* also when $CUVIL_CACHE=off */
     bool ignore_env;         /* tests: read no environment variable */
+    /* Ed25519 PEM files for the remote's action entries (signed on PUT,
+     * verified on GET: a verify key refuses unsigned and foreign entries);
+     * NULL: $CUVIL_REMOTE_CACHE_SIGNING_KEY / $CUVIL_REMOTE_CACHE_VERIFY_KEY;
+     * "" = none.  A private key also serves as verify key. */
+    const char *sign_key, *verify_key;
 } cv_cache_options;
 
 typedef struct cv_cache cv_cache; /* opaque */
 
 int cv_cache_open(const cv_cache_options *opt, cv_cache **out, cv_diag *d);
+/* Makes a new Ed25519 key pair for signed action entries: the private key
+ * to sign_pem (0600), the public one to verify_pem (0644), each written
+ * whole then renamed.  CV9315 on failure. */
+int cv_cache_ac_keygen(const char *sign_pem, const char *verify_pem, cv_diag *d);
 /* Ends a batch still open (its files synced, trouble ignored) and frees c. */
 void cv_cache_close(cv_cache *c);
 

@@ -4,15 +4,17 @@
  * recorded (the file list's digest, or the L2 key for a planner hit). */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/fs.h"
 #include "controller/controller.h"
 #include "worker/worker.h"
 
 extern const cv_cli_command cv_cmd_artifacts;
 
 typedef struct artifacts_args {
-    const char *state, *cache, *remote, *out;
+    const char *state, *cache, *remote, *verify_key, *out;
     const char *pos[4];     /* REVISION MODEL TARGET PRECISION */
     int n_pos;
 } artifacts_args;
@@ -24,6 +26,7 @@ static int parse_args(int argc, char **argv, artifacts_args *a)
         const char **slot = strcmp(argv[i], "--state") == 0          ? &a->state
                             : strcmp(argv[i], "--cache") == 0        ? &a->cache
                             : strcmp(argv[i], "--remote-cache") == 0 ? &a->remote
+                            : strcmp(argv[i], "--verify-key") == 0   ? &a->verify_key
                             : strcmp(argv[i], "-o") == 0             ? &a->out
                                                                      : NULL;
         if (slot) {
@@ -39,6 +42,28 @@ static int parse_args(int argc, char **argv, artifacts_args *a)
     return CV_EXIT_OK;
 }
 
+enum { CV_E_ARTIFACT_UNVERIFIED = 6165 };
+
+static const char *remote_of(const artifacts_args *a)
+{
+    const char *r = a->remote ? a->remote : getenv("CUVIL_REMOTE_CACHE");
+    return r && *r ? r : NULL;
+}
+
+/* The key that checks the farm's signed action entries: the flag, the
+ * environment's, else the farm's own pair in its state directory. */
+static char *verify_key_of(const artifacts_args *a)
+{
+    const char *k = a->verify_key ? a->verify_key : getenv("CUVIL_REMOTE_CACHE_VERIFY_KEY");
+    if (k && *k)
+        return strdup(k);
+    char *path = cv_fs_join(a->state, "keys/ac-verify.pem");
+    if (path && access(path, R_OK) == 0)
+        return path;
+    free(path);
+    return NULL;
+}
+
 static int get_artifact(const artifacts_args *a, cv_builddb *db, cv_diag *d)
 {
     char revision[CV_REVISION_MAX + 1], l2[CV_DIGEST_HEX + 1], manifest[CV_DIGEST_HEX + 1];
@@ -52,9 +77,21 @@ static int get_artifact(const artifacts_args *a, cv_builddb *db, cv_diag *d)
                       a->pos[1], a->pos[2], precision, a->pos[0]);
     if (found != 1)
         return CV_EXIT_INPUT;
+    char *verify = NULL;
+    const char *remote = remote_of(a);
+    if (remote && !(verify = verify_key_of(a))) {
+        cv_diag_error(d, CV_E_ARTIFACT_UNVERIFIED, (cv_span){0},
+                      "cannot verify action entries from the remote cache %.200s: give the "
+                      "farm's verify key (--verify-key, $CUVIL_REMOTE_CACHE_VERIFY_KEY, or "
+                      "%s/keys/ac-verify.pem)", remote, a->state);
+        return CV_EXIT_INPUT;
+    }
     cv_cache *cache = NULL;
-    cv_cache_options co = {.dir = a->cache, .remote = a->remote};
-    if (cv_cache_open(&co, &cache, d) != 0)
+    cv_cache_options co = {.dir = a->cache, .remote = remote ? remote : "", .sign_key = "",
+                           .verify_key = verify ? verify : ""};
+    int opened = cv_cache_open(&co, &cache, d);
+    free(verify);
+    if (opened != 0)
         return CV_EXIT_INTERNAL;
     int rc = cv_build_fetch_artifact(cache, l2, manifest, a->out, d);
     cv_cache_close(cache);
@@ -130,6 +167,10 @@ const cv_cli_command cv_cmd_artifacts = {
     "  -o DIR              where the artifact's files are written\n"
     "  --state DIR         the farm's state directory (default $CUVIL_FARM_STATE or .cuvil-farm)\n"
     "  --cache DIR         the cache (default $CUVIL_CACHE_DIR or ~/.cache/cuvil)\n"
-    "  --remote-cache URL  also look in a shared cache (default $CUVIL_REMOTE_CACHE)\n",
+    "  --remote-cache URL  also look in a shared cache (default $CUVIL_REMOTE_CACHE)\n"
+    "  --verify-key PEM    the farm's action-cache verify key, required with a remote\n"
+    "                      (default $CUVIL_REMOTE_CACHE_VERIFY_KEY, else\n"
+    "                      STATE/keys/ac-verify.pem): unsigned or foreign entries are\n"
+    "                      refused (CV9314)\n",
     run_artifacts,
 };

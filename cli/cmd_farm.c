@@ -18,7 +18,9 @@ extern const cv_cli_command cv_cmd_farm, cv_cmd_controller;
 #define FAILURES_SHOWN 20
 
 typedef struct farm_args {
-    const char *repo, *state, *cache, *remote, *queue, *ref;
+    const char *repo, *state, *cache, *queue, *ref;
+    const char *signing_key, *verify_key;   /* NULL: the environment's, else the farm's own */
+    cv_farm_policy policy;                  /* --remote-cache, --job-timeout, --memory-limit */
     const char *http, *http_tokens, *webhook_secret_file;   /* the HTTP server; NULL = off */
     const char *kafka_kv[CV_CLI_KAFKA_CONFIG_MAX];
     int n_kv, workers;
@@ -37,7 +39,9 @@ static void on_stop_signal(int sig)
 static const char *const value_flags[] = {"--workers", "--state", "--cache", "--remote-cache",
                                           "--queue", "--kafka-config", "--ref", "--interval",
                                           "--http", "--http-token-file",
-                                          "--webhook-secret-file", NULL};
+                                          "--webhook-secret-file", "--job-timeout",
+                                          "--memory-limit", "--signing-key", "--verify-key",
+                                          NULL};
 
 static bool takes_value(const char *arg)
 {
@@ -60,6 +64,24 @@ static int set_value(const cv_cli_command *cmd, farm_args *a, const char *flag, 
         if (cv_spec_parse_duration(v, &a->interval_ms) != 0 || a->interval_ms < 100)
             return cv_cli_usage_error(cmd, "--interval takes a duration (30s, 5m, 500ms), "
                                       "got '%s'", v);
+    } else if (strcmp(flag, "--job-timeout") == 0) {
+        if (cv_spec_parse_duration(v, &a->policy.job_timeout_ms) != 0 ||
+            a->policy.job_timeout_ms < 1000)
+            return cv_cli_usage_error(cmd, "--job-timeout takes a duration of 1s or more (10m, "
+                                      "1h), got '%s'", v);
+    } else if (strcmp(flag, "--memory-limit") == 0) {
+        if (cv_spec_parse_size(v, &a->policy.memory_limit) != 0 || !a->policy.memory_limit)
+            return cv_cli_usage_error(cmd, "--memory-limit takes a size (8Gi, 500M), got '%s'",
+                                      v);
+    } else if (strcmp(flag, "--remote-cache") == 0) {
+        cv_diag d;
+        cv_diag_init(&d);
+        int rc = cv_farm_policy_add_remote(&a->policy, v, &d);
+        if (rc)
+            cv_cli_usage_error(cmd, "%s", d.n ? d.v[0].msg : "bad --remote-cache");
+        cv_diag_free(&d);
+        if (rc)
+            return CV_EXIT_USAGE;
     } else if (strcmp(flag, "--kafka-config") == 0) {
         if (a->n_kv == CV_CLI_KAFKA_CONFIG_MAX)
             return cv_cli_usage_error(cmd, "too many --kafka-config settings");
@@ -73,7 +95,8 @@ static int set_value(const cv_cli_command *cmd, farm_args *a, const char *flag, 
                             : strcmp(flag, "--http-token-file") == 0 ? &a->http_tokens
                             : strcmp(flag, "--webhook-secret-file") == 0
                                 ? &a->webhook_secret_file
-                                : &a->remote;
+                            : strcmp(flag, "--signing-key") == 0 ? &a->signing_key
+                                                                 : &a->verify_key;
         *slot = v;
     }
     return CV_EXIT_OK;
@@ -183,15 +206,34 @@ static int run_with(const cv_cli_command *cmd, farm_args *a)
         cv_diag_free(&d);
         return CV_EXIT_USAGE;
     }
+    /* the operator's remote: the flag, else the environment's */
+    if (!a->policy.remote) {
+        const char *env = getenv("CUVIL_REMOTE_CACHE");
+        a->policy.remote = env && *env ? env : NULL;
+    }
+    char *sign = NULL, *verify = NULL;
+    bool remote = a->policy.remote || a->policy.n_remotes > 0;
+    if (remote && cv_farm_signing_keys(a->state, a->signing_key ? a->signing_key
+                                                 : getenv("CUVIL_REMOTE_CACHE_SIGNING_KEY"),
+                                       a->verify_key ? a->verify_key
+                                                     : getenv("CUVIL_REMOTE_CACHE_VERIFY_KEY"),
+                                       &sign, &verify, &d) != 0) {
+        cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
+        cv_diag_free(&d);
+        free(queue);
+        return CV_EXIT_USAGE;
+    }
     cv_cache *cache = NULL;
-    cv_cache_options co = {.dir = a->cache};
+    cv_cache_options co = {.dir = a->cache, .remote = a->policy.remote ? a->policy.remote : "",
+                           .sign_key = sign ? sign : "", .verify_key = verify ? verify : ""};
     if (cv_cache_open(&co, &cache, &d))
         cache = NULL;   /* no look-up: every job is queued, the workers still cache */
     cv_worker_lookup lk = {.cache = cache};
     cv_cli_progress_state ps = {.out = stderr, .tty = isatty(STDERR_FILENO) != 0};
     cv_farm_opts o = {.repo = a->repo, .ref = a->ref, .state_dir = a->state, .queue_url = queue,
                       .workers = a->workers, .worker_exe = exe, .cache_dir = a->cache,
-                      .remote_cache = a->remote, .interval_ms = a->interval_ms,
+                      .policy = a->policy, .signing_key = sign, .verify_key = verify,
+                      .interval_ms = a->interval_ms,
                       .lookup = cache ? cv_worker_plan_lookup : NULL, .lookup_ctx = &lk,
                       .lookup_models_dir = set_models_dir, .progress = cv_cli_progress,
                       .progress_ctx = &ps, .stop = &stop_requested};
@@ -216,6 +258,8 @@ static int run_with(const cv_cli_command *cmd, farm_args *a)
     cv_diag_free(&d);
     cv_cache_close(cache);
     free(queue);
+    free(sign);
+    free(verify);
     if (a->once && !http_failed)
         print_once(a, &s);
     if (rc)
@@ -260,6 +304,17 @@ static int run_controller(int argc, char **argv)
     "                     (default $CUVIL_CACHE_DIR or ~/.cache/cuvil)\n"                         \
     "  --interval DUR     how often the source is polled (default: the cluster spec's\n"         \
     "                     source.interval, else 60s); `cuvil submit` polls at once\n"          \
+    "  --remote-cache URL the farm's shared cache (default $CUVIL_REMOTE_CACHE)\n"              \
+    "  --remote-cache NAME=URL  another cache a repository's cluster spec may choose\n"         \
+    "                     (cache.remote: NAME; repeatable); no spec can name a URL\n"         \
+    "  --job-timeout DUR  the most a compile job may take (default 10m); a spec's\n"            \
+    "                     workers.jobTimeout can only lower it\n"                               \
+    "  --memory-limit SIZE  the most memory a compile job may use (default none); a\n"          \
+    "                     spec's workers.memoryLimit can only lower it\n"                        \
+    "  --signing-key PEM  the Ed25519 key action entries on the remote are signed with\n"       \
+    "                     (default $CUVIL_REMOTE_CACHE_SIGNING_KEY, else a pair the farm\n"     \
+    "                     makes in STATE/keys/); unsigned or foreign entries are refused\n"    \
+    "  --verify-key PEM   the matching public key (default: the signing key's)\n"             \
     "  --http ADDR        serve the dashboard, /api/v1, /metrics and webhooks on ADDR\n"        \
     "                     (host:port, e.g. 127.0.0.1:8081; port 0 = any free port)\n"           \
     "  --http-token-file F  'TOKEN ro|rw' per line: ro reads, rw also requests builds\n"         \
@@ -272,7 +327,6 @@ const cv_cli_command cv_cmd_farm = {
     "cuvil farm up [REPO] [--workers N] [--once] [options]\n"
     COMMON_OPTIONS
     "  --workers N        local worker processes (default 2; 0 = they run elsewhere)\n"
-    "  --remote-cache URL passed to the workers (default $CUVIL_REMOTE_CACHE)\n"
     "  --once             build the head, print a summary and exit: 0 only when every\n"
     "                     job succeeded or hit, 1 otherwise\n"
     "Without --once the farm keeps watching the repository until Ctrl-C or SIGTERM,\n"

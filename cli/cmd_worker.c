@@ -48,6 +48,7 @@ typedef struct flag {
 static const flag flags[] = {
     {"--queue", F_STR, O(queue_url), 0, 0},       {"--cache", F_STR, O(cache_dir), 0, 0},
     {"--remote-cache", F_STR, O(remote_cache), 0, 0},
+    {"--signing-key", F_STR, O(sign_key), 0, 0},  {"--verify-key", F_STR, O(verify_key), 0, 0},
     {"--models", F_STR, O(models_dir), 0, 0},     {"--scratch", F_STR, O(scratch_dir), 0, 0},
     {"--trees", F_STR, O(trees_dir), 0, 0},
     {"--id", F_STR, O(worker_id), 0, 0},          {"--max-jobs", F_INT, O(max_jobs), 1, 1 << 30},
@@ -159,6 +160,10 @@ const cv_cli_command cv_cmd_worker = {
     "  --queue URL          sqlite:PATH (or kafka://...) shared with the controller\n"
     "  --cache DIR          the local cache (default $CUVIL_CACHE_DIR or ~/.cache/cuvil)\n"
     "  --remote-cache URL   a shared cache (default $CUVIL_REMOTE_CACHE)\n"
+    "  --signing-key PEM    sign the action entries put there (Ed25519; default\n"
+    "                       $CUVIL_REMOTE_CACHE_SIGNING_KEY); `farm up` passes its own\n"
+    "  --verify-key PEM     refuse action entries from there not signed by this key\n"
+    "                       (default $CUVIL_REMOTE_CACHE_VERIFY_KEY)\n"
     "  --kafka-config K=V   a librdkafka setting for a kafka:// queue (repeatable)\n"
     "  --models DIR         where the jobs' model paths are found (default .)\n"
     "  --trees DIR          instead: under DIR/<commit of the job's revision>/ (what the\n"

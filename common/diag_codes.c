@@ -263,6 +263,7 @@ static const cv_diag_code_info codes[] = {
     {6093, "plan-too-many-jobs", "a revision expands into more jobs than the limit"},
     {6094, "plan-model-unreadable", "a model file cannot be read from the revision"},
     {6095, "plan-lookup-failed", "the cache look-up for a job failed; the job is queued anyway"},
+    {6099, "plan-no-specs", "a revision has no spec file under cuvil/ (every spec deleted): it fails, nothing is built"},
     {6100, "farm-workers-failed", "the farm's workers could not be started or stopped with jobs left"},
     {6101, "farm-tree-write-failed", "the farm could not write a revision's files into its state directory"},
     {6102, "submit-not-handled", "no controller handled the build request in time"},
@@ -282,6 +283,12 @@ static const cv_diag_code_info codes[] = {
     {6139, "webhook-not-configured", "webhooks are refused: the farm has no webhook secret"},
     {6140, "webhook-bad-payload", "a webhook payload is not a JSON object with a ref"},
     {6141, "webhook-ignored", "a webhook event is not a push of the tracked ref; nothing is built"},
+    {6160, "cluster-remote-not-allowed", "a repository's cluster spec names a remote cache the operator does not allow (only NAMEs from --remote-cache NAME=URL); the farm's own remote is used"},
+    {6161, "cluster-operator-only", "a repository's cluster spec sets what only the operator chooses (the queue, the signing key secret); ignored"},
+    {6162, "cluster-limit-capped", "a repository's cluster spec asks for a job timeout or memory limit above the operator's ceiling; the ceiling applies"},
+    {6163, "farm-bad-remote", "a --remote-cache value is not URL or NAME=URL (unique DNS-1123 NAME, http(s) URL), or there are too many"},
+    {6164, "farm-signing-keys", "the farm's action-cache key pair cannot be read or made, or a verify key came without a signing key"},
+    {6165, "artifact-unverified-remote", "`cuvil artifacts get` would read a remote cache without the farm's verify key; refused"},
 
     /* 7xxx: the Kubernetes operator */
     {7001, "k8s-no-config", "no Kubernetes configuration: not in a pod, no --kubeconfig, $KUBECONFIG or ~/.kube/config"},

@@ -56,6 +56,7 @@ typedef struct cv_spec_cluster {
         int replicas;                   /* default 1 */
         const char *resource_profile;   /* NULL = none */
         int64_t job_timeout_ms;         /* default 600 s */
+        bool job_timeout_set;           /* written in the spec (not the default) */
         uint64_t memory_limit;          /* bytes; 0 = no limit */
     } workers;
     struct {
@@ -64,8 +65,12 @@ typedef struct cv_spec_cluster {
     } queue;
     struct {
         uint64_t size;                  /* bytes; 0 = the cache's default */
-        const char *remote;             /* NULL = none */
+        const char *remote;             /* NULL = none; a URL, or (in a repository's
+                                           spec) the name of a remote the operator
+                                           allows: cv_cluster_apply */
         bool read_only;
+        const char *signing_key_secret; /* Kubernetes only: the Secret with the
+                                           action-cache key pair; NULL = none */
     } cache;
     const char *image_registry;         /* NULL = none */
 } cv_spec_cluster;
@@ -379,6 +384,51 @@ int  cv_builddb_blob_digest_put(cv_builddb *db, const char *blob_id, const char 
  * the job is queued under the planner's own key, with a CV6095 warning). */
 typedef int (*cv_planner_lookup_fn)(void *ctx, const cv_job_msg *job, char l2_key[65], bool *hit);
 
+/* ---- what the operator decides, and what a repository may choose
+ *
+ * Infrastructure comes from the operator (flags, environment, the
+ * Kubernetes object), never from repository content: a repository's
+ * CuvilBuildCluster may pick one of the remotes the operator named, lower
+ * the job timeout and memory limit, and set its poll interval; anything
+ * else it asks for (a URL, a queue, a higher limit) is ignored with a
+ * warning stored with the revision (CV6160-CV6162). */
+#define CV_FARM_REMOTES_MAX 16
+#define CV_FARM_JOB_TIMEOUT_MS 600000   /* the default ceiling: 10 minutes */
+
+typedef struct cv_farm_remote {
+    char name[64];              /* a DNS-1123 label */
+    const char *url;            /* http(s)://host:port[/instance][|read-only]; not owned */
+} cv_farm_remote;
+
+typedef struct cv_farm_policy {
+    const char *remote;         /* the farm's remote cache; NULL or "" = none */
+    cv_farm_remote remotes[CV_FARM_REMOTES_MAX];   /* the others a spec may name */
+    int n_remotes;
+    int64_t job_timeout_ms;     /* ceiling and default; 0 = CV_FARM_JOB_TIMEOUT_MS */
+    uint64_t memory_limit;      /* ceiling and default, bytes; 0 = none */
+} cv_farm_policy;
+
+/* Parses a --remote-cache value: "NAME=URL" adds to the allow-list, a bare
+ * URL is the farm's remote.  CV6163 when malformed or too many. */
+int cv_farm_policy_add_remote(cv_farm_policy *p, const char *arg, cv_diag *d);
+
+/* What the farm uses for a revision: the operator's values, lowered or
+ * chosen among by the head's CuvilBuildCluster (NULL: none). */
+typedef struct cv_cluster_settings {
+    bool found;                 /* the head has a valid cluster spec */
+    int64_t interval_ms, job_timeout_ms;
+    uint64_t memory_limit;      /* 0 = none */
+    char remote[1024];          /* the remote cache; "" = none */
+    char remote_name[64];       /* the allow-list name the spec chose; "" = the farm's */
+    bool remote_read_only;
+} cv_cluster_settings;
+
+/* Applies cl (may be NULL) to the policy p (NULL = the defaults): every
+ * request the policy refuses is a warning in warn (may be NULL) located at
+ * the spec document. */
+void cv_cluster_apply(const cv_spec_cluster *cl, const cv_farm_policy *p,
+                      cv_cluster_settings *out, cv_diag *warn);
+
 typedef struct cv_planner_opts {
     cv_builddb *db;                 /* not owned */
     cv_queue *queue;                /* not owned */
@@ -388,6 +438,9 @@ typedef struct cv_planner_opts {
     size_t max_model_bytes;         /* 0 = 2 GiB */
     cv_queue_clock_fn now_ms;       /* NULL = CLOCK_REALTIME */
     void *clock_ctx;
+    /* The operator's policy the revision's cluster spec is checked against
+     * (its refusals are stored with the revision); NULL = no check. */
+    const cv_farm_policy *policy;
 } cv_planner_opts;
 
 typedef struct cv_plan_report {
@@ -433,6 +486,7 @@ typedef struct cv_controller_opts {
     void (*lookup_models_dir)(void *lookup_ctx, const char *models_dir);
     cv_queue_clock_fn now_ms;   /* NULL = CLOCK_REALTIME */
     void *clock_ctx;
+    const cv_farm_policy *policy;   /* NULL = the defaults: no remote, 600 s, no memory limit */
 } cv_controller_opts;
 
 typedef struct cv_step_report {
@@ -446,23 +500,12 @@ typedef struct cv_step_report {
     int requests;               /* build requests handled */
 } cv_step_report;
 
-/* What the head's CuvilBuildCluster spec asks of the farm (its defaults
- * when the repository has none). */
-typedef struct cv_cluster_settings {
-    bool found;                 /* the head has a valid cluster spec */
-    int64_t interval_ms, job_timeout_ms;
-    uint64_t memory_limit;      /* 0 = none */
-    char queue_url[1024];       /* kafka://... for queue.kind kafka; "" = embedded */
-    char remote[1024];          /* cache.remote; "" = none */
-    bool remote_read_only;
-} cv_cluster_settings;
-
-/* Without o->queue_url, the queue is the one the head's cluster spec names
- * (queue.kind kafka: kafka://BROKERS?topic_prefix=P), else the embedded
- * one; opening polls the source once to read it. */
+/* The queue is o->queue_url, else the embedded one: never a spec's.
+ * Opening polls the source once to read the head's cluster spec. */
 int  cv_controller_open(const cv_controller_opts *o, cv_controller **out, cv_diag *d);
 const cv_cluster_settings *cv_controller_cluster(const cv_controller *c);
-/* The queue URL a cluster spec names; "" for the embedded queue. */
+/* The queue URL a cluster spec names; "" for the embedded queue.  Only for
+ * an operator's spec (the Kubernetes object), never a repository's. */
 void cv_spec_cluster_queue_url(const cv_spec_cluster *cl, char *out, size_t size);
 void cv_controller_close(cv_controller *c);
 /* One round: handles build requests, polls when due (force: now), plans a
@@ -502,7 +545,12 @@ typedef struct cv_farm_opts {
     int workers;                /* 0..CV_FARM_WORKERS_MAX (0: workers run elsewhere) */
     const char *worker_exe;     /* the cuvil binary: each worker runs `EXE worker ...` */
     const char *cache_dir;      /* passed to the workers as --cache; NULL = their default */
-    const char *remote_cache;   /* passed as --remote-cache; NULL = their default */
+    cv_farm_policy policy;      /* remotes and limits: the workers' --remote-cache,
+                                   --timeout and --memory-limit (cv_cluster_apply) */
+    /* Action-cache keys (Ed25519 PEM) the workers sign and verify remote
+     * entries with: required when the policy names any remote (see
+     * cv_farm_signing_keys); NULL = none. */
+    const char *signing_key, *verify_key;
     int64_t interval_ms;        /* long-running: poll interval (0 = spec or 60 s) */
     cv_planner_lookup_fn lookup;   /* NULL: every job is queued */
     void *lookup_ctx;
@@ -538,6 +586,13 @@ int cv_farm_once(const cv_farm_opts *o, cv_farm_summary *s, cv_diag *d);
  * retried.  Returns 0 after a stop, -1 on farm trouble. */
 int cv_farm_run(const cv_farm_opts *o,
                 void (*on_built)(void *ctx, const cv_farm_summary *s), void *ctx, cv_diag *d);
+/* The action-cache key pair of a farm that uses a remote cache: the given
+ * PEM files (verify may be NULL: the signing key's public half is used),
+ * else STATE/keys/ac-signing.pem and ac-verify.pem, made on first use
+ * (0600/0644).  *sign_out and *verify_out are malloc'd.  CV6164 when the
+ * keys cannot be made. */
+int cv_farm_signing_keys(const char *state_dir, const char *sign, const char *verify,
+                         char **sign_out, char **verify_out, cv_diag *d);
 /* The counts of a finished or running revision, as cv_farm_once reports
  * them. */
 int cv_farm_summarise(cv_builddb *db, const char *revision, cv_farm_summary *s, cv_diag *d);

@@ -28,7 +28,7 @@ struct cv_controller {
     char head_commit[CV_GIT_HEX + 1];    /* the last head planned */
     char head_revision[CV_REVISION_MAX + 1];
     int64_t interval_ms, next_poll_ms, started_ms, heartbeat_ms;
-    cv_cluster_settings cluster;   /* from the last head read */
+    cv_cluster_settings cluster;   /* the policy applied to the last head read */
 };
 
 static int oom(cv_diag *d)
@@ -66,7 +66,8 @@ void cv_spec_cluster_queue_url(const cv_spec_cluster *cl, char *out, size_t size
 
 const cv_cluster_settings *cv_controller_cluster(const cv_controller *c) { return &c->cluster; }
 
-/* The tree's cluster spec (spec errors are the planner's to report). */
+/* The tree's cluster spec within the operator's policy (spec errors and
+ * refused requests are the planner's to report). */
 static void read_cluster(cv_controller *c, const cv_tree *tree)
 {
     cv_spec_set *s = cv_spec_set_new();
@@ -74,34 +75,11 @@ static void read_cluster(cv_controller *c, const cv_tree *tree)
     cv_diag_init(&quiet);
     if (s)
         cv_planner_load_specs(tree, s, &quiet);
-    const cv_spec_cluster *cl = s ? cv_spec_set_cluster(s) : NULL;
-    cv_cluster_settings *cs = &c->cluster;
-    *cs = (cv_cluster_settings){.found = cl != NULL};
-    if (cl) {
-        cs->interval_ms = cl->source.interval_ms;
-        cs->job_timeout_ms = cl->workers.job_timeout_ms;
-        cs->memory_limit = cl->workers.memory_limit;
-        cv_spec_cluster_queue_url(cl, cs->queue_url, sizeof cs->queue_url);
-        snprintf(cs->remote, sizeof cs->remote, "%s", cl->cache.remote ? cl->cache.remote : "");
-        cs->remote_read_only = cl->cache.read_only;
-    }
+    cv_cluster_apply(s ? cv_spec_set_cluster(s) : NULL, c->o.policy, &c->cluster, NULL);
     if (c->o.interval_ms <= 0)
-        c->interval_ms = cs->interval_ms > 0 ? cs->interval_ms : DEFAULT_INTERVAL_MS;
+        c->interval_ms = c->cluster.interval_ms > 0 ? c->cluster.interval_ms : DEFAULT_INTERVAL_MS;
     cv_diag_free(&quiet);
     cv_spec_set_free(s);
-}
-
-/* Before the queue is open: the head's cluster spec, if the source answers. */
-static void read_head_cluster(cv_controller *c)
-{
-    cv_diag quiet;
-    cv_diag_init(&quiet);
-    cv_tree *tree = NULL;
-    if (cv_gitsource_poll(c->src, true, &quiet) >= 0 &&
-        cv_gitsource_tree(c->src, NULL, &tree, &quiet) == 0)
-        read_cluster(c, tree);
-    cv_tree_free(tree);
-    cv_diag_free(&quiet);
 }
 
 static char *default_queue_url(const char *state_dir)
@@ -140,12 +118,10 @@ int cv_controller_open(const cv_controller_opts *o, cv_controller **out, cv_diag
         rc = cv_gitsource_open(&go, &c->src, d);
     if (rc == 0)
         rc = cv_builddb_open(db_path, &c->db, d);
-    if (rc == 0 && !o->queue_url)
-        read_head_cluster(c);
-    if (rc == 0) {
-        c->queue_url = o->queue_url            ? strdup(o->queue_url)
-                       : c->cluster.queue_url[0] ? strdup(c->cluster.queue_url)
-                                                 : default_queue_url(o->state_dir);
+    /* the operator's values until a head is read */
+    cv_cluster_apply(NULL, o->policy, &c->cluster, NULL);
+    if (rc == 0) {   /* the operator's queue only: a spec's brokers are refused (CV6161) */
+        c->queue_url = o->queue_url ? strdup(o->queue_url) : default_queue_url(o->state_dir);
         rc = c->queue_url ? 0 : oom(d);
     }
     cv_queue_opts qo = {.now_ms = o->now_ms, .clock_ctx = o->clock_ctx};
@@ -216,7 +192,7 @@ static int plan_head(cv_controller *c, const cv_gitsource_status *st, cv_step_re
         c->o.lookup_models_dir(c->o.lookup_ctx, dir);
     cv_planner_opts po = {.db = c->db, .queue = c->q, .lookup = c->o.lookup,
                           .lookup_ctx = c->o.lookup_ctx, .now_ms = c->o.now_ms,
-                          .clock_ctx = c->o.clock_ctx};
+                          .clock_ctx = c->o.clock_ctx, .policy = c->o.policy};
     if (rc == 0)
         rc = cv_planner_plan(&po, tree, st->revision, &r->plan, d);
     if (rc == 0) {
@@ -248,8 +224,10 @@ static int poll_and_plan(cv_controller *c, bool force, cv_step_report *r, cv_dia
         snprintf(r->source_error, sizeof r->source_error, "%s", st.last_error);
     }
     cv_diag_free(&sd);
-    if (rc == 0 && polled >= 0 && st.commit[0] && strcmp(st.commit, c->head_commit) != 0)
+    if (rc == 0 && polled >= 0 && st.commit[0] && strcmp(st.commit, c->head_commit) != 0) {
         rc = plan_head(c, &st, r, d);
+        c->next_poll_ms = now + c->interval_ms;   /* the head's spec may set the interval */
+    }
     return rc;
 }
 

@@ -30,6 +30,7 @@ typedef struct farm {
     const cv_farm_opts *o;
     cv_controller *ctl;     /* owned */
     char *scratch;          /* owned */
+    char *sign, *verify;    /* owned: the action-cache keys; NULL without a remote */
     pid_t pids[CV_FARM_WORKERS_MAX];
     double started[CV_FARM_WORKERS_MAX];
     int spawned_sets;
@@ -47,14 +48,14 @@ static pid_t spawn_worker(const farm *f, int slot)
     snprintf(id, sizeof id, "farm-%d-%d", (int)getpid(), slot);
     snprintf(log_name, sizeof log_name, "worker-%d.log", slot);
     char *log_path = cv_fs_join(f->o->state_dir, log_name);
-    /* the cluster spec's worker settings, unless the farm's options say */
+    /* the operator's settings, lowered or chosen among by the cluster spec */
     const cv_cluster_settings *cs = cv_controller_cluster(f->ctl);
-    char timeout[32], memory[32];
+    char timeout[32], memory[32], remote[sizeof cs->remote + 16];
     snprintf(timeout, sizeof timeout, "%lldms", (long long)cs->job_timeout_ms);
     snprintf(memory, sizeof memory, "%llu", (unsigned long long)cs->memory_limit);
-    const char *remote = f->o->remote_cache ? f->o->remote_cache
-                         : cs->remote[0]    ? cs->remote
-                                            : NULL;
+    snprintf(remote, sizeof remote, "%s%s", cs->remote,
+             cs->remote[0] && cs->remote_read_only && !strstr(cs->remote, "|read-only")
+                 ? "|read-only" : "");
     const char *argv[40];
     int n = 0;
     argv[n++] = f->o->worker_exe;
@@ -68,9 +69,15 @@ static pid_t spawn_worker(const farm *f, int slot)
         argv[n++] = "--cache";
         argv[n++] = f->o->cache_dir;
     }
-    if (remote) {
-        argv[n++] = "--remote-cache";
-        argv[n++] = remote;
+    /* always said ("" = none): a worker must not fall back to a remote of
+     * its environment that the policy did not choose */
+    argv[n++] = "--remote-cache";
+    argv[n++] = remote;
+    if (remote[0] && f->sign) {
+        argv[n++] = "--signing-key";
+        argv[n++] = f->sign;
+        argv[n++] = "--verify-key";
+        argv[n++] = f->verify;
     }
     if (cs->job_timeout_ms > 0) {
         argv[n++] = "--timeout";
@@ -230,8 +237,13 @@ static int farm_open(farm *f, const cv_farm_opts *o, cv_diag *d)
     cv_controller_opts co = {.repo = o->repo, .ref = o->ref, .state_dir = o->state_dir,
                              .queue_url = o->queue_url, .interval_ms = o->interval_ms,
                              .lookup = o->lookup, .lookup_ctx = o->lookup_ctx,
-                             .lookup_models_dir = o->lookup_models_dir};
+                             .lookup_models_dir = o->lookup_models_dir, .policy = &o->policy};
     if (cv_controller_open(&co, &f->ctl, d) != 0)
+        return -1;
+    /* a shared remote: signed action entries, by default */
+    bool remote = (o->policy.remote && *o->policy.remote) || o->policy.n_remotes > 0;
+    if (remote && cv_farm_signing_keys(o->state_dir, o->signing_key, o->verify_key, &f->sign,
+                                       &f->verify, d) != 0)
         return -1;
     f->scratch = cv_fs_join(o->state_dir, "scratch");
     if (!f->scratch || cv_fs_mkdirs(f->scratch, 0755) != 0) {
@@ -247,6 +259,8 @@ static void farm_close(farm *f)
     workers_stop(f, 0);
     cv_controller_close(f->ctl);
     free(f->scratch);
+    free(f->sign);
+    free(f->verify);
 }
 
 /* ------------------------------------------------------------ --once */

@@ -295,6 +295,14 @@ static int expand_pipeline(plan *pl, const cv_spec_pipeline *p)
     return rc;
 }
 
+static bool has_spec_files(const cv_tree *tree)
+{
+    for (size_t i = 0; i < cv_tree_count(tree); i++)
+        if (cv_spec_is_spec_path(cv_tree_at(tree, i)->path))
+            return true;
+    return false;
+}
+
 static int plan_specs(plan *pl)
 {
     cv_spec_set *s = cv_spec_set_new();
@@ -303,9 +311,19 @@ static int plan_specs(plan *pl)
         return -1;
     }
     int rc = 0;
-    if (cv_planner_load_specs(pl->tree, s, pl->sd)) {
+    if (!has_spec_files(pl->tree)) {
+        /* a commit that deletes every spec builds nothing: not a success */
+        cv_diag_add(pl->sd, CV_SEV_ERROR, CV_E_PLAN_NO_SPECS, (cv_span){0}, NULL,
+                    "%s has no spec file (%s/*.yaml or *.yml): nothing to build", pl->revision,
+                    CV_SPEC_DIR);
+        pl->r->spec_errors = true;
+    } else if (cv_planner_load_specs(pl->tree, s, pl->sd)) {
         pl->r->spec_errors = true;
     } else {
+        if (pl->o->policy) {   /* what the cluster spec asks that the operator refuses */
+            cv_cluster_settings ignored;
+            cv_cluster_apply(cv_spec_set_cluster(s), pl->o->policy, &ignored, pl->sd);
+        }
         pl->r->pipelines = cv_spec_set_pipeline_count(s);
         if (pl->r->pipelines == 0)
             cv_diag_add(pl->sd, CV_SEV_WARNING, CV_E_PLAN_NO_PIPELINES, (cv_span){0}, NULL,

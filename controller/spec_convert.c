@@ -71,6 +71,7 @@ int spec_convert_cluster(cv_arena *a, const cv_yaml_doc *doc, cv_spec_cluster *o
     out->workers.replicas = replicas ? (int)json_integer_value(replicas) : 1;
     out->workers.resource_profile = str(&c, w, "resourceProfile", NULL);
     out->workers.job_timeout_ms = duration(w, "jobTimeout", 600000);
+    out->workers.job_timeout_set = json_object_get(w, "jobTimeout") != NULL;
     out->workers.memory_limit = size(w, "memoryLimit");
     const char *kind = json_string_value(json_object_get(q, "kind"));
     out->queue.kind = kind && strcmp(kind, "kafka") == 0 ? CV_SPEC_QUEUE_KAFKA
@@ -82,6 +83,7 @@ int spec_convert_cluster(cv_arena *a, const cv_yaml_doc *doc, cv_spec_cluster *o
     out->cache.size = size(ca, "size");
     out->cache.remote = str(&c, ca, "remote", NULL);
     out->cache.read_only = json_is_true(json_object_get(ca, "readOnly"));
+    out->cache.signing_key_secret = str(&c, ca, "signingKeySecret", NULL);
     out->image_registry = str(&c, spec, "imageRegistry", NULL);
     return c.oom ? -1 : 0;
 }

@@ -81,8 +81,12 @@ static int check_git_url(spec_walk *w, const spec_field *f, const char *s, cv_sp
     return url_error(w, s, spec_check_url(s, false), sp);
 }
 
-static int check_http_url(spec_walk *w, const spec_field *f, const char *s, cv_span sp)
+/* cache.remote: a URL (the operator's Kubernetes object) or the name of a
+ * remote the operator allows (a repository's spec: cv_cluster_apply). */
+static int check_remote(spec_walk *w, const spec_field *f, const char *s, cv_span sp)
 {
+    if (!strstr(s, "://") && cv_ctl_is_dns_label(s))
+        return 0;
     return url_error(w, s, spec_check_url(s, true), sp);
 }
 
@@ -158,8 +162,9 @@ static const spec_field queue[] = {
 };
 static const spec_field cache[] = {
     STR("size", .check = check_size),
-    STR("remote", .check = check_http_url),
+    STR("remote", .check = check_remote),
     {.name = "readOnly", .type = SK_BOOL},
+    STR("signingKeySecret", .check = check_name),
     END,
 };
 static const spec_field cluster_spec[] = {

@@ -113,6 +113,9 @@ void k8s_children_free(k8s_children *c);
 /* ------------------------------------------------------ render_pods.c */
 
 /* The pod-level pieces render.c assembles; every result is a new object. */
+/* Where the action-cache key pair (cache.signingKeySecret) is mounted. */
+#define K8S_KEYS_DIR "/etc/cuvil/ac-keys"
+
 typedef struct k8s_pod_args {
     const k8s_owner *own;
     const char *component;      /* "controller", "worker", "cache" */
@@ -123,6 +126,7 @@ typedef struct k8s_pod_args {
     const char *state_claim;    /* the PVC mounted at /var/lib/cuvil; may be NULL */
     bool state_read_only;
     const char *cache_claim;    /* the PVC mounted at /var/cache/cuvil; NULL = emptyDir */
+    const char *keys_secret;    /* the Secret mounted read-only at K8S_KEYS_DIR; NULL = none */
     int port;                   /* a named "http" port with a probe on probe_path; 0 = none */
     const char *probe_path;
     json_t *affinity;           /* stolen; NULL = none (deleted from existing children) */

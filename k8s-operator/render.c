@@ -27,6 +27,7 @@ typedef struct plan {
     char image[1200];
     char queue[1200];
     char remote[1200];          /* what workers and the controller use; "" = none */
+    char keys_secret[64];       /* the Secret with the action-cache key pair */
     bool cache_server;
     uint64_t cache_size;
 } plan;
@@ -70,6 +71,21 @@ static void plan_make(plan *p)
         snprintf(p->remote + strlen(p->remote), sizeof p->remote - strlen(p->remote),
                  "|read-only");
     p->cache_size = cl->cache.size ? cl->cache.size : DEFAULT_CACHE_SIZE;
+    if (cl->cache.signing_key_secret)
+        snprintf(p->keys_secret, sizeof p->keys_secret, "%s", cl->cache.signing_key_secret);
+    else
+        snprintf(p->keys_secret, sizeof p->keys_secret, "%.50s-ac-keys", p->own->name);
+}
+
+/* The action-cache keys (every pod that reads or writes the remote signs
+ * and verifies) and, for the controller, the ceilings a repository's
+ * cluster spec is checked against. */
+static void add_keys(json_t *args)
+{
+    json_array_append_new(args, json_string("--signing-key"));
+    json_array_append_new(args, json_string(K8S_KEYS_DIR "/signing.pem"));
+    json_array_append_new(args, json_string("--verify-key"));
+    json_array_append_new(args, json_string(K8S_KEYS_DIR "/verify.pem"));
 }
 
 /* ------------------------------------------------------------ the config */
@@ -86,12 +102,13 @@ static json_t *config_map(const plan *p, char revision[16])
     if (cl->workers.memory_limit)
         k8s_quantity(cl->workers.memory_limit, mem);
     json_t *cfg = json_pack(
-        "{s:{s:s, s:s, s:s}, s:{s:i, s:s, s:s, s:s}, s:s, s:{s:s, s:b, s:s}, s:s}", "source",
+        "{s:{s:s, s:s, s:s}, s:{s:i, s:s, s:s, s:s}, s:s, s:{s:s, s:b, s:s, s:s}, s:s}", "source",
         "url", cl->source.url, "ref", cl->source.ref, "interval", interval, "workers",
         "replicas", cl->workers.replicas, "resourceProfile",
         cl->workers.resource_profile ? cl->workers.resource_profile : "standard", "jobTimeout",
         timeout, "memoryLimit", mem[0] ? mem : "none", "queue", p->queue, "cache", "remote",
-        p->remote, "inCluster", p->cache_server, "size", size, "image", p->image);
+        p->remote, "inCluster", p->cache_server, "size", size, "signingKeySecret",
+        p->keys_secret, "image", p->image);
     char *canon = cfg ? cv_json_canonical(cfg) : NULL;
     char *yaml = cfg ? cv_k8s_yaml_emit(cfg, 100) : NULL;
     json_decref(cfg);
@@ -170,14 +187,24 @@ static json_t *single(const plan *p, const char *suffix, k8s_pod_args *a)
 
 static json_t *controller(const plan *p, const char *state_claim)
 {
-    char interval[32];
+    char interval[32], timeout[32];
     duration(p->cl->source.interval_ms, interval);
+    duration(p->cl->workers.job_timeout_ms, timeout);
+    json_t *args = json_pack("[s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s]", "controller",
+                             p->cl->source.url, "--ref", p->cl->source.ref, "--state", STATE_DIR,
+                             "--queue", p->queue, "--cache", CACHE_DIR, "--interval", interval,
+                             "--http", "0.0.0.0:8081", "--job-timeout", timeout);
+    if (args && p->cl->workers.memory_limit) {
+        char mem[32];
+        snprintf(mem, sizeof mem, "%llu", (unsigned long long)p->cl->workers.memory_limit);
+        json_array_append_new(args, json_string("--memory-limit"));
+        json_array_append_new(args, json_string(mem));
+    }
+    if (args)
+        add_keys(args);
     k8s_pod_args a = {
-        .own = p->own, .component = "controller", .image = p->image,
-        .args = json_pack("[s, s, s, s, s, s, s, s, s, s, s, s, s, s]", "controller",
-                          p->cl->source.url, "--ref", p->cl->source.ref, "--state", STATE_DIR,
-                          "--queue", p->queue, "--cache", CACHE_DIR, "--interval", interval,
-                          "--http", "0.0.0.0:8081"),
+        .own = p->own, .component = "controller", .image = p->image, .args = args,
+        .keys_secret = p->keys_secret,
         .env = json_pack("[{s:s, s:s}]", "name", "CUVIL_REMOTE_CACHE", "value", p->remote),
         .resources = json_pack("{s:{s:s, s:s}, s:{s:s}}", "requests", "cpu", "500m", "memory",
                                "512Mi", "limits", "memory", "2Gi"),
@@ -226,9 +253,12 @@ static json_t *workers(const plan *p, const char *state_claim, json_t *resources
         json_array_append_new(args, json_string("--memory-limit"));
         json_array_append_new(args, json_string(mem));
     }
+    if (args)
+        add_keys(args);
     bool kafka = cl->queue.kind == CV_SPEC_QUEUE_KAFKA;
     k8s_pod_args a = {
         .own = p->own, .component = "worker", .image = p->image, .args = args,
+        .keys_secret = p->keys_secret,
         .env = json_pack("[{s:s, s:{s:{s:s}}}]", "name", "POD_NAME", "valueFrom", "fieldRef",
                          "fieldPath", "metadata.name"),
         .resources = resources, .state_claim = state_claim, .state_read_only = kafka,
@@ -277,6 +307,11 @@ int k8s_render(const cv_spec_cluster *cl, const k8s_owner *own, const cv_k8s_ope
         cv_sb_free(&known);
         return -1;
     }
+    if (cl->cache.remote && !strstr(cl->cache.remote, "://"))
+        return cv_diag_error(d, CV_E_K8S_SPEC, (cv_span){0},
+                             "spec.cache.remote: '%s' is a name; the cluster object is the "
+                             "operator's and names its remote cache by URL", cl->cache.remote),
+               -1;
     plan p = {.cl = cl, .own = own, .o = o};
     plan_make(&p);
     out->cache_server = p.cache_server;

@@ -111,6 +111,12 @@ static json_t *volumes(const k8s_pod_args *a, json_t **mounts)
     json_array_append_new(m, json_pack("{s:s, s:s}", "name", "cache", "mountPath", CACHE_MOUNT));
     json_array_append_new(v, volume("tmp", NULL));
     json_array_append_new(m, json_pack("{s:s, s:s}", "name", "tmp", "mountPath", "/tmp"));
+    if (a->keys_secret) {   /* required: a farm without its keys must not start */
+        json_array_append_new(v, json_pack("{s:s, s:{s:s, s:i}}", "name", "ac-keys", "secret",
+                                           "secretName", a->keys_secret, "defaultMode", 0440));
+        json_array_append_new(m, json_pack("{s:s, s:s, s:b}", "name", "ac-keys", "mountPath",
+                                           K8S_KEYS_DIR, "readOnly", 1));
+    }
     *mounts = m;
     return v;
 }

@@ -239,7 +239,8 @@ int cv_wk_job_body(void *ctx, int report_fd)
     cv_diag_init(&d);
     double t0 = now_ms();
     int fault = o->allow_test_faults ? cv_test_fault_parse(getenv("CUVIL_TEST_FAULT")) : 0;
-    cv_cache_options co = {.dir = o->cache_dir, .remote = o->remote_cache};
+    cv_cache_options co = {.dir = o->cache_dir, .remote = o->remote_cache,
+                           .sign_key = o->sign_key, .verify_key = o->verify_key};
     cv_cache *c = NULL;
     char *model = NULL;
     int rc = cv_cache_open(&co, &c, &d);

@@ -91,7 +91,8 @@ static int fill_defaults(const cv_worker_opts *in, wopts *w, cv_diag *d)
 /* The worker can deliver nothing without a cache to put artifacts in. */
 static int check_cache(const cv_worker_opts *o, cv_diag *d)
 {
-    cv_cache_options co = {.dir = o->cache_dir, .remote = o->remote_cache};
+    cv_cache_options co = {.dir = o->cache_dir, .remote = o->remote_cache,
+                           .sign_key = o->sign_key, .verify_key = o->verify_key};
     cv_cache *c = NULL;
     if (cv_cache_open(&co, &c, d))
         return -1;
@@ -351,7 +352,11 @@ int cv_worker_run(const cv_worker_opts *opts, cv_worker_stats *st, cv_diag *d)
     if (fill_defaults(opts, &w, d) || check_cache(&w.o, d) ||
         cv_queue_open(w.o.queue_url, &w.o.queue_opts, &q, d))
         return -1;
-    cv_log_info("worker %s: queue %s", w.id, w.o.queue_url);
+    cv_log_info("worker %s: queue %s; job timeout %lldms, memory limit %llu bytes; remote "
+                "cache %s%s", w.id, w.o.queue_url, (long long)w.o.job_timeout_ms,
+                (unsigned long long)w.o.memory_limit,
+                w.o.remote_cache && *w.o.remote_cache ? w.o.remote_cache : "none",
+                w.o.sign_key && *w.o.sign_key ? " (signed)" : "");
     remove_stale(w.scratch);
     /* Each job's child would otherwise load LLVM again; one that cannot
      * load it reports that in its own result. */

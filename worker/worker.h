@@ -143,6 +143,10 @@ typedef struct cv_worker_opts {
     cv_queue_opts queue_opts;
     const char *cache_dir;      /* NULL: $CUVIL_CACHE_DIR or ~/.cache/cuvil */
     const char *remote_cache;   /* NULL: $CUVIL_REMOTE_CACHE; "" = none */
+    /* Ed25519 PEM files: action entries PUT to the remote are signed, ones
+     * read from it must carry a good signature (cv_cache_options);
+     * NULL: $CUVIL_REMOTE_CACHE_SIGNING_KEY / _VERIFY_KEY. */
+    const char *sign_key, *verify_key;
     const char *models_dir;     /* jobs' model_path are relative to it; NULL = "." */
     const char *trees_dir;      /* instead: relative to trees_dir/<commit of the revision> */
     cv_worker_fetch_fn fetch;   /* NULL: models_dir/model_path */

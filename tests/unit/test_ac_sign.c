@@ -2,8 +2,9 @@
  * client and a real `cuvil cache serve` on 127.0.0.1: a reader with the
  * verify key takes entries signed by the matching key and refuses (CV9314)
  * unsigned ones, ones signed by another key, and a signed entry replayed
- * under another key; a reader without keys strips the signature; an
- * unusable key file is refused (CV9315). */
+ * under another key; a reader without keys strips the signature; a
+ * private key given as verify key verifies with its public half (what a
+ * farm does); an unusable key file is refused (CV9315). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -145,6 +146,14 @@ static void test_signed_entries_verified(void **state)
     assert_int_equal(cv_cache_remote_put(plain, CV_CAS_AC, &n4, sealed, len, &d), 0);
     assert_null(get(reader, &n4, &code));
     assert_int_equal(code, 9314);
+    /* a farm gives its signing key as verify key too: the public half is used */
+    cv_remote *self = client(f, NULL, f->priv_a);
+    s = get(self, &n1, &code);
+    assert_string_equal(s, "{\"l2\":\"good\"}");
+    free(s);
+    assert_null(get(self, &n3, &code));
+    assert_int_equal(code, 9314);
+    cv_cache_remote_close(self);
     free(sealed);
     cv_ac_keys_free(k);
     cv_diag_free(&d);
@@ -157,13 +166,19 @@ static void test_signed_entries_verified(void **state)
 static void test_bad_key_file_refused(void **state)
 {
     fx *f = *state;
-    cv_remote_options o = {.url = f->url, .verify_key = f->priv_a};   /* a private key */
+    char *junk = cv_tmpdir_path(f->tmp, "junk.pem");
+    FILE *fp = fopen(junk, "w");
+    assert_non_null(fp);
+    fputs("-----BEGIN PUBLIC KEY-----\nnot a key\n-----END PUBLIC KEY-----\n", fp);
+    fclose(fp);
+    cv_remote_options o = {.url = f->url, .verify_key = junk};
     cv_remote *r = NULL;
     cv_diag d;
     cv_diag_init(&d);
     assert_int_equal(cv_cache_remote_open(&o, &r, &d), -1);
     assert_int_equal(d.v[0].code, 9315);
     cv_diag_free(&d);
+    free(junk);
     cv_diag_init(&d);
     o.verify_key = NULL;
     o.sign_key = "/nonexistent/key.pem";

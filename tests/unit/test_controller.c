@@ -340,6 +340,43 @@ static void test_source_failure_is_recorded_not_fatal(void **state)
     assert_false(cv_diag_has_errors(&f->d));
 }
 
+/* The codes of the diagnostics stored with the revision of r. */
+static bool revision_has(fx *f, const cv_step_report *r, int code, const char *text)
+{
+    cv_diag got;
+    cv_diag_init(&got);
+    assert_int_equal(cv_builddb_diags_load(cv_controller_db(f->ctl), r->plan.rev_id, 0, &got,
+                                           &f->d), 0);
+    bool found = false;
+    for (int i = 0; i < got.n; i++)
+        found |= got.v[i].code == code && (!text || strstr(got.v[i].msg, text));
+    cv_diag_free(&got);
+    return found;
+}
+
+/* The operator's policy: two remotes a spec may name, a 10-minute job
+ * ceiling, a 4 GiB memory ceiling. */
+static cv_farm_policy operator_policy(void)
+{
+    cv_farm_policy p = {.remote = "http://127.0.0.1:8/farm", .job_timeout_ms = 600000,
+                        .memory_limit = 4ull << 30};
+    cv_diag d;
+    cv_diag_init(&d);
+    assert_int_equal(cv_farm_policy_add_remote(&p, "fast=http://127.0.0.1:9/x", &d), 0);
+    assert_int_equal(cv_farm_policy_add_remote(&p, "eu=https://cache.example:443", &d), 0);
+    /* malformed: a bad name, no scheme, a duplicate name */
+    assert_int_equal(cv_farm_policy_add_remote(&p, "Bad_Name=http://x:1", &d), -1);
+    assert_int_equal(cv_farm_policy_add_remote(&p, "n=ftp://x:1", &d), -1);
+    assert_int_equal(cv_farm_policy_add_remote(&p, "fast=http://x:1", &d), -1);
+    assert_int_equal(d.n_errors, 3);
+    assert_int_equal(d.v[0].code, 6163);
+    cv_diag_free(&d);
+    assert_int_equal(p.n_remotes, 2);
+    return p;
+}
+
+/* What a spec may choose: a remote the operator named (by its name), lower
+ * limits, read-only, its poll interval. */
 static void test_cluster_spec_settings(void **state)
 {
     fx *f = *state;
@@ -347,28 +384,37 @@ static void test_cluster_spec_settings(void **state)
         "apiVersion: cuvil.dev/v1\nkind: CuvilBuildCluster\nmetadata: {name: c}\n"
         "spec:\n  source: {url: /srv/models.git, interval: 45s}\n"
         "  workers: {jobTimeout: 90s, memoryLimit: 2Gi}\n"
-        "  cache: {remote: \"http://127.0.0.1:9/x\", readOnly: true}\n";
+        "  cache: {remote: fast, readOnly: true}\n";
     const trepo_file files[] = {{"cuvil/p.yaml", PIPELINE, 0}, {"cuvil/c.yaml", CLUSTER, 0},
                                 {"models/a.cuir", MODEL_A, 0}};
     trepo_commit(f->repo, "one", files, 3, NULL);
-    cv_controller_opts o = {.repo = f->repo_dir, .state_dir = f->state_dir};
+    cv_farm_policy p = operator_policy();
+    cv_controller_opts o = {.repo = f->repo_dir, .state_dir = f->state_dir, .policy = &p};
     assert_int_equal(cv_controller_open(&o, &f->ctl, &f->d), 0);
     const cv_cluster_settings *cs = cv_controller_cluster(f->ctl);
+    /* before a head is read: the operator's values */
+    assert_false(cs->found);
+    assert_int_equal(cs->job_timeout_ms, 600000);
+    assert_int_equal(cs->memory_limit, 4ull << 30);
+    assert_string_equal(cs->remote, "http://127.0.0.1:8/farm");
+    cv_step_report r;
+    assert_int_equal(cv_controller_step(f->ctl, true, &r, &f->d), 0);
     assert_true(cs->found);
     assert_int_equal(cs->interval_ms, 45000);
     assert_int_equal(cs->job_timeout_ms, 90000);
     assert_int_equal(cs->memory_limit, 2ull << 30);
     assert_string_equal(cs->remote, "http://127.0.0.1:9/x");
+    assert_string_equal(cs->remote_name, "fast");
     assert_true(cs->remote_read_only);
-    assert_string_equal(cs->queue_url, "");   /* embedded */
     assert_non_null(strstr(cv_controller_queue_url(f->ctl), "sqlite:"));
     /* the interval comes from the spec when the caller gives none */
-    cv_step_report r;
-    assert_int_equal(cv_controller_step(f->ctl, true, &r, &f->d), 0);
     assert_true(cv_controller_idle_ms(f->ctl) > 40000);
     assert_true(cv_controller_idle_ms(f->ctl) <= 45000);
+    assert_false(revision_has(f, &r, 6160, NULL) || revision_has(f, &r, 6161, NULL) ||
+                 revision_has(f, &r, 6162, NULL));
 
-    /* a kafka queue in the spec becomes the queue URL */
+    /* a kafka queue in an operator's spec (the Kubernetes object) becomes
+     * its queue URL */
     cv_spec_set *s = cv_spec_set_new();
     static const char KAFKA[] =
         "apiVersion: cuvil.dev/v1\nkind: CuvilBuildCluster\nmetadata: {name: k}\n"
@@ -381,6 +427,92 @@ static void test_cluster_spec_settings(void **state)
     assert_string_equal(url, "kafka://k1:9092,k2:9092?topic_prefix=farm1");
     cv_spec_set_free(s);
     assert_false(cv_diag_has_errors(&f->d));
+}
+
+/* A commit that asks for infrastructure of its own: a remote URL (an
+ * attacker's server), a Kafka broker list, limits above the operator's.
+ * The revision loads, with one coded warning per request, and the
+ * operator's values apply: the queue stays the operator's. */
+static void test_cluster_spec_cannot_choose_infrastructure(void **state)
+{
+    fx *f = *state;
+    static const char CLUSTER[] =
+        "apiVersion: cuvil.dev/v1\nkind: CuvilBuildCluster\nmetadata: {name: c}\n"
+        "spec:\n  source: {url: /srv/models.git}\n"
+        "  workers: {jobTimeout: 48h, memoryLimit: 1Ti}\n"
+        "  queue: {kind: kafka, brokers: \"evil.example:9092\"}\n"
+        "  cache: {remote: \"http://127.0.0.1:7/attacker\", signingKeySecret: mine}\n";
+    const trepo_file files[] = {{"cuvil/p.yaml", PIPELINE, 0}, {"cuvil/c.yaml", CLUSTER, 0},
+                                {"models/a.cuir", MODEL_A, 0}};
+    trepo_commit(f->repo, "take over", files, 3, NULL);
+    cv_farm_policy p = operator_policy();
+    cv_controller_opts o = {.repo = f->repo_dir, .state_dir = f->state_dir, .policy = &p,
+                            .interval_ms = 3600 * 1000};
+    assert_int_equal(cv_controller_open(&o, &f->ctl, &f->d), 0);
+    assert_int_equal(cv_queue_open(cv_controller_queue_url(f->ctl), NULL, &f->q, &f->d), 0);
+    char want_queue[4096];
+    snprintf(want_queue, sizeof want_queue, "sqlite:%s/queue.db", f->state_dir);
+    assert_string_equal(cv_controller_queue_url(f->ctl), want_queue);
+    cv_step_report r;
+    assert_int_equal(cv_controller_step(f->ctl, true, &r, &f->d), 0);
+    assert_true(r.planned);
+    if (r.plan.spec_errors)
+        cv_diag_print(&f->d, stderr, false);
+    assert_false(r.plan.spec_errors);
+    const cv_cluster_settings *cs = cv_controller_cluster(f->ctl);
+    assert_true(cs->found);
+    assert_string_equal(cs->remote, "http://127.0.0.1:8/farm");
+    assert_int_equal(cs->job_timeout_ms, 600000);
+    assert_int_equal(cs->memory_limit, 4ull << 30);
+    assert_string_equal(cv_controller_queue_url(f->ctl), want_queue);
+    /* the job went to the operator's queue, not the spec's brokers */
+    assert_int_equal(run_jobs(f, CV_RESULT_OK), 1);
+    /* each refusal is stored with the revision, coded and located */
+    assert_true(revision_has(f, &r, 6160, "http://127.0.0.1:7/attacker"));
+    assert_true(revision_has(f, &r, 6161, "evil.example:9092"));
+    assert_true(revision_has(f, &r, 6161, "signingKeySecret"));
+    assert_true(revision_has(f, &r, 6162, "jobTimeout"));
+    assert_true(revision_has(f, &r, 6162, "memoryLimit"));
+    assert_false(cv_diag_has_errors(&f->d));
+
+    /* without a policy (defaults): no remote at all, 600 s, no memory limit */
+    cv_cluster_settings def;
+    cv_cluster_apply(NULL, NULL, &def, NULL);
+    assert_string_equal(def.remote, "");
+    assert_int_equal(def.job_timeout_ms, 600000);
+    assert_int_equal(def.memory_limit, 0);
+}
+
+/* A commit that deletes every spec fails its revision with a coded error;
+ * the controller goes on and builds the next commit. */
+static void test_specless_commit_fails(void **state)
+{
+    fx *f = *state;
+    const trepo_file files[] = {{"cuvil/p.yaml", PIPELINE, 0}, {"models/a.cuir", MODEL_A, 0}};
+    trepo_commit(f->repo, "one", files, 2, NULL);
+    open_controller(f);
+    cv_step_report r;
+    assert_int_equal(cv_controller_step(f->ctl, true, &r, &f->d), 0);
+    assert_true(r.planned);
+    assert_int_equal(run_jobs(f, CV_RESULT_OK), 1);
+    const trepo_file gone[] = {{"cuvil/p.yaml", NULL, 0}};
+    char hex[41];
+    trepo_commit(f->repo, "delete every spec", gone, 1, hex);
+    assert_int_equal(cv_controller_step(f->ctl, true, &r, &f->d), 0);
+    assert_true(r.planned);
+    assert_true(r.plan.spec_errors);
+    assert_true(revision_has(f, &r, 6099, "no spec file"));
+    cv_rev_summary sum;
+    assert_int_equal(cv_builddb_revision_summary(cv_controller_db(f->ctl), r.revision, &sum,
+                                                 &f->d), 1);
+    assert_string_equal(cv_rev_state_name(sum.state), "failed");
+    assert_non_null(strstr(r.revision, hex));
+    /* the next commit with a spec builds again */
+    trepo_commit(f->repo, "back", files, 2, NULL);
+    cv_diag_clear(&f->d);
+    assert_int_equal(cv_controller_step(f->ctl, true, &r, &f->d), 0);
+    assert_true(r.planned);
+    assert_false(r.plan.spec_errors);
 }
 
 /* --ref HEAD: what the source has checked out (a CI runner's checkout). */
@@ -417,6 +549,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_source_failure_is_recorded_not_fatal, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_cluster_spec_settings, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_spec_cannot_choose_infrastructure, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_specless_commit_fails, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ref_head, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,26 +23,8 @@
 #include "controller/controller.h"
 #include "tests/support/pyrun.h"
 #include "tests/support/tmpdir.h"
+#include "tests/unit/farm_testlib.h"
 #include "tests/unit/test_gitrepo.h"
-
-static const char PIPELINE[] =
-    "apiVersion: cuvil.dev/v1\n"
-    "kind: CuvilPipeline\n"
-    "metadata: {name: cuir}\n"
-    "spec:\n"
-    "  models: [\"models/*.cuir\"]\n"
-    "  targets: [x86_64-avx2]\n"
-    "  precisions: [fp32]\n";
-
-static char *example(const char *name)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/examples/cuir/%s", cv_tmpdir_src_root(), name);
-    size_t len;
-    char *text = cv_tmpdir_read_file(path, &len);
-    assert_non_null(text);
-    return text;
-}
 
 /* text with the first occurrence of from replaced by to (malloc'd). */
 static char *replace(const char *text, const char *from, const char *to)
@@ -70,31 +52,11 @@ static void assert_line(const char *out, const char *line)
         fail_msg("no line '%s' in:\n%s", line, out);
 }
 
-/* The manifest ("" for a cache hit) and L2 key of a model's artifact
- * (precision prec) in the revision of commit hex. */
-static void artifact_key(const char *state_dir, const char *hex, const char *model,
-                         const char *prec, char manifest[CV_DIGEST_HEX + 1],
-                         char l2[CV_DIGEST_HEX + 1])
-{
-    char *db_path = cv_tmpdir_path(state_dir, "build.db");
-    char rev[CV_REVISION_MAX + 1];
-    snprintf(rev, sizeof rev, "main@sha1:%s", hex);
-    cv_builddb *db;
-    cv_diag d;
-    cv_diag_init(&d);
-    assert_int_equal(cv_builddb_open(db_path, &db, &d), 0);
-    assert_int_equal(cv_builddb_artifact_find(db, rev, model, "x86_64-avx2", prec, l2, manifest,
-                                              &d), 1);
-    cv_builddb_close(db);
-    cv_diag_free(&d);
-    free(db_path);
-}
-
 static void artifact(const char *state_dir, const char *hex, const char *model,
                      char manifest[CV_DIGEST_HEX + 1])
 {
     char l2[CV_DIGEST_HEX + 1];
-    artifact_key(state_dir, hex, model, "fp32", manifest, l2);
+    farm_artifact_key(state_dir, hex, model, "fp32", manifest, l2);
 }
 
 /* `cuvil status --json` of the failed head, and `cuvil artifacts get` of
@@ -216,10 +178,10 @@ static void test_three_commits(void **state)
         return;
     }
     const char *bin = f.bin, *state_dir = f.state, *err = f.err, *repo_dir = f.repo;
-    char *mlp = example("mlp.cuir"), *residual = example("residual.cuir");
+    char *mlp = farm_example("mlp.cuir"), *residual = farm_example("residual.cuir");
     git_repository *repo = trepo_init(repo_dir);
     const trepo_file first[] = {
-        {"cuvil/pipelines.yaml", PIPELINE, 0},
+        {"cuvil/pipelines.yaml", FARM_PIPELINE, 0},
         {"models/mlp.cuir", mlp, 0},
         {"models/residual.cuir", residual, 0},
         {"README.md", "models\n", 0},
@@ -330,7 +292,7 @@ static void test_int8_calibration(void **state)
         "  precisions: [fp32, int8]\n"
         "  optLevel: O1\n"
         "  calibration: {data: \"calib/*.npy\", method: minmax}\n";
-    char *residual = example("residual.cuir");
+    char *residual = farm_example("residual.cuir");
     size_t n[4];
     char *cal[4];
     for (int i = 0; i < 4; i++)
@@ -350,8 +312,8 @@ static void test_int8_calibration(void **state)
     assert_line(out, "compiled   2\n");
     free(out);
     char fp32[CV_DIGEST_HEX + 1], int8[CV_DIGEST_HEX + 1], key[CV_DIGEST_HEX + 1];
-    artifact_key(f.state, hex, "models/residual.cuir", "fp32", fp32, key);
-    artifact_key(f.state, hex, "models/residual.cuir", "int8", int8, key);
+    farm_artifact_key(f.state, hex, "models/residual.cuir", "fp32", fp32, key);
+    farm_artifact_key(f.state, hex, "models/residual.cuir", "int8", int8, key);
     assert_int_equal(strlen(int8), CV_DIGEST_HEX);
     assert_string_not_equal(fp32, int8);
 
@@ -363,8 +325,8 @@ static void test_int8_calibration(void **state)
     assert_line(out, "compiled   1\n");
     free(out);
     char fp32b[CV_DIGEST_HEX + 1], int8b[CV_DIGEST_HEX + 1];
-    artifact_key(f.state, hex2, "models/residual.cuir", "fp32", fp32b, key);
-    artifact_key(f.state, hex2, "models/residual.cuir", "int8", int8b, key);
+    farm_artifact_key(f.state, hex2, "models/residual.cuir", "fp32", fp32b, key);
+    farm_artifact_key(f.state, hex2, "models/residual.cuir", "int8", int8b, key);
     assert_string_equal(fp32b, "");         /* a hit at planning: no new manifest */
     assert_int_equal(strlen(int8b), CV_DIGEST_HEX);
     assert_string_not_equal(int8, int8b);   /* recalibrated bytes */
@@ -422,9 +384,9 @@ static void test_long_running_farm_and_submit(void **state)
     char *err = cv_tmpdir_path(dir, "stderr.txt");
     setenv("CUVIL_CACHE_DIR", cache_dir, 1);
     setenv("CUVIL_REMOTE_CACHE", "", 1);
-    char *mlp = example("mlp.cuir"), *residual = example("residual.cuir");
+    char *mlp = farm_example("mlp.cuir"), *residual = farm_example("residual.cuir");
     git_repository *repo = trepo_init(repo_dir);
-    const trepo_file first[] = {{"cuvil/pipelines.yaml", PIPELINE, 0},
+    const trepo_file first[] = {{"cuvil/pipelines.yaml", FARM_PIPELINE, 0},
                                 {"models/mlp.cuir", mlp, 0}};
     trepo_commit(repo, "one model", first, 2, NULL);
 

@@ -147,10 +147,22 @@ static void test_create_makes_children(void **state)
     assert_true(args_have(sts, "--memory-limit", "12884901888"));
     assert_true(args_have(sts, "--remote-cache", "http://edge-cache.farm.svc:8080"));
     assert_true(args_have(sts, "--trees", "/var/lib/cuvil/state/trees"));
+    /* signed action entries: the key pair from the Secret <name>-ac-keys */
+    assert_true(args_have(sts, "--signing-key", "/etc/cuvil/ac-keys/signing.pem"));
+    assert_true(args_have(sts, "--verify-key", "/etc/cuvil/ac-keys/verify.pem"));
+    char *vols = json_dumps(json_object_get(json_object_get(json_object_get(
+                                json_object_get(sts, "spec"), "template"), "spec"), "volumes"),
+                            JSON_COMPACT | JSON_SORT_KEYS);
+    assert_non_null(strstr(vols, "\"secretName\":\"edge-ac-keys\""));
+    free(vols);
     json_t *ctl = kt_get_child(&f->fake, APPS, "deployments", "edge-controller");
     assert_non_null(ctl);
     assert_true(args_have(ctl, "controller", "https://git.example.com/ml/models.git"));
     assert_true(args_have(ctl, "--interval", "1m"));
+    /* the object's limits are the ceilings the repository's spec is held to */
+    assert_true(args_have(ctl, "--memory-limit", "12884901888"));
+    assert_true(args_have(ctl, "--job-timeout", NULL));
+    assert_true(args_have(ctl, "--signing-key", "/etc/cuvil/ac-keys/signing.pem"));
     json_t *cache = kt_get_child(&f->fake, APPS, "deployments", "edge-cache");
     assert_true(args_have(cache, "--max-size", "4831838208"));   /* 90% of 5Gi */
     json_t *pvc = kt_get_child(&f->fake, CORE, "persistentvolumeclaims", "edge-state");
