@@ -110,8 +110,11 @@ static int add_entry(builder *b, const json_t *parent, const char *key, size_t i
  * root.  Returns the index entry id, or -1. */
 static int too_many_nodes(builder *b, cv_yspan vs)
 {
-    return report(b, CODE_NODES, vs, "the YAML stream has more than %zu nodes (the limit%s)",
-                  b->max_nodes, b->max_nodes < CV_YAML_MAX_NODES ? " left for these files" : "");
+    if (b->max_nodes < CV_YAML_MAX_NODES)
+        return report(b, CODE_NODES, vs, "more YAML nodes than the files read before this one "
+                      "left of the budget they share (%zu)", b->max_nodes);
+    return report(b, CODE_NODES, vs, "the YAML stream has more than %zu nodes (the limit)",
+                  b->max_nodes);
 }
 
 static int place(builder *b, json_t *value, cv_yspan vs)
