@@ -106,8 +106,6 @@ static int add_entry(builder *b, const json_t *parent, const char *key, size_t i
     return id < 0 ? oom(b, vs) : id;
 }
 
-/* Adds value (a new reference, consumed) to the open container or as the
- * root.  Returns the index entry id, or -1. */
 static int too_many_nodes(builder *b, cv_yspan vs)
 {
     if (b->max_nodes < CV_YAML_MAX_NODES)
@@ -117,6 +115,8 @@ static int too_many_nodes(builder *b, cv_yspan vs)
                   b->max_nodes);
 }
 
+/* Adds value (a new reference, consumed) to the open container or as the
+ * root.  Returns the index entry id, or -1. */
 static int place(builder *b, json_t *value, cv_yspan vs)
 {
     cv_yspan none = {0};
