@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "controller/controller.h"
 #include "tests/support/tmpdir.h"
 #include "tests/unit/test_gitrepo.h"
@@ -87,6 +89,20 @@ static cv_step_report step(fx *f, cv_rev_summary *s)
     return r;
 }
 
+/* The controller (re)started on a new head made of hex's commit (or of
+ * files, committed here): it is planned, and its summary is in *s. */
+static cv_step_report plan_new_head(fx *f, const trepo_file *files, int n, char hex[41],
+                                    cv_rev_summary *s)
+{
+    if (files)
+        trepo_commit(f->repo, "content", files, n, hex);
+    restart(f);
+    cv_step_report r = step(f, s);
+    assert_true(r.planned);
+    assert_non_null(strstr(s->revision, hex));
+    return r;
+}
+
 /* The revision's own diagnostic with this code at path (any place when
  * NULL) must be there, with this severity. */
 static void assert_rev_diag(fx *f, int64_t rev_id, int code, cv_severity sev, const char *path)
@@ -144,14 +160,19 @@ static void test_model_path_not_utf8(void **state)
                                 {"models/mod\xe8le.cuir", MODEL, 0},
                                 {"data/\xe9t\xe9.txt", "x\n", 0}};
     char hex[41];
-    trepo_commit(f->repo, "latin-1", files, 4, hex);
-    restart(f);
     cv_rev_summary s;
-    cv_step_report r = step(f, &s);
-    assert_true(r.planned);
+    cv_step_report r = plan_new_head(f, files, 4, hex, &s);
     assert_int_equal(r.plan.queued, 1);         /* a.cuir still builds */
     assert_rev_diag(f, s.id, 6059, CV_SEV_ERROR, "models/mod\\xe8le.cuir");
     assert_rev_diag(f, s.id, 6059, CV_SEV_WARNING, "data/\\xe9t\\xe9.txt");
+    /* what `cuvil status --json` and the API show: valid JSON, the path escaped */
+    json_t *j = cv_status_revision_json(cv_controller_db(f->ctl), &s, &f->d);
+    char *text = json_dumps(j, JSON_COMPACT);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "6059"));
+    assert_non_null(strstr(text, "models/mod\\\\xe8le.cuir"));
+    free(text);
+    json_decref(j);
     then_next_commit_builds(f, hex, CV_REV_BUILDING);
 }
 
@@ -162,11 +183,8 @@ static void test_name_too_long(void **state)
     snprintf(name, sizeof name, "models/%0300d.cuir", 7);
     const trepo_file files[] = {{"cuvil/p.yaml", PIPELINE, 0}, {name, MODEL, 0}};
     char hex[41];
-    trepo_commit(f->repo, "long name", files, 2, hex);
-    restart(f);
     cv_rev_summary s;
-    cv_step_report r = step(f, &s);
-    assert_true(r.planned);
+    plan_new_head(f, files, 2, hex, &s);
     assert_int_equal(s.state, CV_REV_FAILED);   /* its only model cannot be built */
     assert_rev_diag(f, s.id, 6060, CV_SEV_ERROR, name);
     then_next_commit_builds(f, hex, CV_REV_FAILED);
@@ -220,10 +238,8 @@ static void test_dotdot_entry(void **state)
     raw_tree(f->repo, dir3, n_root, ids, 3, &root);
     char hex[41];
     commit_tree(f->repo, "HEAD", &root, hex);
-    restart(f);
     cv_rev_summary s;
-    cv_step_report r = step(f, &s);
-    assert_true(r.planned);
+    cv_step_report r = plan_new_head(f, NULL, 0, hex, &s);
     assert_int_equal(r.plan.queued, 1);          /* models/a.cuir */
     assert_rev_diag(f, s.id, 6061, CV_SEV_ERROR, "../");
     char *outside = cv_tmpdir_path(f->state_dir, "trees/evil.cuir");
@@ -243,11 +259,8 @@ static void test_tree_over_entry_limit(void **state)
         files[i + 1] = (trepo_file){names[i], MODEL, 0};
     }
     char hex[41];
-    trepo_commit(f->repo, "many files", files, 12, hex);
-    restart(f);
     cv_rev_summary s;
-    cv_step_report r = step(f, &s);
-    assert_true(r.planned);
+    plan_new_head(f, files, 12, hex, &s);
     assert_int_equal(s.state, CV_REV_FAILED);
     assert_int_equal(s.jobs, 0);
     assert_rev_diag(f, s.id, 6056, CV_SEV_ERROR, NULL);
@@ -265,11 +278,8 @@ static void test_file_over_size_limit(void **state)
     const trepo_file files[] = {{"cuvil/p.yaml", PIPELINE, 0}, {"models/a.cuir", MODEL, 0},
                                 {"models/big.cuir", big, 0}, {"weights/w.bin", big, 0}};
     char hex[41];
-    trepo_commit(f->repo, "big files", files, 4, hex);
-    restart(f);
     cv_rev_summary s;
-    cv_step_report r = step(f, &s);
-    assert_true(r.planned);
+    cv_step_report r = plan_new_head(f, files, 4, hex, &s);
     assert_int_equal(r.plan.queued, 1);         /* a.cuir */
     assert_rev_diag(f, s.id, 6055, CV_SEV_ERROR, "models/big.cuir");
     assert_rev_diag(f, s.id, 6055, CV_SEV_WARNING, "weights/w.bin");
