@@ -221,17 +221,22 @@ static void commit_tree(git_repository *r, const char *ref, const git_oid *tree_
     git_tree_free(tree);
 }
 
+/* Crafted trees (git itself refuses them; libgit2 and a raw object write
+ * do not): a ".." directory and a name given twice. */
 static void test_dotdot_entry(void **state)
 {
     fx *f = *state;
     git_oid pipe, model, cuvil, models, evil, root;
     trepo_check(git_blob_create_from_buffer(&pipe, f->repo, PIPELINE, strlen(PIPELINE)), "b");
     trepo_check(git_blob_create_from_buffer(&model, f->repo, MODEL, strlen(MODEL)), "b");
-    const char *blob[] = {"100644"}, *dir3[] = {"40000", "40000", "40000"};
-    const char *n_p[] = {"p.yaml"}, *n_m[] = {"a.cuir"}, *n_e[] = {"evil.cuir"};
+    const char *blob[] = {"100644", "100644", "100644"}, *dir3[] = {"40000", "40000", "40000"};
+    const char *n_p[] = {"p.yaml"}, *n_e[] = {"evil.cuir"};
     raw_tree(f->repo, blob, n_p, &pipe, 1, &cuvil);
-    raw_tree(f->repo, blob, n_m, &model, 1, &models);
     raw_tree(f->repo, blob, n_e, &model, 1, &evil);
+    /* and one name twice: which of the two would be built? */
+    const char *n_m[] = {"a.cuir", "b.cuir", "b.cuir"};
+    git_oid three[] = {model, model, pipe};
+    raw_tree(f->repo, blob, n_m, three, 3, &models);
     /* "..": a directory whose files would land beside the revision's copy */
     const char *n_root[] = {"..", "cuvil", "models"};
     git_oid ids[] = {evil, cuvil, models};
@@ -242,6 +247,7 @@ static void test_dotdot_entry(void **state)
     cv_step_report r = plan_new_head(f, NULL, 0, hex, &s);
     assert_int_equal(r.plan.queued, 1);          /* models/a.cuir */
     assert_rev_diag(f, s.id, 6061, CV_SEV_ERROR, "../");
+    assert_rev_diag(f, s.id, 6061, CV_SEV_ERROR, "models/b.cuir");
     char *outside = cv_tmpdir_path(f->state_dir, "trees/evil.cuir");
     assert_int_not_equal(access(outside, F_OK), 0);
     free(outside);
