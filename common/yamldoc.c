@@ -8,7 +8,8 @@
 
 enum {
     CODE_TOO_LARGE = 1011, CODE_SYNTAX = 1121, CODE_DEPTH = 1122, CODE_ALIAS_LIMIT = 1123,
-    CODE_DUP_KEY = 1124, CODE_UNSUPPORTED = 1125, CODE_UNDEF_ALIAS = 1126, CODE_OOM = 9002,
+    CODE_DUP_KEY = 1124, CODE_UNSUPPORTED = 1125, CODE_UNDEF_ALIAS = 1126, CODE_NODES = 1128,
+    CODE_OOM = 9002,
 };
 
 typedef struct frame {
@@ -36,7 +37,9 @@ typedef struct builder {
     int depth;
     anchor *anchors;        /* owned; reset per document */
     int n_anchors, cap_anchors;
-    size_t nodes, alias_nodes;
+    size_t nodes, alias_nodes;   /* in the document being built */
+    size_t done_nodes;           /* in the stream's earlier documents */
+    size_t max_nodes;            /* for the whole stream */
 } builder;
 
 static int report(builder *b, int code, cv_yspan y, const char *fmt, ...)
@@ -103,12 +106,24 @@ static int add_entry(builder *b, const json_t *parent, const char *key, size_t i
     return id < 0 ? oom(b, vs) : id;
 }
 
+static int too_many_nodes(builder *b, cv_yspan vs)
+{
+    if (b->max_nodes < CV_YAML_MAX_NODES)
+        return report(b, CODE_NODES, vs, "more YAML nodes than the files read before this one "
+                      "left of the budget they share (%zu)", b->max_nodes);
+    return report(b, CODE_NODES, vs, "the YAML stream has more than %zu nodes (the limit)",
+                  b->max_nodes);
+}
+
 /* Adds value (a new reference, consumed) to the open container or as the
  * root.  Returns the index entry id, or -1. */
 static int place(builder *b, json_t *value, cv_yspan vs)
 {
     cv_yspan none = {0};
-    b->nodes++;
+    if (b->done_nodes + ++b->nodes > b->max_nodes) {
+        json_decref(value);
+        return too_many_nodes(b, vs);
+    }
     if (b->depth == 0) {
         json_decref(b->doc->root);
         b->doc->root = value;
@@ -301,6 +316,8 @@ static int on_alias(builder *b, const yaml_event_t *ev)
     if (b->alias_nodes + a->nodes > CV_YAML_MAX_ALIAS_NODES)
         return report(b, CODE_ALIAS_LIMIT, ev_span(ev), "aliases expand to more than %d nodes",
                       CV_YAML_MAX_ALIAS_NODES);
+    if (b->done_nodes + b->nodes + a->nodes > b->max_nodes)
+        return too_many_nodes(b, ev_span(ev));
     b->nodes--;   /* place() counts the copy's root again */
     json_t *c = copy_node(b, a->node);
     if (!c)
@@ -327,6 +344,7 @@ static int on_doc_start(builder *b, const yaml_event_t *ev)
     b->n_docs++;
     b->doc = doc;
     anchors_clear(b);
+    b->done_nodes += b->nodes;
     b->nodes = b->alias_nodes = 0;
     return doc->index && (doc->file || !b->file) ? 0 : oom(b, ev_span(ev));
 }
@@ -400,14 +418,24 @@ static void builder_free(builder *b)
 int cv_yaml_load(const char *text, size_t len, const char *file, cv_yaml_doc **docs, int *n_docs,
                  cv_diag *d)
 {
+    size_t left = CV_YAML_MAX_NODES;
+    return cv_yaml_load_budget(text, len, file, &left, docs, n_docs, d);
+}
+
+int cv_yaml_load_budget(const char *text, size_t len, const char *file, size_t *nodes_left,
+                        cv_yaml_doc **docs, int *n_docs, cv_diag *d)
+{
     *docs = NULL;
     *n_docs = 0;
-    builder b = {.file = file, .d = d};
+    builder b = {.file = file, .d = d,
+                 .max_nodes = *nodes_left < CV_YAML_MAX_NODES ? *nodes_left : CV_YAML_MAX_NODES};
     int rc = len > CV_YAML_MAX_BYTES
         ? report(&b, CODE_TOO_LARGE, (cv_yspan){0}, "YAML input is %zu bytes; the limit is %u",
                  len, CV_YAML_MAX_BYTES)
         : run_parser(&b, text, len);
     builder_free(&b);
+    size_t made = b.done_nodes + b.nodes;
+    *nodes_left -= made < *nodes_left ? made : *nodes_left;
     if (rc) {
         if (file && len <= CV_YAML_MAX_BYTES)
             cv_diag_add_source(d, file, text, len);

@@ -19,6 +19,10 @@
 #define CV_YAML_MAX_BYTES (4u << 20)        /* larger inputs: CV1011 */
 #define CV_YAML_MAX_DEPTH 64                /* deeper nesting: CV1122 */
 #define CV_YAML_MAX_ALIAS_NODES 100000      /* nodes added by aliases per document: CV1123 */
+/* Nodes per stream (all its documents, aliases' copies included): CV1128.
+ * Memory is about 250 bytes a node (the JSON value, its position and the
+ * index), so a stream stays under about 50 MB whatever its text. */
+#define CV_YAML_MAX_NODES 200000
 
 typedef struct cv_yaml_index cv_yaml_index;
 
@@ -38,6 +42,11 @@ typedef struct cv_yaml_doc {
  * text is registered with the cv_diag for caret lines. */
 int cv_yaml_load(const char *text, size_t len, const char *file, cv_yaml_doc **docs, int *n_docs,
                  cv_diag *d);
+/* cv_yaml_load within a node budget shared by several streams: *nodes_left
+ * (at most CV_YAML_MAX_NODES apply) is what this stream may make, and is
+ * decreased by what it made; beyond it, CV1128. */
+int cv_yaml_load_budget(const char *text, size_t len, const char *file, size_t *nodes_left,
+                        cv_yaml_doc **docs, int *n_docs, cv_diag *d);
 int cv_yaml_load_file(const char *path, cv_yaml_doc **docs, int *n_docs, cv_diag *d);
 void cv_yaml_free(cv_yaml_doc *docs, int n_docs);
 

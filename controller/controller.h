@@ -35,6 +35,11 @@
 #define CV_SPEC_STR_MAX 1024         /* any string value, in bytes */
 #define CV_SPEC_LIST_MAX 256         /* items in any list */
 #define CV_SPEC_FILES_MAX 256        /* spec files read from one revision */
+/* What one spec set (one revision's specs) may hold, whatever the files:
+ * their total bytes (CV6062) and YAML nodes (CV1128; one file may use at
+ * most CV_YAML_MAX_NODES of them).  About 250 bytes a node: ~100 MB. */
+#define CV_SPEC_BYTES_MAX ((size_t)16 << 20)
+#define CV_SPEC_NODES_MAX 400000
 
 typedef enum { CV_SPEC_CLUSTER, CV_SPEC_PIPELINE, CV_SPEC__KINDS } cv_spec_kind;
 typedef enum { CV_SPEC_QUEUE_EMBEDDED, CV_SPEC_QUEUE_KAFKA } cv_spec_queue_kind;
@@ -100,9 +105,14 @@ void cv_spec_set_free(cv_spec_set *s);
  * validates each on its own.  A context file only helps resolve `extends`
  * (for validating one file of a directory): its errors are not reported and
  * its documents are not part of the result.  Returns -1 when this (non-
- * context) file has errors; its valid documents are kept either way. */
+ * context) file has errors; its valid documents are kept either way.  A
+ * set holds at most CV_SPEC_BYTES_MAX bytes of files (CV6062) and
+ * CV_SPEC_NODES_MAX YAML nodes (CV1128), context files included. */
 int cv_spec_set_add(cv_spec_set *s, const char *text, size_t len, const char *file, bool context,
                     cv_diag *d);
+/* The CV6062 error for spec files of total bytes over CV_SPEC_BYTES_MAX
+ * (with file, which may be NULL). */
+void cv_spec_too_large(cv_diag *d, const char *file, size_t total);
 /* Cross-document checks: unique names, at most one cluster, `extends`
  * (missing bases, cycles) and the merge (lists replace, maps merge), then
  * the fields a pipeline needs after merging.  Call once, after every add. */
@@ -150,8 +160,16 @@ bool cv_glob_match(const char *pattern, const char *path);
 
 #define CV_GIT_HEX 40
 #define CV_REVISION_MAX 512          /* "ref@sha1:<40 hex>" */
-#define CV_GIT_TREE_MAX_ENTRIES 1000000
-#define CV_GIT_PATH_MAX 4096
+/* Limits on what a revision's tree may hold (docs/security.md).  Beyond
+ * the entry count or the total bytes of its paths, the whole tree is
+ * refused (CV6056: the revision fails); a file whose path is unusable is
+ * left out of the tree and listed with cv_tree_skipped. */
+#define CV_GIT_TREE_MAX_ENTRIES 1000000           /* files and directories */
+#define CV_GIT_TREE_MAX_PATH_BYTES ((size_t)256 << 20)
+#define CV_GIT_PATH_MAX 4096                      /* buffers that hold a path */
+#define CV_GIT_FILE_PATH_MAX 1024                 /* a usable path (CV6060) */
+#define CV_GIT_NAME_MAX 255                       /* one path component (CV6060) */
+#define CV_GIT_BLOB_MAX ((size_t)2 << 30)         /* one file (CV6055) */
 
 typedef struct cv_gitsource cv_gitsource;   /* opaque */
 
@@ -163,6 +181,7 @@ typedef struct cv_gitsource_opts {
     int64_t backoff_max_ms;     /* 0 = 300000 */
     cv_queue_clock_fn now_ms;   /* NULL = CLOCK_REALTIME */
     void *clock_ctx;            /* not owned */
+    size_t max_tree_entries;    /* 0 = CV_GIT_TREE_MAX_ENTRIES (tests lower it) */
 } cv_gitsource_opts;
 
 typedef enum {
@@ -200,7 +219,14 @@ int cv_revision_parse(const char *rev, char ref[CV_REVISION_MAX + 1], char commi
                       cv_diag *d);
 
 /* A commit's tree, read from the mirror without a checkout: every regular
- * file (symlinks and submodules are left out), sorted by path. */
+ * file (symlinks and submodules are left out), sorted by path.  Files whose
+ * path cannot be used are left out too and listed as skipped: a path that
+ * is not UTF-8 (CV6059), too long (CV6060: a component over
+ * CV_GIT_NAME_MAX bytes or a path over CV_GIT_FILE_PATH_MAX), or unsafe
+ * (CV6061: an empty, "." or ".." component, a '/' in a name, the same path
+ * twice, or a file that is also a directory).  A tree over
+ * CV_GIT_TREE_MAX_ENTRIES entries or CV_GIT_TREE_MAX_PATH_BYTES of paths
+ * is CV6056; an unreadable tree CV6054. */
 typedef struct cv_tree cv_tree;   /* opaque; must not outlive its git source */
 
 typedef struct cv_tree_entry {
@@ -215,8 +241,17 @@ const char *cv_tree_commit(const cv_tree *t);
 size_t cv_tree_count(const cv_tree *t);
 const cv_tree_entry *cv_tree_at(const cv_tree *t, size_t i);
 const cv_tree_entry *cv_tree_find(const cv_tree *t, const char *path);
+/* The files left out, in walk order: the first CV_TREE_SKIPPED_KEPT of
+ * them (paths as git has them: any bytes, maybe truncated to
+ * CV_GIT_PATH_MAX), with the reason's code; total counts them all. */
+#define CV_TREE_SKIPPED_KEPT 1000
+size_t cv_tree_skipped_count(const cv_tree *t, size_t *total);
+const cv_tree_entry *cv_tree_skipped_at(const cv_tree *t, size_t i, int *code);
+/* The blob's size from its object header, without inflating it. */
+int  cv_tree_size(const cv_tree *t, const cv_tree_entry *e, size_t *size, cv_diag *d);
 /* The blob's bytes, malloc'd and NUL-terminated (caller frees); CV6055 if
- * larger than max_bytes. */
+ * larger than max_bytes, known from the object header before anything is
+ * inflated. */
 int  cv_tree_read(const cv_tree *t, const cv_tree_entry *e, size_t max_bytes, char **data,
                   size_t *len, cv_diag *d);
 
@@ -435,12 +470,16 @@ typedef struct cv_planner_opts {
     cv_planner_lookup_fn lookup;    /* NULL: every job is a miss under the planner's key */
     void *lookup_ctx;
     int max_jobs;                   /* per revision; 0 = 100000 */
-    size_t max_model_bytes;         /* 0 = 2 GiB */
+    size_t max_model_bytes;         /* 0 = CV_GIT_BLOB_MAX */
     cv_queue_clock_fn now_ms;       /* NULL = CLOCK_REALTIME */
     void *clock_ctx;
     /* The operator's policy the revision's cluster spec is checked against
      * (its refusals are stored with the revision); NULL = no check. */
     const cv_farm_policy *policy;
+    /* Diagnostics about the revision found before planning (files left out
+     * of its tree or of its copy on disk); stored with it, and an error
+     * among them fails it.  May be NULL. */
+    const cv_diag *tree_diags;
 } cv_planner_opts;
 
 typedef struct cv_plan_report {
@@ -459,6 +498,12 @@ int cv_planner_load_specs(const cv_tree *tree, cv_spec_set *s, cv_diag *d);
  * Spec errors are not a failure of this call: they are stored with the
  * revision (which is then failed) and reported in d and r->spec_errors. */
 int cv_planner_plan(const cv_planner_opts *o, const cv_tree *tree, const char *revision,
+                    cv_plan_report *r, cv_diag *d);
+/* Records a revision whose content could not be planned at all (its tree
+ * is unreadable or over the limits): failed, with why (its errors carry
+ * the code and the path).  A revision already recorded is left as it is
+ * (r->already_planned). */
+int cv_planner_fail(const cv_planner_opts *o, const char *revision, const cv_diag *why,
                     cv_plan_report *r, cv_diag *d);
 /* Moves finished results from the queue into the build DB and acks them.
  * *n_results may be NULL. */
@@ -487,6 +532,9 @@ typedef struct cv_controller_opts {
     cv_queue_clock_fn now_ms;   /* NULL = CLOCK_REALTIME */
     void *clock_ctx;
     const cv_farm_policy *policy;   /* NULL = the defaults: no remote, 600 s, no memory limit */
+    /* Limits on a revision's content (0 = CV_GIT_TREE_MAX_ENTRIES and
+     * CV_GIT_BLOB_MAX); tests lower them. */
+    size_t max_tree_entries, max_blob_bytes;
 } cv_controller_opts;
 
 typedef struct cv_step_report {
@@ -510,7 +558,9 @@ void cv_spec_cluster_queue_url(const cv_spec_cluster *cl, char *out, size_t size
 void cv_controller_close(cv_controller *c);
 /* One round: handles build requests, polls when due (force: now), plans a
  * new head, collects results.  -1 only on the farm's own trouble (build DB,
- * queue); spec errors and source failures are recorded, not returned. */
+ * queue, the disk); spec errors, errors in the revision's content (its tree,
+ * paths and file sizes: the revision fails with the code and the path) and
+ * source failures are recorded, not returned. */
 int  cv_controller_step(cv_controller *c, bool force_poll, cv_step_report *r, cv_diag *d);
 /* How long until the next poll is due, in ms (0 = now). */
 int64_t cv_controller_idle_ms(const cv_controller *c);

@@ -113,7 +113,8 @@ int cv_controller_open(const cv_controller_opts *o, cv_controller **out, cv_diag
     char *db_path = cv_fs_join(o->state_dir, "build.db");
     int rc = c->trees_dir && db_path ? 0 : oom(d);
     cv_gitsource_opts go = {.url = o->repo, .ref = o->ref, .state_dir = o->state_dir,
-                            .now_ms = o->now_ms, .clock_ctx = o->clock_ctx};
+                            .now_ms = o->now_ms, .clock_ctx = o->clock_ctx,
+                            .max_tree_entries = o->max_tree_entries};
     if (rc == 0)
         rc = cv_gitsource_open(&go, &c->src, d);
     if (rc == 0)
@@ -180,27 +181,49 @@ static int heartbeat(cv_controller *c, int64_t now, bool stopped, cv_diag *d)
     return rc;
 }
 
+/* Whether trouble reading a revision's tree is the farm's own (memory),
+ * not the revision's: anything else in it would stop every restart again
+ * at the same head, so it fails the revision instead. */
+static bool farm_trouble(const cv_diag *why)
+{
+    for (int i = 1; i <= why->n; i++)
+        if (cv_diag_get(why, i)->code == CV_E_OOM)
+            return true;
+    return false;
+}
+
 static int plan_head(cv_controller *c, const cv_gitsource_status *st, cv_step_report *r,
                      cv_diag *d)
 {
     cv_tree *tree = NULL;
-    char *dir = cv_fs_join(c->trees_dir, st->commit);
-    int rc = dir ? cv_gitsource_tree(c->src, st->commit, &tree, d) : oom(d);
-    if (rc == 0)
-        rc = cv_ctl_tree_write(tree, dir, d);
-    if (rc == 0 && c->o.lookup_models_dir)
-        c->o.lookup_models_dir(c->o.lookup_ctx, dir);
+    cv_diag content;   /* about the revision's content: stored with it */
+    cv_diag_init(&content);
+    size_t max_blob = c->o.max_blob_bytes ? c->o.max_blob_bytes : CV_GIT_BLOB_MAX;
     cv_planner_opts po = {.db = c->db, .queue = c->q, .lookup = c->o.lookup,
                           .lookup_ctx = c->o.lookup_ctx, .now_ms = c->o.now_ms,
-                          .clock_ctx = c->o.clock_ctx, .policy = c->o.policy};
-    if (rc == 0)
-        rc = cv_planner_plan(&po, tree, st->revision, &r->plan, d);
+                          .clock_ctx = c->o.clock_ctx, .max_model_bytes = max_blob,
+                          .tree_diags = &content, .policy = c->o.policy};
+    char *dir = cv_fs_join(c->trees_dir, st->commit);
+    int rc = dir ? 0 : oom(d);
+    if (rc == 0 && cv_gitsource_tree(c->src, st->commit, &tree, &content) != 0) {
+        rc = farm_trouble(&content) ? -1
+             : cv_planner_fail(&po, st->revision, &content, &r->plan, d);
+        cv_diag_merge(d, &content);
+    } else if (rc == 0) {
+        rc = cv_ctl_tree_write(tree, dir, max_blob, &content, d);
+        if (rc == 0 && c->o.lookup_models_dir)
+            c->o.lookup_models_dir(c->o.lookup_ctx, dir);
+        if (rc == 0)
+            rc = cv_planner_plan(&po, tree, st->revision, &r->plan, d);
+        if (rc == 0)
+            read_cluster(c, tree);
+    }
     if (rc == 0) {
-        read_cluster(c, tree);
         r->planned = !r->plan.already_planned;
         memcpy(c->head_commit, st->commit, sizeof c->head_commit);
         snprintf(c->head_revision, sizeof c->head_revision, "%s", st->revision);
     }
+    cv_diag_free(&content);
     cv_tree_free(tree);
     free(dir);
     return rc;

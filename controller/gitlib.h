@@ -26,6 +26,8 @@ typedef struct cv_git_fns {
     __typeof__(git_object_free) *object_free;
     __typeof__(git_object_id) *object_id;
     __typeof__(git_object_peel) *object_peel;
+    __typeof__(git_odb_free) *odb_free;
+    __typeof__(git_odb_read_header) *odb_read_header;
     __typeof__(git_oid_equal) *oid_equal;
     __typeof__(git_oid_fromstr) *oid_fromstr;
     __typeof__(git_oid_tostr) *oid_tostr;
@@ -41,6 +43,7 @@ typedef struct cv_git_fns {
     __typeof__(git_remote_update_tips) *remote_update_tips;
     __typeof__(git_repository_free) *repository_free;
     __typeof__(git_repository_init) *repository_init;
+    __typeof__(git_repository_odb) *repository_odb;
     __typeof__(git_repository_open_bare) *repository_open_bare;
     __typeof__(git_revparse_single) *revparse_single;
     __typeof__(git_tree_entry_filemode) *tree_entry_filemode;

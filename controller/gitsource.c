@@ -118,6 +118,7 @@ int cv_gitsource_open(const cv_gitsource_opts *o, cv_gitsource **out, cv_diag *d
     g->opts = *o;
     g->opts.backoff_base_ms = o->backoff_base_ms > 0 ? o->backoff_base_ms : DEFAULT_BACKOFF_BASE_MS;
     g->opts.backoff_max_ms = o->backoff_max_ms > 0 ? o->backoff_max_ms : DEFAULT_BACKOFF_MAX_MS;
+    g->opts.max_tree_entries = o->max_tree_entries ? o->max_tree_entries : CV_GIT_TREE_MAX_ENTRIES;
     g->url = normalize_url(o->url);
     g->ref = strdup(ref);
     g->mirror = g->url ? mirror_path(o->state_dir, g->url) : NULL;

@@ -20,7 +20,8 @@ enum {
     CV_E_SPEC_STRING = 6022, CV_E_SPEC_RANGE = 6023, CV_E_SPEC_ADDRESS = 6024,
     CV_E_GIT_OPEN = 6050, CV_E_GIT_FETCH = 6051, CV_E_GIT_REF = 6052, CV_E_GIT_COMMIT = 6053,
     CV_E_GIT_READ = 6054, CV_E_GIT_BLOB_SIZE = 6055, CV_E_GIT_TREE_SIZE = 6056,
-    CV_E_GIT_URL = 6057, CV_E_GIT_REVISION = 6058,
+    CV_E_GIT_URL = 6057, CV_E_GIT_REVISION = 6058, CV_E_GIT_NOT_UTF8 = 6059,
+    CV_E_GIT_PATH_LONG = 6060, CV_E_GIT_PATH_UNSAFE = 6061, CV_E_SPEC_TOTAL = 6062,
     CV_E_DB_OPEN = 6070, CV_E_DB_SCHEMA = 6071, CV_E_DB_STORAGE = 6072, CV_E_DB_BUSY = 6073,
     CV_E_DB_UNKNOWN_JOB = 6074, CV_E_DB_UNKNOWN_REV = 6075, CV_E_DB_AMBIGUOUS = 6076,
     CV_E_PLAN_NO_PIPELINES = 6090, CV_E_PLAN_NO_MATCH = 6091, CV_E_PLAN_NOT_MODEL = 6092,
@@ -46,5 +47,11 @@ bool cv_ctl_is_dns_label(const char *s);
 bool cv_ctl_is_ref_name(const char *s);
 /* Whether s holds only printable ASCII or UTF-8 without control characters. */
 bool cv_ctl_is_clean_text(const char *s);
+/* Whether the n bytes at s are well-formed UTF-8 (no overlong forms,
+ * surrogates or code points past U+10FFFF). */
+bool cv_ctl_is_utf8(const char *s, size_t n);
+/* s for a message: bytes that are not printable UTF-8 as \xNN, at most
+ * max bytes of s (then "..."); out holds at least 4 * max + 4 bytes. */
+void cv_ctl_printable(const char *s, size_t max, char *out);
 
 #endif

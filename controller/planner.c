@@ -23,7 +23,6 @@
 #include "controller/internal.h"
 
 #define DEFAULT_MAX_JOBS 100000
-#define DEFAULT_MAX_MODEL_BYTES ((size_t)2 << 30)
 
 typedef struct plan {
     const cv_planner_opts *o;
@@ -38,6 +37,7 @@ typedef struct plan {
 int cv_planner_load_specs(const cv_tree *tree, cv_spec_set *s, cv_diag *d)
 {
     int before = d->n_errors, files = 0;
+    size_t total = 0;
     for (size_t i = 0; i < cv_tree_count(tree); i++) {
         const cv_tree_entry *e = cv_tree_at(tree, i);
         if (!cv_spec_is_spec_path(e->path))
@@ -47,10 +47,20 @@ int cv_planner_load_specs(const cv_tree *tree, cv_spec_set *s, cv_diag *d)
                           "more than %d spec files under %s/", CV_SPEC_FILES_MAX, CV_SPEC_DIR);
             break;
         }
+        /* the total is checked from the object headers, before reading */
+        size_t size;
+        if (cv_tree_size(tree, e, &size, d))
+            continue;
+        if (size <= CV_YAML_MAX_BYTES && size > CV_SPEC_BYTES_MAX - total) {
+            cv_spec_too_large(d, e->path, total + size);
+            break;
+        }
         char *text;
         size_t len;
-        if (cv_tree_read(tree, e, CV_YAML_MAX_BYTES, &text, &len, d) == 0)
+        if (cv_tree_read(tree, e, CV_YAML_MAX_BYTES, &text, &len, d) == 0) {
+            total += len;
             cv_spec_set_add(s, text, len, e->path, false, d);
+        }
         free(text);
     }
     cv_spec_set_resolve(s, d);
@@ -156,13 +166,14 @@ static int model_digest(plan *pl, const cv_tree_entry *e, char out[CV_DIGEST_HEX
     }
     char *data;
     size_t len;
-    size_t max = pl->o->max_model_bytes ? pl->o->max_model_bytes : DEFAULT_MAX_MODEL_BYTES;
+    size_t max = pl->o->max_model_bytes ? pl->o->max_model_bytes : CV_GIT_BLOB_MAX;
     cv_diag rd;
     cv_diag_init(&rd);
     rc = cv_tree_read(pl->tree, e, max, &data, &len, &rd);
     if (rc) {   /* the model's trouble, not the farm's: a revision error */
         const cv_diag_entry *why = cv_diag_get(&rd, 1);
-        cv_diag_add(pl->sd, CV_SEV_ERROR, CV_E_PLAN_READ, (cv_span){.file = e->path}, NULL,
+        int code = why && why->code == CV_E_GIT_BLOB_SIZE ? CV_E_GIT_BLOB_SIZE : CV_E_PLAN_READ;
+        cv_diag_add(pl->sd, CV_SEV_ERROR, code, (cv_span){.file = e->path}, NULL,
                     "cannot read model %s: %s", e->path, why ? why->msg : "?");
         cv_diag_free(&rd);
         return 1;
@@ -303,6 +314,53 @@ static bool has_spec_files(const cv_tree *tree)
     return false;
 }
 
+/* Whether a pipeline of s would take path as a model. */
+static bool wanted_model(const cv_spec_set *s, const char *path)
+{
+    int n = s ? cv_spec_set_pipeline_count(s) : 0;
+    for (int i = 0; i < n && is_model_path(path); i++) {
+        const cv_spec_pipeline *p = cv_spec_set_pipeline(s, i);
+        for (int g = 0; g < p->n_models; g++)
+            if (cv_glob_match(p->models[g], path))
+                return true;
+    }
+    return false;
+}
+
+/* The files the tree left out (unusable paths): an error for each model a
+ * pipeline wants (the revision fails, the other models still build) and
+ * for any unsafe entry (no honest commit has one: git itself refuses
+ * them), a warning for any other file.  Paths are shown with odd bytes
+ * escaped. */
+static void report_skipped(plan *pl, const cv_spec_set *s)
+{
+    static const char *const why[] = {"is not valid UTF-8", "is too long", "is unsafe"};
+    size_t total, n = cv_tree_skipped_count(pl->tree, &total);
+    char shown[4 * 512 + 4];
+    for (size_t i = 0; i < n; i++) {
+        int code;
+        const cv_tree_entry *e = cv_tree_skipped_at(pl->tree, i, &code);
+        cv_ctl_printable(e->path, 512, shown);
+        bool model = wanted_model(s, e->path), error = model || code == CV_E_GIT_PATH_UNSAFE;
+        cv_diag_add(pl->sd, error ? CV_SEV_ERROR : CV_SEV_WARNING, code, (cv_span){.file = shown},
+                    NULL, "%s path '%s' %s (see docs/security.md): %s", model ? "model" : "the",
+                    shown, why[code - CV_E_GIT_NOT_UTF8],
+                    model ? "the model cannot be built" : "left out of the revision's files");
+    }
+    if (total > n)
+        cv_diag_add(pl->sd, CV_SEV_WARNING, CV_E_GIT_PATH_UNSAFE, (cv_span){0}, NULL,
+                    "%zu more files with unusable paths were left out", total - n);
+}
+
+/* Diagnostics found before planning, copied into the revision's. */
+static void copy_diags(cv_diag *to, const cv_diag *from)
+{
+    for (int i = 1; from && i <= from->n; i++) {
+        const cv_diag_entry *e = cv_diag_get(from, i);
+        cv_diag_add(to, e->sev, e->code, e->span, e->path, "%s", e->msg);
+    }
+}
+
 static int plan_specs(plan *pl)
 {
     cv_spec_set *s = cv_spec_set_new();
@@ -311,19 +369,23 @@ static int plan_specs(plan *pl)
         return -1;
     }
     int rc = 0;
+    copy_diags(pl->sd, pl->o->tree_diags);
     if (!has_spec_files(pl->tree)) {
         /* a commit that deletes every spec builds nothing: not a success */
         cv_diag_add(pl->sd, CV_SEV_ERROR, CV_E_PLAN_NO_SPECS, (cv_span){0}, NULL,
                     "%s has no spec file (%s/*.yaml or *.yml): nothing to build", pl->revision,
                     CV_SPEC_DIR);
         pl->r->spec_errors = true;
+        report_skipped(pl, NULL);
     } else if (cv_planner_load_specs(pl->tree, s, pl->sd)) {
         pl->r->spec_errors = true;
+        report_skipped(pl, NULL);
     } else {
         if (pl->o->policy) {   /* what the cluster spec asks that the operator refuses */
             cv_cluster_settings ignored;
             cv_cluster_apply(cv_spec_set_cluster(s), pl->o->policy, &ignored, pl->sd);
         }
+        report_skipped(pl, s);
         pl->r->pipelines = cv_spec_set_pipeline_count(s);
         if (pl->r->pipelines == 0)
             cv_diag_add(pl->sd, CV_SEV_WARNING, CV_E_PLAN_NO_PIPELINES, (cv_span){0}, NULL,
@@ -362,6 +424,28 @@ int cv_planner_plan(const cv_planner_opts *o, const cv_tree *tree, const char *r
         cv_builddb_rollback(o->db);
     cv_diag_merge(d, &sd);
     cv_diag_free(&sd);
+    return rc;
+}
+
+int cv_planner_fail(const cv_planner_opts *o, const char *revision, const cv_diag *why,
+                    cv_plan_report *r, cv_diag *d)
+{
+    memset(r, 0, sizeof *r);
+    int64_t now = cv_ctl_now_ms(o->now_ms, o->clock_ctx);
+    bool created = false;
+    if (cv_builddb_begin(o->db, d))
+        return -1;
+    int rc = cv_builddb_revision_begin(o->db, revision, now, &r->rev_id, &created, d);
+    r->already_planned = rc == 0 && !created;
+    r->spec_errors = true;
+    if (rc == 0 && created)
+        rc = cv_builddb_revision_diags(o->db, r->rev_id, why, d);
+    if (rc == 0 && created)
+        rc = cv_builddb_revision_planned(o->db, r->rev_id, true, now, d);
+    if (rc == 0)
+        rc = cv_builddb_commit(o->db, d);
+    else
+        cv_builddb_rollback(o->db);
     return rc;
 }
 

@@ -46,13 +46,16 @@ struct cv_spec_set {
     cv_spec_cluster *cluster;            /* in the arena */
     cv_spec_pipeline *pipelines;         /* in the arena */
     int n_pipelines;
+    size_t bytes, nodes_left;            /* read so far; YAML nodes still allowed */
 };
 
 cv_spec_set *cv_spec_set_new(void)
 {
     cv_spec_set *s = calloc(1, sizeof *s);
-    if (s)
+    if (s) {
         cv_arena_init(&s->arena);
+        s->nodes_left = CV_SPEC_NODES_MAX;
+    }
     return s;
 }
 
@@ -205,18 +208,31 @@ int cv_spec_set_add(cv_spec_set *s, const char *text, size_t len, const char *fi
     cv_diag_init(&scratch);
     cv_diag *dd = context ? &scratch : d;
     int before = dd->n_errors;
-    spec_file *f = keep_file(s, text, len, file, context);
-    if (!f)
+    spec_file *f = NULL;
+    if (len > CV_SPEC_BYTES_MAX - s->bytes)
+        cv_spec_too_large(dd, file, s->bytes + len);
+    else if (!(f = keep_file(s, text, len, file, context)))
         cv_diag_error(dd, CV_E_OOM, (cv_span){.file = file}, "out of memory");
-    else if (cv_yaml_load(f->text, len, f->name, &f->docs, &f->n_docs, dd) == 0)
-        for (int i = 0; i < f->n_docs; i++)
-            if (!json_is_null(f->docs[i].root))
-                check_doc(s, s->n_files - 1, &f->docs[i], dd);
+    if (f) {
+        s->bytes += len;
+        if (cv_yaml_load_budget(f->text, len, f->name, &s->nodes_left, &f->docs, &f->n_docs,
+                                dd) == 0)
+            for (int i = 0; i < f->n_docs; i++)
+                if (!json_is_null(f->docs[i].root))
+                    check_doc(s, s->n_files - 1, &f->docs[i], dd);
+    }
     bool failed = dd->n_errors > before;
     if (failed && f)
         cv_diag_add_source(dd, f->name, f->text, f->len);
     cv_diag_free(&scratch);
     return failed && !context ? -1 : 0;
+}
+
+void cv_spec_too_large(cv_diag *d, const char *file, size_t total)
+{
+    cv_diag_error(d, CV_E_SPEC_TOTAL, (cv_span){.file = file},
+                  "the spec files come to %zu bytes with %s; the limit is %zu in all", total,
+                  file ? file : "this one", CV_SPEC_BYTES_MAX);
 }
 
 /* ---- cross-document checks */

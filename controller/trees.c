@@ -17,7 +17,6 @@
 #include "common/fs.h"
 #include "controller/ctl_internal.h"
 
-#define TREE_MAX_BLOB ((size_t)2 << 30)
 #define TREE_MARKER ".cuvil-tree-complete"
 
 static int fs_error(cv_diag *d, const char *path, const char *what)
@@ -38,13 +37,14 @@ static int sync_tree(const char *dir, cv_diag *d)
     return rc == 0 ? 0 : fs_error(d, dir, "sync");
 }
 
-static int write_entry(const cv_tree *tree, const char *dir, const cv_tree_entry *e, cv_diag *d)
+static int write_entry(const cv_tree *tree, const char *dir, const cv_tree_entry *e,
+                       size_t max_blob, cv_diag *d)
 {
     char *path = NULL, *data = NULL;
     size_t len = 0;
     int rc = cv_fs_resolve_inside(dir, e->path, &path, d);
     if (rc == 0)
-        rc = cv_tree_read(tree, e, TREE_MAX_BLOB, &data, &len, d);
+        rc = cv_tree_read(tree, e, max_blob, &data, &len, d);
     char *parent = rc == 0 ? cv_fs_dirname(path) : NULL;
     if (rc == 0 && !parent) {
         cv_diag_error(d, CV_E_OOM, (cv_span){0}, "out of memory");
@@ -60,7 +60,13 @@ static int write_entry(const cv_tree *tree, const char *dir, const cv_tree_entry
     return rc;
 }
 
-int cv_ctl_tree_write(const cv_tree *tree, const char *dir, cv_diag *d)
+/* A file over max_blob is left out (its size read from the object header,
+ * nothing inflated): the farm still builds what does not need it, and a
+ * model that does is refused by the planner with the same code.  A
+ * complete copy is not written again, but what it left out is told again
+ * (a revision is planned from scratch after a crash). */
+int cv_ctl_tree_write(const cv_tree *tree, const char *dir, size_t max_blob, cv_diag *skipped,
+                      cv_diag *d)
 {
     char *marker = cv_fs_join(dir, TREE_MARKER);
     if (!marker) {
@@ -68,16 +74,24 @@ int cv_ctl_tree_write(const cv_tree *tree, const char *dir, cv_diag *d)
         return -1;
     }
     int rc = 0;
-    if (access(marker, F_OK) != 0) {
-        if (cv_fs_mkdirs(dir, 0755) != 0)
-            rc = fs_error(d, dir, "create");
-        for (size_t i = 0; rc == 0 && i < cv_tree_count(tree); i++)
-            rc = write_entry(tree, dir, cv_tree_at(tree, i), d);
-        if (rc == 0)
-            rc = sync_tree(dir, d);
-        if (rc == 0)
-            rc = cv_fs_write_atomic(marker, "", 0, d);
+    bool complete = access(marker, F_OK) == 0;
+    if (!complete && cv_fs_mkdirs(dir, 0755) != 0)
+        rc = fs_error(d, dir, "create");
+    for (size_t i = 0; rc == 0 && i < cv_tree_count(tree); i++) {
+        const cv_tree_entry *e = cv_tree_at(tree, i);
+        size_t size;
+        rc = cv_tree_size(tree, e, &size, d);
+        if (rc == 0 && size > max_blob)
+            cv_diag_add(skipped, CV_SEV_WARNING, CV_E_GIT_BLOB_SIZE, (cv_span){.file = e->path},
+                        NULL, "%s is %zu bytes, over the limit of %zu for a file: left out of "
+                        "the revision's files", e->path, size, max_blob);
+        else if (rc == 0 && !complete)
+            rc = write_entry(tree, dir, e, max_blob, d);
     }
+    if (rc == 0 && !complete)
+        rc = sync_tree(dir, d);
+    if (rc == 0 && !complete)
+        rc = cv_fs_write_atomic(marker, "", 0, d);
     free(marker);
     return rc;
 }

@@ -17,6 +17,8 @@
 
 #include "common/diag.h"
 #include "common/fs.h"
+#include "common/strbuf.h"
+#include "common/yamldoc.h"
 #include "controller/controller.h"
 #include "tests/support/pyrun.h"
 #include "tests/support/tmpdir.h"
@@ -616,10 +618,61 @@ static void test_schemas_validate_corpus(void **state)
     free(out);
 }
 
+static bool has_code(const cv_diag *d, int code, const char *file)
+{
+    for (int i = 1; i <= d->n; i++) {
+        const cv_diag_entry *e = cv_diag_get(d, i);
+        if (e->code == code && (!file || (e->span.file && strcmp(e->span.file, file) == 0)))
+            return true;
+    }
+    return false;
+}
+
+/* One spec set (one revision's specs) is bounded in YAML nodes and in
+ * bytes, however the files share them. */
+static void test_set_limits(void **state)
+{
+    (void)state;
+    cv_sb seq = CV_SB_INIT;   /* 3/8 of the set's nodes: the third file is over */
+    cv_sb_putc(&seq, '[');
+    for (size_t i = 0; i < CV_SPEC_NODES_MAX * 3 / 8; i++)
+        cv_sb_puts(&seq, i ? ",0" : "0");
+    cv_sb_puts(&seq, "]\n");
+    cv_spec_set *s = cv_spec_set_new();
+    cv_diag d;
+    cv_diag_init(&d);
+    const char *names[] = {"cuvil/a.yaml", "cuvil/b.yaml", "cuvil/c.yaml"};
+    for (int i = 0; i < 3; i++)
+        cv_spec_set_add(s, seq.buf, seq.len, names[i], false, &d);
+    assert_false(has_code(&d, 1128, names[0]));
+    assert_false(has_code(&d, 1128, names[1]));
+    assert_true(has_code(&d, 1128, names[2]));
+    cv_spec_set_free(s);
+    cv_diag_free(&d);
+    cv_sb_free(&seq);
+    /* bytes: files that fail at their first byte still count */
+    size_t big = CV_YAML_MAX_BYTES;
+    char *text = malloc(big);
+    memset(text, ' ', big);
+    text[0] = ']';
+    s = cv_spec_set_new();
+    cv_diag_init(&d);
+    int files = (int)(CV_SPEC_BYTES_MAX / big);
+    for (int i = 0; i < files; i++)
+        cv_spec_set_add(s, text, big, "cuvil/big.yaml", false, &d);
+    assert_false(has_code(&d, 6062, NULL));
+    assert_int_equal(cv_spec_set_add(s, "kind: x\n", 8, "cuvil/last.yaml", false, &d), -1);
+    assert_true(has_code(&d, 6062, "cuvil/last.yaml"));
+    cv_spec_set_free(s);
+    cv_diag_free(&d);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_corpus),
+        cmocka_unit_test(test_set_limits),
         cmocka_unit_test(test_suggestions),
         cmocka_unit_test(test_extends_merge),
         cmocka_unit_test(test_extends_needs_fields),

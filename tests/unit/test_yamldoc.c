@@ -302,6 +302,52 @@ static void test_limits(void **state)
     free(text);
 }
 
+/* A flow sequence of n zeros: n + 1 nodes in 2n + 1 bytes. */
+static void flow_seq(cv_sb *sb, size_t n)
+{
+    cv_sb_putc(sb, '[');
+    for (size_t i = 0; i < n; i++)
+        cv_sb_puts(sb, i ? ",0" : "0");
+    cv_sb_puts(sb, "]\n");
+}
+
+/* Memory is bounded by nodes, whatever the bytes: a stream (all its
+ * documents) holds at most CV_YAML_MAX_NODES, and a budget shared by
+ * several streams is used up across them. */
+static void test_node_limit(void **state)
+{
+    (void)state;
+    cv_sb sb = CV_SB_INIT;
+    flow_seq(&sb, CV_YAML_MAX_NODES - 1);
+    loaded l;
+    assert_int_equal(load(&l, sb.buf), 0);
+    assert_int_equal(json_array_size(l.docs[0].root), CV_YAML_MAX_NODES - 1);
+    unload(&l);
+    cv_sb_reset(&sb);
+    flow_seq(&sb, CV_YAML_MAX_NODES);
+    expect_error(sb.buf, sb.len, 1128, 0, 0);
+    /* two documents of 60% each */
+    cv_sb_reset(&sb);
+    flow_seq(&sb, CV_YAML_MAX_NODES * 6 / 10);
+    cv_sb_puts(&sb, "---\n");
+    flow_seq(&sb, CV_YAML_MAX_NODES * 6 / 10);
+    expect_error(sb.buf, sb.len, 1128, 0, 0);
+    /* a shared budget: the second stream gets what the first left */
+    cv_sb_reset(&sb);
+    flow_seq(&sb, 999);
+    size_t left = 1500;
+    cv_diag_init(&l.d);
+    assert_int_equal(cv_yaml_load_budget(sb.buf, sb.len, "a.yaml", &left, &l.docs, &l.n, &l.d), 0);
+    assert_int_equal(left, 500);
+    cv_yaml_free(l.docs, l.n);
+    assert_int_equal(cv_yaml_load_budget(sb.buf, sb.len, "b.yaml", &left, &l.docs, &l.n, &l.d),
+                     -1);
+    assert_int_equal(cv_diag_get(&l.d, 1)->code, 1128);
+    assert_int_equal(left, 0);
+    cv_diag_free(&l.d);
+    cv_sb_free(&sb);
+}
+
 static void test_load_file_and_caret(void **state)
 {
     char *dir = cv_tmpdir_make("yaml");
@@ -347,6 +393,7 @@ int main(void)
         cmocka_unit_test(test_aliases_expand_with_positions),
         cmocka_unit_test(test_errors_with_positions),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_node_limit),
         cmocka_unit_test(test_load_file_and_caret),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
