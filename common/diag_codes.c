@@ -14,7 +14,7 @@ static const cv_diag_code_info codes[] = {
     {1004, "invalid-number", "a numeric literal is malformed or does not fit its type"},
     {1005, "invalid-utf8", "the input is not valid UTF-8"},
     {1006, "nul-byte", "the input contains a NUL byte"},
-    {1007, "nesting-too-deep", "brackets are nested deeper than the parser allows"},
+    {1007, "nesting-too-deep", "brackets or expressions are nested deeper than the parser allows"},
     {1008, "bad-header", "the file does not start with a supported header (e.g. `cuir 1`)"},
     {1009, "token-too-long", "a single token is longer than the parser allows"},
     {1010, "unexpected-eof", "the input ends in the middle of a construct (truncated file?)"},
