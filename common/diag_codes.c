@@ -177,6 +177,8 @@ static const cv_diag_code_info codes[] = {
     {5007, "codegen-symbolic-resize", "resize along a symbolic axis is not compiled yet"},
     {5010, "unknown-target", "the -t target is unknown, or LLVM cannot make a machine for it"},
     {5011, "llvm-codegen-failed", "LLVM could not emit an object file for the module"},
+    {5012, "model-too-large", "the model has more ops than a compile takes (cuvil compile --max-ops)"},
+    {5013, "compile-timeout", "the compile ran past cuvil compile --timeout and was stopped"},
     {5021, "link-failed", "the system linker failed to make lib<name>.so"},
     {5022, "nchwc-weights-not-constant", "a convolution planned in the blocked layout has weights that are not embedded constants"},
     {5023, "nchwc-no-kernel", "an op planned in the blocked layout has no blocked kernel (an internal planning error)"},
