@@ -1,13 +1,18 @@
 /* cuvil compile MODEL -t TARGET [-O2] [-o DIR] [--emit LIST] [--stats]
  * Compiles a model into a native inference library, through the cache
  * (worker/build.c: L1 front-end cache, L2 artifact cache, local then remote). */
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include "cache/cache.h"
 #include "cli/cli.h"
 #include "common/jobmsg.h"
 #include "compiler-core/cuvil.h"
+#include "controller/controller.h"
 #include "worker/worker.h"
 
 extern const cv_cli_command cv_cmd_compile;
@@ -19,6 +24,9 @@ typedef struct compile_args {
     cv_quant_opts quant;        /* --calibration, --calibration-method, --min-sqnr */
     char calib[4096];           /* repeated --calibration specs, joined with ';' */
     bool stats, verbose, no_cache, explain;
+    int max_ops;                /* --max-ops; 0: CV_MAX_COMPILE_OPS */
+    int64_t timeout_ms;         /* --timeout; 0: none */
+    const char *timeout_text;
 } compile_args;
 
 static int parse_opt_level(const char *a, int *out)
@@ -83,6 +91,19 @@ static int parse_args(compile_args *a, int argc, char **argv)
             a->quant.min_sqnr = strtod(argv[++i], &end);
             if (*end || !(a->quant.min_sqnr > 0 && a->quant.min_sqnr < 200))
                 return cv_cli_usage_error(cmd, "--min-sqnr takes dB in (0, 200), got '%s'", argv[i]);
+        } else if (strcmp(s, "--max-ops") == 0 && i + 1 < argc) {
+            char *end;
+            long n = strtol(argv[++i], &end, 10);
+            if (*end || end == argv[i] || n < 1 || n > CV_MAX_COMPILE_OPS_CEILING)
+                return cv_cli_usage_error(cmd, "--max-ops takes 1 to %d, got '%s'",
+                                          CV_MAX_COMPILE_OPS_CEILING, argv[i]);
+            a->max_ops = (int)n;
+        } else if (strcmp(s, "--timeout") == 0 && i + 1 < argc) {
+            a->timeout_text = argv[++i];
+            if (cv_spec_parse_duration(a->timeout_text, &a->timeout_ms) || a->timeout_ms < 1 ||
+                a->timeout_ms > (int64_t)24 * 3600 * 1000)
+                return cv_cli_usage_error(cmd, "--timeout takes a duration up to 24h (90s, 1500ms, "
+                                          "10m), got '%s'", a->timeout_text);
         } else if (strcmp(s, "--remote-cache") == 0 && i + 1 < argc) {
             a->remote = argv[++i];
         } else if (s[0] == '-') {
@@ -124,6 +145,41 @@ static void print_stats(const cv_compile_info *info)
            info->ms_passes, info->ms_codegen, info->ms_llvm, info->ms_link);
 }
 
+/* --timeout.  LLVM cannot be interrupted part way and a compile thread cannot
+ * be cancelled safely, so expiry ends the process from the signal handler
+ * with the diagnostic prepared beforehand (write and _exit only: both are
+ * async-signal-safe).  The cache writes entries by rename, so none is left
+ * half written; files under -o may be. */
+static char timeout_msg[600];
+static size_t timeout_len;
+
+static void on_timeout(int sig)
+{
+    (void)sig;
+    ssize_t w = write(STDERR_FILENO, timeout_msg, timeout_len);
+    (void)w;
+    _exit(CV_EXIT_INPUT);
+}
+
+static void arm_timeout(const compile_args *a)
+{
+    int n = snprintf(timeout_msg, sizeof timeout_msg, "%s: error[CV5013]: the compile ran past "
+                     "--timeout %s and was stopped\n", a->model, a->timeout_text);
+    timeout_len = n < 0 ? 0 : (size_t)n < sizeof timeout_msg ? (size_t)n : sizeof timeout_msg - 1;
+    struct sigaction sa = {.sa_handler = on_timeout};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = {.it_value = {.tv_sec = (time_t)(a->timeout_ms / 1000),
+                                        .tv_usec = (suseconds_t)(a->timeout_ms % 1000) * 1000}};
+    setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void disarm_timeout(void)
+{
+    struct itimerval off = {0};
+    setitimer(ITIMER_REAL, &off, NULL);
+}
+
 static int build(const compile_args *a, cv_build_result *r, cv_diag *d)
 {
     cv_cache *cache = NULL;
@@ -136,9 +192,13 @@ static int build(const compile_args *a, cv_build_result *r, cv_diag *d)
                                   : CV_PRECISION_FP32,
         .opt_level = (cv_opt_level)a->o.opt_level, .emit = a->o.emit,
         .out_dir = a->o.out_dir, .explain = a->explain, .debug = a->o.debug, .quant = a->quant,
-        .no_blocked_layout = a->o.no_blocked_layout,
+        .no_blocked_layout = a->o.no_blocked_layout, .max_ops = a->max_ops,
     };
+    if (a->timeout_ms)
+        arm_timeout(a);
     int rc = cv_build(cache, &bo, r, d);
+    if (a->timeout_ms)
+        disarm_timeout();
     cv_cache_close(cache);
     return rc;
 }
@@ -178,7 +238,7 @@ const cv_cli_command cv_cmd_compile = {
     "compile", "compile a model into a native inference library",
     "cuvil compile MODEL [-t TARGET] [-O0..-O3] [-g] [-p PRECISION] [-o DIR] [--emit LIST]\n"
     "              [--weights-file] [--stats] [-v] [--explain] [--no-cache] [--remote-cache URL]\n"
-    "              [--no-blocked-layout]\n"
+    "              [--no-blocked-layout] [--max-ops N] [--timeout DUR]\n"
     "  -t TARGET     x86_64, x86_64-avx2, x86_64-avx512, aarch64-linux-gnu,\n"
     "                riscv64-linux-gnu or native (default)\n"
     "  -O0..-O3      optimisation level (default -O2)\n"
@@ -205,6 +265,8 @@ const cv_cli_command cv_cmd_compile = {
     "  --explain     on a miss, name the key fields that differ from the closest entry\n"
     "  --no-cache    compile without the cache (also CUVIL_CACHE=off)\n"
     "  --no-blocked-layout  keep every convolution in the plain NCHW layout (for comparison)\n"
-    "  --remote-cache URL  http://host:port[/instance] (also CUVIL_REMOTE_CACHE)\n",
+    "  --remote-cache URL  http://host:port[/instance] (also CUVIL_REMOTE_CACHE)\n"
+    "  --max-ops N   refuse (CV5012) a model with more than N ops (default 200000)\n"
+    "  --timeout DUR stop the compile (CV5013, exit 1) after DUR: 90s, 1500ms, 10m\n",
     run_compile,
 };

@@ -82,7 +82,13 @@ typedef struct cv_compile_opts {
     const char *fingerprint;
     const cv_quant_opts *quant; /* reduced precision; NULL: fp32 */
     bool no_blocked_layout;     /* keep every convolution in the plain NCHW layout */
+    int max_ops;                /* a model with more ops is CV5012; 0: CV_MAX_COMPILE_OPS */
 } cv_compile_opts;
+
+/* Ops a compiled model may have (cuvil compile --max-ops raises or lowers it,
+ * up to the ceiling): compile time and memory grow with the graph, and a
+ * model file under the size limits can hold millions of ops. */
+enum { CV_MAX_COMPILE_OPS = 200000, CV_MAX_COMPILE_OPS_CEILING = 100000000 };
 
 typedef struct cv_compile_info {
     char name[128];         /* the artifact's C name: cv_<name>_run ... */

@@ -23,12 +23,13 @@ for bin in "$@"; do
     crashes="$build/fuzz/crashes/$name"
     mkdir -p "$corpus" "$crashes"
     mapfile -t seeds < <(scripts/fuzz.sh --seeds "$build" "$name")
+    mapfile -t flags < <(scripts/fuzz.sh --flags "$build" "$name")
     cpu=0; chunks=0; execs=0; result=ok
     while [ "$cpu" -lt "$want" ]; do
         chunks=$((chunks + 1))
         log="$logs/$name.$chunks.log"
         nice -n 19 /usr/bin/time -f '%U %S' -o "$logs/$name.time" \
-            "$bin" -max_total_time="$chunk" -max_len=65536 -timeout=20 -rss_limit_mb=2048 \
+            "$bin" -max_total_time="$chunk" "${flags[@]}" -timeout=20 -rss_limit_mb=2048 \
             -artifact_prefix="$crashes/" -print_final_stats=1 "$corpus" "${seeds[@]}" \
             >"$log" 2>&1
         rc=$?

@@ -460,6 +460,7 @@ static int backend(bctx *b)
     /* The symbol map holds locations only where the L2 key covers them. */
     co.debug = b->o->debug;
     co.no_blocked_layout = b->o->no_blocked_layout;
+    co.max_ops = b->o->max_ops;
     co.sym_locs = !b->c || (b->emit & CV_EMIT_CUIR);
     co.fingerprint = b->r->fingerprint[0] ? b->r->fingerprint : NULL;
     if (cv_compile_native(b->m, &co, &b->r->info, b->d))

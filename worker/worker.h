@@ -53,6 +53,7 @@ typedef struct cv_build_opts {
                                    lives in the cache) */
     bool scratch_out;           /* out_dir is removed after the build (the worker's): the
                                    cache keeps no file-hash memo rows for its files */
+    int max_ops;                /* more ops is CV5012; 0: CV_MAX_COMPILE_OPS */
 } cv_build_opts;
 
 typedef struct cv_build_level {

@@ -323,6 +323,11 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info
     memset(info, 0, sizeof *info);
     if (m->n_funcs < 1)
         return cv_diag_error(d, 5002, (cv_span){.file = m->path}, "the module has no model"), -1;
+    int max_ops = o.max_ops > 0 ? o.max_ops : CV_MAX_COMPILE_OPS;
+    if (m->funcs[0]->n_ops > max_ops)
+        return cv_diag_error(d, 5012, m->funcs[0]->span, "the model has %d ops, more than the %d "
+                             "a compile takes (cuvil compile --max-ops N to change it)",
+                             m->funcs[0]->n_ops, max_ops), -1;
     if (cv_fs_mkdirs(o.out_dir, 0755))
         return cv_diag_error(d, 9004, (cv_span){.file = o.out_dir}, "cannot create %s: %s",
                              o.out_dir, strerror(errno)), -1;

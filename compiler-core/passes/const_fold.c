@@ -58,7 +58,7 @@ static bool foldable(const cv_op *op)
 }
 
 /* Evaluates op; on success its results' uses move to new params. */
-static int fold(cv_func *f, cv_op *op, cv_diag *d)
+static int fold(cv_func *f, cv_op *op, cv_pass_fwd *fwd, cv_diag *d)
 {
     cv_tensor ins[MAX_IO], outs[MAX_IO];
     const cv_tensor *in_ptrs[MAX_IO];
@@ -93,7 +93,7 @@ static int fold(cv_func *f, cv_op *op, cv_diag *d)
             rc = -1;
             break;
         }
-        cv_pass_replace_uses(f, op->results[r], c);
+        cv_pass_fwd_set(fwd, op->results[r], c);
     }
     for (int r = 0; r < made; r++)
         cv_tensor_free(&outs[r]);
@@ -105,22 +105,33 @@ static int fold(cv_func *f, cv_op *op, cv_diag *d)
 int cv_pass_const_fold(cv_func *f, cv_pass_stats *st, cv_diag *d)
 {
     int *uses = cv_pass_count_uses(f);
-    if (!uses)
+    cv_pass_fwd fwd;   /* folded results -> their constants */
+    if (cv_pass_fwd_init(&fwd, f) || !uses) {
+        free(uses);
+        cv_pass_fwd_free(&fwd);
         return cv_diag_error(d, 9002, f->span, "out of memory folding constants"), -1;
+    }
     int rc = 0;
     for (int i = 0; i < f->n_ops && rc == 0; i++) {
         cv_op *op = f->ops[i];
+        cv_pass_fwd_op(&fwd, op);
         bool used = false;
         for (int r = 0; r < op->n_results; r++)
             used |= uses[op->results[r]->id] > 0;
         if (!used || !foldable(op))
             continue;
-        int got = fold(f, op, d);
+        int got = fold(f, op, &fwd, d);
         if (got < 0)
             rc = -1;
         else if (got == 0)
             st->folded++;
     }
+    /* After a failure too: the walk stopped, the rest of f must still see
+     * the constants that replaced what was folded so far. */
+    for (int i = 0; i < f->n_ops; i++)
+        cv_pass_fwd_op(&fwd, f->ops[i]);
+    cv_pass_fwd_returns(&fwd, f);
+    cv_pass_fwd_free(&fwd);
     free(uses);
     return rc;
 }

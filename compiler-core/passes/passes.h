@@ -52,9 +52,27 @@ int cv_pass_cse(cv_func *f, cv_pass_stats *st, cv_diag *d);
 int cv_pass_dce(cv_func *f, cv_pass_stats *st);
 
 /* Shared by the rewrites (rewrite.c). */
-/* Every use of `from` (operands, returns) becomes a use of `to`. */
+/* Every use of `from` (operands, returns) becomes a use of `to`.  A scan of
+ * the whole function: a pass that replaces many values uses a forwarding
+ * table instead (below), or it is quadratic. */
 void cv_pass_replace_uses(cv_func *f, const cv_value *from, cv_value *to);
-/* Appends src's locations to dst's (dst now stands for both). */
+/* A forwarding table for passes that walk the ops in program order and
+ * replace values as they go: to[v->id] stands for v (NULL: v itself), for
+ * the n values f had when it was made (later ones are never forwarded).
+ * cv_pass_fwd_op rewrites op's operands when the walk reaches op (every use
+ * comes after its definition); cv_pass_fwd_returns rewrites the returns. */
+typedef struct cv_pass_fwd {
+    cv_value **to;  /* owned */
+    int n;
+} cv_pass_fwd;
+int cv_pass_fwd_init(cv_pass_fwd *fw, const cv_func *f);   /* 0, or -1 out of memory */
+void cv_pass_fwd_set(cv_pass_fwd *fw, const cv_value *from, cv_value *to);
+void cv_pass_fwd_op(const cv_pass_fwd *fw, cv_op *op);
+void cv_pass_fwd_returns(const cv_pass_fwd *fw, cv_func *f);
+void cv_pass_fwd_free(cv_pass_fwd *fw);
+/* Appends src's locations to dst's (dst now stands for both), up to
+ * CV_PASS_MAX_MERGED_LOCS in all. */
+enum { CV_PASS_MAX_MERGED_LOCS = 64 };
 void cv_pass_merge_locs(cv_op *dst, const cv_op *src);
 /* Uses of each value (operands and returns), indexed by value id; the
  * caller frees it.  NULL when out of memory. */

@@ -18,9 +18,47 @@ void cv_pass_replace_uses(cv_func *f, const cv_value *from, cv_value *to)
             f->returns[i] = to;
 }
 
+int cv_pass_fwd_init(cv_pass_fwd *fw, const cv_func *f)
+{
+    fw->n = f->n_values;
+    fw->to = calloc((size_t)f->n_values + 1, sizeof *fw->to);
+    return fw->to ? 0 : -1;
+}
+
+void cv_pass_fwd_set(cv_pass_fwd *fw, const cv_value *from, cv_value *to)
+{
+    if (from->id >= 0 && from->id < fw->n)
+        fw->to[from->id] = to;
+}
+
+static cv_value *forwarded(const cv_pass_fwd *fw, cv_value *v)
+{
+    return v->id >= 0 && v->id < fw->n && fw->to[v->id] ? fw->to[v->id] : v;
+}
+
+void cv_pass_fwd_op(const cv_pass_fwd *fw, cv_op *op)
+{
+    for (int k = 0; k < op->n_operands; k++)
+        cv_op_set_operand(op, k, forwarded(fw, op->operands[k]));
+}
+
+void cv_pass_fwd_returns(const cv_pass_fwd *fw, cv_func *f)
+{
+    for (int i = 0; i < f->n_returns; i++)
+        f->returns[i] = forwarded(fw, f->returns[i]);
+}
+
+void cv_pass_fwd_free(cv_pass_fwd *fw)
+{
+    free(fw->to);
+    fw->to = NULL;
+}
+
 void cv_pass_merge_locs(cv_op *dst, const cv_op *src)
 {
-    for (int i = 0; i < src->n_locs; i++) {
+    /* Thousands of equal ops merged into one would make this quadratic;
+     * past the cap, the first locations stand for the rest. */
+    for (int i = 0; i < src->n_locs && dst->n_locs < CV_PASS_MAX_MERGED_LOCS; i++) {
         const cv_loc *l = &src->locs[i];
         bool seen = false;
         for (int k = 0; k < dst->n_locs && !seen; k++)

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "common/strbuf.h"
 #include "tests/unit/test_passes_util.h"
 
 static int cse_and_clean(cv_func *f, cv_pass_stats *st, cv_diag *d)
@@ -83,12 +84,41 @@ static void test_different_types_stay(void **state)
     cv_module_free(m);
 }
 
+/* Many equal ops, each at its own line, every result used by a chain of
+ * adds: one survivor, uses moved through the whole chain (results checked
+ * against the interpreter by pt_apply), and the survivor's locations
+ * capped so that merging stays linear. */
+static void test_many_equal_ops(void **state)
+{
+    (void)state;
+    enum { N = 200 };
+    cv_sb sb = CV_SB_INIT;
+    cv_sb_puts(&sb, "cuir 1\nmodel @fan(%x: f32[4]) -> (f32[4]) {\n");
+    for (int i = 0; i < N; i++)
+        cv_sb_printf(&sb, "  %%r%d = relu(%%x) : f32[4]  loc(\"m.py\":%d:1)\n", i, i + 1);
+    cv_sb_puts(&sb, "  %s1 = add(%r0, %r1) : f32[4]\n");
+    for (int i = 2; i < N; i++)
+        cv_sb_printf(&sb, "  %%s%d = add(%%s%d, %%r%d) : f32[4]\n", i, i - 1, i);
+    cv_sb_printf(&sb, "  return %%s%d\n}\n", N - 1);
+    cv_pass_stats st;
+    cv_module *m = pt_apply(cv_sb_str(&sb), cse_and_clean, &st, 0, 0);
+    const cv_func *f = m->funcs[0];
+    assert_int_equal(st.cse_ops, N - 1);
+    assert_int_equal(pt_count_ops(f, "relu"), 1);
+    assert_int_equal(pt_count_ops(f, "add"), N - 1);
+    assert_int_equal(pt_find_op(f, "relu")->n_locs, CV_PASS_MAX_MERGED_LOCS);
+    pt_check_order(f);
+    cv_module_free(m);
+    cv_sb_free(&sb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_equal_ops_merge),
         cmocka_unit_test(test_equal_params_merge),
         cmocka_unit_test(test_different_types_stay),
+        cmocka_unit_test(test_many_equal_ops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

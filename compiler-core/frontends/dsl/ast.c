@@ -3,6 +3,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const kind_names[] = {
@@ -83,25 +84,121 @@ void dsl_ast_children(const dsl_node *n, void (*fn)(dsl_node *child, void *ctx),
     each_in(&n->final, fn, ctx);
 }
 
-static void link_child(dsl_node *child, void *ctx)
+/* An explicit stack, not recursion: a chain such as a+a+...+a or x.T.T...
+ * makes a tree as deep as the chain is long, deeper than any C stack. */
+typedef struct walk_item {
+    dsl_node *n;
+    int depth;
+} walk_item;
+
+typedef struct walk_stack {
+    walk_item *v;   /* owned */
+    size_t n, cap;
+} walk_stack;
+
+static bool walk_push(walk_stack *st, dsl_node *n, int depth)
 {
-    dsl_node *parent = ctx;
-    child->parent = parent;
-    child->role = DSL_ROLE_NONE;
-    if (parent->kind == DSL_N_KEYWORD)
-        child->role = DSL_ROLE_KWVALUE;
-    if (parent->kind == DSL_N_CALL)
-        for (int i = 0; i < parent->items.n; i++)
-            if (parent->items.v[i] == child) {
-                child->role = DSL_ROLE_ARG;
-                child->role_index = i;
-            }
-    dsl_ast_link(child);
+    if (!n)
+        return true;
+    if (st->n == st->cap) {
+        size_t cap = st->cap ? st->cap * 2 : 256;
+        walk_item *v = realloc(st->v, cap * sizeof *v);
+        if (!v)
+            return false;
+        st->v = v;
+        st->cap = cap;
+    }
+    st->v[st->n++] = (walk_item){n, depth};
+    return true;
 }
 
-void dsl_ast_link(dsl_node *root)
+static bool push_list(walk_stack *st, const dsl_list *l, int depth)
 {
-    dsl_ast_children(root, link_child, root);
+    for (int i = l->n - 1; i >= 0; i--)
+        if (!walk_push(st, l->v[i], depth))
+            return false;
+    return true;
+}
+
+/* Pushes n's children so that they pop in dsl_ast_children's order. */
+static bool push_children(walk_stack *st, const dsl_node *n, int depth)
+{
+    return push_list(st, &n->final, depth) && push_list(st, &n->orelse, depth) &&
+           push_list(st, &n->body, depth) && push_list(st, &n->items2, depth) &&
+           push_list(st, &n->items, depth) && walk_push(st, n->c, depth) &&
+           walk_push(st, n->b, depth) && walk_push(st, n->a, depth);
+}
+
+int dsl_ast_walk(dsl_node *root, int (*visit)(dsl_node *n, int depth, void *ctx), void *ctx)
+{
+    walk_stack st = {0};
+    int rc = walk_push(&st, root, 0) ? 0 : -1;
+    while (rc == 0 && st.n) {
+        walk_item it = st.v[--st.n];
+        rc = visit(it.n, it.depth, ctx);
+        if (rc == 0 && !push_children(&st, it.n, it.depth + 1))
+            rc = -1;
+    }
+    free(st.v);
+    return rc;
+}
+
+static void adopt(dsl_node *parent, dsl_node *child, dsl_role role, int index)
+{
+    if (!child)
+        return;
+    child->parent = parent;
+    child->role = role;
+    child->role_index = index;
+}
+
+static void adopt_list(dsl_node *parent, const dsl_list *l, dsl_role role)
+{
+    for (int i = 0; i < l->n; i++)
+        adopt(parent, l->v[i], role, role == DSL_ROLE_ARG ? i : 0);
+}
+
+static int link_node(dsl_node *n, int depth, void *ctx)
+{
+    (void)depth;
+    (void)ctx;
+    dsl_role role = n->kind == DSL_N_KEYWORD ? DSL_ROLE_KWVALUE : DSL_ROLE_NONE;
+    adopt(n, n->a, role, 0);
+    adopt(n, n->b, role, 0);
+    adopt(n, n->c, role, 0);
+    adopt_list(n, &n->items, n->kind == DSL_N_CALL ? DSL_ROLE_ARG : role);
+    adopt_list(n, &n->items2, role);
+    adopt_list(n, &n->body, role);
+    adopt_list(n, &n->orelse, role);
+    adopt_list(n, &n->final, role);
+    return 0;
+}
+
+int dsl_ast_link(dsl_node *root)
+{
+    return dsl_ast_walk(root, link_node, NULL);
+}
+
+typedef struct depth_probe {
+    int limit;
+    dsl_node *at;
+} depth_probe;
+
+static int probe_depth(dsl_node *n, int depth, void *ctx)
+{
+    depth_probe *pr = ctx;
+    if (depth <= pr->limit)
+        return 0;
+    pr->at = n;
+    return 1;
+}
+
+int dsl_ast_too_deep(dsl_node *root, int limit, dsl_node **at)
+{
+    depth_probe pr = {limit, NULL};
+    int rc = dsl_ast_walk(root, probe_depth, &pr);
+    *at = pr.at;
+    return rc < 0 ? -1 : pr.at != NULL;
 }
 
 /* ---- names and paths ------------------------------------------------------ */

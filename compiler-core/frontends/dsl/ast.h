@@ -112,8 +112,18 @@ const char *dsl_exop_text(dsl_exop op);
 /* Copies the end position of `last` into n. */
 void dsl_node_end_at(dsl_node *n, const dsl_node *last);
 
-/* Sets parent, role and role_index on every node below root. */
-void dsl_ast_link(dsl_node *root);
+/* Calls visit on root and every node below it, parents before children,
+ * children in dsl_ast_children's order, with their depth (root: 0).  Uses a
+ * heap stack, so any depth works.  Returns 0, visit's first nonzero result
+ * (the walk stops there), or -1 when memory runs out. */
+int dsl_ast_walk(dsl_node *root, int (*visit)(dsl_node *n, int depth, void *ctx), void *ctx);
+/* Sets parent, role and role_index on every node below root (iteratively).
+ * 0, or -1 when memory runs out. */
+int dsl_ast_link(dsl_node *root);
+/* 1 and *at = the first node (preorder) deeper than limit below root, 0 if
+ * none is, -1 when memory runs out.  Every recursive walk of a tree this
+ * accepted is bounded by limit. */
+int dsl_ast_too_deep(dsl_node *root, int limit, dsl_node **at);
 /* The dotted text of a Name/Attribute chain ("cvl.conv2d"), or "" if the
  * expression is something else.  Always terminated. */
 void dsl_dotted_name(const dsl_node *n, char *buf, size_t size);

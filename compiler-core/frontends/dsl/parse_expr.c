@@ -404,8 +404,10 @@ static dsl_node *power(dsl_parser *p)
     n->op_col = ps_tok(p)->col;
     ps_advance(p);
     n->a = base;
+    if (!enter(p))   /* a**b**c... is right-recursive */
+        return NULL;
     n->b = factor(p);
-    return n->b ? ps_finish(p, n) : NULL;
+    return leave(p, n->b ? ps_finish(p, n) : NULL);
 }
 
 static dsl_node *factor(dsl_parser *p)

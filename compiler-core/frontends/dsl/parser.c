@@ -416,6 +416,32 @@ static void statement(dsl_parser *p, dsl_list *out)
         skip_line(p);
 }
 
+/* The statements body[from..] just parsed, less any with a node deeper than
+ * DSL_MAX_AST_DEPTH (reported as CV1007): the parser builds a flat chain
+ * (a+a+..., x.T.T..., f(x)(x)...) in a loop, but it is still a tree as deep
+ * as the chain is long, and the analysis, the dump and the AST paths walk
+ * trees recursively.  -1 when memory runs out. */
+static int drop_too_deep(dsl_parser *p, dsl_list *body, int from)
+{
+    int kept = from;
+    for (int i = from; i < body->n; i++) {
+        dsl_node *at;
+        int rc = dsl_ast_too_deep(body->v[i], DSL_MAX_AST_DEPTH - 1, &at);
+        if (rc < 0)
+            return -1;
+        if (rc == 0) {
+            body->v[kept++] = body->v[i];
+            continue;
+        }
+        p->failed = false;
+        ps_error_node(p, 1007, at, "expression nested deeper than %d levels (a chain of operators, "
+                      "attributes, calls or subscripts counts one level per link)",
+                      DSL_MAX_AST_DEPTH);
+    }
+    body->n = kept;
+    return 0;
+}
+
 dsl_node *dsl_parse(const dsl_tokens *toks, const char *file, cv_arena *a, cv_diag *d,
                     int first_lex_diag)
 {
@@ -425,18 +451,19 @@ dsl_node *dsl_parse(const dsl_tokens *toks, const char *file, cv_arena *a, cv_di
     if (!m)
         return NULL;
     while (!p.stop && !is_kind(&p, DSL_T_EOF)) {
-        int before = p.i;
+        int before = p.i, n_before = m->body.n;
         statement(&p, &m->body);
         if (p.i == before)
             ps_advance(&p);
+        if (drop_too_deep(&p, &m->body, n_before) < 0)
+            p.oom = true;
     }
     if (p.oom)
         return NULL;
     const dsl_tok *eof = &toks->v[toks->n - 1];
     m->end_line = eof->line;
     m->end_col = eof->col;
-    dsl_ast_link(m);
-    return m;
+    return dsl_ast_link(m) == 0 ? m : NULL;
 }
 
 dsl_node *dsl_parse_source(const char *src, size_t len, const char *file, cv_arena *a,

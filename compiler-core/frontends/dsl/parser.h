@@ -9,6 +9,9 @@
 
 enum {
     DSL_MAX_EXPR_DEPTH = 200,       /* nested expressions (unary chains, a**b**c...) */
+    /* Any node's depth below the module, statements included: a flat chain
+     * (a+a+..., x.T.T...) makes a tree as deep as it is long.  CV1007. */
+    DSL_MAX_AST_DEPTH = 1000,
     DSL_MAX_PARSE_ERRORS = 100,     /* the parser stops after this many */
 };
 

@@ -28,6 +28,11 @@ enum {
     DSL_MAX_NEST = 1500,            /* nested evaluations and blocks, across inlined helpers */
 };
 
+/* On the evaluator's helpers: inlined into the recursive dispatcher, their
+ * locals would widen every level of a deep expression's recursion (under
+ * ASan, from about 200 bytes a level to over 1 KiB). */
+#define DSL_NOINLINE __attribute__((noinline))
+
 typedef enum dsl_vkind {
     DSL_V_ERROR,    /* root: the diagnostic that explains it */
     DSL_V_NONE, DSL_V_BOOL, DSL_V_INT, DSL_V_FLOAT, DSL_V_STR,

@@ -14,7 +14,7 @@ static const char *const unsupported_builtins[] = {
     "quit", "help", "dir", "property", "staticmethod", "classmethod", "hex", "oct", "bin",
 };
 
-static dsl_val *undefined_name(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
+DSL_NOINLINE static dsl_val *undefined_name(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
 {
     int id;
     bool unsupported = false;
@@ -38,7 +38,7 @@ static dsl_val *undefined_name(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
     return err;
 }
 
-static dsl_val *constant(dsl_sema *s, const dsl_node *e)
+DSL_NOINLINE static dsl_val *constant(dsl_sema *s, const dsl_node *e)
 {
     switch ((dsl_const_kind)e->op) {
     case DSL_C_INT: return dsl_v_int(s, e->ival);
@@ -99,7 +99,7 @@ static dsl_val *module_member(dsl_sema *s, const dsl_node *e)
 
 cv_dtype dsl_dtype_named(const char *name) { return dtype_named(name); }
 
-static dsl_val *member(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
+DSL_NOINLINE static dsl_val *member(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
 {
     dsl_val *base = dsl_eval(s, fr, e->a);
     switch (base->kind) {
@@ -117,7 +117,7 @@ static dsl_val *member(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
 
 /* ---- operators ------------------------------------------------------------ */
 
-static dsl_val *unary(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
+DSL_NOINLINE static dsl_val *unary(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
 {
     dsl_val *v = dsl_resolve(s, dsl_eval(s, fr, e->a));
     if (v->kind == DSL_V_ERROR)
@@ -148,7 +148,7 @@ static dsl_val *unary(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
     return dsl_v_error(s, dsl_error(s, 2107, e, "bad operand for unary %s: %s", dsl_exop_text(e->op), what));
 }
 
-static dsl_val *boolop(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
+DSL_NOINLINE static dsl_val *boolop(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
 {
     dsl_val *v = NULL;
     for (int i = 0; i < e->items.n; i++) {
@@ -229,7 +229,7 @@ static dsl_val *compare_const(dsl_sema *s, const dsl_node *at, dsl_exop op, dsl_
     return dsl_v_bool(s, res);
 }
 
-static dsl_val *compare(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
+DSL_NOINLINE static dsl_val *compare(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
 {
     dsl_val *l = dsl_resolve(s, dsl_eval(s, fr, e->a));
     dsl_val *res = dsl_v_bool(s, true);
@@ -264,7 +264,7 @@ static dsl_val *compare(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
     return res;
 }
 
-static dsl_val *ifexp(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
+DSL_NOINLINE static dsl_val *ifexp(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
 {
     dsl_val *t = dsl_resolve(s, dsl_eval(s, fr, e->b));
     if (t->kind == DSL_V_ERROR)
@@ -279,7 +279,7 @@ static dsl_val *ifexp(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
 
 /* ---- displays and comprehensions ------------------------------------------ */
 
-static dsl_val *display(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
+DSL_NOINLINE static dsl_val *display(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
 {
     int n = e->items.n;
     dsl_val **items = cv_arena_alloc_array(s->a, (size_t)n + 1, sizeof *items);
@@ -315,7 +315,21 @@ static void comp_push(dsl_sema *s, comp_out *o, dsl_val *v)
     o->v[o->n++] = v;
 }
 
+static void comp_loop_at(dsl_sema *s, dsl_frame *fr, const dsl_node *e, int gen, comp_out *o);
+
+/* One level per `for` clause, and a comprehension may have any number of
+ * them: the nesting budget (DSL_MAX_NEST) bounds the recursion. */
 static void comp_loop(dsl_sema *s, dsl_frame *fr, const dsl_node *e, int gen, comp_out *o)
+{
+    s->nest++;
+    if (dsl_step(s, e->items.v[gen]))
+        comp_loop_at(s, fr, e, gen, o);
+    else
+        o->root = s->budget_id > 0 ? s->budget_id : -1;
+    s->nest--;
+}
+
+static void comp_loop_at(dsl_sema *s, dsl_frame *fr, const dsl_node *e, int gen, comp_out *o)
 {
     const dsl_node *g = e->items.v[gen];
     dsl_val **items;
@@ -353,7 +367,7 @@ static void comp_loop(dsl_sema *s, dsl_frame *fr, const dsl_node *e, int gen, co
     }
 }
 
-static dsl_val *comprehension(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
+DSL_NOINLINE static dsl_val *comprehension(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
 {
     if (e->kind == DSL_N_SETCOMP || e->kind == DSL_N_DICTCOMP)
         return dsl_v_error(s, dsl_error(s, 4111, e, "%s comprehensions are not supported",
@@ -370,7 +384,7 @@ static dsl_val *comprehension(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
 
 /* ---- the dispatcher ------------------------------------------------------- */
 
-static dsl_val *unsupported(dsl_sema *s, const dsl_node *e)
+DSL_NOINLINE static dsl_val *unsupported(dsl_sema *s, const dsl_node *e)
 {
     switch (e->kind) {
     case DSL_N_LAMBDA:

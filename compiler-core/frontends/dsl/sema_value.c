@@ -1,5 +1,6 @@
 /* Compile-time values and scopes. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compiler-core/frontends/dsl/sema.h"
@@ -150,40 +151,70 @@ int dsl_v_first_error(dsl_val *const *vals, int n)
     return 0;
 }
 
-bool dsl_v_equal(const dsl_val *a, const dsl_val *b, bool *known)
+/* 1 equal, 0 not, -1 unknown, 2 sequences of the same kind and length
+ * (equal when their items are). */
+static int equal_shallow(const dsl_val *a, const dsl_val *b)
 {
-    *known = true;
     if (dsl_v_is_number(a) && dsl_v_is_number(b)) {
         if (a->kind != DSL_V_FLOAT && b->kind != DSL_V_FLOAT)
             return a->i == b->i;
         return dsl_v_num(a) == dsl_v_num(b);
     }
     if (a->kind == DSL_V_DIM && b->kind == DSL_V_DIM && strcmp(a->s, b->s) == 0)
-        return true;
+        return 1;
     if (a->kind == DSL_V_DIM || b->kind == DSL_V_DIM || a->kind == DSL_V_TENSOR ||
         b->kind == DSL_V_TENSOR || a->kind == DSL_V_ERROR || b->kind == DSL_V_ERROR ||
-        a->kind == DSL_V_PARAMS || b->kind == DSL_V_PARAMS) {
-        *known = false;
-        return false;
-    }
+        a->kind == DSL_V_PARAMS || b->kind == DSL_V_PARAMS)
+        return -1;
     if (a->kind != b->kind)
-        return false;
+        return 0;
     switch (a->kind) {
-    case DSL_V_NONE: case DSL_V_MODULE: case DSL_V_MODEL: return true;
+    case DSL_V_NONE: case DSL_V_MODULE: case DSL_V_MODEL: return 1;
     case DSL_V_STR: return a->slen == b->slen && memcmp(a->s, b->s, a->slen) == 0;
-    case DSL_V_TUPLE: case DSL_V_LIST:
-        if (a->n != b->n)
-            return false;
-        for (int i = 0; i < a->n; i++)
-            if (!dsl_v_equal(a->items[i], b->items[i], known) || !*known)
-                return false;
-        return true;
+    case DSL_V_TUPLE: case DSL_V_LIST: return a->n == b->n ? 2 : 0;
     case DSL_V_FUNC: return a->fn == b->fn;
     case DSL_V_OP: return a->op == b->op;
     case DSL_V_BUILTIN: return a->i == b->i;
     case DSL_V_DTYPE: return a->dt == b->dt;
-    default: return false;
+    default: return 0;
     }
+}
+
+typedef struct val_pair {
+    const dsl_val *a, *b;
+} val_pair;
+
+/* Items are compared in order with an explicit stack: a compile-time loop
+ * can nest a tuple as deep as it runs (t = (t,)), deeper than the C stack. */
+bool dsl_v_equal(const dsl_val *a, const dsl_val *b, bool *known)
+{
+    val_pair *st = malloc(16 * sizeof *st);   /* owned */
+    size_t n = 0, cap = 16;
+    int r = st ? 1 : -1;
+    if (st)
+        st[n++] = (val_pair){a, b};
+    while (r == 1 && n) {
+        val_pair p = st[--n];
+        r = equal_shallow(p.a, p.b);
+        if (r != 2)
+            continue;
+        r = 1;
+        if (n + (size_t)p.a->n > cap) {
+            size_t want = (n + (size_t)p.a->n) * 2;
+            val_pair *v = realloc(st, want * sizeof *v);
+            if (!v) {
+                r = -1;
+                break;
+            }
+            st = v;
+            cap = want;
+        }
+        for (int i = p.a->n - 1; i >= 0; i--)
+            st[n++] = (val_pair){p.a->items[i], p.b->items[i]};
+    }
+    free(st);
+    *known = r >= 0;
+    return r == 1;
 }
 
 /* ---- scopes --------------------------------------------------------------- */
