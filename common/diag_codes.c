@@ -282,6 +282,11 @@ static const cv_diag_code_info codes[] = {
     {6139, "webhook-not-configured", "webhooks are refused: the farm has no webhook secret"},
     {6140, "webhook-bad-payload", "a webhook payload is not a JSON object with a ref"},
     {6141, "webhook-ignored", "a webhook event is not a push of the tracked ref; nothing is built"},
+    {6142, "http-busy", "too many connections without a token (from this address, or in all): a request without one is refused; retry, or send a token"},
+    {6143, "http-bad-framing", "a request head is ambiguous (two Content-Length headers, Content-Length with Transfer-Encoding, a folded or bare-CR header line)"},
+    {6144, "http-unsupported-media-type", "POST /api/v1/revisions takes Content-Type: application/json (a browser form cannot send it)"},
+    {6145, "webhook-replayed", "a webhook delivery (its delivery id, or the same signed payload) was already accepted"},
+    {6146, "webhook-stale", "a webhook payload's push time is too far from now; it is refused as a replay"},
 
     /* 7xxx: the Kubernetes operator */
     {7001, "k8s-no-config", "no Kubernetes configuration: not in a pod, no --kubeconfig, $KUBECONFIG or ~/.kube/config"},
@@ -321,6 +326,7 @@ static const cv_diag_code_info codes[] = {
     {9114, "cache-entry-too-large", "a cache entry is larger than the configured limit"},
     {9115, "cache-bad-key", "a cache key field is invalid (bad name, duplicate, not UTF-8)"},
     {9116, "cache-remote-bad-blob", "the remote cache returned content that does not hash to its name"},
+    {9140, "server-open-listen", "a server (cache serve, the farm's HTTP server) listens beyond loopback without tokens: anyone who reaches it may use it"},
     {9201, "queue-bad-url", "a queue URL is malformed or names an unknown backend"},
     {9202, "queue-open-failed", "the queue storage could not be opened"},
     {9203, "queue-schema", "the queue storage has an unknown or newer schema version"},

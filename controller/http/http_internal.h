@@ -34,6 +34,8 @@ enum {
     HTTP_E_FORBIDDEN = 6133, HTTP_E_NOT_FOUND = 6134, HTTP_E_METHOD = 6135,
     HTTP_E_TOO_LARGE = 6136, HTTP_E_INTERNAL = 6137, HTTP_E_BAD_SIGNATURE = 6138,
     HTTP_E_HOOKS_OFF = 6139, HTTP_E_BAD_PAYLOAD = 6140, HTTP_E_IGNORED = 6141,
+    HTTP_E_BUSY = 6142, HTTP_E_BAD_FRAMING = 6143, HTTP_E_MEDIA_TYPE = 6144,
+    HTTP_E_REPLAYED = 6145, HTTP_E_STALE = 6146,
     HTTP_E_UNKNOWN_REVISION = 6075, HTTP_E_NO_ARTIFACT = 6103,
 };
 
@@ -73,6 +75,7 @@ struct cv_http {
     void *clock_ctx;
     struct cv_tokens *tokens; /* owned; NULL = no authentication */
     struct MHD_Daemon *daemon;
+    struct cv_netguard *guard;    /* owned: connection limits and deadlines */
     int port;
     http_counters counters;
     pthread_mutex_t mu;           /* guards everything below */
@@ -103,6 +106,7 @@ typedef struct http_resp {
     cv_sb body;                   /* owned */
     bool html_auth;               /* a 401 asks a browser for Basic credentials */
     const char *allow;            /* static; a 405's Allow */
+    bool close;                   /* answered before the body: close the connection */
 } http_resp;
 
 /* A query argument or request header; NULL when absent (server.c). */
