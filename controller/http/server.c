@@ -485,6 +485,8 @@ int cv_http_start(const cv_http_opts *o, cv_http **out, cv_diag *d)
     if (rc == 0)
         rc = cv_builddb_open(h->db_path, &h->db, d);
     if (rc == 0)
+        rc = http_db_hooks_init(h->db, d);
+    if (rc == 0)
         rc = start_daemon(h, o->listen ? o->listen : CV_HTTP_DEFAULT_LISTEN, o->limits, d);
     if (rc != 0) {
         cv_diag_error(d, HTTP_E_START, (cv_span){0}, "the HTTP server did not start");
