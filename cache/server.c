@@ -13,7 +13,9 @@
  * written by one thread in batches, which also enforces the size limit:
  * request threads never wait on SQLite.  Answers are queued only after the
  * whole request is read, so connections stay alive (MHD closes a
- * connection whose answer was queued early). */
+ * connection whose answer was queued early), except refusals of bodies
+ * better not read (begin).  Connection limits, deadlines and the head's
+ * framing check are common/netguard.c's, shared with the farm's server. */
 #include "cache/cas.h"
 #include "cache/index.h"
 #include "cache/internal.h"
@@ -197,8 +199,11 @@ static enum MHD_Result respond(struct MHD_Connection *c, req *r, int status,
     return ok;
 }
 
-static enum MHD_Result respond_text(struct MHD_Connection *c, req *r, int status,
-                                    const char *text)
+/* A plain-text answer; close: sent before the body was read (refused
+ * uploads, bad framing, a full server), so the connection is closed after
+ * it, since what follows on it is not a request head. */
+static enum MHD_Result text_answer(struct MHD_Connection *c, req *r, int status,
+                                   const char *text, bool close)
 {
     struct MHD_Response *resp =
         mhd()->create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
@@ -211,28 +216,22 @@ static enum MHD_Result respond_text(struct MHD_Connection *c, req *r, int status
             mhd()->add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD, PUT");
         if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
             mhd()->add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+        if (close)
+            mhd()->add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     }
     return respond(c, r, status, resp);
 }
 
-/* An answer given before the body is read (refused uploads, bad framing,
- * a full server): the connection is closed after it, since what follows
- * on it is not a request head. */
+static enum MHD_Result respond_text(struct MHD_Connection *c, req *r, int status,
+                                    const char *text)
+{
+    return text_answer(c, r, status, text, false);
+}
+
 static enum MHD_Result respond_and_close(struct MHD_Connection *c, req *r, int status,
                                          const char *text)
 {
-    struct MHD_Response *resp =
-        mhd()->create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
-    if (resp) {
-        mhd()->add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
-        mhd()->add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-        if (status == MHD_HTTP_UNAUTHORIZED)
-            mhd()->add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-                                       "Bearer realm=\"cuvil-cache\"");
-        if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
-            mhd()->add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    }
-    return respond(c, r, status, resp);
+    return text_answer(c, r, status, text, true);
 }
 
 static enum MHD_Result respond_sb(struct MHD_Connection *c, req *r, cv_sb *sb, const char *type)
@@ -556,13 +555,10 @@ static bool authenticated(cv_cache_server *s, struct MHD_Connection *c)
  * for 100 Continue, or it is over DROP_MAX, or of unknown size (chunked). */
 static bool refuse_before_body(struct MHD_Connection *c)
 {
-    const char *cl = mhd()->lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    const char *te = mhd()->lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
-    const char *e = mhd()->lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
-    uint64_t len = cl ? strtoull(cl, NULL, 10) : 0;
-    if (!len && !te)
-        return false;
-    return te || len > DROP_MAX || (e && strcasecmp(e, "100-continue") == 0);
+    uint64_t len;
+    bool chunked;
+    bool waits = cv_net_body_waits(c, &len, &chunked);
+    return waits || chunked || len > DROP_MAX;
 }
 
 /* The head is complete: ambiguous framing is refused (400), a full server
@@ -650,8 +646,7 @@ static int start_daemon(cv_cache_server *s, const cv_cache_server_options *o, cv
         cv_diag_add(d, CV_SEV_WARNING, CV_DIAG_SERVER_OPEN, (cv_span){0},
                     NULL, "cache serve listens on %s, beyond loopback, without tokens (--tokens): "
                     "anyone who reaches it can read and write the cache", o->listen);
-        cv_log_warn("CV%04d: cache serve listens on %s without tokens", CV_DIAG_SERVER_OPEN,
-                    o->listen);
+        /* (printed at once by `cuvil cache serve`, with the start's other diagnostics) */
     }
     if (cv_netguard_new(o->limits, CV_DIAG_CACHE_SERVER, &s->guard, d) != 0)
         return -1;

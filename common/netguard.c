@@ -357,6 +357,16 @@ bool cv_net_is_loopback(const struct sockaddr_storage *ss)
 
 /* ------------------------------------------------------------ framing */
 
+bool cv_net_body_waits(struct MHD_Connection *c, uint64_t *length, bool *chunked)
+{
+    const char *cl = mhd()->lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *e = mhd()->lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+    *length = cl ? strtoull(cl, NULL, 10) : 0;
+    *chunked = mhd()->lookup_connection_value(c, MHD_HEADER_KIND,
+                                              MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
+    return (*length || *chunked) && e && strcasecmp(e, "100-continue") == 0;
+}
+
 typedef struct framing {
     int content_length, transfer_encoding;
     const char *te;

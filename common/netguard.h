@@ -94,6 +94,11 @@ void cv_netguard_get_stats(cv_netguard *g, cv_netguard_stats *st);
 /* Whether a listening address is loopback only (127.0.0.0/8, ::1). */
 bool cv_net_is_loopback(const struct sockaddr_storage *ss);
 
+/* The body the head announces: its Content-Length (0 when none) and
+ * whether it is chunked; true when there is one and the client waits for
+ * 100 Continue before sending it. */
+bool cv_net_body_waits(struct MHD_Connection *c, uint64_t *length, bool *chunked);
+
 /* The request head's framing, checked beyond what libmicrohttpd 0.9.75
  * checks (it takes the first of two Content-Length headers, reads a body
  * with both Content-Length and Transfer-Encoding by the length, treats any

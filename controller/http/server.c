@@ -5,7 +5,10 @@
  * cache server does: answering while a client still sends makes most
  * clients see a reset instead of the answer.  Tokens use the cache
  * server's file format and check ("TOKEN ro|rw"; Bearer, or Basic with the
- * token as password, which browsers ask for). */
+ * token as password, which browsers ask for).  Connection limits, deadlines
+ * and the head's framing check are common/netguard.c's, shared with the
+ * cache server; the warning for an open listen is logged at once, since
+ * `cuvil farm` prints its diagnostics only when it stops. */
 #include "controller/http/http_internal.h"
 
 #include "common/tokens.h"
@@ -304,11 +307,9 @@ static bool authenticated(cv_http *h, struct MHD_Connection *c)
  * DROP_MAX: answered earlier, curl and others see a reset instead.) */
 static bool early_body(struct MHD_Connection *c)
 {
-    const char *e = mhd()->lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
-    const char *cl = mhd()->lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-    bool body = (cl && strtoull(cl, NULL, 10) > 0) ||
-                mhd()->lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
-    return body && e && strcasecmp(e, "100-continue") == 0;
+    uint64_t len;
+    bool chunked;
+    return cv_net_body_waits(c, &len, &chunked);
 }
 
 /* The head is complete: ambiguous framing (400) and a full server (503,
