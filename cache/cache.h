@@ -330,6 +330,8 @@ typedef struct cv_cache_server_options {
     uint64_t max_request;    /* PUT body limit; 0 = 1 GiB */
     int threads;             /* 0 = number of CPUs */
     int zstd_level;          /* 0 = store uncompressed (fastest GETs) */
+    const struct cv_netguard_opts *limits; /* connections and deadlines (common/netguard.h);
+                                              NULL = the defaults there */
 } cv_cache_server_options;
 
 typedef struct cv_cache_server cv_cache_server; /* opaque */

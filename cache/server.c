@@ -13,10 +13,14 @@
  * written by one thread in batches, which also enforces the size limit:
  * request threads never wait on SQLite.  Answers are queued only after the
  * whole request is read, so connections stay alive (MHD closes a
- * connection whose answer was queued early). */
+ * connection whose answer was queued early), except refusals of bodies
+ * better not read (begin).  Connection limits, deadlines and the head's
+ * framing check are common/netguard.c's, shared with the farm's server. */
 #include "cache/cas.h"
 #include "cache/index.h"
 #include "cache/internal.h"
+#include "common/log.h"
+#include "common/netguard.h"
 #include "common/netlib.h"
 #include "cache/server_internal.h"
 
@@ -26,10 +30,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
-enum { QUEUE_MAX = 200000, FLUSH_MS = 200 };
+/* DROP_MAX: the largest body of a refused upload that is read and dropped
+ * so that the answer comes after it and the connection stays open (a larger
+ * or unsized one is answered at once, and the connection closed); also how
+ * far a chunked upload may run past the size limit before it is cut off
+ * (libmicrohttpd 0.9.75 cannot send an answer in the middle of a body).
+ * IDLE_TIMEOUT_S: libmicrohttpd's inactivity timeout
+ * (a client that stops sending its body or reading its answer). */
+enum { QUEUE_MAX = 200000, FLUSH_MS = 200, DROP_MAX = 8 << 20, IDLE_TIMEOUT_S = 30 };
 
 /* libmicrohttpd, loaded by cv_cache_server_start before any other use. */
 static const cv_mhd_fns *mhd(void)
@@ -44,6 +56,7 @@ struct cv_cache_server {
     cv_index *ix;              /* owned */
     cv_tokens *tokens;     /* owned; NULL = no authentication */
     cv_srv_verified *verified; /* owned */
+    cv_netguard *guard;        /* owned: connection limits and deadlines */
     uint64_t max_size, max_request;
     int port;
     int64_t started_us;
@@ -69,6 +82,7 @@ typedef struct req {
     enum { ACT_TEXT, ACT_METRICS, ACT_STATUS, ACT_GET, ACT_HEAD, ACT_PUT } act;
     int defer_status;          /* ACT_TEXT: the answer decided early */
     const char *defer_text;
+    bool expect_continue;      /* the client waits for 100 Continue before its body */
     int status;
     bool responded;
 } req;
@@ -185,8 +199,11 @@ static enum MHD_Result respond(struct MHD_Connection *c, req *r, int status,
     return ok;
 }
 
-static enum MHD_Result respond_text(struct MHD_Connection *c, req *r, int status,
-                                    const char *text)
+/* A plain-text answer; close: sent before the body was read (refused
+ * uploads, bad framing, a full server), so the connection is closed after
+ * it, since what follows on it is not a request head. */
+static enum MHD_Result text_answer(struct MHD_Connection *c, req *r, int status,
+                                   const char *text, bool close)
 {
     struct MHD_Response *resp =
         mhd()->create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
@@ -197,8 +214,24 @@ static enum MHD_Result respond_text(struct MHD_Connection *c, req *r, int status
                                     "Bearer realm=\"cuvil-cache\"");
         if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
             mhd()->add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD, PUT");
+        if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
+            mhd()->add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+        if (close)
+            mhd()->add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     }
     return respond(c, r, status, resp);
+}
+
+static enum MHD_Result respond_text(struct MHD_Connection *c, req *r, int status,
+                                    const char *text)
+{
+    return text_answer(c, r, status, text, false);
+}
+
+static enum MHD_Result respond_and_close(struct MHD_Connection *c, req *r, int status,
+                                         const char *text)
+{
+    return text_answer(c, r, status, text, true);
 }
 
 static enum MHD_Result respond_sb(struct MHD_Connection *c, req *r, cv_sb *sb, const char *type)
@@ -368,9 +401,11 @@ static void begin_put(cv_cache_server *s, struct MHD_Connection *c, req *r)
 }
 
 /* A body that is not stored (refused, or past the limit) is read and
- * dropped, then answered at its end: answering early makes most clients
- * fail on a reset while they are still sending.  A client that keeps
- * sending far past the limit is cut off. */
+ * dropped, then answered at its end: answering early makes some clients
+ * fail on a reset while they are still sending.  Refusals of bodies that
+ * wait for 100 Continue, are over DROP_MAX or of unknown size were answered
+ * before the body (begin); a chunked upload that runs past the limit by
+ * DROP_MAX is cut off without an answer. */
 static enum MHD_Result absorb(cv_cache_server *s, struct MHD_Connection *c, req *r,
                               const char *data, size_t n)
 {
@@ -383,10 +418,7 @@ static enum MHD_Result absorb(cv_cache_server *s, struct MHD_Connection *c, req 
     }
     if (r->act != ACT_PUT) {
         r->dropped += n;
-        if (r->dropped > s->max_request + ((uint64_t)64 << 20))
-            return respond_text(c, r, r->act == ACT_TEXT ? r->defer_status : MHD_HTTP_BAD_REQUEST,
-                                r->act == ACT_TEXT ? r->defer_text : "unexpected body\n");
-        return MHD_YES;
+        return r->dropped > DROP_MAX ? MHD_NO : MHD_YES;
     }
     cv_diag d;
     cv_diag_init(&d);
@@ -470,7 +502,9 @@ static void prepare(cv_cache_server *s, struct MHD_Connection *c, req *r, const 
     bool metrics = strcmp(url, "/metrics") == 0, status = strcmp(url, "/status") == 0;
     bool read = r->method == SRV_GET || r->method == SRV_HEAD;
     r->kind = metrics || status ? SRV_ADMIN : SRV_OTHER;
-    if ((metrics || status) && read) {
+    if ((metrics || status) && read && rights(s, c) == CV_TOKEN_NONE) {
+        defer(r, MHD_HTTP_UNAUTHORIZED, "unauthorized\n");
+    } else if ((metrics || status) && read) {
         r->act = metrics ? ACT_METRICS : ACT_STATUS;
     } else if (metrics || status) {
         defer(r, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
@@ -495,6 +529,7 @@ static enum MHD_Result answer(cv_cache_server *s, struct MHD_Connection *c, req 
 {
     if (r->responded)
         return MHD_YES;
+    cv_netguard_answering(s->guard, c);
     switch (r->act) {
     case ACT_METRICS:
     case ACT_STATUS:
@@ -508,6 +543,43 @@ static enum MHD_Result answer(cv_cache_server *s, struct MHD_Connection *c, req 
     default:
         return respond_text(c, r, r->defer_status, r->defer_text);
     }
+}
+
+/* Whether the request carries a valid token (no tokens: nobody does). */
+static bool authenticated(cv_cache_server *s, struct MHD_Connection *c)
+{
+    return s->tokens && rights(s, c) != CV_TOKEN_NONE;
+}
+
+/* Whether a refused request's body is better not read: its client waits
+ * for 100 Continue, or it is over DROP_MAX, or of unknown size (chunked). */
+static bool refuse_before_body(struct MHD_Connection *c)
+{
+    uint64_t len;
+    bool chunked;
+    bool waits = cv_net_body_waits(c, &len, &chunked);
+    return waits || chunked || len > DROP_MAX;
+}
+
+/* The head is complete: ambiguous framing is refused (400), a full server
+ * refuses requests without a token (503), and a refused upload whose body
+ * is better not read is answered now: libmicrohttpd then sends no 100
+ * Continue (only when no answer is queued by the first call). */
+static enum MHD_Result begin(cv_cache_server *s, struct MHD_Connection *c, req *r,
+                             const char *url)
+{
+    const char *bad = cv_net_framing_error(c);
+    if (bad) {
+        cv_log_info("cache serve: refused a request: %s", bad);
+        return respond_and_close(c, r, MHD_HTTP_BAD_REQUEST, "bad request framing\n");
+    }
+    if (!cv_netguard_request(s->guard, c, authenticated(s, c)))
+        return respond_and_close(c, r, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                 "too many connections without a token\n");
+    prepare(s, c, r, url);
+    if (r->act == ACT_TEXT && refuse_before_body(c))
+        return respond_and_close(c, r, r->defer_status, r->defer_text);
+    return MHD_YES;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -525,10 +597,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         r->method = parse_method(method);
         *con_cls = r;
         atomic_fetch_add(&s->inflight, 1);
-        prepare(s, c, r, url);
-        return MHD_YES;
+        return begin(s, c, r, url);
     }
     if (*upload_size) {
+        cv_netguard_body(s->guard, c, *upload_size);
         enum MHD_Result ok = absorb(s, c, r, upload, *upload_size);
         *upload_size = 0;
         return ok;
@@ -539,7 +611,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode why)
 {
-    (void)c;
     (void)why;
     cv_cache_server *s = cls;
     req *r = *con_cls;
@@ -548,6 +619,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     cv_cache_srv_metrics_record(&s->m, r->kind, r->method, r->responded ? r->status : 0,
                                 cv_cache_mono_us() - r->t0);
     cv_cache_cas_writer_abort(r->w); /* a PUT cut short */
+    cv_netguard_done(s->guard, c);
     free(r);
     *con_cls = NULL;
     atomic_fetch_sub(&s->inflight, 1);
@@ -570,6 +642,14 @@ static int start_daemon(cv_cache_server *s, const cv_cache_server_options *o, cv
     bool v6 = false;
     if (parse_listen(o->listen, &ss, &v6, d) != 0)
         return -1;
+    if (!s->tokens && !cv_net_is_loopback(&ss)) {
+        cv_diag_add(d, CV_SEV_WARNING, CV_DIAG_SERVER_OPEN, (cv_span){0},
+                    NULL, "cache serve listens on %s, beyond loopback, without tokens (--tokens): "
+                    "anyone who reaches it can read and write the cache", o->listen);
+        /* (printed at once by `cuvil cache serve`, with the start's other diagnostics) */
+    }
+    if (cv_netguard_new(o->limits, CV_DIAG_CACHE_SERVER, &s->guard, d) != 0)
+        return -1;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned threads = (unsigned)(o->threads > 0 ? o->threads : cpus > 0 ? cpus : 1);
     /* poll, not epoll: libmicrohttpd 0.9.75's edge-triggered epoll misses a
@@ -578,10 +658,12 @@ static int start_daemon(cv_cache_server *s, const cv_cache_server_options *o, cv
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_TURBO |
                      MHD_USE_POLL | (v6 ? MHD_USE_IPv6 : 0);
     s->daemon = mhd()->start_daemon(
-        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        flags, 0, cv_netguard_accept_cb, s->guard, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_LISTEN_BACKLOG_SIZE,
-        1024u, MHD_OPTION_END);
+        on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_NOTIFY_CONNECTION, cv_netguard_notify_cb, s->guard,
+        MHD_OPTION_CONNECTION_LIMIT, cv_netguard_mhd_limit(s->guard),
+        MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_END);
     if (!s->daemon)
         return cv_cache_err(d, CV_DIAG_CACHE_SERVER, "cannot listen on %s: %s", o->listen,
                             strerror(errno));
@@ -663,6 +745,7 @@ void cv_cache_server_stop(cv_cache_server *s, int grace_ms)
         pthread_join(s->flusher, NULL); /* writes what is queued */
     }
     free(s->q);
+    cv_netguard_free(s->guard);
     cv_tokens_free(s->tokens);
     cv_cache_srv_verified_free(s->verified);
     cv_cache_index_close(s->ix);

@@ -87,6 +87,8 @@ json_t *cv_cli_farm_call(cv_farm_api *api, const char *method, const char *path,
     struct curl_slist *headers = c->slist_append(NULL, "Accept: application/json");
     if (api->auth[0])
         headers = c->slist_append(headers, api->auth);
+    if (strcmp(method, "POST") == 0)   /* the server refuses form types (cross-site requests) */
+        headers = c->slist_append(headers, "Content-Type: application/json");
     c->easy_setopt(h, CURLOPT_URL, url);
     c->easy_setopt(h, CURLOPT_HTTPHEADER, headers);
     c->easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);

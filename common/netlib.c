@@ -40,7 +40,8 @@ const cv_curl_fns *cv_netlib_curl(cv_diag *d)
 static cv_mhd_fns mhd_fns;
 static const char *const mhd_names[] = {
     "MHD_start_daemon", "MHD_stop_daemon", "MHD_quiesce_daemon", "MHD_get_daemon_info",
-    "MHD_is_feature_supported", "MHD_lookup_connection_value", "MHD_queue_response",
+    "MHD_is_feature_supported", "MHD_lookup_connection_value",
+    "MHD_get_connection_values", "MHD_get_connection_info", "MHD_queue_response",
     "MHD_create_response_from_buffer", "MHD_create_response_from_callback",
     "MHD_create_response_from_fd_at_offset64", "MHD_add_response_header",
     "MHD_destroy_response",

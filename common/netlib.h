@@ -36,6 +36,8 @@ typedef struct cv_mhd_fns {
     __typeof__(MHD_get_daemon_info) *get_daemon_info;
     __typeof__(MHD_is_feature_supported) *is_feature_supported;
     __typeof__(MHD_lookup_connection_value) *lookup_connection_value;
+    __typeof__(MHD_get_connection_values) *get_connection_values;
+    __typeof__(MHD_get_connection_info) *get_connection_info;
     __typeof__(MHD_queue_response) *queue_response;
     __typeof__(MHD_create_response_from_buffer) *create_response_from_buffer;
     __typeof__(MHD_create_response_from_callback) *create_response_from_callback;

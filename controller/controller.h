@@ -811,6 +811,8 @@ typedef struct cv_http_opts {
     const char *webhook_secret;  /* GitHub's HMAC key and GitLab's token; NULL = hooks 403 */
     cv_queue_clock_fn now_ms;    /* NULL = CLOCK_REALTIME */
     void *clock_ctx;             /* not owned */
+    const struct cv_netguard_opts *limits;   /* connections and deadlines
+                                                (common/netguard.h); NULL = its defaults */
 } cv_http_opts;
 
 int  cv_http_start(const cv_http_opts *o, cv_http **out, cv_diag *d);

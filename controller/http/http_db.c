@@ -235,3 +235,46 @@ int64_t http_db_finished_ms(cv_builddb *db, const char *revision, cv_diag *d)
         return 0;
     return ms;
 }
+
+/* ---- webhook deliveries already accepted (replay protection)
+ *
+ * A side table of the build DB that only this server uses, created on
+ * start rather than by a migration: keys are "<host>:id:<delivery id>" and
+ * "<host>:body:<sha256 of the payload>", kept HTTP_HOOK_MEMORY_MS. */
+
+static const char SQL_HOOKS_TABLE[] =
+    "CREATE TABLE IF NOT EXISTS http_hook_deliveries (key TEXT PRIMARY KEY, at_ms INTEGER NOT "
+    "NULL)";
+static const char SQL_HOOKS_INDEX[] =
+    "CREATE INDEX IF NOT EXISTS http_hook_deliveries_at ON http_hook_deliveries (at_ms)";
+static const char SQL_HOOK_SEEN[] = "SELECT COUNT(*) FROM http_hook_deliveries WHERE key = ?";
+static const char SQL_HOOK_ADD[] =
+    "INSERT OR REPLACE INTO http_hook_deliveries (key, at_ms) VALUES (?, ?)";
+static const char SQL_HOOK_PRUNE[] = "DELETE FROM http_hook_deliveries WHERE at_ms < ?";
+
+int http_db_hooks_init(cv_builddb *db, cv_diag *d)
+{
+    return cv_db_exec(&db->db, d, SQL_HOOKS_TABLE, "") < 0 ||
+                   cv_db_exec(&db->db, d, SQL_HOOKS_INDEX, "") < 0
+               ? -1
+               : 0;
+}
+
+int http_db_hook_seen(cv_builddb *db, const char *key, cv_diag *d)
+{
+    int64_t n = 0;
+    return cv_db_int(&db->db, d, &n, SQL_HOOK_SEEN, "t", key) < 0 ? -1 : n > 0;
+}
+
+int http_db_hook_remember(cv_builddb *db, const char *const *keys, int n, int64_t now_ms,
+                          cv_diag *d)
+{
+    bool owned = false;
+    int rc = cv_db_tx_begin(&db->db, &owned, d);
+    if (rc == 0 && cv_db_exec(&db->db, d, SQL_HOOK_PRUNE, "i", now_ms - HTTP_HOOK_MEMORY_MS) < 0)
+        rc = -1;
+    for (int i = 0; i < n && rc == 0; i++)
+        if (keys[i] && cv_db_exec(&db->db, d, SQL_HOOK_ADD, "ti", keys[i], now_ms) < 0)
+            rc = -1;
+    return cv_db_tx_end(&db->db, owned, rc, d);
+}

@@ -34,6 +34,8 @@ enum {
     HTTP_E_FORBIDDEN = 6133, HTTP_E_NOT_FOUND = 6134, HTTP_E_METHOD = 6135,
     HTTP_E_TOO_LARGE = 6136, HTTP_E_INTERNAL = 6137, HTTP_E_BAD_SIGNATURE = 6138,
     HTTP_E_HOOKS_OFF = 6139, HTTP_E_BAD_PAYLOAD = 6140, HTTP_E_IGNORED = 6141,
+    HTTP_E_BUSY = 6142, HTTP_E_BAD_FRAMING = 6143, HTTP_E_MEDIA_TYPE = 6144,
+    HTTP_E_REPLAYED = 6145, HTTP_E_STALE = 6146,
     HTTP_E_UNKNOWN_REVISION = 6075, HTTP_E_NO_ARTIFACT = 6103,
 };
 
@@ -43,7 +45,8 @@ typedef enum { HTTP_AREA_PAGE, HTTP_AREA_API, HTTP_AREA_METRICS, HTTP_AREA_HOOK,
                HTTP_AREA_OTHER, HTTP_AREAS } http_area;
 typedef enum { HOOK_GITHUB, HOOK_GITLAB, HOOK_HOSTS } http_hook_host;
 typedef enum { HOOK_ACCEPTED, HOOK_IGNORED, HOOK_PING, HOOK_BAD_SIGNATURE, HOOK_BAD_PAYLOAD,
-               HOOK_TOO_LARGE, HOOK_REFUSED, HOOK_FAILED, HOOK_OUTCOMES } http_hook_outcome;
+               HOOK_TOO_LARGE, HOOK_REFUSED, HOOK_FAILED, HOOK_REPLAYED,
+               HOOK_OUTCOMES } http_hook_outcome;
 enum { HTTP_STATUS_CLASSES = 5 };   /* 1xx..5xx */
 
 typedef struct http_counters {
@@ -73,6 +76,7 @@ struct cv_http {
     void *clock_ctx;
     struct cv_tokens *tokens; /* owned; NULL = no authentication */
     struct MHD_Daemon *daemon;
+    struct cv_netguard *guard;    /* owned: connection limits and deadlines */
     int port;
     http_counters counters;
     pthread_mutex_t mu;           /* guards everything below */
@@ -103,6 +107,7 @@ typedef struct http_resp {
     cv_sb body;                   /* owned */
     bool html_auth;               /* a 401 asks a browser for Basic credentials */
     const char *allow;            /* static; a 405's Allow */
+    bool close;                   /* answered before the body: close the connection */
 } http_resp;
 
 /* A query argument or request header; NULL when absent (server.c). */
@@ -210,6 +215,16 @@ int http_db_job_counts(cv_builddb *db, int64_t rev_id, http_count_fn fn, void *c
 int http_db_queued(cv_builddb *db, int64_t *n, cv_diag *d);
 /* A revision's finish time (ms), 0 when unknown. */
 int64_t http_db_finished_ms(cv_builddb *db, const char *revision, cv_diag *d);
+
+/* Webhook deliveries accepted (replay protection): the table is created by
+ * init; seen is 1 when key was remembered, 0 when not, -1 on error;
+ * remember stores keys (NULL entries skipped) and forgets those older than
+ * HTTP_HOOK_MEMORY_MS. */
+#define HTTP_HOOK_MEMORY_MS (7LL * 24 * 3600 * 1000)
+int http_db_hooks_init(cv_builddb *db, cv_diag *d);
+int http_db_hook_seen(cv_builddb *db, const char *key, cv_diag *d);
+int http_db_hook_remember(cv_builddb *db, const char *const *keys, int n, int64_t now_ms,
+                          cv_diag *d);
 
 /* The failure report of a revision (api_farm.c); free it with
  * cv_failure_report_free. */

@@ -21,7 +21,7 @@ static const char *const area_names[HTTP_AREAS] = {"page", "api", "metrics", "ho
 static const char *const host_names[HOOK_HOSTS] = {"github", "gitlab"};
 static const char *const outcome_names[HOOK_OUTCOMES] = {
     "accepted", "ignored",  "ping",    "bad_signature",
-    "bad_payload", "too_large", "refused", "failed"};
+    "bad_payload", "too_large", "refused", "failed", "replayed"};
 
 const char *http_area_name(http_area a) { return area_names[a]; }
 const char *http_hook_host_name(http_hook_host h) { return host_names[h]; }

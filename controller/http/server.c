@@ -5,11 +5,16 @@
  * cache server does: answering while a client still sends makes most
  * clients see a reset instead of the answer.  Tokens use the cache
  * server's file format and check ("TOKEN ro|rw"; Bearer, or Basic with the
- * token as password, which browsers ask for). */
+ * token as password, which browsers ask for).  Connection limits, deadlines
+ * and the head's framing check are common/netguard.c's, shared with the
+ * cache server; the warning for an open listen is logged at once, since
+ * `cuvil farm` prints its diagnostics only when it stops. */
 #include "controller/http/http_internal.h"
 
 #include "common/tokens.h"
 #include "common/fs.h"
+#include "common/log.h"
+#include "common/netguard.h"
 #include "common/netlib.h"
 
 #include <errno.h>
@@ -17,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
@@ -121,6 +127,22 @@ static bool authorised(cv_http *h, const route *r, const http_req *rq, http_resp
     return true;
 }
 
+/* POST /api/v1/revisions from a browser: a form (or a fetch() without a
+ * preflight) can send only the "simple" content types, and a browser
+ * resends cached Basic credentials by itself.  A build request therefore
+ * takes a Bearer token, which no form can attach, or a JSON body type,
+ * which needs a CORS preflight this server never grants. */
+static bool cross_site_safe(const http_req *rq)
+{
+    const char *auth = http_header(rq, "Authorization");
+    const char *type = http_header(rq, "Content-Type");
+    if (auth && strncasecmp(auth, "Bearer ", 7) == 0)
+        return true;
+    size_t n = strlen("application/json");
+    return type && strncasecmp(type, "application/json", n) == 0 &&
+           (type[n] == '\0' || type[n] == ';' || type[n] == ' ');
+}
+
 /* ------------------------------------------------------------- requests */
 
 typedef struct conn_state {
@@ -132,6 +154,7 @@ typedef struct conn_state {
     cv_sb body;               /* owned */
     uint64_t dropped;
     bool too_large;
+    bool answered;            /* answered before its body (then closed) */
 } conn_state;
 
 const char *http_arg(const http_req *rq, const char *name)
@@ -151,23 +174,22 @@ static void count(cv_http *h, http_area a, int status)
         atomic_fetch_add_explicit(&h->counters.requests[a][cls], 1, memory_order_relaxed);
 }
 
-static void dispatch(cv_http *h, conn_state *cs, struct MHD_Connection *c, http_resp *rs)
+/* What is decided before the handler: the route, the token, the size and
+ * the content type of a build request.  False when rs holds the answer. */
+static bool gate(cv_http *h, conn_state *cs, const http_req *rq, http_resp *rs)
 {
-    http_req rq = {.conn = c, .method = cs->method, .path = cs->path, .rest = cs->rest,
-                   .body = cv_sb_str(&cs->body), .body_len = cs->body.len,
-                   .now_ms = http_now_ms(h)};
     const route *r = cs->route;
     if (!r && cs->allow) {
         rs->allow = cs->allow;
         http_error(rs, 405, HTTP_E_METHOD, "%s takes %s", cs->path, cs->allow);
-        return;
+        return false;
     }
     if (!r) {
         http_error(rs, 404, HTTP_E_NOT_FOUND, "no page or resource at this path");
-        return;
+        return false;
     }
-    if (!authorised(h, r, &rq, rs))
-        return;
+    if (!authorised(h, r, rq, rs))
+        return false;
     if (cs->too_large) {
         if (r->area == HTTP_AREA_HOOK)
             atomic_fetch_add(&h->counters.hooks[r->fn == http_hook_github ? HOOK_GITHUB
@@ -175,8 +197,25 @@ static void dispatch(cv_http *h, conn_state *cs, struct MHD_Connection *c, http_
                                                [HOOK_TOO_LARGE], 1);
         http_error(rs, 413, HTTP_E_TOO_LARGE, "the body is larger than %d bytes",
                    CV_HTTP_BODY_MAX);
-        return;
+        return false;
     }
+    if (r->fn == http_api_build && !cross_site_safe(rq)) {
+        http_error(rs, 415, HTTP_E_MEDIA_TYPE, "a build request takes 'Content-Type: "
+                   "application/json' or 'Authorization: Bearer TOKEN' (a browser form "
+                   "cannot send either)");
+        return false;
+    }
+    return true;
+}
+
+static void dispatch(cv_http *h, conn_state *cs, struct MHD_Connection *c, http_resp *rs)
+{
+    http_req rq = {.conn = c, .method = cs->method, .path = cs->path, .rest = cs->rest,
+                   .body = cv_sb_str(&cs->body), .body_len = cs->body.len,
+                   .now_ms = http_now_ms(h)};
+    const route *r = cs->route;
+    if (!gate(h, cs, &rq, rs))
+        return;
     pthread_mutex_lock(&h->mu);
     r->fn(h, &rq, rs);
     pthread_mutex_unlock(&h->mu);
@@ -199,6 +238,10 @@ static void add_common_headers(struct MHD_Response *resp, const http_resp *rs)
                                                                   : "Bearer realm=\"cuvil\"");
     if (rs->allow)
         mhd()->add_response_header(resp, "Allow", rs->allow);
+    if (rs->status == 503)
+        mhd()->add_response_header(resp, "Retry-After", "1");
+    if (rs->close)
+        mhd()->add_response_header(resp, "Connection", "close");
 }
 
 static enum MHD_Result send_response(cv_http *h, conn_state *cs, struct MHD_Connection *c,
@@ -252,6 +295,50 @@ static bool absorb(conn_state *cs, const char *data, size_t n)
     return !cs->body.oom;
 }
 
+static bool authenticated(cv_http *h, struct MHD_Connection *c)
+{
+    return h->tokens && cv_tokens_check(h->tokens, mhd()->lookup_connection_value(
+                                                       c, MHD_HEADER_KIND, "Authorization")) !=
+                            CV_TOKEN_NONE;
+}
+
+/* Whether the client waits for 100 Continue before its body.  (One that
+ * does not gets its refusal after the body, read and dropped up to
+ * DROP_MAX: answered earlier, curl and others see a reset instead.) */
+static bool early_body(struct MHD_Connection *c)
+{
+    uint64_t len;
+    bool chunked;
+    return cv_net_body_waits(c, &len, &chunked);
+}
+
+/* The head is complete: ambiguous framing (400) and a full server (503,
+ * without a token) are answered at once and the connection closed; so is
+ * a request the gate refuses whose client waits for 100 Continue before
+ * its body (libmicrohttpd sends 100 Continue only when nothing is queued,
+ * and reads no body then). */
+static enum MHD_Result head(cv_http *h, conn_state *cs, struct MHD_Connection *c)
+{
+    http_resp rs = {.close = true};
+    const char *bad = cv_net_framing_error(c);
+    if (bad) {
+        http_error(&rs, 400, HTTP_E_BAD_FRAMING, "%s", bad);
+    } else if (!cv_netguard_request(h->guard, c, authenticated(h, c))) {
+        http_error(&rs, 503, HTTP_E_BUSY, "too many connections without a token; retry, or "
+                   "send 'Authorization: Bearer TOKEN'");
+    } else if (early_body(c)) {
+        http_req rq = {.conn = c, .method = cs->method, .path = cs->path, .rest = cs->rest,
+                       .body = "", .now_ms = http_now_ms(h)};
+        gate(h, cs, &rq, &rs);
+    }
+    if (!rs.status)
+        return MHD_YES;
+    cs->answered = true;
+    enum MHD_Result ok = send_response(h, cs, c, &rs);
+    cv_sb_free(&rs.body);
+    return ok;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
@@ -261,13 +348,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     conn_state *cs = *con_cls;
     if (!cs) {
         *con_cls = cs = begin(url, method, c);
-        return cs ? MHD_YES : MHD_NO;
+        return cs ? head(h, cs, c) : MHD_NO;
+    }
+    if (cs->answered) {
+        *upload_size = 0;   /* libmicrohttpd closes the connection after the answer */
+        return MHD_YES;
     }
     if (*upload_size) {
+        cv_netguard_body(h->guard, c, *upload_size);
         bool keep = absorb(cs, upload, *upload_size);
         *upload_size = 0;
         return keep ? MHD_YES : MHD_NO;
     }
+    cv_netguard_answering(h->guard, c);
     http_resp rs = {0};
     dispatch(h, cs, c, &rs);
     enum MHD_Result ok = send_response(h, cs, c, &rs);
@@ -278,10 +371,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode why)
 {
-    (void)cls, (void)c, (void)why;
+    (void)why;
+    cv_http *h = cls;
     conn_state *cs = *con_cls;
     if (!cs)
         return;
+    cv_netguard_done(h->guard, c);
     cv_sb_free(&cs->body);
     free(cs->path);
     free(cs);
@@ -300,19 +395,32 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss, bool *v
     return -1;
 }
 
-static int start_daemon(cv_http *h, const char *listen, cv_diag *d)
+static int start_daemon(cv_http *h, const char *listen, const cv_netguard_opts *limits,
+                        cv_diag *d)
 {
     struct sockaddr_storage ss;
     bool v6 = false;
     if (parse_listen(listen, &ss, &v6, d) != 0)
         return -1;
+    if (!h->tokens && !cv_net_is_loopback(&ss)) {
+        cv_diag_add(d, CV_SEV_WARNING, CV_DIAG_SERVER_OPEN, (cv_span){0}, NULL,
+                    "the farm's HTTP server listens on %s, beyond loopback, without tokens "
+                    "(--http-token-file): anyone who reaches it can read the farm and request "
+                    "builds", listen);
+        cv_log_warn("CV%04d: the farm's HTTP server listens on %s without tokens",
+                    CV_DIAG_SERVER_OPEN, listen);
+    }
+    if (cv_netguard_new(limits, HTTP_E_START, &h->guard, d) != 0)
+        return -1;
     /* poll, not epoll: see cache/server.c start_daemon */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_TURBO |
                      MHD_USE_POLL | (v6 ? MHD_USE_IPv6 : 0);
-    h->daemon = mhd()->start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR,
-                                    (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED,
-                                    on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT,
-                                    (unsigned)CONN_TIMEOUT_S, MHD_OPTION_END);
+    h->daemon = mhd()->start_daemon(
+        flags, 0, cv_netguard_accept_cb, h->guard, on_request, h, MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S, MHD_OPTION_NOTIFY_CONNECTION,
+        cv_netguard_notify_cb, h->guard, MHD_OPTION_CONNECTION_LIMIT,
+        cv_netguard_mhd_limit(h->guard), MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_END);
     if (!h->daemon) {
         cv_diag_error(d, HTTP_E_START, (cv_span){0}, "cannot listen on %s: %s", listen,
                       strerror(errno));
@@ -378,7 +486,9 @@ int cv_http_start(const cv_http_opts *o, cv_http **out, cv_diag *d)
     if (rc == 0)
         rc = cv_builddb_open(h->db_path, &h->db, d);
     if (rc == 0)
-        rc = start_daemon(h, o->listen ? o->listen : CV_HTTP_DEFAULT_LISTEN, d);
+        rc = http_db_hooks_init(h->db, d);
+    if (rc == 0)
+        rc = start_daemon(h, o->listen ? o->listen : CV_HTTP_DEFAULT_LISTEN, o->limits, d);
     if (rc != 0) {
         cv_diag_error(d, HTTP_E_START, (cv_span){0}, "the HTTP server did not start");
         cv_http_stop(h);
@@ -399,6 +509,7 @@ void cv_http_stop(cv_http *h)
         return;
     if (h->daemon)
         mhd()->stop_daemon(h->daemon);   /* joins the polling thread */
+    cv_netguard_free(h->guard);
     if (h->secret)
         OPENSSL_cleanse(h->secret, strlen(h->secret));
     cv_tokens_free(h->tokens);

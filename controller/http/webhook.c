@@ -9,7 +9,15 @@
  *
  * Answers: 202 with {"status":"queued"} or {"status":"ignored"} (another
  * ref, another event, a deleted branch), 401 bad signature, 403 no secret
- * configured, 400 a payload without a ref, 413 (server.c) over 1 MB. */
+ * configured, 400 a payload without a ref, 409 a replay, 413 (server.c)
+ * over 1 MB.
+ *
+ * Replays: a push that would queue a build is refused (409) when its
+ * delivery id (X-GitHub-Delivery, X-Gitlab-Event-UUID) or its payload (by
+ * SHA-256; GitHub signs only the body, so a replayer can change the id)
+ * was accepted in the last 7 days (http_db.c), or when a GitHub payload's
+ * repository.pushed_at is over HOOK_MAX_AGE_S old (or HOOK_MAX_SKEW_S in
+ * the future).  GitLab payloads carry no push time. */
 #include "controller/http/http_internal.h"
 
 #include <stdio.h>
@@ -20,6 +28,8 @@
 #include <openssl/hmac.h>
 
 #define SHA256_LEN 32
+
+enum { HOOK_MAX_AGE_S = 3600, HOOK_MAX_SKEW_S = 300, HOOK_KEY_MAX = 128 };
 
 static void outcome(cv_http *h, http_hook_host host, http_hook_outcome o)
 {
@@ -88,8 +98,90 @@ static void ignored(cv_http *h, http_hook_host host, http_resp *rs, const char *
                                  why));
 }
 
+/* keys[0]: the delivery id (when sent, printable, not too long), keys[1]:
+ * the payload's digest. */
+static void delivery_keys(http_hook_host host, const http_req *rq,
+                          char keys[2][HOOK_KEY_MAX])
+{
+    const char *name = http_hook_host_name(host);
+    const char *id = http_header(rq, host == HOOK_GITHUB ? "X-GitHub-Delivery"
+                                                         : "X-Gitlab-Event-UUID");
+    if (host == HOOK_GITLAB && !id)
+        id = http_header(rq, "X-Gitlab-Webhook-UUID");
+    bool ok = id && *id && strlen(id) <= 80;
+    for (const char *p = id; ok && *p; p++)
+        ok = *p > ' ' && *p < 0x7f;
+    if (ok)
+        snprintf(keys[0], HOOK_KEY_MAX, "%s:id:%s", name, id);
+    else
+        keys[0][0] = '\0';
+    unsigned char md[SHA256_LEN];
+    unsigned int n = 0;
+    EVP_Digest(rq->body, rq->body_len, md, &n, EVP_sha256(), NULL);
+    int at = snprintf(keys[1], HOOK_KEY_MAX, "%s:body:", name);
+    for (unsigned i = 0; i < n && at + 3 <= HOOK_KEY_MAX; i++)
+        at += snprintf(keys[1] + at, 3, "%02x", md[i]);
+}
+
+/* Whether the delivery is a replay (answered 409 in rs) or cannot be
+ * checked (500). */
+static bool replayed(cv_http *h, http_hook_host host, const json_t *p, const http_req *rq,
+                     char keys[2][HOOK_KEY_MAX], http_resp *rs)
+{
+    json_t *pushed = json_object_get(json_object_get(p, "repository"), "pushed_at");
+    int64_t now_s = rq->now_ms / 1000;
+    if (host == HOOK_GITHUB && json_is_integer(pushed)) {
+        int64_t at = json_integer_value(pushed);
+        if (now_s - at > HOOK_MAX_AGE_S || at - now_s > HOOK_MAX_SKEW_S) {
+            outcome(h, host, HOOK_REPLAYED);
+            http_error(rs, 409, HTTP_E_STALE, "the payload was pushed at %lld, %lld s from now "
+                       "(at most %d s ago is taken): refused as a replay", (long long)at,
+                       (long long)(now_s - at), HOOK_MAX_AGE_S);
+            return true;
+        }
+    }
+    cv_diag d;
+    cv_diag_init(&d);
+    int seen = 0;
+    for (int i = 0; i < 2 && seen == 0; i++)
+        if (keys[i][0])
+            seen = http_db_hook_seen(h->db, keys[i], &d);
+    if (seen < 0)
+        http_error_diag(rs, 500, &d);
+    else if (seen) {
+        outcome(h, host, HOOK_REPLAYED);
+        http_error(rs, 409, HTTP_E_REPLAYED, "this delivery (its id or its payload) was already "
+                   "accepted");
+    }
+    cv_diag_free(&d);
+    return seen != 0;
+}
+
+static void queue_build(cv_http *h, http_hook_host host, const http_req *rq, const char *after,
+                        char keys[2][HOOK_KEY_MAX], http_resp *rs)
+{
+    cv_diag d;
+    cv_diag_init(&d);
+    int64_t id = 0;
+    const char *const remember[] = {keys[0][0] ? keys[0] : NULL, keys[1]};
+    if (cv_builddb_request_add(h->db, rq->now_ms, &id, &d) != 0 ||
+        http_db_hook_remember(h->db, remember, 2, rq->now_ms, &d) != 0) {
+        outcome(h, host, HOOK_FAILED);
+        http_error_diag(rs, 500, &d);
+    } else {
+        outcome(h, host, HOOK_ACCEPTED);
+        char href[64];
+        snprintf(href, sizeof href, "/api/v1/requests/%lld", (long long)id);
+        http_json(rs, 202, json_pack("{s:s, s:I, s:s, s:o}", "status", "queued", "request",
+                                     (json_int_t)id, "href", href, "after",
+                                     after ? json_string(after) : json_null()));
+    }
+    cv_diag_free(&d);
+}
+
 /* A push payload (both hosts): queue a build when it moved the tracked
- * ref to a commit (a deleted branch moves it to 40 zeros). */
+ * ref to a commit (a deleted branch moves it to 40 zeros), unless it is a
+ * replay. */
 static void push(cv_http *h, http_hook_host host, const http_req *rq, http_resp *rs)
 {
     json_error_t je;
@@ -109,21 +201,10 @@ static void push(cv_http *h, http_hook_host host, const http_req *rq, http_resp 
     } else if (deleted) {
         ignored(h, host, rs, "the tracked ref was deleted");
     } else {
-        cv_diag d;
-        cv_diag_init(&d);
-        int64_t id = 0;
-        if (cv_builddb_request_add(h->db, rq->now_ms, &id, &d) != 0) {
-            outcome(h, host, HOOK_FAILED);
-            http_error_diag(rs, 500, &d);
-        } else {
-            outcome(h, host, HOOK_ACCEPTED);
-            char href[64];
-            snprintf(href, sizeof href, "/api/v1/requests/%lld", (long long)id);
-            http_json(rs, 202, json_pack("{s:s, s:I, s:s, s:o}", "status", "queued", "request",
-                                         (json_int_t)id, "href", href, "after",
-                                         after ? json_string(after) : json_null()));
-        }
-        cv_diag_free(&d);
+        char keys[2][HOOK_KEY_MAX];
+        delivery_keys(host, rq, keys);
+        if (!replayed(h, host, p, rq, keys, rs))
+            queue_build(h, host, rq, after, keys, rs);
     }
     json_decref(p);
 }

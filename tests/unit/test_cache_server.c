@@ -287,11 +287,17 @@ static void test_tokens(void **state)
     assert_int_equal(d.v[0].code, 9104);
     cv_diag_free(&d);
     cv_cache_remote_close(r);
-    /* metrics stay open */
-    snprintf(url, sizeof url, "%s/metrics", f->base);
-    p = http("GET", url, NULL, 0, NULL, false);
-    assert_int_equal(p.status, 200);
-    free(p.body);
+    /* with tokens, /metrics and /status need one too (issue 25) */
+    const char *admin[] = {"metrics", "status"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(url, sizeof url, "%s/%s", f->base, admin[i]);
+        p = http("GET", url, NULL, 0, NULL, false);
+        assert_int_equal(p.status, 401);
+        free(p.body);
+        p = http("GET", url, NULL, 0, "Authorization: Bearer reader-token", false);
+        assert_int_equal(p.status, 200);
+        free(p.body);
+    }
 }
 
 static void test_request_limit(void **state)

@@ -287,6 +287,46 @@ static void test_build_requests_and_tokens(void **state)
     free(page);
 }
 
+/* Cross-site requests (issue 25): a browser form on another site can POST
+ * only simple content types, and resends cached Basic credentials; a build
+ * request needs a JSON body type or a Bearer token, which forms cannot send. */
+static void test_build_request_not_cross_site(void **state)
+{
+    ht_farm *f = *state;
+    ht_start_http(f, NULL, NULL);
+    const char *const form[] = {"Content-Type: application/x-www-form-urlencoded", NULL};
+    const char *const plain[] = {"Content-Type: text/plain", NULL};
+    const char *const multi[] = {"Content-Type: multipart/form-data; boundary=x", NULL};
+    const char *const look_alike[] = {"Content-Type: application/jsonp", NULL};
+    const char *const *refused[] = {form, plain, multi, look_alike};
+    for (int i = 0; i < 4; i++) {
+        json_t *j = ht_json(f, "POST", "/api/v1/revisions", refused[i], "{}", 415);
+        ht_assert_error(j, "CV6144");
+        json_decref(j);
+    }
+    const char *const json[] = {"Content-Type: application/json; charset=utf-8", NULL};
+    json_t *j = ht_json(f, "POST", "/api/v1/revisions", json, "{}", 202);
+    json_decref(j);
+    cv_http_stop(f->http);
+
+    /* with tokens: Basic credentials (what a browser caches and resends) and a
+     * form type are refused; a Bearer token needs no JSON type */
+    char *tokens = cv_tmpdir_path(f->dir, "tokens");
+    static const char text[] = "writer-token rw\n";
+    assert_int_equal(cv_tmpdir_write(f->dir, "tokens", text, sizeof text - 1), 0);
+    ht_start_http(f, tokens, NULL);
+    free(tokens);
+    const char *const basic[] = {"Authorization: Basic dTp3cml0ZXItdG9rZW4=", /* u:writer-token */
+                                 "Content-Type: application/x-www-form-urlencoded", NULL};
+    j = ht_json(f, "POST", "/api/v1/revisions", basic, "{}", 415);
+    ht_assert_error(j, "CV6144");
+    json_decref(j);
+    const char *const bearer[] = {"Authorization: Bearer writer-token",
+                                  "Content-Type: application/x-www-form-urlencoded", NULL};
+    j = ht_json(f, "POST", "/api/v1/revisions", bearer, "{}", 202);
+    json_decref(j);
+}
+
 static void test_errors_are_coded(void **state)
 {
     ht_farm *f = *state;
@@ -379,7 +419,9 @@ static void check_operation(ht_farm *f, json_t *api, const char *path, const cha
     bool post = strcmp(method, "post") == 0;
     long status = 0;
     char ct[128];
-    char *body = ht_request(f->port, post ? "POST" : NULL, url, NULL, post ? "{}" : NULL,
+    const char *const json[] = {"Content-Type: application/json", NULL};
+    char *body = ht_request(f->port, post ? "POST" : NULL, url, post ? json : NULL,
+                            post ? "{}" : NULL,
                             post ? 2 : 0, &status, ct, sizeof ct);
     char code[8], where[1100];
     snprintf(code, sizeof code, "%ld", status);
@@ -442,6 +484,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_jobs_filtered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failures_cache_workers_artifacts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_build_requests_and_tokens, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_build_request_not_cross_site, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors_are_coded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_documented_routes, setup, teardown),
     };

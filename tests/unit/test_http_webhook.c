@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <openssl/hmac.h>
+#include <time.h>
 
 #include "tests/unit/http_testlib.h"
 
@@ -34,6 +35,13 @@ static int teardown(void **state)
     return 0;
 }
 
+static const char *fmt_time(time_t t)
+{
+    static char buf[32];
+    snprintf(buf, sizeof buf, "%010lld", (long long)t);
+    return buf;
+}
+
 static char *payload(const char *name, const char *ref)
 {
     char path[4096];
@@ -47,8 +55,14 @@ static char *payload(const char *name, const char *ref)
     char *out = malloc(n);
     snprintf(out, n, "%.*s%s%s", (int)(at - text), text, ref, at + strlen("refs/heads/main"));
     free(text);
+    /* pushed now (a push older than an hour is refused as a replay) */
+    char *pushed = strstr(out, "\"pushed_at\": ");
+    if (pushed)
+        memcpy(pushed + 13, fmt_time(time(NULL)), 10);
     return out;
 }
+
+static int deliveries;   /* each delivery gets its own id, as the hosts give */
 
 /* POSTs a GitHub delivery signed with key (NULL: no signature header). */
 static json_t *github(ht_farm *f, const char *event, const char *body, const char *key,
@@ -63,11 +77,11 @@ static json_t *github(ht_farm *f, const char *event, const char *body, const cha
         for (unsigned i = 0; i < n; i++)
             snprintf(sig + strlen(sig), 3, "%02x", md[i]);
     }
-    char ev[64];
+    char ev[64], id[80];
     snprintf(ev, sizeof ev, "X-GitHub-Event: %s", event);
+    snprintf(id, sizeof id, "X-GitHub-Delivery: 72d3162e-cc78-11e3-81ab-%012d", ++deliveries);
     const char *const headers[] = {"Content-Type: application/json",
-                                   "User-Agent: GitHub-Hookshot/7a1f2c3",
-                                   "X-GitHub-Delivery: 72d3162e-cc78-11e3-81ab-4c9367dc0958",
+                                   "User-Agent: GitHub-Hookshot/7a1f2c3", id,
                                    "X-GitHub-Hook-ID: 292430182", ev, key ? sig : NULL, NULL};
     return ht_json(f, "POST", "/hooks/github", headers, body, want);
 }
@@ -75,13 +89,13 @@ static json_t *github(ht_farm *f, const char *event, const char *body, const cha
 static json_t *gitlab(ht_farm *f, const char *event, const char *body, const char *token,
                       long want)
 {
-    char ev[64], tok[128];
+    char ev[64], tok[128], id[80];
     snprintf(ev, sizeof ev, "X-Gitlab-Event: %s", event);
     snprintf(tok, sizeof tok, "X-Gitlab-Token: %s", token ? token : "");
+    snprintf(id, sizeof id, "X-Gitlab-Event-UUID: 13792a34-cac6-4fda-95a8-%012d", ++deliveries);
     const char *const headers[] = {"Content-Type: application/json",
                                    "User-Agent: GitLab/17.5.1",
-                                   "X-Gitlab-Instance: https://gitlab.example.com",
-                                   "X-Gitlab-Event-UUID: 13792a34-cac6-4fda-95a8-c58e00a3954e",
+                                   "X-Gitlab-Instance: https://gitlab.example.com", id,
                                    ev, token ? tok : NULL, NULL};
     return ht_json(f, "POST", "/hooks/gitlab", headers, body, want);
 }
@@ -120,6 +134,77 @@ static void test_github_push(void **state)
     j = github(f, "ping", "{\"zen\":\"Keep it logically awesome.\",\"hook_id\":1}", SECRET, 200);
     assert_string_equal(ht_str(j, "status"), "pong");
     json_decref(j);
+    free(body);
+}
+
+/* Replays (issue 25): a signed push posted twice is built once; a changed
+ * delivery id does not help (the payload is remembered too); a payload
+ * pushed over an hour ago is refused; the same holds after a restart. */
+static void test_replay_refused(void **state)
+{
+    ht_farm *f = *state;
+    ht_start_http(f, NULL, SECRET);
+    const trepo_file c2[] = {{"models/b.cuir", HT_MODEL_B, 0}};
+    ht_commit(f, 1, "two", c2, 1);
+    char *body = payload("github_push.json", "refs/heads/main");
+    char sig[128] = "X-Hub-Signature-256: sha256=";
+    unsigned char md[32];
+    unsigned int n = 0;
+    HMAC(EVP_sha256(), SECRET, (int)strlen(SECRET), (const unsigned char *)body, strlen(body), md,
+         &n);
+    for (unsigned i = 0; i < n; i++)
+        snprintf(sig + strlen(sig), 3, "%02x", md[i]);
+    const char *const captured[] = {"X-GitHub-Event: push", sig,
+                                    "X-GitHub-Delivery: 0f1e2d3c-aaaa-bbbb-cccc-000000000001",
+                                    NULL};
+    json_t *j = ht_json(f, "POST", "/hooks/github", captured, body, 202);
+    assert_push_builds(f, j, f->hex[1]);
+    json_decref(j);
+    /* the same delivery again */
+    j = ht_json(f, "POST", "/hooks/github", captured, body, 409);
+    ht_assert_error(j, "CV6145");
+    json_decref(j);
+    /* the same signed payload with a fresh id */
+    j = github(f, "push", body, SECRET, 409);
+    ht_assert_error(j, "CV6145");
+    json_decref(j);
+    /* and after a restart of the server */
+    cv_http_stop(f->http);
+    ht_start_http(f, NULL, SECRET);
+    j = ht_json(f, "POST", "/hooks/github", captured, body, 409);
+    json_decref(j);
+    assert_false(request_open(f));
+
+    /* a push of two hours ago, signed, never seen: stale */
+    char *old = payload("github_push.json", "refs/heads/main");
+    char *at = strstr(old, "\"pushed_at\": ");
+    memcpy(at + 13, fmt_time(time(NULL) - 7200), 10);
+    j = github(f, "push", old, SECRET, 409);
+    ht_assert_error(j, "CV6146");
+    json_decref(j);
+    assert_false(request_open(f));
+    /* GitLab: the same delivery id twice */
+    char *gl = payload("gitlab_push.json", "refs/heads/main");
+    const char *const gl_hook[] = {"X-Gitlab-Event: Push Hook", "X-Gitlab-Token: " SECRET,
+                                   "X-Gitlab-Event-UUID: 5e1f0000-0000-4000-8000-000000000001",
+                                   NULL};
+    j = ht_json(f, "POST", "/hooks/gitlab", gl_hook, gl, 202);
+    json_decref(j);
+    assert_true(request_open(f));
+    ht_step(f, false);
+    j = ht_json(f, "POST", "/hooks/gitlab", gl_hook, "{\"ref\":\"refs/heads/main\",\"x\":1}",
+                409);
+    ht_assert_error(j, "CV6145");
+    json_decref(j);
+    assert_false(request_open(f));
+
+    long status;
+    char *m = ht_get(f, "/metrics", &status);
+    assert_non_null(
+        strstr(m, "cuvil_farm_webhooks_total{host=\"github\",outcome=\"replayed\"} 2\n"));
+    free(m);
+    free(gl);
+    free(old);
     free(body);
 }
 
@@ -259,6 +344,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_github_bad_signature, setup, teardown),
         cmocka_unit_test_setup_teardown(test_github_ignored, setup, teardown),
         cmocka_unit_test_setup_teardown(test_oversized, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replay_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gitlab, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hooks_off_without_secret, setup, teardown),
     };
