@@ -1,6 +1,7 @@
 /* The LLVM pipeline: module, runtime bitcode linked in and internalised,
  * target attributes on every function, verification, the new pass manager
  * at O0-O3, object emission. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,57 @@ static void set_string_attr(LLVMContextRef ctx, LLVMValueRef fn, const char *k, 
                                                       (unsigned)strlen(v)));
 }
 
+/* Whether the comma-separated list names feature f (f[0..n), with its sign). */
+static bool has_feature(const char *list, const char *f, size_t n)
+{
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && memcmp(p, f, n) == 0)
+            return true;
+        p += len + (p[len] == ',');
+    }
+    return false;
+}
+
+/* The target's features on every function, plus the ones a runtime
+ * function asked for itself (`__attribute__((target("amx-tile")))`): those
+ * run only behind the runtime's own cpuid checks, so the target need not
+ * have them, but without them LLVM cannot select their instructions (a
+ * native compile on an AVX-512 host without AMX died with "Cannot select:
+ * intrinsic %llvm.x86.ldtilecfg").  The runtime's baseline features come
+ * along too; they are implied by the target's CPU, which chose the
+ * runtime variant. */
+static void set_features(LLVMContextRef ctx, LLVMValueRef fn, const char *target)
+{
+    LLVMAttributeRef a = LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                                       "target-features", 15);
+    unsigned own_len = 0;
+    const char *own = a ? LLVMGetStringAttributeValue(a, &own_len) : NULL;
+    size_t tlen = strlen(target);
+    char *merged = malloc(tlen + own_len + 2);
+    if (!merged) {
+        set_string_attr(ctx, fn, "target-features", target);
+        return;
+    }
+    memcpy(merged, target, tlen + 1);
+    size_t len = tlen;
+    for (unsigned i = 0; i < own_len;) {
+        unsigned j = i;
+        while (j < own_len && own[j] != ',')
+            j++;
+        if (own[i] == '+' && j - i > 1 && !has_feature(merged, own + i, j - i)) {
+            if (len)
+                merged[len++] = ',';
+            memcpy(merged + len, own + i, j - i);
+            len += j - i;
+            merged[len] = 0;
+        }
+        i = j + 1;
+    }
+    set_string_attr(ctx, fn, "target-features", merged);
+    free(merged);
+}
+
 /* Only the cv_<name>_* API stays visible; everything else (kernels, the
  * runtime) becomes internal, so artifacts never clash in one process. */
 static void finalize(LLVMContextRef ctx, LLVMModuleRef mod, const cv_kprog *p,
@@ -91,7 +143,7 @@ static void finalize(LLVMContextRef ctx, LLVMModuleRef mod, const cv_kprog *p,
         if (len < plen || strncmp(name, prefix, plen) != 0)
             LLVMSetLinkage(fn, LLVMInternalLinkage);
         set_string_attr(ctx, fn, "target-cpu", t->cpu);
-        set_string_attr(ctx, fn, "target-features", t->features);
+        set_features(ctx, fn, t->features);
         /* x86 tuning prefers 256-bit vectors; the AVX-512 micro-kernel and
          * loops are written for 512. */
         if (strcmp(t->rt_variant, "x86_64_avx512") == 0)
