@@ -455,7 +455,9 @@ static const char *decode(const cv_cas_entry *e, uint8_t **out)
         *out = malloc(raw ? raw : 1);
         if (!*out)
             return NULL;
-        return cv_cache_cas_read_at(e->fd, *out, raw, (off_t)(e->stored - raw)) == 0 ? NULL : "short read";
+        return cv_cache_cas_read_at(e->fd, *out, raw, (long long)(e->stored - raw)) == 0
+                   ? NULL
+                   : "short read";
     }
     if (hdr[4] != CODEC_ZSTD)
         return "unknown codec";

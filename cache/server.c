@@ -10,8 +10,8 @@
  * entry's XXH3 (the clients verify SHA-256 themselves): a raw entry is
  * read through the page cache and then sent with sendfile, a large
  * compressed one is decompressed as it is sent (entry_response).  Index
- * updates (last use, sizes) are queued and
- * written by one thread in batches, which also enforces the size limit:
+ * updates (last use, sizes) are queued and written by one thread in
+ * batches, which also enforces the size limit:
  * request threads never wait on SQLite.  Answers are queued only after the
  * whole request is read, so connections stay alive (MHD closes a
  * connection whose answer was queued early). */

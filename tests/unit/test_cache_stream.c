@@ -96,10 +96,16 @@ typedef struct served {
     char *dir, *store, *log;
 } served;
 
-static void serve_start(served *s, const char *zstd)
+/* What a failed test leaves for its teardown to stop and unmount. */
+static served *g_running;
+static char *g_mounted;
+
+/* Starts `cuvil cache serve` on store (NULL: one in a fresh directory). */
+static void serve_start(served *s, const char *store, const char *zstd)
 {
+    g_running = s;
     s->dir = cv_tmpdir_make("cache-stream");
-    s->store = cv_tmpdir_path(s->dir, "store");
+    s->store = store ? strdup(store) : cv_tmpdir_path(s->dir, "store");
     s->log = cv_tmpdir_path(s->dir, "serve.log");
     const char *argv[] = {bin(), "cache", "serve", "--listen", "127.0.0.1:0", "--dir", s->store,
                           "--threads", "4", "--max-request", "1G", "--zstd-level", zstd, NULL};
@@ -128,6 +134,7 @@ static void serve_start(served *s, const char *zstd)
 
 static void serve_stop(served *s)
 {
+    g_running = NULL;
     kill(s->pid, SIGTERM);
     waitpid(s->pid, NULL, 0);
     free(s->store);
@@ -141,6 +148,15 @@ static cv_remote *client_max(const char *url, uint64_t max_get)
     cv_remote *r = NULL;
     assert_int_equal(cv_cache_remote_open(&o, &r, NULL), 0);
     return r;
+}
+
+/* PUTs blob through the client; *dg receives its name. */
+static void put_blob(const served *s, const char *blob, size_t n, cv_digest *dg)
+{
+    cv_cache_sha256(blob, n, dg);
+    cv_remote *r = client_max(s->url, 0);
+    assert_int_equal(cv_cache_remote_put(r, CV_CAS_BLOB, dg, blob, n, NULL), 0);
+    cv_cache_remote_close(r);
 }
 
 static void blob_path(const served *s, const cv_digest *dg, char *out, size_t cap)
@@ -215,16 +231,13 @@ static void test_remote_spools_real_server(void **state)
     (void)state;
     if (!bin())
         skip();
-    served s;
-    serve_start(&s, "0");
+    static served s; /* static: the teardown may stop it after a failed assert */
+    serve_start(&s, NULL, "0");
     size_t n = (size_t)32 << 20;
     char *blob = malloc(n);
     tcu_fill(blob, n, 25);
     cv_digest dg;
-    cv_cache_sha256(blob, n, &dg);
-    cv_remote *r = client_max(s.url, 0);
-    assert_int_equal(cv_cache_remote_put(r, CV_CAS_BLOB, &dg, blob, n, NULL), 0);
-    cv_cache_remote_close(r);
+    put_blob(&s, blob, n, &dg);
     probe f = get_in_child(s.url, 0, &dg, blob, n, true);
     assert_int_equal(f.rc, CV_REMOTE_FOUND);
     assert_true(f.same);
@@ -484,48 +497,25 @@ static void test_bitrot_never_served(void **state)
     int fd = open(img, O_RDWR | O_CREAT, 0644);
     assert_int_equal(ftruncate(fd, 32 << 20), 0);
     close(fd);
+    g_mounted = mnt;
     if (sh("mkfs.ext4 -q -F %s >/dev/null 2>&1%s", img, "") != 0 ||
         sh("mount -o loop %s %s 2>/dev/null", img, mnt) != 0) {
+        g_mounted = NULL;
         free(img);
         free(mnt);
         cv_tmpdir_remove(dir);
         skip();
     }
-    served s = {0};
-    s.dir = cv_tmpdir_make("cache-bitrot-srv");
-    s.store = cv_tmpdir_path(mnt, "store");
-    s.log = cv_tmpdir_path(s.dir, "serve.log");
-    const char *argv[] = {bin(), "cache", "serve", "--listen", "127.0.0.1:0", "--dir", s.store,
-                          "--threads", "2", NULL};
-    s.pid = fork();
-    if (s.pid == 0) {
-        int lfd = open(s.log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(lfd, 1);
-        dup2(lfd, 2);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    int port = 0;
-    for (int i = 0; i < 300 && !port; i++) {
-        size_t len;
-        char *text = cv_tmpdir_read_file(s.log, &len);
-        const char *p = text ? strstr(text, "port ") : NULL;
-        port = p ? atoi(p + 5) : 0;
-        free(text);
-        if (!port)
-            usleep(20000);
-    }
-    assert_true(port > 0);
-    snprintf(s.url, sizeof s.url, "http://127.0.0.1:%d", port);
+    char *store = cv_tmpdir_path(mnt, "store");
+    static served s; /* static: the teardown may stop it after a failed assert */
+    serve_start(&s, store, "0");
+    free(store);
 
     size_t n = 256 * 1024;
     char *blob = malloc(n);
     tcu_fill(blob, n, 3);
     cv_digest dg, got;
-    cv_cache_sha256(blob, n, &dg);
-    cv_remote *r = client_max(s.url, 0);
-    assert_int_equal(cv_cache_remote_put(r, CV_CAS_BLOB, &dg, blob, n, NULL), 0);
-    cv_cache_remote_close(r);
+    put_blob(&s, blob, n, &dg);
     char hex[65], url[256], path[4096];
     cv_cache_digest_hex(&dg, hex);
     snprintf(url, sizeof url, "%s/cas/%s", s.url, hex);
@@ -565,12 +555,9 @@ static void test_bitrot_never_served(void **state)
             assert_true(cv_cache_digest_eq(&got, &dg)); /* never 200 with bad bytes */
         assert_int_not_equal(st, 200);                  /* here: removed, 404 */
     }
-    kill(s.pid, SIGTERM);
-    waitpid(s.pid, NULL, 0);
+    serve_stop(&s);
     sh("umount %s%s", mnt, "");
-    free(s.store);
-    free(s.log);
-    cv_tmpdir_remove(s.dir);
+    g_mounted = NULL;
     free(blob);
     free(img);
     free(mnt);
@@ -603,16 +590,13 @@ static void test_zstd_gets_stream(void **state)
     (void)state;
     if (!bin())
         skip();
-    served s;
-    serve_start(&s, "3");
+    static served s; /* static: the teardown may stop it after a failed assert */
+    serve_start(&s, NULL, "3");
     size_t n = (size_t)32 << 20;
     char *blob = malloc(n);
     fill_words(blob, n, 11);
     cv_digest dg;
-    cv_cache_sha256(blob, n, &dg);
-    cv_remote *r = client_max(s.url, 0);
-    assert_int_equal(cv_cache_remote_put(r, CV_CAS_BLOB, &dg, blob, n, NULL), 0);
-    cv_cache_remote_close(r);
+    put_blob(&s, blob, n, &dg);
     char path[4096], hex[65], url[256];
     blob_path(&s, &dg, path, sizeof path);
     struct stat st;
@@ -658,15 +642,27 @@ static void test_zstd_gets_stream(void **state)
     serve_stop(&s);
 }
 
+/* After a test that failed half-way: no server left running, no mount. */
+static int cleanup(void **state)
+{
+    (void)state;
+    if (g_running)
+        serve_stop(g_running);
+    if (g_mounted)
+        sh("umount %s%s", g_mounted, "");
+    g_mounted = NULL;
+    return 0;
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_remote_spools_real_server),
-        cmocka_unit_test(test_remote_hostile),
-        cmocka_unit_test(test_bitrot_never_served),
-        cmocka_unit_test(test_zstd_gets_stream),
+        cmocka_unit_test_teardown(test_remote_spools_real_server, cleanup),
+        cmocka_unit_test_teardown(test_remote_hostile, cleanup),
+        cmocka_unit_test_teardown(test_bitrot_never_served, cleanup),
+        cmocka_unit_test_teardown(test_zstd_gets_stream, cleanup),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();
