@@ -417,7 +417,7 @@ int cv_cache_cas_put(cv_cas *cas, cv_cas_kind kind, const cv_digest *key, const 
 /* ----------------------------------------------------------------- read */
 
 /* 0 when all n bytes were read, -1 otherwise. */
-static int read_at(int fd, void *buf, size_t n, off_t off)
+int cv_cache_cas_read_at(int fd, void *buf, size_t n, long long off)
 {
     uint8_t *b = buf;
     while (n) {
@@ -435,7 +435,7 @@ static int read_at(int fd, void *buf, size_t n, off_t off)
 
 /* A corrupt entry is removed only while its name still points at the file
  * that was read: another process may just have renamed a good copy there. */
-static int corrupt(const cv_cas_entry *e, const char *why, cv_diag *d)
+int cv_cache_cas_corrupt(const cv_cas_entry *e, const char *why, cv_diag *d)
 {
     cv_cache_warn(d, CV_DIAG_CACHE_CORRUPT, "cache entry %s is corrupt (%s); removed", e->path, why);
     struct stat now;
@@ -455,7 +455,9 @@ static const char *decode(const cv_cas_entry *e, uint8_t **out)
         *out = malloc(raw ? raw : 1);
         if (!*out)
             return NULL;
-        return read_at(e->fd, *out, raw, (off_t)(e->stored - raw)) == 0 ? NULL : "short read";
+        return cv_cache_cas_read_at(e->fd, *out, raw, (long long)(e->stored - raw)) == 0
+                   ? NULL
+                   : "short read";
     }
     if (hdr[4] != CODEC_ZSTD)
         return "unknown codec";
@@ -466,7 +468,7 @@ static const char *decode(const cv_cas_entry *e, uint8_t **out)
     if (!z)
         return NULL;
     const char *why = NULL;
-    if (read_at(e->fd, z, body, CV_CAS_HEADER) != 0) {
+    if (cv_cache_cas_read_at(e->fd, z, body, CV_CAS_HEADER) != 0) {
         why = "short read";
     } else {
         unsigned long long fcs = ZSTD_getFrameContentSize(z, body);
@@ -528,10 +530,10 @@ static bool size_plausible(const cv_cas_entry *e)
 int cv_cache_cas_entry_header(cv_cas_entry *e, cv_diag *d)
 {
     /* bytes 5-7 are written as zeros: a flip there is damage too */
-    if (e->stored < CV_CAS_HEADER || read_at(e->fd, e->hdr, sizeof e->hdr, 0) != 0 ||
+    if (e->stored < CV_CAS_HEADER || cv_cache_cas_read_at(e->fd, e->hdr, sizeof e->hdr, 0) != 0 ||
         memcmp(e->hdr, MAGIC, 4) != 0 || (e->hdr[5] | e->hdr[6] | e->hdr[7]) != 0) {
         cv_cache_cas_entry_close(e);
-        return corrupt(e, "bad header", d);
+        return cv_cache_cas_corrupt(e, "bad header", d);
     }
     e->raw = get_le64(e->hdr + 8);
     e->raw_codec = e->hdr[4] == CODEC_RAW && e->stored - CV_CAS_HEADER == e->raw;
@@ -539,7 +541,7 @@ int cv_cache_cas_entry_header(cv_cas_entry *e, cv_diag *d)
                e->stored - CV_CAS_PAGE == e->raw;
     if (!size_plausible(e)) {
         cv_cache_cas_entry_close(e);
-        return corrupt(e, "size does not match its header", d);
+        return cv_cache_cas_corrupt(e, "size does not match its header", d);
     }
     return CV_CAS_FOUND;
 }
@@ -573,7 +575,7 @@ static int copy_rw(int in_fd, off_t in, int out_fd, uint64_t left)
     int rc = 0;
     while (rc == 0 && left) {
         size_t want = left < CHUNK ? (size_t)left : CHUNK;
-        if (read_at(in_fd, buf, want, in) != 0 || write_all(out_fd, buf, want) != 0)
+        if (cv_cache_cas_read_at(in_fd, buf, want, in) != 0 || write_all(out_fd, buf, want) != 0)
             rc = -1;
         in += (off_t)want;
         left -= want;
@@ -638,7 +640,7 @@ int cv_cache_cas_entry_read(cv_cas_entry *e, cv_cas_verify v, size_t max_len, vo
     }
     if (why) {
         free(out);
-        return corrupt(e, why, d);
+        return cv_cache_cas_corrupt(e, why, d);
     }
     *data = out;
     *len = e->raw;

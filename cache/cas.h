@@ -61,8 +61,8 @@ int cv_cache_cas_get(cv_cas *cas, cv_cas_kind kind, const cv_digest *name, cv_ca
 int cv_cache_cas_exists(cv_cas *cas, cv_cas_kind kind, const cv_digest *name, uint64_t *stored);
 int cv_cache_cas_remove(cv_cas *cas, cv_cas_kind kind, const cv_digest *name);
 
-/* An entry opened for reading in steps (the server sends raw entries it
- * has verified before straight from the file). */
+/* An entry opened for reading in steps (the server checks a raw entry,
+ * then sends it straight from the file; it streams a compressed one). */
 typedef struct cv_cas_entry {
     int fd;                /* owned: cv_cache_cas_entry_close */
     cv_cas_kind kind;
@@ -71,7 +71,6 @@ typedef struct cv_cas_entry {
     uint64_t stored;       /* file bytes */
     bool raw_codec;        /* the payload lies as is at offset CV_CAS_HEADER */
     bool paged;            /* the payload lies as is at offset CV_CAS_PAGE */
-    bool verified;         /* the caller knows the payload to be intact */
     uint64_t dev, ino;     /* which file was opened (it is never changed in place) */
     int64_t mtime_ns, ctime_ns;
     uint8_t hdr[CV_CAS_HEADER];
@@ -97,6 +96,22 @@ uint64_t cv_cache_cas_entry_xxh3(const cv_cas_entry *e);
  * at offset 0): cloned when the file system can share the blocks, else
  * copied inside the kernel, else by read and write.  0, or -1 with errno. */
 int cv_cache_cas_entry_copy(cv_cas_entry *e, int out_fd);
+
+/* Streaming reads: the payload in steps of the caller's size, raw or
+ * decompressed as it goes, so a large entry never sits whole in memory.
+ * The stream reads its own copy of e's descriptor (e may be closed).  Its
+ * XXH3 is checked before the step that ends the payload is handed out: a
+ * reader never receives a whole payload that does not match, only a short
+ * one, then CV_CAS_CORRUPT (reported, the file removed). */
+typedef struct cv_cas_stream cv_cas_stream;
+int cv_cache_cas_stream_open(const cv_cas_entry *e, cv_cas_stream **out, cv_diag *d);
+/* CV_CAS_FOUND with *got bytes in buf (0: the payload is done and intact),
+ * CV_CAS_CORRUPT, or < 0 (I/O error). */
+int cv_cache_cas_stream_read(cv_cas_stream *s, void *buf, size_t cap, size_t *got, cv_diag *d);
+void cv_cache_cas_stream_close(cv_cas_stream *s);
+/* Reads the whole payload through a stream and drops it: CV_CAS_FOUND when
+ * it matches its XXH3, CV_CAS_CORRUPT, or < 0. */
+int cv_cache_cas_entry_check(const cv_cas_entry *e, cv_diag *d);
 
 /* Streaming writes (server uploads). */
 int cv_cache_cas_writer_open(cv_cas *cas, cv_cas_kind kind, cv_cas_writer **out, cv_diag *d);

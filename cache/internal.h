@@ -46,6 +46,12 @@ int cv_cache_write_errcode(int err);
 void cv_cache_parallel(int n, int max_threads, void (*fn)(void *ctx, int i), void *ctx);
 
 void cv_cache_hex(const uint8_t *b, size_t n, char *out); /* out: 2n+1 bytes */
+
+/* cas.c, for cas_stream.c: pread of exactly n bytes (0, or -1); a corrupt
+ * entry reported (a warning) and removed, returning CV_CAS_CORRUPT. */
+struct cv_cas_entry;
+int cv_cache_cas_read_at(int fd, void *buf, size_t n, long long off);
+int cv_cache_cas_corrupt(const struct cv_cas_entry *e, const char *why, cv_diag *d);
 int64_t cv_cache_now_us(void);      /* wall clock, for last-use times */
 int64_t cv_cache_mono_us(void);     /* monotonic, for durations */
 

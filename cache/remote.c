@@ -4,10 +4,13 @@
 #include "cache/internal.h"
 #include "common/netlib.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 enum { MAX_URL = 1024 };
 
@@ -19,7 +22,8 @@ struct cv_remote {
     bool read_only;
     long timeout_ms, connect_ms;
     int retries, down_ms;
-    size_t max_get;
+    uint64_t max_get;
+    char tmp_dir[MAX_URL + 1]; /* where response bodies are spooled */
     int64_t down_until_us;     /* monotonic */
     cv_remote_stats st;
     char errbuf[CURL_ERROR_SIZE];
@@ -85,7 +89,9 @@ int cv_cache_remote_open(const cv_remote_options *o, cv_remote **out, cv_diag *d
     r->connect_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 1000;
     r->retries = o->retries < 0 ? 0 : o->retries == 0 ? 2 : o->retries;
     r->down_ms = o->down_ms > 0 ? o->down_ms : 30000;
-    r->max_get = o->max_get ? o->max_get : (size_t)4 << 30;
+    r->max_get = o->max_get ? o->max_get : (uint64_t)4 << 30;
+    const char *tmp = o->tmp_dir && *o->tmp_dir ? o->tmp_dir : getenv("TMPDIR");
+    snprintf(r->tmp_dir, sizeof r->tmp_dir, "%s", tmp && *tmp ? tmp : "/tmp");
     if (cv_ac_keys_load(o->sign_key, o->verify_key, &r->keys, d) != 0) {
         free(r);
         return -1;
@@ -144,11 +150,16 @@ void cv_cache_remote_stats(const cv_remote *r, cv_remote_stats *out)
 
 typedef enum { M_GET, M_HEAD, M_PUT } method;
 
+/* A response body is spooled to an unlinked temp file, never gathered in
+ * memory: a remote (or anyone posing as one) can send at most max bytes,
+ * to the disk, and a blob's SHA-256 is computed as they arrive. */
 typedef struct body {
-    uint8_t *buf; /* owned until handed over */
-    size_t len, cap, max;
-    bool too_big;
-    const uint8_t *up; /* PUT source */
+    int fd;                 /* owned: the spool; -1 = bytes only counted (PUT, HEAD) */
+    uint64_t len, max;
+    bool too_big, write_failed;
+    int err;                /* errno of the failed write */
+    cv_cache_hasher *sha;   /* owned; blob GETs only */
+    const uint8_t *up;      /* PUT source */
     size_t up_len, up_pos;
 } body;
 
@@ -160,19 +171,61 @@ static size_t on_write(char *p, size_t sz, size_t n, void *ctx)
         b->too_big = true;
         return 0;
     }
-    if (b->len + add > b->cap) {
-        size_t cap = b->cap ? b->cap : 64 * 1024;
-        while (cap < b->len + add)
-            cap *= 2;
-        uint8_t *nb = realloc(b->buf, cap);
-        if (!nb)
+    for (size_t done = 0; b->fd >= 0 && done < add;) {
+        ssize_t w = write(b->fd, p + done, add - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            b->write_failed = true;
+            b->err = w < 0 ? errno : ENOSPC;
             return 0;
-        b->buf = nb;
-        b->cap = cap;
+        }
+        done += (size_t)w;
     }
-    memcpy(b->buf + b->len, p, add);
+    if (b->sha)
+        cv_cache_hasher_update(b->sha, p, add);
     b->len += add;
     return add;
+}
+
+/* A GET's body announced larger than the cap is refused before it is read. */
+static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    (void)dlnow, (void)ultotal, (void)ulnow;
+    body *b = ctx;
+    if (b->fd >= 0 && dltotal > 0 && (uint64_t)dltotal > b->max) {
+        b->too_big = true;
+        return 1;
+    }
+    return 0;
+}
+
+/* An unlinked file in dir (O_TMPFILE, else a named one removed at once). */
+static int spool_open(const char *dir)
+{
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+        return fd;
+    char path[MAX_URL + 64];
+    snprintf(path, sizeof path, "%s/cuvil-remote-XXXXXX", dir);
+    fd = mkostemp(path, O_CLOEXEC);
+    if (fd >= 0)
+        unlink(path);
+    return fd;
+}
+
+/* Empties the spool for another attempt. */
+static int body_restart(body *b)
+{
+    b->len = 0;
+    b->up_pos = 0;
+    b->too_big = b->write_failed = false;
+    if (b->sha) {
+        cv_digest scratch;
+        cv_cache_hasher_final(b->sha, &scratch); /* resets it */
+    }
+    return b->fd < 0 || (ftruncate(b->fd, 0) == 0 && lseek(b->fd, 0, SEEK_SET) == 0) ? 0 : -1;
 }
 
 static size_t on_read(char *p, size_t sz, size_t n, void *ctx)
@@ -202,6 +255,9 @@ static void set_common(cv_remote *r, const char *url, body *b)
     cu->easy_setopt(h, CURLOPT_ERRORBUFFER, r->errbuf);
     cu->easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
     cu->easy_setopt(h, CURLOPT_WRITEDATA, b);
+    cu->easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    cu->easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    cu->easy_setopt(h, CURLOPT_XFERINFODATA, b);
 }
 
 static bool transient_curl(CURLcode c)
@@ -228,9 +284,11 @@ static int perform(cv_remote *r, method m, const char *url, body *b, cv_diag *d)
         return CV_REMOTE_DOWN;
     }
     for (int attempt = 0;; attempt++) {
-        b->len = 0;
-        b->up_pos = 0;
-        b->too_big = false;
+        if (body_restart(b) != 0) {
+            r->st.errors++;
+            return cv_cache_err(d, CV_DIAG_CACHE_IO, "remote cache %s: cannot reuse the spool "
+                                "file: %s", url, strerror(errno)), CV_REMOTE_ERROR;
+        }
         r->errbuf[0] = '\0';
         set_common(r, url, b);
         if (m == M_HEAD) {
@@ -268,8 +326,11 @@ static int perform(cv_remote *r, method m, const char *url, body *b, cv_diag *d)
         }
         r->st.errors++;
         if (b->too_big)
-            cv_cache_err(d, CV_DIAG_CACHE_TOO_LARGE, "remote cache %s: body over %zu bytes", url,
-                         b->max);
+            cv_cache_err(d, CV_DIAG_CACHE_TOO_LARGE, "remote cache %s: body over %llu bytes", url,
+                         (unsigned long long)b->max);
+        else if (b->write_failed)
+            cv_cache_err(d, cv_cache_write_errcode(b->err), "remote cache %s: cannot spool the "
+                         "body under %s: %s", url, r->tmp_dir, strerror(b->err));
         else if (c == CURLE_HTTP_RETURNED_ERROR)
             cv_cache_err(d, CV_DIAG_CACHE_HTTP_STATUS, "remote cache %s: HTTP %ld", url, status);
         else
@@ -294,42 +355,84 @@ static int unexpected(cv_remote *r, const char *url, int status, cv_diag *d)
     return cv_cache_err(d, CV_DIAG_CACHE_HTTP_STATUS, "remote cache %s: HTTP %d", url, status);
 }
 
+/* GETs name into a fresh spool: CV_REMOTE_FOUND with *fd (the caller
+ * closes it) holding *len bytes, a blob's checked against its name. */
+static int get_spooled(cv_remote *r, cv_cas_kind kind, const cv_digest *name, uint64_t max,
+                       int *fd, uint64_t *len, cv_diag *d)
+{
+    *fd = -1;
+    *len = 0;
+    char url[MAX_URL + 128];
+    make_url(r, kind, name, url, sizeof url);
+    body b = {.fd = spool_open(r->tmp_dir), .max = max};
+    if (b.fd < 0) {
+        r->st.errors++;
+        return cv_cache_err(d, cv_cache_write_errcode(errno), "remote cache: cannot create a "
+                            "spool file under %s: %s", r->tmp_dir, strerror(errno)),
+               CV_REMOTE_ERROR;
+    }
+    if (kind == CV_CAS_BLOB && !(b.sha = cv_cache_hasher_new())) {
+        close(b.fd);
+        return cv_cache_err(d, CV_DIAG_OOM, "out of memory reading the remote cache");
+    }
+    int st = perform(r, M_GET, url, &b, d);
+    int rc = CV_REMOTE_FOUND;
+    if (st != 200) {
+        rc = st == 404 ? CV_REMOTE_MISSING : st < 0 ? st : unexpected(r, url, st, d);
+    } else if (b.sha) {
+        cv_digest got;
+        cv_cache_hasher_final(b.sha, &got);
+        if (!cv_cache_digest_eq(&got, name)) {
+            r->st.errors++;
+            rc = cv_cache_err(d, CV_DIAG_CACHE_REMOTE_BAD_BLOB,
+                              "remote cache %s: content does not hash to its name", url);
+        }
+    }
+    cv_cache_hasher_free(b.sha);
+    if (rc != CV_REMOTE_FOUND) {
+        close(b.fd);
+        return rc;
+    }
+    *fd = b.fd;
+    *len = b.len;
+    return rc;
+}
+
+int cv_cache_remote_get_blob_file(cv_remote *r, const cv_digest *name, int *fd, uint64_t *len,
+                                  cv_diag *d)
+{
+    return get_spooled(r, CV_CAS_BLOB, name, r->max_get, fd, len, d);
+}
+
 int cv_cache_remote_get(cv_remote *r, cv_cas_kind kind, const cv_digest *name, void **data,
                         size_t *len, cv_diag *d)
 {
     *data = NULL;
     *len = 0;
-    char url[MAX_URL + 128];
-    make_url(r, kind, name, url, sizeof url);
-    body b = {.max = r->max_get};
-    int st = perform(r, M_GET, url, &b, d);
-    if (st != 200) {
-        free(b.buf);
-        if (st == 404)
-            return CV_REMOTE_MISSING;
-        return st < 0 ? st : unexpected(r, url, st, d);
+    int fd;
+    uint64_t n;
+    int rc = get_spooled(r, kind, name, r->max_get, &fd, &n, d);
+    if (rc != CV_REMOTE_FOUND)
+        return rc;
+    uint8_t *buf = n < SIZE_MAX ? malloc(n ? (size_t)n : 1) : NULL; /* exactly what came */
+    if (!buf || cv_cache_cas_read_at(fd, buf, (size_t)n, 0) != 0) {
+        int err = errno;
+        close(fd);
+        free(buf);
+        r->st.errors++;
+        return buf ? cv_cache_err(d, CV_DIAG_CACHE_IO, "remote cache: cannot read back the "
+                                  "spooled body: %s", strerror(err)), CV_REMOTE_ERROR
+                   : cv_cache_err(d, CV_DIAG_OOM, "out of memory reading the remote cache");
     }
-    if (kind == CV_CAS_BLOB) {
-        cv_digest got;
-        cv_cache_sha256(b.buf, b.len, &got);
-        if (!cv_cache_digest_eq(&got, name)) {
-            free(b.buf);
-            r->st.errors++;
-            return cv_cache_err(d, CV_DIAG_CACHE_REMOTE_BAD_BLOB,
-                                "remote cache %s: content does not hash to its name", url);
-        }
-    } else if (b.buf && cv_ac_unseal(r->keys, name, b.buf, &b.len, d) != 0) {
-        free(b.buf);
+    close(fd);
+    size_t blen = (size_t)n;
+    if (kind == CV_CAS_AC && (n || r->keys) && cv_ac_unseal(r->keys, name, buf, &blen, d) != 0) {
+        free(buf);   /* an empty entry is unsigned too */
         r->st.errors++;
         return CV_REMOTE_ERROR;
-    } else if (!b.buf && r->keys && cv_ac_unseal(r->keys, name, "", &b.len, d) != 0) {
-        r->st.errors++;
-        return CV_REMOTE_ERROR;   /* an empty entry is unsigned too */
     }
-    if (!b.buf && !(b.buf = malloc(1)))
-        return cv_cache_err(d, CV_DIAG_OOM, "out of memory reading the remote cache");
-    *data = b.buf;
-    *len = b.len;
+    *data = buf;
+    *len = blen;
     return CV_REMOTE_FOUND;
 }
 
@@ -337,9 +440,8 @@ int cv_cache_remote_head(cv_remote *r, cv_cas_kind kind, const cv_digest *name, 
 {
     char url[MAX_URL + 128];
     make_url(r, kind, name, url, sizeof url);
-    body b = {.max = 0};
+    body b = {.fd = -1, .max = 0};
     int st = perform(r, M_HEAD, url, &b, d);
-    free(b.buf);
     if (st == 200)
         return CV_REMOTE_FOUND;
     if (st == 404)
@@ -357,10 +459,9 @@ int cv_cache_remote_put(cv_remote *r, cv_cas_kind kind, const cv_digest *name, c
     void *sealed = NULL;   /* owned: the signed entry, if signing */
     if (kind == CV_CAS_AC && cv_ac_seal(r->keys, name, data, len, &sealed, &len, d) != 0)
         return CV_REMOTE_ERROR;
-    body b = {.max = 64 * 1024, .up = sealed ? sealed : data, .up_len = len};
+    body b = {.fd = -1, .max = 64 * 1024, .up = sealed ? sealed : data, .up_len = len};
     int st = perform(r, M_PUT, url, &b, d);
     free(sealed);
-    free(b.buf);
     if (st == 200 || st == 201 || st == 204)
         return 0;
     return st < 0 ? st : unexpected(r, url, st, d);

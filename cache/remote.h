@@ -23,7 +23,8 @@ typedef struct cv_remote_options {
     int connect_timeout_ms; /* 0 = 1000 */
     int retries;            /* extra attempts on transient errors; < 0 = none, 0 = 2 */
     int down_ms;            /* after a failure, skip the remote this long; 0 = 30000 */
-    size_t max_get;         /* largest body accepted; 0 = 4 GiB */
+    uint64_t max_get;       /* largest body accepted; 0 = 4 GiB */
+    const char *tmp_dir;    /* where bodies are spooled; NULL = $TMPDIR or /tmp */
     const char *sign_key;   /* Ed25519 private key (PEM): action entries PUT signed; NULL = no */
     const char *verify_key; /* Ed25519 public key (PEM): action entries read must be signed by
                                it (cache/ac_sign.h); NULL = not required */
@@ -46,10 +47,17 @@ void cv_cache_remote_close(cv_remote *r);
 const char *cv_cache_remote_base(const cv_remote *r);
 bool cv_cache_remote_read_only(const cv_remote *r);
 
-/* A CAS body is checked against its name (CV9116 when it differs); an
- * action entry's signature, when a verify key is set (CV9314). */
+/* Bodies are spooled to an unlinked file under tmp_dir as they arrive (at
+ * most max_get bytes, CV9114 past that or when announced larger), never
+ * gathered in memory; a CAS body's SHA-256 is computed on the way and
+ * checked against its name (CV9116 when it differs).  _get then reads the
+ * body into memory (exactly its size); an action entry's signature is
+ * checked when a verify key is set (CV9314).  _get_blob_file hands over
+ * the spool instead: *fd (the caller closes it) holds *len checked bytes. */
 int cv_cache_remote_get(cv_remote *r, cv_cas_kind kind, const cv_digest *name, void **data,
                         size_t *len, cv_diag *d);
+int cv_cache_remote_get_blob_file(cv_remote *r, const cv_digest *name, int *fd, uint64_t *len,
+                                  cv_diag *d);
 int cv_cache_remote_head(cv_remote *r, cv_cas_kind kind, const cv_digest *name, cv_diag *d);
 /* 0 when stored (or skipped: read-only), < 0 on error. */
 int cv_cache_remote_put(cv_remote *r, cv_cas_kind kind, const cv_digest *name, const void *data,

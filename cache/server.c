@@ -6,11 +6,12 @@
  *                                                ActionResult, ccache's own)
  *   GET /metrics (Prometheus text), GET /status (JSON)
  *
- * The store is a cas.c directory, raw by default: the first GET of an entry
- * reads it and checks its XXH3 (the clients verify SHA-256 themselves);
- * later GETs of the same unchanged file are sent with sendfile
- * (server_verified.c).  Index updates (last use, sizes) are queued and
- * written by one thread in batches, which also enforces the size limit:
+ * The store is a cas.c directory, raw by default.  Every GET checks the
+ * entry's XXH3 (the clients verify SHA-256 themselves): a raw entry is
+ * read through the page cache and then sent with sendfile, a large
+ * compressed one is decompressed as it is sent (entry_response).  Index
+ * updates (last use, sizes) are queued and written by one thread in
+ * batches, which also enforces the size limit:
  * request threads never wait on SQLite.  Answers are queued only after the
  * whole request is read, so connections stay alive (MHD closes a
  * connection whose answer was queued early), except refusals of bodies
@@ -55,7 +56,6 @@ struct cv_cache_server {
     cv_cas *cas;               /* owned */
     cv_index *ix;              /* owned */
     cv_tokens *tokens;     /* owned; NULL = no authentication */
-    cv_srv_verified *verified; /* owned */
     cv_netguard *guard;        /* owned: connection limits and deadlines */
     uint64_t max_size, max_request;
     int port;
@@ -274,20 +274,12 @@ static enum MHD_Result serve_admin(cv_cache_server *s, struct MHD_Connection *c,
 
 /* --------------------------------------------------------------- GET/HEAD */
 
-/* Opens the entry; a miss or a bad header is answered (404) here.  An
- * entry verified before needs no header read: its identity says it all. */
+/* Opens the entry and reads its header; a miss or a bad header is
+ * answered (404) here. */
 static int open_entry(cv_cache_server *s, struct MHD_Connection *c, req *r, cv_cas_entry *e,
                       enum MHD_Result *answer)
 {
-    int rc = cv_cache_cas_entry_stat(s->cas, r->cas_kind, &r->name, e, NULL);
-    if (rc == CV_CAS_FOUND && cv_cache_srv_verified_has(s->verified, e)) {
-        e->raw_codec = true; /* only raw entries are remembered */
-        e->raw = e->stored - CV_CAS_HEADER;
-        e->verified = true;
-        return rc;
-    }
-    if (rc == CV_CAS_FOUND)
-        rc = cv_cache_cas_entry_header(e, NULL);
+    int rc = cv_cache_cas_entry_open(s->cas, r->cas_kind, &r->name, e, NULL);
     if (rc == CV_CAS_FOUND)
         return rc;
     if (rc == CV_CAS_CORRUPT) {
@@ -300,27 +292,79 @@ static int open_entry(cv_cache_server *s, struct MHD_Connection *c, req *r, cv_c
     return rc;
 }
 
+/* A compressed entry larger than this is decompressed as it is sent. */
+#define STREAM_FROM ((uint64_t)1 << 20)
+
+/* A compressed entry being sent: decoded a block at a time. */
+typedef struct sender {
+    cv_cache_server *s;
+    cv_cas_stream *st;         /* owned */
+    cv_cas_kind kind;
+    cv_digest name;
+} sender;
+
+static ssize_t send_block(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;                 /* MHD asks in order */
+    sender *x = cls;
+    size_t got = 0;
+    int rc = cv_cache_cas_stream_read(x->st, buf, max, &got, NULL);
+    if (rc == CV_CAS_FOUND && got)
+        return (ssize_t)got;
+    if (rc == CV_CAS_CORRUPT) { /* the client gets a short body; the next GET a 404 */
+        atomic_fetch_add(&x->s->m.corrupt, 1);
+        enqueue(x->s, CV_IDX_REMOVE, x->kind, &x->name, 0);
+    }
+    return MHD_CONTENT_READER_END_WITH_ERROR; /* got 0: MHD stops at the length first */
+}
+
+static void send_done(void *cls)
+{
+    sender *x = cls;
+    cv_cache_cas_stream_close(x->st);
+    free(x);
+}
+
+/* Every GET checks the payload against its XXH3 before or as it is sent:
+ * a file's identity says nothing of bits rotted in place.  A raw entry is
+ * read once through the page cache, then sent from the file (sendfile); a
+ * small compressed one is decoded into memory and checked; a large one is
+ * decoded as it is sent, and a mismatch found at its end cuts the body
+ * short (the client never receives the whole promised length). */
 static struct MHD_Response *entry_response(cv_cache_server *s, req *r, cv_cas_entry *e, int *rc)
 {
-    if (e->verified) {
+    if (e->raw_codec || e->paged) {
+        *rc = cv_cache_cas_entry_check(e, NULL);
+        if (*rc != CV_CAS_FOUND)
+            return NULL;
         struct MHD_Response *resp =
-            mhd()->create_response_from_fd_at_offset64(e->raw, e->fd, CV_CAS_HEADER);
+            mhd()->create_response_from_fd_at_offset64(e->raw, e->fd, e->stored - e->raw);
         if (resp)
             e->fd = -1; /* MHD closes it */
-        *rc = CV_CAS_FOUND;
+        return resp;
+    }
+    if (e->raw > STREAM_FROM) {
+        sender *x = calloc(1, sizeof *x);
+        *rc = x && cv_cache_cas_stream_open(e, &x->st, NULL) == 0 ? CV_CAS_FOUND : -1;
+        if (*rc != CV_CAS_FOUND) {
+            free(x);
+            return NULL;
+        }
+        *x = (sender){s, x->st, r->cas_kind, r->name};
+        struct MHD_Response *resp =
+            mhd()->create_response_from_callback(e->raw, 256 * 1024, send_block, x, send_done);
+        if (!resp)
+            send_done(x);
         return resp;
     }
     void *data = NULL;
     size_t len = 0;
-    *rc = cv_cache_cas_entry_read(e, CV_CAS_VERIFY_FAST, (size_t)8 << 30, &data, &len, NULL);
+    *rc = cv_cache_cas_entry_read(e, CV_CAS_VERIFY_FAST, STREAM_FROM, &data, &len, NULL);
     if (*rc != CV_CAS_FOUND)
         return NULL;
-    if (e->raw_codec)
-        cv_cache_srv_verified_add(s->verified, e);
     struct MHD_Response *resp = mhd()->create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
     if (!resp)
         free(data);
-    (void)r;
     return resp;
 }
 
@@ -687,9 +731,7 @@ int cv_cache_server_start(const cv_cache_server_options *o, cv_cache_server **ou
     s->max_size = o->max_size;
     s->max_request = o->max_request ? o->max_request : (uint64_t)1 << 30;
     s->started_us = cv_cache_mono_us();
-    s->verified = cv_cache_srv_verified_new(1 << 16);
-    int rc = s->verified ? cv_cache_cas_open(s->dir, o->zstd_level, &s->cas, d)
-                         : cv_cache_err(d, CV_DIAG_OOM, "out of memory starting the cache server");
+    int rc = cv_cache_cas_open(s->dir, o->zstd_level, &s->cas, d);
     if (rc == 0)
         rc = cv_cache_index_open(s->dir, &s->ix, d);
     if (rc == 0 && o->tokens_file)
@@ -747,7 +789,6 @@ void cv_cache_server_stop(cv_cache_server *s, int grace_ms)
     free(s->q);
     cv_netguard_free(s->guard);
     cv_tokens_free(s->tokens);
-    cv_cache_srv_verified_free(s->verified);
     cv_cache_index_close(s->ix);
     cv_cache_cas_close(s->cas);
     pthread_cond_destroy(&s->qcv);

@@ -12,16 +12,6 @@
 #include "common/strbuf.h"
 #include "common/tokens.h"
 
-/* ---- raw entries already verified (server_verified.c) */
-
-typedef struct cv_srv_verified cv_srv_verified;
-
-cv_srv_verified *cv_cache_srv_verified_new(size_t slots); /* NULL on OOM */
-void cv_cache_srv_verified_free(cv_srv_verified *t);
-bool cv_cache_srv_verified_has(cv_srv_verified *t, const cv_cas_entry *e);
-void cv_cache_srv_verified_add(cv_srv_verified *t, const cv_cas_entry *e);
-
-
 /* ---- metrics */
 
 enum { SRV_KINDS = 4, SRV_METHODS = 4, SRV_STATUSES = 11, SRV_BUCKETS = 15 };

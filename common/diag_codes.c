@@ -379,6 +379,7 @@ static const cv_diag_code_info codes[] = {
     {9313, "glob-escapes", "a file pattern from a repository is absolute or climbs with `..` out of its directory"},
     {9314, "cache-ac-signature", "an action entry from the remote cache is unsigned or its signature is not good; refused"},
     {9315, "cache-ac-key", "an action-cache signing or verify key cannot be read or is not an Ed25519 key in PEM"},
+    {9316, "worker-compiler-killed", "the compile was killed (SIGKILL) from outside with no sign of running out of memory; retried"},
 };
 
 const cv_diag_code_info *cv_diag_codes(size_t *count)

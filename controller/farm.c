@@ -6,13 +6,15 @@
  * pending; should they all die before (killed, crashed), a fresh set is
  * started, a bounded number of times.  Long-running, each worker slot is
  * restarted when its process ends, at most once per RESTART_MS.  The same
- * code serves both queues: SQLite in the state directory or Kafka. */
+ * code serves both queues: SQLite in the state directory or Kafka.  A farm
+ * killed outright takes its workers with it (PR_SET_PDEATHSIG: SIGTERM). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -88,8 +90,17 @@ static pid_t spawn_worker(const farm *f, int slot)
         argv[n++] = memory;
     }
     argv[n] = NULL;
+    pid_t farm_pid = getpid();
     pid_t pid = log_path ? fork() : -1;
     if (pid == 0) {
+        /* A farm killed outright (SIGKILL, OOM) cannot stop its workers:
+         * the kernel sends them SIGTERM when it dies, the signal with which
+         * the farm stops them itself (the running job finishes within the
+         * grace period or is handed back).  The setting survives execv; a
+         * farm that died before it was made is caught by the check after. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != farm_pid)
+            _exit(0);
         /* Workers' logs go to the state directory: the farm's own output
          * stays a summary.  Their own process group keeps a Ctrl-C at the
          * terminal from reaching them: the farm stops them in order. */

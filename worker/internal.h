@@ -25,6 +25,7 @@ enum {
     CV_E_WORKER_ARGS = 9310,     /* bad worker options (URL, limits) */
     CV_E_BUILD_INCONSISTENT = 9311, /* an L1 entry disagrees with its front end */
     CV_E_BUILD_ARTIFACT = 9312,  /* the backend's artifact directory is unusable */
+    CV_E_WORKER_KILLED = 9316,   /* SIGKILLed by someone else, with no sign of OOM */
 };
 
 /* ---- fingerprint.c */
@@ -136,6 +137,7 @@ typedef struct cv_sb_outcome {
     size_t report_len;
     char err_tail[2048];        /* the end of its stderr */
     long maxrss_kb;
+    bool cgroup_oom;            /* the worker's cgroup counted an OOM kill meanwhile */
     double wall_ms;
     int stop_reason;            /* the tick's non-zero return that stopped it */
 } cv_sb_outcome;

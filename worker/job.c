@@ -308,6 +308,7 @@ static void synthesise(const cv_lease *l, const cv_sb_outcome *so, const cv_work
 {
     cv_diag *d = &res->diags;
     cv_span at = {.file = l->job.model_path};
+    bool killed = so->end == CV_SB_SIGNALED && so->code == SIGKILL;
     int id = 0;
     if (so->end == CV_SB_TIMEOUT) {
         res->status = CV_RESULT_TIMEOUT;
@@ -317,9 +318,18 @@ static void synthesise(const cv_lease *l, const cv_sb_outcome *so, const cv_work
         res->status = CV_RESULT_TIMEOUT;
         id = cv_diag_error(d, CV_E_WORKER_CPU, at, "the compile ran past its %d s CPU-time "
                            "limit and was killed", o->cpu_limit_s);
-    } else if (looks_oom(so->err_tail) || (so->end == CV_SB_SIGNALED && so->code == SIGKILL)) {
+    } else if (looks_oom(so->err_tail) || (killed && so->cgroup_oom)) {
         res->status = CV_RESULT_OOM;
         id = cv_diag_error(d, CV_E_WORKER_OOM, at, "the compiler ran out of memory (peak "
+                           "resident %ld MiB)", so->maxrss_kb / 1024);
+    } else if (killed) {
+        /* Our own limits never SIGKILL without a trace (RLIMIT_AS fails
+         * allocations, the timeouts are above): an operator, an evicted
+         * pod or a host OOM kill outside the cgroup.  Not the model's
+         * fault: retried. */
+        res->status = CV_RESULT_INFRA;
+        id = cv_diag_error(d, CV_E_WORKER_KILLED, at, "the compiler was killed (SIGKILL) from "
+                           "outside the worker, with no sign of running out of memory (peak "
                            "resident %ld MiB)", so->maxrss_kb / 1024);
     } else if (so->end == CV_SB_SIGNALED) {
         res->status = CV_RESULT_ICE;

@@ -2,7 +2,8 @@
  * a timeout also kills the linker it may have started), killed if the
  * worker dies (PR_SET_PDEATHSIG), address-space and CPU-time rlimits, no
  * core files, stderr captured (its tail explains a crash), a pipe for the
- * result.  The parent watches the wall clock and runs a tick (heartbeats,
+ * result, and the cgroup's OOM-kill count (tells the OOM killer's SIGKILL
+ * from anyone else's).  The parent watches the wall clock and runs a tick (heartbeats,
  * stop requests) while it waits.  Whatever the child does, the parent gets
  * an outcome and goes on. */
 #include <errno.h>
@@ -90,6 +91,47 @@ static void child(const cv_sb_spec *s, pid_t parent, int rep, int err)
 }
 
 /* --------------------------------------------------------------- parent */
+
+/* The OOM kills counted so far in this process's memory cgroup, or -1
+ * when there is none to read: evidence, besides the child's own
+ * allocation errors, that a SIGKILL was the kernel's OOM killer (a
+ * container's memory limit) and not someone's kill -9.  cgroup v2 counts
+ * them in memory.events, v1 in memory.oom_control. */
+static long long oom_kills_in(const char *dir, const char *rel, const char *file)
+{
+    char path[4400], line[256];
+    long long n = -1;
+    if (snprintf(path, sizeof path, "/sys/fs/cgroup%s%s/%s", dir, rel, file) >= (int)sizeof path)
+        return -1;
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "oom_kill %lld", &n) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static long long cgroup_oom_kills(void)
+{
+    char line[4096];
+    long long n = -1;
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    while (f && n < 0 && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        const char *v1 = strstr(line, ":memory:");
+        if (strncmp(line, "0::", 3) == 0) {
+            n = oom_kills_in("", line + 3, "memory.events");
+            if (n < 0)
+                n = oom_kills_in("/unified", line + 3, "memory.events");
+        } else if (v1) {
+            n = oom_kills_in("/memory", v1 + 8, "memory.oom_control");
+        }
+    }
+    if (f)
+        fclose(f);
+    return n;
+}
 
 /* The child's end is seen through a pidfd: its pipes close a moment
  * before it can be reaped, and a wait4 in that moment would otherwise
@@ -236,6 +278,7 @@ int cv_wk_sandbox_run(const cv_sb_spec *s, cv_sb_outcome *out, cv_diag *d)
         return cv_diag_error(d, CV_E_WORKER_SPAWN, (cv_span){0}, "pipe: %s", strerror(e)), -1;
     }
     fflush(NULL);
+    long long ooms_before = cgroup_oom_kills();
     pid_t parent = getpid(), pid = fork();
     if (pid < 0) {
         int e = errno;
@@ -264,6 +307,8 @@ int cv_wk_sandbox_run(const cv_sb_spec *s, cv_sb_outcome *out, cv_diag *d)
         return cv_diag_error(d, CV_E_WORKER_SPAWN, (cv_span){0}, "waiting for the compile: %s",
                              strerror(errno)), -1;
     }
+    long long ooms_after = cgroup_oom_kills();
+    out->cgroup_oom = ooms_before >= 0 && ooms_after > ooms_before;
     out->report = w.report_overflow ? NULL : w.report;
     out->report_len = w.report_overflow ? 0 : w.report_len;
     if (w.report_overflow)

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -476,12 +477,89 @@ static void test_long_running_farm_and_submit(void **state)
     cv_tmpdir_remove(dir);
 }
 
+/* The pids of pid's children (none when it has ended), at most cap. */
+static int children_of(pid_t pid, pid_t *out, int cap)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    FILE *f = fopen(path, "r");
+    int n = 0, v;
+    while (f && n < cap && fscanf(f, "%d", &v) == 1)
+        out[n++] = v;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* A farm killed with SIGKILL (it cannot stop its workers itself) still
+ * takes them with it: they stop within seconds, as on SIGTERM.  The test
+ * is the workers' subreaper, so it sees them end and reaps them. */
+static void test_killed_farm_stops_workers(void **state)
+{
+    (void)state;
+    const char *bin = getenv("CUVIL_BIN");
+    if (!bin || !*bin || access(bin, X_OK) != 0) {
+        skip();
+        return;
+    }
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    char *dir = cv_tmpdir_make("farm-kill");
+    char *repo_dir = cv_tmpdir_path(dir, "models-repo");
+    char *state_dir = cv_tmpdir_path(dir, "state");
+    char *cache_dir = cv_tmpdir_path(dir, "cache");
+    char *farm_out = cv_tmpdir_path(dir, "farm.txt");
+    setenv("CUVIL_CACHE_DIR", cache_dir, 1);
+    setenv("CUVIL_REMOTE_CACHE", "", 1);
+    char *mlp = example("mlp.cuir");
+    git_repository *repo = trepo_init(repo_dir);
+    const trepo_file first[] = {{"cuvil/pipelines.yaml", PIPELINE, 0},
+                                {"models/mlp.cuir", mlp, 0}};
+    trepo_commit(repo, "one model", first, 2, NULL);
+    const char *farm[] = {bin, "farm", "up", repo_dir, "--workers", "2", "--state", state_dir,
+                          "--interval", "1h", NULL};
+    pid_t pid = spawn(farm, farm_out), workers[8];
+    int n = 0;
+    for (int i = 0; i < 600 && n < 2; i++) {
+        usleep(100000);
+        n = children_of(pid, workers, 8);
+    }
+    assert_int_equal(n, 2);
+    usleep(300000);                 /* past the workers' exec */
+    kill(pid, SIGKILL);
+    assert_int_equal(wait_exit(pid, 10), 128 + SIGKILL);
+    int left = n;
+    for (int i = 0; i < 100 && left > 0; i++) {   /* 10 s */
+        for (int k = 0; k < n; k++)
+            if (workers[k] > 0 && waitpid(workers[k], NULL, WNOHANG) == workers[k]) {
+                workers[k] = 0;
+                left--;
+            }
+        if (left)
+            usleep(100000);
+    }
+    for (int k = 0; k < n; k++)     /* left running: the failure, then cleaned up */
+        if (workers[k] > 0) {
+            kill(workers[k], SIGKILL);
+            waitpid(workers[k], NULL, 0);
+        }
+    assert_int_equal(left, 0);
+    prctl(PR_SET_CHILD_SUBREAPER, 0);
+    free(mlp);
+    trepo_free(repo);
+    free(farm_out);
+    free(cache_dir);
+    free(state_dir);
+    free(repo_dir);
+    cv_tmpdir_remove(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_three_commits),
         cmocka_unit_test(test_int8_calibration),
         cmocka_unit_test(test_long_running_farm_and_submit),
+        cmocka_unit_test(test_killed_farm_stops_workers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

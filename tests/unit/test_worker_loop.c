@@ -9,6 +9,8 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -300,6 +302,66 @@ static void test_oom(void **state)
     fixture_close(&f);
 }
 
+/* Kills with SIGKILL each compile child the worker in this process
+ * starts, `left` of them, as an operator's kill -9 would. */
+typedef struct killer {
+    pthread_t t;
+    atomic_int left;
+} killer;
+
+static void *kill_children(void *arg)
+{
+    killer *k = arg;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)getpid(), (int)getpid());
+    for (int i = 0; i < 3000 && atomic_load(&k->left) > 0; i++) {   /* 30 s */
+        usleep(10000);
+        FILE *f = fopen(path, "r");
+        int pid = 0;
+        if (f && fscanf(f, "%d", &pid) == 1 && pid > 0) {
+            usleep(200000);             /* well into the compile */
+            if (kill(pid, SIGKILL) == 0)
+                atomic_fetch_sub(&k->left, 1);
+            while (kill(pid, 0) == 0)   /* until the worker has reaped it */
+                usleep(10000);
+        }
+        if (f)
+            fclose(f);
+    }
+    return NULL;
+}
+
+/* A compile killed from outside (kill -9, no allocation failure, no
+ * timeout) is the farm's trouble, not the model's: infra, retried. */
+static void test_external_kill_is_infra(void **state)
+{
+    (void)state;
+    fixture f;
+    fixture_open(&f);
+    cv_worker_opts o = worker_opts(&f);
+    o.memory_limit = (uint64_t)256 << 20;
+    o.queue_opts.max_attempts = 2;
+    enqueue(&f, "killed", "models/tiny.cvl.py", NULL);
+    setenv("CUVIL_TEST_FAULT", "hang", 1);
+    killer k = {.left = 2};
+    assert_int_equal(pthread_create(&k.t, NULL, kill_children, &k), 0);
+    cv_worker_stats st;
+    run_worker(&o, &st);
+    pthread_join(k.t, NULL);
+    unsetenv("CUVIL_TEST_FAULT");
+    assert_int_equal(atomic_load(&k.left), 0);
+    assert_int_equal(st.jobs, 2);                       /* retried once */
+    assert_int_equal(st.by_status[CV_RESULT_INFRA], 2);
+    assert_int_equal(st.by_status[CV_RESULT_OOM], 0);
+    results r;
+    poll_results(&f, &r);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.m[0].status, CV_RESULT_INFRA);
+    assert_non_null(strstr(r.m[0].diags.v[0].msg, "SIGKILL"));
+    results_free(&r);
+    fixture_close(&f);
+}
+
 /* Farm trouble is retried, then dead-lettered with the reason. */
 static void test_infra(void **state)
 {
@@ -521,6 +583,7 @@ int main(void)
         cmocka_unit_test(test_crash_is_ice),
         cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_oom),
+        cmocka_unit_test(test_external_kill_is_infra),
         cmocka_unit_test(test_infra),
         cmocka_unit_test(test_killed_worker),
         cmocka_unit_test(test_sigterm),
