@@ -28,6 +28,27 @@
 enum { DX_MAX_TEXT = 2048, DX_MAX_TERMS = 32, DX_MAX_FACTORS = 8, DX_MAX_DEPTH = 48,
        DX_MAX_NODES = 512 };
 
+/* The parse tree of a dimension's text (parsing is at the end). */
+typedef enum { N_INT, N_SYM, N_BIN } node_kind;
+
+typedef struct node {
+    node_kind kind;
+    cv_dim_op op;
+    int64_t v;
+    const char *name;       /* SYM: the decoded name */
+    size_t len;
+    struct node *a, *b;
+} node;
+
+typedef struct parser {
+    const char *p, *end;
+    cv_arena *a;
+    int depth, nodes;
+    const char *err;
+    size_t err_at;
+    const char *start;
+} parser;
+
 /* ---- polynomials ---------------------------------------------------------- */
 
 typedef struct dx_term {
@@ -186,6 +207,11 @@ static void put_term(cv_sb *sb, const dx_term *t, bool first)
     uint64_t m = c < 0 ? 0 - (uint64_t)c : (uint64_t)c;
     if (t->nf == 0 || m != 1)
         cv_sb_printf(sb, "%llu%s", (unsigned long long)m, t->nf ? "*" : "");
+    if (t->nf == 1 && m == 1 && atom_is_infix(t->f[0]) && !(first && c < 0)) {
+        /* floordiv and mod bind tighter than + and -, not than unary - */
+        cv_sb_add(sb, t->f[0] + 1, strlen(t->f[0]) - 2);
+        return;
+    }
     for (int i = 0; i < t->nf; i++) {
         if (i)
             cv_sb_putc(sb, '*');
@@ -196,11 +222,6 @@ static void put_term(cv_sb *sb, const dx_term *t, bool first)
 /* The canonical text; a lone infix atom loses its outer parentheses. */
 static void put_poly(cv_sb *sb, const dx_poly *p)
 {
-    if (p->n == 1 && p->t[0].coef == 1 && p->t[0].nf == 1 && atom_is_infix(p->t[0].f[0])) {
-        const char *s = p->t[0].f[0];
-        cv_sb_add(sb, s + 1, strlen(s) - 2);
-        return;
-    }
     if (p->n == 0)
         cv_sb_putc(sb, '0');
     for (int i = 0; i < p->n; i++)
@@ -353,15 +374,39 @@ static bool div_by_term(const dx_poly *a, const dx_term *d, dx_poly *q)
     return true;   /* stays sorted: dividing every term by one monomial keeps the order */
 }
 
-/* Sign of p given that every atom is >= 0 except min/max ones: 1 (>= 0),
- * -1 (<= 0) or 0 (unknown). */
-static int poly_sign(const dx_poly *p)
+static int poly_sign(dx *x, const dx_poly *p);
+static node *parse_all(struct parser *P, const char *s, size_t n, cv_arena *a);
+static void canon(dx *x, const node *n, dx_poly *out);
+
+/* Whether an atom is provably >= 0: symbols, floordiv and mod atoms always
+ * are (see the top); min(A, B) when both are, max(A, B) when either is. */
+static bool atom_nonneg(dx *x, const char *atom)
+{
+    bool is_min = !strncmp(atom, "min(", 4);
+    if (!is_min && strncmp(atom, "max(", 4))
+        return true;
+    struct parser P;
+    node *t = parse_all(&P, atom, strlen(atom), x->a);
+    dx_poly *ab = malloc(2 * sizeof *ab);
+    bool r = false;
+    if (t && ab && t->a && t->b) {
+        canon(x, t->a, &ab[0]);
+        canon(x, t->b, &ab[1]);
+        bool a = poly_sign(x, &ab[0]) > 0, b = poly_sign(x, &ab[1]) > 0;
+        r = !x->bad && (is_min ? a && b : a || b);
+    }
+    free(ab);
+    return r;
+}
+
+/* Sign of p, every atom being a symbol-like value >= 0 where provable:
+ * 1 (>= 0), -1 (<= 0) or 0 (unknown). */
+static int poly_sign(dx *x, const dx_poly *p)
 {
     bool pos = true, neg = true;
     for (int i = 0; i < p->n; i++) {
         for (int k = 0; k < p->t[i].nf; k++)
-            if (!atom_is_infix(p->t[i].f[k]) &&
-                (!strncmp(p->t[i].f[k], "min(", 4) || !strncmp(p->t[i].f[k], "max(", 4)))
+            if (!atom_nonneg(x, p->t[i].f[k]))
                 return 0;
         if (p->t[i].coef < 0)
             pos = false;
@@ -375,7 +420,7 @@ static void minmax(dx *x, dx_poly *out, const dx_poly *a, const dx_poly *b, bool
 {
     dx_poly d;
     poly_add(x, &d, a, b, -1);
-    int s = poly_sign(&d);   /* a - b */
+    int s = poly_sign(x, &d);   /* a - b */
     if (s > 0 || (s == 0 && d.n == 0)) {
         *out = is_min ? *b : *a;
         return;
@@ -449,25 +494,6 @@ static void poly_binop(dx *x, cv_dim_op op, dx_poly *r, const dx_poly *a, const 
 
 /* ---- parsing -------------------------------------------------------------- */
 
-typedef enum { N_INT, N_SYM, N_BIN } node_kind;
-
-typedef struct node {
-    node_kind kind;
-    cv_dim_op op;
-    int64_t v;
-    const char *name;       /* SYM: the decoded name */
-    size_t len;
-    struct node *a, *b;
-} node;
-
-typedef struct parser {
-    const char *p, *end;
-    cv_arena *a;
-    int depth, nodes;
-    const char *err;
-    size_t err_at;
-    const char *start;
-} parser;
 
 static node *perr(parser *P, const char *msg)
 {
@@ -685,7 +711,7 @@ static node *parse_sum(parser *P)
     }
 }
 
-static node *parse_all(parser *P, const char *s, size_t n, cv_arena *a)
+static node *parse_all(struct parser *P, const char *s, size_t n, cv_arena *a)
 {
     *P = (parser){.p = s, .end = s + n, .a = a, .start = s};
     if (n > DX_MAX_TEXT)
@@ -895,7 +921,7 @@ int cv_dim_compare(cv_dim a, cv_dim b)
         dim_poly(&x, b, &p[1]);
         poly_add(&x, &p[2], &p[0], &p[1], -1);
         int64_t c = poly_constant(&p[2]);
-        int s = poly_sign(&p[2]);  /* a - b >= its constant when s > 0 */
+        int s = poly_sign(&x, &p[2]);  /* a - b >= its constant when s > 0 */
         if (x.bad)
             r = CV_DIM_UNKNOWN;
         else if (p[2].n == 0)

@@ -373,4 +373,12 @@ int cv_module_load_weights(cv_module *m, const char *base_dir, cv_diag *d);
 int cv_interp_run(const cv_func *f, const cv_tensor *inputs, int n_inputs,
                   cv_tensor *outputs, cv_diag *d);
 
+/* Evaluates a value that depends on no function input (a constant
+ * subgraph: shape arithmetic over params) with the reference kernels, for
+ * import-time folding.  Returns 0 with *out allocated (caller frees), 1 when
+ * v is not such a constant (it reaches an input, a symbolic shape, an op
+ * without a kernel, more than 4096 ops, or a result over max_numel
+ * elements), -1 when a kernel fails. */
+int cv_interp_eval_value(const cv_func *f, const cv_value *v, int64_t max_numel, cv_tensor *out);
+
 #endif

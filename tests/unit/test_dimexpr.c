@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler-core/frontends/dsl/dsl.h"
 #include "compiler-core/ir/ir.h"
 
 static cv_module *M;
@@ -228,6 +229,176 @@ static void test_cuir_text_round_trip(void **state)
     cv_diag_free(&d);
 }
 
+
+/* ---- the interpreter over symbolic shapes --------------------------------- */
+
+/* x: f32[N,3,H,8], y: f32[N,3,2,8] -> concat on H, max pool 3x3/2 in ceil
+ * mode, pad, a strided conv, reshape to [-1, 5], slice [1:-1].  Built with
+ * symbols (dims NULL) or with the integers n, h, so the symbolic model can
+ * be run against the static one at each size. */
+static cv_module *pool_model(const int64_t *nh, cv_diag *d)
+{
+    cv_module *m = cv_module_new("pool");
+    cv_func *f = cv_func_new(m, "m");
+    cv_dim n = nh ? (cv_dim){nh[0], NULL} : (cv_dim){0, cv_module_intern(m, "N", 1)};
+    cv_dim h = nh ? (cv_dim){nh[1], NULL} : (cv_dim){0, cv_module_intern(m, "H", 1)};
+    cv_type tx = {CV_F32, {4, {n, {3, NULL}, h, {8, NULL}}}};
+    cv_type ty = {CV_F32, {4, {n, {3, NULL}, {2, NULL}, {8, NULL}}}};
+    cv_type tw = {CV_F32, {4, {{2, NULL}, {3, NULL}, {3, NULL}, {3, NULL}}}};
+    cv_value *x = cv_func_add_input(f, "x", &tx), *y = cv_func_add_input(f, "y", &ty);
+    float w[54];
+    for (int i = 0; i < 54; i++)
+        w[i] = (float)((i * 7) % 11 - 5) / 8.0f;
+    cv_value *wv = cv_func_add_dense(f, "w", &tw, w, sizeof w)->value;
+    cv_value *xy[2] = {x, y};
+    cv_op *o = cv_op_new(f, "concat", xy, 2);
+    cv_op_set_int(o, "axis", 2);
+    assert_int_equal(cv_op_finish(o, 1, d), 0);
+    o = cv_op_new(f, "max_pool2d", o->results, 1);
+    cv_op_set_ints(o, "kernel", (int64_t[]){3, 3}, 2);
+    cv_op_set_ints(o, "stride", (int64_t[]){2, 2}, 2);
+    cv_op_set_int(o, "ceil_mode", 1);
+    assert_int_equal(cv_op_finish(o, 1, d), 0);
+    o = cv_op_new(f, "pad", o->results, 1);
+    cv_op_set_ints(o, "pads", (int64_t[]){0, 0, 1, 0, 0, 0, 2, 1}, 8);
+    assert_int_equal(cv_op_finish(o, 1, d), 0);
+    cv_value *cw[2] = {o->results[0], wv};
+    o = cv_op_new(f, "conv2d", cw, 2);
+    cv_op_set_ints(o, "stride", (int64_t[]){2, 1}, 2);
+    cv_op_set_ints(o, "pad", (int64_t[]){1, 1}, 2);
+    assert_int_equal(cv_op_finish(o, 1, d), 0);
+    o = cv_op_new(f, "reshape", o->results, 1);
+    cv_op_set_ints(o, "shape", (int64_t[]){-1, 5}, 2);
+    assert_int_equal(cv_op_finish(o, 1, d), 0);
+    o = cv_op_new(f, "slice", o->results, 1);
+    cv_op_set_ints(o, "starts", (int64_t[]){1}, 1);
+    cv_op_set_ints(o, "ends", (int64_t[]){-1}, 1);
+    cv_op_set_ints(o, "axes", (int64_t[]){0}, 1);
+    assert_int_equal(cv_op_finish(o, 1, d), 0);
+    cv_func_set_returns(f, o->results, 1);
+    cv_func_add_output_type(f, &o->results[0]->type);
+    return m;
+}
+
+static bool look_nh(void *ctx, const char *sym, int64_t *v)
+{
+    const int64_t *nh = ctx;
+    if (strcmp(sym, "N") && strcmp(sym, "H"))
+        return false;
+    *v = nh[strcmp(sym, "N") ? 1 : 0];
+    return true;
+}
+
+static void fill(cv_tensor *t, int64_t seed)
+{
+    for (int64_t i = 0; i < t->numel; i++)
+        ((float *)t->data)[i] = (float)((i * 13 + seed * 5) % 17) - 8.0f;
+}
+
+static void test_interp_at_several_sizes(void **state)
+{
+    (void)state;
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_module *sm = pool_model(NULL, &d);
+    if (cv_verify(sm, 0, &d))
+        cv_diag_print(&d, stderr, false);
+    assert_int_equal(d.n_errors, 0);
+    const cv_func *sf = sm->funcs[0];
+    /* The result's type is an expression of N and H. */
+    assert_true(cv_dim_is_expr(sf->returns[0]->type.shape.d[0]));
+    const int64_t sizes[][2] = {{1, 5}, {2, 6}, {1, 9}, {3, 16}, {2, 31}};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        cv_module *cm = pool_model(sizes[k], &d);
+        cv_tensor in[2], out_s, out_c;
+        int64_t dx[4] = {sizes[k][0], 3, sizes[k][1], 8}, dy[4] = {sizes[k][0], 3, 2, 8};
+        assert_int_equal(cv_tensor_alloc(&in[0], CV_F32, 4, dx), 0);
+        assert_int_equal(cv_tensor_alloc(&in[1], CV_F32, 4, dy), 0);
+        fill(&in[0], 1);
+        fill(&in[1], 2);
+        if (cv_interp_run(sf, in, 2, &out_s, &d))
+            cv_diag_print(&d, stderr, false);
+        assert_int_equal(d.n_errors, 0);
+        assert_int_equal(cv_interp_run(cm->funcs[0], in, 2, &out_c, &d), 0);
+        /* Same data as the static model, and the shape its type says. */
+        assert_int_equal(out_s.rank, out_c.rank);
+        assert_memory_equal(out_s.dims, out_c.dims, sizeof out_s.dims[0] * (size_t)out_s.rank);
+        assert_memory_equal(out_s.data, out_c.data, cv_tensor_nbytes(&out_c));
+        binding b = {sizes[k][0], 0};
+        int64_t want;
+        assert_int_equal(cv_dim_eval(sf->returns[0]->type.shape.d[0], look_nh, (void *)sizes[k], &want), 0);
+        assert_int_equal(want, out_c.dims[0]);
+        (void)b;
+        for (int i = 0; i < 2; i++)
+            cv_tensor_free(&in[i]);
+        cv_tensor_free(&out_s);
+        cv_tensor_free(&out_c);
+        cv_module_free(cm);
+    }
+    cv_module_free(sm);
+    cv_diag_free(&d);
+}
+
+static void test_interp_expr_input(void **state)
+{
+    (void)state;
+    const char *src =
+        "cuir 1\n"
+        "model @m(%x: f32[N, 4], %y: f32[2*N + 1, 4]) -> (f32[3*N + 1, 4]) {\n"
+        "  %z = concat(%x, %y) {axis=0} : f32[3*N + 1, 4]\n"
+        "  return %z\n"
+        "}\n";
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_module *m = cv_cuir_parse(src, strlen(src), "e.cuir", &d);
+    assert_non_null(m);
+    assert_int_equal(cv_verify(m, 0, &d), 0);
+    cv_tensor in[2], out;
+    int64_t dx[2] = {3, 4}, dy[2] = {7, 4};
+    assert_int_equal(cv_tensor_alloc(&in[0], CV_F32, 2, dx), 0);
+    assert_int_equal(cv_tensor_alloc(&in[1], CV_F32, 2, dy), 0);
+    assert_int_equal(cv_interp_run(m->funcs[0], in, 2, &out, &d), 0);
+    assert_int_equal(out.dims[0], 10);
+    cv_tensor_free(&out);
+    cv_tensor_free(&in[1]);
+    dy[0] = 6;
+    assert_int_equal(cv_tensor_alloc(&in[1], CV_F32, 2, dy), 0);
+    assert_int_equal(cv_interp_run(m->funcs[0], in, 2, &out, &d), -1);
+    assert_int_equal(d.v[d.n - 1].code, 3010);
+    cv_tensor_free(&in[0]);
+    cv_tensor_free(&in[1]);
+    cv_module_free(m);
+    cv_diag_free(&d);
+}
+
+/* The model language takes expressions in input_shapes. */
+static void test_dsl_input_shapes(void **state)
+{
+    (void)state;
+    const char *src =
+        "import cuvil as cvl\n"
+        "@cvl.model(input_shapes=[(\"N\", 4), (\"2*N + 1\", 4)], dtype=\"float32\")\n"
+        "def m(x, y):\n"
+        "    return cvl.concat([x, y], axis=0)\n";
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_module *m = cv_dsl_parse_text(src, strlen(src), "m.cvl.py", &d);
+    if (!m)
+        cv_diag_print(&d, stderr, false);
+    assert_non_null(m);
+    const cv_func *f = m->funcs[0];
+    assert_true(cv_dim_is_expr(f->inputs[1]->type.shape.d[0]));
+    assert_string_equal(f->returns[0]->type.shape.d[0].sym, "3*N + 1");
+    cv_module_free(m);
+    const char *bad = "import cuvil as cvl\n"
+                      "@cvl.model(input_shapes=[(\"N +\", 4)], dtype=\"float32\")\n"
+                      "def m(x):\n"
+                      "    return x\n";
+    assert_null(cv_dsl_parse_text(bad, strlen(bad), "b.cvl.py", &d));
+    assert_int_equal(d.v[0].code, 2111);
+    cv_diag_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -236,6 +407,9 @@ int main(void)
         cmocka_unit_test(test_eval_matches_brute_force),
         cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_cuir_text_round_trip),
+        cmocka_unit_test(test_interp_at_several_sizes),
+        cmocka_unit_test(test_interp_expr_input),
+        cmocka_unit_test(test_dsl_input_shapes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
