@@ -144,6 +144,7 @@ static const cv_diag_code_info codes[] = {
     {4002, "unsupported-dtype", "an op does not support this element type"},
     {4003, "unsupported-attribute-value", "an attribute value is valid but not supported"},
     {4004, "unknown-model-format", "a file is not in any model format Cuvil reads"},
+    {4005, "backend-dim-expression", "a backend cannot yet compile a shape that holds a dimension expression (the interpreter runs it)"},
     {4101, "dsl-while", "model language: while loops are not supported (use for i in range(CONST))"},
     {4102, "dsl-data-dependent-if", "model language: an if or conditional expression depends on tensor data or a symbolic dimension"},
     {4103, "dsl-comprehension-over-tensor", "model language: a comprehension iterates over a tensor"},

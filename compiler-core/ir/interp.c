@@ -53,16 +53,66 @@ static int bind_input(interp *it, const cv_value *v, const cv_tensor *t)
                              v->name, want, t->rank), -1;
     for (int i = 0; i < t->rank; i++) {
         cv_dim dim = v->type.shape.d[i];
-        if (dim.sym) {
+        if (cv_dim_is_symbol(dim)) {
             if (bind_dim(it, dim.sym, t->dims[i], v->name))
                 return -1;
-        } else if (dim.n != t->dims[i]) {
+        } else if (!dim.sym && dim.n != t->dims[i]) {
             return cv_diag_error(it->d, 3010, func_span(it->f),
                                  "input %%%s must be %s, got %lld in dimension %d", v->name,
                                  want, (long long)t->dims[i], i), -1;
         }
     }
     it->vals[v->id] = *t;
+    return 0;
+}
+
+static bool lookup_sym(void *ctx, const char *sym, int64_t *v)
+{
+    const interp *it = ctx;
+    for (int i = 0; i < it->n_syms; i++)
+        if (strcmp(it->sym_name[i], sym) == 0) {
+            *v = it->sym_val[i];
+            return true;
+        }
+    return false;
+}
+
+/* Input dims that are expressions (f32[2*N]) are checked once every bare
+ * symbol is bound: each of their symbols must also appear bare somewhere. */
+static int check_input_exprs(interp *it, const cv_value *v, const cv_tensor *t)
+{
+    for (int i = 0; i < t->rank; i++) {
+        cv_dim dim = v->type.shape.d[i];
+        int64_t want;
+        if (!cv_dim_is_expr(dim))
+            continue;
+        if (cv_dim_eval(dim, lookup_sym, it, &want))
+            return cv_diag_error(it->d, 3010, func_span(it->f),
+                                 "input %%%s: dimension %d (%s) uses a symbol that no input "
+                                 "binds by itself", v->name, i, dim.sym), -1;
+        if (want != t->dims[i])
+            return cv_diag_error(it->d, 3010, func_span(it->f),
+                                 "input %%%s: dimension %d must be %s = %lld, got %lld", v->name,
+                                 i, dim.sym, (long long)want, (long long)t->dims[i]), -1;
+    }
+    return 0;
+}
+
+/* A result's run-time dims must be its declared symbolic dims evaluated:
+ * a shape function that disagrees with itself at run time is a bug. */
+static int check_result_dims(interp *it, const cv_op *op, int r, const cv_type *got)
+{
+    const cv_type *decl = &op->results[r]->type;
+    for (int i = 0; i < decl->shape.rank && i < got->shape.rank; i++) {
+        int64_t want;
+        if (!decl->shape.d[i].sym || cv_dim_eval(decl->shape.d[i], lookup_sym, it, &want))
+            continue;
+        if (want != got->shape.d[i].n)
+            return cv_diag_error(it->d, 9001, cv_op_span(op),
+                                 "%s: result %d dimension %d is %lld at run time, but its type "
+                                 "says %s = %lld", op->name, r, i, (long long)got->shape.d[i].n,
+                                 decl->shape.d[i].sym, (long long)want), -1;
+    }
     return 0;
 }
 
@@ -118,6 +168,9 @@ static int run_op(interp *it, const cv_op *op)
     memset(out, 0, sizeof out);
     if (cv_infer_op(op, in, out, op->func->module, it->d))
         return -1;
+    for (int r = 0; r < op->n_results; r++)
+        if (check_result_dims(it, op, r, &out[r]))
+            return -1;
     cv_tensor res[MAXIO];
     for (int r = 0; r < op->n_results; r++) {
         int64_t dims[CV_MAX_RANK];
@@ -210,6 +263,9 @@ static int interp_body(interp *it, const cv_tensor *inputs, int n_inputs, cv_ten
     for (int i = 0; i < f->n_inputs; i++)
         if (bind_input(it, f->inputs[i], &inputs[i]))
             return -1;
+    for (int i = 0; i < f->n_inputs; i++)
+        if (check_input_exprs(it, f->inputs[i], &inputs[i]))
+            return -1;
     for (int i = 0; i < f->n_params; i++)
         if (bind_param(it, f->params[i]))
             return -1;
@@ -245,5 +301,78 @@ int cv_interp_run(const cv_func *f, const cv_tensor *inputs, int n_inputs,
     free(it.last_use);
     free(it.sym_name);
     free(it.sym_val);
+    return rc;
+}
+
+/* ---- import-time evaluation ------------------------------------------------ */
+
+/* Marks the ops v depends on; false when that cone reaches a function input
+ * or a value whose shape is not static (then v is not a constant). */
+static bool mark_cone(const cv_func *f, const cv_value *v, bool *need, int *budget)
+{
+    if (v->kind == CV_VAL_INPUT || !cv_shape_is_static(&v->type.shape))
+        return false;
+    if (v->kind == CV_VAL_PARAM)
+        return v->param && (v->param->data || v->param->kind == CV_PARAM_DENSE);
+    const cv_op *op = v->def;
+    if (!op || !op->def || !op->def->eval || --*budget < 0)
+        return false;
+    if (need[op->id])
+        return true;
+    need[op->id] = true;
+    for (int k = 0; k < op->n_operands; k++)
+        if (!mark_cone(f, op->operands[k], need, budget))
+            return false;
+    return true;
+}
+
+int cv_interp_eval_value(const cv_func *f, const cv_value *v, int64_t max_numel, cv_tensor *out)
+{
+    enum { CONE_MAX_OPS = 4096 };
+    int budget = CONE_MAX_OPS;
+    bool *need = calloc((size_t)f->n_ops + 1, sizeof *need);
+    if (!need)
+        return -1;
+    int rc = 1;
+    if (!mark_cone(f, v, need, &budget)) {
+        free(need);
+        return 1;
+    }
+    cv_diag d;
+    cv_diag_init(&d);
+    interp it = {.f = f, .d = &d};
+    size_t nv = (size_t)f->n_values + 1;
+    it.vals = calloc(nv, sizeof *it.vals);
+    it.owned = calloc(nv, sizeof *it.owned);
+    it.last_use = calloc(nv, sizeof *it.last_use);
+    rc = (it.vals && it.owned && it.last_use) ? 0 : -1;
+    for (int i = 0; rc == 0 && i < f->n_params; i++) {
+        const cv_value *pv = f->params[i]->value;
+        bool used = false;
+        for (int o = 0; o < f->n_ops && !used; o++)
+            for (int k = 0; need[o] && k < f->ops[o]->n_operands && !used; k++)
+                used = f->ops[o]->operands[k] == pv;
+        if ((used || pv == v) && bind_param(&it, f->params[i]))
+            rc = -1;
+    }
+    for (int i = 0; rc == 0 && i < f->n_ops; i++) {
+        if (!need[i])
+            continue;
+        for (int r = 0; r < f->ops[i]->n_results; r++)
+            if (cv_shape_numel(&f->ops[i]->results[r]->type.shape) > max_numel)
+                rc = 1;
+        if (rc == 0 && run_op(&it, f->ops[i]))
+            rc = -1;
+    }
+    if (rc == 0 && copy_tensor(out, &it.vals[v->id]))
+        rc = -1;
+    for (int i = 0; it.owned && i < f->n_values; i++)
+        if (it.owned[i])
+            cv_tensor_free(&it.vals[i]);
+    free(it.vals);
+    free(it.owned);
+    free(it.last_use);
+    free(need);
+    cv_diag_free(&d);
     return rc;
 }

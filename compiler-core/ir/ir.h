@@ -19,12 +19,19 @@
 
 #define CV_MAX_RANK 8
 
-/* A dimension is an integer (sym == NULL) or a symbol such as N, interned in
- * the module arena: two dims are the same symbol iff strcmp(sym) == 0. */
+typedef struct cv_module cv_module;
+
+/* A dimension is an integer (sym == NULL, the value in n), a symbol such as
+ * N (sym its name, n 0) or an expression over symbols (sym its canonical
+ * text, n CV_DIM_EXPR), interned in the module arena.  Canonical texts make
+ * equal expressions equal strings: two symbolic dims are equal iff their n
+ * and strcmp(sym) agree.  See ir/dimexpr.c and docs/cuir.md. */
 typedef struct cv_dim {
     int64_t n;
     const char *sym;
 } cv_dim;
+
+#define CV_DIM_EXPR 1
 
 typedef struct cv_shape {
     int rank;
@@ -45,6 +52,38 @@ bool cv_shape_is_static(const cv_shape *s);
 int64_t cv_shape_numel(const cv_shape *s);
 /* Multiplies with overflow check; returns false on overflow. */
 bool cv_mul_i64(int64_t a, int64_t b, int64_t *out);
+/* ---- dimension arithmetic (ir/dimexpr.c) ---- */
+typedef enum cv_dim_op {
+    CV_DIM_ADD, CV_DIM_SUB, CV_DIM_MUL, CV_DIM_FLOORDIV, CV_DIM_CEILDIV, CV_DIM_MOD,
+    CV_DIM_MIN, CV_DIM_MAX
+} cv_dim_op;
+bool cv_dim_is_expr(cv_dim d);      /* an expression, not an integer or a bare symbol */
+bool cv_dim_is_symbol(cv_dim d);    /* a bare symbol */
+/* a op b in canonical form, interned in m (which may be NULL when the result
+ * is an integer).  Returns 0, or -1 when the result is not expressible:
+ * division by zero, a symbolic divisor that does not divide, overflow, or an
+ * expression beyond the size limits.  floordiv rounds down, mod takes the
+ * divisor's sign (Python's // and %). */
+int cv_dim_arith(cv_module *m, cv_dim_op op, cv_dim a, cv_dim b, cv_dim *out);
+int cv_dim_add(cv_module *m, cv_dim a, cv_dim b, cv_dim *out);
+int cv_dim_sub(cv_module *m, cv_dim a, cv_dim b, cv_dim *out);
+int cv_dim_mul(cv_module *m, cv_dim a, cv_dim b, cv_dim *out);
+/* Parses a dimension written in the CU-IR syntax ("(L + 1) floordiv 2").
+ * On error returns -1 with *err (static text) and *err_at (byte offset). */
+int cv_dim_parse(cv_module *m, const char *s, size_t n, cv_dim *out, const char **err,
+                 size_t *err_at);
+/* What can be proven about a and b, every symbol being >= 0. */
+enum { CV_DIM_EQ, CV_DIM_LT, CV_DIM_GT, CV_DIM_LE, CV_DIM_GE, CV_DIM_UNKNOWN };
+int cv_dim_compare(cv_dim a, cv_dim b);
+/* Evaluates d with the symbols' values from look (false: unknown symbol).
+ * Returns -1 on an unknown symbol, division by zero or overflow. */
+typedef bool (*cv_dim_lookup)(void *ctx, const char *sym, int64_t *v);
+int cv_dim_eval(cv_dim d, cv_dim_lookup look, void *ctx, int64_t *out);
+/* Calls fn for each symbol occurrence in d (name not NUL-terminated). */
+int cv_dim_symbols(cv_dim d, void (*fn)(void *ctx, const char *name, size_t n), void *ctx);
+/* The dim for messages: its integer, symbol name or expression text. */
+void cv_dim_format(cv_dim d, char *buf, size_t size);
+
 /* Writes "f32[N,1,28,28]" into buf (always terminated). */
 void cv_type_format(const cv_type *t, char *buf, size_t size);
 
@@ -333,5 +372,13 @@ int cv_module_load_weights(cv_module *m, const char *base_dir, cv_diag *d);
  * interpreter (caller frees with cv_tensor_free). */
 int cv_interp_run(const cv_func *f, const cv_tensor *inputs, int n_inputs,
                   cv_tensor *outputs, cv_diag *d);
+
+/* Evaluates a value that depends on no function input (a constant
+ * subgraph: shape arithmetic over params) with the reference kernels, for
+ * import-time folding.  Returns 0 with *out allocated (caller frees), 1 when
+ * v is not such a constant (it reaches an input, a symbolic shape, an op
+ * without a kernel, more than 4096 ops, or a result over max_numel
+ * elements), -1 when a kernel fails. */
+int cv_interp_eval_value(const cv_func *f, const cv_value *v, int64_t max_numel, cv_tensor *out);
 
 #endif

@@ -27,6 +27,9 @@ extern const cv_op_family cv_ops_layout;       /* ops_layout.c: transpose, conca
 
 /* Shape-function helpers (ops_shapeutil.c). */
 int cv_infer_broadcast(cv_infer_ctx *c, const cv_shape *a, const cv_shape *b, cv_shape *out);
+/* a op b (ir/dimexpr.c) for a shape function; CV3009 naming the op when
+ * the result is not expressible. */
+int cv_infer_dim(cv_infer_ctx *c, cv_dim_op op, cv_dim a, cv_dim b, cv_dim *out);
 /* Maps a possibly negative axis into [0, rank); reports CV3006 otherwise. */
 int cv_infer_axis(cv_infer_ctx *c, int64_t axis, int rank, int *out);
 /* Checks operand i's dtype against a CV_DT_BIT mask; reports CV2009/4002. */

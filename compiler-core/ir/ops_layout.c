@@ -59,20 +59,10 @@ static int transpose_eval(cv_eval_ctx *c)
 
 /* ---- concat and split ---------------------------------------------------- */
 
-/* Sum of dims that may be symbolic: a symbol only plus zeros. */
+/* Sum of dims that may be symbolic. */
 static int dim_sum(cv_infer_ctx *c, cv_dim a, cv_dim b, cv_dim *out)
 {
-    if (!a.sym && !b.sym) {
-        if (__builtin_add_overflow(a.n, b.n, &out->n))
-            return cv_infer_error(c, 3004, "%s: extent overflows", c->op->name);
-        out->sym = NULL;
-        return 0;
-    }
-    if ((a.sym && !b.sym && b.n == 0) || (b.sym && !a.sym && a.n == 0)) {
-        *out = a.sym ? a : b;
-        return 0;
-    }
-    return cv_infer_error(c, 3009, "%s: a sum of symbolic extents is not expressible", c->op->name);
+    return cv_infer_dim(c, CV_DIM_ADD, a, b, out);
 }
 
 static int concat_infer(cv_infer_ctx *c)
@@ -213,6 +203,45 @@ static void slice_axis(int64_t d, int64_t start, int64_t end, int64_t step, int6
     *s0 = start;
 }
 
+/* One bound of slice_axis over a symbolic extent d: v (< 0 counts from the
+ * end) clamped to [lo, d + hi].  Exporters write "to the end" as INT64_MAX
+ * or INT32_MAX: any bound at least INT32_MAX is taken as past the end. */
+static int slice_bound_sym(cv_infer_ctx *c, cv_dim d, int64_t v, int64_t lo, int64_t hi,
+                           cv_dim *out)
+{
+    cv_dim top;
+    if (cv_infer_dim(c, CV_DIM_ADD, d, (cv_dim){hi, NULL}, &top))
+        return -1;
+    if (v >= INT32_MAX) {
+        *out = top;
+        return 0;
+    }
+    if (v < 0) {
+        if (v <= -(int64_t)INT32_MAX) {
+            *out = (cv_dim){lo, NULL};
+            return 0;
+        }
+        return cv_infer_dim(c, CV_DIM_ADD, d, (cv_dim){v, NULL}, out) ||
+               cv_infer_dim(c, CV_DIM_MAX, *out, (cv_dim){lo, NULL}, out);
+    }
+    return cv_infer_dim(c, CV_DIM_MIN, (cv_dim){v, NULL}, top, out);
+}
+
+/* slice_axis's count over a symbolic extent: max(ceil((end - start) /
+ * step), 0), or with a negative step ceil((start - end) / -step). */
+static int slice_count_sym(cv_infer_ctx *c, cv_dim d, int64_t start, int64_t end,
+                           int64_t step, cv_dim *cnt)
+{
+    cv_dim s, e, len;
+    bool up = step > 0;
+    if (slice_bound_sym(c, d, start, 0, up ? 0 : -1, &s) ||
+        slice_bound_sym(c, d, end, up ? 0 : -1, up ? 0 : -1, &e) ||
+        cv_infer_dim(c, CV_DIM_SUB, up ? e : s, up ? s : e, &len) ||
+        cv_infer_dim(c, CV_DIM_CEILDIV, len, (cv_dim){up ? step : -step, NULL}, &len))
+        return -1;
+    return cv_infer_dim(c, CV_DIM_MAX, len, (cv_dim){0, NULL}, cnt);
+}
+
 static int slice_make_plan(cv_infer_ctx *c, const cv_shape *s, slice_plan *p)
 {
     int64_t st[CV_MAX_RANK + 1], en[CV_MAX_RANK + 1], ax[CV_MAX_RANK + 1], sp[CV_MAX_RANK + 1];
@@ -241,12 +270,10 @@ static int slice_make_plan(cv_infer_ctx *c, const cv_shape *s, slice_plan *p)
         p->step[a] = step;
         cv_dim d = s->d[a];
         if (d.sym) {
-            /* Only the whole axis keeps a symbolic extent; exporters write
-             * "to the end" as INT64_MAX or INT32_MAX. */
-            if (step == 1 && st[i] == 0 && en[i] >= INT32_MAX)
-                continue;
-            return cv_infer_error(c, 3009, "slice: a part of symbolic axis %d (%s) is not "
-                                  "expressible", a, d.sym);
+            /* The start is only needed at run time, when d is known. */
+            if (slice_count_sym(c, d, st[i], en[i], step, &p->count[a]))
+                return -1;
+            continue;
         }
         p->count[a].sym = NULL;
         slice_axis(d.n, st[i], en[i], step, &p->start[a], &p->count[a].n);
@@ -360,9 +387,13 @@ static int pad_infer(cv_infer_ctx *c)
         int64_t b = pads[i], e = pads[i + s->rank], n;
         if (b == 0 && e == 0)
             continue;
-        if (s->d[i].sym)
-            return cv_infer_error(c, 3009, "pad: padding symbolic axis %d (%s) is not "
-                                  "expressible", i, s->d[i].sym);
+        if (s->d[i].sym) {
+            /* Reflect/edge modes need a non-empty axis: checked at run time. */
+            if (cv_infer_dim(c, CV_DIM_ADD, s->d[i], (cv_dim){b, NULL}, &o->shape.d[i]) ||
+                cv_infer_dim(c, CV_DIM_ADD, o->shape.d[i], (cv_dim){e, NULL}, &o->shape.d[i]))
+                return -1;
+            continue;
+        }
         if (__builtin_add_overflow(s->d[i].n, b, &n) || __builtin_add_overflow(n, e, &n))
             return cv_infer_error(c, 3004, "pad: extent of axis %d overflows", i);
         if (n < 0 || (mode != PAD_CONSTANT && s->d[i].n == 0 && n > 0))

@@ -39,13 +39,7 @@ static int channels_times(cv_infer_ctx *c, cv_dim d, int64_t groups, cv_dim *out
         *out = d;
         return 0;
     }
-    if (d.sym)
-        return cv_infer_error(c, 3009, "%s: %lld*%s channels is not expressible", c->op->name,
-                              (long long)groups, d.sym);
-    if (!cv_mul_i64(d.n, groups, &out->n))
-        return cv_infer_error(c, 3004, "%s: channel count overflows", c->op->name);
-    out->sym = NULL;
-    return 0;
+    return cv_infer_dim(c, CV_DIM_MUL, d, (cv_dim){groups, NULL}, out);
 }
 
 static int check_divisible(cv_infer_ctx *c, cv_dim d, int64_t groups, const char *what)
@@ -80,14 +74,10 @@ static int transpose_dim(cv_infer_ctx *c, const char *axis, cv_dim in, int64_t k
     int64_t extra = dil * (k - 1) + outpad;  /* dil and k are bounded by the caller */
     if (__builtin_sub_overflow(extra, pb, &extra) || __builtin_sub_overflow(extra, pe, &extra))
         return cv_infer_error(c, 3004, "%s: padding on axis %s overflows", c->op->name, axis);
-    if (in.sym) {
-        if (stride == 1 && extra == 0) {
-            *out = in;
-            return 0;
-        }
-        return cv_infer_error(c, 3009, "%s: output extent on axis %s would be an expression of "
-                              "symbol %s", c->op->name, axis, in.sym);
-    }
+    if (in.sym)
+        return cv_infer_dim(c, CV_DIM_SUB, in, (cv_dim){1, NULL}, out) ||
+               cv_infer_dim(c, CV_DIM_MUL, *out, (cv_dim){stride, NULL}, out) ||
+               cv_infer_dim(c, CV_DIM_ADD, *out, (cv_dim){extra + 1, NULL}, out) ? -1 : 0;
     int64_t n;
     if (__builtin_mul_overflow(stride, in.n - 1, &n) || __builtin_add_overflow(n, extra + 1, &n))
         return cv_infer_error(c, 3004, "%s: output extent on axis %s overflows", c->op->name, axis);

@@ -54,6 +54,29 @@ int cv_nn_int_min(cv_infer_ctx *c, const char *name, int64_t dflt, int64_t min, 
     return 0;
 }
 
+/* The window count over a symbolic extent: floor((in + pads - eff) / stride)
+ * + 1, or in ceil mode min(ceil((in + pads - eff) / stride) + 1,
+ * ceil((in + pb) / stride)) (the last window must start before the end
+ * padding: the static path's decrement, written as a min). */
+static int window_dim_sym(cv_infer_ctx *c, cv_dim in, int64_t eff, int64_t stride, int64_t pb,
+                          int64_t pads, bool ceil_mode, cv_dim *out)
+{
+    cv_dim span, n, last;
+    if (cv_infer_dim(c, CV_DIM_ADD, in, (cv_dim){pads - eff, NULL}, &span) ||
+        cv_infer_dim(c, ceil_mode ? CV_DIM_CEILDIV : CV_DIM_FLOORDIV, span,
+                     (cv_dim){stride, NULL}, &n) ||
+        cv_infer_dim(c, CV_DIM_ADD, n, (cv_dim){1, NULL}, &n))
+        return -1;
+    if (!ceil_mode) {
+        *out = n;
+        return 0;
+    }
+    if (cv_infer_dim(c, CV_DIM_ADD, in, (cv_dim){pb, NULL}, &last) ||
+        cv_infer_dim(c, CV_DIM_CEILDIV, last, (cv_dim){stride, NULL}, &last))
+        return -1;
+    return cv_infer_dim(c, CV_DIM_MIN, n, last, out);
+}
+
 int cv_nn_window_dim(cv_infer_ctx *c, const char *axis, cv_dim in, int64_t k, int64_t stride,
                      int64_t pb, int64_t pe, int64_t dil, bool ceil_mode, cv_dim *out)
 {
@@ -61,14 +84,8 @@ int cv_nn_window_dim(cv_infer_ctx *c, const char *axis, cv_dim in, int64_t k, in
     if (__builtin_mul_overflow(dil, k - 1, &eff) || __builtin_add_overflow(eff, 1, &eff) ||
         __builtin_add_overflow(pb, pe, &pads))
         return cv_infer_error(c, 3004, "%s: window on axis %s overflows", c->op->name, axis);
-    if (in.sym) {
-        if (stride == 1 && pads == eff - 1) {
-            *out = in;
-            return 0;
-        }
-        return cv_infer_error(c, 3009, "%s: output extent on axis %s would be an expression of "
-                              "symbol %s", c->op->name, axis, in.sym);
-    }
+    if (in.sym)
+        return window_dim_sym(c, in, eff, stride, pb, pads, ceil_mode, out);
     if (__builtin_add_overflow(in.n, pads, &span))
         return cv_infer_error(c, 3004, "%s: padded extent on axis %s overflows", c->op->name, axis);
     span -= eff;
@@ -85,22 +102,11 @@ int cv_nn_window_dim(cv_infer_ctx *c, const char *axis, cv_dim in, int64_t k, in
 
 int cv_nn_dim_product(cv_infer_ctx *c, const cv_dim *d, int n, cv_dim *out)
 {
-    int64_t p = 1;
-    const char *sym = NULL;
-    for (int i = 0; i < n; i++) {
-        if (d[i].sym) {
-            if (sym)
-                return cv_infer_error(c, 3009, "%s: the product of symbols %s and %s is not "
-                                      "expressible", c->op->name, sym, d[i].sym);
-            sym = d[i].sym;
-        } else if (!cv_mul_i64(p, d[i].n, &p)) {
-            return cv_infer_error(c, 3004, "%s: element count overflows", c->op->name);
-        }
-    }
-    if (sym && p != 1)
-        return cv_infer_error(c, 3009, "%s: %lld*%s is not expressible as a dimension",
-                              c->op->name, (long long)p, sym);
-    *out = sym ? (cv_dim){0, sym} : (cv_dim){p, NULL};
+    cv_dim p = {1, NULL};
+    for (int i = 0; i < n; i++)
+        if (cv_infer_dim(c, CV_DIM_MUL, p, d[i], &p))
+            return -1;
+    *out = p;
     return 0;
 }
 

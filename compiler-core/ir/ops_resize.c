@@ -83,9 +83,20 @@ static int resize_dim(cv_infer_ctx *c, const resize_params *p, int i, cv_dim in,
         *out = in;
         return 0;
     }
-    if (in.sym)
+    if (in.sym) {
+        /* floor(in * p / q) when the scale is p / q exactly, q a power of two
+         * (2.0, 0.5, 1.5): then the double product floors the same way. */
+        for (int64_t q = 1; q <= 1024; q *= 2) {
+            double pq = p->scale[i] * (double)q;
+            if (pq == floor(pq) && pq > 0 && pq < 1e9) {
+                cv_dim t;
+                return cv_infer_dim(c, CV_DIM_MUL, in, (cv_dim){(int64_t)pq, NULL}, &t) ||
+                       cv_infer_dim(c, CV_DIM_FLOORDIV, t, (cv_dim){q, NULL}, out) ? -1 : 0;
+            }
+        }
         return cv_infer_error(c, 3009, "resize: scaling symbolic axis %d (%s) by %g is not "
                               "expressible", i, in.sym, p->scale[i]);
+    }
     double v = floor((double)in.n * p->scale[i]);
     if (v < 1 || v > 4e18)
         return cv_infer_error(c, 3005, "resize: axis %d would have extent %g", i, v);

@@ -7,56 +7,23 @@
 #include "compiler-core/ir/ops_nnutil.h"
 #include "compiler-core/backend/codegen.h"
 
-/* Multiset bookkeeping for reshape: the static product and the symbols of
- * some dims. */
-typedef struct dim_tally {
-    int64_t prod;
-    const char *syms[CV_MAX_RANK];
-    int n_syms;
-    bool overflow;
-} dim_tally;
-
-static void tally_add(dim_tally *t, cv_dim d)
+/* The extent that -1 stands for: the input's element count divided by the
+ * other dims' product, exactly (N*3*4 / 12 = N; L*768 / 64 = 12*L). */
+static int reshape_solve(cv_infer_ctx *c, cv_dim in, cv_dim out, cv_dim *hole)
 {
-    if (d.sym)
-        t->syms[t->n_syms++] = d.sym;
-    else if (!cv_mul_i64(t->prod, d.n, &t->prod))
-        t->overflow = true;
-}
-
-/* Removes from `in` every symbol that `out` also has; returns how many of
- * out's symbols had no partner. */
-static int tally_cancel(dim_tally *in, const dim_tally *out)
-{
-    int unmatched = 0;
-    for (int i = 0; i < out->n_syms; i++) {
-        int k = 0;
-        while (k < in->n_syms && strcmp(in->syms[k], out->syms[i]) != 0)
-            k++;
-        if (k == in->n_syms) {
-            unmatched++;
-            continue;
-        }
-        in->syms[k] = in->syms[--in->n_syms];
-    }
-    return unmatched;
-}
-
-/* The extent that -1 stands for, given what the other dims leave over. */
-static int reshape_solve(cv_infer_ctx *c, dim_tally *in, const dim_tally *out, int unmatched,
-                         cv_dim *hole)
-{
-    if (unmatched || in->n_syms > 1 || (in->n_syms == 1 && in->prod != out->prod))
-        return cv_infer_error(c, 3009, "reshape: the -1 dimension would be an expression of "
-                              "symbols");
-    if (in->n_syms == 1) {
-        *hole = (cv_dim){0, in->syms[0]};
+    cv_dim rem;
+    if (!in.sym && !out.sym) {
+        if (out.n == 0 || in.n % out.n)
+            return cv_infer_error(c, 3008, "reshape: %lld elements cannot fill a shape with %lld "
+                                  "elements per -1 step", (long long)in.n, (long long)out.n);
+        *hole = (cv_dim){in.n / out.n, NULL};
         return 0;
     }
-    if (out->prod == 0 || in->prod % out->prod)
-        return cv_infer_error(c, 3008, "reshape: %lld elements cannot fill a shape with %lld "
-                              "elements per -1 step", (long long)in->prod, (long long)out->prod);
-    *hole = (cv_dim){in->prod / out->prod, NULL};
+    if (cv_dim_arith(c->module, CV_DIM_MOD, in, out, &rem) || rem.sym || rem.n != 0 ||
+        cv_dim_arith(c->module, CV_DIM_FLOORDIV, in, out, hole))
+        return cv_infer_error(c, 3009, "reshape: the -1 dimension would be (%s) / (%s), which "
+                              "does not divide exactly", in.sym ? in.sym : "a number",
+                              out.sym ? out.sym : "a number");
     return 0;
 }
 
@@ -69,7 +36,7 @@ static int reshape_infer(cv_infer_ctx *c)
         return cv_infer_error(c, 3007, "reshape: 'shape' must list 0 to %d dims", CV_MAX_RANK);
     cv_shape o = {.rank = n};
     int hole = -1;
-    dim_tally ti = {.prod = 1}, to = {.prod = 1};
+    cv_dim ti = {1, NULL}, to = {1, NULL};
     for (int i = 0; i < n; i++) {
         if (want[i] == -1 && hole < 0) {
             hole = i;
@@ -79,22 +46,22 @@ static int reshape_infer(cv_infer_ctx *c)
             return cv_infer_error(c, 3007, "reshape: shape[%d] = %lld is invalid%s", i,
                                   (long long)want[i], want[i] == -1 ? " (a second -1)" : "");
         o.d[i] = want[i] == 0 ? in->d[i] : (cv_dim){want[i], NULL};
-        tally_add(&to, o.d[i]);
+        if (cv_infer_dim(c, CV_DIM_MUL, to, o.d[i], &to))
+            return -1;
     }
     for (int i = 0; i < in->rank; i++)
-        tally_add(&ti, in->d[i]);
-    if (ti.overflow || to.overflow)
-        return cv_infer_error(c, 3004, "reshape: element count overflows");
-    int unmatched = tally_cancel(&ti, &to);
-    if (hole >= 0) {
-        if (reshape_solve(c, &ti, &to, unmatched, &o.d[hole]))
+        if (cv_infer_dim(c, CV_DIM_MUL, ti, in->d[i], &ti))
             return -1;
-    } else if (unmatched || ti.n_syms) {
-        return cv_infer_error(c, 3009, "reshape: cannot prove that the symbolic element counts "
-                              "agree");
-    } else if (ti.prod != to.prod) {
+    if (hole >= 0) {
+        if (reshape_solve(c, ti, to, &o.d[hole]))
+            return -1;
+    } else if (!cv_dim_equal(ti, to)) {
+        if (ti.sym || to.sym)
+            return cv_infer_error(c, 3009, "reshape: cannot prove that the element counts %s "
+                                  "and %s agree", ti.sym ? ti.sym : "(a number)",
+                                  to.sym ? to.sym : "(a number)");
         return cv_infer_error(c, 3008, "reshape: %lld elements cannot become %lld",
-                              (long long)ti.prod, (long long)to.prod);
+                              (long long)ti.n, (long long)to.n);
     }
     c->out[0] = (cv_type){c->in[0].dtype, o};
     return 0;
@@ -303,9 +270,10 @@ static int constant_eval(cv_eval_ctx *c)
 }
 
 /* reshape(x) {shape INTS required}: ONNX Reshape with allowzero=0: 0 copies
- *   the input dim at that position, one -1 takes what is left.  With a
- *   symbolic input, -1 becomes the one symbol left unmatched when the static
- *   parts agree ([N,3,4] -> [-1,12] is [N,12]); anything else is CV3009.
+ *   the input dim at that position, one -1 takes what is left: the element
+ *   counts divided exactly, symbolically too ([N,3,4] -> [-1,12] is [N,12],
+ *   [N,L,768] -> [-1,768] is [L*N,768]); a count that does not provably
+ *   divide is CV3009.
  * flatten(x) {axis INT = 1, in [-r, r]} -> [prod(d[:axis]), prod(d[axis:])].
  * squeeze(x) {axes INTS optional}: drops the listed axes (each must be 1) or,
  *   without axes, every static 1.

@@ -27,6 +27,21 @@ int cv_infer_broadcast(cv_infer_ctx *c, const cv_shape *a, const cv_shape *b, cv
     return 0;
 }
 
+int cv_infer_dim(cv_infer_ctx *c, cv_dim_op op, cv_dim a, cv_dim b, cv_dim *out)
+{
+    static const char *const names[] = {"+", "-", "*", "floordiv", "ceildiv", "mod", "min",
+                                         "max"};
+    if (cv_dim_arith(c->module, op, a, b, out) == 0)
+        return 0;
+    char sa[96], sb[96];
+    cv_dim_format(a, sa, sizeof sa);
+    cv_dim_format(b, sb, sizeof sb);
+    if (!a.sym && !b.sym && op != CV_DIM_FLOORDIV && op != CV_DIM_CEILDIV && op != CV_DIM_MOD)
+        return cv_infer_error(c, 3004, "%s: %s %s %s overflows", c->op->name, sa, names[op], sb);
+    return cv_infer_error(c, 3009, "%s: (%s) %s (%s) is not expressible as a dimension",
+                          c->op->name, sa, names[op], sb);
+}
+
 int cv_infer_axis(cv_infer_ctx *c, int64_t axis, int rank, int *out)
 {
     int64_t a = axis < 0 ? axis + rank : axis;

@@ -26,9 +26,63 @@ static bool fail_expected(cv_parser *P, const char *what)
     return cv_p_fail(P, &P->cur, 1002, "expected %s, got %s", what, got);
 }
 
+/* Where a dimension written as an expression ends: the ',' or ']' at
+ * bracket depth 0 (quoted symbols skipped), or NULL at the line's end. */
+static const char *dim_expr_end(const char *q, const char *e)
+{
+    int depth = 0;
+    for (; q < e && *q != '\n'; q++) {
+        if (*q == '"') {
+            for (q++; q < e && *q != '"' && *q != '\n'; q++)
+                if (*q == '\\' && q + 1 < e)
+                    q++;
+            if (q >= e || *q != '"')
+                return NULL;
+        } else if (*q == '(') {
+            depth++;
+        } else if (*q == ')') {
+            depth--;
+        } else if (depth == 0 && (*q == ',' || *q == ']')) {
+            return q;
+        }
+    }
+    return NULL;
+}
+
+/* A dimension other than one integer or symbol: "(L + 1) floordiv 2". */
+static bool parse_dim_expr(cv_parser *P, cv_dim *dim)
+{
+    const cv_token *t = &P->cur;
+    const char *end = dim_expr_end(t->p, P->L.end);
+    if (!end)
+        return cv_p_fail(P, t, 1002, "expected ',' or ']' after a dimension");
+    const char *err = NULL;
+    size_t at = 0;
+    if (cv_dim_parse(P->m, t->p, (size_t)(end - t->p), dim, &err, &at)) {
+        int code = err && strstr(err, "expected") ? 1002 : 3009;
+        return cv_p_fail(P, t, code, "dimension %.*s: %s (at byte %zu)", (int)(end - t->p),
+                         t->p, err ? err : "not expressible", at);
+    }
+    cv_lex_seek(&P->L, end);
+    cv_p_next(P);
+    return true;
+}
+
+/* True when the token after t (in the raw text) does not end the dim. */
+static bool dim_continues(const cv_parser *P, const cv_token *t)
+{
+    const char *q = t->p + t->n;
+    while (q < P->L.end && (*q == ' ' || *q == '\t'))
+        q++;
+    return q < P->L.end && *q != ',' && *q != ']' && *q != '\n' && *q != '\r' && *q != '#';
+}
+
 static bool parse_dim(cv_parser *P, cv_dim *dim)
 {
     const cv_token *t = &P->cur;
+    if (t->kind == TK_LPAREN || ((t->kind == TK_INT || t->kind == TK_IDENT ||
+                                  t->kind == TK_STRING) && dim_continues(P, t)))
+        return parse_dim_expr(P, dim);
     if (t->kind == TK_INT) {
         if (t->overflow)
             return cv_p_fail(P, t, 3004, "dimension %.*s does not fit in 64 bits", (int)t->n, t->p);
@@ -38,7 +92,7 @@ static bool parse_dim(cv_parser *P, cv_dim *dim)
     } else if (t->kind == TK_STRING && t->slen > 0) {
         dim->sym = cv_module_intern(P->m, t->s, t->slen);
     } else {
-        return fail_expected(P, "a dimension (an integer or a symbol such as N)");
+        return fail_expected(P, "a dimension (an integer, a symbol such as N, or an expression)");
     }
     cv_p_next(P);
     return true;

@@ -54,7 +54,7 @@ static void put_type(cv_sb *sb, const cv_type *t)
             cv_sb_putc(sb, ',');
         if (!d->sym)
             put_i64(sb, d->n);
-        else if (cv_cuir_is_ident(d->sym))
+        else if (cv_dim_is_expr(*d) || cv_cuir_is_ident(d->sym))
             cv_sb_puts(sb, d->sym);
         else
             put_quoted(sb, d->sym);

@@ -7,7 +7,7 @@
 bool cv_dim_equal(cv_dim a, cv_dim b)
 {
     if (a.sym || b.sym)
-        return a.sym && b.sym && strcmp(a.sym, b.sym) == 0;
+        return a.sym && b.sym && a.n == b.n && strcmp(a.sym, b.sym) == 0;
     return a.n == b.n;
 }
 
@@ -58,11 +58,9 @@ void cv_type_format(const cv_type *t, char *buf, size_t size)
     size_t len = (size_t)snprintf(buf, size, "%s[", cv_dtype_name(t->dtype));
     for (int i = 0; i < t->shape.rank && len < size; i++) {
         const cv_dim *d = &t->shape.d[i];
-        const char *sep = i ? "," : "";
-        if (d->sym)
-            len += (size_t)snprintf(buf + len, size - len, "%s%s", sep, d->sym);
-        else
-            len += (size_t)snprintf(buf + len, size - len, "%s%lld", sep, (long long)d->n);
+        char one[160];
+        cv_dim_format(*d, one, sizeof one);
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? "," : "", one);
     }
     if (len < size)
         snprintf(buf + len, size - len, "]");

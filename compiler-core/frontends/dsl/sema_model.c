@@ -32,7 +32,15 @@ static bool is_identifier(const dsl_val *v)
     return true;
 }
 
-/* One entry of input_shapes: a tuple of ints and symbol names. */
+/* A string dimension that is an expression over symbols (docs/cuir.md). */
+static bool dim_expr(dsl_sema *s, const dsl_val *d, cv_dim *out)
+{
+    const char *err;
+    size_t at;
+    return cv_dim_parse(s->m, d->s, d->slen, out, &err, &at) == 0 && (out->sym || out->n >= 0);
+}
+
+/* One entry of input_shapes: a tuple of ints, symbol names and expressions. */
 static bool shape_of(dsl_sema *s, const dsl_val *v, cv_shape *out, const dsl_node *at, model_spec *m)
 {
     if (v->kind != DSL_V_TUPLE && v->kind != DSL_V_LIST) {
@@ -51,11 +59,14 @@ static bool shape_of(dsl_sema *s, const dsl_val *v, cv_shape *out, const dsl_nod
             out->d[i] = (cv_dim){d->i, NULL};
         } else if (d->kind == DSL_V_STR && is_identifier(d)) {
             out->d[i] = (cv_dim){0, cv_module_intern(s->m, d->s, d->slen)};
+        } else if (d->kind == DSL_V_STR && dim_expr(s, d, &out->d[i])) {
+            continue;   /* "(L + 1) floordiv 2", "2*N" */
         } else {
             char desc[96];
             dsl_v_describe(d, desc, sizeof desc);
             spec_fail(m, dsl_error(s, 2111, at, "dimension %d of an input shape is %s; use a "
-                                   "non-negative int or a symbol name such as \"N\"", i, desc));
+                                   "non-negative int, a symbol name such as \"N\" or an "
+                                   "expression such as \"2*N + 1\"", i, desc));
             return false;
         }
     }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "compiler-core/frontends/onnx/onnx_internal.h"
+#include "compiler-core/ir/cuir_text.h"
 
 /* Elements folded at import time at most (bigger results stay CU-IR ops). */
 #define FOLD_MAX_NUMEL (1 << 20)
@@ -147,6 +148,68 @@ static int64_t apply_i(const char *op, int64_t x, int64_t y)
     }
 }
 
+/* Element i of a shape value as a dim: an integer, or its symbol or
+ * expression text (onnx_fold_shape stores a dim's sym verbatim). */
+static cv_dim elem_dim(const onnx_const *k, int64_t i)
+{
+    const char *s = k->syms ? k->syms[i] : NULL;
+    if (!s)
+        return (cv_dim){onnx_const_i64(k, i), NULL};
+    return (cv_dim){cv_cuir_is_ident(s) || !strpbrk(s, " *()") ? 0 : CV_DIM_EXPR, s};
+}
+
+/* Integer Add Sub Mul Div Max Min Equal over shape values with symbolic
+ * elements: each element is dimension arithmetic (ir/dimexpr.c); Div is
+ * floor division (dims are >= 0).  NULL when an element is not
+ * expressible or an Equal cannot be decided. */
+static onnx_const *fold_symbolic(onnx_ctx *c, const char *op, const onnx_const *a,
+                                 const onnx_const *b, int rank, const int64_t *dims,
+                                 const int64_t *sa, const int64_t *sb)
+{
+    static const struct { const char *name; cv_dim_op op; } map[] = {
+        {"Add", CV_DIM_ADD}, {"Sub", CV_DIM_SUB}, {"Mul", CV_DIM_MUL}, {"Div", CV_DIM_FLOORDIV},
+        {"Max", CV_DIM_MAX}, {"Min", CV_DIM_MIN}, {"Mod", CV_DIM_MOD}, {"Equal", CV_DIM_SUB}};
+    int which = -1;
+    for (int i = 0; i < (int)(sizeof map / sizeof *map); i++)
+        if (!strcmp(map[i].name, op))
+            which = i;
+    bool eq = which >= 0 && !strcmp(op, "Equal");
+    if (which < 0 || !onnx_const_is_int(a))
+        return NULL;
+    onnx_const *k = onnx_const_new(c, eq ? CV_BOOL : a->dt, rank, dims);
+    if (!k || k->numel > CV_MAX_RANK * CV_MAX_RANK ||
+        !(k->syms = cv_arena_alloc_array(c->a, (size_t)k->numel + 1, sizeof *k->syms)))
+        return NULL;
+    int64_t idx[CV_MAX_RANK] = {0}, pa = 0, pb = 0;
+    bool any = false;
+    for (int64_t i = 0; i < k->numel; i++) {
+        cv_dim r;
+        if (cv_dim_arith(c->m, map[which].op, elem_dim(a, pa), elem_dim(b, pb), &r))
+            return NULL;
+        if (eq) {
+            int cmp = cv_dim_compare(elem_dim(a, pa), elem_dim(b, pb));
+            if (cmp == CV_DIM_UNKNOWN || cmp == CV_DIM_LE || cmp == CV_DIM_GE)
+                return NULL;
+            r = (cv_dim){cmp == CV_DIM_EQ, NULL};
+        }
+        onnx_const_set_i64(k, i, r.sym ? -1 : r.n);
+        k->syms[i] = r.sym;
+        any |= r.sym != NULL;
+        for (int d = rank - 1; d >= 0; d--) {
+            pa += sa[d];
+            pb += sb[d];
+            if (++idx[d] < dims[d])
+                break;
+            pa -= sa[d] * dims[d];
+            pb -= sb[d] * dims[d];
+            idx[d] = 0;
+        }
+    }
+    if (!any)
+        k->syms = NULL;
+    return k;
+}
+
 /* Add Sub Mul Div Max Min Equal Less Greater on two constants.  Returns NULL
  * without a report when the operands do not allow folding. */
 onnx_const *onnx_fold_binary(onnx_ctx *c, const char *op, const onnx_const *a, const onnx_const *b)
@@ -157,9 +220,13 @@ onnx_const *onnx_fold_binary(onnx_ctx *c, const char *op, const onnx_const *a, c
     for (int i = 0; ops[i]; i++)
         known |= !strcmp(ops[i], op);
     int64_t dims[CV_MAX_RANK], sa[CV_MAX_RANK], sb[CV_MAX_RANK];
-    if (!known || a->dt != b->dt || has_syms(a) || has_syms(b) ||
+    if (a->dt != b->dt ||
         onnx_broadcast_dims(a->rank, a->dims, b->rank, b->dims, &rank, dims) < 0 ||
         broadcast_strides(a, rank, dims, sa) < 0 || broadcast_strides(b, rank, dims, sb) < 0)
+        return NULL;
+    if (has_syms(a) || has_syms(b))
+        return fold_symbolic(c, op, a, b, rank, dims, sa, sb);
+    if (!known)
         return NULL;
     onnx_const *k = onnx_const_new(c, is_cmp(op) ? CV_BOOL : a->dt, rank, dims);
     if (!k || k->numel > FOLD_MAX_NUMEL)

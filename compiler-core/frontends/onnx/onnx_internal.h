@@ -78,6 +78,7 @@ typedef struct onnx_val {
     onnx_const *c;          /* known at import time, or NULL */
     cv_type type;           /* dtype CV_DT_INVALID while unknown */
     bool poisoned;          /* its producer failed: consumers stay quiet */
+    bool not_const;         /* the interpreter found it depends on an input */
     bool graph_input;
     int producer;           /* node index, -1 for graph inputs/initializers */
     /* Sequences and optionals exist only at import time (onnx_lower_seq.c):

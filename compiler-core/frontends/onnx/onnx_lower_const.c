@@ -133,8 +133,10 @@ static int lower_range(onnx_ctx *c)
                      *d = onnx_in_const(c, 2, "delta");
     if (!s || !l || !d)
         return -1;
-    if (s->numel != 1 || l->numel != 1 || d->numel != 1 || s->dt != l->dt || s->dt != d->dt ||
-        (s->syms && s->syms[0]) || (l->syms && l->syms[0]))
+    if ((s->syms && s->numel == 1 && s->syms[0]) || (l->syms && l->numel == 1 && l->syms[0]))
+        return onnx_err(c, ONNX_E_DATA_DEPENDENT, "a range up to the symbolic %s has a length "
+                        "known only at run time", s->syms && s->syms[0] ? s->syms[0] : l->syms[0]);
+    if (s->numel != 1 || l->numel != 1 || d->numel != 1 || s->dt != l->dt || s->dt != d->dt)
         return onnx_err(c, ONNX_E_SHAPE_VALUE, "start, limit and delta must be known scalars of "
                         "one type");
     double start = onnx_const_f64(s, 0), delta = onnx_const_f64(d, 0);

@@ -435,12 +435,20 @@ static int lower_cast(onnx_ctx *c)
     if (!onnx_attr(c, "to"))
         return onnx_err(c, ONNX_E_ATTRIBUTE, "attribute 'to' is required");
     onnx_val *v = onnx_in(c, 0);
-    if (v && v->c && !v->v) {   /* fold: shape arithmetic often casts */
-        cv_dtype dt = onnx_dtype((int32_t)to);
+    cv_dtype to_dt = onnx_dtype((int32_t)to);
+    bool int_syms = v && v->c && v->c->syms && onnx_const_is_int(v->c) &&
+                    to_dt != CV_DT_INVALID && !cv_dtype_is_float(to_dt) && to_dt != CV_BOOL;
+    if (v && v->c && !v->v && (!v->c->syms || int_syms)) {
+        /* fold: shape arithmetic often casts; an integer-to-integer cast
+         * keeps symbolic elements (a float cast of one is data, refused
+         * where it is materialised) */
+        cv_dtype dt = to_dt;
         if (dt == CV_DT_INVALID)
             return onnx_err(c, ONNX_E_UNSUPPORTED_DTYPE, "cast to %s is not supported",
                             onnx_dtype_name((int32_t)to));
         onnx_const *k = onnx_const_new(c, dt, v->c->rank, v->c->dims);
+        if (k && int_syms)
+            k->syms = v->c->syms;
         for (int64_t i = 0; k && i < k->numel; i++) {
             if (cv_dtype_is_float(dt) || cv_dtype_is_float(v->c->dt))
                 onnx_const_set_f64(k, i, onnx_const_f64(v->c, i));

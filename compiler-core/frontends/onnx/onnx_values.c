@@ -186,11 +186,31 @@ cv_value *onnx_in_value(onnx_ctx *c, int i)
     return onnx_materialize(c, v);
 }
 
+/* The generic fold: a value the graph computes from constants alone
+ * (shape arithmetic in whatever form an exporter wrote it: Where over
+ * Equal, Mod, ConstantOfShape...) is run through the reference interpreter
+ * once, and is a constant from then on. */
+static onnx_const *eval_constant(onnx_ctx *c, onnx_val *v)
+{
+    if (!v->v)
+        return NULL;
+    cv_tensor t;
+    if (cv_interp_eval_value(c->f, v->v, ONNX_CONST_MAX_NUMEL, &t) != 0)
+        return NULL;
+    onnx_const *k = onnx_const_new(c, t.dtype, t.rank, t.dims);
+    if (k)
+        memcpy(k->data, t.data, cv_tensor_nbytes(&t));
+    cv_tensor_free(&t);
+    return k;
+}
+
 const onnx_const *onnx_in_const(onnx_ctx *c, int i, const char *role)
 {
     onnx_val *v = onnx_in(c, i);
     if (!v)
         return NULL;
+    if (!v->c && !v->not_const && !(v->c = eval_constant(c, v)))
+        v->not_const = true;
     if (!v->c && role)
         onnx_err(c, ONNX_E_DATA_DEPENDENT, "input %d (%s, '%s') is computed at run time; CU-IR "
                  "needs it at import time", i, role, v->name);
