@@ -176,16 +176,6 @@ static bool match(cv_op *sm, const int *uses, cv_op *const *user, att_match *m)
     return true;
 }
 
-/* Moves the op just appended to f->ops to index `at` and renumbers. */
-static void move_last_to(cv_func *f, int at)
-{
-    cv_op *op = f->ops[f->n_ops - 1];
-    memmove(&f->ops[at + 1], &f->ops[at], sizeof f->ops[0] * (size_t)(f->n_ops - 1 - at));
-    f->ops[at] = op;
-    for (int i = at; i < f->n_ops; i++)
-        f->ops[i]->id = i;
-}
-
 static int rewrite(cv_func *f, const att_match *m, int *fused, cv_diag *d)
 {
     cv_value *ops[4] = {m->q, m->k, m->v, m->mask};
@@ -203,7 +193,7 @@ static int rewrite(cv_func *f, const att_match *m, int *fused, cv_diag *d)
     int rc = cv_op_finish(op, 1, &quiet);
     cv_diag_free(&quiet);
     cv_op *replaced = m->out_t ? m->out_t : m->pv;
-    move_last_to(f, m->pv->id);
+    cv_pass_move_last_op(f, m->pv->id);
     /* A shape the op does not accept (it should not happen: the chain
      * type-checked) leaves the original ops in use; dce drops the new one. */
     if (rc || !cv_type_equal(&op->results[0]->type, &replaced->results[0]->type))

@@ -101,15 +101,6 @@ static bool last_axis_mean(const cv_op *op)
 
 /* ---- rewriting ----------------------------------------------------------- */
 
-static void move_last_to(cv_func *f, int at)
-{
-    cv_op *op = f->ops[f->n_ops - 1];
-    memmove(&f->ops[at + 1], &f->ops[at], sizeof f->ops[0] * (size_t)(f->n_ops - 1 - at));
-    f->ops[at] = op;
-    for (int i = at; i < f->n_ops; i++)
-        f->ops[i]->id = i;
-}
-
 /* Puts the finished op `op` at `last`'s place; its result replaces last's
  * when the types agree.  Returns 1 when it did. */
 static int replace(cv_func *f, cv_op *op, cv_op *last)
@@ -119,7 +110,7 @@ static int replace(cv_func *f, cv_op *op, cv_op *last)
     cv_diag_init(&quiet);
     int rc = cv_op_finish(op, 1, &quiet);
     cv_diag_free(&quiet);
-    move_last_to(f, last->id);
+    cv_pass_move_last_op(f, last->id);
     if (rc || !cv_type_equal(&op->results[0]->type, &last->results[0]->type))
         return 0;
     cv_pass_replace_uses(f, last->results[0], op->results[0]);

@@ -71,6 +71,9 @@ void cv_pass_merge_locs(cv_op *dst, const cv_op *src);
 /* Uses of each value (operands and returns), indexed by value id; the
  * caller frees it.  NULL when out of memory. */
 int *cv_pass_count_uses(const cv_func *f);
+/* Moves the op last appended to f->ops (cv_op_new) to index `at`, before
+ * its future users, and renumbers the ops after it. */
+void cv_pass_move_last_op(cv_func *f, int at);
 /* A new dense param holding t (copied), with an unused name. */
 cv_value *cv_pass_add_const(cv_func *f, const cv_tensor *t);
 

@@ -350,6 +350,8 @@ static ALWAYS_INLINE vf update(const cvrt_gemm_job *j, vf x, const float *p, con
     if (first && j->bias) {
         if (j->bias_cs == 0) {
             x += cvrt_splat(j->bias_scale * bp[0]);
+        } else if (j->bias_cs == 1) {     /* a projection's bias: one per column */
+            x += cvrt_splat(j->bias_scale) * cvrt_load_mask(bp, a, b);
         } else {
             vf bv = {0};
             for (int64_t l = a; l < b; l++)
@@ -382,7 +384,9 @@ static ALWAYS_INLINE void store_whole(const cvrt_gemm_job *j, vf acc[MR][NV], in
         UNROLL_FULL
         for (int v = 0; v < NV; v++)
             *(vfu *)(crow + v * VL) = update(j, acc[i][v], crow + v * VL,
-                                             rrow ? rrow + v * VL : 0, brow, 0, VL, first, last);
+                                             rrow ? rrow + v * VL : 0,
+                                             brow && j->bias_cs ? brow + dst + v * VL : brow, 0,
+                                             VL, first, last);
     }
 }
 
@@ -504,7 +508,7 @@ static void store_columns(const cvrt_gemm_job *j, const float *tile, int64_t i0,
 /* Whether tile columns [j0, j0+NR) are output columns [dst, dst+NR). */
 static int whole_cols(const cvrt_gemm_job *j, int64_t j0, int64_t nr, int64_t *dst)
 {
-    if (nr != NR || (j->bias && j->bias_cs != 0))
+    if (nr != NR || (j->bias && j->bias_cs != 0 && j->bias_cs != 1))
         return 0;
     if (j->bkind != CVRT_B_GRID || j->wg == j->g->OW) {
         *dst = j0;
