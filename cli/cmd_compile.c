@@ -131,6 +131,9 @@ static void print_stats(const cv_compile_info *info)
            "dce %d ops + %d params\n", info->pass_folded, info->pass_bn_folded,
            info->pass_cse_ops, info->pass_cse_params, info->pass_dead_ops,
            info->pass_dead_params);
+    if (info->pass_attention || info->pass_layer_norms || info->pass_gelus)
+        printf("fused      %d attention, %d layer_norm, %d gelu (from the exported chains)\n",
+               info->pass_attention, info->pass_layer_norms, info->pass_gelus);
     printf("kernels    %d before fusion, %d after (%d ops fused into their producer)\n",
            info->n_kernels + info->n_fused, info->n_kernels, info->n_fused);
     if (info->nchwc_block)

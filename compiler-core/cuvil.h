@@ -100,6 +100,7 @@ typedef struct cv_compile_info {
     int nchwc_block;        /* channels per block (0: the blocked layout is off) */
     int pass_folded, pass_bn_folded, pass_cse_ops, pass_cse_params;
     int pass_dead_ops, pass_dead_params;
+    int pass_attention, pass_layer_norms, pass_gelus;  /* chains made one op (issue 26) */
     int64_t arena_bytes, peak_bytes;  /* with every symbolic dim = 1 */
     double ms_passes, ms_codegen, ms_llvm, ms_link;
     bool linked_so;         /* false for a cross target whose linker is missing */

@@ -376,6 +376,9 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info
         info->pass_cse_params = ps.cse_params;
         info->pass_dead_ops = ps.dead_ops;
         info->pass_dead_params = ps.dead_params;
+        info->pass_attention = ps.attention_fused;
+        info->pass_layer_norms = ps.layer_norms_fused;
+        info->pass_gelus = ps.gelus_fused;
         cv_memplan_stats(p, NULL, &info->arena_bytes, &info->peak_bytes);
         info->ms_passes = t0 - tp;
         info->ms_codegen = t1 - t0;

@@ -25,7 +25,7 @@ int cv_kprog_build_blocked(const cv_func *f, int blk, cv_kprog **out, cv_diag *d
  * CV_HALF_WEIGHTS in half, and bf16 convolutions compute in bf16
  * (AMX or vdpbf16ps) with CV_HALF_BF16_DOT too, for targets with AVX512_BF16
  * (codegen_half.c). */
-enum { CV_HALF_WEIGHTS = 1, CV_HALF_BF16_DOT = 2 };
+enum { CV_HALF_WEIGHTS = 1, CV_HALF_BF16_DOT = 2, CV_HALF_PACKED_B = 4 };
 int cv_kprog_build_half(const cv_func *f, int blk, unsigned half, cv_kprog **out, cv_diag *d);
 
 /* Blocked-layout lowering (codegen_nchwc.c): the plan's block size and
@@ -171,6 +171,7 @@ int cv_cg_qconv2d(cv_codegen_ctx *c);
 /* codegen_matmul.c, codegen_nn.c, codegen_pool.c */
 int cv_cg_matmul(cv_codegen_ctx *c);
 int cv_cg_gemm(cv_codegen_ctx *c);
+int cv_cg_attention(cv_codegen_ctx *c);    /* codegen_attention.c */
 int cv_cg_conv2d(cv_codegen_ctx *c);
 int cv_cg_conv_transpose2d(cv_codegen_ctx *c);
 int cv_cg_max_pool2d(cv_codegen_ctx *c);

@@ -188,8 +188,10 @@ unsigned cv_cg_half_mode(const char *target, bool emit_c)
 {
     if (cv_target_is_cuda(target))
         return CV_HALF_WEIGHTS;     /* cuda/host/cuhost_rt.c: cvrt_conv2d_p8h, cvrt_sgemm_h */
-    if (emit_c || cv_target_find(target))
+    if (emit_c)
         return CV_HALF_WEIGHTS;
+    if (cv_target_find(target))
+        return CV_HALF_WEIGHTS | CV_HALF_PACKED_B;
     char triple[64], features[4096];
     cv_diag quiet;
     cv_diag_init(&quiet);
@@ -197,7 +199,7 @@ unsigned cv_cg_half_mode(const char *target, bool emit_c)
     cv_diag_free(&quiet);
     bool dot = rc == 0 && strncmp(triple, "x86_64", 6) == 0 && strstr(features, "+avx512bf16");
 
-    return CV_HALF_WEIGHTS | (dot ? CV_HALF_BF16_DOT : 0);
+    return CV_HALF_WEIGHTS | CV_HALF_PACKED_B | (dot ? CV_HALF_BF16_DOT : 0);
 }
 
 /* The bf16 weights w [OC][C][KH][KW] as cvrt_qconv2d's CVRT_Q_BF16 rows of pairs. */

@@ -48,7 +48,9 @@ bool cv_cg_cast_feeds_half_convs(const cv_codegen_ctx *c);
 /* cv_kprog_build_half's half flags for a target: 16-bit weights read
  * directly except on CUDA, and bf16 convolutions computed in bf16 where
  * the target has AVX512_BF16 (a native target on such a CPU: no named
- * target promises it) and LLVM builds the code (not for --emit c). */
+ * target promises it) and LLVM builds the code (not for --emit c); and
+ * constant matmul operands packed at compile time (CV_HALF_PACKED_B) for
+ * CPU targets that LLVM builds. */
 unsigned cv_cg_half_mode(const char *target, bool emit_c);
 
 /* For the conv2d hook: when the target computes in bf16 and operand 1 is

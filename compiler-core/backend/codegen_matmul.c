@@ -1,9 +1,14 @@
 /* Codegen hooks: matrix products (ops_matmul.c).  f32 goes to the runtime's
  * packed GEMM (any strides, so transposes and broadcast biases cost
- * nothing); other dtypes use a plain triple loop (f32 or exact i64
+ * nothing; a matmul's bias add and residual add ride along); other dtypes use a plain triple loop (f32 or exact i64
  * accumulation). */
+#include <string.h>
+
+#include <stdlib.h>
+
 #include "compiler-core/backend/codegen.h"
 #include "compiler-core/backend/codegen_half.h"
+#include "compiler-core/runtime/cvrt.h"
 
 typedef struct gemm_args {
     const cv_kexpr *M, *N, *K, *a, *ars, *acs, *b, *brs, *bcs, *y, *ldc;
@@ -90,6 +95,83 @@ static void generic_rows(cv_codegen_ctx *c, const cv_kten *A, const cv_kten *B, 
     cv_k_end(c);
 }
 
+/* A constant B [K, N] as the runtime's PB form (cvrt.h), for products of
+ * many rows (static, >= PB_MIN_ROWS: the small-row path reads B as it is);
+ * NULL otherwise. */
+enum { PB_MIN_ROWS = 16 };
+static const cv_kten *packed_b(cv_codegen_ctx *c, const cv_kten *B, int64_t rows, cv_kten *out)
+{
+    const cv_kstore *s = &c->prog->stores[B->store];
+    if (!c->prog->packed_b || rows < PB_MIN_ROWS || B->rank != 2 || s->kind != CV_KST_CONST ||
+        !s->data || B->dtype != CV_F32 || B->sdim[0] < 0 || B->sdim[1] < 0)
+        return NULL;
+    int64_t K = B->sdim[0], N = B->sdim[1], np = (N + CVRT_PB - 1) / CVRT_PB, n = np * CVRT_PB * K;
+    float *buf = calloc((size_t)(n ? n : 1), sizeof *buf);
+    if (!buf)
+        return NULL;
+    const float *src = s->data;
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t j = 0; j < N; j++)
+            buf[((j / CVRT_PB) * K + k) * CVRT_PB + j % CVRT_PB] = src[k * N + j];
+    cv_shape shape = {.rank = 1, .d = {{.n = n}}};
+    *out = cv_cg_const(c, CV_F32, &shape, buf);
+    free(buf);
+    return out;
+}
+
+/* A [N] (or [1,..,1,N]) f32 operand of an add chained after the product:
+ * the bias of a projection (exporters write Linear as matmul + add). */
+static bool bias_row(const cv_value *v, const cv_value *y)
+{
+    const cv_shape *s = &v->type.shape, *ys = &y->type.shape;
+    if (v->type.dtype != CV_F32 || s->rank < 1 || s->rank > ys->rank ||
+        !cv_dim_equal(s->d[s->rank - 1], ys->d[ys->rank - 1]))
+        return false;
+    for (int i = 0; i < s->rank - 1; i++)
+        if (s->d[i].sym || s->d[i].n != 1)
+            return false;
+    return true;
+}
+
+/* Takes a chain that starts with a bias add into the GEMM's own bias
+ * operand (broadcast down the rows), and what follows it into the runtime
+ * epilogue when it fits; else only the add (the rest of the chain is then
+ * lowered on its own, reading the add's result).  *out is the add's
+ * result; g->epi is set when the rest was taken too. */
+static bool take_bias(cv_codegen_ctx *c, gemm_args *g, cv_kten *bt, cv_kten *out,
+                      cv_cg_rt_epi *e)
+{
+    if (!c->n_epi || c->epi_taken || c->epi[0]->def->codegen != cv_cg_add)
+        return false;
+    const cv_value *y = c->op->results[0];
+    const cv_value *b = c->epi[0]->operands[1 - c->epi_link[0]];
+    if (b == y || !bias_row(b, y))
+        return false;
+    *bt = cv_cg_value(c, b);    /* its address is taken inside the kernel */
+    g->bias_rs = cv_k_i64(c, 0);
+    g->bias_cs = cv_k_i64(c, 1);
+    g->bias_scale = 1;
+    *out = cv_cg_value(c, c->epi[0]->results[0]);
+    /* The rest of the chain, as if it followed the add. */
+    const cv_op *epi[8];
+    int link[8], n = c->n_epi;
+    memcpy(epi, c->epi, sizeof epi);
+    memcpy(link, c->epi_link, sizeof link);
+    memmove(c->epi, c->epi + 1, sizeof c->epi[0] * (size_t)(n - 1));
+    memmove(c->epi_link, c->epi_link + 1, sizeof c->epi_link[0] * (size_t)(n - 1));
+    c->n_epi = n - 1;
+    const cv_op *self = c->op;
+    c->op = epi[0];     /* the epilogue's running value is the add's result */
+    bool rest = c->n_epi > 0 && cv_cg_rt_epilogue(c, e);
+    c->op = self;
+    memcpy(c->epi, epi, sizeof epi);
+    memcpy(c->epi_link, link, sizeof link);
+    c->n_epi = rest ? n : 1;
+    c->epi_taken = true;
+    g->epi = rest ? e : NULL;
+    return true;
+}
+
 int cv_cg_matmul(cv_codegen_ctx *c)
 {
     cv_kten A = cv_cg_in(c, 0), B = cv_cg_in(c, 1), Y = cv_cg_out(c, 0);
@@ -110,19 +192,30 @@ int cv_cg_matmul(cv_codegen_ctx *c)
     }
     const cv_kexpr *zero = cv_k_i64(c, 0), *nbatch = cv_k_numel(c, &Y, 0, yb);
     cv_cg_rt_epi e;
+    cv_kten bias, biased;
     const cv_kten *dst = &Y;
-    if (cv_cg_rt_epilogue(c, &e)) {
+    bool has_bias = take_bias(c, &g, &bias, &biased, &e);
+    if (has_bias) {
+        dst = g.epi ? &e.out : &biased;
+    } else if (cv_cg_rt_epilogue(c, &e)) {
         g.epi = &e;
         dst = &e.out;
     }
+    cv_kten Bp;
+    int64_t rows;
+    const cv_kten *bp = NULL;
+    if (bb == 0 && batch_is_full(&A, ab, &Y, yb) && cv_k_is_const(cv_k_mul(c, nbatch, g.M), &rows))
+        bp = packed_b(c, &B, rows, &Bp);
     cv_k_begin(c, "matmul", NULL, NULL);
+    if (has_bias)
+        g.bias = cv_k_addr(c, &bias, zero);
     if (bb == 0 && batch_is_full(&A, ab, &Y, yb)) {
         /* [batch..., M, K] @ [K, N]: one GEMM over batch*M rows. */
         g.M = cv_k_mul(c, nbatch, g.M);
         g.a = cv_k_addr(c, &A, zero);
-        g.b = cv_k_addr(c, &B, zero);
+        g.b = cv_k_addr(c, bp ? bp : &B, zero);
         g.y = cv_k_addr(c, dst, zero);
-        call_sgemm(c, &g, CV_KRT_SGEMM);
+        call_sgemm(c, &g, bp ? CV_KRT_SGEMM_PB : CV_KRT_SGEMM);
     } else {
         const cv_kexpr *bi = cv_k_for(c, zero, nbatch, 0);
         g.a = cv_k_addr(c, &A, cv_k_mul(c, batch_offset(c, &A, ab, &Y, yb, bi), cv_k_mul(c, g.M, g.K)));

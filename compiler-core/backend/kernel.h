@@ -102,6 +102,7 @@ typedef enum cv_krt {
     CV_KRT_CONV2D_P8H,          /* cvrt_conv2d_p8 with f16/bf16 packed weights */
     CV_KRT_SGEMM_H,             /* cvrt_sgemm with f16/bf16 B (its brs slot: the kind) */
     CV_KRT_NCHWC_CONV2D_H,      /* cvrt_nchwc_conv2d with f16 weights (-p fp16) */
+    CV_KRT_SGEMM_PB,            /* cvrt_sgemm with B packed at compile time (CPU LLVM targets) */
     CV_KRT__COUNT
 } cv_krt;
 
@@ -194,6 +195,8 @@ typedef struct cv_kprog {
                                    (codegen_half.c); false for backends without its routines */
     int n_half_ops;             /* ops that read them so (no widened copy) */
     bool bf16_dot;              /* bf16 convolutions may compute in bf16 (AVX512_BF16) */
+    bool packed_b;              /* matmuls may read constant B packed at compile time
+                                   (cvrt_sgemm_pb: CPU targets through LLVM only) */
     int n_bf16_ops;             /* convolutions that do */
     bool oom;                   /* an allocation failed while building */
     const char *bug;            /* the first misuse of this API (an internal error) */

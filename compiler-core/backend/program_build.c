@@ -262,6 +262,7 @@ int cv_kprog_build_half(const cv_func *f, int blk, unsigned half, cv_kprog **out
     p->name = c_identifier(p, f->name);
     p->half_weights = (half & CV_HALF_WEIGHTS) != 0;
     p->bf16_dot = p->half_weights && (half & CV_HALF_BF16_DOT);
+    p->packed_b = (half & CV_HALF_PACKED_B) != 0;
     int rc = build_body(p, f, blk, d);
     if (p->oom)
         cv_diag_error(d, 9002, func_span(f), "out of memory while generating code");

@@ -16,11 +16,14 @@ typedef struct cv_pass_stats {
     int cse_ops;                /* ops merged into an identical earlier op (cse.c) */
     int cse_params;             /* params merged into an identical earlier param */
     int dead_ops, dead_params;  /* removed because nothing used them (dce.c) */
+    int attention_fused;        /* attention chains made one attention op (attention_fuse.c) */
+    int layer_norms_fused;      /* decomposed LayerNorms made one layer_norm (norm_fuse.c) */
+    int gelus_fused;            /* decomposed GELUs made one gelu (norm_fuse.c) */
 } cv_pass_stats;
 
-/* Runs const_fold, bn_fold, cse and dce on f, in that order.  A pass that
- * cannot work (out of memory) leaves f valid and reports a diagnostic;
- * returns 0 or -1. */
+/* Runs const_fold, bn_fold, cse, attention_fuse, norm_fuse and dce on f,
+ * in that order.  A pass that cannot work (out of memory) leaves f valid
+ * and reports a diagnostic; returns 0 or -1. */
 int cv_passes_run(cv_func *f, cv_pass_stats *st, cv_diag *d);
 
 /* Reduced precision (quantize*.c): rewrites f for q->precision (nothing
@@ -47,6 +50,15 @@ int cv_pass_bn_fold(cv_func *f, cv_pass_stats *st, cv_diag *d);
  * as an earlier op is replaced by it (which keeps both ops' locations);
  * small params with identical bytes are merged first. */
 int cv_pass_cse(cv_func *f, cv_pass_stats *st, cv_diag *d);
+/* Attention fusion (attention_fuse.c): the matmul / scale / mask /
+ * softmax / matmul chain of scaled dot-product attention, with the
+ * multi-head transposes around it, becomes one attention op; *fused counts
+ * them.  The chain's ops are left for dce. */
+int cv_pass_attention_fuse(cv_func *f, int *fused, cv_diag *d);
+/* LayerNorm and GELU recognition (norm_fuse.c): the decomposed forms that
+ * exporters write (ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add; the
+ * erf and tanh GELUs) become one layer_norm or gelu op. */
+int cv_pass_norm_fuse(cv_func *f, int *layer_norms, int *gelus, cv_diag *d);
 /* Dead-code elimination: drops ops none of whose results reach a return,
  * and params nothing uses. */
 int cv_pass_dce(cv_func *f, cv_pass_stats *st);
@@ -77,6 +89,9 @@ void cv_pass_merge_locs(cv_op *dst, const cv_op *src);
 /* Uses of each value (operands and returns), indexed by value id; the
  * caller frees it.  NULL when out of memory. */
 int *cv_pass_count_uses(const cv_func *f);
+/* Moves the op last appended to f->ops (cv_op_new) to index `at`, before
+ * its future users, and renumbers the ops after it. */
+void cv_pass_move_last_op(cv_func *f, int at);
 /* A new dense param holding t (copied), with an unused name. */
 cv_value *cv_pass_add_const(cv_func *f, const cv_tensor *t);
 

@@ -82,6 +82,15 @@ int *cv_pass_count_uses(const cv_func *f)
     return uses;
 }
 
+void cv_pass_move_last_op(cv_func *f, int at)
+{
+    cv_op *op = f->ops[f->n_ops - 1];
+    memmove(&f->ops[at + 1], &f->ops[at], sizeof f->ops[0] * (size_t)(f->n_ops - 1 - at));
+    f->ops[at] = op;
+    for (int i = at; i < f->n_ops; i++)
+        f->ops[i]->id = i;
+}
+
 cv_value *cv_pass_add_const(cv_func *f, const cv_tensor *t)
 {
     cv_type ty = {.dtype = t->dtype, .shape = {.rank = t->rank}};

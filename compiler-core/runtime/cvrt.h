@@ -65,6 +65,19 @@ void cvrt_sgemm(cvrt_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha,
                 float *c, int64_t ldc, int64_t accumulate,
                 const float *bias, int64_t bias_rs, int64_t bias_cs, float bias_scale,
                 const float *res, int64_t res_ld, int64_t act, float lo, float hi);
+/* PB, the packed form of a constant B (K x N) that the compiler makes at
+ * compile time: bp[((j / 32) * K + k) * 32 + j % 32] = B[k][j], with zero
+ * columns making N up to a multiple of 32 (the AVX-512 micro-kernel's
+ * panels; other targets repack from it).  cvrt_sgemm_pb is cvrt_sgemm
+ * with b in the PB form (brs and bcs unused), for products of many rows
+ * (the small-M path does not read it). */
+#define CVRT_PB 32
+void cvrt_sgemm_pb(cvrt_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha,
+                   const float *a, int64_t ars, int64_t acs,
+                   const float *b, int64_t brs, int64_t bcs,
+                   float *c, int64_t ldc, int64_t accumulate,
+                   const float *bias, int64_t bias_rs, int64_t bias_cs, float bias_scale,
+                   const float *res, int64_t res_ld, int64_t act, float lo, float hi);
 /* cvrt_sgemm with B[k,j] = b[k + j*bcs] in a 16-bit type (bkind: CVRT_W_F16
  * or CVRT_W_BF16, below), widened as the dot products read it: the -p
  * fp16/bf16 weights of a fully connected layer (few rows of A). */

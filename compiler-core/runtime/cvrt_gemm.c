@@ -210,9 +210,27 @@ static void pack_b_im2col(const cvrt_gemm_job *j, int64_t pc, int64_t kc, int64_
     }
 }
 
+/* Panels [p0, p1) from B's PB form, for a micro-kernel whose NR is not
+ * CVRT_PB (the form is the same on every target). */
+static void pack_b_pb(const sched *s, int64_t pc, int64_t kc, int64_t p0, int64_t p1, float *out)
+{
+    const cvrt_gemm_job *j = s->j;
+    for (int64_t pnl = p0; pnl < p1; pnl++)
+        for (int64_t k = 0; k < kc; k++)
+            for (int64_t jj = 0; jj < NR; jj++) {
+                int64_t n = pnl * NR + jj;
+                out[((pnl - p0) * kc + k) * NR + jj] =
+                    n < j->N ? j->bpk[((n / CVRT_PB) * j->K + pc + k) * CVRT_PB + n % CVRT_PB] : 0.0f;
+            }
+}
+
 static void pack_b(const sched *s, int64_t pc, int64_t kc, int64_t p0, int64_t p1, float *out)
 {
     const cvrt_gemm_job *j = s->j;
+    if (j->bpk) {
+        pack_b_pb(s, pc, kc, p0, p1, out);
+        return;
+    }
     if (j->bkind == CVRT_B_GRID) {
         pack_b_grid(s, pc, kc, p0, p1, out);
         return;
@@ -332,6 +350,8 @@ static ALWAYS_INLINE vf update(const cvrt_gemm_job *j, vf x, const float *p, con
     if (first && j->bias) {
         if (j->bias_cs == 0) {
             x += cvrt_splat(j->bias_scale * bp[0]);
+        } else if (j->bias_cs == 1) {     /* a projection's bias: one per column */
+            x += cvrt_splat(j->bias_scale) * cvrt_load_mask(bp, a, b);
         } else {
             vf bv = {0};
             for (int64_t l = a; l < b; l++)
@@ -364,7 +384,9 @@ static ALWAYS_INLINE void store_whole(const cvrt_gemm_job *j, vf acc[MR][NV], in
         UNROLL_FULL
         for (int v = 0; v < NV; v++)
             *(vfu *)(crow + v * VL) = update(j, acc[i][v], crow + v * VL,
-                                             rrow ? rrow + v * VL : 0, brow, 0, VL, first, last);
+                                             rrow ? rrow + v * VL : 0,
+                                             brow && j->bias_cs ? brow + dst + v * VL : brow, 0,
+                                             VL, first, last);
     }
 }
 
@@ -486,7 +508,7 @@ static void store_columns(const cvrt_gemm_job *j, const float *tile, int64_t i0,
 /* Whether tile columns [j0, j0+NR) are output columns [dst, dst+NR). */
 static int whole_cols(const cvrt_gemm_job *j, int64_t j0, int64_t nr, int64_t *dst)
 {
-    if (nr != NR || (j->bias && j->bias_cs != 0))
+    if (nr != NR || (j->bias && j->bias_cs != 0 && j->bias_cs != 1))
         return 0;
     if (j->bkind != CVRT_B_GRID || j->wg == j->g->OW) {
         *dst = j0;
@@ -567,9 +589,11 @@ static void block(const sched *s, int tid, int64_t m0, int64_t mc, int64_t p0, i
     float *bbuf = s->rt->pack_b[tid], *abuf = s->rt->pack_a[tid], *hbuf = abuf + ROWPTR_FLOATS;
     const float **rows = b_in_place(j) ? (const float **)(void *)abuf : 0;
     int first = pc == 0, last = pc + kc >= j->K;
+    /* B's PB form is already the micro-kernel's panels (full K, NR wide). */
+    int prepacked = j->bpk && NR == CVRT_PB;
     if (rows)
         b_rows(j, pc, kc, rows);
-    else
+    else if (!prepacked)
         pack_b(s, pc, kc, p0, p1, bbuf);
     if (j->aph)
         widen_a(j, m0, mc, pc, kc, hbuf);
@@ -577,7 +601,7 @@ static void block(const sched *s, int tid, int64_t m0, int64_t mc, int64_t p0, i
         pack_a(j, m0, mc, pc, kc, abuf);
     for (int64_t pnl = p0; pnl < p1; pnl++) {
         int64_t j0 = pnl * NR, nr = cvrt_min(NR, s->n_cols - j0);
-        const float *bp = bbuf + (pnl - p0) * kc * NR;
+        const float *bp = prepacked ? j->bpk + (pnl * j->K + pc) * NR : bbuf + (pnl - p0) * kc * NR;
         /* A partial last panel is packed (reading it in place would read
          * past the end of B). */
         int in_place = rows && nr == NR;
@@ -773,6 +797,24 @@ void cvrt_sgemm(cvrt_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha,
         return;
     }
     cvrt_gemm_run(rt, &j);
+}
+
+void cvrt_sgemm_pb(cvrt_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha,
+                   const float *a, int64_t ars, int64_t acs,
+                   const float *b, int64_t brs, int64_t bcs,
+                   float *c, int64_t ldc, int64_t accumulate,
+                   const float *bias, int64_t bias_rs, int64_t bias_cs, float bias_scale,
+                   const float *res, int64_t res_ld, int64_t act, float lo, float hi)
+{
+    (void)brs;
+    (void)bcs;
+    cvrt_gemm_job j = {.M = M, .N = N, .K = K, .alpha = alpha, .a = a, .ars = ars, .acs = acs,
+                       .bkind = CVRT_B_STRIDED, .bpk = b, .c = c, .ldc = ldc,
+                       .accumulate = accumulate, .bias = bias, .bias_rs = bias_rs,
+                       .bias_cs = bias_cs, .bias_scale = bias_scale,
+                       .epi = {res, res_ld, act, lo, hi}};
+    if (M > 0 && N > 0)
+        cvrt_gemm_run(rt, &j);
 }
 
 void cvrt_sgemm_h(cvrt_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha,

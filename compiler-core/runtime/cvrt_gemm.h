@@ -37,6 +37,9 @@ typedef struct cvrt_gemm_job {
     int64_t brs, bcs;           /* STRIDED */
     const uint16_t *bh;         /* or STRIDED with brs 1 (cvrt_sgemm_h, the small-M path
                                    only): B in a 16-bit type (bhk: CVRT_W_*) */
+    const float *bpk;           /* or STRIDED (brs, bcs unused) from B's PB form made at
+                                   compile time (cvrt.h, cvrt_sgemm_pb): no packing at run
+                                   time when NR is CVRT_PB */
     int64_t bhk;
     const cvrt_conv_geom *g;    /* IM2COL, GRID */
     int64_t plane, wg;          /* GRID: a channel plane of one phase, its row width */

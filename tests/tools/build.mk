@@ -6,3 +6,12 @@ $(BUILD)/tools/kafka-mock: tests/tools/kafka-mock.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(OPT_CFLAGS) $(shell pkg-config --cflags rdkafka) $< -o $@ \
 	  $(shell pkg-config --libs rdkafka) -lpthread
+
+# Statically shaped transformer exports (issue 26) for test_transformer_models
+# and bench/models/transformers.sh; only the small ones here (the
+# BERT-base and GPT-2-small sizes are exported by the bench).
+TEST_DATA += $(BUILD)/models/transformers.stamp
+$(BUILD)/models/transformers.stamp: tests/tools/export_transformers_static.py
+	@mkdir -p $(@D)
+	$(Q)/usr/bin/python3 tests/tools/export_transformers_static.py $(@D) && touch $@ || \
+	  echo "warning: transformer export skipped (python3-torch missing?)"

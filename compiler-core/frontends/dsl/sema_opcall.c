@@ -17,7 +17,7 @@ enum { MAX_ATTRS = 32, MAX_OPERANDS = 256 };
 static const char *const aliases[][2] = {
     {"padding", "pad"}, {"kernel_size", "kernel"}, {"dim", "axis"}, {"eps", "epsilon"},
     {"keepdim", "keepdims"}, {"negative_slope", "alpha"}, {"strides", "stride"},
-    {"dilations", "dilation"}, {"pads", "pad"},
+    {"dilations", "dilation"}, {"pads", "pad"}, {"is_causal", "causal"},
 };
 
 static const char *const window_attrs[] = {"kernel", "stride", "pad", "dilation", "output_padding"};

@@ -1,0 +1,247 @@
+/* Attention fusion (issue 26): the chain that exporters emit for scaled
+ * dot-product attention becomes one attention op (ops_attention.c):
+ *
+ *   s = matmul(q, kT)                 kT = transpose(k, [0,1,3,2]) or
+ *                                          transpose(x, [0,2,3,1]) (k = x as [B,S,H,D])
+ *   s = div(s, c) | mul(s, c)         optional, c a scalar constant
+ *   s = add(s, mask) | add(mask, s)   optional, mask broadcasting to s
+ *   s = where(tril, s, fill)          optional: a constant lower-triangular
+ *                                     condition and a constant fill <= -1e4
+ *                                     (GPT-2's causal mask) -> causal = 1
+ *   p = softmax(s, axis=-1)
+ *   y = matmul(p, v)
+ *
+ * q, k and v that are transpose(x, [0,2,1,3]) of a projection's [B,S,H,D]
+ * are read in place (bshd flags), and so is a result whose one use is that
+ * transpose back.  Each link of the chain must have no other use; anything
+ * else leaves the ops as they are.  Runs after cse, before dce (which drops
+ * the chain's dead ops). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler-core/passes/passes.h"
+
+typedef struct att_match {
+    cv_value *q, *k, *v, *mask;
+    int64_t bshd[4];
+    double scale;
+    bool has_scale, causal;
+    cv_op *pv;              /* the final matmul */
+    cv_op *out_t;           /* the transpose of the result absorbed, or NULL */
+} att_match;
+
+static bool is_op(const cv_value *v, const char *name)
+{
+    return v->kind == CV_VAL_RESULT && v->def && v->def->def &&
+           strcmp(v->def->def->name, name) == 0;
+}
+
+static bool perm_is(const cv_op *op, int64_t a, int64_t b, int64_t c, int64_t d)
+{
+    int64_t p[CV_MAX_RANK + 1];
+    return cv_op_ints(op, "perm", p, CV_MAX_RANK + 1) == 4 && p[0] == a && p[1] == b &&
+           p[2] == c && p[3] == d;
+}
+
+/* The single f32 value of a constant (any shape of one element). */
+static bool scalar_const(const cv_value *v, double *out)
+{
+    if (v->kind != CV_VAL_PARAM || !v->param || !v->param->data || v->type.dtype != CV_F32 ||
+        cv_shape_numel(&v->type.shape) != 1 || v->param->nbytes != sizeof(float))
+        return false;
+    float x;
+    memcpy(&x, v->param->data, sizeof x);
+    *out = x;
+    return true;
+}
+
+/* A [.., Sq, Sk] bool constant with 1 exactly where j <= i + Sk - Sq,
+ * leading dims all 1. */
+static bool is_tril(const cv_value *v, int64_t sq, int64_t sk)
+{
+    const cv_shape *s = &v->type.shape;
+    if (v->kind != CV_VAL_PARAM || !v->param || !v->param->data || v->type.dtype != CV_BOOL ||
+        s->rank < 2 || !cv_shape_is_static(s) || s->d[s->rank - 2].n != sq ||
+        s->d[s->rank - 1].n != sk || cv_shape_numel(s) != sq * sk ||
+        v->param->nbytes != (size_t)(sq * sk))
+        return false;
+    const uint8_t *b = v->param->data;
+    for (int64_t i = 0; i < sq; i++)
+        for (int64_t j = 0; j < sk; j++)
+            if ((b[i * sk + j] != 0) != (j <= i + sk - sq))
+                return false;
+    return true;
+}
+
+/* q/k/v operand x read in place when it is transpose(y, [0,2,1,3]). */
+static cv_value *through_heads(cv_value *x, int64_t *flag)
+{
+    *flag = 0;
+    if (is_op(x, "transpose") && perm_is(x->def, 0, 2, 1, 3)) {
+        *flag = 1;
+        return x->def->operands[0];
+    }
+    return x;
+}
+
+/* The score-side links, walked back from the softmax input s.  Returns
+ * the q.kT matmul or NULL. */
+static cv_op *scores(cv_value *s, const int *uses, att_match *m)
+{
+    int64_t sq = s->type.shape.d[2].n, sk = s->type.shape.d[3].n;
+    if (uses[s->id] != 1)
+        return NULL;
+    if (is_op(s, "where")) {
+        cv_op *w = s->def;
+        double fill;
+        if (s->type.shape.d[2].sym || s->type.shape.d[3].sym || sk < sq ||
+            !is_tril(w->operands[0], sq, sk) || !scalar_const(w->operands[2], &fill) ||
+            !(fill <= -1e4) || !cv_shape_equal(&w->operands[1]->type.shape, &s->type.shape))
+            return NULL;
+        m->causal = true;
+        s = w->operands[1];
+        if (uses[s->id] != 1)
+            return NULL;
+    }
+    if (is_op(s, "add")) {
+        cv_op *a = s->def;
+        int chain = 0;
+        for (int o = 1; o >= 0; o--) {
+            const cv_value *x = a->operands[o];
+            if ((is_op(x, "matmul") || is_op(x, "div") || is_op(x, "mul")) && uses[x->id] == 1 &&
+                cv_shape_equal(&x->type.shape, &s->type.shape))
+                chain = o;
+        }
+        cv_value *x = a->operands[chain], *mask = a->operands[1 - chain];
+        if (!cv_shape_equal(&x->type.shape, &s->type.shape) || mask->type.dtype != CV_F32 ||
+            mask->type.shape.rank > 4 || uses[x->id] != 1)
+            return NULL;
+        m->mask = mask;
+        s = x;
+    }
+    if (is_op(s, "div") || is_op(s, "mul")) {
+        cv_op *d = s->def;
+        double c;
+        int chain = !strcmp(d->def->name, "mul") && scalar_const(d->operands[0], &c) ? 1 : 0;
+        if (!scalar_const(d->operands[1 - chain], &c) || (chain == 1 && !strcmp(d->def->name, "div")))
+            return NULL;
+        if (!strcmp(d->def->name, "div")) {
+            if (c == 0)
+                return NULL;
+            c = 1.0 / c;
+        }
+        m->scale = c;
+        m->has_scale = true;
+        s = d->operands[chain];
+        if (uses[s->id] != 1)
+            return NULL;
+    }
+    return is_op(s, "matmul") ? s->def : NULL;
+}
+
+static bool match(cv_op *sm, const int *uses, cv_op *const *user, att_match *m)
+{
+    memset(m, 0, sizeof *m);
+    cv_value *p = sm->results[0];
+    const cv_shape *ps = &p->type.shape;
+    if (p->type.dtype != CV_F32 || ps->rank != 4 || uses[p->id] != 1 ||
+        (cv_op_int(sm, "axis", -1) != -1 && cv_op_int(sm, "axis", -1) != 3))
+        return false;
+    cv_op *pv = user[p->id];
+    if (!pv || !pv->def || strcmp(pv->def->name, "matmul") || pv->operands[0] != p ||
+        pv->operands[1]->type.shape.rank != 4)
+        return false;
+    cv_op *qk = scores(sm->operands[0], uses, m);
+    if (!qk || qk->operands[0]->type.shape.rank != 4)
+        return false;
+    cv_value *kt = qk->operands[1];
+    if (is_op(kt, "transpose") && perm_is(kt->def, 0, 1, 3, 2)) {
+        m->k = through_heads(kt->def->operands[0], &m->bshd[1]);
+    } else if (is_op(kt, "transpose") && perm_is(kt->def, 0, 2, 3, 1)) {
+        m->k = kt->def->operands[0];
+        m->bshd[1] = 1;
+    } else {
+        return false;
+    }
+    m->q = through_heads(qk->operands[0], &m->bshd[0]);
+    m->v = through_heads(pv->operands[1], &m->bshd[2]);
+    m->pv = pv;
+    cv_value *y = pv->results[0];
+    cv_op *t = uses[y->id] == 1 ? user[y->id] : NULL;
+    if (t && t->def && !strcmp(t->def->name, "transpose") && perm_is(t, 0, 2, 1, 3)) {
+        m->out_t = t;
+        m->bshd[3] = 1;
+    }
+    return true;
+}
+
+static int rewrite(cv_func *f, const att_match *m, int *fused, cv_diag *d)
+{
+    cv_value *ops[4] = {m->q, m->k, m->v, m->mask};
+    cv_op *op = cv_op_new(f, "attention", ops, m->mask ? 4 : 3);
+    if (!op)
+        return cv_diag_error(d, 9002, f->span, "out of memory fusing attention"), -1;
+    if (m->has_scale)
+        cv_op_set_float(op, "scale", m->scale);
+    if (m->causal)
+        cv_op_set_int(op, "causal", 1);
+    cv_op_set_ints(op, "bshd", m->bshd, 4);
+    cv_pass_merge_locs(op, m->pv);
+    cv_diag quiet;
+    cv_diag_init(&quiet);
+    int rc = cv_op_finish(op, 1, &quiet);
+    cv_diag_free(&quiet);
+    cv_op *replaced = m->out_t ? m->out_t : m->pv;
+    cv_pass_move_last_op(f, m->pv->id);
+    /* A shape the op does not accept (it should not happen: the chain
+     * type-checked) leaves the original ops in use; dce drops the new one. */
+    if (rc || !cv_type_equal(&op->results[0]->type, &replaced->results[0]->type))
+        return 0;
+    cv_pass_replace_uses(f, replaced->results[0], op->results[0]);
+    (*fused)++;
+    return 0;
+}
+
+int cv_pass_attention_fuse(cv_func *f, int *fused, cv_diag *d)
+{
+    *fused = 0;
+    int *uses = cv_pass_count_uses(f);
+    cv_op **user = calloc((size_t)f->n_values + 1, sizeof *user);
+    int rc = 0;
+    if (!uses || !user) {
+        cv_diag_error(d, 9002, f->span, "out of memory fusing attention");
+        rc = -1;
+        goto out;
+    }
+    for (int i = 0; i < f->n_ops; i++)
+        for (int k = 0; k < f->ops[i]->n_operands; k++)
+            user[f->ops[i]->operands[k]->id] = f->ops[i];
+    for (int i = 0; i < f->n_ops && rc == 0; i++) {
+        cv_op *sm = f->ops[i];
+        att_match m;
+        if (!sm->def || strcmp(sm->def->name, "softmax") || !match(sm, uses, user, &m))
+            continue;
+        int before = f->n_ops;
+        rc = rewrite(f, &m, fused, d);
+        if (f->n_ops > before) {
+            /* The new op's operands and result change the use counts. */
+            free(uses);
+            free(user);
+            uses = cv_pass_count_uses(f);
+            user = calloc((size_t)f->n_values + 1, sizeof *user);
+            if (!uses || !user) {
+                cv_diag_error(d, 9002, f->span, "out of memory fusing attention");
+                rc = -1;
+                break;
+            }
+            for (int j = 0; j < f->n_ops; j++)
+                for (int k = 0; k < f->ops[j]->n_operands; k++)
+                    user[f->ops[j]->operands[k]->id] = f->ops[j];
+        }
+    }
+out:
+    free(uses);
+    free(user);
+    return rc;
+}
