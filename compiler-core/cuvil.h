@@ -155,6 +155,9 @@ typedef struct cv_native cv_native;
  * `threads` threads, after checking that this CPU has the features the
  * manifest's target.requires lists (CV5036).  One run at a time. */
 int cv_native_open(const char *dir, int threads, cv_native **out, cv_diag *d);
+/* The same for the artifact a manifest file describes (DIR/<name>.manifest.json:
+ * one of several artifacts sharing DIR). */
+int cv_native_open_manifest(const char *path, int threads, cv_native **out, cv_diag *d);
 /* Runs it like cv_interp_run: inputs in signature order (symbolic dims are
  * bound from their shapes); outputs[i] are allocated unless they already
  * hold a buffer of the right shape, which is then reused. */

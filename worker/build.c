@@ -589,6 +589,25 @@ static int cached_batch(bctx *b)
     return rc;
 }
 
+/* <name>.manifest.json beside manifest.json: manifest.json describes the
+ * last artifact written to the directory, this one stays when artifacts of
+ * other models are compiled into it (cuvil run DIR/<name>.manifest.json). */
+static int name_manifest(bctx *b)
+{
+    char file[160];
+    snprintf(file, sizeof file, "%s.manifest.json", b->r->name);
+    char *from = cv_fs_join(b->o->out_dir, "manifest.json"), *to = cv_fs_join(b->o->out_dir, file);
+    char *data = NULL;
+    size_t len = 0;
+    int rc = from && to ? cv_fs_read_file(from, 64u << 20, &data, &len, b->d) : -1;
+    if (rc == 0)
+        rc = cv_fs_write_replace(to, data, len, b->d);
+    free(data);
+    free(from);
+    free(to);
+    return rc;
+}
+
 int cv_build(cv_cache *c, const cv_build_opts *o, cv_build_result *r, cv_diag *d)
 {
     double t0 = now_ms();
@@ -602,6 +621,8 @@ int cv_build(cv_cache *c, const cv_build_opts *o, cv_build_result *r, cv_diag *d
                       "precision %d is not supported by this compiler", (int)o->precision);
     else if (source_init(&b) == 0)
         rc = b.c ? cached_batch(&b) : uncached(&b);
+    if (rc == 0 && !o->no_output_on_hit && !o->scratch_out)
+        rc = name_manifest(&b);
     r->ms_total = now_ms() - t0;
     bctx_free(&b);
     return rc;

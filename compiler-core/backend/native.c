@@ -172,6 +172,9 @@ static int check_cpu(json_t *target, const char *dir, cv_diag *d)
     return cv_cpu_check(json_string_value(json_object_get(target, "name")), names, k, dir, d);
 }
 
+static int open_manifest(const char *dir, const char *mpath, int threads, cv_native **out,
+                         cv_diag *d);
+
 static int run_buffers(cv_native *n, json_t *syms)
 {
     int n_syms = (int)json_array_size(syms);
@@ -198,13 +201,28 @@ static void free_io(io_desc *io, int n)
 
 int cv_native_open(const char *dir, int threads, cv_native **out, cv_diag *d)
 {
+    char *mpath = cv_fs_join(dir, "manifest.json");
+    int rc = mpath ? open_manifest(dir, mpath, threads, out, d) : -1;
+    free(mpath);
+    return rc;
+}
+
+int cv_native_open_manifest(const char *path, int threads, cv_native **out, cv_diag *d)
+{
+    char *dir = cv_fs_dirname(path);
+    int rc = dir ? open_manifest(dir, path, threads, out, d) : -1;
+    free(dir);
+    return rc;
+}
+
+static int open_manifest(const char *dir, const char *mpath, int threads, cv_native **out,
+                         cv_diag *d)
+{
     *out = NULL;
     json_t *m = NULL;
-    char *mpath = cv_fs_join(dir, "manifest.json");
-    int rc = mpath ? cv_json_read_file(mpath, 64u << 20, &m, d) : -1;
-    free(mpath);
-    if (rc)
+    if (cv_json_read_file(mpath, 64u << 20, &m, d))
         return -1;
+    int rc;
     cv_native *n = calloc(1, sizeof *n);
     void *(*create)(int) = NULL;
     const char *name = json_string_value(json_object_get(m, "name"));

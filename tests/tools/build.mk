@@ -6,3 +6,11 @@ $(BUILD)/tools/kafka-mock: tests/tools/kafka-mock.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(OPT_CFLAGS) $(shell pkg-config --cflags rdkafka) $< -o $@ \
 	  $(shell pkg-config --libs rdkafka) -lpthread
+
+# Two tiny PyTorch exports (tests/unit/test_artifact_names.c), both graphs
+# named "torch_jit"; the tests skip when PyTorch is not installed.
+TEST_DATA += $(BUILD)/models/tiny/tiny.stamp
+$(BUILD)/models/tiny/tiny.stamp: tests/tools/export_tiny_torch.py
+	@mkdir -p $(@D)
+	$(Q)/usr/bin/python3 $< $(@D) >/dev/null 2>&1 && touch $@ || \
+	  echo "warning: tiny PyTorch exports skipped (python3-torch missing?)"

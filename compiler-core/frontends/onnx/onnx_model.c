@@ -74,7 +74,7 @@ static int fill_strings(Onnx__ModelProto *mp)
  * is "torch_jit", so they cannot name an artifact (two would collide). */
 static const char *const placeholder_names[] = {
     "torch_jit", "torch-jit-export", "main_graph", "tf2onnx", "graph", "Graph", "model",
-    "onnx_graph", "test_graph", "sklearn", "ONNX(LinearRegression)",
+    "onnx_graph", "sklearn", "ONNX(LinearRegression)",
 };
 
 static bool is_placeholder(const char *name)
