@@ -249,8 +249,8 @@ static const char *ref_key(const cv_symmap *m, int op, const cv_diff_side *ref)
 static void print_first(const cv_symmap *m, int first, const diff_args *a, int rows)
 {
     if (first < 0) {
-        printf("\nno deviation beyond atol %g + rtol %g x |reference| in %d tensors\n", a->atol,
-               a->rtol, rows);
+        printf("\nno deviation beyond atol %g + rtol %g x |reference| in %d %s\n", a->atol,
+               a->rtol, rows, cv_cli_plural(rows, "tensor", "tensors"));
         return;
     }
     int k = cv_symmap_kernel_of_op(m, first);

@@ -87,8 +87,9 @@ typedef struct cv_compile_opts {
     const char *name;
 } cv_compile_opts;
 
-/* Diagnostic codes of the artifact names and the CPU check. */
+/* Diagnostic codes of the artifact names, the CPU check and model files. */
 enum {
+    CV_E_LFS_POINTER = 1020,        /* a Git LFS pointer file where a model should be */
     CV_E_ARTIFACT_NAME = 5012,      /* --name is not a C identifier */
     CV_E_ARTIFACT_TAKEN = 5035,     /* the output directory holds another model's artifact */
     CV_E_CPU_FEATURES = 5036,       /* this CPU lacks features the artifact's code needs */
