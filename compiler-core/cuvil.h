@@ -30,6 +30,15 @@ const cv_frontend *cv_frontend_at(int i);  /* NULL past the end */
 enum { CV_LOAD_STRICT = 1u << 0, CV_LOAD_NO_WEIGHTS = 1u << 1, CV_LOAD_CHECK_ONLY = 1u << 2 };
 cv_module *cv_model_load(const char *path, unsigned flags, cv_diag *d);
 
+/* What the front ends accept (`cuvil help ops`, docs/ops.md).  The ONNX
+ * registry's i-th op (default domain) and the first opset whose semantics
+ * it implements ("" when its CU-IR ops are missing, NULL past the end); the
+ * model language's i-th Python builtin; whether an op has native code
+ * (else only the interpreter runs it). */
+const char *cv_onnx_op_at(int i, int *since);
+const char *cv_dsl_builtin_at(int i);
+bool cv_op_native(const cv_op_def *def);
+
 /* Size limit for model text files read by front ends (bytes). */
 #define CV_MAX_MODEL_TEXT (256u << 20)
 

@@ -154,6 +154,12 @@ void cv_artifact_header(const cv_kprog *p, const char *target, int opt, cv_sb *o
         cv_sb_printf(o, "cv_%s_ctx *cv_%s_create_weights(int threads, const void *w, int64_t len);\n\n",
                      n, n);
     }
+    if (!cv_target_is_cuda(target)) {
+        cv_sb_puts(o, "/* create returns NULL, and last_error gives 5036 (CV5036) and a message\n"
+                      " * naming them, on a CPU without the instruction-set features the\n"
+                      " * artifact was compiled for; last_error is 0 otherwise. */\n");
+        cv_sb_printf(o, "int cv_%s_last_error(const char **message);\n\n", n);
+    }
     if (cv_target_is_cuda(target)) {
         cv_sb_puts(o, "/* CUDA: run copies the inputs to the GPU and the outputs back, and returns\n"
                       " * -3 when a driver call fails.  run_stream takes device addresses\n"

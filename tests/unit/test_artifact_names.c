@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compiler-core/cuvil.h"
 #include "tests/support/pyrun.h"
 #include "tests/support/tmpdir.h"
 
@@ -352,8 +353,33 @@ static void test_cpu_features_checked(void **state)
     assert_int_equal(runv(bench, NULL, &err), 1);
     assert_non_null(strstr(err, "error[CV5036]"));
     free(err);
-    /* This host runs it. */
-    assert_int_equal(cuvil(NULL, NULL, "run", out, "--input", in, NULL), 0);
+    /* The artifact itself: create refuses, last_error says why. */
+    static const char prog[] =
+        "#include <stdio.h>\n#include \"classifier.h\"\n"
+        "int main(void)\n{\n    cv_classifier_ctx *c = cv_classifier_create(1);\n"
+        "    const char *m = NULL;\n    int code = cv_classifier_last_error(&m);\n"
+        "    if (c) {\n        cv_classifier_destroy(c);\n        printf(\"created %d\\n\", code);\n"
+        "        return 0;\n    }\n    printf(\"%d %s\\n\", code, m ? m : \"\");\n    return 1;\n}\n";
+    assert_int_equal(cv_tmpdir_write(out, "main.c", prog, strlen(prog)), 0);
+    char *src = cv_tmpdir_path(out, "main.c"), *exe = cv_tmpdir_path(out, "main");
+    char *lib = cv_tmpdir_path(out, "libclassifier.a"), *text;
+    const char *cc[] = {"/usr/bin/cc", "-I", out, src, lib, "-o", exe, "-lm", "-lpthread", NULL};
+    assert_int_equal(runv(cc, NULL, NULL), 0);
+    const char *haswell[] = {"/usr/bin/qemu-x86_64", "-cpu", "Haswell", exe, NULL};
+    assert_int_equal(runv(haswell, &text, NULL), 1);
+    assert_non_null(strstr(text, "5036 this CPU lacks avx512f"));
+    assert_non_null(strstr(text, "built for x86_64-avx512"));
+    free(text);
+    if (strcmp(cv_cpu_host_target(), "x86_64-avx512") == 0) {     /* this host runs it */
+        const char *here[] = {exe, NULL};
+        assert_int_equal(runv(here, &text, NULL), 0);
+        assert_non_null(strstr(text, "created 0"));
+        free(text);
+        assert_int_equal(cuvil(NULL, NULL, "run", out, "--input", in, NULL), 0);
+    }
+    free(src);
+    free(exe);
+    free(lib);
     free(x);
     free(a);
     free(out);
