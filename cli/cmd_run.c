@@ -93,6 +93,16 @@ static int parse_args(run_opts *o, int argc, char **argv)
     return 0;
 }
 
+/* "f32[2,5]": what was given or computed. */
+static void shape_text(cv_dtype dt, int rank, const int64_t *dims, char *buf, size_t size)
+{
+    size_t at = (size_t)snprintf(buf, size, "%s[", cv_dtype_name(dt));
+    for (int k = 0; k < rank && at < size; k++)
+        at += (size_t)snprintf(buf + at, size - at, "%s%lld", k ? "," : "", (long long)dims[k]);
+    if (at < size)
+        snprintf(buf + at, size - at, "]");
+}
+
 /* float64 .npy files are what numpy writes by default: accept them for any
  * float input by rounding; everything else must match exactly. */
 static int npy_to_input(const cv_npy *n, const char *name, cv_dtype want, const char *sig,
@@ -100,12 +110,9 @@ static int npy_to_input(const cv_npy *n, const char *name, cv_dtype want, const 
 {
     if (n->dtype != want && !(n->dtype == CV_F64 && cv_dtype_is_float(want))) {
         char have[512];
-        size_t at = (size_t)snprintf(have, sizeof have, "%s[", cv_dtype_name(n->dtype));
-        for (int k = 0; k < n->rank && at < sizeof have; k++)
-            at += (size_t)snprintf(have + at, sizeof have - at, "%s%lld", k ? "," : "",
-                                   (long long)n->dims[k]);
+        shape_text(n->dtype, n->rank, n->dims, have, sizeof have);
         return cv_diag_error(d, 2024, (cv_span){.file = file}, "input %%%s must be %s, but %s "
-                             "holds %s]", name, sig ? sig : cv_dtype_name(want), file, have), -1;
+                             "holds %s", name, sig ? sig : cv_dtype_name(want), file, have), -1;
     }
     if (cv_tensor_alloc(t, want, n->rank, n->dims))
         return cv_diag_error(d, 9002, (cv_span){.file = file}, "cannot allocate input %%%s", name), -1;
@@ -241,11 +248,8 @@ static int write_outputs(const run_opts *o, const run_sig *sg, cv_tensor *outs, 
                                                 cv_dtype_name(outs[i].dtype), "shape", dims));
         if (!o->out_dir && !o->json) {
             char sig[512];
-            size_t at = (size_t)snprintf(sig, sizeof sig, "%s[", cv_dtype_name(outs[i].dtype));
-            for (int k = 0; k < outs[i].rank && at < sizeof sig; k++)
-                at += (size_t)snprintf(sig + at, sizeof sig - at, "%s%lld", k ? "," : "",
-                                       (long long)outs[i].dims[k]);
-            printf("%%%s %s] = ", sg->out_name[i], sig);
+            shape_text(outs[i].dtype, outs[i].rank, outs[i].dims, sig, sizeof sig);
+            printf("%%%s %s = ", sg->out_name[i], sig);
             print_values(&outs[i]);
             putchar('\n');
         }
