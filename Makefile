@@ -9,6 +9,7 @@
 #   make chaos      kill -9 workers and controller mid-build, full disk, killed remote cache
 #   make ci-extra   what CI adds to make test: every fuzz target for CI_FUZZ_SECONDS
 #   make bench      run every benchmark under bench/
+#   make docs       regenerate docs/ops.md from the op tables
 #   make conformance, make install PREFIX=..., make clean
 #
 # Components register extra rules (generated sources, extra libraries) in
@@ -89,8 +90,20 @@ TEST_BINS   := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(TEST_SRCS))
 .SECONDARY: $(patsubst tests/unit/%.c,$(BUILD)/asan/obj/tests/unit/%.o,$(TEST_SRCS)) \
             $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(TEST_SUPPORT))
 .PHONY: all deps test unit-test integration demo bench fuzz conformance install clean help
-.PHONY: fuzz-long chaos ci-extra
-all: $(BUILD)/cuvil $(BUILD)/lib/cuvil/libcv_llvm.so
+.PHONY: fuzz-long chaos ci-extra docs
+# The model-language examples validate and compile where they stand: their
+# (small, deterministic) weights are generated next to them, not shipped.
+EXAMPLE_WEIGHTS := $(patsubst %.cvl.py,%.safetensors,$(wildcard examples/models/*.cvl.py))
+examples/models/%.safetensors: examples/models/gen_weights.py
+	$(Q)/usr/bin/python3 $< $(@D) $* >/dev/null || \
+	  echo "warning: $@ not generated (python3-numpy missing?)"
+
+all: $(BUILD)/cuvil $(BUILD)/lib/cuvil/libcv_llvm.so $(EXAMPLE_WEIGHTS)
+
+# docs/ops.md: the ONNX ops and model-language functions, from the op tables
+# (test_docs checks that the file matches).
+docs: $(BUILD)/cuvil
+	$(Q)$(BUILD)/cuvil help ops > docs/ops.md
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -192,7 +205,7 @@ ci-extra: deps
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) $(FUZZ_BINS)
 	$(Q)scripts/fuzz.sh $(BUILD) $(CI_FUZZ_SECONDS) $(FUZZ_BINS)
 
-conformance: all
+conformance: all $(BUILD)/models/torchvision.stamp
 	$(Q)if [ -x tests/conformance/run.sh ]; then BUILD=$(BUILD) tests/conformance/run.sh $(if $(CONFORMANCE_BACKEND),--backend $(CONFORMANCE_BACKEND)); \
 	  else echo "conformance: no conformance suite yet (arrives with the ONNX front end)"; fi
 	@# int8/fp16 accuracy on resnet18 and mobilenet_v2 (issue 14; a few minutes)

@@ -101,7 +101,7 @@ struct json_t *cv_cache_stats_json(const cv_cache_stats *st)
         "corrupt", (json_int_t)st->corrupt,
         "remote", "errors", (json_int_t)st->remote_errors, "timeouts",
         (json_int_t)st->remote_timeouts, "puts", (json_int_t)st->remote_puts,
-        "times_ms", "avg_hit", avg_ms(st->hit_time_us, st->hit_count), "avg_miss",
+        "lookup_time_ms", "avg_hit", avg_ms(st->hit_time_us, st->hit_count), "avg_miss",
         avg_ms(st->miss_time_us, st->miss_count), "hit_lookups", (json_int_t)st->hit_count,
         "miss_lookups", (json_int_t)st->miss_count,
         "file_memo", "hits", (json_int_t)st->memo_hits, "rechecks", (json_int_t)st->memo_rechecks,

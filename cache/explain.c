@@ -212,7 +212,30 @@ int cv_cache_manifest_distance(const cv_manifest *a, const cv_manifest *b)
 
 /* ---- human text */
 
+static void put_plain_label(cv_sb *sb, const char *name);
+
+/* The L1 fields a user changes, in the user's words. */
+static const struct { const char *field, *label; } labels[] = {
+    {"source", "source digest (the model file's bytes)"},
+    {"source_name", "file name (renamed)"},
+    {"weights", "weights digest of"},
+};
+
 static void put_label(cv_sb *sb, const char *name)
+{
+    const char *colon = strchr(name, ':');
+    size_t head = colon ? (size_t)(colon - name) : strlen(name);
+    for (size_t i = 0; i < sizeof labels / sizeof labels[0]; i++)
+        if (strlen(labels[i].field) == head && strncmp(name, labels[i].field, head) == 0) {
+            cv_sb_puts(sb, labels[i].label);
+            if (colon)
+                cv_sb_printf(sb, " %s", colon + 1);
+            return;
+        }
+    put_plain_label(sb, name);
+}
+
+static void put_plain_label(cv_sb *sb, const char *name)
 {
     const char *colon = strchr(name, ':');
     size_t head = colon ? (size_t)(colon - name) : strlen(name);

@@ -610,7 +610,10 @@ int cv_cache_index_manifest_closest(cv_index *ix, int level, const char *manifes
                 continue;
             int dist = cv_cache_manifest_distance(&want, &m);
             cv_cache_manifest_free(&m);
-            if (dist >= 0 && dist < best) { /* newest first: ties keep the newer */
+            /* An identical manifest is the key itself (stored since the
+             * look-up, e.g. by the probe of `cuvil cache explain`), not an
+             * explanation.  Newest first: ties keep the newer. */
+            if (dist > 0 && dist < best) {
                 char *copy = strdup(text);
                 if (!copy)
                     continue;

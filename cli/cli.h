@@ -28,6 +28,9 @@ bool cv_cli_use_color(FILE *f);
 /* Prints "cuvil <cmd>: message" to stderr and returns CV_EXIT_USAGE. */
 int cv_cli_usage_error(const cv_cli_command *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* one or many by n: "1 error", "2 errors", "1 entry", "3 entries". */
+const char *cv_cli_plural(long long n, const char *one, const char *many);
+
 /* True when argv contains -h or --help (prints the usage). */
 bool cv_cli_wants_help(const cv_cli_command *cmd, int argc, char **argv);
 

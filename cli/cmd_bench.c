@@ -10,7 +10,7 @@
 
 extern const cv_cli_command cv_cmd_bench;
 
-enum { MAX_IO = 64, MAX_ITERS = 1000000 };
+enum { MAX_ITERS = 1000000 };
 
 typedef struct bench_opts {
     const char *model;
@@ -98,7 +98,9 @@ static double now_ms(void)
 /* Runs warmup + iters times; ms[] gets the timed ones, sorted. */
 static int time_runs(cv_native *n, const bench_opts *o, cv_tensor *ins, double *ms, cv_diag *d)
 {
-    cv_tensor outs[MAX_IO] = {{0}};
+    cv_tensor *outs = calloc((size_t)cv_native_num_outputs(n) + 1, sizeof *outs);
+    if (!outs)
+        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
     int rc = 0;
     for (int i = 0; i < o->warmup + o->iters && rc == 0; i++) {
         double t0 = now_ms();
@@ -108,6 +110,7 @@ static int time_runs(cv_native *n, const bench_opts *o, cv_tensor *ins, double *
     }
     for (int i = 0; i < cv_native_num_outputs(n); i++)
         cv_tensor_free(&outs[i]);
+    free(outs);
     qsort(ms, (size_t)o->iters, sizeof *ms, cmp_double);
     return rc;
 }
@@ -151,15 +154,17 @@ static int run_bench(int argc, char **argv)
     cv_native *n = NULL;
     char *tmp = NULL;
     double compile_ms = 0, *ms = calloc((size_t)o.iters, sizeof *ms);
-    cv_tensor ins[MAX_IO] = {{0}};
+    cv_tensor *ins = NULL;
     rc = CV_EXIT_INPUT;
     if (ms && cv_cli_open_native(o.model, o.threads, &n, &tmp, &compile_ms, &d) == 0) {
-        if (cv_native_num_inputs(n) > MAX_IO || make_inputs(n, o.batch, ins))
+        ins = calloc((size_t)cv_native_num_inputs(n) + 1, sizeof *ins);
+        if (!ins || make_inputs(n, o.batch, ins))
             cv_diag_error(&d, 9002, (cv_span){0}, "cannot make the inputs");
         else if (time_runs(n, &o, ins, ms, &d) == 0)
             rc = CV_EXIT_OK;
-        for (int i = 0; i < cv_native_num_inputs(n) && i < MAX_IO; i++)
+        for (int i = 0; ins && i < cv_native_num_inputs(n); i++)
             cv_tensor_free(&ins[i]);
+        free(ins);
     }
     if (rc == CV_EXIT_OK)
         report(&o, ms, compile_ms);

@@ -16,7 +16,7 @@ extern const cv_cli_command cv_cmd_cache;
 typedef struct cache_args {
     const char *dir, *listen, *tokens;
     uint64_t max_size, max_request;
-    bool json;
+    bool json, zero;
     int threads, zstd_level;
 } cache_args;
 
@@ -38,8 +38,8 @@ static int parse_args(int argc, char **argv, const char *allowed, cache_args *a)
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (o[0] != '-' || !opt_allowed(allowed, o))
             return cv_cli_usage_error(cmd, "%s: unknown argument '%s'", argv[1], o);
-        if (strcmp(o, "--json") == 0) {
-            a->json = true;
+        if (strcmp(o, "--json") == 0 || strcmp(o, "--zero") == 0 || strcmp(o, "-z") == 0) {
+            *(o[2] == 'j' ? &a->json : &a->zero) = true;
             continue;
         }
         if (!v)
@@ -86,47 +86,56 @@ static double pct(uint64_t part, uint64_t whole)
     return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
-static void print_level(const char *label, const cv_cache_stats *st, int lv)
+static uint64_t field(json_t *o, const char *name)
 {
-    uint64_t hits = st->hits_local[lv] + st->hits_remote[lv];
-    printf("%-20s %llu hits (%llu local, %llu remote), %llu misses, %.1f%% hit rate\n", label,
-           (unsigned long long)hits, (unsigned long long)st->hits_local[lv],
-           (unsigned long long)st->hits_remote[lv], (unsigned long long)st->misses[lv],
-           pct(hits, hits + st->misses[lv]));
+    return (uint64_t)json_integer_value(json_object_get(o, name));
 }
 
-static void print_stats(cv_cache *c, const cv_cache_stats *st)
+/* The text form prints the JSON form's fields, by the same names, one group
+ * a line: "l2  hits_local 1, hits_remote 0, misses 3 (25.0% hit rate)". */
+static void print_group(const char *key, const char *label, json_t *o)
 {
-    char a[32], b[32];
-    printf("%-20s %s\n", "cache directory", cv_cache_dir(c));
-    print_level("L1 (front end)", st, CV_CACHE_L1);
-    print_level("L2 (artifact)", st, CV_CACHE_L2);
-    printf("%-20s not found %llu, evicted %llu, corrupt %llu, remote error %llu\n",
-           "miss reasons", (unsigned long long)st->miss_reasons[CV_MISS_NOT_FOUND],
-           (unsigned long long)st->miss_reasons[CV_MISS_EVICTED],
-           (unsigned long long)st->miss_reasons[CV_MISS_CORRUPT],
-           (unsigned long long)st->miss_reasons[CV_MISS_REMOTE_ERROR]);
-    printf("%-20s %llu hits (%llu local, %llu remote), %llu misses\n", "blobs",
-           (unsigned long long)(st->blob_hits_local + st->blob_hits_remote),
-           (unsigned long long)st->blob_hits_local, (unsigned long long)st->blob_hits_remote,
-           (unsigned long long)st->blob_misses);
-    printf("%-20s %s of %s (%.1f%%), %llu blobs, %llu action entries\n", "stored",
-           cv_cache_format_size(st->bytes_stored, a), cv_cache_format_size(st->max_size, b),
-           pct(st->bytes_stored, st->max_size), (unsigned long long)st->entries,
-           (unsigned long long)st->ac_entries);
-    printf("%-20s %llu (%s), %llu evicted then requested\n", "evictions",
-           (unsigned long long)st->evictions, cv_cache_format_size(st->evicted_bytes, a),
-           (unsigned long long)st->evicted_then_requested);
-    printf("%-20s %llu\n", "corrupt entries", (unsigned long long)st->corrupt);
-    printf("%-20s %llu errors, %llu timeouts, %llu uploads\n", "remote",
-           (unsigned long long)st->remote_errors, (unsigned long long)st->remote_timeouts,
-           (unsigned long long)st->remote_puts);
-    printf("%-20s hit %.2f ms, miss %.2f ms\n", "average time",
-           st->hit_count ? (double)st->hit_time_us / 1000.0 / (double)st->hit_count : 0.0,
-           st->miss_count ? (double)st->miss_time_us / 1000.0 / (double)st->miss_count : 0.0);
-    printf("%-20s %llu unchanged, %llu re-checked (XXH3), %llu hashed\n", "file hashes",
-           (unsigned long long)st->memo_hits, (unsigned long long)st->memo_rechecks,
-           (unsigned long long)st->full_hashes);
+    char name[64];
+    snprintf(name, sizeof name, "%s%s%s", key, label ? " " : "", label ? label : "");
+    printf("%-22s", name);
+    const char *k;
+    json_t *v;
+    int i = 0;
+    json_object_foreach(o, k, v) {
+        char sz[32];
+        printf("%s %s ", i++ ? "," : "", k);
+        if (json_is_real(v))
+            printf("%.3f", json_real_value(v));
+        else if (strstr(k, "bytes") || strcmp(k, "max_size") == 0)
+            printf("%s", cv_cache_format_size((uint64_t)json_integer_value(v), sz));
+        else
+            printf("%lld", (long long)json_integer_value(v));
+    }
+    if (!json_is_object(o))
+        printf(" %lld", (long long)json_integer_value(o));
+}
+
+static void print_stats(json_t *j)
+{
+    printf("%-22s %s\n", "dir", json_string_value(json_object_get(j, "dir")));
+    static const struct { const char *key, *label; } groups[] = {
+        {"l1", "(front end)"}, {"l2", "(artifact)"}, {"miss_reasons", NULL}, {"blobs", NULL},
+        {"store", NULL}, {"eviction", NULL}, {"corrupt", NULL}, {"remote", NULL},
+        {"lookup_time_ms", NULL}, {"file_memo", NULL},
+    };
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
+        json_t *o = json_object_get(j, groups[i].key);
+        print_group(groups[i].key, groups[i].label, o);
+        if (groups[i].key[0] == 'l' && groups[i].key[1] != 'o') {
+            uint64_t hits = field(o, "hits_local") + field(o, "hits_remote");
+            printf(" (%.1f%% hit rate)", pct(hits, hits + field(o, "misses")));
+        } else if (strcmp(groups[i].key, "store") == 0) {
+            printf(" (%.1f%% of max_size)", pct(field(o, "bytes"), field(o, "max_size")));
+        } else if (strcmp(groups[i].key, "lookup_time_ms") == 0) {
+            printf(" (time spent looking entries up, not the compile time they saved)");
+        }
+        putchar('\n');
+    }
 }
 
 static int cmd_stats(cv_cache *c, const cache_args *a)
@@ -134,21 +143,25 @@ static int cmd_stats(cv_cache *c, const cache_args *a)
     cv_cache_stats st;
     cv_diag d;
     cv_diag_init(&d);
-    int rc = cv_cache_stats_get(c, &st, &d);
+    int rc = a->zero ? cv_cache_stats_zero(c, &d) : 0;
+    if (rc == 0)
+        rc = cv_cache_stats_get(c, &st, &d);
     cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
     cv_diag_free(&d);
     if (rc != 0)
         return CV_EXIT_INTERNAL;
+    json_t *j = cv_cache_stats_json(&st);
+    json_object_set_new(j, "dir", json_string(cv_cache_dir(c)));
+    json_object_set_new(j, "enabled", json_boolean(cv_cache_enabled(c)));
     if (a->json) {
-        json_t *j = cv_cache_stats_json(&st);
-        json_object_set_new(j, "dir", json_string(cv_cache_dir(c)));
-        json_object_set_new(j, "enabled", json_boolean(cv_cache_enabled(c)));
         json_dumpf(j, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
-        json_decref(j);
     } else {
-        print_stats(c, &st);
+        if (a->zero)
+            printf("statistics zeroed (the entries stay)\n");
+        print_stats(j);
     }
+    json_decref(j);
     return CV_EXIT_OK;
 }
 
@@ -169,8 +182,8 @@ static int cmd_evict(cv_cache *c, const cache_args *a)
     int rc = cv_cache_evict(c, a->max_size, &n, &freed, &d);
     char buf[32];
     if (rc == 0)
-        printf("evicted %llu entries (%s)\n", (unsigned long long)n,
-               cv_cache_format_size(freed, buf));
+        printf("evicted %llu %s (%s)\n", (unsigned long long)n,
+               cv_cli_plural((long long)n, "entry", "entries"), cv_cache_format_size(freed, buf));
     return finish(&d, rc);
 }
 
@@ -192,9 +205,10 @@ static int cmd_verify(cv_cache *c)
     int rc = cv_cache_verify(c, &r, &d);
     char buf[32];
     if (rc == 0)
-        printf("checked %llu entries (%s): %llu corrupt (removed), %llu re-indexed, %llu stale "
-               "index rows dropped\n",
-               (unsigned long long)r.checked, cv_cache_format_size(r.bytes, buf),
+        printf("checked %llu %s (%s): %llu corrupt (removed), %llu re-indexed, %llu stale "
+               "index rows dropped\n", (unsigned long long)r.checked,
+               cv_cli_plural((long long)r.checked, "entry", "entries"),
+               cv_cache_format_size(r.bytes, buf),
                (unsigned long long)r.corrupt, (unsigned long long)r.indexed_added,
                (unsigned long long)r.index_dropped);
     rc = finish(&d, rc);
@@ -245,7 +259,7 @@ static int run_cache(int argc, char **argv)
     if (strcmp(sub, "explain") == 0)
         return cv_cli_cache_explain(cmd, argc - 1, argv + 1);
     static const struct { const char *name, *opts; } subs[] = {
-        {"stats", "--json --dir"},
+        {"stats", "--json --zero -z --dir"},
         {"evict", "--max-size --dir"},
         {"clear", "--dir"},
         {"verify", "--dir"},
@@ -282,8 +296,11 @@ const cv_cli_command cv_cmd_cache = {
     "cache", "inspect and maintain the compilation cache; serve it over HTTP",
     "cuvil cache COMMAND [options]\n"
     "\n"
-    "  stats [--json]            hits and misses per level (local, remote), miss reasons,\n"
-    "                            size vs limit, evictions, remote errors, average times\n"
+    "  stats [--json] [-z|--zero]  hits and misses per level (local, remote), miss\n"
+    "                            reasons, size vs limit, evictions, remote errors, the\n"
+    "                            average look-up time (not compile time saved); the text\n"
+    "                            and --json use the same field names.  --zero first\n"
+    "                            resets the statistics (like ccache -z), entries stay\n"
     "  evict [--max-size N]      evict least-recently-used entries down to N (default:\n"
     "                            the limit, $CUVIL_CACHE_SIZE or 10Gi)\n"
     "  explain MODEL [-t TARGET] [-O0..-O3] [-p PRECISION]\n"

@@ -21,7 +21,9 @@ static void explain_level(cv_cache *c, cv_cache_level lv, const char *name,
     cv_cache_diffs diffs = {0};
     if (cv_cache_closest_manifest(c, lv, key->manifest, &closest, d) != 1) {  /* 1: found */
         printf("%s: miss (nothing comparable stored)\n", name);
-    } else if (cv_cache_explain(closest, key->manifest, &diffs, d) == 0) {
+    } else if (cv_cache_explain(closest, key->manifest, &diffs, d) == 0 && diffs.n == 0) {
+        printf("%s: miss; the closest stored entry has the same key fields\n", name);
+    } else if (diffs.n > 0) {
         printf("%s: miss; the closest stored entry differs in %d field%s:\n", name, diffs.n,
                diffs.n == 1 ? "" : "s");
         for (int i = 0; i < diffs.n; i++)

@@ -1,6 +1,7 @@
 /* cuvil compile MODEL -t TARGET [-O2] [-o DIR] [--emit LIST] [--stats]
  * Compiles a model into a native inference library, through the cache
  * (worker/build.c: L1 front-end cache, L2 artifact cache, local then remote). */
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +11,10 @@
 
 #include "cache/cache.h"
 #include "cli/cli.h"
+#include "common/fs.h"
 #include "common/jobmsg.h"
+#include "common/jsonutil.h"
+#include "common/strbuf.h"
 #include "compiler-core/cuvil.h"
 #include "controller/controller.h"
 #include "worker/worker.h"
@@ -23,7 +27,8 @@ typedef struct compile_args {
     const char *precision, *remote;
     cv_quant_opts quant;        /* --calibration, --calibration-method, --min-sqnr */
     char calib[4096];           /* repeated --calibration specs, joined with ';' */
-    bool stats, verbose, no_cache, explain;
+    bool stats, verbose, no_cache, explain, quiet, force;
+    const char *name;           /* --name */
     int max_ops;                /* --max-ops; 0: CV_MAX_COMPILE_OPS */
     int64_t timeout_ms;         /* --timeout; 0: none */
     const char *timeout_text;
@@ -46,6 +51,16 @@ static int parse_args(compile_args *a, int argc, char **argv)
         const char *s = argv[i];
         if ((strcmp(s, "-t") == 0 || strcmp(s, "--target") == 0) && i + 1 < argc) {
             a->o.target = argv[++i];
+            char list[512];
+            if (!cv_target_known(a->o.target))
+                return cv_cli_usage_error(cmd, "unknown target '%s'; the targets are %s",
+                                          a->o.target, cv_target_names(list, sizeof list));
+        } else if (strcmp(s, "--name") == 0 && i + 1 < argc) {
+            a->name = argv[++i];
+        } else if (strcmp(s, "--force") == 0) {
+            a->force = true;
+        } else if (strcmp(s, "-q") == 0 || strcmp(s, "--quiet") == 0) {
+            a->quiet = true;
         } else if ((strcmp(s, "-o") == 0 || strcmp(s, "--output") == 0) && i + 1 < argc) {
             a->o.out_dir = argv[++i];
         } else if (strcmp(s, "--emit") == 0 && i + 1 < argc) {
@@ -183,6 +198,34 @@ static void disarm_timeout(void)
     setitimer(ITIMER_REAL, &off, NULL);
 }
 
+/* One line: what was written where, from the artifact's manifest. */
+static void print_wrote(const compile_args *a, const cv_build_result *r)
+{
+    char *path = cv_fs_join(a->o.out_dir, "manifest.json");
+    json_t *m = NULL, *files;
+    cv_diag quiet;
+    cv_diag_init(&quiet);
+    if (path)
+        cv_json_read_file(path, 64u << 20, &m, &quiet);
+    cv_diag_free(&quiet);
+    free(path);
+    const char *key;
+    json_t *v;
+    cv_sb list = CV_SB_INIT;
+    files = json_object_get(m, "files");
+    json_object_foreach(files, key, v) {
+        size_t n = strlen(key);
+        if (strncmp(key, "lib", 3) == 0 || (n > 2 && strcmp(key + n - 2, ".h") == 0))
+            cv_sb_printf(&list, "%s%s", list.len ? ", " : "", key);
+    }
+    const char *target = a->o.target ? a->o.target : "native";
+    printf("cuvil compile: wrote %s for %s to %s/ (%s%smanifest.json)%s\n", r->name, target,
+           a->o.out_dir, cv_sb_str(&list), list.len ? ", " : "",
+           r->compiled ? "" : " from the cache");
+    cv_sb_free(&list);
+    json_decref(m);
+}
+
 static int build(const compile_args *a, cv_build_result *r, cv_diag *d)
 {
     cv_cache *cache = NULL;
@@ -196,6 +239,7 @@ static int build(const compile_args *a, cv_build_result *r, cv_diag *d)
         .opt_level = (cv_opt_level)a->o.opt_level, .emit = a->o.emit,
         .out_dir = a->o.out_dir, .explain = a->explain, .debug = a->o.debug, .quant = a->quant,
         .no_blocked_layout = a->o.no_blocked_layout, .max_ops = a->max_ops,
+        .name = a->name, .force = a->force,
     };
     if (a->timeout_ms)
         arm_timeout(a);
@@ -217,7 +261,14 @@ static int run_compile(int argc, char **argv)
     cv_diag d;
     cv_diag_init(&d);
     cv_build_result r;
-    rc = build(&a, &r, &d) == 0 ? CV_EXIT_OK : CV_EXIT_INPUT;
+    if (a.name && !cv_artifact_name_ok(a.name)) {
+        cv_diag_error(&d, CV_E_ARTIFACT_NAME, (cv_span){0}, "--name '%.80s' is not a C "
+                           "identifier of at most 64 characters ([A-Za-z_][A-Za-z0-9_]*)",
+                           a.name);
+        rc = CV_EXIT_INPUT;
+    } else {
+        rc = build(&a, &r, &d) == 0 ? CV_EXIT_OK : CV_EXIT_INPUT;
+    }
     cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
     if (rc == CV_EXIT_OK) {
         if (a.verbose) {
@@ -232,6 +283,8 @@ static int run_compile(int argc, char **argv)
         if (r.compiled && !r.info.linked_so && (a.o.emit == 0 || (a.o.emit & CV_EMIT_SO)))
             fprintf(stderr, "cuvil compile: no linker for %s installed: wrote the object and "
                     "archive, not lib%s.so\n", a.o.target ? a.o.target : "native", r.name);
+        if (!a.quiet)
+            print_wrote(&a, &r);
     }
     cv_diag_free(&d);
     return rc;
@@ -239,16 +292,25 @@ static int run_compile(int argc, char **argv)
 
 const cv_cli_command cv_cmd_compile = {
     "compile", "compile a model into a native inference library",
-    "cuvil compile MODEL [-t TARGET] [-O0..-O3] [-g] [-p PRECISION] [-o DIR] [--emit LIST]\n"
-    "              [--weights-file] [--stats] [-v] [--explain] [--no-cache] [--remote-cache URL]\n"
-    "              [--no-blocked-layout] [--max-ops N] [--timeout DUR]\n"
-    "  -t TARGET     x86_64, x86_64-avx2, x86_64-avx512, aarch64-linux-gnu,\n"
-    "                riscv64-linux-gnu or native (default)\n"
+    "cuvil compile MODEL [-t TARGET] [-O0..-O3] [-g] [-p PRECISION] [-o DIR] [--name NAME]\n"
+    "              [--force] [--emit LIST] [--weights-file] [--stats] [-q] [-v] [--explain]\n"
+    "              [--no-cache] [--remote-cache URL] [--no-blocked-layout]\n"
+    "              [--calibration GLOB] [--calibration-method M] [--min-sqnr DB]\n"
+    "  -t TARGET     native (default: this machine's CPU), x86_64, x86_64-avx2,\n"
+    "                x86_64-avx512, aarch64-linux-gnu, riscv64-linux-gnu,\n"
+    "                cuda-sm80, cuda-sm89, cuda-sm90 (PTX in an x86-64 host library)\n"
     "  -O0..-O3      optimisation level (default -O2)\n"
     "  -g            debug info: DWARF mapping each kernel to its model line (for\n"
     "                ONNX models, to its line in the generated <name>.cuir), and\n"
     "                locations in the symbol map <name>.cvsym (cuvil symbols)\n"
-    "  -o DIR        output directory (default ./cuvil-out)\n"
+    "  -o DIR        output directory (default ./cuvil-out); artifacts of other\n"
+    "                names may share it\n"
+    "  --name NAME   the artifact's C name (lib<NAME>.so, cv_<NAME>_run); default:\n"
+    "                the model's own name, or for an ONNX graph named by its\n"
+    "                exporter (torch_jit, main_graph...) the model file's stem\n"
+    "  --force       replace an artifact of the same name made from another model\n"
+    "                in DIR (CV5035 otherwise)\n"
+    "  -q, --quiet   print nothing on success (default: one line, what was written)\n"
     "  --emit LIST   comma-separated files to write: so,a,obj,h,llvm,cuir,c\n"
     "                (default so,a,obj,h; manifest.json is always written);\n"
     "                c: portable C99 <name>.c + <name>_weights.c + <name>.h for\n"
@@ -264,7 +326,7 @@ const cv_cli_command cv_cmd_compile = {
     "  --calibration-method minmax|percentile|entropy  (default minmax)\n"
     "  --min-sqnr DB fail (CV5110) when an int8 output's SQNR is below DB\n"
     "  --stats       print ops, kernels, arena size against the peak-live bound, timings\n"
-    "  -v            print the cache outcome: 'cache: l1 hit, l2 miss (reason)'\n"
+    "  -v, --verbose print the cache outcome: 'cache: l1 hit, l2 miss (reason)'\n"
     "  --explain     on a miss, name the key fields that differ from the closest entry\n"
     "  --no-cache    compile without the cache (also CUVIL_CACHE=off)\n"
     "  --no-blocked-layout  keep every convolution in the plain NCHW layout (for comparison)\n"

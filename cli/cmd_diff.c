@@ -21,11 +21,9 @@
 
 extern const cv_cli_command cv_cmd_diff;
 
-enum { MAX_IO = CV_DIFF_MAX_IN };
-
 typedef struct diff_args {
     const char *model, *against, *target;
-    const char *in_names[MAX_IO], *in_files[MAX_IO];
+    const char **in_names, **in_files;  /* owned arrays: argc entries */
     int n_in, threads;
     double atol, rtol;
     bool json;
@@ -45,12 +43,16 @@ static int parse_args(diff_args *a, int argc, char **argv)
     a->atol = 1e-4;
     a->rtol = 1e-3;
     a->threads = 1;
+    a->in_names = calloc((size_t)argc, sizeof *a->in_names);
+    a->in_files = calloc((size_t)argc, sizeof *a->in_files);
+    if (!a->in_names || !a->in_files)
+        return CV_EXIT_INTERNAL;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         bool more = i + 1 < argc;
         if ((strcmp(s, "--input") == 0 || strcmp(s, "-i") == 0) && more) {
             char *eq = strchr(argv[++i], '=');
-            if (!eq || eq == argv[i] || a->n_in == MAX_IO)
+            if (!eq || eq == argv[i])
                 return cv_cli_usage_error(cmd, "--input takes NAME=FILE.npy, got '%s'", argv[i]);
             *eq = 0;
             a->in_names[a->n_in] = argv[i];
@@ -97,16 +99,18 @@ static int find_input(const diff_args *a, const char *name)
 
 static int read_inputs(const diff_args *a, const cv_native *n, cv_tensor *ins, cv_diag *d)
 {
+    char sig[512];
     for (int i = 0; i < cv_native_num_inputs(n); i++) {
         cv_native_io io = cv_native_input(n, i);
         int k = find_input(a, io.name);
+        cv_native_io_format(n, io, sig, sizeof sig);
         if (k < 0)
-            return cv_diag_error(d, 2024, (cv_span){.file = a->model}, "no --input given for %%%s",
-                                 io.name), -1;
-        if (cv_cli_read_input(a->in_files[k], io.name, io.dtype, &ins[i], d))
+            return cv_diag_error(d, 2024, (cv_span){.file = a->model}, "no --input given for "
+                                 "%%%s (%s)", io.name, sig), -1;
+        if (cv_cli_read_input(a->in_files[k], io.name, io.dtype, sig, &ins[i], d))
             return -1;
     }
-    return 0;
+    return cv_cli_check_input_names(a->model, a->in_names, a->n_in, n, d);
 }
 
 static void side_free(cv_diff_side *s)
@@ -245,8 +249,8 @@ static const char *ref_key(const cv_symmap *m, int op, const cv_diff_side *ref)
 static void print_first(const cv_symmap *m, int first, const diff_args *a, int rows)
 {
     if (first < 0) {
-        printf("\nno deviation beyond atol %g + rtol %g x |reference| in %d tensors\n", a->atol,
-               a->rtol, rows);
+        printf("\nno deviation beyond atol %g + rtol %g x |reference| in %d %s\n", a->atol,
+               a->rtol, rows, cv_cli_plural(rows, "tensor", "tensors"));
         return;
     }
     int k = cv_symmap_kernel_of_op(m, first);
@@ -309,7 +313,7 @@ typedef struct diff_state {
     cv_native *build_n, *ref_n;
     char *dir;
     cv_symmap map;
-    cv_tensor ins[MAX_IO];
+    cv_tensor *ins;             /* owned: n_in */
     int n_in;
     cv_diff_side build, ref;
 } diff_state;
@@ -328,7 +332,9 @@ static int build_and_run(const diff_args *a, diff_state *st, cv_diag *d)
         cv_native_open(st->dir, a->threads, &st->build_n, d))
         return -1;
     st->n_in = cv_native_num_inputs(st->build_n);
-    if (st->n_in > MAX_IO || read_inputs(a, st->build_n, st->ins, d))
+    if (!(st->ins = calloc((size_t)st->n_in + 1, sizeof *st->ins)))
+        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
+    if (read_inputs(a, st->build_n, st->ins, d))
         return -1;
     int n = cv_native_num_outputs(st->build_n);
     if (n > (int)(sizeof st->build.t / sizeof st->build.t[0]))
@@ -354,8 +360,9 @@ static void state_free(diff_state *st)
 {
     side_free(&st->build);
     side_free(&st->ref);
-    for (int i = 0; i < st->n_in && i < MAX_IO; i++)
+    for (int i = 0; st->ins && i < st->n_in; i++)
         cv_tensor_free(&st->ins[i]);
+    free(st->ins);
     if (st->build_n)
         cv_native_close(st->build_n);
     if (st->ref_n)
@@ -372,13 +379,19 @@ static int run_diff(int argc, char **argv)
         return CV_EXIT_OK;
     diff_args a = {0};
     int rc = parse_args(&a, argc, argv);
-    if (rc)
+    if (rc) {
+        free(a.in_names);
+        free(a.in_files);
         return rc;
+    }
     cv_diag d;
     cv_diag_init(&d);
     diff_state *st = calloc(1, sizeof *st);     /* owned: large (two sides) */
-    if (!st)
+    if (!st) {
+        free(a.in_names);
+        free(a.in_files);
         return CV_EXIT_INTERNAL;
+    }
     cv_symmap_init(&st->map);
     rc = build_and_run(&a, st, &d) || run_reference(&a, st, &d) ? CV_EXIT_INTERNAL
                                                                  : report(&a, &st->map, &st->build,
@@ -386,6 +399,8 @@ static int run_diff(int argc, char **argv)
     cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
     state_free(st);
     free(st);
+    free(a.in_names);
+    free(a.in_files);
     cv_diag_free(&d);
     return rc;
 }

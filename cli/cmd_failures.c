@@ -115,19 +115,21 @@ static void print_report(const cv_failure_report *r, int top)
            (long long)r->jobs, (long long)r->broken, r->n_groups, r->n_groups == 1 ? "" : "s",
            fresh);
     if (r->revision_errors)
-        printf("specs       %lld errors about the revision itself (see `cuvil status`)\n",
-               (long long)r->revision_errors);
+        printf("specs       %lld %s about the revision itself (see `cuvil status`)\n",
+               (long long)r->revision_errors, cv_cli_plural(r->revision_errors, "error", "errors"));
     for (int i = 0; i < r->n_groups && i < top; i++)
         print_group(i + 1, &r->groups[i]);
     if (r->n_groups > top)
-        printf("\n... %d more patterns (--top %d shows them)\n", r->n_groups - top, r->n_groups);
+        printf("\n... %d more %s (--top %d shows them)\n", r->n_groups - top,
+               cv_cli_plural(r->n_groups - top, "pattern", "patterns"), r->n_groups);
 }
 
 static void print_trend(const cv_failure_trend *t)
 {
     char buf[SHORT_COMMIT + 1];
-    printf("patterns from %s to %s (%d revisions, oldest first)\n\n", t->revisions[0],
-           t->revisions[t->n_revisions - 1], t->n_revisions);
+    printf("patterns from %s to %s (%d %s, oldest first)\n\n", t->revisions[0],
+           t->revisions[t->n_revisions - 1], t->n_revisions,
+           cv_cli_plural(t->n_revisions, "revision", "revisions"));
     for (int r = 0; r < t->n_revisions; r++)
         printf("%8s", short_rev(t->revisions[r], buf));
     printf("  %-8s pattern\n", "first");

@@ -5,7 +5,9 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -269,6 +271,29 @@ static int run_with(const cv_cli_command *cmd, farm_args *a)
     return s.spec_errors || s.failed || s.pending ? CV_EXIT_INPUT : CV_EXIT_OK;
 }
 
+/* A local REPO must be a git repository (a work tree or a bare one): the
+ * farm builds commits.  URLs (scheme:// or user@host:path) are checked when
+ * fetched. */
+static int check_local_repo(const cv_cli_command *cmd, const char *repo)
+{
+    if (strstr(repo, "://") || (strchr(repo, '@') && strchr(repo, ':')))
+        return CV_EXIT_OK;
+    struct stat st;
+    if (stat(repo, &st) != 0 || !S_ISDIR(st.st_mode))
+        return cv_cli_usage_error(cmd, "'%s' is not a directory: REPO is a models repository "
+                                  "(a git work tree or bare repository, or a URL)", repo);
+    static const char *const marks[] = {".git", "HEAD"};
+    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", repo, marks[i]);
+        if (access(path, F_OK) == 0)
+            return CV_EXIT_OK;
+    }
+    return cv_cli_usage_error(cmd, "'%s' is not a git repository: the farm builds commits, so "
+                              "put the models under git first (git init; git add; git commit), "
+                              "or give the repository's URL", repo);
+}
+
 static int run_farm(int argc, char **argv)
 {
     if (cv_cli_wants_help(&cv_cmd_farm, argc, argv))
@@ -277,6 +302,8 @@ static int run_farm(int argc, char **argv)
         return cv_cli_usage_error(&cv_cmd_farm, "expected 'up'");
     farm_args a = {.repo = ".", .state = cv_cli_default_state(), .workers = 2};
     int rc = parse_args(&cv_cmd_farm, argc, argv, 2, &a);
+    if (rc == 0)
+        rc = check_local_repo(&cv_cmd_farm, a.repo);
     return rc ? rc : run_with(&cv_cmd_farm, &a);
 }
 

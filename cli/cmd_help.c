@@ -1,9 +1,11 @@
 /* cuvil help [COMMAND | CVnnnn] */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "common/diag.h"
+#include "compiler-core/cuvil.h"
 
 static int help_code(const char *arg)
 {
@@ -17,8 +19,80 @@ static int help_code(const char *arg)
     return CV_EXIT_OK;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void onnx_ops(void)
+{
+    const char *names[1024];
+    int n = 0;
+    for (int i = 0, s; n < 1024 && cv_onnx_op_at(i, &s); i++) {
+        const char *op = cv_onnx_op_at(i, &s);
+        if (!op[0])
+            continue;
+        char *entry = malloc(strlen(op) + 16);
+        if (!entry)
+            continue;
+        sprintf(entry, "%s\t%d", op, s);
+        names[n++] = entry;
+    }
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    printf("## ONNX ops (default domain)\n\n%d ops.  *since*: the first opset whose semantics the "
+           "importer implements (models of opsets 7-18 are read).\n\n| op | since |\n|---|---|\n", n);
+    for (int i = 0; i < n; i++) {
+        char *tab = strchr(names[i], '\t');
+        *tab = 0;
+        printf("| %s | %s |\n", names[i], tab + 1);
+        free((char *)names[i]);
+    }
+}
+
+static void dsl_functions(void)
+{
+    int n = 0;
+    while (cv_op_def_at(n))
+        n++;
+    printf("\n## Model language (`.cvl.py`)\n\n### `cvl.<op>`: the CU-IR op table\n\n"
+           "%d functions.  *native*: compiled to native code (otherwise only `cuvil run "
+           "--interp` runs it).\n\n| function | operands | attributes | native |\n"
+           "|---|---|---|---|\n", n);
+    for (int i = 0; i < n; i++) {
+        const cv_op_def *def = cv_op_def_at(i);
+        printf("| cvl.%s | ", def->name);
+        if (def->max_operands < 0)
+            printf("%d or more", def->min_operands);
+        else if (def->max_operands == def->min_operands)
+            printf("%d", def->min_operands);
+        else
+            printf("%d-%d", def->min_operands, def->max_operands);
+        printf(" | ");
+        for (const cv_attr_schema *a = def->attrs; a && a->name; a++)
+            printf("%s%s", a == def->attrs ? "" : ", ", a->name);
+        printf(" | %s |\n", cv_op_native(def) ? "yes" : "no");
+    }
+    printf("\n### Python builtins (evaluated at compile time)\n\n");
+    for (int i = 0; cv_dsl_builtin_at(i); i++)
+        printf("%s`%s`", i ? ", " : "", cv_dsl_builtin_at(i));
+    printf("\n");
+}
+
+/* docs/ops.md (make docs): what the front ends accept, from their tables. */
+static int help_ops(void)
+{
+    printf("# Supported ONNX ops and model-language functions\n\n"
+           "Generated from the op tables by `make docs` (`cuvil help ops`); do not edit: "
+           "`make test` checks that this file matches.\n\n");
+    onnx_ops();
+    dsl_functions();
+    return CV_EXIT_OK;
+}
+
 static int run_help(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "ops") == 0)
+        return help_ops();
     if (argc >= 2) {
         const cv_cli_command *cmd = cv_cli_find(argv[1]);
         if (cmd) {
@@ -45,5 +119,7 @@ static int run_help(int argc, char **argv)
 
 const cv_cli_command cv_cmd_help = {
     "help", "show help for a command or a diagnostic code",
-    "cuvil help [COMMAND | CVnnnn]\n", run_help,
+    "cuvil help [COMMAND | CVnnnn | ops]\n"
+    "  ops   the ONNX ops and model-language functions this build accepts (Markdown,\n"
+    "        the text of docs/ops.md)\n", run_help,
 };

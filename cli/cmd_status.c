@@ -51,7 +51,8 @@ static void print_controller_and_source(cv_builddb *db, cv_diag *d)
         json_int_t failures = json_integer_value(json_object_get(src, "failures"));
         print_ago("source      last poll", json_integer_value(json_object_get(src, "lastPollMs")));
         if (failures)
-            printf(", %lld failures in a row, next attempt in %.0fs: %s", (long long)failures,
+            printf(", %lld %s in a row, next attempt in %.0fs: %s", (long long)failures,
+                   cv_cli_plural(failures, "failure", "failures"),
                    (double)(json_integer_value(json_object_get(src, "nextAttemptMs")) -
                             cv_clock_wall_ms()) / 1000.0,
                    json_string_value(json_object_get(src, "lastError")));

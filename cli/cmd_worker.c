@@ -146,8 +146,8 @@ static int run_worker(int argc, char **argv)
     free(url);
     cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
     cv_diag_free(&d);
-    fprintf(stderr, "cuvil worker: %d jobs: %d ok, %d failed, %d ice, %d timeout, %d oom, "
-            "%d infra; %d released, %d lost\n", st.jobs, st.by_status[CV_RESULT_OK],
+    fprintf(stderr, "cuvil worker: %d %s: %d ok, %d failed, %d ice, %d timeout, %d oom, "
+            "%d infra; %d released, %d lost\n", st.jobs, cv_cli_plural(st.jobs, "job", "jobs"), st.by_status[CV_RESULT_OK],
             st.by_status[CV_RESULT_FAILED], st.by_status[CV_RESULT_ICE],
             st.by_status[CV_RESULT_TIMEOUT], st.by_status[CV_RESULT_OOM],
             st.by_status[CV_RESULT_INFRA], st.released, st.lost);

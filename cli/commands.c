@@ -55,6 +55,11 @@ bool cv_cli_use_color(FILE *f)
     return isatty(fileno(f)) != 0;
 }
 
+const char *cv_cli_plural(long long n, const char *one, const char *many)
+{
+    return n == 1 ? one : many;
+}
+
 int cv_cli_usage_error(const cv_cli_command *cmd, const char *fmt, ...)
 {
     fprintf(stderr, "cuvil %s: ", cmd->name);

@@ -52,6 +52,9 @@ int cv_cli_open_native(const char *model_or_dir, int threads, cv_native **out, c
     *compile_ms = 0;
     if (is_artifact_dir(model_or_dir))
         return cv_native_open(model_or_dir, threads, out, d);
+    size_t len = strlen(model_or_dir);
+    if (len >= 13 && strcmp(model_or_dir + len - 13, "manifest.json") == 0)
+        return cv_native_open_manifest(model_or_dir, threads, out, d);
     cv_module *m = cv_model_load(model_or_dir, 0, d);
     if (!m)
         return -1;

@@ -30,6 +30,15 @@ const cv_frontend *cv_frontend_at(int i);  /* NULL past the end */
 enum { CV_LOAD_STRICT = 1u << 0, CV_LOAD_NO_WEIGHTS = 1u << 1, CV_LOAD_CHECK_ONLY = 1u << 2 };
 cv_module *cv_model_load(const char *path, unsigned flags, cv_diag *d);
 
+/* What the front ends accept (`cuvil help ops`, docs/ops.md).  The ONNX
+ * registry's i-th op (default domain) and the first opset whose semantics
+ * it implements ("" when its CU-IR ops are missing, NULL past the end); the
+ * model language's i-th Python builtin; whether an op has native code
+ * (else only the interpreter runs it). */
+const char *cv_onnx_op_at(int i, int *since);
+const char *cv_dsl_builtin_at(int i);
+bool cv_op_native(const cv_op_def *def);
+
 /* Size limit for model text files read by front ends (bytes). */
 #define CV_MAX_MODEL_TEXT (256u << 20)
 
@@ -83,12 +92,45 @@ typedef struct cv_compile_opts {
     const cv_quant_opts *quant; /* reduced precision; NULL: fp32 */
     bool no_blocked_layout;     /* keep every convolution in the plain NCHW layout */
     int max_ops;                /* a model with more ops is CV5012; 0: CV_MAX_COMPILE_OPS */
+    /* The artifact's C name (lib<name>.so, cv_<name>_run); NULL: the model's
+     * own (cv_artifact_name_ok must hold). */
+    const char *name;
 } cv_compile_opts;
 
 /* Ops a compiled model may have (cuvil compile --max-ops raises or lowers it,
  * up to the ceiling): compile time and memory grow with the graph, and a
  * model file under the size limits can hold millions of ops. */
 enum { CV_MAX_COMPILE_OPS = 200000, CV_MAX_COMPILE_OPS_CEILING = 100000000 };
+
+/* Diagnostic codes of the artifact names, the CPU check and model files. */
+enum {
+    CV_E_LFS_POINTER = 1020,        /* a Git LFS pointer file where a model should be */
+    CV_E_ARTIFACT_NAME = 5037,      /* --name is not a C identifier */
+    CV_E_ARTIFACT_TAKEN = 5035,     /* the output directory holds another model's artifact */
+    CV_E_CPU_FEATURES = 5036,       /* this CPU lacks features the artifact's code needs */
+};
+
+/* An artifact name: a C identifier ([A-Za-z_][A-Za-z0-9_]*) of at most 64
+ * characters, so that lib<name>.so and cv_<name>_run are valid. */
+bool cv_artifact_name_ok(const char *name);
+/* The artifact name a model function gets without --name: its name with
+ * every character but [A-Za-z0-9_] as '_', 'm' before a leading digit. */
+void cv_artifact_c_name(const char *func_name, char *out, size_t size);
+
+/* ---- CPU features (compiler-core/backend/cpu_check.c, x86-64) ---------- */
+
+/* Whether this CPU (and its OS) offers an x86 feature: "avx2", "avx512f"... */
+bool cv_cpu_host_has(const char *feature);
+/* The checkable features a target's code needs: its CPU's x86-64 level
+ * ("x86-64-v3") and the "+feature" entries of its LLVM feature list, into
+ * out (static strings).  Returns how many. */
+int cv_cpu_required(const char *cpu, const char *features, const char **out, int max);
+/* The best named target this CPU runs: x86_64-avx512, x86_64-avx2 or x86_64. */
+const char *cv_cpu_host_target(void);
+/* 0 when this CPU has every required feature; else -1 with CV5036 naming
+ * the missing ones and the target to compile for instead. */
+int cv_cpu_check(const char *target, const char *const *required, int n, const char *where,
+                 cv_diag *d);
 
 typedef struct cv_compile_info {
     char name[128];         /* the artifact's C name: cv_<name>_run ... */
@@ -109,6 +151,11 @@ typedef struct cv_compile_info {
     char quant_report[8192];
 } cv_compile_info;
 
+/* "x86_64, x86_64-avx2, ..., cuda-sm90, native": every -t name, into buf. */
+const char *cv_target_names(char *buf, size_t size);
+/* Whether name is a -t target ("native" included). */
+bool cv_target_known(const char *name);
+
 /* "so,a,obj,h,llvm,cuir,c" -> CV_EMIT_* bits; -1 on an unknown name. */
 int cv_emit_parse(const char *list, unsigned *out);
 /* Loads the LLVM backend plugin and initialises its targets now rather than
@@ -122,8 +169,12 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *o, cv_compile_info *i
 /* A compiled artifact loaded into this process (dlopen of lib<name>.so). */
 typedef struct cv_native cv_native;
 /* Loads the artifact in dir (its manifest.json and .so) with a pool of
- * `threads` threads. */
+ * `threads` threads, after checking that this CPU has the features the
+ * manifest's target.requires lists (CV5036).  One run at a time. */
 int cv_native_open(const char *dir, int threads, cv_native **out, cv_diag *d);
+/* The same for the artifact a manifest file describes (DIR/<name>.manifest.json:
+ * one of several artifacts sharing DIR). */
+int cv_native_open_manifest(const char *path, int threads, cv_native **out, cv_diag *d);
 /* Runs it like cv_interp_run: inputs in signature order (symbolic dims are
  * bound from their shapes); outputs[i] are allocated unless they already
  * hold a buffer of the right shape, which is then reused. */
@@ -139,6 +190,8 @@ int cv_native_num_inputs(const cv_native *n);
 int cv_native_num_outputs(const cv_native *n);
 cv_native_io cv_native_input(const cv_native *n, int i);
 cv_native_io cv_native_output(const cv_native *n, int i);
+/* "f32[batch,4]": an input's or output's type with its symbols' names. */
+void cv_native_io_format(const cv_native *n, cv_native_io io, char *buf, size_t size);
 void cv_native_close(cv_native *n);
 
 #endif

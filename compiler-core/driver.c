@@ -55,6 +55,14 @@ const cv_frontend *cv_frontend_for(const char *path, cv_diag *d)
     }
     n = read(fd, head, sizeof head);
     close(fd);
+    /* git-lfs's pointer text, committed where the model should be. */
+    static const char lfs[] = "version https://git-lfs.github.com/spec/";
+    if (n >= (ssize_t)sizeof lfs - 1 && memcmp(head, lfs, sizeof lfs - 1) == 0) {
+        cv_diag_error(d, CV_E_LFS_POINTER, (cv_span){.file = path, .line = 1, .col = 1},
+                      "%s is a Git LFS pointer, not the model itself: fetch the object with "
+                      "`git lfs pull` (or `git lfs fetch && git lfs checkout`)", path);
+        return NULL;
+    }
     for (size_t i = 0; i < sizeof frontends / sizeof frontends[0]; i++)
         if (frontends[i].matches(path, head, n > 0 ? (size_t)n : 0))
             return &frontends[i];

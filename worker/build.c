@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "common/fs.h"
+#include "common/jsonutil.h"
 #include "worker/internal.h"
 
 typedef struct bctx {
@@ -417,6 +418,41 @@ static int l2_key(bctx *b)
     return 0;
 }
 
+/* An artifact of the same name in out_dir made from another model (its
+ * symbol map's fingerprint differs) would be overwritten, and a program
+ * linking the old one would silently get the new: refused unless forced.
+ * A directory holding artifacts of other names is fine. */
+static int check_out_dir(bctx *b, const char *func_name)
+{
+    if (b->o->force || b->o->no_output_on_hit || b->o->scratch_out || !b->r->fingerprint[0])
+        return 0;
+    char name[128], file[160];
+    if (b->o->name)
+        snprintf(name, sizeof name, "%s", b->o->name);
+    else
+        cv_artifact_c_name(func_name, name, sizeof name);
+    snprintf(file, sizeof file, "%s.cvsym", name);
+    char *path = cv_fs_join(b->o->out_dir, file);
+    json_t *sym = NULL;
+    cv_diag quiet;      /* no readable symbol map: nothing is known to be lost */
+    cv_diag_init(&quiet);
+    if (path && access(path, F_OK) == 0)
+        cv_json_read_file(path, 64u << 20, &sym, &quiet);
+    cv_diag_free(&quiet);
+    const char *fp = json_string_value(json_object_get(sym, "fingerprint"));
+    int rc = 0;
+    if (fp && strcmp(fp, b->r->fingerprint) != 0) {
+        cv_diag_error(b->d, CV_E_ARTIFACT_TAKEN, (cv_span){.file = b->o->model},
+                           "%s already holds an artifact named '%s' made from another model "
+                           "(its %s differs): give this one another --name, another -o, or "
+                           "--force to replace it", b->o->out_dir, name, file);
+        rc = -1;
+    }
+    json_decref(sym);
+    free(path);
+    return rc;
+}
+
 /* 1 materialised, 0 miss, -1 error. */
 static int l2_lookup(bctx *b)
 {
@@ -427,7 +463,9 @@ static int l2_lookup(bctx *b)
     b->r->l2.ms = info.ms;
     b->r->l2.outcome = CV_CACHE_MISS;
     int rc = 0;
-    if (hit == 1) {
+    if (hit == 1 && check_out_dir(b, b->l1v.name)) {
+        rc = -1;
+    } else if (hit == 1) {
         double t0 = now_ms();
         rc = b->o->no_output_on_hit
                  ? cv_wk_artifact_check(b->c, val, len, b->r->name, b->r->l2.reason,
@@ -452,6 +490,8 @@ static int l2_lookup(bctx *b)
 
 static int backend(bctx *b)
 {
+    if (check_out_dir(b, b->m->n_funcs ? b->m->funcs[0]->name : ""))
+        return -1;
     cv_quant_opts qo = b->o->quant;
     qo.precision = (cv_qprec)b->o->precision;
     cv_compile_opts co = {.target = b->target, .emit = b->emit, .out_dir = b->o->out_dir,
@@ -463,6 +503,7 @@ static int backend(bctx *b)
     co.max_ops = b->o->max_ops;
     co.sym_locs = !b->c || (b->emit & CV_EMIT_CUIR);
     co.fingerprint = b->r->fingerprint[0] ? b->r->fingerprint : NULL;
+    co.name = b->o->name;
     if (cv_compile_native(b->m, &co, &b->r->info, b->d))
         return -1;
     b->r->compiled = true;
@@ -549,6 +590,25 @@ static int cached_batch(bctx *b)
     return rc;
 }
 
+/* <name>.manifest.json beside manifest.json: manifest.json describes the
+ * last artifact written to the directory, this one stays when artifacts of
+ * other models are compiled into it (cuvil run DIR/<name>.manifest.json). */
+static int name_manifest(bctx *b)
+{
+    char file[160];
+    snprintf(file, sizeof file, "%s.manifest.json", b->r->name);
+    char *from = cv_fs_join(b->o->out_dir, "manifest.json"), *to = cv_fs_join(b->o->out_dir, file);
+    char *data = NULL;
+    size_t len = 0;
+    int rc = from && to ? cv_fs_read_file(from, 64u << 20, &data, &len, b->d) : -1;
+    if (rc == 0)
+        rc = cv_fs_write_replace(to, data, len, b->d);
+    free(data);
+    free(from);
+    free(to);
+    return rc;
+}
+
 int cv_build(cv_cache *c, const cv_build_opts *o, cv_build_result *r, cv_diag *d)
 {
     double t0 = now_ms();
@@ -562,6 +622,8 @@ int cv_build(cv_cache *c, const cv_build_opts *o, cv_build_result *r, cv_diag *d
                       "precision %d is not supported by this compiler", (int)o->precision);
     else if (source_init(&b) == 0)
         rc = b.c ? cached_batch(&b) : uncached(&b);
+    if (rc == 0 && !o->no_output_on_hit && !o->scratch_out)
+        rc = name_manifest(&b);
     r->ms_total = now_ms() - t0;
     bctx_free(&b);
     return rc;

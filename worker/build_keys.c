@@ -211,6 +211,8 @@ int cv_wk_l2_key(cv_cache *c, const cv_wk_l2_in *in, cv_cache_key *out, cv_diag 
         cv_cache_keyb_bool(kb, "debug", in->o->debug);
         if (in->o->no_blocked_layout)   /* absent by default: older keys stay valid */
             cv_cache_keyb_bool(kb, "no_blocked_layout", true);
+        if (in->o->name)                /* --name: the files and symbols it names */
+            cv_cache_keyb_str(kb, "artifact_name", in->o->name);
         cv_cache_keyb_str(kb, "emit", emit_text(in->emit, emit, sizeof emit));
         cv_cache_keyb_str(kb, "compiler_build_id", cv_build_compiler_id(c));
         cv_cache_keyb_str(kb, "llvm_version", cv_wk_llvm_version());

@@ -54,6 +54,11 @@ typedef struct cv_build_opts {
     bool scratch_out;           /* out_dir is removed after the build (the worker's): the
                                    cache keeps no file-hash memo rows for its files */
     int max_ops;                /* more ops is CV5012; 0: CV_MAX_COMPILE_OPS */
+    const char *name;           /* the artifact's C name (--name); NULL: the model's */
+    /* Write over an artifact of the same name made from another model (a
+     * different symbol-table fingerprint) in out_dir; without it that is
+     * an error (CV5035) and nothing is written. */
+    bool force;
 } cv_build_opts;
 
 typedef struct cv_build_level {

@@ -2,6 +2,7 @@
  *   <name>.o  lib<name>.a  lib<name>.so  <name>.h  [<name>.ll  <name>.cuir]  manifest.json
  * Every file is a function of the inputs only (no timestamps, no paths), so
  * two compiles of one model give byte-identical artifacts. */
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <openssl/evp.h>
@@ -111,6 +112,52 @@ static json_t *io_json(const cv_value *v)
                      "shape", dims);
 }
 
+bool cv_artifact_name_ok(const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+    if (n == 0 || n > 64 || !(isalpha((unsigned char)name[0]) || name[0] == '_'))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!(isalnum((unsigned char)name[i]) || name[i] == '_'))
+            return false;
+    return true;
+}
+
+void cv_artifact_c_name(const char *func_name, char *out, size_t size)
+{
+    size_t o = 0;
+    if (size == 0)
+        return;
+    if (!isalpha((unsigned char)func_name[0]) && func_name[0] != '_' && o + 1 < size)
+        out[o++] = 'm';
+    for (const char *s = func_name; *s && o + 1 < size; s++)
+        out[o++] = isalnum((unsigned char)*s) ? *s : '_';
+    out[o] = 0;
+}
+
+/* The x86 features the code needs (cpu_check.c), for the manifest's
+ * target.requires; empty for other architectures and CUDA. */
+static json_t *requires_json(const char *target)
+{
+    json_t *arr = json_array();
+    char triple[64], desc[4096];
+    cv_diag quiet;
+    cv_diag_init(&quiet);
+    int rc = cv_target_is_cuda(target) ? -1
+             : cv_target_describe(target, triple, desc, sizeof desc, &quiet);
+    cv_diag_free(&quiet);
+    if (rc || strncmp(triple, "x86_64", 6) != 0 || strncmp(desc, "cpu=", 4) != 0)
+        return arr;
+    char cpu[64];
+    size_t len = strcspn(desc + 4, ",");
+    snprintf(cpu, sizeof cpu, "%.*s", (int)(len < 63 ? len : 63), desc + 4);
+    const char *req[64];
+    int n = cv_cpu_required(cpu, desc + 4 + len, req, 64);
+    for (int i = 0; i < n; i++)
+        json_array_append_new(arr, json_string(req[i]));
+    return arr;
+}
+
 static json_t *manifest(const cv_kprog *p, const cv_llvm_out *lo, const cv_compile_opts *o,
                         json_t *files)
 {
@@ -126,10 +173,11 @@ static json_t *manifest(const cv_kprog *p, const cv_llvm_out *lo, const cv_compi
     cv_memplan_stats(p, NULL, &arena, &peak);
     cv_sb expr = CV_SB_INIT;
     cv_artifact_arena_expr(p, "d", &expr);
-    json_t *m = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:i, s:{s:s, s:s}, s:s, s:o, s:o, s:o,"
+    json_t *m = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:o}, s:i, s:{s:s, s:s}, s:s, s:o, s:o, s:o,"
                           " s:{s:s, s:I, s:I}, s:i, s:o}",
                           "format", "cuvil-artifact/1", "name", p->name,
                           "target", "name", o->target, "triple", lo->triple, "cpu", lo->cpu,
+                          "requires", requires_json(o->target),
                           "opt_level", o->opt_level,
                           "compiler", "version", CV_VERSION, "build_id", CV_GIT_COMMIT,
                           "llvm_version", cv_llvm_version(), "symbols", syms, "inputs", ins,
@@ -321,6 +369,10 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info
         return cv_diag_error(d, 5043, (cv_span){.file = m->path}, "--weights-file: the CUDA "
                              "targets keep their weights in the library"), -1;
     memset(info, 0, sizeof *info);
+    if (o.name && !cv_artifact_name_ok(o.name))
+        return cv_diag_error(d, CV_E_ARTIFACT_NAME, (cv_span){.file = m->path}, "--name '%.80s' "
+                             "is not a C identifier of at most 64 characters ([A-Za-z_]"
+                             "[A-Za-z0-9_]*)", o.name), -1;
     if (m->n_funcs < 1)
         return cv_diag_error(d, 5002, (cv_span){.file = m->path}, "the module has no model"), -1;
     int max_ops = o.max_ops > 0 ? o.max_ops : CV_MAX_COMPILE_OPS;
@@ -345,6 +397,8 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info
                             &p, d))
         return -1;
     cv_cg_half_report(p, o.target, info->quant_report, sizeof info->quant_report);
+    if (o.name)
+        p->name = o.name;
     p->debug = o.debug;
     p->weights_file = (emit & CV_EMIT_WEIGHTS) != 0;
     /* Debug info of a model without source lines points into its listing. */

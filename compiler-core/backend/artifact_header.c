@@ -48,6 +48,37 @@ static int sym_index(const cv_kprog *p, const char *s)
     return -1;
 }
 
+/* The C rule for a model's input and output names (docs/artifact-c.md):
+ * upper-cased, every character but [A-Z0-9] becomes '_', and a leading
+ * digit gets a '_' before it ("input.1" -> INPUT_1, "48" -> _48). */
+static void c_macro_name(const char *s, char *out, size_t size)
+{
+    size_t o = 0;
+    if (isdigit((unsigned char)s[0]) && o + 1 < size)
+        out[o++] = '_';
+    for (; *s && o + 1 < size; s++)
+        out[o++] = isalnum((unsigned char)*s) ? (char)toupper((unsigned char)*s) : '_';
+    out[o] = 0;
+}
+
+/* #define CV_<N>_INPUT_<NAME> i, for each input or output whose C name no
+ * earlier one of the same kind took. */
+static void index_macros(const char *N, const char *kind, cv_value *const *vals, int n,
+                         cv_sb *o)
+{
+    for (int i = 0; i < n; i++) {
+        char cn[160], other[160];
+        c_macro_name(vals[i]->name, cn, sizeof cn);
+        bool taken = !cn[0];
+        for (int k = 0; k < i && !taken; k++) {
+            c_macro_name(vals[k]->name, other, sizeof other);
+            taken = strcmp(cn, other) == 0;
+        }
+        if (!taken)
+            cv_sb_printf(o, "#define CV_%s_%s_%s %d\n", N, kind, cn, i);
+    }
+}
+
 static void io_macros(const cv_kprog *p, const char *N, const char *kind, int i,
                       const cv_value *v, cv_sb *o)
 {
@@ -98,6 +129,10 @@ void cv_artifact_header(const cv_kprog *p, const char *target, int opt, cv_sb *o
         io_macros(p, N, "INPUT", i, f->inputs[i], o);
     for (int i = 0; i < f->n_returns; i++)
         io_macros(p, N, "OUTPUT", i, f->returns[i], o);
+    cv_sb_puts(o, "/* Inputs and outputs by name: the model's name upper-cased, other\n"
+                  " * characters than [A-Z0-9] as '_', '_' before a leading digit. */\n");
+    index_macros(N, "INPUT", f->inputs, f->n_inputs, o);
+    index_macros(N, "OUTPUT", f->returns, f->n_returns, o);
     cv_sb_printf(o, "/* Bytes of the activation arena for the symbolic dims d. */\n"
                     "#define CV_%s_ARENA_BYTES(d) (", N);
     cv_artifact_arena_expr(p, "d", o);
@@ -118,6 +153,12 @@ void cv_artifact_header(const cv_kprog *p, const char *target, int opt, cv_sb *o
                      (long long)cv_weights_layout(p, NULL));
         cv_sb_printf(o, "cv_%s_ctx *cv_%s_create_weights(int threads, const void *w, int64_t len);\n\n",
                      n, n);
+    }
+    if (!cv_target_is_cuda(target)) {
+        cv_sb_puts(o, "/* create returns NULL, and last_error gives 5036 (CV5036) and a message\n"
+                      " * naming them, on a CPU without the instruction-set features the\n"
+                      " * artifact was compiled for; last_error is 0 otherwise. */\n");
+        cv_sb_printf(o, "int cv_%s_last_error(const char **message);\n\n", n);
     }
     if (cv_target_is_cuda(target)) {
         cv_sb_puts(o, "/* CUDA: run copies the inputs to the GPU and the outputs back, and returns\n"

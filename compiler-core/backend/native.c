@@ -14,10 +14,12 @@
 #include "common/jsonutil.h"
 #include "compiler-core/cuvil.h"
 
-enum { MAX_IO = 64, MAX_SYMS = 64 };
+/* Bounds on what a manifest may ask this process to allocate, far above
+ * any model (a -g build of a large network has some thousands of outputs). */
+enum { MAX_IO = 1 << 20, MAX_SYMS = 1 << 16 };
 
 typedef struct io_desc {
-    char name[128];
+    char *name;                 /* owned */
     cv_dtype dtype;
     int rank;
     int64_t dims[CV_MAX_RANK];  /* >= 0, or -1 - symbol index */
@@ -31,7 +33,12 @@ struct cv_native {
     void *weights;              /* owned: munmap (--weights-file artifacts) */
     size_t weights_len;
     int n_in, n_out, n_syms;
-    io_desc in[MAX_IO], out[MAX_IO];
+    io_desc *in, *out;          /* owned: n_in, n_out entries */
+    int64_t *syms;              /* owned: n_syms entries, bound by a run */
+    char **sym_names;           /* owned: n_syms entries */
+    bool *bound;
+    const void **ins;           /* owned: the run's pointers */
+    void **outs;
 };
 
 static int bad_manifest(cv_diag *d, const char *dir, const char *what)
@@ -39,16 +46,21 @@ static int bad_manifest(cv_diag *d, const char *dir, const char *what)
     return cv_diag_error(d, 5030, (cv_span){.file = dir}, "%s/manifest.json: %s", dir, what), -1;
 }
 
-static int parse_io(json_t *arr, io_desc *io, int *n, json_t *syms)
+static int parse_io(json_t *arr, io_desc **iop, int *n, json_t *syms)
 {
     if (!json_is_array(arr) || json_array_size(arr) > MAX_IO)
         return -1;
     *n = (int)json_array_size(arr);
+    io_desc *io = *iop = calloc((size_t)*n + 1, sizeof *io);
+    if (!io)
+        return -1;
     for (int i = 0; i < *n; i++) {
         json_t *e = json_array_get(arr, (size_t)i), *shape = json_object_get(e, "shape");
         const char *dt = json_string_value(json_object_get(e, "dtype"));
         const char *name = json_string_value(json_object_get(e, "name"));
-        snprintf(io[i].name, sizeof io[i].name, "%s", name ? name : "");
+        io[i].name = strdup(name ? name : "");
+        if (!io[i].name)
+            return -1;
         io[i].dtype = dt ? cv_dtype_parse(dt, strlen(dt)) : CV_DT_INVALID;
         if (!io[i].dtype || !json_is_array(shape) || json_array_size(shape) > CV_MAX_RANK)
             return -1;
@@ -147,15 +159,70 @@ static void *create_with_weights(cv_native *n, const char *dir, const char *name
     return ctx;
 }
 
+/* target.requires against this CPU (cpu_check.c), before any of the
+ * library's code runs. */
+static int check_cpu(json_t *target, const char *dir, cv_diag *d)
+{
+    json_t *req = json_object_get(target, "requires");
+    const char *names[64];
+    int k = 0;
+    for (size_t i = 0; i < json_array_size(req) && k < 64; i++)
+        if (json_is_string(json_array_get(req, i)))
+            names[k++] = json_string_value(json_array_get(req, i));
+    return cv_cpu_check(json_string_value(json_object_get(target, "name")), names, k, dir, d);
+}
+
+static int open_manifest(const char *dir, const char *mpath, int threads, cv_native **out,
+                         cv_diag *d);
+
+static int run_buffers(cv_native *n, json_t *syms)
+{
+    int n_syms = (int)json_array_size(syms);
+    n->n_syms = n_syms;
+    n->sym_names = calloc((size_t)n_syms + 1, sizeof *n->sym_names);
+    for (int i = 0; n->sym_names && i < n_syms; i++) {
+        const char *s = json_string_value(json_array_get(syms, (size_t)i));
+        if (!(n->sym_names[i] = strdup(s ? s : "?")))
+            return -1;
+    }
+    n->syms = calloc((size_t)n_syms + 1, sizeof *n->syms);
+    n->bound = calloc((size_t)n_syms + 1, sizeof *n->bound);
+    n->ins = calloc((size_t)n->n_in + 1, sizeof *n->ins);
+    n->outs = calloc((size_t)n->n_out + 1, sizeof *n->outs);
+    return n->sym_names && n->syms && n->bound && n->ins && n->outs ? 0 : -1;
+}
+
+static void free_io(io_desc *io, int n)
+{
+    for (int i = 0; io && i < n; i++)
+        free(io[i].name);
+    free(io);
+}
+
 int cv_native_open(const char *dir, int threads, cv_native **out, cv_diag *d)
+{
+    char *mpath = cv_fs_join(dir, "manifest.json");
+    int rc = mpath ? open_manifest(dir, mpath, threads, out, d) : -1;
+    free(mpath);
+    return rc;
+}
+
+int cv_native_open_manifest(const char *path, int threads, cv_native **out, cv_diag *d)
+{
+    char *dir = cv_fs_dirname(path);
+    int rc = dir ? open_manifest(dir, path, threads, out, d) : -1;
+    free(dir);
+    return rc;
+}
+
+static int open_manifest(const char *dir, const char *mpath, int threads, cv_native **out,
+                         cv_diag *d)
 {
     *out = NULL;
     json_t *m = NULL;
-    char *mpath = cv_fs_join(dir, "manifest.json");
-    int rc = mpath ? cv_json_read_file(mpath, 64u << 20, &m, d) : -1;
-    free(mpath);
-    if (rc)
+    if (cv_json_read_file(mpath, 64u << 20, &m, d))
         return -1;
+    int rc;
     cv_native *n = calloc(1, sizeof *n);
     void *(*create)(int) = NULL;
     const char *name = json_string_value(json_object_get(m, "name"));
@@ -164,11 +231,13 @@ int cv_native_open(const char *dir, int threads, cv_native **out, cv_diag *d)
     if (!n)
         cv_diag_error(d, 9002, (cv_span){.file = dir}, "out of memory");
     else if (!name || strlen(name) > 200 || !json_is_array(syms) || json_array_size(syms) > MAX_SYMS ||
-             parse_io(json_object_get(m, "inputs"), n->in, &n->n_in, syms) ||
-             parse_io(json_object_get(m, "outputs"), n->out, &n->n_out, syms))
+             parse_io(json_object_get(m, "inputs"), &n->in, &n->n_in, syms) ||
+             parse_io(json_object_get(m, "outputs"), &n->out, &n->n_out, syms))
         bad_manifest(d, dir, "not a cuvil artifact manifest");
-    else if (load_symbols(n, dir, name, &create, d) == 0) {
-        n->n_syms = (int)json_array_size(syms);
+    else if (run_buffers(n, syms))
+        cv_diag_error(d, 9002, (cv_span){.file = dir}, "out of memory");
+    else if (check_cpu(json_object_get(m, "target"), dir, d) == 0 &&
+             load_symbols(n, dir, name, &create, d) == 0) {
         json_t *wj = json_object_get(m, "weights");
         n->ctx = wj ? create_with_weights(n, dir, name, wj, threads, d) : create(threads);
         /* create_with_weights has reported why; create says nothing. */
@@ -208,6 +277,21 @@ cv_native_io cv_native_output(const cv_native *n, int i)
     return io_of(&n->out[i]);
 }
 
+void cv_native_io_format(const cv_native *n, cv_native_io io, char *buf, size_t size)
+{
+    size_t at = (size_t)snprintf(buf, size, "%s[", cv_dtype_name(io.dtype));
+    for (int k = 0; k < io.rank && at < size; k++) {
+        int64_t v = io.dims[k];
+        if (v >= 0)
+            at += (size_t)snprintf(buf + at, size - at, "%s%lld", k ? "," : "", (long long)v);
+        else
+            at += (size_t)snprintf(buf + at, size - at, "%s%s", k ? "," : "",
+                                   -1 - v < n->n_syms ? n->sym_names[-1 - v] : "?");
+    }
+    if (at < size)
+        snprintf(buf + at, size - at, "]");
+}
+
 void cv_native_close(cv_native *n)
 {
     if (!n)
@@ -218,27 +302,58 @@ void cv_native_close(cv_native *n)
         munmap(n->weights, n->weights_len);
     if (n->dl)
         dlclose(n->dl);
+    free_io(n->in, n->n_in);
+    free_io(n->out, n->n_out);
+    for (int i = 0; n->sym_names && i < n->n_syms; i++)
+        free(n->sym_names[i]);
+    free(n->sym_names);
+    free(n->syms);
+    free(n->bound);
+    free(n->ins);
+    free(n->outs);
     free(n);
+}
+
+/* "f32[2,5]": what a run was given, for errors. */
+static void tensor_format(const cv_tensor *t, char *buf, size_t size)
+{
+    size_t at = (size_t)snprintf(buf, size, "%s[", cv_dtype_name(t->dtype));
+    for (int k = 0; k < t->rank && at < size; k++)
+        at += (size_t)snprintf(buf + at, size - at, "%s%lld", k ? "," : "",
+                               (long long)t->dims[k]);
+    if (at < size)
+        snprintf(buf + at, size - at, "]");
+}
+
+static int input_error(const cv_native *n, int i, const cv_tensor *got, const char *why,
+                       cv_diag *d)
+{
+    char want[512], have[512];
+    cv_native_io_format(n, cv_native_input(n, i), want, sizeof want);
+    tensor_format(got, have, sizeof have);
+    return cv_diag_error(d, 2024, (cv_span){0}, "input %%%s must be %s, got %s%s",
+                         n->in[i].name, want, have, why), -1;
 }
 
 static int bind_inputs(const cv_native *n, const cv_tensor *in, int64_t *syms, cv_diag *d)
 {
-    bool bound[MAX_SYMS] = {false};
+    bool *bound = n->bound;
+    memset(bound, 0, (size_t)n->n_syms * sizeof *bound);
+    char why[300];
     for (int i = 0; i < n->n_in; i++) {
         const io_desc *io = &n->in[i];
         if (in[i].dtype != io->dtype || in[i].rank != io->rank)
-            return cv_diag_error(d, 2024, (cv_span){0}, "input %d must be %s of rank %d", i,
-                                 cv_dtype_name(io->dtype), io->rank), -1;
+            return input_error(n, i, &in[i], "", d);
         for (int k = 0; k < io->rank; k++) {
             int64_t want = io->dims[k], got = in[i].dims[k];
             int s = (int)(-1 - want);
             if (want >= 0 && want != got)
-                return cv_diag_error(d, 3010, (cv_span){0}, "input %d: dim %d must be %lld, got %lld",
-                                     i, k, (long long)want, (long long)got), -1;
-            if (want < 0 && bound[s] && syms[s] != got)
-                return cv_diag_error(d, 3010, (cv_span){0}, "input %d binds a symbol to %lld, "
-                                     "another input to %lld", i, (long long)got,
-                                     (long long)syms[s]), -1;
+                return input_error(n, i, &in[i], "", d);
+            if (want < 0 && bound[s] && syms[s] != got) {
+                snprintf(why, sizeof why, " (%s is %lld in an earlier input)", n->sym_names[s],
+                         (long long)syms[s]);
+                return input_error(n, i, &in[i], why, d);
+            }
             if (want < 0) {
                 syms[s] = got;
                 bound[s] = true;
@@ -271,9 +386,10 @@ static int alloc_outputs(const cv_native *n, const int64_t *syms, cv_tensor *out
 int cv_native_run(cv_native *n, const cv_tensor *inputs, int n_inputs, cv_tensor *outputs,
                   cv_diag *d)
 {
-    int64_t syms[MAX_SYMS] = {0};
-    const void *ins[MAX_IO];
-    void *outs[MAX_IO];
+    int64_t *syms = n->syms;
+    const void **ins = n->ins;
+    void **outs = n->outs;
+    memset(syms, 0, (size_t)n->n_syms * sizeof *syms);
     if (n_inputs != n->n_in)
         return cv_diag_error(d, 2024, (cv_span){0}, "the model takes %d inputs, got %d",
                              n->n_in, n_inputs), -1;

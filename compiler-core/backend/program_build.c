@@ -1,12 +1,12 @@
 /* The driver of program construction: symbols, input/param/output storage,
  * one codegen hook per op (ops without operands are folded at compile time
  * with their reference kernel), output copies, then memory planning. */
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "compiler-core/backend/codegen.h"
 #include "compiler-core/backend/kernel_internal.h"
+#include "compiler-core/cuvil.h"
 #include "compiler-core/passes/passes.h"
 
 static cv_span func_span(const cv_func *f)
@@ -54,15 +54,11 @@ static int collect_syms(cv_kprog *p, const cv_func *f)
 
 static const char *c_identifier(cv_kprog *p, const char *name)
 {
-    size_t n = strlen(name);
-    char *s = cv_kp_alloc(p, n + 2);
+    size_t n = strlen(name) + 2;
+    char *s = cv_kp_alloc(p, n);
     if (!s)
         return "model";
-    size_t o = 0;
-    if (!isalpha((unsigned char)name[0]) && name[0] != '_')
-        s[o++] = 'm';
-    for (size_t i = 0; i < n; i++)
-        s[o++] = isalnum((unsigned char)name[i]) ? name[i] : '_';
+    cv_artifact_c_name(name, s, n);
     return s;
 }
 

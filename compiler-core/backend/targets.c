@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "compiler-core/backend/llvm/llvm_backend.h"
+#include "compiler-core/cuvil.h"
 
 static const cv_target_desc targets[] = {
     {"x86_64", "x86_64-unknown-linux-gnu", "x86-64", "", "x86_64", NULL, "cc"},
@@ -33,6 +34,22 @@ const cv_target_desc *cv_target_find(const char *name)
     return NULL;
 }
 
+bool cv_target_known(const char *name)
+{
+    return strcmp(name, "native") == 0 || cv_target_find(name) != NULL;
+}
+
+const char *cv_target_names(char *buf, size_t size)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < sizeof targets / sizeof targets[0] && at < size; i++)
+        at += (size_t)snprintf(buf + at, size - at, "%s, ", targets[i].name);
+    if (at < size)
+        snprintf(buf + at, size - at, "native");
+    return buf;
+}
+
 bool cv_target_is_cuda(const char *name)
 {
     const cv_target_desc *t = name ? cv_target_find(name) : NULL;
@@ -54,7 +71,9 @@ int cv_target_describe(const char *name, char triple[64], char *features, size_t
             return -1;
         feat = native_features;
     } else {
-        return cv_diag_error(d, 5010, (cv_span){0}, "unknown target '%s'", name), -1;
+        char list[512];
+        return cv_diag_error(d, 5010, (cv_span){0}, "unknown target '%s'; the targets are %s",
+                             name, cv_target_names(list, sizeof list)), -1;
     }
     int n = snprintf(features, size, "cpu=%s%s%s", cpu, *feat ? "," : "", feat);
     free(native_features);

@@ -105,6 +105,29 @@ cv_value *cv_func_find_value(const cv_func *f, const char *name)
 
 int cv_func_name_count(const cv_func *f) { return f->names->count; }
 
+/* The old name's slot becomes a tombstone: probing goes on past it (id
+ * stays set) but no name matches it (no name's tag is all 0x01). */
+int cv_func_rename_value(cv_func *f, cv_value *v, const char *name)
+{
+    if (cv_func_find_value(f, name))
+        return -1;
+    const char *copy = cv_arena_strdup(&f->module->arena, name);
+    if (!copy)
+        return -1;
+    if (f->names->cap) {
+        char tag[NAME_TAG];
+        uint32_t h = name_key(v->name, tag);
+        name_slot *s = index_slot(f, h, tag, v->name);
+        if (s->id == v->id) {
+            memset(s->tag, 1, NAME_TAG);
+            s->hash = ~h;
+        }
+    }
+    v->name = copy;
+    index_insert(f, v);
+    return 0;
+}
+
 cv_module *cv_module_new(const char *path)
 {
     cv_arena a;

@@ -219,6 +219,9 @@ void cv_func_set_returns(cv_func *f, cv_value *const *vals, int n);
 /* A name unused in f, for a value that has none ("0", "1", ...). */
 const char *cv_func_auto_name(cv_func *f);
 cv_value *cv_func_find_value(const cv_func *f, const char *name);
+/* Renames v (front ends: a graph output keeps its model's name).  -1 when
+ * another value already has the name. */
+int cv_func_rename_value(cv_func *f, cv_value *v, const char *name);
 /* How many distinct names f's values have: fewer than n_values iff some name
  * is defined twice (the verifier then looks for the repeats). */
 int cv_func_name_count(const cv_func *f);

@@ -28,6 +28,12 @@ typedef void (*cvrt_kernel_fn)(cvrt_ctx *rt, void *const *bufs, const int64_t *s
 
 /* threads <= 0 picks 1.  Returns NULL when memory or threads run out. */
 cvrt_ctx *cvrt_create(int threads);
+/* The artifact's CPU check (cvrt_cpu.c): required is the comma-separated
+ * features of its target ("avx2,fma,avx512f"), target its -t name.  0 when
+ * this CPU has them all; else -1, and cvrt_cpu_last_error gives 5036 and a
+ * message naming the missing ones. */
+int cvrt_cpu_check(const char *required, const char *target);
+int cvrt_cpu_last_error(const char **msg);
 void cvrt_destroy(cvrt_ctx *rt);
 int cvrt_threads(const cvrt_ctx *rt);
 

@@ -15,3 +15,15 @@ $(BUILD)/models/transformers.stamp: tests/tools/export_transformers_static.py
 	@mkdir -p $(@D)
 	$(Q)/usr/bin/python3 tests/tools/export_transformers_static.py $(@D) && touch $@ || \
 	  echo "warning: transformer export skipped (python3-torch missing?)"
+
+# Two tiny PyTorch exports (tests/unit/test_artifact_names.c), both graphs
+# named "torch_jit"; the tests skip when PyTorch is not installed.
+TEST_DATA += $(BUILD)/models/tiny/tiny.stamp
+$(BUILD)/models/tiny/tiny.stamp: tests/tools/export_tiny_torch.py
+	@mkdir -p $(@D)
+	$(Q)/usr/bin/python3 $< $(@D) >/dev/null 2>&1 && touch $@ || \
+	  echo "warning: tiny PyTorch exports skipped (python3-torch missing?)"
+
+# The quick-tour and docs tests (tests/tour.sh, test_docs, test_artifact_names)
+# run the normal build, as a user does, and the examples as `make` leaves them.
+TEST_DATA += $(BUILD)/cuvil $(BUILD)/lib/cuvil/libcv_llvm.so $(EXAMPLE_WEIGHTS)

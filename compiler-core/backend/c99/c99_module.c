@@ -157,6 +157,9 @@ static void define_small_api(const cv_kprog *p, cv_sb *o)
     cv_sb_puts(o, "    return ");
     cv_artifact_arena_expr(p, "symbolic_dims", o);
     cv_sb_puts(o, ";\n}\n\n");
+    /* Portable C has no instruction-set requirement: create never refuses. */
+    cv_sb_printf(o, "int cv_%s_last_error(const char **message)\n{\n"
+                    "    if (message)\n        *message = NULL;\n    return 0;\n}\n\n", n);
     cv_sb_printf(o, "void cv_%s_destroy(cv_%s_ctx *ctx)\n{\n    if (!ctx)\n        return;\n"
                     "    free(ctx->arena_mem);\n    free(ctx);\n}\n\n", n, n);
     cv_sb_printf(o, "int cv_%s_reserve(cv_%s_ctx *ctx, const int64_t *symbolic_dims)\n{\n"

@@ -14,6 +14,7 @@
 #include "compiler-core/backend/llvm/llvm_backend.h"
 #include "compiler-core/backend/llvm/llvm_internal.h"
 #include "compiler-core/backend/llvm/rtbc.h"
+#include "compiler-core/cuvil.h"
 
 static const char *plugin_version(void)
 {
@@ -224,7 +225,15 @@ static int pipeline(LLVMContextRef ctx, LLVMModuleRef mod, LLVMTargetMachineRef 
     bool riscv = strcmp(t->rt_variant, "riscv64") == 0;
     unsigned quirks = (riscv || strcmp(t->rt_variant, "x86_64") == 0 ? CV_LLVM_SOFT_HALF : 0) |
                       (riscv ? CV_LLVM_SOFT_ROUND : 0);
-    if (setup_module(ctx, mod, tm, t) || cv_llvm_build_module(ctx, mod, p, quirks, d) ||
+    cv_llvm_cpu_check cpu = {.target = t->name};
+    bool x86 = strncmp(t->rt_variant, "x86_64", 6) == 0;
+    const char *req[64];
+    int n = x86 ? cv_cpu_required(t->cpu, t->features, req, 64) : 0;
+    for (int i = 0, at = 0; i < n && at < (int)sizeof cpu.requires; i++)
+        at += snprintf(cpu.requires + at, sizeof cpu.requires - (size_t)at, "%s%s", i ? "," : "",
+                       req[i]);
+    if (setup_module(ctx, mod, tm, t) ||
+        cv_llvm_build_module(ctx, mod, p, quirks, strcmp(t->rt_variant, "cuda") ? &cpu : NULL, d) ||
         link_runtime(ctx, mod, t, d) || cv_llvm_debuginfo(ctx, mod, p, d))
         return -1;
     finalize(ctx, mod, p, t);

@@ -81,8 +81,15 @@ LLVMValueRef cv_llvm_kernel(LLVMContextRef ctx, LLVMModuleRef mod, const cv_kpro
  * (p->debug), attaches DWARF line info that maps them to the model. */
 int cv_llvm_debuginfo(LLVMContextRef ctx, LLVMModuleRef mod, const cv_kprog *p, cv_diag *d);
 
-/* module.c: the whole artifact module into mod; quirks: CV_LLVM_SOFT_*. */
+/* What cv_<name>_create checks before anything else: the x86 features its
+ * code needs ("avx2,fma,..."; empty elsewhere) and the -t name. */
+typedef struct cv_llvm_cpu_check {
+    char requires[1024];
+    const char *target;
+} cv_llvm_cpu_check;
+/* module.c: the whole artifact module into mod; quirks: CV_LLVM_SOFT_*;
+ * cpu: the create check and last_error (NULL: neither, the CUDA host). */
 int cv_llvm_build_module(LLVMContextRef ctx, LLVMModuleRef mod, const cv_kprog *p, unsigned quirks,
-                         cv_diag *d);
+                         const cv_llvm_cpu_check *cpu, cv_diag *d);
 
 #endif

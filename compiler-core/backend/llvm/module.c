@@ -16,6 +16,7 @@ typedef struct modgen {
     LLVMValueRef *consts;       /* by storage id: the weights global, or NULL */
     int64_t *wofs;              /* --weights-file: by storage id, the offset in the file */
     LLVMValueRef arena_fn;      /* internal: int64_t arena_bytes(const int64_t *syms) */
+    const cv_llvm_cpu_check *cpu;   /* x86: what create checks first; NULL: nothing */
 } modgen;
 
 static void signext(LLVMContextRef ctx, LLVMValueRef fn, unsigned idx)
@@ -301,6 +302,18 @@ static void define_create(modgen *g)
     signext(g->ctx, fn, 1);
     LLVMBuilderRef b = LLVMCreateBuilderInContext(g->ctx);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));
+    if (g->cpu && g->cpu->requires[0]) {    /* before code that needs the target's features */
+        LLVMTypeRef cp[2] = {g->ptr, g->ptr};
+        LLVMValueRef ca[2] = {LLVMBuildGlobalStringPtr(b, g->cpu->requires, "cv_requires"),
+                              LLVMBuildGlobalStringPtr(b, g->cpu->target, "cv_target")};
+        LLVMValueRef bad = rt_call(b, g, "cvrt_cpu_check", g->i32, cp, ca, 2);
+        LLVMBasicBlockRef no = LLVMAppendBasicBlockInContext(g->ctx, fn, "no_cpu");
+        LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(g->ctx, fn, "cpu_ok");
+        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntNE, bad, LLVMConstInt(g->i32, 0, 0), ""), no, ok);
+        LLVMPositionBuilderAtEnd(b, no);
+        LLVMBuildRet(b, LLVMConstNull(g->ptr));
+        LLVMPositionBuilderAtEnd(b, ok);
+    }
     LLVMValueRef th = LLVMGetParam(fn, 0);
     LLVMValueRef rt = rt_call(b, g, "cvrt_create", g->ptr, &g->i32, &th, 1);
     if (g->p->n_syms == 0) {
@@ -350,13 +363,20 @@ static void define_small_api(modgen *g)
     fn = api_fn(g, "arena_bytes", g->i64, &g->ptr, 1);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));
     LLVMBuildRet(b, call_arena_bytes(b, g, LLVMGetParam(fn, 0)));
+    if (g->cpu) {   /* int last_error(const char **message): why create refused */
+        fn = api_fn(g, "last_error", g->i32, &g->ptr, 1);
+        signext(g->ctx, fn, LLVMAttributeReturnIndex);
+        LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));
+        LLVMValueRef m = LLVMGetParam(fn, 0);
+        LLVMBuildRet(b, rt_call(b, g, "cvrt_cpu_last_error", g->i32, &g->ptr, &m, 1));
+    }
     LLVMDisposeBuilder(b);
 }
 
 int cv_llvm_build_module(LLVMContextRef ctx, LLVMModuleRef mod, const cv_kprog *p, unsigned quirks,
-                         cv_diag *d)
+                         const cv_llvm_cpu_check *cpu, cv_diag *d)
 {
-    modgen g = {.ctx = ctx, .mod = mod, .p = p};
+    modgen g = {.ctx = ctx, .mod = mod, .p = p, .cpu = cpu};
     g.ptr = LLVMPointerTypeInContext(ctx, 0);
     g.i64 = LLVMInt64TypeInContext(ctx);
     g.i32 = LLVMInt32TypeInContext(ctx);

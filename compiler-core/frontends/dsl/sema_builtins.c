@@ -3,12 +3,18 @@
 #include <math.h>
 #include <string.h>
 
+#include "compiler-core/cuvil.h"
 #include "compiler-core/frontends/dsl/sema.h"
 
 static const char *const builtin_names[DSL_B_COUNT] = {
     "range", "len", "min", "max", "abs", "int", "float", "bool", "tuple", "list", "zip",
     "enumerate", "sum",
 };
+
+const char *cv_dsl_builtin_at(int i)
+{
+    return i >= 0 && i < DSL_B_COUNT ? builtin_names[i] : NULL;
+}
 
 dsl_scope *dsl_builtins_scope(dsl_sema *s)
 {

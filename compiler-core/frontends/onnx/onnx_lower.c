@@ -106,6 +106,23 @@ static int add_returns(onnx_ctx *c, onnx_val *v, cv_value **rets, int *n, int ma
     return 0;
 }
 
+/* The returned value takes the graph output's name (an op's result has a
+ * generated one, "48"): the artifact's manifest, header and `cuvil run`
+ * name outputs by it.  Inputs and weights returned as they are, a value
+ * returned twice and a name already taken keep theirs. */
+static void keep_output_name(onnx_ctx *c, cv_value **rets, int i, const char *name)
+{
+    cv_value *v = rets[i];
+    if (v->kind != CV_VAL_RESULT || !name[0] || strcmp(v->name, name) == 0)
+        return;
+    for (int k = 0; k < i; k++)
+        if (rets[k] == v)
+            return;
+    const char *id = onnx_ident(c, name);
+    if (id)
+        cv_func_rename_value(c->f, v, id);
+}
+
 static int bind_outputs(onnx_ctx *c, const Onnx__GraphProto *g)
 {
     int rc = 0, n = 0, max = (int)g->n_output + ONNX_MAX_SEQ;
@@ -119,10 +136,13 @@ static int bind_outputs(onnx_ctx *c, const Onnx__GraphProto *g)
             rc = onnx_err(c, ONNX_E_OUTPUT_MISSING, "graph output '%s' is never produced", name);
             continue;
         }
+        int first = n;
         if (v->poisoned || add_returns(c, v, rets, &n, max) < 0) {
             rc = -1;
             continue;
         }
+        if (n == first + 1)
+            keep_output_name(c, rets, first, name);
         at_producer(c, g, v);
         if (check_declared(c, g->output[i], v) < 0)
             rc = -1;

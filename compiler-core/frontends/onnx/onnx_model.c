@@ -70,11 +70,50 @@ static int fill_strings(Onnx__ModelProto *mp)
     return rc;
 }
 
-/* The function name: the graph's name as an identifier, or "model". */
+/* Graph names exporters write whatever the model is: every PyTorch export
+ * is "torch_jit", so they cannot name an artifact (two would collide). */
+static const char *const placeholder_names[] = {
+    "torch_jit", "torch-jit-export", "main_graph", "tf2onnx", "graph", "Graph", "model",
+    "onnx_graph", "sklearn", "ONNX(LinearRegression)",
+};
+
+static bool is_placeholder(const char *name)
+{
+    for (size_t i = 0; i < sizeof placeholder_names / sizeof placeholder_names[0]; i++)
+        if (strcmp(name, placeholder_names[i]) == 0)
+            return true;
+    return false;
+}
+
+/* The file's name without its directory and its last extension. */
+static const char *path_stem(const char *path, size_t *len)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *dot = strrchr(base, '.');
+    *len = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+    return base;
+}
+
+/* The function name (the artifact's C name): the graph's name unless it
+ * is an exporter's placeholder, else the model file's stem, else "model";
+ * as an identifier (anything but [A-Za-z0-9_] becomes '_'). */
 static const char *func_name(onnx_ctx *c, const Onnx__GraphProto *g)
 {
-    const char *s = g->name && g->name[0] ? g->name : "model";
-    size_t n = strlen(s) < 64 ? strlen(s) : 64;
+    const char *s = "model";
+    size_t n = 5;
+    if (g->name && g->name[0] && !is_placeholder(g->name)) {
+        s = g->name;
+        n = strlen(s);
+    } else if (c->path && strcmp(c->path, "<memory>") != 0) {
+        size_t len;
+        const char *stem = path_stem(c->path, &len);
+        if (len) {
+            s = stem;
+            n = len;
+        }
+    }
+    n = n < 64 ? n : 64;
     char *id = cv_arena_strndup(c->a, s, n);
     for (size_t i = 0; id && i < n; i++)
         if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= 'A' && id[i] <= 'Z') ||

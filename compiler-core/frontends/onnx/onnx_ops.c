@@ -4,6 +4,7 @@
  * unsupported up front instead of failing half-way. */
 #include <string.h>
 
+#include "compiler-core/cuvil.h"
 #include "compiler-core/frontends/onnx/onnx_internal.h"
 
 static const onnx_op_family *const families[] = {
@@ -63,6 +64,20 @@ bool onnx_op_available(const onnx_op_entry *e)
         p += n;
     }
     return true;
+}
+
+const char *cv_onnx_op_at(int i, int *since)
+{
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
+        if (i < families[f]->count) {
+            const onnx_op_entry *e = &families[f]->entries[i];
+            if (since)
+                *since = e->since;
+            return onnx_op_available(e) ? e->op_type : "";
+        }
+        i -= families[f]->count;
+    }
+    return NULL;
 }
 
 bool cv_onnx_op_supported(const char *op_type)
