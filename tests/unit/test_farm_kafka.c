@@ -26,6 +26,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cache/cache.h"
+#include "common/fs.h"
 #include "controller/controller.h"
 #include "tests/support/childproc.h"
 #include "tests/support/pyrun.h"
@@ -90,11 +92,17 @@ static pid_t start_worker(fx *f, const char *id, const char *env)
     snprintf(name, sizeof name, "worker-%s.log", id);
     char *log = cv_tmpdir_path(f->dir, name);
     char *scratch = cv_tmpdir_path(f->dir, "scratch");
+    /* the farm's action-cache key pair (made by the test: see keys_made) */
+    char *sign = cv_tmpdir_path(f->state, "keys/ac-signing.pem");
+    char *verify = cv_tmpdir_path(f->state, "keys/ac-verify.pem");
     const char *argv[] = {f->bin, "worker", "--queue", f->url, "--trees", f->trees,
                           "--cache", cache, "--remote-cache", f->remote, "--scratch", scratch,
                           "--id", id, "--poll-ms", "200", "--lease", "6",
+                          "--signing-key", sign, "--verify-key", verify,
                           "--allow-test-faults", "-v", NULL};
     pid_t pid = spawn(argv, log, env);
+    free(sign);
+    free(verify);
     free(cache);
     free(log);
     free(scratch);
@@ -264,8 +272,22 @@ static void test_controller_two_workers_and_a_kill(void **state)
 
     char *ctl_cache = cv_tmpdir_path(f->dir, "cache-controller");
     char *ctl_log = cv_tmpdir_path(f->dir, "controller.log");
+    /* Signed action entries: the pair is made before anyone starts, in
+     * the state directory where the controller (and `artifacts get`) find
+     * it; the workers are given it. */
+    char *keys = cv_tmpdir_path(f->state, "keys");
+    char *sign = cv_tmpdir_path(keys, "ac-signing.pem"), *verify = cv_tmpdir_path(keys, "ac-verify.pem");
+    cv_diag kd;
+    cv_diag_init(&kd);
+    assert_int_equal(cv_fs_mkdirs(keys, 0700), 0);
+    assert_int_equal(cv_cache_ac_keygen(sign, verify, &kd), 0);
+    cv_diag_free(&kd);
+    free(keys);
+    free(sign);
+    free(verify);
     const char *cargv[] = {f->bin, "controller", f->repo_dir, "--state", f->state, "--queue",
-                           f->url, "--cache", ctl_cache, "--interval", "1s", NULL};
+                           f->url, "--cache", ctl_cache, "--interval", "1s", "--remote-cache",
+                           f->remote, NULL};
     f->controller = spawn(cargv, ctl_log, NULL);
     f->worker_a = start_worker(f, "a", NULL);
     f->worker_b = start_worker(f, "b", NULL);

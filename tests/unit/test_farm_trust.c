@@ -142,11 +142,11 @@ static char *read_err(const fx *f)
     return e ? e : strdup("");
 }
 
-/* `cuvil farm up --once --workers 1` with extra flags; its summary goes to
+/* `cuvil farm up --once --workers 2` with extra flags; its summary goes to
  * *out, its exit status is returned. */
 static int farm_up(const fx *f, const char *state, const char *const *extra, char **out)
 {
-    const char *argv[24] = {f->bin, "farm", "up", f->repo, "--once", "--workers", "1",
+    const char *argv[24] = {f->bin, "farm", "up", f->repo, "--once", "--workers", "2",
                             "--state", state};
     int n = 9;
     for (int i = 0; extra && extra[i]; i++)
