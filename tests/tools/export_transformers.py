@@ -49,6 +49,13 @@ class Speech(nn.Module):
         return self.out(y)
 
 
+def vit_b_16():
+    import torchvision
+    m = torchvision.models.vit_b_16(weights=None)
+    nn.init.normal_(m.heads.head.weight, std=0.02)   # zero-initialised by torchvision
+    return m
+
+
 def models(kind):
     import torchvision
     small = {
@@ -59,7 +66,7 @@ def models(kind):
                         {"x": {0: "N", 2: "frames"}}, 14),
     }
     large = {
-        "vit_b_16": (torchvision.models.vit_b_16(weights=None),
+        "vit_b_16": (vit_b_16(),
                      [("x", "float", (1, 3, 224, 224))], None, 14),
         "swin_t": (torchvision.models.swin_t(weights=None),
                    [("x", "float", (1, 3, 224, 224))], None, 14),

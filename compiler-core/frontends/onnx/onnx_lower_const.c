@@ -98,10 +98,105 @@ static int big_fill(onnx_ctx *c, cv_dtype dt, const void *value, const int64_t *
     return onnx_bind_value(c, 0, onnx_finish(c, o));
 }
 
+/* A value of the graph with extent `sym` on some axis (*axis), or NULL. */
+static cv_value *value_with_dim(onnx_ctx *c, const char *sym, int *axis)
+{
+    for (int i = 0; i < c->f->n_values; i++) {
+        const cv_value *v = c->f->values[i];
+        for (int a = 0; a < v->type.shape.rank; a++)
+            if (v->type.shape.d[a].sym && !strcmp(v->type.shape.d[a].sym, sym) &&
+                cv_type_known(&v->type)) {
+                *axis = a;
+                return c->f->values[i];
+            }
+    }
+    return NULL;
+}
+
+/* A [1,..,S,..,1] tensor of zeros of type dt (S at position j of rank
+ * `rank`) made from a value that has extent S on some axis: slice every
+ * other axis to 1, compare it with itself (false even for NaN), cast, and
+ * reshape. */
+static cv_value *zeros_along(onnx_ctx *c, cv_dtype dt, const char *sym, int j, int rank)
+{
+    int axis;
+    cv_value *v = value_with_dim(c, sym, &axis);
+    if (!v)
+        return NULL;
+    int64_t st[CV_MAX_RANK], en[CV_MAX_RANK], ax[CV_MAX_RANK], shape[CV_MAX_RANK];
+    int n = 0;
+    for (int a = 0; a < v->type.shape.rank; a++)
+        if (a != axis) {
+            st[n] = 0;
+            en[n] = 1;
+            ax[n++] = a;
+        }
+    if (n) {
+        cv_op *o = onnx_op(c, "slice", &v, 1);
+        if (o) {
+            cv_op_set_ints(o, "starts", st, n);
+            cv_op_set_ints(o, "ends", en, n);
+            cv_op_set_ints(o, "axes", ax, n);
+        }
+        v = onnx_finish(c, o);
+    }
+    v = v ? onnx_binary(c, "less", v, v) : NULL;
+    cv_op *o = v ? onnx_op(c, "cast", &v, 1) : NULL;
+    if (o)
+        cv_op_set_dtype(o, "to", dt);
+    v = onnx_finish(c, o);
+    for (int a = 0; a < rank; a++)
+        shape[a] = a == j ? -1 : 1;
+    o = v ? onnx_op(c, "reshape", &v, 1) : NULL;
+    if (o)
+        cv_op_set_ints(o, "shape", shape, rank);
+    return onnx_finish(c, o);
+}
+
+/* ConstantOfShape of a shape value with symbolic entries: zeros along each
+ * symbolic axis, broadcast together, expanded over the static ones, plus
+ * the fill value. */
+static int symbolic_fill(onnx_ctx *c, const onnx_const *k, cv_dtype dt, const void *value)
+{
+    int rank = (int)k->numel;
+    int64_t st[CV_MAX_RANK];
+    cv_value *acc = NULL;
+    if (k->rank != 1 || rank > CV_MAX_RANK)
+        return onnx_err(c, ONNX_E_SHAPE_VALUE, "the shape must be a 1-D tensor of at most %d "
+                        "entries", CV_MAX_RANK);
+    for (int i = 0; i < rank; i++) {
+        st[i] = k->syms[i] ? 1 : onnx_const_i64(k, i);
+        if (!k->syms[i])
+            continue;
+        cv_value *z = zeros_along(c, dt, k->syms[i], i, rank);
+        if (!z)
+            return onnx_err(c, ONNX_E_DATA_DEPENDENT, "shape[%d] is %s, the extent of no value "
+                            "of the graph", i, k->syms[i]);
+        acc = acc ? onnx_binary(c, "add", acc, z) : z;
+    }
+    cv_op *o = acc ? onnx_op(c, "expand", &acc, 1) : NULL;
+    if (o)
+        cv_op_set_ints(o, "shape", st, rank);
+    acc = onnx_finish(c, o);
+    double v = value ? cv_dtype_load(dt, value, 0) : 0;
+    if (acc && v != 0)
+        acc = onnx_binary(c, "add", acc, onnx_scalar(c, dt, v));
+    return onnx_bind_value(c, 0, acc);
+}
+
 static int lower_constant_of_shape(onnx_ctx *c)
 {
     int64_t dims[CV_MAX_RANK];
     int rank = 0;
+    const onnx_val *sv = onnx_in(c, 0);
+    if (sv && sv->c && sv->c->syms) {
+        const Onnx__AttributeProto *a = onnx_attr(c, "value");
+        onnx_const fill = {0};
+        if (a && a->t &&
+            onnx_tensor_decode(a->t, c->a, c->base_dir, c->path, c->label, &fill, c->d) < 0)
+            return -1;
+        return symbolic_fill(c, sv->c, a && a->t ? fill.dt : CV_F32, a && a->t ? fill.data : NULL);
+    }
     if (const_dims(c, 0, dims, &rank) < 0)
         return -1;
     const Onnx__AttributeProto *a = onnx_attr(c, "value");

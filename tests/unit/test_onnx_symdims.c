@@ -1,0 +1,163 @@
+/* ONNX import of shape computations with symbols and of constant subgraphs
+ * (issue 26): the generic interpreter fold, symbolic shape arithmetic,
+ * Cast keeping symbols, ConstantOfShape over a symbolic shape, and the
+ * coded refusal of a Range over a symbol. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler-core/ir/ir.h"
+#include "tests/unit/onnx_testlib.h"
+
+static cv_module *load_ok(tb *b, cv_diag *d)
+{
+    cv_module *m = tb_load(b, d);
+    if (!m)
+        cv_diag_print(d, stderr, false);
+    assert_non_null(m);
+    return m;
+}
+
+/* Expand's shape is Where(Equal(...), ...) over constants: no rule folds
+ * Where, the interpreter evaluates it (ViT's class-token expand). */
+static void test_constant_subgraph_evaluated(void **state)
+{
+    (void)state;
+    tb b;
+    tb_init(&b, 14);
+    int64_t dx[2] = {2, 3}, d3[1] = {3}, dy[3] = {4, 2, 3};
+    int64_t c1[3] = {-1, 2, 3}, c2[3] = {-1, 0, 0}, x3[3] = {4, 1, 1}, y3[3] = {9, 2, 3};
+    tb_input(&b, "x", TB_FLOAT, 2, dx);
+    tb_output(&b, "y", TB_FLOAT, 3, dy);
+    tb_init_tensor(&b, "c1", TB_INT64, 1, d3, c1, true);
+    tb_init_tensor(&b, "c2", TB_INT64, 1, d3, c2, true);
+    tb_init_tensor(&b, "a", TB_INT64, 1, d3, x3, true);
+    tb_init_tensor(&b, "bb", TB_INT64, 1, d3, y3, true);
+    tb_node(&b, "Equal", "eq", "c1,c2", "cond");
+    tb_node(&b, "Where", "where", "cond,a,bb", "shape");
+    tb_node(&b, "Expand", "expand", "x,shape", "y");
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_module *m = load_ok(&b, &d);
+    const cv_type *t = &m->funcs[0]->returns[0]->type;
+    assert_int_equal(t->shape.rank, 3);
+    assert_int_equal(t->shape.d[0].n, 4);
+    assert_int_equal(t->shape.d[1].n, 2);
+    assert_int_equal(t->shape.d[2].n, 3);
+    cv_module_free(m);
+    cv_diag_free(&d);
+    tb_free(&b);
+}
+
+/* x.reshape(2 * x.shape[0], -1 + ...) : Mul over the symbolic N folds into
+ * the expression 2*N, and reshape's -1 solves it. */
+static void test_symbolic_arithmetic_folds(void **state)
+{
+    (void)state;
+    tb b;
+    tb_init(&b, 14);
+    int64_t dx[2] = {TB_N, 4}, one[1] = {1}, zero = 0, two = 2;
+    tb_input(&b, "x", TB_FLOAT, 2, dx);
+    tb_output(&b, "y", TB_FLOAT, -1, NULL);
+    tb_init_tensor(&b, "i0", TB_INT64, 0, NULL, &zero, true);
+    tb_init_tensor(&b, "two", TB_INT64, 0, NULL, &two, true);
+    tb_init_tensor(&b, "ax", TB_INT64, 1, one, &zero, true);
+    tb_init_tensor(&b, "two1", TB_INT64, 1, one, &two, true);
+    tb_node(&b, "Shape", "shape", "x", "s");
+    tb_node(&b, "Gather", "g", "s,i0", "n");
+    tb_node(&b, "Mul", "mul", "n,two", "n2");
+    tb_node(&b, "Unsqueeze", "u", "n2,ax", "n2v");
+    Onnx__NodeProto *cat = tb_node(&b, "Concat", "cat", "n2v,two1", "target");
+    tb_attr_i(&b, cat, "axis", 0);
+    tb_node(&b, "Reshape", "r", "x,target", "y");
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_module *m = load_ok(&b, &d);
+    const cv_type *t = &m->funcs[0]->returns[0]->type;
+    assert_true(cv_dim_is_expr(t->shape.d[0]));
+    assert_string_equal(t->shape.d[0].sym, "2*N");
+    assert_int_equal(t->shape.d[1].n, 2);
+    cv_module_free(m);
+    cv_diag_free(&d);
+    tb_free(&b);
+}
+
+/* torch.arange(x.shape[1]) exports Shape -> Gather -> Cast -> Range: the
+ * Cast kept a placeholder and dropped the symbol, so the Range had 0 rows. */
+static void test_range_over_symbol_refused(void **state)
+{
+    (void)state;
+    tb b;
+    tb_init(&b, 14);
+    int64_t dx[2] = {TB_N, 4}, zero = 0, one = 1;
+    tb_input(&b, "x", TB_FLOAT, 2, dx);
+    tb_output(&b, "y", TB_INT64, -1, NULL);
+    tb_init_tensor(&b, "i0", TB_INT64, 0, NULL, &zero, true);
+    tb_init_tensor(&b, "one", TB_INT64, 0, NULL, &one, true);
+    tb_node(&b, "Shape", "shape", "x", "s");
+    tb_node(&b, "Gather", "g", "s,i0", "n");
+    Onnx__NodeProto *cast = tb_node(&b, "Cast", "cast", "n", "nc");
+    tb_attr_i(&b, cast, "to", TB_INT64);
+    tb_node(&b, "Range", "positions", "i0,nc,one", "y");
+    cv_diag d;
+    cv_diag_init(&d);
+    assert_null(tb_load(&b, &d));
+    assert_true(tb_has_error(&d, 4305, "positions"));
+    cv_diag_free(&d);
+    tb_free(&b);
+}
+
+/* ConstantOfShape(Shape(x)) with a symbolic N becomes ops over x's extent;
+ * the interpreter fills it at several N. */
+static void test_constant_of_symbolic_shape(void **state)
+{
+    (void)state;
+    tb b;
+    tb_init(&b, 14);
+    int64_t dx[2] = {TB_N, 4};
+    float fill = 1.5f;
+    tb_input(&b, "x", TB_FLOAT, 2, dx);
+    tb_output(&b, "y", TB_FLOAT, 2, dx);
+    tb_node(&b, "Shape", "shape", "x", "s");
+    Onnx__NodeProto *k = tb_node(&b, "ConstantOfShape", "fill", "s", "z");
+    Onnx__AttributeProto *a = tb_attr(&b, k, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+    int64_t d1[1] = {1};
+    a->t = tb_tensor(&b, "", TB_FLOAT, 1, d1, &fill, false);
+    tb_node(&b, "Add", "add", "x,z", "y");
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_module *m = load_ok(&b, &d);
+    assert_int_equal(cv_verify(m, 0, &d), 0);
+    for (int64_t n = 1; n <= 5; n += 2) {
+        cv_tensor in, out;
+        int64_t dims[2] = {n, 4};
+        assert_int_equal(cv_tensor_alloc(&in, CV_F32, 2, dims), 0);
+        for (int64_t i = 0; i < in.numel; i++)
+            ((float *)in.data)[i] = (float)i;
+        assert_int_equal(cv_interp_run(m->funcs[0], &in, 1, &out, &d), 0);
+        assert_int_equal(out.dims[0], n);
+        for (int64_t i = 0; i < out.numel; i++)
+            assert_true(((float *)out.data)[i] == (float)i + 1.5f);
+        cv_tensor_free(&in);
+        cv_tensor_free(&out);
+    }
+    cv_module_free(m);
+    cv_diag_free(&d);
+    tb_free(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_constant_subgraph_evaluated),
+        cmocka_unit_test(test_symbolic_arithmetic_folds),
+        cmocka_unit_test(test_range_over_symbol_refused),
+        cmocka_unit_test(test_constant_of_symbolic_shape),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
