@@ -25,8 +25,8 @@
 typedef struct att_match {
     cv_value *q, *k, *v, *mask;
     int64_t bshd[4];
-    double scale;
-    bool has_scale, causal;
+    double scale;           /* 1 when the chain does not scale (not the op's default) */
+    bool causal;
     cv_op *pv;              /* the final matmul */
     cv_op *out_t;           /* the transpose of the result absorbed, or NULL */
 } att_match;
@@ -132,7 +132,6 @@ static cv_op *scores(cv_value *s, const int *uses, att_match *m)
             c = 1.0 / c;
         }
         m->scale = c;
-        m->has_scale = true;
         s = d->operands[chain];
         if (uses[s->id] != 1)
             return NULL;
@@ -143,6 +142,7 @@ static cv_op *scores(cv_value *s, const int *uses, att_match *m)
 static bool match(cv_op *sm, const int *uses, cv_op *const *user, att_match *m)
 {
     memset(m, 0, sizeof *m);
+    m->scale = 1;
     cv_value *p = sm->results[0];
     const cv_shape *ps = &p->type.shape;
     if (p->type.dtype != CV_F32 || ps->rank != 4 || uses[p->id] != 1 ||
@@ -182,8 +182,7 @@ static int rewrite(cv_func *f, const att_match *m, int *fused, cv_diag *d)
     cv_op *op = cv_op_new(f, "attention", ops, m->mask ? 4 : 3);
     if (!op)
         return cv_diag_error(d, 9002, f->span, "out of memory fusing attention"), -1;
-    if (m->has_scale)
-        cv_op_set_float(op, "scale", m->scale);
+    cv_op_set_float(op, "scale", m->scale);
     if (m->causal)
         cv_op_set_int(op, "causal", 1);
     cv_op_set_ints(op, "bshd", m->bshd, 4);

@@ -97,6 +97,16 @@ static const char not_causal[] =
     "  %6 = matmul(%5, %v) : f32[1,2,3,8]\n"
     "  return %6\n}\n";
 
+/* No scaling at all: the fused op's scale must be 1, not its default
+ * 1/sqrt(D); k is read through its [B,H,S,D] -> [B,H,D,S] transpose. */
+static const char unscaled[] =
+    "cuir 1\nmodel @un(%q: f32[1,2,3,8], %k: f32[1,2,5,8], %v: f32[1,2,5,8]) -> (f32[1,2,3,8]) {\n"
+    "  %1 = transpose(%k) {perm=[0,1,3,2]} : f32[1,2,8,5]\n"
+    "  %2 = matmul(%q, %1) : f32[1,2,3,5]\n"
+    "  %5 = softmax(%2) {axis=-1} : f32[1,2,3,5]\n"
+    "  %6 = matmul(%5, %v) : f32[1,2,3,8]\n"
+    "  return %6\n}\n";
+
 /* The scores are returned too: fusing would have to keep them. */
 static const char scores_used[] =
     "cuir 1\nmodel @two(%q: f32[1,2,3,8], %k: f32[1,2,3,8], %v: f32[1,2,3,8]) ->"
@@ -176,6 +186,7 @@ static void check_chain(const char *text, int want_fused, int want_transposes)
 
 static void test_bert_chain(void **state) { (void)state; check_chain(bert_chain, 1, 0); }
 static void test_gpt_chain(void **state) { (void)state; check_chain(gpt_chain, 1, 0); }
+static void test_unscaled(void **state) { (void)state; check_chain(unscaled, 1, 0); }
 static void test_not_causal(void **state) { (void)state; check_chain(not_causal, 0, 1); }
 static void test_scores_used(void **state) { (void)state; check_chain(scores_used, 0, 1); }
 
@@ -205,6 +216,7 @@ int main(void)
         cmocka_unit_test(test_infer),
         cmocka_unit_test(test_bert_chain),
         cmocka_unit_test(test_gpt_chain),
+        cmocka_unit_test(test_unscaled),
         cmocka_unit_test(test_not_causal),
         cmocka_unit_test(test_scores_used),
         cmocka_unit_test(test_native),
