@@ -386,13 +386,15 @@ static void test_limits_lookup_failure_and_no_pipelines(void **state)
 
     /* without a look-up, identical work still merges under the planner's key */
     f->po.lookup = NULL;
+    /* a commit that deletes every spec is a spec error, not a success */
     const trepo_file nospec[] = {{"cuvil/pipelines.yaml", NULL, 0}};
     r = commit_and_plan(f, nospec, 1, rev);
     assert_int_equal(r.pipelines, 0);
     assert_int_equal(r.jobs, 0);
-    assert_true(has_code(&f->d, 6090));
+    assert_true(r.spec_errors);
+    assert_true(has_code(&f->d, 6099));
     assert_int_equal(cv_builddb_revision_summary(f->db, rev, &s, &f->d), 1);
-    assert_int_equal(s.state, CV_REV_SUCCEEDED);
+    assert_int_equal(s.state, CV_REV_FAILED);
 }
 
 static void test_planner_key_merges_without_lookup(void **state)
