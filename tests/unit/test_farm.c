@@ -510,9 +510,9 @@ static void test_killed_farm_stops_workers(void **state)
     char *farm_out = cv_tmpdir_path(dir, "farm.txt");
     setenv("CUVIL_CACHE_DIR", cache_dir, 1);
     setenv("CUVIL_REMOTE_CACHE", "", 1);
-    char *mlp = example("mlp.cuir");
+    char *mlp = farm_example("mlp.cuir");
     git_repository *repo = trepo_init(repo_dir);
-    const trepo_file first[] = {{"cuvil/pipelines.yaml", PIPELINE, 0},
+    const trepo_file first[] = {{"cuvil/pipelines.yaml", FARM_PIPELINE, 0},
                                 {"models/mlp.cuir", mlp, 0}};
     trepo_commit(repo, "one model", first, 2, NULL);
     const char *farm[] = {bin, "farm", "up", repo_dir, "--workers", "2", "--state", state_dir,
