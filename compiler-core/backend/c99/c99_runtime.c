@@ -570,6 +570,25 @@ static const helper helpers[CV_C99_H__COUNT] = {
         "    cvrt_nchwc_conv2d(rt, x, w, bias, y, B, ICB, CI, H, W, OCB, KH, KW, sh, sw, pt, pl,\n"
         "                      dh, dw, OH, OW, res, act, lo, hi);\n"
         "    free(w);\n}\n\n"},
+    /* B packed at compile time (cvrt.h, CVRT_PB): each 32-column panel is a
+     * K x 32 row-major block, so the product is cvrt_sgemm panel by panel. */
+    [CV_C99_H_SGEMM_PB] = {CV_C99_H_SGEMM, NO,
+        "static void cvrt_sgemm_pb(cvrt_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha,\n"
+        "    const void *a, int64_t ars, int64_t acs, const void *bp_, int64_t brs, int64_t bcs,\n"
+        "    void *c_, int64_t ldc, int64_t accumulate, const void *bias_, int64_t bias_rs,\n"
+        "    int64_t bias_cs, float bias_scale, const void *res_, int64_t res_ld, int64_t act,\n"
+        "    float lo, float hi)\n{\n"
+        "    const float *bp = (const float *)bp_, *bias = (const float *)bias_;\n"
+        "    const float *res = (const float *)res_;\n"
+        "    float *c = (float *)c_;\n"
+        "    int64_t j0;\n"
+        "    (void)brs, (void)bcs;\n"
+        "    for (j0 = 0; j0 < N; j0 += 32) {\n"
+        "        int64_t nb = N - j0 < 32 ? N - j0 : 32;\n"
+        "        cvrt_sgemm(rt, M, nb, K, alpha, a, ars, acs, bp + (j0 / 32) * K * 32, 32, 1,\n"
+        "                   c + j0, ldc, accumulate, bias ? bias + j0 * bias_cs : NULL, bias_rs,\n"
+        "                   bias_cs, bias_scale, res ? res + j0 : NULL, res_ld, act, lo, hi);\n"
+        "    }\n}\n\n"},
 };
 
 void cv_c99_runtime(bool *need, cv_sb *out)
@@ -602,6 +621,7 @@ const char *cv_c99_rt_name(cv_krt fn, bool *need)
     case CV_KRT_NCHWC_POOL2D: need[CV_C99_H_NCHWC_POOL2D] = true; return "cvrt_nchwc_pool2d";
     case CV_KRT_CONV2D_P8H: need[CV_C99_H_CONV2D_P8H] = true; return "cvrt_conv2d_p8h";
     case CV_KRT_SGEMM_H: need[CV_C99_H_SGEMM_H] = true; return "cvrt_sgemm_h";
+    case CV_KRT_SGEMM_PB: need[CV_C99_H_SGEMM_PB] = true; return "cvrt_sgemm_pb";
     case CV_KRT_NCHWC_CONV2D_H:
         need[CV_C99_H_NCHWC_CONV2D_H] = true;
         return "cvrt_nchwc_conv2d_h";
