@@ -87,20 +87,55 @@ static bool has_feature(const char *list, const char *f, size_t n)
     return false;
 }
 
-/* The target's features on every function, plus the ones a runtime
- * function asked for itself (`__attribute__((target("amx-tile")))`): those
- * run only behind the runtime's own cpuid checks, so the target need not
- * have them, but without them LLVM cannot select their instructions (a
- * native compile on an AVX-512 host without AMX died with "Cannot select:
- * intrinsic %llvm.x86.ldtilecfg").  The runtime's baseline features come
- * along too; they are implied by the target's CPU, which chose the
- * runtime variant. */
-static void set_features(LLVMContextRef ctx, LLVMValueRef fn, const char *target)
+static const char *features_of(LLVMValueRef fn, unsigned *len)
 {
     LLVMAttributeRef a = LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
                                                        "target-features", 15);
-    unsigned own_len = 0;
-    const char *own = a ? LLVMGetStringAttributeValue(a, &own_len) : NULL;
+    *len = 0;
+    return a ? LLVMGetStringAttributeValue(a, len) : NULL;
+}
+
+/* The runtime's baseline: the feature list most of its functions carry
+ * (clang wrote the variant's -march into each).  The few functions that
+ * asked for more (`__attribute__((target("amx-tile")))`) differ from it by
+ * exactly what they asked for.  Returns a malloc'd copy, or NULL. */
+static char *runtime_baseline(LLVMModuleRef mod)
+{
+    enum { MAX_KINDS = 16 };
+    const char *kind[MAX_KINDS];
+    unsigned klen[MAX_KINDS], count[MAX_KINDS] = {0};
+    int kinds = 0, best = -1;
+    for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
+        unsigned n;
+        const char *f = LLVMIsDeclaration(fn) ? NULL : features_of(fn, &n);
+        if (!f)
+            continue;
+        int k = 0;
+        while (k < kinds && !(klen[k] == n && memcmp(kind[k], f, n) == 0))
+            k++;
+        if (k == kinds && kinds == MAX_KINDS)
+            continue;
+        if (k == kinds)
+            kind[k] = f, klen[k] = n, kinds++;
+        if (++count[k] > (best < 0 ? 0 : count[best]))
+            best = k;
+    }
+    return best < 0 ? NULL : strndup(kind[best], klen[best]);
+}
+
+/* The target's features on every function, plus those a runtime function
+ * asked for beyond the runtime's baseline (`__attribute__((target(...)))`):
+ * they run only behind the runtime's own cpuid checks, so the target need
+ * not have them, but without them LLVM cannot select their instructions (a
+ * native compile on an AVX-512 host without AMX died with "Cannot select:
+ * intrinsic %llvm.x86.ldtilecfg").  The baseline itself is replaced by the
+ * target's list, as before: adding clang's RISC-V -march list to the
+ * target's made code that qemu's rv64 refused (SIGILL). */
+static void set_features(LLVMContextRef ctx, LLVMValueRef fn, const char *target,
+                         const char *baseline)
+{
+    unsigned own_len;
+    const char *own = features_of(fn, &own_len);
     size_t tlen = strlen(target);
     char *merged = malloc(tlen + own_len + 2);
     if (!merged) {
@@ -113,7 +148,8 @@ static void set_features(LLVMContextRef ctx, LLVMValueRef fn, const char *target
         unsigned j = i;
         while (j < own_len && own[j] != ',')
             j++;
-        if (own[i] == '+' && j - i > 1 && !has_feature(merged, own + i, j - i)) {
+        if (own[i] == '+' && j - i > 1 && !(baseline && has_feature(baseline, own + i, j - i)) &&
+            !has_feature(merged, own + i, j - i)) {
             if (len)
                 merged[len++] = ',';
             memcpy(merged + len, own + i, j - i);
@@ -135,6 +171,7 @@ static void finalize(LLVMContextRef ctx, LLVMModuleRef mod, const cv_kprog *p,
     snprintf(prefix, sizeof prefix, "cv_%s_", p->name);
     size_t plen = strlen(prefix);
     unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    char *baseline = runtime_baseline(mod);
     for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
         if (LLVMIsDeclaration(fn))
             continue;
@@ -143,7 +180,7 @@ static void finalize(LLVMContextRef ctx, LLVMModuleRef mod, const cv_kprog *p,
         if (len < plen || strncmp(name, prefix, plen) != 0)
             LLVMSetLinkage(fn, LLVMInternalLinkage);
         set_string_attr(ctx, fn, "target-cpu", t->cpu);
-        set_features(ctx, fn, t->features);
+        set_features(ctx, fn, t->features, baseline);
         /* x86 tuning prefers 256-bit vectors; the AVX-512 micro-kernel and
          * loops are written for 512. */
         if (strcmp(t->rt_variant, "x86_64_avx512") == 0)
@@ -151,6 +188,7 @@ static void finalize(LLVMContextRef ctx, LLVMModuleRef mod, const cv_kprog *p,
         LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
                                 LLVMCreateEnumAttribute(ctx, nounwind, 0));
     }
+    free(baseline);
     for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g))
         if (!LLVMIsDeclaration(g) && LLVMGetLinkage(g) == LLVMExternalLinkage)
             LLVMSetLinkage(g, LLVMInternalLinkage);
