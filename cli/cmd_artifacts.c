@@ -17,6 +17,7 @@ typedef struct artifacts_args {
     const char *state, *cache, *remote, *verify_key, *out;
     const char *pos[4];     /* REVISION MODEL TARGET PRECISION */
     int n_pos;
+    bool force;
 } artifacts_args;
 
 static int parse_args(int argc, char **argv, artifacts_args *a)
@@ -29,7 +30,9 @@ static int parse_args(int argc, char **argv, artifacts_args *a)
                             : strcmp(argv[i], "--verify-key") == 0   ? &a->verify_key
                             : strcmp(argv[i], "-o") == 0             ? &a->out
                                                                      : NULL;
-        if (slot) {
+        if (strcmp(argv[i], "--force") == 0) {
+            a->force = true;
+        } else if (slot) {
             if (i + 1 >= argc)
                 return cv_cli_usage_error(&cv_cmd_artifacts, "%s needs a value", argv[i]);
             *slot = argv[++i];
@@ -93,14 +96,14 @@ static int get_artifact(const artifacts_args *a, cv_builddb *db, cv_diag *d)
     free(verify);
     if (opened != 0)
         return CV_EXIT_INTERNAL;
-    int rc = cv_build_fetch_artifact(cache, l2, manifest, a->out, d);
+    int rc = cv_build_fetch_artifact(cache, l2, manifest, a->out, a->force, d);
     cv_cache_close(cache);
     if (rc == 0)
         cv_diag_error(d, 6103, (cv_span){0}, "the cache no longer holds the artifact of %s for "
                       "%s %s (L2 key %.16s...): rebuild it with `cuvil submit`",
                       a->pos[1], a->pos[2], precision, l2);
     if (rc != 1)
-        return rc < 0 ? CV_EXIT_INTERNAL : CV_EXIT_INPUT;
+        return rc == -1 ? CV_EXIT_INTERNAL : CV_EXIT_INPUT;
     printf("%s\n", a->out);
     return CV_EXIT_OK;
 }
@@ -165,6 +168,8 @@ const cv_cli_command cv_cmd_artifacts = {
     "  MODEL               the model's path in the repository\n"
     "  PRECISION           fp32 (default), fp16, bf16, int8\n"
     "  -o DIR              where the artifact's files are written\n"
+    "  --force             replace an artifact of the same name made from another\n"
+    "                      model in DIR (CV5035 otherwise)\n"
     "  --state DIR         the farm's state directory (default $CUVIL_FARM_STATE or .cuvil-farm)\n"
     "  --cache DIR         the cache (default $CUVIL_CACHE_DIR or ~/.cache/cuvil)\n"
     "  --remote-cache URL  also look in a shared cache (default $CUVIL_REMOTE_CACHE)\n"

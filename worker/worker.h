@@ -100,9 +100,11 @@ int cv_build_materialise(cv_cache *c, const char *manifest_hex, const char *out_
                          cv_diag *d);
 
 /* The same for an artifact known by its L2 key; manifest_hex (may be NULL
- * or "") is used instead when known.  1 done, 0 not stored, -1 errors. */
+ * or "") is used instead when known.  An artifact of the same name made
+ * from another model in out_dir is refused (CV5035) unless force.
+ * 1 done, 0 not stored, -2 refused, -1 other errors. */
 int cv_build_fetch_artifact(cv_cache *c, const char *l2_hex, const char *manifest_hex,
-                            const char *out_dir, cv_diag *d);
+                            const char *out_dir, bool force, cv_diag *d);
 
 /* The keys a compile would use, without compiling: the L1 key manifest,
  * and the L2 one when the IR digest is known (an L1 hit, or when

@@ -60,6 +60,41 @@ static void artifact(const char *state_dir, const char *hex, const char *model,
     farm_artifact_key(state_dir, hex, model, "fp32", manifest, l2);
 }
 
+/* `artifacts get` into a directory where an artifact of the same name was
+ * made from another model (mlp's symbol map under residual's name) is
+ * refused with CV5035 and leaves it alone; --force replaces it. */
+static void check_name_taken(const char *bin, const char *state_dir, const char *rev,
+                             const char *err)
+{
+    char *dir = cv_tmpdir_path(state_dir, "../art3");
+    const char *mlp[] = {bin, "artifacts", "get", rev, "models/mlp.cuir", "x86_64-avx2",
+                         "-o", dir, "--state", state_dir, NULL};
+    assert_int_equal(cv_run_argv(mlp, err, NULL), 0);
+    char *from = cv_tmpdir_path(dir, "mlp.cvsym"), *to = cv_tmpdir_path(dir, "residual.cvsym");
+    assert_int_equal(rename(from, to), 0);
+    size_t n0, n1;
+    char *before = cv_tmpdir_read_file(to, &n0);
+    const char *get[] = {bin, "artifacts", "get", rev, "models/residual.cuir", "x86_64-avx2",
+                         "-o", dir, "--state", state_dir, NULL, NULL};
+    assert_int_equal(cv_run_argv(get, err, NULL), 1);
+    char *e = cv_tmpdir_read_file(err, &n1);
+    assert_non_null(strstr(e, "CV5035"));
+    free(e);
+    char *kept = cv_tmpdir_read_file(to, &n1);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(before, kept, n0);
+    free(kept);
+    get[10] = "--force";
+    assert_int_equal(cv_run_argv(get, err, NULL), 0);
+    char *replaced = cv_tmpdir_read_file(to, &n1);
+    assert_true(n0 != n1 || memcmp(before, replaced, n0) != 0);
+    free(replaced);
+    free(before);
+    free(from);
+    free(to);
+    free(dir);
+}
+
 /* `cuvil status --json` of the failed head, and `cuvil artifacts get` of
  * the first revision's model by commit prefix (the same bytes as by the
  * full revision name). */
@@ -111,6 +146,7 @@ static void check_status_and_artifacts(const char *bin, const char *state_dir, c
     free(b);
     free(p1);
     free(p2);
+    check_name_taken(bin, state_dir, prefix, err);
     /* unknown model: a coded error, exit 1 */
     const char *bad[] = {bin, "artifacts", "get", prefix, "models/nope.cuir", "x86_64-avx2",
                          "-o", dirs[0], "--state", state_dir, NULL};
