@@ -113,6 +113,23 @@ static int read_inputs(const diff_args *a, const cv_native *n, cv_tensor *ins, c
     return cv_cli_check_input_names(a->model, a->in_names, a->n_in, n, d);
 }
 
+int cv_diff_side_reserve(cv_diff_side *s, int n, cv_diag *d)
+{
+    if (n <= s->cap)
+        return 0;
+    const char **names = realloc(s->name, sizeof *names * (size_t)n);
+    if (names)
+        s->name = names;
+    cv_tensor *t = names ? realloc(s->t, sizeof *t * (size_t)n) : NULL;
+    if (!t)
+        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory (%d tensors)", n), -1;
+    s->t = t;
+    memset(s->t + s->cap, 0, sizeof *t * (size_t)(n - s->cap));
+    memset(s->name + s->cap, 0, sizeof *names * (size_t)(n - s->cap));
+    s->cap = n;
+    return 0;
+}
+
 static void side_free(cv_diff_side *s)
 {
     for (int i = 0; i < s->n; i++) {
@@ -120,7 +137,9 @@ static void side_free(cv_diff_side *s)
         if (s->owns_names)
             free((char *)s->name[i]);
     }
-    s->n = 0;
+    free(s->t);
+    free(s->name);
+    *s = (cv_diff_side){0};
 }
 
 /* Runs an artifact directory on ins; its outputs by name into s. */
@@ -130,10 +149,7 @@ static int run_artifact(const char *dir, int threads, const cv_tensor *ins, int 
     if (cv_native_open(dir, threads, keep, d))
         return -1;
     int n = cv_native_num_outputs(*keep);
-    if (n > (int)(sizeof s->t / sizeof s->t[0]))
-        return cv_diag_error(d, 5210, (cv_span){.file = dir}, "too many outputs (%d)", n), -1;
-    memset(s->t, 0, sizeof s->t[0] * (size_t)n);
-    if (cv_native_run(*keep, ins, n_in, s->t, d))
+    if (cv_diff_side_reserve(s, n, d) || cv_native_run(*keep, ins, n_in, s->t, d))
         return -1;
     s->n = n;
     for (int i = 0; i < n; i++)
@@ -153,9 +169,11 @@ static int run_interp(const char *model, const cv_tensor *ins, int n_in, cv_diff
     int n = 0;
     for (int i = 0; i < f->n_ops; i++)
         n += f->ops[i]->n_results;
-    if (n > (int)(sizeof s->t / sizeof s->t[0]) || f->n_inputs != n_in)
-        return cv_diag_error(d, 5210, (cv_span){.file = model}, "the model has too many values "
-                             "for cuvil diff (%d) or other inputs than its build", n), -1;
+    if (f->n_inputs != n_in)
+        return cv_diag_error(d, 5210, (cv_span){.file = model}, "the model has %d inputs, its "
+                             "build %d", f->n_inputs, n_in), -1;
+    if (cv_diff_side_reserve(s, n, d))
+        return -1;
     cv_value **vals = calloc((size_t)n + 1, sizeof *vals);  /* owned */
     if (!vals)
         return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
@@ -165,7 +183,6 @@ static int run_interp(const char *model, const cv_tensor *ins, int n_in, cv_diff
             vals[n++] = f->ops[i]->results[r];
     cv_func_set_returns(f, vals, n);
     free(vals);
-    memset(s->t, 0, sizeof s->t[0] * (size_t)n);
     if (cv_interp_run(f, ins, n_in, s->t, d))
         return -1;
     s->n = n;
@@ -337,9 +354,7 @@ static int build_and_run(const diff_args *a, diff_state *st, cv_diag *d)
     if (read_inputs(a, st->build_n, st->ins, d))
         return -1;
     int n = cv_native_num_outputs(st->build_n);
-    if (n > (int)(sizeof st->build.t / sizeof st->build.t[0]))
-        return cv_diag_error(d, 5210, (cv_span){0}, "too many tensors (%d)", n), -1;
-    if (cv_native_run(st->build_n, st->ins, st->n_in, st->build.t, d))
+    if (cv_diff_side_reserve(&st->build, n, d) || cv_native_run(st->build_n, st->ins, st->n_in, st->build.t, d))
         return -1;
     st->build.n = n;
     for (int i = 0; i < n; i++)

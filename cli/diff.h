@@ -6,16 +6,19 @@
 
 #include "compiler-core/ir/ir.h"
 
-enum { CV_DIFF_MAX = 4096, CV_DIFF_MAX_IN = 64 };
-
-/* Named tensors: one side of the comparison. */
+/* Named tensors: one side of the comparison, as many as the model has
+ * (sized by cv_diff_side_reserve, no fixed cap). */
 typedef struct cv_diff_side {
-    int n;
-    const char *name[CV_DIFF_MAX];  /* borrowed, or malloc'd when owns_names */
-    cv_tensor t[CV_DIFF_MAX];       /* owned */
+    int n, cap;
+    const char **name;              /* owned array; names borrowed, or malloc'd when
+                                       owns_names */
+    cv_tensor *t;                   /* owned */
     bool owns_names;
     bool by_node;                   /* names are ONNX node labels, not value names */
 } cv_diff_side;
+
+/* Room for n tensors (zeroed), or CV9002 in d. */
+int cv_diff_side_reserve(cv_diff_side *s, int n, cv_diag *d);
 
 /* ONNX Runtime's value of every node's first output of the ONNX model at
  * model, on inputs ins (in graph-input order), into s (by node label).

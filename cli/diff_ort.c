@@ -289,7 +289,7 @@ static int take_tensor(ort *o, ort_obj v, cv_tensor *t)
 }
 
 static int run_session(ort *o, const Onnx__GraphProto *g, const cv_tensor *ins, int n_in,
-                       cv_diff_side *s)
+                       cv_diff_side *s, cv_diag *d)
 {
     s->by_node = s->owns_names = true;
     size_t ni = 0, no = 0;
@@ -298,13 +298,15 @@ static int run_session(ort *o, const Onnx__GraphProto *g, const cv_tensor *ins, 
         check(o, ORT_FN(o, ORT_SESSION_OUTPUT_COUNT, OrtStatus *(*)(ort_obj, size_t *))(o->session, &no),
               "SessionGetOutputCount"))
         return -1;
-    if ((int)ni != n_in || no > CV_DIFF_MAX) {
+    if ((int)ni != n_in || no > INT_MAX / 2) {
         snprintf(o->err, sizeof o->err, "ONNX Runtime sees %zu inputs and %zu outputs", ni, no);
         return -1;
     }
-    char *in_names[CV_DIFF_MAX_IN] = {0}, **out_names = calloc(no + 1, sizeof *out_names);
-    ort_obj in_vals[CV_DIFF_MAX_IN] = {0}, *out_vals = calloc(no + 1, sizeof *out_vals);
-    int rc = out_names && out_vals && ni <= CV_DIFF_MAX_IN ? 0 : -1;
+    if (cv_diff_side_reserve(s, (int)no, d))
+        return -1;
+    char **in_names = calloc(ni + 1, sizeof *in_names), **out_names = calloc(no + 1, sizeof *out_names);
+    ort_obj *in_vals = calloc(ni + 1, sizeof *in_vals), *out_vals = calloc(no + 1, sizeof *out_vals);
+    int rc = in_names && in_vals && out_names && out_vals ? 0 : -1;
     for (size_t i = 0; rc == 0 && i < ni; i++) {
         int et = elem_type(ins[i].dtype);
         rc = (in_names[i] = name_at(o, i, true)) && et > 0 ? 0 : -1;
@@ -335,11 +337,13 @@ static int run_session(ort *o, const Onnx__GraphProto *g, const cv_tensor *ins, 
     for (size_t i = 0; i < no && out_vals; i++)
         if (out_vals[i])
             ORT_FN(o, ORT_RELEASE_VALUE, void (*)(ort_obj))(out_vals[i]);
-    for (size_t i = 0; i < ni && i < CV_DIFF_MAX_IN; i++) {
+    for (size_t i = 0; i < ni && in_vals && in_names; i++) {
         if (in_vals[i])
             ORT_FN(o, ORT_RELEASE_VALUE, void (*)(ort_obj))(in_vals[i]);
         free(in_names[i]);
     }
+    free(in_names);
+    free(in_vals);
     for (size_t i = 0; i < no && out_names; i++)
         free(out_names[i]);
     free(out_names);
@@ -367,7 +371,7 @@ int cv_diff_onnxruntime(const char *model, const cv_tensor *ins, int n_in, cv_di
                            o.env, bytes, len, o.opts, &o.session),
                    "CreateSessionFromArray");
     if (rc == 0)
-        rc = run_session(&o, mp->graph, ins, n_in, s);
+        rc = run_session(&o, mp->graph, ins, n_in, s, d);
     if (rc)
         cv_diag_error(d, 5210, (cv_span){.file = model}, "ONNX Runtime: %s",
                       o.err[0] ? o.err : "cannot run the model");

@@ -378,6 +378,55 @@ static void test_diff_against_onnxruntime(void **state)
     free(xp);
 }
 
+/* A model with 70 inputs (more than diff's old fixed 64 for ONNX Runtime)
+ * diffs cleanly against it. */
+static void test_diff_many_inputs(void **state)
+{
+    (void)state;
+    char lib[4096];
+    snprintf(lib, sizeof lib, "%s/node_modules/onnxruntime-node/bin/napi-v3/linux/x64/"
+             "libonnxruntime.so.1", cv_tmpdir_src_root());
+    if (!cuvil_bin() || access(lib, R_OK) != 0 || !cv_pyrun_has_module("onnx"))
+        skip();
+    enum { N_IN = 70 };
+    const char *pargs[] = {g_dir, NULL};
+    assert_int_equal(cv_pyrun(
+        "import sys, os, numpy as np, onnx\n"
+        "from onnx import helper as h, TensorProto as T\n"
+        "names = ['x%d' % i for i in range(70)]\n"
+        "g = h.make_graph([h.make_node('Sum', names, ['y'], name='sum')], 'wide',\n"
+        "                 [h.make_tensor_value_info(n, T.FLOAT, [2, 3]) for n in names],\n"
+        "                 [h.make_tensor_value_info('y', T.FLOAT, [2, 3])])\n"
+        "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 13)]),\n"
+        "          os.path.join(sys.argv[1], 'wide.onnx'))\n"
+        "for i, n in enumerate(names):\n"
+        "    np.save(os.path.join(sys.argv[1], n + '.npy'),\n"
+        "            np.full((2, 3), i * 0.25 - 8, np.float32))\n",
+        pargs, NULL), 0);
+    const char *argv[2 * N_IN + 8] = {cuvil_bin(), "diff", "wide.onnx", "--against",
+                                      "onnxruntime"};
+    char specs[N_IN][64];
+    int n = 5;
+    for (int i = 0; i < N_IN; i++) {
+        snprintf(specs[i], sizeof specs[i], "x%d=x%d.npy", i, i);
+        argv[n++] = "--input";
+        argv[n++] = specs[i];
+    }
+    argv[n] = NULL;
+    char cwd[4096], *errp = cv_tmpdir_path(g_dir, "stderr.txt"), *out = NULL;
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(g_dir), 0);
+    int rc = cv_run_argv(argv, errp, &out);
+    assert_int_equal(chdir(cwd), 0);
+    size_t len;
+    char *err = cv_tmpdir_read_file(errp, &len);
+    if (rc != 0 || !strstr(out, "node sum"))
+        fail_msg("exit %d\n%s\n%s", rc, out ? out : "", err ? err : "");
+    free(err);
+    free(out);
+    free(errp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -387,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_diff_names_faulty_op),
         cmocka_unit_test(test_trace_names_crashing_line),
         cmocka_unit_test(test_diff_against_onnxruntime),
+        cmocka_unit_test(test_diff_many_inputs),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
