@@ -270,6 +270,34 @@ static void test_three_commits(void **state)
     farm_dirs_free(&f);
 }
 
+/* A Git LFS pointer committed in place of a model fails its job with
+ * CV1020 (fetch the object), not a parse error; the farm goes on. */
+static void test_lfs_pointer_job(void **state)
+{
+    (void)state;
+    farm_dirs f;
+    if (!farm_dirs_make(&f, "farm-lfs", "models-repo")) {
+        skip();
+        return;
+    }
+    git_repository *repo = trepo_init(f.repo);
+    const trepo_file files[] = {
+        {"cuvil/pipelines.yaml", FARM_PIPELINE, 0},
+        {"models/net.cuir", "version https://git-lfs.github.com/spec/v1\n"
+                            "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\n"
+                            "size 12345\n", 0},
+    };
+    trepo_commit(repo, "a model kept in LFS", files, 2, NULL);
+    char *out = NULL;
+    assert_int_equal(farm_up(f.bin, f.repo, f.state, f.err, &out), 1);
+    assert_line(out, "failed     1\n");
+    assert_line(out, "CV1020");
+    assert_line(out, "git lfs pull");
+    free(out);
+    trepo_free(repo);
+    farm_dirs_free(&f);
+}
+
 /* A .npy of residual.cuir's input (f32[1,3,6,6]) with values from seed,
  * read back as bytes for a commit (*len set). */
 static char *calibration_npy(const char *dir, int seed, size_t *len)
@@ -593,6 +621,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_three_commits),
+        cmocka_unit_test(test_lfs_pointer_job),
         cmocka_unit_test(test_int8_calibration),
         cmocka_unit_test(test_long_running_farm_and_submit),
         cmocka_unit_test(test_killed_farm_stops_workers),
