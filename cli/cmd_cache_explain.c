@@ -7,7 +7,7 @@
 
 #include "cache/cache.h"
 #include "cli/cli.h"
-#include "common/jobmsg.h"
+#include "queue/jobmsg.h"
 #include "worker/worker.h"
 
 static void explain_level(cv_cache *c, cv_cache_level lv, const char *name,

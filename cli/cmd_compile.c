@@ -12,7 +12,7 @@
 #include "cache/cache.h"
 #include "cli/cli.h"
 #include "common/fs.h"
-#include "common/jobmsg.h"
+#include "queue/jobmsg.h"
 #include "common/jsonutil.h"
 #include "common/strbuf.h"
 #include "compiler-core/cuvil.h"

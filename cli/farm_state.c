@@ -7,7 +7,7 @@
 #include "cli/cli.h"
 #include "common/diag.h"
 #include "common/fs.h"
-#include "common/queue.h"
+#include "queue/queue.h"
 #include "controller/controller.h"
 
 int cv_cli_queue_url(const char *url, const char *const *kv, int n, char **out, cv_diag *d)

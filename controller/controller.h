@@ -24,8 +24,8 @@
 #include <stdint.h>
 
 #include "common/diag.h"
-#include "common/jobmsg.h"
-#include "common/queue.h"
+#include "queue/jobmsg.h"
+#include "queue/queue.h"
 
 /* ================================================================ specs */
 

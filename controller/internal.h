@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/queue.h"
+#include "queue/queue.h"
 
 /* Codes used across files. */
 enum {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/jobmsg.h"
+#include "queue/jobmsg.h"
 #include "worker/internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

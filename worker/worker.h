@@ -27,8 +27,8 @@
 
 #include "cache/cache.h"
 #include "common/diag.h"
-#include "common/jobmsg.h"
-#include "common/queue.h"
+#include "queue/jobmsg.h"
+#include "queue/queue.h"
 #include "compiler-core/cuvil.h"
 
 /* ============================================================ build */

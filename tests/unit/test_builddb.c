@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/jobmsg.h"
-#include "common/queue.h"
+#include "queue/jobmsg.h"
+#include "queue/queue.h"
 #include "controller/controller.h"
 #include "tests/support/tmpdir.h"
 

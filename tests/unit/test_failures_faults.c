@@ -27,7 +27,7 @@
 
 #include <jansson.h>
 
-#include "common/queue.h"
+#include "queue/queue.h"
 #include "tests/support/childproc.h"
 #include "tests/unit/failures_testlib.h"
 

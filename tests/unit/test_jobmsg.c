@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "common/diag.h"
-#include "common/jobmsg.h"
-#include "common/queue.h"
+#include "queue/jobmsg.h"
+#include "queue/queue.h"
 
 #define HEX_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define HEX_B "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

@@ -11,7 +11,7 @@
 
 #include <string.h>
 
-#include "common/queue_kafka_internal.h"
+#include "queue/queue_kafka_internal.h"
 
 static int parse_code(const char *target, kq_url *u)
 {

@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "cache/cache.h"
-#include "common/jobmsg.h"
-#include "common/queue.h"
+#include "queue/jobmsg.h"
+#include "queue/queue.h"
 #include "controller/controller.h"
 #include "tests/support/tmpdir.h"
 #include "tests/unit/test_gitrepo.h"

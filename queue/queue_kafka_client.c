@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/queue_kafka_internal.h"
+#include "queue/queue_kafka_internal.h"
 
 /* One produced message's fate, filled in by its delivery report. */
 typedef struct kq_dr {

@@ -1,7 +1,7 @@
 /* The backend-neutral front of the job queue: URL dispatch, argument and
  * message validation, the lease wait loop, poison-message handling.  The
  * backends behind it trust what they get from here. */
-#include "common/queue.h"
+#include "queue/queue.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -33,7 +33,7 @@
 #include <stdint.h>
 
 #include "common/diag.h"
-#include "common/jobmsg.h"
+#include "queue/jobmsg.h"
 
 #define CV_QUEUE_WORKER_MAX 256          /* worker ids: visible ASCII */
 #define CV_QUEUE_LEASE_MAX_S 86400

@@ -1,5 +1,5 @@
 /* Loading librdkafka on first use (see kafkalib.h). */
-#include "common/kafkalib.h"
+#include "queue/kafkalib.h"
 
 #include <assert.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-#include "common/jobmsg.h"
+#include "queue/jobmsg.h"
 
 #include <jansson.h>
 #include <limits.h>

@@ -9,8 +9,8 @@
 #include <stdint.h>
 
 #include "common/diag.h"
-#include "common/kafkalib.h"
-#include "common/queue.h"
+#include "queue/kafkalib.h"
+#include "queue/queue.h"
 
 enum {
     KQ_E_URL = 9220, KQ_E_CONFIG = 9221, KQ_E_CLIENT = 9222, KQ_E_UNREACHABLE = 9223,

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "common/queue_kafka_internal.h"
+#include "queue/queue_kafka_internal.h"
 
 #define BUFFERED_MAX (2 * CV_QUEUE_POLL_MAX)   /* results read ahead of the acks */
 

@@ -10,7 +10,7 @@
  *
  * synchronous=NORMAL: a power cut may lose the last transactions, which is
  * safe here because jobs are idempotent and the controller re-plans. */
-#include "common/queue.h"
+#include "queue/queue.h"
 
 #include <sqlite3.h>
 #include <stdarg.h>

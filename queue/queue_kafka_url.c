@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "common/queue_kafka_internal.h"
+#include "queue/queue_kafka_internal.h"
 
 #define VALUE_MAX 4096
 

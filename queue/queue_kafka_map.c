@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/queue_kafka_internal.h"
+#include "queue/queue_kafka_internal.h"
 
 struct kq_entry {
     char *key;   /* owned; NULL = empty, TOMB = deleted */

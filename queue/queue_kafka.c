@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "common/queue_kafka_internal.h"
+#include "queue/queue_kafka_internal.h"
 
 enum { E_DUP = 9211, E_DEAD = 9208, E_POISON = 9212 };
 
