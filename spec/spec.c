@@ -5,7 +5,7 @@
  * mappings merge key by key (recursively), lists and scalars replace.  The
  * merge works on the validated JSON trees, so positions stay with each
  * document and errors still point at the file that caused them. */
-#include "controller/spec_internal.h"
+#include "spec/spec_internal.h"
 
 #include <dirent.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * checks each field needs.  schemas/cuvilbuildcluster.schema.json and
  * schemas/cuvilpipeline.schema.json describe the same fields for other
  * tools; tests/unit/test_spec.c checks that the two agree. */
-#include "controller/spec_internal.h"
+#include "spec/spec_internal.h"
 
 #include <stdio.h>
 #include <string.h>

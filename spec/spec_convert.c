@@ -1,6 +1,6 @@
 /* Validated spec documents into the public structs, with defaults filled
  * in.  The walker has checked every value, so parsing here cannot fail. */
-#include "controller/spec_internal.h"
+#include "spec/spec_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

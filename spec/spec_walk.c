@@ -2,7 +2,7 @@
  * suggestion), types, required fields, list bounds, duplicates, string
  * hygiene, enumerations and each field's own value check.  Every error
  * points at the key or value it is about. */
-#include "controller/spec_internal.h"
+#include "spec/spec_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* Parsers for the value forms specs use: durations, sizes, URLs, host:port
  * lists and image registries.  Each is strict: what it accepts is exactly
  * what the JSON Schema patterns in schemas/ describe. */
-#include "controller/spec_internal.h"
+#include "spec/spec_internal.h"
 
 #include <stdint.h>
 #include <string.h>
