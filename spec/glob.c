@@ -1,6 +1,6 @@
-/* Repository globs (see controller.h).  Patterns are checked once when a
+/* Repository globs (see spec/spec.h).  Patterns are checked once when a
  * spec loads, so the matcher can assume a well-formed pattern. */
-#include "controller/controller.h"
+#include "spec/spec.h"
 
 #include <string.h>
 

@@ -8,6 +8,7 @@
 #include "spec/spec_internal.h"
 
 #include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,7 +115,7 @@ static int doc_kind(spec_walk *w, const json_t *root, cv_spec_kind *k)
     }
     if (!s)
         return spec_error(w, CV_E_SPEC_TYPE, sp, "kind must be a string");
-    const char *hint = cv_ctl_suggest(s, spec_kind_names);
+    const char *hint = cv_str_suggest(s, spec_kind_names);
     return spec_error(w, CV_E_SPEC_KIND, sp, "unknown kind '%s'%s%s%s (expected %s or %s)", s,
                       hint ? "; did you mean '" : "", hint ? hint : "", hint ? "'?" : "",
                       spec_kind_names[0], spec_kind_names[1]);
@@ -172,7 +173,7 @@ static int check_doc(cv_spec_set *s, int file, const cv_yaml_doc *doc, cv_diag *
         cluster_rules(&w, doc->root);
     const char *name = str_at(doc->root, "metadata", "name");
     spec_entry e = {.kind = kind, .doc = doc, .file = file, .valid = w.errors == 0,
-                    .name = name && cv_ctl_is_dns_label(name) ? name : NULL};
+                    .name = name && cv_str_is_dns_label(name) ? name : NULL};
     if (add_entry(s, &e))
         return spec_error(&w, CV_E_OOM, doc_span(doc), "out of memory");
     return w.errors ? -1 : 0;
@@ -331,7 +332,7 @@ static void missing_base(cv_spec_set *s, spec_entry *e, const char *ext, cv_diag
         if (s->entries[i].kind == CV_SPEC_PIPELINE && s->entries[i].name)
             names[n++] = s->entries[i].name;
     names[n] = NULL;
-    const char *hint = cv_ctl_suggest(ext, names);
+    const char *hint = cv_str_suggest(ext, names);
     char msg[256];
     snprintf(msg, sizeof msg, "pipeline '%s' extends '%s', which is not defined%s%s%s", e->name,
              ext, hint ? "; did you mean '" : "", hint ? hint : "", hint ? "'?" : "");
@@ -550,4 +551,12 @@ int cv_spec_validate_file(const char *path, cv_diag *d)
     rc |= cv_spec_set_resolve(s, d);
     cv_spec_set_free(s);
     return rc ? -1 : 0;
+}
+
+void cv_spec_cluster_queue_url(const cv_spec_cluster *cl, char *out, size_t size)
+{
+    out[0] = '\0';
+    if (cl && cl->queue.kind == CV_SPEC_QUEUE_KAFKA && cl->queue.brokers)
+        snprintf(out, size, "kafka://%s?topic_prefix=%s", cl->queue.brokers,
+                 cl->queue.topic_prefix ? cl->queue.topic_prefix : "cuvil");
 }

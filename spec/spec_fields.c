@@ -32,7 +32,7 @@ const char *const *cv_spec_targets(size_t *n)
 
 static int check_name(spec_walk *w, const spec_field *f, const char *s, cv_span sp)
 {
-    if (cv_ctl_is_dns_label(s))
+    if (cv_str_is_dns_label(s))
         return 0;
     return spec_error(w, CV_E_SPEC_NAME, sp,
                       "%s '%s' is not a valid name: use lowercase letters, digits and '-' "
@@ -85,14 +85,14 @@ static int check_git_url(spec_walk *w, const spec_field *f, const char *s, cv_sp
  * remote the operator allows (a repository's spec: cv_cluster_apply). */
 static int check_remote(spec_walk *w, const spec_field *f, const char *s, cv_span sp)
 {
-    if (!strstr(s, "://") && cv_ctl_is_dns_label(s))
+    if (!strstr(s, "://") && cv_str_is_dns_label(s))
         return 0;
     return url_error(w, s, spec_check_url(s, true), sp);
 }
 
 static int check_ref(spec_walk *w, const spec_field *f, const char *s, cv_span sp)
 {
-    if (cv_ctl_is_ref_name(s))
+    if (cv_str_is_ref_name(s))
         return 0;
     return spec_error(w, CV_E_SPEC_REF, sp, "%s: '%s' is not a valid git ref name", w->path, s);
 }

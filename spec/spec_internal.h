@@ -1,7 +1,7 @@
 /* Spec loading internals: the field tables (the loader's schema) and the
  * walker that checks a YAML document against them. */
-#ifndef CV_CONTROLLER_SPEC_INTERNAL_H
-#define CV_CONTROLLER_SPEC_INTERNAL_H
+#ifndef CV_SPEC_INTERNAL_H
+#define CV_SPEC_INTERNAL_H
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -9,9 +9,23 @@
 
 #include "common/arena.h"
 #include "common/diag.h"
+#include "common/strutil.h"
 #include "common/yamldoc.h"
-#include "controller/controller.h"
-#include "controller/internal.h"
+#include "spec/spec.h"
+
+/* The loader's codes (common/diag_codes.c). */
+enum {
+    CV_E_SPEC_UNKNOWN_FIELD = 6001, CV_E_SPEC_TYPE = 6002, CV_E_SPEC_MISSING = 6003,
+    CV_E_SPEC_API_VERSION = 6004, CV_E_SPEC_KIND = 6005, CV_E_SPEC_NAME = 6006,
+    CV_E_SPEC_DUP_NAME = 6007, CV_E_SPEC_GLOB = 6008, CV_E_SPEC_TARGET = 6009,
+    CV_E_SPEC_PRECISION = 6010, CV_E_SPEC_OPT = 6011, CV_E_SPEC_DURATION = 6012,
+    CV_E_SPEC_SIZE = 6013, CV_E_SPEC_EXTENDS_MISSING = 6014, CV_E_SPEC_EXTENDS_CYCLE = 6015,
+    CV_E_SPEC_URL = 6016, CV_E_SPEC_ENUM = 6017, CV_E_SPEC_DUP_ITEM = 6018,
+    CV_E_SPEC_EMPTY_LIST = 6019, CV_E_SPEC_CLUSTERS = 6020, CV_E_SPEC_REF = 6021,
+    CV_E_SPEC_STRING = 6022, CV_E_SPEC_RANGE = 6023, CV_E_SPEC_ADDRESS = 6024,
+    CV_E_SPEC_TOTAL = 6062,
+    CV_E_OOM = 9002,
+};
 
 typedef enum { SK_STRING, SK_INT, SK_BOOL, SK_OBJECT, SK_LIST, SK_MAP } spec_type;
 

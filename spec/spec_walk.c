@@ -98,13 +98,13 @@ static int walk_string(spec_walk *w, const spec_field *f, const char *s, cv_span
     if (n > CV_SPEC_STR_MAX)
         return spec_error(w, CV_E_SPEC_STRING, sp, "%s is %zu bytes long; the limit is %d",
                           w->path, n, CV_SPEC_STR_MAX);
-    if (!cv_ctl_is_clean_text(s))
+    if (!cv_str_is_clean_text(s))
         return spec_error(w, CV_E_SPEC_STRING, sp, "%s holds a control character", w->path);
     if (f->values) {
         for (const char *const *v = f->values; *v; v++)
             if (strcmp(*v, s) == 0)
                 return 0;
-        const char *hint = cv_ctl_suggest(s, f->values);
+        const char *hint = cv_str_suggest(s, f->values);
         int rc = spec_error(w, f->code, sp, "%s: unknown value '%s'%s%s%s", w->path, s,
                             hint ? "; did you mean '" : "", hint ? hint : "", hint ? "'?" : "");
         char all[512] = "";
@@ -202,7 +202,7 @@ static int unknown_field(spec_walk *w, const spec_field *members, const char *ke
     for (const spec_field *m = members; m->name && n + 1 < sizeof names / sizeof names[0]; m++)
         names[n++] = m->name;
     names[n] = NULL;
-    const char *hint = cv_ctl_suggest(key, names);
+    const char *hint = cv_str_suggest(key, names);
     if (!hint) {   /* a case slip such as "optlevel" is a plausible typo at any length */
         for (size_t i = 0; i < n && !hint; i++)
             if (strcasecmp(names[i], key) == 0)

@@ -15,6 +15,7 @@
 
 #include "queue/jobmsg.h"
 #include "queue/queue.h"
+#include "controller/builddb_internal.h"
 #include "controller/controller.h"
 #include "tests/support/tmpdir.h"
 
