@@ -17,7 +17,7 @@
 #include "common/strbuf.h"
 #include "compiler-core/cuvil.h"
 #include "controller/controller.h"
-#include "worker/worker.h"
+#include "compile/build.h"
 
 extern const cv_cli_command cv_cmd_compile;
 

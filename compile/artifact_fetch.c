@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "worker/internal.h"
+#include "compile/internal.h"
 
 int cv_build_fetch_artifact(cv_cache *c, const char *l2_hex, const char *manifest_hex,
                             const char *out_dir, cv_diag *d)

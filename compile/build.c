@@ -21,7 +21,7 @@
 
 #include "common/fs.h"
 #include "common/jsonutil.h"
-#include "worker/internal.h"
+#include "compile/internal.h"
 
 typedef struct bctx {
     cv_cache *c;                /* NULL when the cache is off */

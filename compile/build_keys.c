@@ -11,7 +11,7 @@
 
 #include "common/fs.h"
 #include "cv_version.h"
-#include "worker/internal.h"
+#include "compile/internal.h"
 
 void cv_wk_hex(const cv_digest *dg, char out[CV_DIGEST_HEX + 1])
 {

@@ -10,7 +10,7 @@
 
 #include "common/fs.h"
 #include "common/jsonutil.h"
-#include "worker/internal.h"
+#include "compile/internal.h"
 
 enum { MAX_FILES = 64, MAX_LIST = 1 << 20 };
 #define MAX_FILE_BYTES ((size_t)1 << 34)

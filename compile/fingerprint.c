@@ -2,7 +2,7 @@
  * the shape of its computation, without attribute values, weights or
  * locations.  Two sources with the same fingerprint differ at most in
  * constants; a comment-only edit keeps it. */
-#include "worker/internal.h"
+#include "compile/internal.h"
 
 static void put_type(cv_sb *sb, const cv_type *t)
 {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/fs.h"
-#include "worker/internal.h"
+#include "compile/internal.h"
 
 /* A key for a job whose L2 key is unknown yet: identical jobs get the same
  * one, so the queue still merges them. */
@@ -24,10 +24,10 @@ static void stand_in(const cv_build_keys *k, const cv_job_msg *job, char out[CV_
     cv_wk_hex(&dg, out);
 }
 
-int cv_worker_plan_lookup(void *ctx, const cv_job_msg *job, char l2_key[CV_DIGEST_HEX + 1],
+int cv_build_plan_lookup(void *ctx, const cv_job_msg *job, char l2_key[CV_DIGEST_HEX + 1],
                           bool *hit)
 {
-    const cv_worker_lookup *w = ctx;
+    const cv_build_lookup *w = ctx;
     *hit = false;
     char *model = NULL;
     cv_diag d;
@@ -37,7 +37,7 @@ int cv_worker_plan_lookup(void *ctx, const cv_job_msg *job, char l2_key[CV_DIGES
     cv_build_keys k = {0};
     cv_build_opts o = {.model = model, .target = job->target, .precision = job->precision,
                        .opt_level = job->opt_level};
-    cv_wk_job_quant(job, w->models_dir ? w->models_dir : ".", &o.quant);
+    cv_build_job_quant(job, w->models_dir ? w->models_dir : ".", &o.quant);
     cv_digest dg;
     char hex[CV_DIGEST_HEX + 1] = "";
     if (rc == 0 && (rc = cv_cache_file_digest(w->cache, model, &dg, &d)) == 0)
@@ -56,4 +56,15 @@ int cv_worker_plan_lookup(void *ctx, const cv_job_msg *job, char l2_key[CV_DIGES
     cv_diag_free(&d);
     free(model);
     return rc == 0 ? 0 : -1;
+}
+
+void cv_build_job_quant(const cv_job_msg *job, const char *root, cv_quant_opts *q)
+{
+    memset(q, 0, sizeof *q);
+    if (!job->calibration)
+        return;
+    int method = job->calibration_method ? cv_calib_method_parse(job->calibration_method) : -1;
+    q->calibration = job->calibration;
+    q->calibration_root = root;
+    q->method = method < 0 ? CV_CALIB_PERCENTILE : (cv_calib_method)method;
 }

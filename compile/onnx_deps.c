@@ -14,7 +14,7 @@
  *   TensorProto     external_data=13 -> StringStringEntry key=1 value=2 */
 #include <string.h>
 
-#include "worker/internal.h"
+#include "compile/internal.h"
 
 enum { MAX_DEPTH = 64, MAX_LOCATION = 4096 };
 

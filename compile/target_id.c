@@ -11,7 +11,7 @@
 
 #include "compiler-core/backend/targets.h"
 #include "cv_version.h"
-#include "worker/internal.h"
+#include "compile/internal.h"
 
 const char *cv_wk_llvm_version(void)
 {

@@ -19,7 +19,7 @@
 
 #include "test_worker_util.h"
 #include "tests/support/pyrun.h"
-#include "worker/internal.h"
+#include "compile/internal.h"
 
 static char *g_dir;     /* everything the tests write */
 static char *g_base;    /* the base model's directory */
@@ -480,7 +480,7 @@ static void test_plan_lookup(void **state)
     o.emit = 0;
     cv_build_result r;
     free(build(o, &r));
-    cv_worker_lookup w = {.cache = g_cache, .models_dir = g_dir};
+    cv_build_lookup w = {.cache = g_cache, .models_dir = g_dir};
     cv_job_msg j = {.job_id = "j", .model_path = "base/tiny.cvl.py", .target = "x86_64",
                     .precision = CV_PRECISION_FP32, .opt_level = CV_OPT_O0};
     char *model = cv_tmpdir_path(g_base, "tiny.cvl.py");
@@ -489,11 +489,11 @@ static void test_plan_lookup(void **state)
     cv_cache_digest_hex(&dg, j.model_digest);
     char key[65], key2[65];
     bool hit = false;
-    assert_int_equal(cv_worker_plan_lookup(&w, &j, key, &hit), 0);
+    assert_int_equal(cv_build_plan_lookup(&w, &j, key, &hit), 0);
     assert_true(hit);
     assert_string_equal(key, r.l2.key);
     j.opt_level = CV_OPT_O2;
-    assert_int_equal(cv_worker_plan_lookup(&w, &j, key, &hit), 0);
+    assert_int_equal(cv_build_plan_lookup(&w, &j, key, &hit), 0);
     assert_false(hit);
     char *fresh = twu_model_dir(g_dir, "fresh", "tiny.cvl.py", "7.0", NULL, 0.0f);
     free(model);
@@ -501,12 +501,12 @@ static void test_plan_lookup(void **state)
     assert_int_equal(cv_cache_hash_file(model, &dg, NULL, NULL, NULL), 0);
     cv_cache_digest_hex(&dg, j.model_digest);
     j.model_path = "fresh/tiny.cvl.py";
-    assert_int_equal(cv_worker_plan_lookup(&w, &j, key, &hit), 0);
+    assert_int_equal(cv_build_plan_lookup(&w, &j, key, &hit), 0);
     assert_false(hit);
-    assert_int_equal(cv_worker_plan_lookup(&w, &j, key2, &hit), 0);
+    assert_int_equal(cv_build_plan_lookup(&w, &j, key2, &hit), 0);
     assert_string_equal(key, key2);
     j.model_digest[0] = j.model_digest[0] == '0' ? '1' : '0';   /* another revision's file */
-    assert_int_equal(cv_worker_plan_lookup(&w, &j, key, &hit), -1);
+    assert_int_equal(cv_build_plan_lookup(&w, &j, key, &hit), -1);
     free(model), free(fresh);
 }
 
