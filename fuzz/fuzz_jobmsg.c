@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "queue/jobmsg.h"
-#include "worker/internal.h"
+#include "compile/internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
