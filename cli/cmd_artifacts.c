@@ -8,7 +8,7 @@
 
 #include "cli/cli.h"
 #include "common/fs.h"
-#include "controller/controller.h"
+#include "controller/builddb.h"
 #include "compile/build.h"
 
 extern const cv_cli_command cv_cmd_artifacts;

@@ -16,7 +16,7 @@
 #include "common/jsonutil.h"
 #include "common/strbuf.h"
 #include "compiler-core/cuvil.h"
-#include "controller/controller.h"
+#include "spec/spec.h"
 #include "compile/build.h"
 
 extern const cv_cli_command cv_cmd_compile;

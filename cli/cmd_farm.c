@@ -14,6 +14,7 @@
 #include "cli/farm_report.h"
 #include "common/fs.h"
 #include "compile/build.h"
+#include "controller/controller.h"
 
 extern const cv_cli_command cv_cmd_farm, cv_cmd_controller;
 

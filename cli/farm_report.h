@@ -6,7 +6,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "controller/controller.h"
+#include "controller/farm.h"
+#include "controller/status.h"
 
 typedef struct cv_cli_progress_state {
     FILE *out;

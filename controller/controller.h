@@ -94,10 +94,4 @@ cv_builddb *cv_controller_db(cv_controller *c);
 const char *cv_controller_queue_url(const cv_controller *c);
 const char *cv_controller_trees_dir(const cv_controller *c);
 
-/* The controller's heartbeat in the farm status (key "controller"):
- * {"pid","host","repo","ref","queue","startedMs","heartbeatMs","stoppedMs"};
- * stoppedMs is 0 while it runs and the time it closed after. */
-#define CV_STATUS_CONTROLLER "controller"
-
-
 #endif

@@ -28,4 +28,9 @@ struct json_t *cv_status_revision_json(cv_builddb *db, const cv_rev_summary *s, 
 struct json_t *cv_status_json(cv_builddb *db, const cv_rev_summary *rev, int64_t now_ms,
                               cv_diag *d);
 
+/* The controller's heartbeat in the farm status (key "controller"):
+ * {"pid","host","repo","ref","queue","startedMs","heartbeatMs","stoppedMs"};
+ * stoppedMs is 0 while it runs and the time it closed after. */
+#define CV_STATUS_CONTROLLER "controller"
+
 #endif
