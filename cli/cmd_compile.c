@@ -1,6 +1,6 @@
 /* cuvil compile MODEL -t TARGET [-O2] [-o DIR] [--emit LIST] [--stats]
  * Compiles a model into a native inference library, through the cache
- * (worker/build.c: L1 front-end cache, L2 artifact cache, local then remote). */
+ * (compile/build.c: L1 front-end cache, L2 artifact cache, local then remote). */
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>

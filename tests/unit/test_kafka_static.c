@@ -1,4 +1,4 @@
-/* Kafka static group membership (common/queue_kafka*.c): the URL's
+/* Kafka static group membership (queue/queue_kafka*.c): the URL's
  * static_membership parameter, group.instance.id owned by cuvil (a shared
  * URL would give every worker the same instance), and the instance id made
  * from a worker id.  No broker needed; the mock-cluster behaviour is

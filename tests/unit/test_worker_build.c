@@ -1,4 +1,4 @@
-/* Compile-with-cache (worker/build.c): real models, a real cache
+/* Compile-with-cache (compile/build.c): real models, a real cache
  * directory, the real backend.
  *
  * The flip test: for every field that enters a key, change only that field
