@@ -14,7 +14,7 @@
 
 #include "common/clock.h"
 #include "cli/cli.h"
-#include "cli/farm_client.h"
+#include "controller/farm_client.h"
 #include "cli/farm_report.h"
 #include "common/fs.h"
 

@@ -5,9 +5,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common/diag.h"
 #include "controller/builddb.h"
+#include "controller/farm.h"
 
 /* The JSON that `cuvil status --json`, `cuvil failures --json` and the
  * HTTP API share (controller/status_json.c, controller/failures_json.c).
@@ -32,5 +34,14 @@ struct json_t *cv_status_json(cv_builddb *db, const cv_rev_summary *rev, int64_t
  * {"pid","host","repo","ref","queue","startedMs","heartbeatMs","stoppedMs"};
  * stoppedMs is 0 while it runs and the time it closed after. */
 #define CV_STATUS_CONTROLLER "controller"
+
+/* controller/status_formats.c: a revision's JSON view (cv_status_revision_json,
+ * or the farm API's GET /api/v1/revisions/REV) as JUnit XML (one test case
+ * per job) and as a Markdown job summary. */
+struct json_t;
+void cv_cli_write_junit(FILE *out, const struct json_t *rev);
+void cv_cli_write_markdown(FILE *out, const struct json_t *rev);
+/* The farm summary's counts from a revision's JSON view. */
+void cv_cli_summary_from_json(const struct json_t *rev, cv_farm_summary *s);
 
 #endif

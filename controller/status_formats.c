@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "cli/farm_report.h"
+#include "controller/status.h"
 
 static const char *str(const json_t *o, const char *key)
 {

@@ -8,7 +8,7 @@
 #include <jansson.h>
 
 #include "common/netlib.h"
-#include "cli/farm_client.h"
+#include "controller/farm_client.h"
 
 #define MAX_RESPONSE (64u << 20)
 #define TIMEOUT_S 60L
