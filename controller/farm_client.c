@@ -37,7 +37,7 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *ctx)
     return n;
 }
 
-int cv_cli_farm_open(const char *url, const char *token, cv_farm_api *api, cv_diag *d)
+int cv_farm_client_open(const char *url, const char *token, cv_farm_api *api, cv_diag *d)
 {
     memset(api, 0, sizeof *api);
     size_t n = strlen(url);
@@ -72,7 +72,7 @@ static void api_error(const json_t *o, long status, const char *method, const ch
                   msg ? msg : "no JSON error in the response");
 }
 
-json_t *cv_cli_farm_call(cv_farm_api *api, const char *method, const char *path, long *status,
+json_t *cv_farm_client_call(cv_farm_api *api, const char *method, const char *path, long *status,
                          cv_diag *d)
 {
     const cv_curl_fns *c = api->curl;

@@ -39,9 +39,9 @@ struct json_t *cv_status_json(cv_builddb *db, const cv_rev_summary *rev, int64_t
  * or the farm API's GET /api/v1/revisions/REV) as JUnit XML (one test case
  * per job) and as a Markdown job summary. */
 struct json_t;
-void cv_cli_write_junit(FILE *out, const struct json_t *rev);
-void cv_cli_write_markdown(FILE *out, const struct json_t *rev);
+void cv_status_write_junit(FILE *out, const struct json_t *rev);
+void cv_status_write_markdown(FILE *out, const struct json_t *rev);
 /* The farm summary's counts from a revision's JSON view. */
-void cv_cli_summary_from_json(const struct json_t *rev, cv_farm_summary *s);
+void cv_status_summary_from_json(const struct json_t *rev, cv_farm_summary *s);
 
 #endif

@@ -114,7 +114,7 @@ static void junit_case(FILE *out, const json_t *job)
     fprintf(out, "    </testcase>\n");
 }
 
-void cv_cli_write_junit(FILE *out, const json_t *rev)
+void cv_status_write_junit(FILE *out, const json_t *rev)
 {
     const json_t *jobs = json_object_get(rev, "jobsList");
     long long failures = 0, errors = 0;
@@ -151,7 +151,7 @@ static void md_cell(FILE *out, const char *s)
     }
 }
 
-void cv_cli_summary_from_json(const json_t *rev, cv_farm_summary *s)
+void cv_status_summary_from_json(const json_t *rev, cv_farm_summary *s)
 {
     memset(s, 0, sizeof *s);
     snprintf(s->revision, sizeof s->revision, "%s", str(rev, "revision"));
@@ -173,10 +173,10 @@ void cv_cli_summary_from_json(const json_t *rev, cv_farm_summary *s)
     }
 }
 
-void cv_cli_write_markdown(FILE *out, const json_t *rev)
+void cv_status_write_markdown(FILE *out, const json_t *rev)
 {
     cv_farm_summary s;
-    cv_cli_summary_from_json(rev, &s);
+    cv_status_summary_from_json(rev, &s);
     fprintf(out, "### Cuvil: `%s` %s\n\n", s.revision, str(rev, "state"));
     fprintf(out, "| jobs | cache hits | compiled | failed | pending |\n|---|---|---|---|---|\n");
     fprintf(out, "| %lld | %lld | %lld | %lld | %lld |\n\n", (long long)s.jobs,
