@@ -14,7 +14,7 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
-#include "cli/diff.h"
+#include "compiler-core/diff/diff.h"
 #include "cli/run_io.h"
 #include "compiler-core/cuvil.h"
 #include "symbols/symbols.h"

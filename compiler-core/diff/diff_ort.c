@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/diff.h"
+#include "compiler-core/diff/diff.h"
 #include "common/fs.h"
 #include "onnx/onnx.pb-c.h"
 
