@@ -1,6 +1,7 @@
-/* cuvil diff (cli/cmd_diff.c) and its ONNX Runtime reference (cli/diff_ort.c). */
-#ifndef CV_CLI_DIFF_H
-#define CV_CLI_DIFF_H
+/* The per-layer diff (cli/cmd_diff.c drives it) and its ONNX Runtime reference
+ * (compiler-core/diff/diff_ort.c). */
+#ifndef CV_COMPILER_CORE_DIFF_H
+#define CV_COMPILER_CORE_DIFF_H
 
 #include <stdbool.h>
 
