@@ -8,7 +8,7 @@
  *    pattern written next to its model, derived errors never form roots,
  *    the same mistake in different models is one pattern
  * The failures that are not the model's (crash, timeout, OOM, infra, flaky)
- * are in test_failures_faults.c. */
+ * are in test_controller_failures_faults.c. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
