@@ -236,8 +236,12 @@ static void test_refuses_to_overwrite_another_model(void **state)
     json_decref(m);
     /* The same model again is no clash (a recompile, -O3 here). */
     char *a = model("classifier.onnx");
-    assert_int_equal(cuvil(NULL, NULL, "compile", a, "-o", out, "-O3", "-q", NULL), 0);
-    assert_int_equal(cuvil(NULL, NULL, "compile", to, "-o", out, "--force", "-q", NULL), 0);
+    if (cuvil(NULL, &err, "compile", a, "-o", out, "-O3", "-q", NULL) != 0)
+        fail_msg("recompiling the same model was refused:\n%s", err);
+    free(err);
+    if (cuvil(NULL, &err, "compile", to, "-o", out, "--force", "-q", NULL) != 0)
+        fail_msg("--force was refused:\n%s", err);
+    free(err);
     m = load_json(out, "classifier.manifest.json");
     assert_int_equal(json_array_size(json_object_get(m, "outputs")), 2);
     json_decref(m);
