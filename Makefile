@@ -53,7 +53,7 @@ OPT_CFLAGS  := -O2 -g
 SAN_CFLAGS  := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 # Components in dependency order (callers first, so static link order is right).
-COMPONENTS  := controller worker k8s-operator compiler-core cache symbols common
+COMPONENTS  := controller worker k8s-operator spec compile queue compiler-core cache symbols common
 
 -include $(wildcard */build.mk */*/build.mk */*/*/build.mk)
 
@@ -68,11 +68,16 @@ comp_srcs   = $(filter-out $(COMPONENT_EXCLUDE),$(shell find $(1) -name '*.c' -n
 PRESENT     := $(foreach c,$(COMPONENTS),$(if $(strip $(call comp_srcs,$(c))),$(c)))
 
 # ---- one set of rules per flavour: normal ($(BUILD)) and sanitized ($(BUILD)/asan)
+# A library also depends on the list of its objects (rewritten only when
+# it changes), so that a file moved to another component leaves the old one.
 define flavour
 $(1)_OBJS_$(2) := $$(patsubst %.c,$(1)/obj/%.o,$$(call comp_srcs,$(2)))
-$(1)/lib/$(call libname,$(2)): $$($(1)_OBJS_$(2))
+$$(shell mkdir -p $(1)/lib && echo '$$($(1)_OBJS_$(2))' > $(1)/lib/$(2).objs.tmp && \
+   (cmp -s $(1)/lib/$(2).objs.tmp $(1)/lib/$(2).objs && rm -f $(1)/lib/$(2).objs.tmp || \
+    mv $(1)/lib/$(2).objs.tmp $(1)/lib/$(2).objs))
+$(1)/lib/$(call libname,$(2)): $$($(1)_OBJS_$(2)) $(1)/lib/$(2).objs
 	@mkdir -p $$(@D)
-	$$(Q)rm -f $$@ && ar rcs $$@ $$^
+	$$(Q)rm -f $$@ && ar rcs $$@ $$(filter %.o,$$^)
 endef
 
 LIBS_NORMAL := $(foreach c,$(PRESENT),$(BUILD)/lib/$(call libname,$(c)))

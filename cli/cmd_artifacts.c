@@ -8,8 +8,8 @@
 
 #include "cli/cli.h"
 #include "common/fs.h"
-#include "controller/controller.h"
-#include "worker/worker.h"
+#include "controller/builddb.h"
+#include "compile/build.h"
 
 extern const cv_cli_command cv_cmd_artifacts;
 

@@ -7,8 +7,8 @@
 
 #include "cache/cache.h"
 #include "cli/cli.h"
-#include "common/jobmsg.h"
-#include "worker/worker.h"
+#include "queue/jobmsg.h"
+#include "compile/build.h"
 
 static void explain_level(cv_cache *c, cv_cache_level lv, const char *name,
                           const cv_cache_key *key, bool hit, cv_diag *d)

@@ -1,6 +1,6 @@
 /* cuvil compile MODEL -t TARGET [-O2] [-o DIR] [--emit LIST] [--stats]
  * Compiles a model into a native inference library, through the cache
- * (worker/build.c: L1 front-end cache, L2 artifact cache, local then remote). */
+ * (compile/build.c: L1 front-end cache, L2 artifact cache, local then remote). */
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,12 +12,12 @@
 #include "cache/cache.h"
 #include "cli/cli.h"
 #include "common/fs.h"
-#include "common/jobmsg.h"
+#include "queue/jobmsg.h"
 #include "common/jsonutil.h"
 #include "common/strbuf.h"
 #include "compiler-core/cuvil.h"
-#include "controller/controller.h"
-#include "worker/worker.h"
+#include "spec/spec.h"
+#include "compile/build.h"
 
 extern const cv_cli_command cv_cmd_compile;
 

@@ -14,7 +14,7 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
-#include "cli/diff.h"
+#include "compiler-core/diff/diff.h"
 #include "cli/run_io.h"
 #include "compiler-core/cuvil.h"
 #include "symbols/symbols.h"
@@ -111,35 +111,6 @@ static int read_inputs(const diff_args *a, const cv_native *n, cv_tensor *ins, c
             return -1;
     }
     return cv_cli_check_input_names(a->model, a->in_names, a->n_in, n, d);
-}
-
-int cv_diff_side_reserve(cv_diff_side *s, int n, cv_diag *d)
-{
-    if (n <= s->cap)
-        return 0;
-    const char **names = realloc(s->name, sizeof *names * (size_t)n);
-    if (names)
-        s->name = names;
-    cv_tensor *t = names ? realloc(s->t, sizeof *t * (size_t)n) : NULL;
-    if (!t)
-        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory (%d tensors)", n), -1;
-    s->t = t;
-    memset(s->t + s->cap, 0, sizeof *t * (size_t)(n - s->cap));
-    memset(s->name + s->cap, 0, sizeof *names * (size_t)(n - s->cap));
-    s->cap = n;
-    return 0;
-}
-
-static void side_free(cv_diff_side *s)
-{
-    for (int i = 0; i < s->n; i++) {
-        cv_tensor_free(&s->t[i]);
-        if (s->owns_names)
-            free((char *)s->name[i]);
-    }
-    free(s->t);
-    free(s->name);
-    *s = (cv_diff_side){0};
 }
 
 /* Runs an artifact directory on ins; its outputs by name into s. */
@@ -373,8 +344,8 @@ static int run_reference(const diff_args *a, diff_state *st, cv_diag *d)
 
 static void state_free(diff_state *st)
 {
-    side_free(&st->build);
-    side_free(&st->ref);
+    cv_diff_side_free(&st->build);
+    cv_diff_side_free(&st->ref);
     for (int i = 0; st->ins && i < st->n_in; i++)
         cv_tensor_free(&st->ins[i]);
     free(st->ins);

@@ -10,7 +10,7 @@
 
 #include "cli/cli.h"
 #include "common/fs.h"
-#include "controller/controller.h"
+#include "controller/failures.h"
 
 extern const cv_cli_command cv_cmd_failures;
 

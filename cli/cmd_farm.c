@@ -13,7 +13,8 @@
 #include "cli/cli.h"
 #include "cli/farm_report.h"
 #include "common/fs.h"
-#include "worker/worker.h"
+#include "compile/build.h"
+#include "controller/controller.h"
 
 extern const cv_cli_command cv_cmd_farm, cv_cmd_controller;
 
@@ -130,7 +131,7 @@ static int parse_args(const cv_cli_command *cmd, int argc, char **argv, int firs
 
 static void set_models_dir(void *ctx, const char *dir)
 {
-    ((cv_worker_lookup *)ctx)->models_dir = dir;
+    ((cv_build_lookup *)ctx)->models_dir = dir;
 }
 
 /* After --once: the summary, then the jobs that failed. */
@@ -230,13 +231,13 @@ static int run_with(const cv_cli_command *cmd, farm_args *a)
                            .sign_key = sign ? sign : "", .verify_key = verify ? verify : ""};
     if (cv_cache_open(&co, &cache, &d))
         cache = NULL;   /* no look-up: every job is queued, the workers still cache */
-    cv_worker_lookup lk = {.cache = cache};
+    cv_build_lookup lk = {.cache = cache};
     cv_cli_progress_state ps = {.out = stderr, .tty = isatty(STDERR_FILENO) != 0};
     cv_farm_opts o = {.repo = a->repo, .ref = a->ref, .state_dir = a->state, .queue_url = queue,
                       .workers = a->workers, .worker_exe = exe, .cache_dir = a->cache,
                       .policy = a->policy, .signing_key = sign, .verify_key = verify,
                       .interval_ms = a->interval_ms,
-                      .lookup = cache ? cv_worker_plan_lookup : NULL, .lookup_ctx = &lk,
+                      .lookup = cache ? cv_build_plan_lookup : NULL, .lookup_ctx = &lk,
                       .lookup_models_dir = set_models_dir, .progress = cv_cli_progress,
                       .progress_ctx = &ps, .stop = &stop_requested};
     signal(SIGINT, on_stop_signal);

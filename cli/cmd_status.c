@@ -102,14 +102,14 @@ static int write_ci_formats(const status_args *a, cv_builddb *db, const cv_rev_s
     FILE *f = rc == 0 && a->junit ? fopen(a->junit, "w") : NULL;
     if (rc == 0 && a->junit) {
         if (f)
-            cv_cli_write_junit(f, o);
+            cv_status_write_junit(f, o);
         if (!f || fclose(f) != 0) {
             cv_diag_error(d, 9004, (cv_span){.file = a->junit}, "cannot write %s", a->junit);
             rc = -1;
         }
     }
     if (rc == 0 && a->markdown)
-        cv_cli_write_markdown(stdout, o);
+        cv_status_write_markdown(stdout, o);
     json_decref(o);
     return rc;
 }

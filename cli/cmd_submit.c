@@ -14,7 +14,7 @@
 
 #include "common/clock.h"
 #include "cli/cli.h"
-#include "cli/farm_client.h"
+#include "controller/farm_client.h"
 #include "cli/farm_report.h"
 #include "common/fs.h"
 
@@ -58,7 +58,7 @@ static int64_t request_build(farm_link *f, cv_diag *d)
         return id;
     }
     long status;
-    json_t *o = cv_cli_farm_call(&f->api, "POST", "/api/v1/revisions", &status, d);
+    json_t *o = cv_farm_client_call(&f->api, "POST", "/api/v1/revisions", &status, d);
     id = o ? json_integer_value(json_object_get(o, "request")) : 0;
     json_decref(o);
     if (o && id <= 0)
@@ -73,7 +73,7 @@ static json_t *request_get(farm_link *f, int64_t id, cv_diag *d)
         char path[64];
         long status;
         snprintf(path, sizeof path, "/api/v1/requests/%lld", (long long)id);
-        return cv_cli_farm_call(&f->api, "GET", path, &status, d);
+        return cv_farm_client_call(&f->api, "GET", path, &status, d);
     }
     cv_build_request br;
     if (cv_builddb_request_get(f->db, id, &br, d) != 1)
@@ -91,7 +91,7 @@ static json_t *revision_get(farm_link *f, const char *revision, cv_diag *d)
         char path[128];
         long status;
         snprintf(path, sizeof path, "/api/v1/revisions/%.40s", at ? at + 6 : revision);
-        return cv_cli_farm_call(&f->api, "GET", path, &status, d);
+        return cv_farm_client_call(&f->api, "GET", path, &status, d);
     }
     cv_rev_summary s;
     if (cv_builddb_revision_summary(f->db, revision, &s, d) != 1)
@@ -171,7 +171,7 @@ static json_t *wait_built(farm_link *f, const char *revision, int64_t deadline, 
 static void print_plain(const json_t *rev)
 {
     cv_farm_summary s;
-    cv_cli_summary_from_json(rev, &s);
+    cv_status_summary_from_json(rev, &s);
     cv_cli_print_summary(stdout, &s);
     size_t i;
     const json_t *job;
@@ -193,14 +193,14 @@ static void print_plain(const json_t *rev)
 static int report(const submit_args *a, const json_t *rev, cv_diag *d)
 {
     if (a->markdown)
-        cv_cli_write_markdown(stdout, rev);
+        cv_status_write_markdown(stdout, rev);
     else
         print_plain(rev);
     if (!a->junit)
         return 0;
     FILE *f = fopen(a->junit, "w");
     if (f)
-        cv_cli_write_junit(f, rev);
+        cv_status_write_junit(f, rev);
     if (!f || fclose(f) != 0) {
         cv_diag_error(d, 9004, (cv_span){.file = a->junit}, "cannot write %s", a->junit);
         return -1;
@@ -295,7 +295,7 @@ static int run_submit(int argc, char **argv)
     if (a.farm && a.token_file && !token)
         rc = CV_EXIT_INPUT;
     else if (a.farm)
-        rc = cv_cli_farm_open(a.farm, token, &f.api, &d) == 0 ? submit_and_wait(&a, &f, &d)
+        rc = cv_farm_client_open(a.farm, token, &f.api, &d) == 0 ? submit_and_wait(&a, &f, &d)
                                                               : CV_EXIT_INPUT;
     else
         rc = cv_cli_open_builddb(a.state, &f.db, &d) == 0 ? submit_and_wait(&a, &f, &d)

@@ -7,7 +7,7 @@
 
 #include "cli/cli.h"
 #include "compiler-core/cuvil.h"
-#include "controller/controller.h"
+#include "spec/spec.h"
 
 extern const cv_cli_command cv_cmd_validate;
 

@@ -6,7 +6,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "controller/controller.h"
+#include "controller/farm.h"
+#include "controller/status.h"
 
 typedef struct cv_cli_progress_state {
     FILE *out;
@@ -23,14 +24,5 @@ void cv_cli_print_summary(FILE *out, const cv_farm_summary *s);
 /* The jobs of a revision that failed, with the first root error of each
  * (at most max jobs). */
 int cv_cli_print_failures(FILE *out, cv_builddb *db, int64_t rev_id, int max, cv_diag *d);
-
-/* cli/status_formats.c: a revision's JSON view (cv_status_revision_json,
- * or the farm API's GET /api/v1/revisions/REV) as JUnit XML (one test case
- * per job) and as a Markdown job summary. */
-struct json_t;
-void cv_cli_write_junit(FILE *out, const struct json_t *rev);
-void cv_cli_write_markdown(FILE *out, const struct json_t *rev);
-/* The farm summary's counts from a revision's JSON view. */
-void cv_cli_summary_from_json(const struct json_t *rev, cv_farm_summary *s);
 
 #endif

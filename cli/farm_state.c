@@ -7,8 +7,8 @@
 #include "cli/cli.h"
 #include "common/diag.h"
 #include "common/fs.h"
-#include "common/queue.h"
-#include "controller/controller.h"
+#include "queue/queue.h"
+#include "controller/builddb.h"
 
 int cv_cli_queue_url(const char *url, const char *const *kv, int n, char **out, cv_diag *d)
 {

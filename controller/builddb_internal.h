@@ -11,6 +11,11 @@ struct cv_builddb {
     cv_db db;
 };
 
+/* Transactions: the build DB's own and the tests'. */
+int  cv_builddb_begin(cv_builddb *db, cv_diag *d);     /* BEGIN IMMEDIATE */
+int  cv_builddb_commit(cv_builddb *db, cv_diag *d);
+void cv_builddb_rollback(cv_builddb *db);
+
 /* Finishes the revision when no job is pending (force: now, as failed):
  * succeeded when every job is ok or a hit and the revision itself has no
  * error diagnostics. */

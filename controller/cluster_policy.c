@@ -45,7 +45,7 @@ int cv_farm_policy_add_remote(cv_farm_policy *p, const char *arg, cv_diag *d)
     if (ok) {
         memcpy(name, arg, n);
         name[n] = '\0';
-        ok = cv_ctl_is_dns_label(name) && (strncmp(eq + 1, "http://", 7) == 0 ||
+        ok = cv_str_is_dns_label(name) && (strncmp(eq + 1, "http://", 7) == 0 ||
                                            strncmp(eq + 1, "https://", 8) == 0);
     }
     for (int i = 0; ok && i < p->n_remotes; i++)

@@ -56,14 +56,6 @@ int64_t cv_controller_idle_ms(const cv_controller *c)
 
 /* ---- the cluster spec */
 
-void cv_spec_cluster_queue_url(const cv_spec_cluster *cl, char *out, size_t size)
-{
-    out[0] = '\0';
-    if (cl && cl->queue.kind == CV_SPEC_QUEUE_KAFKA && cl->queue.brokers)
-        snprintf(out, size, "kafka://%s?topic_prefix=%s", cl->queue.brokers,
-                 cl->queue.topic_prefix ? cl->queue.topic_prefix : "cuvil");
-}
-
 const cv_cluster_settings *cv_controller_cluster(const cv_controller *c) { return &c->cluster; }
 
 /* The tree's cluster spec within the operator's policy (spec errors and

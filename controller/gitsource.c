@@ -95,11 +95,11 @@ int cv_gitsource_open(const cv_gitsource_opts *o, cv_gitsource **out, cv_diag *d
 {
     *out = NULL;
     const char *ref = o->ref ? o->ref : "main";
-    if (!o->url || !o->url[0] || !cv_ctl_is_clean_text(o->url) || strlen(o->url) > 4096) {
+    if (!o->url || !o->url[0] || !cv_str_is_clean_text(o->url) || strlen(o->url) > 4096) {
         cv_diag_error(d, CV_E_GIT_URL, (cv_span){0}, "git source URL is empty or malformed");
         return -1;
     }
-    if (!cv_ctl_is_ref_name(ref)) {
+    if (!cv_str_is_ref_name(ref)) {
         cv_diag_error(d, CV_E_SPEC_REF, (cv_span){0}, "'%s' is not a valid git ref name", ref);
         return -1;
     }
@@ -336,7 +336,7 @@ int cv_revision_parse(const char *rev, char ref[CV_REVISION_MAX + 1], char commi
     }
     memcpy(ref, rev, rn);
     ref[rn] = 0;
-    if (!cv_ctl_is_ref_name(ref)) {
+    if (!cv_str_is_ref_name(ref)) {
         cv_diag_error(d, CV_E_GIT_REVISION, (cv_span){0}, "'%s' is not a valid git ref name", ref);
         return -1;
     }

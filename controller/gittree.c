@@ -95,7 +95,7 @@ static int name_problem(const char *root, const char *name, bool dir)
         return CV_E_GIT_PATH_UNSAFE;
     if (nn > CV_GIT_NAME_MAX || rn + nn > CV_GIT_FILE_PATH_MAX)
         return CV_E_GIT_PATH_LONG;
-    if (!dir && !(cv_ctl_is_utf8(root, rn) && cv_ctl_is_utf8(name, nn)))
+    if (!dir && !(cv_str_is_utf8(root, rn) && cv_str_is_utf8(name, nn)))
         return CV_E_GIT_NOT_UTF8;
     return 0;
 }

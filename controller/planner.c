@@ -19,6 +19,7 @@
 
 #include "common/strbuf.h"
 #include "common/yamldoc.h"
+#include "controller/builddb_internal.h"
 #include "controller/controller.h"
 #include "controller/internal.h"
 
@@ -84,7 +85,7 @@ static bool is_model_path(const char *p)
 static bool is_job_path(const char *p)
 {
     size_t n = strlen(p);
-    if (n == 0 || n > CV_MSG_STR_MAX || p[0] == '/' || !cv_ctl_is_clean_text(p))
+    if (n == 0 || n > CV_MSG_STR_MAX || p[0] == '/' || !cv_str_is_clean_text(p))
         return false;
     for (const char *s = p; s; s = strchr(s, '/')) {
         s += *s == '/';
@@ -340,7 +341,7 @@ static void report_skipped(plan *pl, const cv_spec_set *s)
     for (size_t i = 0; i < n; i++) {
         int code;
         const cv_tree_entry *e = cv_tree_skipped_at(pl->tree, i, &code);
-        cv_ctl_printable(e->path, 512, shown);
+        cv_str_printable(e->path, 512, shown);
         bool model = wanted_model(s, e->path), error = model || code == CV_E_GIT_PATH_UNSAFE;
         cv_diag_add(pl->sd, error ? CV_SEV_ERROR : CV_SEV_WARNING, code, (cv_span){.file = shown},
                     NULL, "%s path '%s' %s (see docs/security.md): %s", model ? "model" : "the",

@@ -1,4 +1,4 @@
-/* Small helpers: typo suggestions, clocks, digests, name checks. */
+/* Small helpers: clocks, digests. */
 #include "controller/internal.h"
 
 #include <stdio.h>
@@ -6,18 +6,6 @@
 #include <time.h>
 
 #include "cache/cache.h"
-#include "common/strutil.h"
-
-const char *cv_ctl_suggest(const char *word, const char *const *candidates)
-{
-    int limit = (int)strlen(word) / 3;
-    if (limit < 1)
-        limit = 1;
-    size_t n = 0;
-    while (candidates && candidates[n])
-        n++;
-    return cv_closest_match(word, candidates, n, limit);
-}
 
 int64_t cv_ctl_now_ms(cv_queue_clock_fn fn, void *ctx)
 {
@@ -33,88 +21,4 @@ void cv_ctl_sha256_hex(const void *data, size_t len, char out[65])
     cv_digest dg;
     cv_cache_sha256(data, len, &dg);
     cv_cache_digest_hex(&dg, out);
-}
-
-bool cv_ctl_is_dns_label(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-            return false;
-    return true;
-}
-
-bool cv_ctl_is_ref_name(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 255 || s[0] == '/' || s[0] == '-' || s[n - 1] == '/' || s[n - 1] == '.' ||
-        strstr(s, "..") || strstr(s, "//") || strstr(s, "@{") || strcmp(s, "@") == 0 ||
-        (n >= 5 && strcmp(s + n - 5, ".lock") == 0) || strstr(s, ".lock/") || strstr(s, "/."))
-        return false;
-    if (s[0] == '.')
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c <= 0x20 || c >= 0x7f || strchr("~^:?*[\\", c))
-            return false;
-    }
-    return true;
-}
-
-bool cv_ctl_is_clean_text(const char *s)
-{
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        if (*p < 0x20 || *p == 0x7f)
-            return false;
-    return cv_ctl_is_utf8(s, strlen(s));
-}
-
-/* Length of the UTF-8 sequence at p (at most n bytes), 0 if malformed. */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-    if (p[0] < 0x80)
-        return 1;
-    size_t k = p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3
-             : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
-    if (!k || k > n)
-        return 0;
-    for (size_t i = 1; i < k; i++)
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    /* overlong three- and four-byte forms, surrogates, past U+10FFFF */
-    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
-        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
-        return 0;
-    return k;
-}
-
-bool cv_ctl_is_utf8(const char *s, size_t n)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    for (size_t i = 0, k; i < n; i += k)
-        if (!(k = utf8_len(p + i, n - i)))
-            return false;
-    return true;
-}
-
-void cv_ctl_printable(const char *s, size_t max, char *out)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t n = strlen(s), i = 0, k;
-    char *o = out;
-    for (; i < n && i < max; i += k) {
-        k = utf8_len(p + i, n - i);
-        if (k > 1 && i + k <= max) {
-            memcpy(o, p + i, k);
-            o += k;
-        } else if (k == 1 && p[i] >= 0x20 && p[i] != 0x7f && p[i] != '\\') {
-            *o++ = (char)p[i];
-        } else {
-            o += sprintf(o, "\\x%02x", p[i]);
-            k = 1;
-        }
-    }
-    strcpy(o, i < n ? "..." : "");
 }

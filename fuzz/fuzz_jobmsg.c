@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/jobmsg.h"
-#include "worker/internal.h"
+#include "queue/jobmsg.h"
+#include "compile/internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

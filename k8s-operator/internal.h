@@ -7,8 +7,8 @@
 #include <stdint.h>
 
 #include "common/diag.h"
-#include "controller/controller.h"
 #include "k8s-operator/operator.h"
+#include "spec/spec.h"
 
 enum {
     CV_E_K8S_NO_CONFIG = 7001,      /* neither in a pod nor a kubeconfig */

@@ -1,5 +1,5 @@
 /* Reconciling one CuvilBuildCluster: its spec validated by the same loader
- * as the repository's specs (controller/spec*.c), its children rendered and
+ * as the repository's specs (spec/spec*.c), its children rendered and
  * applied, what they report summed up in the status.  A spec the loader
  * refuses, an unknown resource profile or a child's name taken by someone
  * else makes the cluster Stalled with the message: the operator waits for

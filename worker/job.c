@@ -113,7 +113,7 @@ static int check_digest(cv_cache *c, const cv_job_msg *job, const char *path, cv
     char hex[CV_DIGEST_HEX + 1];
     if (cv_cache_file_digest(c, path, &dg, d))
         return -1;
-    cv_wk_hex(&dg, hex);
+    cv_cache_digest_hex(&dg, hex);
     if (strcmp(hex, job->model_digest) == 0)
         return 0;
     return cv_diag_error(d, CV_E_WORKER_DIGEST, (cv_span){.file = job->model_path},
@@ -183,17 +183,6 @@ static int write_all(int fd, const char *buf, size_t len)
     return 0;
 }
 
-void cv_wk_job_quant(const cv_job_msg *job, const char *root, cv_quant_opts *q)
-{
-    memset(q, 0, sizeof *q);
-    if (!job->calibration)
-        return;
-    int method = job->calibration_method ? cv_calib_method_parse(job->calibration_method) : -1;
-    q->calibration = job->calibration;
-    q->calibration_root = root;
-    q->method = method < 0 ? CV_CALIB_PERCENTILE : (cv_calib_method)method;
-}
-
 static int compile_job(const cv_wk_job_ctx *j, cv_cache *c, const char *model,
                        cv_result_msg *res, cv_diag *d)
 {
@@ -206,7 +195,7 @@ static int compile_job(const cv_wk_job_ctx *j, cv_cache *c, const char *model,
         return cv_diag_error(d, CV_E_WORKER_MODEL, (cv_span){.file = job->calibration},
                              "revision '%s' does not name a commit, so its calibration data "
                              "cannot be found", job->revision), -1;
-    cv_wk_job_quant(job, root, &bo.quant);
+    cv_build_job_quant(job, root, &bo.quant);
     cv_build_result br;
     int rc = cv_build(c, &bo, &br, d);
     free(root);

@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "common/diag.h"
-#include "common/jobmsg.h"
-#include "common/queue.h"
+#include "queue/jobmsg.h"
+#include "queue/queue.h"
 
 static double now_ms(void)
 {

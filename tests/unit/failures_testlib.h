@@ -1,5 +1,5 @@
-/* Test helper (header-only, for test_failures.c and
- * test_failures_faults.c): repositories written to disk and committed as
+/* Test helper (header-only, for test_controller_failures.c and
+ * test_controller_failures_faults.c): repositories written to disk and committed as
  * they are (binary files too), and `cuvil failures --json` read back. */
 #ifndef CV_TEST_FAILURES_TESTLIB_H
 #define CV_TEST_FAILURES_TESTLIB_H

@@ -1,4 +1,4 @@
-/* Test helper (header-only, for test_farm.c and test_farm_trust.c): the
+/* Test helper (header-only, for test_controller_farm.c and test_controller_farm_trust.c): the
  * CU-IR pipeline the farm tests build, the example models, and what the
  * build DB recorded for a model's artifact. */
 #ifndef CV_TEST_FARM_TESTLIB_H

@@ -20,7 +20,7 @@
 #include <openssl/evp.h>
 
 #include "common/clock.h"
-#include "common/queue.h"
+#include "queue/queue.h"
 #include "controller/controller.h"
 #include "tests/support/tmpdir.h"
 #include "tests/unit/test_gitrepo.h"

@@ -16,7 +16,7 @@
 #include "cache/cache.h"
 #include "compiler-core/backend/targets.h"
 #include "tests/unit/test_cuda_util.h"
-#include "worker/internal.h"
+#include "compile/internal.h"
 
 /* ---- what the compiler writes ------------------------------------------------------ */
 

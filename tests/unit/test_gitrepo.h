@@ -1,4 +1,4 @@
-/* Test helper (header-only, for test_gitsource.c and test_planner.c): real
+/* Test helper (header-only, for test_controller_gitsource.c and test_controller_planner.c): real
  * git repositories made with libgit2, commit by commit. */
 #ifndef CV_TEST_GITREPO_H
 #define CV_TEST_GITREPO_H

@@ -2,13 +2,16 @@
  * dependency table (scripts/check-layers.sh, which reads it from
  * docs/architecture.md) passes here and fails on a planted bad include; and
  * every installed public header (scripts/public-headers.txt) compiles on
- * its own with -Wall -Wextra -Werror -pedantic, as C17 and as C11. */
+ * its own with -Wall -Wextra -Werror -pedantic, as C17 and as C11; and
+ * every file docs/architecture.md names (`dir/file.c`, `dir/file.c:function`)
+ * is in the repository, with that function in it. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <ctype.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,12 +143,92 @@ static void test_public_headers_compile_alone(void **state)
     cv_tmpdir_remove(dir);
 }
 
+/* Whether the text of a file defines or declares name: "name(" after a
+ * character that cannot be part of an identifier. */
+static int file_has_function(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = strstr(text, name); p; p = strstr(p + 1, name))
+        if (p > text && (p[-1] == ' ' || p[-1] == '*' || p[-1] == '\n') && p[n] == '(')
+            return 1;
+    return 0;
+}
+
+/* Every `path/name.ext` or `path/name.ext:function` in backquotes in doc
+ * that is not under root (or whose function is not in it) is appended to
+ * bad; returns how many, and the number of references checked in *checked. */
+static int check_doc_refs(const char *root, const char *doc, char *bad, size_t bad_size,
+                          int *checked)
+{
+    int missing = 0;
+    *checked = 0;
+    for (const char *p = strchr(doc, '`'); p; p = strchr(p, '`')) {
+        const char *end = strchr(p + 1, '`');
+        if (!end)
+            break;
+        char ref[512];
+        size_t len = (size_t)(end - p - 1);
+        p = end + 1;
+        if (len == 0 || len >= sizeof ref)
+            continue;
+        memcpy(ref, end - len, len);
+        ref[len] = '\0';
+        /* only plain paths: a slash, a dot extension, no spaces, globs or placeholders */
+        if (!strchr(ref, '/') || strpbrk(ref, " *<>{}$"))
+            continue;
+        char *fn = strchr(ref, ':');
+        if (fn)
+            *fn++ = '\0';
+        const char *dot = strrchr(ref, '.');
+        if (!dot || strchr(dot, '/') || !isalpha((unsigned char)dot[1]))
+            continue;
+        (*checked)++;
+        char *path = cv_tmpdir_path(root, ref);
+        size_t flen;
+        char *text = cv_tmpdir_read_file(path, &flen);
+        if (!text || (fn && !file_has_function(text, fn))) {
+            size_t used = strlen(bad);
+            snprintf(bad + used, bad_size - used, "  %s%s%s\n", ref, fn ? ":" : "",
+                     fn ? fn : "");
+            missing++;
+        }
+        free(text);
+        free(path);
+    }
+    return missing;
+}
+
+static void test_architecture_names_real_files(void **state)
+{
+    char *doc_path = src_path("docs/architecture.md");
+    size_t len;
+    char *doc = cv_tmpdir_read_file(doc_path, &len);
+    assert_non_null(doc);
+    char bad[8192] = "";
+    int checked;
+    if (check_doc_refs(cv_tmpdir_src_root(), doc, bad, sizeof bad, &checked) != 0)
+        fail_msg("docs/architecture.md names what the repository does not have:\n%s", bad);
+    assert_true(checked >= 30);   /* the map, the life of a job */
+
+    /* A planted missing file and a planted missing function are found. */
+    const char planted[] = "see `controller/no_such_file.c` and "
+                           "`compile/build.c:cv_no_such_function`, not `cli/cmd_<name>.c`\n";
+    bad[0] = '\0';
+    assert_int_equal(check_doc_refs(cv_tmpdir_src_root(), planted, bad, sizeof bad, &checked), 2);
+    assert_int_equal(checked, 2);
+    assert_non_null(strstr(bad, "controller/no_such_file.c"));
+    assert_non_null(strstr(bad, "compile/build.c:cv_no_such_function"));
+    free(doc);
+    free(doc_path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tree_follows_the_table),
         cmocka_unit_test(test_planted_include_fails),
         cmocka_unit_test(test_public_headers_compile_alone),
+        cmocka_unit_test(test_architecture_names_real_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

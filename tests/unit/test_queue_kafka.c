@@ -24,9 +24,9 @@
 #include <unistd.h>
 
 #include "common/diag.h"
-#include "common/jobmsg.h"
+#include "queue/jobmsg.h"
 #include "common/log.h"
-#include "common/queue.h"
+#include "queue/queue.h"
 #include "tests/support/childproc.h"
 
 /* The mock's first group join waits 3 s for more members, so sessions must

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "common/diag.h"
-#include "common/jobmsg.h"
-#include "common/queue.h"
+#include "queue/jobmsg.h"
+#include "queue/queue.h"
 #include "tests/support/tmpdir.h"
 
 #define T0 INT64_C(1700000000000)

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/queue.h"
+#include "queue/queue.h"
 #include "worker/internal.h"
 #include "test_worker_util.h"
 #include "tests/support/pyrun.h"
