@@ -274,23 +274,23 @@ int cv_cache_keyb_finish(cv_cache_keyb *kb, cv_cache_key *out, cv_diag *d)
 {
     memset(out, 0, sizeof *out);
     if (!kb)
-        return cv_cache_err(d, CV_DIAG_OOM, "out of memory building a cache key");
+        return cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory building a cache key");
     int rc = 0;
     cv_key_field *view = NULL; /* owned here: borrowed pointers into kb */
     if (kb->failed) {
-        rc = cv_cache_err(d, CV_DIAG_CACHE_BAD_KEY, "cache key '%s': %s", kb->domain, kb->error);
+        rc = cv_cache_err(d, CV_E_CACHE_BAD_KEY, "cache key '%s': %s", kb->domain, kb->error);
         goto done;
     }
     view = calloc((size_t)kb->n + 1, sizeof *view);
     if (!view) {
-        rc = cv_cache_err(d, CV_DIAG_OOM, "out of memory building a cache key");
+        rc = cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory building a cache key");
         goto done;
     }
     for (int i = 0; i < kb->n; i++)
         view[i] = (cv_key_field){kb->v[i].name, kb->v[i].kind, kb->v[i].text, kb->v[i].dg};
     if (cv_cache_key_hash(kb->domain, view, kb->n, &out->digest) != 0 ||
         !(out->manifest = cv_cache_key_manifest(kb->domain, view, kb->n, &out->digest)))
-        rc = cv_cache_err(d, CV_DIAG_OOM, "out of memory building a cache key");
+        rc = cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory building a cache key");
 done:
     free(view);
     cv_cache_keyb_free(kb);
@@ -314,9 +314,9 @@ int cv_cache_key_from_manifest(const char *manifest, cv_cache_key *out, cv_diag 
     int rc = 0;
     if (cv_cache_key_hash(m.domain, m.fields, m.n, &out->digest) != 0 ||
         !(out->manifest = cv_cache_key_manifest(m.domain, m.fields, m.n, &out->digest)))
-        rc = cv_cache_err(d, CV_DIAG_OOM, "out of memory recomputing a cache key");
+        rc = cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory recomputing a cache key");
     else if (m.has_key && !cv_cache_digest_eq(&m.key, &out->digest))
-        rc = cv_cache_err(d, CV_DIAG_CACHE_BAD_MANIFEST,
+        rc = cv_cache_err(d, CV_E_CACHE_BAD_MANIFEST,
                           "key manifest: recorded key does not match its fields");
     cv_cache_manifest_free(&m);
     if (rc != 0)

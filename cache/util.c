@@ -34,8 +34,8 @@ void cv_cache_warn(cv_diag *d, int code, const char *fmt, ...)
 
 int cv_cache_write_errcode(int err)
 {
-    return (err == ENOSPC || err == EDQUOT || err == EFBIG) ? CV_DIAG_CACHE_DISK_FULL
-                                                            : CV_DIAG_CACHE_IO;
+    return (err == ENOSPC || err == EDQUOT || err == EFBIG) ? CV_E_CACHE_DISK_FULL
+                                                            : CV_E_CACHE_IO_ERROR;
 }
 
 int64_t cv_cache_now_us(void)

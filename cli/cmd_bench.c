@@ -100,7 +100,7 @@ static int time_runs(cv_native *n, const bench_opts *o, cv_tensor *ins, double *
 {
     cv_tensor *outs = calloc((size_t)cv_native_num_outputs(n) + 1, sizeof *outs);
     if (!outs)
-        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory"), -1;
     int rc = 0;
     for (int i = 0; i < o->warmup + o->iters && rc == 0; i++) {
         double t0 = now_ms();
@@ -159,7 +159,7 @@ static int run_bench(int argc, char **argv)
     if (ms && cv_cli_open_native(o.model, o.threads, &n, &tmp, &compile_ms, &d) == 0) {
         ins = calloc((size_t)cv_native_num_inputs(n) + 1, sizeof *ins);
         if (!ins || make_inputs(n, o.batch, ins))
-            cv_diag_error(&d, 9002, (cv_span){0}, "cannot make the inputs");
+            cv_diag_error(&d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "cannot make the inputs");
         else if (time_runs(n, &o, ins, ms, &d) == 0)
             rc = CV_EXIT_OK;
         for (int i = 0; ins && i < cv_native_num_inputs(n); i++)

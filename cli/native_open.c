@@ -61,7 +61,7 @@ int cv_cli_open_native(const char *model_or_dir, int threads, cv_native **out, c
     char *dir = cv_cli_make_tmpdir();
     if (!dir) {
         cv_module_free(m);
-        return cv_diag_error(d, 9004, (cv_span){0}, "cannot create a temporary directory: %s",
+        return cv_diag_error(d, CV_E_IO_ERROR, (cv_span){0}, "cannot create a temporary directory: %s",
                              strerror(errno)), -1;
     }
     struct timespec t0, t1;

@@ -2,10 +2,10 @@
  * a source span, an AST/IR path, a message, notes and (for errors caused by
  * an earlier error) the id of that root cause.
  *
- * Codes are integers printed as CV<code>: 1xxx syntax, 2xxx names and types,
- * 3xxx shapes, 4xxx unsupported constructs and ops, 5xxx codegen,
- * 6xxx specs, 9xxx internal/timeout/oom/infra.  Every code used anywhere is
- * listed once in the registry (common/diag_codes.c). */
+ * Codes are integers printed as CV<code>, each with a name (CV_E_<SLUG>):
+ * the one list is common/diag_codes.h, which makes the enum below and the
+ * registry (common/diag_codes.c).  Code passes the name, never a bare number
+ * (tests/unit/test_diag_codes.c checks the tree). */
 #ifndef CV_DIAG_H
 #define CV_DIAG_H
 
@@ -13,6 +13,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+
+#include "common/diag_codes.h"
+
+#define CV_DIAG_CODE_ENUM_(name, num, slug, summary) name = num,
+typedef enum cv_diag_code { CV_DIAG_CODES(CV_DIAG_CODE_ENUM_) } cv_diag_code;
+#undef CV_DIAG_CODE_ENUM_
 
 typedef enum { CV_SEV_NOTE, CV_SEV_WARNING, CV_SEV_ERROR } cv_severity;
 

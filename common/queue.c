@@ -10,11 +10,6 @@
 #include <string.h>
 #include <time.h>
 
-enum {
-    E_URL = 9201, E_LEASE_LOST = 9206, E_MISMATCH = 9207, E_DEAD = 9208, E_UNAVAILABLE = 9209,
-    E_ARG = 9210, E_POISON = 9212,
-};
-
 static const cv_queue_ops *const backends[] = {&cv_queue_sqlite_ops, &cv_queue_kafka_ops};
 /* Schemes that name a planned backend not built into this binary (none at
  * present: every backend is built). */
@@ -26,7 +21,7 @@ static int arg_error(cv_diag *d, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    cv_diag_vadd(d, CV_SEV_ERROR, E_ARG, (cv_span){0}, NULL, fmt, ap);
+    cv_diag_vadd(d, CV_SEV_ERROR, CV_E_QUEUE_INVALID_ARGUMENT, (cv_span){0}, NULL, fmt, ap);
     va_end(ap);
     return -1;
 }
@@ -71,7 +66,7 @@ static int split_url(const char *url, char *scheme, size_t cap, const char **res
     for (const char *p = url; ok && *p; p++)
         ok = (unsigned char)*p >= 0x20 && *p != 0x7f;
     if (!ok) {
-        cv_diag_error(d, E_URL, (cv_span){0},
+        cv_diag_error(d, CV_E_QUEUE_BAD_URL, (cv_span){0},
                       "queue URL '%.200s' is not of the form sqlite:PATH or kafka://BROKERS", url);
         return -1;
     }
@@ -107,11 +102,11 @@ int cv_queue_open(const char *url, const cv_queue_opts *opts, cv_queue **out, cv
     }
     for (size_t i = 0; i < sizeof planned / sizeof planned[0]; i++)
         if (planned[i] && strcmp(planned[i], scheme) == 0) {
-            cv_diag_error(d, E_UNAVAILABLE, (cv_span){0},
+            cv_diag_error(d, CV_E_QUEUE_BACKEND_UNAVAILABLE, (cv_span){0},
                           "the %s queue backend is not built into this cuvil", scheme);
             return -1;
         }
-    cv_diag_error(d, E_URL, (cv_span){0}, "unknown queue backend '%s' (expected sqlite or kafka)",
+    cv_diag_error(d, CV_E_QUEUE_BAD_URL, (cv_span){0}, "unknown queue backend '%s' (expected sqlite or kafka)",
                   scheme);
     return -1;
 }
@@ -246,7 +241,7 @@ int cv_queue_complete(cv_queue *q, const cv_lease *l, const void *result, size_t
     cv_result_msg r;
     int rc = cv_result_msg_decode(result, len, "result message", &r, d);
     if (rc == 0 && strcmp(r.job_id, l->job.job_id) != 0) {
-        cv_diag_error(d, E_MISMATCH, (cv_span){0}, "result for job '%s' completes the lease of '%s'",
+        cv_diag_error(d, CV_E_QUEUE_RESULT_MISMATCH, (cv_span){0}, "result for job '%s' completes the lease of '%s'",
                       r.job_id, l->job.job_id);
         rc = -1;
     }
@@ -360,7 +355,7 @@ int cv_queue_dead_letter_result(const char *job_id, int attempts, int code, cons
     cv_result_msg_init(&r);
     r.job_id = (char *)job_id;   /* borrowed; cleared before the free below */
     r.status = CV_RESULT_INFRA;
-    cv_diag_error(&r.diags, code == E_POISON ? E_POISON : E_DEAD, (cv_span){0},
+    cv_diag_error(&r.diags, code == CV_E_QUEUE_POISON_MESSAGE ? CV_E_QUEUE_POISON_MESSAGE : CV_E_QUEUE_DEAD_LETTER, (cv_span){0},
                   "dead-lettered after %d attempt%s: %s", attempts, attempts == 1 ? "" : "s",
                   reason);
     cv_diag scratch;
@@ -380,7 +375,7 @@ int cv_queue_dead_letter_result(const char *job_id, int attempts, int code, cons
 
 int cv_queue_lease_lost(const cv_lease *l, cv_diag *d)
 {
-    cv_diag_error(d, E_LEASE_LOST, (cv_span){0},
+    cv_diag_error(d, CV_E_QUEUE_LEASE_LOST, (cv_span){0},
                   "lease on job '%s' (attempt %d) is lost: it expired and went to another "
                   "worker, or the job is finished",
                   l->job.job_id ? l->job.job_id : "?", l->attempt);

@@ -43,7 +43,7 @@ int cv_k8s_client_open(const cv_k8s_config *c, cv_k8s_client **out, cv_diag *d)
         return -1;
     cv_k8s_client *k = calloc(1, sizeof *k);
     if (!k)
-        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory"), -1;
     k->cu = cu;
     k->server = c->server ? strdup(c->server) : NULL;
     k->token = c->token ? strdup(c->token) : NULL;
@@ -200,7 +200,7 @@ int cv_k8s_request(cv_k8s_client *c, const char *method, const char *path,
               &hdrs) != 0) {
         free(text);
         c->cu->slist_free_all(hdrs);
-        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory"), -1;
     }
     const cv_curl_fns *cu = c->cu;
     cv_sb resp = CV_SB_INIT;
@@ -326,7 +326,7 @@ int cv_k8s_watch(cv_k8s_client *c, const char *path, int64_t timeout_ms, volatil
     struct curl_slist *hdrs = NULL;
     if (setup(c, c->watch, path, NULL, &hdrs) != 0) {
         c->cu->slist_free_all(hdrs);
-        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory"), -1;
     }
     const cv_curl_fns *cu = c->cu;
     watch_ctx w = {.fn = fn, .ctx = ctx, .stop = stop, .cu = cu, .h = c->watch};

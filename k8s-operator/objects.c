@@ -85,7 +85,7 @@ int k8s_api_error(cv_diag *d, long status, const json_t *body, const char *metho
 {
     int code = status == 401 || status == 403 ? CV_E_K8S_UNAUTHORIZED
                : status == 409               ? CV_E_K8S_CONFLICT
-                                             : CV_E_K8S_API;
+                                             : CV_E_K8S_API_ERROR;
     const char *msg = k8s_str(body, "message");
     cv_diag_error(d, code, (cv_span){0}, "%s %s: the API server answered %ld%s%.400s", method,
                   path, status, *msg ? ": " : "", msg);

@@ -72,7 +72,7 @@ static int source_init(bctx *b)
     b->src.dir = cv_fs_dirname(o->model);
     snprintf(b->src.options, sizeof b->src.options, "verify=%s", o->strict ? "strict" : "default");
     if (!b->src.dir)
-        return cv_diag_error(b->d, 9002, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_error(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory"), -1;
     return b->c ? cv_cache_file_digest(b->c, o->model, &b->src.digest, b->d)
                 : cv_cache_hash_file(o->model, &b->src.digest, NULL, NULL, b->d);
 }
@@ -160,7 +160,7 @@ static int l1_probe(bctx *b)
     int ok = cv_wk_deps_digest(b->c, b->src.dir, &b->deps, b->r->l1.reason,
                                sizeof b->r->l1.reason);
     if (ok < 0)
-        return cv_diag_error(b->d, 9002, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_error(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory"), -1;
     if (ok == 0) {
         cv_wk_deps_free(&b->deps);
         return 0;
@@ -308,7 +308,7 @@ static int describe_module(bctx *b, const cv_wk_deps *x, cv_wk_l1_value *v, char
         free(loc);
         free(*text);
         *text = NULL;
-        return cv_diag_error(b->d, 9002, (cv_span){0}, "out of memory printing the IR"), -1;
+        return cv_diag_error(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory printing the IR"), -1;
     }
     memset(v, 0, sizeof *v);
     cv_wk_ir_digest(*text, strlen(*text), x, &v->ir);
@@ -346,7 +346,7 @@ static int l1_fill(bctx *b)
     int known = deps_of_module(b, &x);
     if (known < 0) {
         cv_wk_deps_free(&x);
-        return cv_diag_error(b->d, 9002, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_error(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory"), -1;
     }
     char *text = NULL;
     cv_wk_l1_value v;
@@ -389,7 +389,7 @@ static int l1_recheck(bctx *b)
     if (describe_module(b, &b->deps, &v, &text))
         return -1;
     if (!cv_cache_digest_eq(&v.ir, &b->l1v.ir) || !cv_cache_digest_eq(&v.ir_loc, &b->l1v.ir_loc)) {
-        cv_diag_add(b->d, CV_SEV_WARNING, CV_E_BUILD_INCONSISTENT, (cv_span){.file = b->o->model},
+        cv_diag_add(b->d, CV_SEV_WARNING, CV_E_BUILD_CACHE_INCONSISTENT, (cv_span){.file = b->o->model},
                     NULL, "the L1 cache entry for %s does not match what the %s front end "
                     "produces now; the entry is replaced", b->o->model, b->src.fe->name);
         b->l1v = v;
@@ -442,7 +442,7 @@ static int check_out_dir(bctx *b, const char *func_name)
     const char *fp = json_string_value(json_object_get(sym, "fingerprint"));
     int rc = 0;
     if (fp && strcmp(fp, b->r->fingerprint) != 0) {
-        cv_diag_error(b->d, CV_E_ARTIFACT_TAKEN, (cv_span){.file = b->o->model},
+        cv_diag_error(b->d, CV_E_ARTIFACT_NAME_TAKEN, (cv_span){.file = b->o->model},
                            "%s already holds an artifact named '%s' made from another model "
                            "(its %s differs): give this one another --name, another -o, or "
                            "--force to replace it", b->o->out_dir, name, file);
@@ -618,7 +618,7 @@ int cv_build(cv_cache *c, const cv_build_opts *o, cv_build_result *r, cv_diag *d
               .emit = o->emit ? o->emit : CV_EMIT_DEFAULT};
     int rc = -1;
     if (o->precision >= CV_PRECISION__COUNT)
-        cv_diag_error(d, CV_E_PRECISION, (cv_span){.file = o->model},
+        cv_diag_error(d, CV_E_UNSUPPORTED_PRECISION, (cv_span){.file = o->model},
                       "precision %d is not supported by this compiler", (int)o->precision);
     else if (source_init(&b) == 0)
         rc = b.c ? cached_batch(&b) : uncached(&b);
@@ -650,7 +650,7 @@ int cv_build_materialise(cv_cache *c, const char *manifest_hex, const char *out_
 {
     cv_digest dg;
     if (cv_cache_digest_parse(manifest_hex, &dg) != 0)
-        return cv_diag_error(d, CV_E_WORKER_ARGS, (cv_span){0},
+        return cv_diag_error(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){0},
                              "'%.80s' is not an artifact manifest digest", manifest_hex), -1;
     void *list = NULL;
     size_t len = 0;
@@ -681,7 +681,7 @@ int cv_build_probe(cv_cache *c, const cv_build_opts *o, bool run_frontend, cv_bu
               .emit = o->emit ? o->emit : CV_EMIT_DEFAULT};
     int rc = -1;
     if (!b.c)
-        cv_diag_error(d, CV_E_WORKER_ARGS, (cv_span){0}, "the cache is off: there are no keys");
+        cv_diag_error(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){0}, "the cache is off: there are no keys");
     else if (source_init(&b) == 0 && l1_probe(&b) == 0 &&
              (b.have_l1v || !run_frontend || l1_fill(&b) == 0))
         rc = 0;

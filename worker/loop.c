@@ -59,11 +59,11 @@ static int fill_defaults(const cv_worker_opts *in, wopts *w, cv_diag *d)
     w->o = *in;
     cv_worker_opts *o = &w->o;
     if (!o->queue_url)
-        return cv_diag_error(d, CV_E_WORKER_ARGS, (cv_span){0}, "the worker needs a queue"), -1;
+        return cv_diag_error(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){0}, "the worker needs a queue"), -1;
     if (o->lease_s < 0 || o->lease_s > CV_QUEUE_LEASE_MAX_S || o->poll_ms < 0 ||
         o->poll_ms > CV_QUEUE_WAIT_MAX_MS || o->job_timeout_ms < 0 || o->cpu_limit_s < 0 ||
         o->grace_ms < 0 || o->max_jobs < 0)
-        return cv_diag_error(d, CV_E_WORKER_ARGS, (cv_span){0},
+        return cv_diag_error(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){0},
                              "a worker limit is negative or too large"), -1;
     o->lease_s = o->lease_s ? o->lease_s : 30;
     o->poll_ms = o->poll_ms ? o->poll_ms : 1000;
@@ -82,7 +82,7 @@ static int fill_defaults(const cv_worker_opts *in, wopts *w, cv_diag *d)
     w->scratch = o->scratch_dir ? o->scratch_dir : tmp && *tmp ? tmp : "/tmp";
     /* a scratch directory that cannot be made would dead-letter every job */
     if (cv_fs_mkdirs(w->scratch, 0755) != 0)
-        return cv_diag_error(d, CV_E_WORKER_ARGS, (cv_span){.file = w->scratch},
+        return cv_diag_error(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){.file = w->scratch},
                              "cannot create the scratch directory %s: %s", w->scratch,
                              strerror(errno)), -1;
     return 0;
@@ -99,7 +99,7 @@ static int check_cache(const cv_worker_opts *o, cv_diag *d)
     bool on = cv_cache_enabled(c);
     cv_cache_close(c);
     if (!on)
-        return cv_diag_error(d, CV_E_WORKER_ARGS, (cv_span){0}, "the cache is off "
+        return cv_diag_error(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){0}, "the cache is off "
                              "(CUVIL_CACHE=off): a worker has nowhere to put artifacts"), -1;
     return 0;
 }
@@ -155,7 +155,7 @@ static int tick(void *ctx)
         cv_diag hd;
         cv_diag_init(&hd);
         int rc = cv_queue_heartbeat(t->q, t->lease, t->w->o.lease_s, &hd);
-        bool lost = rc != 0 && hd.n && hd.v[0].code == 9206;
+        bool lost = rc != 0 && hd.n && hd.v[0].code == CV_E_QUEUE_LEASE_LOST;
         if (rc != 0)
             cv_log_warn("heartbeat for %s failed: %s", t->lease->job.job_id,
                         hd.n ? hd.v[0].msg : "?");
@@ -197,7 +197,7 @@ static void record(cv_queue *q, cv_lease *l, const cv_sb_outcome *so, const wopt
             st->by_status[res.status]++;
     }
     if (rc < 0) {
-        bool lost = d.n && d.v[d.n - 1].code == 9206;
+        bool lost = d.n && d.v[d.n - 1].code == CV_E_QUEUE_LEASE_LOST;
         st->lost += lost;
         st->errors += !lost;
         cv_log_warn("%s: %s", l->job.job_id, d.n ? d.v[d.n - 1].msg : "could not record");
@@ -302,7 +302,7 @@ static void run_job(cv_queue *q, cv_lease *l, const wopts *w, held *h, cv_worker
     cv_diag_init(&d);
     st->jobs++;
     if (!dir || !mkdtemp(dir)) {
-        cv_diag_error(&d, CV_E_WORKER_SPAWN, (cv_span){0}, "cannot make a scratch directory in "
+        cv_diag_error(&d, CV_E_WORKER_SPAWN_FAILED, (cv_span){0}, "cannot make a scratch directory in "
                       "%s: %s", w->scratch, strerror(errno));
         cv_queue_fail(q, l, CV_QUEUE_FAIL_INFRA, d.v[0].msg, NULL);
         st->errors++;

@@ -189,7 +189,7 @@ int cv_memplan(cv_kprog *p, cv_diag *d)
     p->classes = cv_kp_alloc(p, sizeof *p->classes * cap);
     int n = 0, rc = 0;
     if (!items || !mine || !scratch || !off || !p->classes) {
-        cv_diag_error(d, 9002, sp, "out of memory planning memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, sp, "out of memory planning memory");
         rc = -1;
         goto done;
     }
@@ -200,7 +200,7 @@ int cv_memplan(cv_kprog *p, cv_diag *d)
         cv_kclass mono;
         int64_t units = storage_units(p, s, &mono);
         if (units < 0) {
-            cv_diag_error(d, 5004, sp, "a tensor's size overflows");
+            cv_diag_error(d, CV_E_CODEGEN_SIZE_OVERFLOW, sp, "a tensor's size overflows");
             rc = -1;
             goto done;
         }
