@@ -100,7 +100,7 @@ static int time_runs(cv_native *n, const bench_opts *o, cv_tensor *ins, double *
 {
     cv_tensor *outs = calloc((size_t)cv_native_num_outputs(n) + 1, sizeof *outs);
     if (!outs)
-        return cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     int rc = 0;
     for (int i = 0; i < o->warmup + o->iters && rc == 0; i++) {
         double t0 = now_ms();

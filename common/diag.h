@@ -70,6 +70,10 @@ int cv_diag_vadd(cv_diag *d, cv_severity sev, int code, cv_span span,
 /* Shorthand for an error at a span with no path. */
 int cv_diag_error(cv_diag *d, int code, cv_span span, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The same, returning -1: `return cv_diag_fail(d, CV_E_..., span, ...);`
+ * ends a function that fails. */
+int cv_diag_fail(cv_diag *d, int code, cv_span span, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 void cv_diag_note(cv_diag *d, int id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void cv_diag_set_root(cv_diag *d, int id, int root_id);

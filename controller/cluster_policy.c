@@ -51,12 +51,12 @@ int cv_farm_policy_add_remote(cv_farm_policy *p, const char *arg, cv_diag *d)
     for (int i = 0; ok && i < p->n_remotes; i++)
         ok = strcmp(p->remotes[i].name, name) != 0;
     if (!ok)
-        return cv_diag_error(d, CV_E_FARM_BAD_REMOTE, (cv_span){0},
-                             "--remote-cache '%.200s': expected URL or NAME=URL with a unique "
-                             "DNS-1123 NAME and an http:// or https:// URL", arg), -1;
+        return cv_diag_fail(d, CV_E_FARM_BAD_REMOTE, (cv_span){0},
+                            "--remote-cache '%.200s': expected URL or NAME=URL with a unique "
+                            "DNS-1123 NAME and an http:// or https:// URL", arg);
     if (p->n_remotes == CV_FARM_REMOTES_MAX)
-        return cv_diag_error(d, CV_E_FARM_BAD_REMOTE, (cv_span){0},
-                             "more than %d named remote caches", CV_FARM_REMOTES_MAX), -1;
+        return cv_diag_fail(d, CV_E_FARM_BAD_REMOTE, (cv_span){0},
+                            "more than %d named remote caches", CV_FARM_REMOTES_MAX);
     cv_farm_remote *r = &p->remotes[p->n_remotes++];
     memcpy(r->name, name, n + 1);
     r->url = eq + 1;

@@ -126,8 +126,7 @@ static int attempt(const k8s_apply_ctx *x, const k8s_child *ch, json_t **current
 {
     char path[512];
     if (k8s_path(path, sizeof path, ch->kind, x->ns, ch->name, false) != 0)
-        return cv_diag_error(d, CV_E_K8S_NAME_TOO_LONG, (cv_span){0}, "path too long for %s", ch->name),
-               -1;
+        return cv_diag_fail(d, CV_E_K8S_NAME_TOO_LONG, (cv_span){0}, "path too long for %s", ch->name);
     json_t *cur = NULL;
     long status = 0;
     if (cv_k8s_request(x->cl, "GET", path, NULL, NULL, &status, &cur, d) != 0)
@@ -178,8 +177,7 @@ int k8s_apply(const k8s_apply_ctx *x, const k8s_child *ch, json_t **current, cv_
         if (rc != 2)
             return rc;
     }
-    return cv_diag_error(d, CV_E_K8S_CONFLICT, (cv_span){0},
-                         "%s %s kept changing under the operator (409 %d times); retried later",
-                         ch->kind->kind, ch->name, ATTEMPTS),
-           -1;
+    return cv_diag_fail(d, CV_E_K8S_CONFLICT, (cv_span){0},
+                        "%s %s kept changing under the operator (409 %d times); retried later",
+                        ch->kind->kind, ch->name, ATTEMPTS);
 }

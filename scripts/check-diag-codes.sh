@@ -2,7 +2,8 @@
 # Diagnostic codes are passed by name (CV_E_*, from common/diag_codes.h),
 # never as a bare number: a number at a diagnostic function's code argument
 # (any function with a parameter `int ...code`), or assigned to or compared
-# with a variable or field named *code, is reported with its file and line.
+# with a variable or field named *code, is reported with its file and line;
+# so is `return cv_diag_error(...), -1;` (say `return cv_diag_fail(...);`).
 # Tests keep numbers (they pin what a user sees); the artifact runtime and the
 # CUDA host runtime are built without common/ and are left out.
 # Usage: scripts/check-diag-codes.sh [ROOT]   (exit 1 and file:line per number)
@@ -76,6 +77,12 @@ for my $f (sort keys %mask) {
             }
         }
         numbers_in($f, $start, $i) if $arg == $idx && $i < length $m;
+        if ($name eq "cv_diag_error" && substr($m, 0, $resume) =~ /\breturn\s*\(?\s*cv_diag_error\s*\($/
+            && substr($m, $i + 1, 40) =~ /^\s*,\s*-1\b/) {
+            my $line = 1 + (substr($m, 0, $resume) =~ tr/\n//);
+            print "$f:$line: return cv_diag_error(...), -1: use return cv_diag_fail(...)\n";
+            $bad = 1;
+        }
         pos($m) = $resume;
     }
     while ($m =~ /\b\w*code\s*(?:[!=]=|=(?!=))\s*\(?\s*([1-9]\d{3})(?![\w.])/g) {

@@ -13,8 +13,8 @@ int cv_build_fetch_artifact(cv_cache *c, const char *l2_hex, const char *manifes
         return cv_build_materialise(c, manifest_hex, out_dir, d);
     cv_cache_key key = {0};
     if (cv_cache_digest_parse(l2_hex, &key.digest) != 0)
-        return cv_diag_error(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){0},
-                             "'%.80s' is not an L2 key", l2_hex), -1;
+        return cv_diag_fail(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){0},
+                            "'%.80s' is not an L2 key", l2_hex);
     void *list = NULL;
     size_t len = 0;
     int rc = cv_cache_get_action(c, CV_CACHE_L2, &key, &list, &len, NULL, d);

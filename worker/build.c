@@ -72,7 +72,7 @@ static int source_init(bctx *b)
     b->src.dir = cv_fs_dirname(o->model);
     snprintf(b->src.options, sizeof b->src.options, "verify=%s", o->strict ? "strict" : "default");
     if (!b->src.dir)
-        return cv_diag_error(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_fail(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     return b->c ? cv_cache_file_digest(b->c, o->model, &b->src.digest, b->d)
                 : cv_cache_hash_file(o->model, &b->src.digest, NULL, NULL, b->d);
 }
@@ -160,7 +160,7 @@ static int l1_probe(bctx *b)
     int ok = cv_wk_deps_digest(b->c, b->src.dir, &b->deps, b->r->l1.reason,
                                sizeof b->r->l1.reason);
     if (ok < 0)
-        return cv_diag_error(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_fail(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     if (ok == 0) {
         cv_wk_deps_free(&b->deps);
         return 0;
@@ -308,7 +308,7 @@ static int describe_module(bctx *b, const cv_wk_deps *x, cv_wk_l1_value *v, char
         free(loc);
         free(*text);
         *text = NULL;
-        return cv_diag_error(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory printing the IR"), -1;
+        return cv_diag_fail(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory printing the IR");
     }
     memset(v, 0, sizeof *v);
     cv_wk_ir_digest(*text, strlen(*text), x, &v->ir);
@@ -346,7 +346,7 @@ static int l1_fill(bctx *b)
     int known = deps_of_module(b, &x);
     if (known < 0) {
         cv_wk_deps_free(&x);
-        return cv_diag_error(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_fail(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     }
     char *text = NULL;
     cv_wk_l1_value v;
@@ -650,8 +650,8 @@ int cv_build_materialise(cv_cache *c, const char *manifest_hex, const char *out_
 {
     cv_digest dg;
     if (cv_cache_digest_parse(manifest_hex, &dg) != 0)
-        return cv_diag_error(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){0},
-                             "'%.80s' is not an artifact manifest digest", manifest_hex), -1;
+        return cv_diag_fail(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){0},
+                            "'%.80s' is not an artifact manifest digest", manifest_hex);
     void *list = NULL;
     size_t len = 0;
     char name[128], why[256];

@@ -116,9 +116,9 @@ static int check_digest(cv_cache *c, const cv_job_msg *job, const char *path, cv
     cv_wk_hex(&dg, hex);
     if (strcmp(hex, job->model_digest) == 0)
         return 0;
-    return cv_diag_error(d, CV_E_WORKER_MODEL_DIGEST, (cv_span){.file = job->model_path},
-                         "model %s has digest %.12s..., the job was planned for %.12s...",
-                         job->model_path, hex, job->model_digest), -1;
+    return cv_diag_fail(d, CV_E_WORKER_MODEL_DIGEST, (cv_span){.file = job->model_path},
+                        "model %s has digest %.12s..., the job was planned for %.12s...",
+                        job->model_path, hex, job->model_digest);
 }
 
 /* What a failed build's diagnostics say about whose fault it is.  Cache
@@ -203,9 +203,9 @@ static int compile_job(const cv_wk_job_ctx *j, cv_cache *c, const char *model,
                         .explain = j->o->explain, .no_output_on_hit = true, .scratch_out = true};
     char *root = job->calibration ? models_base(j->o, job) : NULL;
     if (job->calibration && !root)
-        return cv_diag_error(d, CV_E_WORKER_MODEL_MISSING, (cv_span){.file = job->calibration},
-                             "revision '%s' does not name a commit, so its calibration data "
-                             "cannot be found", job->revision), -1;
+        return cv_diag_fail(d, CV_E_WORKER_MODEL_MISSING, (cv_span){.file = job->calibration},
+                            "revision '%s' does not name a commit, so its calibration data "
+                            "cannot be found", job->revision);
     cv_wk_job_quant(job, root, &bo.quant);
     cv_build_result br;
     int rc = cv_build(c, &bo, &br, d);
@@ -361,7 +361,7 @@ int cv_wk_job_result(const cv_lease *l, const cv_sb_outcome *so, const cv_worker
         res->job_id = strdup(l->job.job_id);
         if (!res->job_id) {
             cv_diag_free(&scratch);
-            return cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory"), -1;
+            return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
         }
         if (malformed) {
             res->status = CV_RESULT_ICE;

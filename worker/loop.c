@@ -59,12 +59,12 @@ static int fill_defaults(const cv_worker_opts *in, wopts *w, cv_diag *d)
     w->o = *in;
     cv_worker_opts *o = &w->o;
     if (!o->queue_url)
-        return cv_diag_error(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){0}, "the worker needs a queue"), -1;
+        return cv_diag_fail(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){0}, "the worker needs a queue");
     if (o->lease_s < 0 || o->lease_s > CV_QUEUE_LEASE_MAX_S || o->poll_ms < 0 ||
         o->poll_ms > CV_QUEUE_WAIT_MAX_MS || o->job_timeout_ms < 0 || o->cpu_limit_s < 0 ||
         o->grace_ms < 0 || o->max_jobs < 0)
-        return cv_diag_error(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){0},
-                             "a worker limit is negative or too large"), -1;
+        return cv_diag_fail(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){0},
+                            "a worker limit is negative or too large");
     o->lease_s = o->lease_s ? o->lease_s : 30;
     o->poll_ms = o->poll_ms ? o->poll_ms : 1000;
     o->job_timeout_ms = o->job_timeout_ms ? o->job_timeout_ms : 600000;
@@ -82,9 +82,9 @@ static int fill_defaults(const cv_worker_opts *in, wopts *w, cv_diag *d)
     w->scratch = o->scratch_dir ? o->scratch_dir : tmp && *tmp ? tmp : "/tmp";
     /* a scratch directory that cannot be made would dead-letter every job */
     if (cv_fs_mkdirs(w->scratch, 0755) != 0)
-        return cv_diag_error(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){.file = w->scratch},
-                             "cannot create the scratch directory %s: %s", w->scratch,
-                             strerror(errno)), -1;
+        return cv_diag_fail(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){.file = w->scratch},
+                            "cannot create the scratch directory %s: %s", w->scratch,
+                            strerror(errno));
     return 0;
 }
 
@@ -99,8 +99,8 @@ static int check_cache(const cv_worker_opts *o, cv_diag *d)
     bool on = cv_cache_enabled(c);
     cv_cache_close(c);
     if (!on)
-        return cv_diag_error(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){0}, "the cache is off "
-                             "(CUVIL_CACHE=off): a worker has nowhere to put artifacts"), -1;
+        return cv_diag_fail(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){0}, "the cache is off "
+                            "(CUVIL_CACHE=off): a worker has nowhere to put artifacts");
     return 0;
 }
 

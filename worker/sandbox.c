@@ -275,7 +275,7 @@ int cv_wk_sandbox_run(const cv_sb_spec *s, cv_sb_outcome *out, cv_diag *d)
         for (int i = 0; i < 2; i++)
             if (rep[i] >= 0)
                 close(rep[i]);
-        return cv_diag_error(d, CV_E_WORKER_SPAWN_FAILED, (cv_span){0}, "pipe: %s", strerror(e)), -1;
+        return cv_diag_fail(d, CV_E_WORKER_SPAWN_FAILED, (cv_span){0}, "pipe: %s", strerror(e));
     }
     fflush(NULL);
     long long ooms_before = cgroup_oom_kills();
@@ -283,7 +283,7 @@ int cv_wk_sandbox_run(const cv_sb_spec *s, cv_sb_outcome *out, cv_diag *d)
     if (pid < 0) {
         int e = errno;
         close(rep[0]), close(rep[1]), close(err[0]), close(err[1]);
-        return cv_diag_error(d, CV_E_WORKER_SPAWN_FAILED, (cv_span){0}, "fork: %s", strerror(e)), -1;
+        return cv_diag_fail(d, CV_E_WORKER_SPAWN_FAILED, (cv_span){0}, "fork: %s", strerror(e));
     }
     if (pid == 0) {
         close(rep[0]);
@@ -304,8 +304,8 @@ int cv_wk_sandbox_run(const cv_sb_spec *s, cv_sb_outcome *out, cv_diag *d)
         kill_group(pid);
         waitpid(pid, NULL, 0);
         free(w.report);
-        return cv_diag_error(d, CV_E_WORKER_SPAWN_FAILED, (cv_span){0}, "waiting for the compile: %s",
-                             strerror(errno)), -1;
+        return cv_diag_fail(d, CV_E_WORKER_SPAWN_FAILED, (cv_span){0}, "waiting for the compile: %s",
+                            strerror(errno));
     }
     long long ooms_after = cgroup_oom_kills();
     out->cgroup_oom = ooms_before >= 0 && ooms_after > ooms_before;

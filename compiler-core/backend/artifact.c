@@ -255,7 +255,7 @@ static int write_weights(writer *w, const cv_kprog *p)
     size_t len;
     snprintf(name, sizeof name, "%s.weights.bin", p->name);
     if (cv_weights_image(p, &data, &len))
-        return cv_diag_error(w->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_fail(w->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     int rc = put_file(w, name, data, len);
     free(data);
     return rc;
@@ -366,30 +366,30 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info
         o.target = "native";
     unsigned emit = o.emit & ~CV_EMIT_WEIGHTS ? o.emit : o.emit | CV_EMIT_DEFAULT;
     if ((emit & CV_EMIT_WEIGHTS) && cv_target_is_cuda(o.target))
-        return cv_diag_error(d, CV_E_WEIGHTS_FILE_UNSUPPORTED, (cv_span){.file = m->path}, "--weights-file: the CUDA "
-                             "targets keep their weights in the library"), -1;
+        return cv_diag_fail(d, CV_E_WEIGHTS_FILE_UNSUPPORTED, (cv_span){.file = m->path}, "--weights-file: the CUDA "
+                            "targets keep their weights in the library");
     memset(info, 0, sizeof *info);
     if (o.name && !cv_artifact_name_ok(o.name))
-        return cv_diag_error(d, CV_E_BAD_ARTIFACT_NAME, (cv_span){.file = m->path}, "--name '%.80s' "
-                             "is not a C identifier of at most 64 characters ([A-Za-z_]"
-                             "[A-Za-z0-9_]*)", o.name), -1;
+        return cv_diag_fail(d, CV_E_BAD_ARTIFACT_NAME, (cv_span){.file = m->path}, "--name '%.80s' "
+                            "is not a C identifier of at most 64 characters ([A-Za-z_]"
+                            "[A-Za-z0-9_]*)", o.name);
     if (m->n_funcs < 1)
-        return cv_diag_error(d, CV_E_CODEGEN_FAILED, (cv_span){.file = m->path}, "the module has no model"), -1;
+        return cv_diag_fail(d, CV_E_CODEGEN_FAILED, (cv_span){.file = m->path}, "the module has no model");
     int max_ops = o.max_ops > 0 ? o.max_ops : CV_MAX_COMPILE_OPS;
     if (m->funcs[0]->n_ops > max_ops)
-        return cv_diag_error(d, CV_E_MODEL_TOO_LARGE, m->funcs[0]->span, "the model has %d ops, more than the %d "
-                             "a compile takes (cuvil compile --max-ops N to change it)",
-                             m->funcs[0]->n_ops, max_ops), -1;
+        return cv_diag_fail(d, CV_E_MODEL_TOO_LARGE, m->funcs[0]->span, "the model has %d ops, more than the %d "
+                            "a compile takes (cuvil compile --max-ops N to change it)",
+                            m->funcs[0]->n_ops, max_ops);
     if (cv_fs_mkdirs(o.out_dir, 0755))
-        return cv_diag_error(d, CV_E_IO_ERROR, (cv_span){.file = o.out_dir}, "cannot create %s: %s",
-                             o.out_dir, strerror(errno)), -1;
+        return cv_diag_fail(d, CV_E_IO_ERROR, (cv_span){.file = o.out_dir}, "cannot create %s: %s",
+                            o.out_dir, strerror(errno));
     double tp = now_ms();
     cv_pass_stats ps;
     if (cv_passes_run(m->funcs[0], &ps, d) ||
         cv_passes_quantize(m->funcs[0], o.quant, info->quant_report, sizeof info->quant_report, d))
         return -1;
     if (o.dump_values && cv_debug_expose_values(m->funcs[0]))
-        return cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){.file = m->path}, "out of memory"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){.file = m->path}, "out of memory");
     double t0 = now_ms();
     cv_kprog *p;
     int blk = o.no_blocked_layout || (emit & CV_EMIT_C) ? 0 : nchwc_block(o.target);

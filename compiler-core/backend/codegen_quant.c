@@ -61,8 +61,8 @@ static int pack_dw(cv_codegen_ctx *c, const qgeo *g, const cv_kstore *sw, const 
     if (!wf || !scale) {
         free(wf);
         free(scale);
-        return cv_diag_error(c->diag, CV_E_OUT_OF_MEMORY, cv_op_span(c->op), "out of memory packing int8 "
-                             "weights"), -1;
+        return cv_diag_fail(c->diag, CV_E_OUT_OF_MEMORY, cv_op_span(c->op), "out of memory packing int8 "
+                            "weights");
     }
     const int8_t *src = sw->data;
     float xs = (float)cv_op_float(c->op, "x_scale", 1);

@@ -25,10 +25,10 @@ static int refuse_dim_exprs(const cv_func *f, cv_diag *d)
         const cv_value *v = f->values[i];
         for (int k = 0; k < v->type.shape.rank; k++)
             if (cv_dim_is_expr(v->type.shape.d[k]))
-                return cv_diag_error(d, CV_E_BACKEND_DIM_EXPRESSION, func_span(f),
-                                     "value %%%s has dimension %d = %s: this backend does not yet "
-                                     "compile dimension expressions (the interpreter runs them)",
-                                     v->name, k, v->type.shape.d[k].sym), -1;
+                return cv_diag_fail(d, CV_E_BACKEND_DIM_EXPRESSION, func_span(f),
+                                    "value %%%s has dimension %d = %s: this backend does not yet "
+                                    "compile dimension expressions (the interpreter runs them)",
+                                    v->name, k, v->type.shape.d[k].sym);
     }
     return 0;
 }
@@ -102,8 +102,8 @@ static int fold_op(cv_kprog *p, const cv_op *op, cv_diag *d)
     cv_tensor t;
     if (op->n_results != 1 || !cv_shape_is_static(&v->type.shape) ||
         cv_tensor_alloc(&t, v->type.dtype, v->type.shape.rank, dims))
-        return cv_diag_error(d, CV_E_CODEGEN_FOLD_FAILED, cv_op_span(op), "%s: cannot evaluate at compile time",
-                             op->name), -1;
+        return cv_diag_fail(d, CV_E_CODEGEN_FOLD_FAILED, cv_op_span(op), "%s: cannot evaluate at compile time",
+                            op->name);
     cv_arena scratch;
     cv_arena_init(&scratch);
     cv_eval_ctx ec = {.op = op, .n_out = 1, .out = &t, .scratch = &scratch, .diag = d};
@@ -251,7 +251,7 @@ int cv_kprog_build_half(const cv_func *f, int blk, unsigned half, cv_kprog **out
     *out = NULL;
     cv_kprog *p = calloc(1, sizeof *p);
     if (!p)
-        return cv_diag_error(d, CV_E_OUT_OF_MEMORY, func_span(f), "out of memory"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, func_span(f), "out of memory");
     cv_arena_init(&p->arena);
     p->f = f;
     p->run_tail = &p->run;

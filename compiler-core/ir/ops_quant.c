@@ -204,7 +204,7 @@ static int eval_qconv2d(cv_eval_ctx *c)
     acc.dtype = CV_I32;
     acc.data = cv_arena_alloc_array(c->scratch, (size_t)(acc.numel ? acc.numel : 1), 4);
     if (!xq.data || !acc.data)
-        return cv_diag_error(c->diag, CV_E_OUT_OF_MEMORY, cv_op_span(c->op), "qconv2d: out of memory"), -1;
+        return cv_diag_fail(c->diag, CV_E_OUT_OF_MEMORY, cv_op_span(c->op), "qconv2d: out of memory");
     for (int64_t i = 0; i < x->numel; i++) {
         if (x->dtype == CV_U8) {
             ((float *)xq.data)[i] = (float)(((const uint8_t *)x->data)[i] - zp);

@@ -181,7 +181,7 @@ static int rewrite(cv_func *f, const att_match *m, int *fused, cv_diag *d)
     cv_value *ops[4] = {m->q, m->k, m->v, m->mask};
     cv_op *op = cv_op_new(f, "attention", ops, m->mask ? 4 : 3);
     if (!op)
-        return cv_diag_error(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory fusing attention"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory fusing attention");
     cv_op_set_float(op, "scale", m->scale);
     if (m->causal)
         cv_op_set_int(op, "causal", 1);

@@ -78,12 +78,12 @@ static int plan(cv_func *f, qplan *p, cv_diag *d)
     p->obs = calloc(cap, sizeof *p->obs);
     p->range = calloc(cap, sizeof *p->range);
     if (!p->ops || !p->qop || !p->obs || !p->range)
-        return cv_diag_error(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory planning int8"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory planning int8");
     for (int i = 0; i < f->n_returns; i++)
         p->obs[p->n_out++] = f->returns[i];
     int *uses = cv_pass_count_uses(f);
     if (!uses)
-        return cv_diag_error(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory planning int8"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory planning int8");
     /* Each layer is observed as the value it will stand for once its
      * residual add and activation are fused (quantize_requant.c). */
     for (int i = 0; i < f->n_ops; i++)
@@ -150,7 +150,7 @@ static int rewrite(cv_func *f, cv_op *op, const double range[2], cv_op **qop, cv
     cv_value *wq, *ws;
     cv_value **ops = cv_arena_alloc_array(&f->module->arena, 4, sizeof *ops);
     if (!ops || cv_qweights(f, op->operands[1], &wq, &ws))
-        return cv_diag_error(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory quantizing weights"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory quantizing weights");
     ops[0] = op->operands[0];
     ops[1] = wq;
     ops[2] = ws;
@@ -228,7 +228,7 @@ static int gate(cv_func *f, const qplan *p, const cv_tensor *held, cv_tensor *re
     if (!got || !now) {
         free(got);
         free(now);
-        return cv_diag_error(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory");
     }
     for (int i = 0; i < n; i++)
         now[i] = i < p->n_out ? f->returns[i] : p->ops[i - p->n_out]->results[0];

@@ -283,7 +283,7 @@ static int run_all(cv_qobs *o, const cv_qsamples *s, int n_cal, int first, int n
 {
     cv_tensor *outs = calloc((size_t)o->n, sizeof *outs);
     if (!outs)
-        return cv_diag_error(d, CV_E_OUT_OF_MEMORY, o->f->span, "out of memory calibrating"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, o->f->span, "out of memory calibrating");
     int rc = 0;
     for (int k = 0; rc == 0 && k < n_cal; k++) {
         rc = cv_qobs_run(o, &s->in[k * s->n_in], outs, d);
@@ -314,7 +314,7 @@ int cv_qcal_ranges(cv_qobs *o, const cv_qsamples *s, int n_cal, int first, int n
     if (!st || (q->method != CV_CALIB_MINMAX && !hist)) {
         free(st);
         free(hist);
-        return cv_diag_error(d, CV_E_OUT_OF_MEMORY, o->f->span, "out of memory calibrating"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, o->f->span, "out of memory calibrating");
     }
     for (int i = 0; i < n; i++) {
         st[i] = (vstat){INFINITY, -INFINITY, 0, hist ? hist + (size_t)i * CV_QCAL_BINS : NULL};

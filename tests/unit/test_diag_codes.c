@@ -103,8 +103,9 @@ static void test_tree_passes_names(void **state)
 }
 
 /* A tree with the real list: bare numbers at code arguments (a multi-line
- * call, a static helper, a ternary, a comparison) are named with their line;
- * names, numbers in messages and other arguments, and tests are not. */
+ * call, a static helper, a ternary, a comparison) and the
+ * `return cv_diag_error(...), -1;` idiom are named with their line; names,
+ * numbers in messages and other arguments, and tests are not. */
 static void test_planted_number_fails(void **state)
 {
     char *root = cv_tmpdir_make("diagcodes");
@@ -129,6 +130,12 @@ static void test_planted_number_fails(void **state)
         "    if (d->v[0].code == 9206)\n"
         "        return 1;\n"
         "    return cv_diag_error(d, f(d, 1234), (cv_span){0}, \"/* 4005 */\");\n"
+        "}\n"
+        "int g(cv_diag *d)\n"
+        "{\n"
+        "    if (d)\n"
+        "        return cv_diag_error(d, CV_E_IO_ERROR, (cv_span){0}, \"x\"), -1;\n"
+        "    return cv_diag_fail(d, CV_E_IO_ERROR, (cv_span){0}, \"x\");\n"
         "}\n";
     const char test_c[] = "void t(cv_diag *d) { cv_diag_error(d, 3008, (cv_span){0}, \"x\"); }\n";
     assert_int_equal(cv_tmpdir_write(common, "diag.h", diag_h, sizeof diag_h - 1), 0);
@@ -145,6 +152,8 @@ static void test_planted_number_fails(void **state)
     assert_null(strstr(out, "2016"));             /* not the code argument */
     assert_null(strstr(out, "cache/bad.c:10:"));  /* not a code; inside a string */
     assert_null(strstr(out, "tests/"));
+    assert_non_null(strstr(out, "cache/bad.c:15: return cv_diag_error(...), -1"));
+    assert_null(strstr(out, "cache/bad.c:16:"));
     free(out);
 
     /* without the list it is an error of its own, not a pass */

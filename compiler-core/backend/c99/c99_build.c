@@ -17,8 +17,8 @@ int cv_c99_build_shared(const char *cc, const char *dir, const char *name,
 {
     *missing = false;
     if (n_flags < 0 || n_flags > MAX_FLAGS)
-        return cv_diag_error(d, CV_E_C99_BUILD_FAILED, (cv_span){.file = dir}, "%d extra C compiler flags, at "
-                             "most %d", n_flags, MAX_FLAGS), -1;
+        return cv_diag_fail(d, CV_E_C99_BUILD_FAILED, (cv_span){.file = dir}, "%d extra C compiler flags, at "
+                            "most %d", n_flags, MAX_FLAGS);
     char file[300];
     snprintf(file, sizeof file, "lib%s.so", name);
     char *so = cv_fs_join(dir, file);

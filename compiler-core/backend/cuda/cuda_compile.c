@@ -21,21 +21,21 @@ int cv_cuda_link_bitcode(LLVMModuleRef mod, const unsigned char *bc, size_t len,
                          const char *what, cv_diag *d)
 {
     if (!bc || !len)
-        return cv_diag_error(d, CV_E_CUDA_RUNTIME_BITCODE, (cv_span){0}, "no %s bitcode in this "
-                             "build", what), -1;
+        return cv_diag_fail(d, CV_E_CUDA_RUNTIME_BITCODE, (cv_span){0}, "no %s bitcode in this "
+                            "build", what);
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRange((const char *)bc, len, what, 0);
     LLVMModuleRef rt = NULL;
     int bad = LLVMParseBitcodeInContext2(ctx, mb, &rt);
     LLVMDisposeMemoryBuffer(mb);
     if (bad)
-        return cv_diag_error(d, CV_E_CUDA_RUNTIME_BITCODE, (cv_span){0}, "the embedded %s bitcode "
-                             "is unreadable", what), -1;
+        return cv_diag_fail(d, CV_E_CUDA_RUNTIME_BITCODE, (cv_span){0}, "the embedded %s bitcode "
+                            "is unreadable", what);
     LLVMSetTarget(rt, LLVMGetTarget(mod));
     LLVMSetDataLayout(rt, LLVMGetDataLayoutStr(mod));
     if (LLVMLinkModules2(mod, rt))
-        return cv_diag_error(d, CV_E_CUDA_RUNTIME_BITCODE, (cv_span){0}, "linking the %s failed",
-                             what), -1;
+        return cv_diag_fail(d, CV_E_CUDA_RUNTIME_BITCODE, (cv_span){0}, "linking the %s failed",
+                            what);
     return 0;
 }
 
@@ -143,7 +143,7 @@ static int cuda_compile(const cv_kprog *p, const char *target, int opt, bool wan
     const cv_target_desc *t = cv_target_find(target);
     int sm = 0;
     if (!t || strncmp(t->triple, "nvptx", 5) != 0 || sscanf(t->cpu, "sm_%d", &sm) != 1)
-        return cv_diag_error(d, CV_E_UNKNOWN_TARGET, (cv_span){0}, "'%s' is not a CUDA target", target), -1;
+        return cv_diag_fail(d, CV_E_UNKNOWN_TARGET, (cv_span){0}, "'%s' is not a CUDA target", target);
     LLVMTargetMachineRef tm = nvptx_machine(t, opt, d);
     if (!tm)
         return -1;

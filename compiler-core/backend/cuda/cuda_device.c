@@ -318,7 +318,7 @@ static int emit_ptx(LLVMModuleRef mod, LLVMTargetMachineRef tm, char **ptx, size
     }
     LLVMDisposeMemoryBuffer(buf);
     if (!*ptx)
-        return cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     *len = drop_callseq_comments(*ptx, *len);
     /* The driver's JIT cannot resolve a function the module only declares. */
     const char *ext = strstr(*ptx, ".extern .func");

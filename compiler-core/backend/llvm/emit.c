@@ -54,17 +54,17 @@ static int link_runtime(LLVMContextRef ctx, LLVMModuleRef mod, const cv_llvm_tar
     size_t n;
     const unsigned char *bc = cv_rtbc_get(t->rt_variant, &n);
     if (!bc || !n)
-        return cv_diag_error(d, CV_E_INTERNAL_ERROR, (cv_span){0}, "no runtime bitcode for %s", t->rt_variant), -1;
+        return cv_diag_fail(d, CV_E_INTERNAL_ERROR, (cv_span){0}, "no runtime bitcode for %s", t->rt_variant);
     LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRange((const char *)bc, n, "cvrt", 0);
     LLVMModuleRef rt = NULL;
     /* On success the lazy module owns mb (it reads bodies from it later). */
     if (LLVMGetBitcodeModuleInContext2(ctx, mb, &rt))
-        return cv_diag_error(d, CV_E_INTERNAL_ERROR, (cv_span){0}, "the embedded runtime bitcode is unreadable"), -1;
+        return cv_diag_fail(d, CV_E_INTERNAL_ERROR, (cv_span){0}, "the embedded runtime bitcode is unreadable");
     make_linkonce(rt);
     LLVMSetTarget(rt, LLVMGetTarget(mod));
     LLVMSetDataLayout(rt, LLVMGetDataLayoutStr(mod));
     if (LLVMLinkModules2(mod, rt))
-        return cv_diag_error(d, CV_E_INTERNAL_ERROR, (cv_span){0}, "linking the runtime failed"), -1;
+        return cv_diag_fail(d, CV_E_INTERNAL_ERROR, (cv_span){0}, "linking the runtime failed");
     return 0;
 }
 
@@ -251,7 +251,7 @@ static int emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, bool want_ir, cv_llv
         LLVMDisposeMessage(s);
     }
     if (!out->obj || (want_ir && !out->ir))
-        return cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     return 0;
 }
 

@@ -62,8 +62,8 @@ static int lookup_native(cv_llvm_target *t, cv_diag *d)
         t->rt_variant = "riscv64";
         t->abi = "lp64d";
     } else {
-        return cv_diag_error(d, CV_E_UNKNOWN_TARGET, (cv_span){0}, "native: this machine (%s) is not a "
-                             "target Cuvil generates code for", t->triple), -1;
+        return cv_diag_fail(d, CV_E_UNKNOWN_TARGET, (cv_span){0}, "native: this machine (%s) is not a "
+                            "target Cuvil generates code for", t->triple);
     }
     return t->features ? 0 : -1;
 }
