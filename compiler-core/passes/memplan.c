@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/invariant.h"
 #include "compiler-core/backend/kernel_internal.h"
 #include "compiler-core/passes/passes.h"
 
@@ -28,7 +29,9 @@ static int sym_of(const cv_kprog *p, const char *s)
     for (int i = 0; i < p->n_syms; i++)
         if (strcmp(p->sym_names[i], s) == 0)
             return i;
-    return 0;   /* cannot happen: program building checked every symbol */
+    /* program building checked every symbol */
+    CV_ASSERT_RET(NULL, !"a storage names no symbol of its program", 0);
+    return 0;
 }
 
 /* Bytes per unit (aligned) and the monomial of a storage. */
