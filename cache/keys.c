@@ -323,36 +323,3 @@ int cv_cache_key_from_manifest(const char *manifest, cv_cache_key *out, cv_diag 
         cv_cache_key_free(out);
     return rc;
 }
-
-int cv_cache_key_l1(const cv_cache_l1_fields *f, cv_cache_key *out, cv_diag *d)
-{
-    cv_cache_keyb *kb = cv_cache_keyb_new("cuvil-l1");
-    if (kb) {
-        cv_cache_keyb_str(kb, "frontend", f->frontend);
-        cv_cache_keyb_str(kb, "frontend_version", f->frontend_version);
-        cv_cache_keyb_str(kb, "options", f->options);
-        cv_cache_keyb_digest(kb, "source", &f->source);
-        for (int i = 0; i < f->n_weights; i++) {
-            char name[MAX_NAME + 16];
-            snprintf(name, sizeof name, "weight:%s", f->weights[i].name ? f->weights[i].name : "");
-            cv_cache_keyb_digest(kb, name, &f->weights[i].digest);
-        }
-    }
-    return cv_cache_keyb_finish(kb, out, d);
-}
-
-int cv_cache_key_l2(const cv_cache_l2_fields *f, cv_cache_key *out, cv_diag *d)
-{
-    cv_cache_keyb *kb = cv_cache_keyb_new("cuvil-l2");
-    if (kb) {
-        cv_cache_keyb_digest(kb, "ir_digest", &f->ir);
-        cv_cache_keyb_str(kb, "target_triple", f->target_triple);
-        cv_cache_keyb_str(kb, "target_features", f->cpu_features);
-        cv_cache_keyb_str(kb, "precision", f->precision);
-        cv_cache_keyb_str(kb, "opt_level", f->opt_level);
-        cv_cache_keyb_bool(kb, "debug", f->debug);
-        cv_cache_keyb_str(kb, "compiler_build_id", f->compiler_build_id);
-        cv_cache_keyb_str(kb, "llvm_version", f->llvm_version);
-    }
-    return cv_cache_keyb_finish(kb, out, d);
-}
