@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
+
 static const cv_queue_ops *const backends[] = {&cv_queue_sqlite_ops, &cv_queue_kafka_ops};
 /* Schemes that name a planned backend not built into this binary (none at
  * present: every backend is built). */
@@ -31,13 +33,6 @@ static int64_t realtime_ms(void *ctx)
     (void)ctx;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t monotonic_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
@@ -187,7 +182,7 @@ int cv_queue_lease(cv_queue *q, const char *worker_id, int lease_seconds, int wa
         wait_ms > CV_QUEUE_WAIT_MAX_MS)
         return arg_error(d, "lease seconds must be 1..%d and wait 0..%d ms", CV_QUEUE_LEASE_MAX_S,
                          CV_QUEUE_WAIT_MAX_MS);
-    int64_t start = monotonic_ms();
+    int64_t start = cv_clock_mono_ms();
     int nap = 2;
     for (;;) {
         int rc = q->ops->lease(q, worker_id, lease_seconds, out, d);
@@ -204,7 +199,7 @@ int cv_queue_lease(cv_queue *q, const char *worker_id, int lease_seconds, int wa
             }
             continue;   /* poison dead-lettered: try the next job */
         }
-        int64_t left = wait_ms - (monotonic_ms() - start);
+        int64_t left = wait_ms - (cv_clock_mono_ms() - start);
         if (left <= 0)
             return 0;
         /* Short naps first so a burst of work is picked up quickly. */

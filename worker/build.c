@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/fs.h"
 #include "common/jsonutil.h"
 #include "worker/internal.h"
@@ -38,13 +39,6 @@ typedef struct bctx {
     bool have_l1v;
     cv_module *m;               /* owned */
 } bctx;
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static void bctx_free(bctx *b)
 {
@@ -246,9 +240,9 @@ static int deps_of_module(bctx *b, cv_wk_deps *x)
 /* Runs the front end (load, verify, map weights). */
 static int frontend(bctx *b)
 {
-    double t0 = now_ms();
+    double t0 = cv_clock_mono_ms_f();
     b->m = cv_model_load(b->o->model, b->o->strict ? CV_LOAD_STRICT : 0, b->d);
-    b->r->ms_frontend += now_ms() - t0;
+    b->r->ms_frontend += cv_clock_mono_ms_f() - t0;
     b->r->frontend_ran = true;
     return b->m ? 0 : -1;
 }
@@ -321,7 +315,7 @@ static int describe_module(bctx *b, const cv_wk_deps *x, cv_wk_l1_value *v, char
 
 static void store_l1(bctx *b, const cv_wk_l1_value *v, const char *text)
 {
-    double t0 = now_ms();
+    double t0 = cv_clock_mono_ms_f();
     cv_wk_l1_value sv = *v;
     char *deps = cv_wk_deps_encode(&b->deps);
     char *val = NULL;
@@ -333,7 +327,7 @@ static void store_l1(bctx *b, const cv_wk_l1_value *v, const char *text)
     }
     free(deps);
     free(val);
-    b->r->ms_upload += now_ms() - t0;
+    b->r->ms_upload += cv_clock_mono_ms_f() - t0;
 }
 
 /* An L1 miss: run the front end, then look up (and store) under the key
@@ -466,13 +460,13 @@ static int l2_lookup(bctx *b)
     if (hit == 1 && check_out_dir(b, b->l1v.name)) {
         rc = -1;
     } else if (hit == 1) {
-        double t0 = now_ms();
+        double t0 = cv_clock_mono_ms_f();
         rc = b->o->no_output_on_hit
                  ? cv_wk_artifact_check(b->c, val, len, b->r->name, b->r->l2.reason,
                                         sizeof b->r->l2.reason, b->d)
                  : cv_wk_artifact_materialise(b->c, val, len, b->o->out_dir, b->r->name,
                                               b->r->l2.reason, sizeof b->r->l2.reason, b->d);
-        b->r->ms_fetch = now_ms() - t0;
+        b->r->ms_fetch = cv_clock_mono_ms_f() - t0;
         if (rc == 1) {
             cv_digest dg;
             cv_cache_sha256(val, len, &dg);
@@ -515,7 +509,7 @@ static int backend(bctx *b)
 
 static int store_l2(bctx *b)
 {
-    double t0 = now_ms();
+    double t0 = cv_clock_mono_ms_f();
     char *list = NULL, name[128];
     size_t len = 0;
     cv_digest dg;
@@ -528,7 +522,7 @@ static int store_l2(bctx *b)
         cv_cache_put_action(b->c, CV_CACHE_L2, &b->l2_key, list, len, b->d);
     }
     free(list);
-    b->r->ms_upload += now_ms() - t0;
+    b->r->ms_upload += cv_clock_mono_ms_f() - t0;
     return rc < 0 ? -1 : 0;
 }
 
@@ -548,7 +542,7 @@ static int uncached(bctx *b)
 
 static int cached(bctx *b)
 {
-    double t0 = now_ms();
+    double t0 = cv_clock_mono_ms_f();
     if (l1_probe(b) || (!b->have_l1v && l1_fill(b)))
         return -1;
     if (!b->have_l1v) {             /* the model's inputs are unknown: compile uncached */
@@ -558,7 +552,7 @@ static int cached(bctx *b)
     if (l2_key(b))
         return -1;
     int rc = l2_lookup(b);
-    b->r->ms_keys = now_ms() - t0 - b->r->ms_frontend - b->r->ms_upload - b->r->ms_fetch;
+    b->r->ms_keys = cv_clock_mono_ms_f() - t0 - b->r->ms_frontend - b->r->ms_upload - b->r->ms_fetch;
     if (rc != 0)
         return rc < 0 ? -1 : 0;
     if (!b->m) {
@@ -580,10 +574,10 @@ static int cached_batch(bctx *b)
     cv_diag_init(&sd);
     bool batched = cv_cache_batch_begin(b->c, &sd) == 0;
     int rc = cached(b);
-    double t0 = now_ms();
+    double t0 = cv_clock_mono_ms_f();
     if (batched && cv_cache_batch_end(b->c, &sd) != 0)
         b->r->artifact_manifest[0] = '\0';
-    b->r->ms_upload += now_ms() - t0; /* the syncs are the upload's last step */
+    b->r->ms_upload += cv_clock_mono_ms_f() - t0; /* the syncs are the upload's last step */
     for (int i = 0; i < sd.n; i++)
         cv_diag_add(b->d, CV_SEV_WARNING, sd.v[i].code, (cv_span){0}, NULL, "%s", sd.v[i].msg);
     cv_diag_free(&sd);
@@ -611,7 +605,7 @@ static int name_manifest(bctx *b)
 
 int cv_build(cv_cache *c, const cv_build_opts *o, cv_build_result *r, cv_diag *d)
 {
-    double t0 = now_ms();
+    double t0 = cv_clock_mono_ms_f();
     memset(r, 0, sizeof *r);
     bctx b = {.c = cv_cache_enabled(c) ? c : NULL, .o = o, .r = r, .d = d,
               .target = o->target ? o->target : "native",
@@ -624,7 +618,7 @@ int cv_build(cv_cache *c, const cv_build_opts *o, cv_build_result *r, cv_diag *d
         rc = b.c ? cached_batch(&b) : uncached(&b);
     if (rc == 0 && !o->no_output_on_hit && !o->scratch_out)
         rc = name_manifest(&b);
-    r->ms_total = now_ms() - t0;
+    r->ms_total = cv_clock_mono_ms_f() - t0;
     bctx_free(&b);
     return rc;
 }

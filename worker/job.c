@@ -11,15 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/fs.h"
 #include "worker/internal.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 int cv_test_fault_parse(const char *s)
 {
@@ -237,7 +231,7 @@ int cv_wk_job_body(void *ctx, int report_fd)
     res.job_id = strdup(j->lease->job.job_id);
     cv_diag d;
     cv_diag_init(&d);
-    double t0 = now_ms();
+    double t0 = cv_clock_mono_ms_f();
     int fault = o->allow_test_faults ? cv_test_fault_parse(getenv("CUVIL_TEST_FAULT")) : 0;
     cv_cache_options co = {.dir = o->cache_dir, .remote = o->remote_cache,
                            .sign_key = o->sign_key, .verify_key = o->verify_key};
@@ -248,7 +242,7 @@ int cv_wk_job_body(void *ctx, int report_fd)
     bool batch = rc == 0 && cv_cache_batch_begin(c, &d) == 0;
     if (rc == 0 && (rc = find_model(j, &model, &d)) == 0)
         rc = check_digest(c, &j->lease->job, model, &d);
-    res.timings_ms[CV_TIMING_FETCH] = (int64_t)(now_ms() - t0);
+    res.timings_ms[CV_TIMING_FETCH] = (int64_t)(cv_clock_mono_ms_f() - t0);
     if (rc == 0 && fault > 0)
         provoke((cv_test_fault)fault, &d);
     if (rc == 0 && !cv_diag_has_errors(&d))

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "worker/internal.h"
@@ -38,13 +39,6 @@ int cv_worker_handle_signals(void)
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = 0;            /* no SA_RESTART: a wait wakes up and looks */
     return sigaction(SIGTERM, &sa, NULL) == 0 && sigaction(SIGINT, &sa, NULL) == 0 ? 0 : -1;
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Options with their defaults filled in. */
@@ -150,7 +144,7 @@ static int tick(void *ctx)
     tick_ctx *t = ctx;
     if (t->h->on && cv_wk_sync_done(&t->h->sync))
         held_finish(t->q, t->h, t->w, t->st);
-    int64_t now = mono_ms();
+    int64_t now = cv_clock_mono_ms();
     if (now - t->last_beat >= (int64_t)t->w->o.lease_s * 1000 / 3) {
         cv_diag hd;
         cv_diag_init(&hd);
@@ -311,7 +305,7 @@ static void run_job(cv_queue *q, cv_lease *l, const wopts *w, held *h, cv_worker
         return;
     }
     cv_wk_job_ctx jc = {.o = &w->o, .lease = l, .out_dir = dir};
-    tick_ctx tc = {.q = q, .lease = l, .w = w, .h = h, .st = st, .last_beat = mono_ms()};
+    tick_ctx tc = {.q = q, .lease = l, .w = w, .h = h, .st = st, .last_beat = cv_clock_mono_ms()};
     cv_sb_spec spec = {.timeout_ms = w->o.job_timeout_ms, .cpu_limit_s = w->o.cpu_limit_s,
                        .memory_limit = w->o.memory_limit, .tick_ms = 100, .tick = tick,
                        .tick_ctx = &tc, .body = cv_wk_job_body, .body_ctx = &jc};
@@ -367,7 +361,7 @@ int cv_worker_run(const cv_worker_opts *opts, cv_worker_stats *st, cv_diag *d)
     cv_diag_free(&pd);
     int failures = 0, rc = 0;
     presence(q, w.id, NULL, false);
-    int64_t seen = mono_ms();
+    int64_t seen = cv_clock_mono_ms();
     held h = {0};
     while (!done(&w, st)) {
         cv_lease l;
@@ -397,14 +391,14 @@ int cv_worker_run(const cv_worker_opts *opts, cv_worker_stats *st, cv_diag *d)
         if (got == 0) {
             if (w.o.once)
                 break;
-            if (mono_ms() - seen >= PRESENCE_IDLE_MS) {
+            if (cv_clock_mono_ms() - seen >= PRESENCE_IDLE_MS) {
                 presence(q, w.id, NULL, false);
-                seen = mono_ms();
+                seen = cv_clock_mono_ms();
             }
             continue;
         }
         run_job(q, &l, &w, &h, st);
-        seen = mono_ms();
+        seen = cv_clock_mono_ms();
         cv_queue_lease_free(&l);
     }
     held_finish(q, &h, &w, st);

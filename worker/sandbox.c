@@ -21,16 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "worker/internal.h"
 
 #define MAX_REPORT ((size_t)CV_MSG_MAX_BYTES)
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---------------------------------------------------------------- child */
 
@@ -215,12 +209,12 @@ static void kill_group(pid_t pid)
 
 static int wait_child(const cv_sb_spec *s, pid_t pid, watch *w, cv_sb_outcome *out)
 {
-    int64_t start = mono_ms(), next_tick = start + s->tick_ms;
+    int64_t start = cv_clock_mono_ms(), next_tick = start + s->tick_ms;
     int status = 0;
     struct rusage ru = {0};
     bool killed = false;
     for (;;) {
-        int64_t now = mono_ms();
+        int64_t now = cv_clock_mono_ms();
         if (!killed && s->timeout_ms > 0 && now - start >= s->timeout_ms) {
             kill_group(pid);
             killed = true;
@@ -253,7 +247,7 @@ static int wait_child(const cv_sb_spec *s, pid_t pid, watch *w, cv_sb_outcome *o
             return -1;
     }
     drain(w);
-    out->wall_ms = (double)(mono_ms() - start);
+    out->wall_ms = (double)(cv_clock_mono_ms() - start);
     out->maxrss_kb = ru.ru_maxrss;
     if (!killed && WIFEXITED(status)) {
         out->end = CV_SB_EXITED;

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/fs.h"
 #include "common/jsonutil.h"
 #include "compiler-core/backend/artifact_internal.h"
@@ -48,13 +49,6 @@ int cv_emit_parse(const char *list, unsigned *out)
         p += n + (p[n] == ',');
     }
     return *out ? 0 : -1;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 static void sha256_hex(const void *data, size_t len, char hex[65])
@@ -211,13 +205,13 @@ static int write_library(writer *w, const cv_kprog *p, const cv_llvm_out *lo, un
     }
     if (!(emit & CV_EMIT_SO))
         return 0;
-    double t0 = now_ms();
+    double t0 = cv_clock_mono_ms_f();
     char so[200];
     snprintf(so, sizeof so, "lib%s.so", p->name);
     char *objp = cv_fs_join(w->dir, obj), *sop = cv_fs_join(w->dir, so);
     bool missing = false;
     int rc = cv_link_shared(lo->linker, objp, sop, so, w->d, &missing);
-    info->ms_link = now_ms() - t0;
+    info->ms_link = cv_clock_mono_ms_f() - t0;
     if (rc == 0)
         rc = record_file(w, so);
     else if (missing)
@@ -383,14 +377,14 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info
     if (cv_fs_mkdirs(o.out_dir, 0755))
         return cv_diag_fail(d, CV_E_IO_ERROR, (cv_span){.file = o.out_dir}, "cannot create %s: %s",
                             o.out_dir, strerror(errno));
-    double tp = now_ms();
+    double tp = cv_clock_mono_ms_f();
     cv_pass_stats ps;
     if (cv_passes_run(m->funcs[0], &ps, d) ||
         cv_passes_quantize(m->funcs[0], o.quant, info->quant_report, sizeof info->quant_report, d))
         return -1;
     if (o.dump_values && cv_debug_expose_values(m->funcs[0]))
         return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){.file = m->path}, "out of memory");
-    double t0 = now_ms();
+    double t0 = cv_clock_mono_ms_f();
     cv_kprog *p;
     int blk = o.no_blocked_layout || (emit & CV_EMIT_C) ? 0 : nchwc_block(o.target);
     if (cv_kprog_build_half(m->funcs[0], blk, cv_cg_half_mode(o.target, (emit & CV_EMIT_C) != 0),
@@ -408,13 +402,13 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info
         cv_kprog_free(p);
         return -1;
     }
-    double t1 = now_ms();
+    double t1 = cv_clock_mono_ms_f();
     cv_llvm_out lo = {.triple = "c99", .cpu = "generic"};
     /* --emit c alone needs no LLVM (nor its plugin). */
     bool llvm = (emit & (CV_EMIT_OBJ | CV_EMIT_A | CV_EMIT_SO | CV_EMIT_LLVM)) != 0;
     int rc = llvm ? cv_llvm_compile(p, o.target, o.opt_level, (emit & CV_EMIT_LLVM) != 0, &lo, d)
                   : 0;
-    double t2 = now_ms();
+    double t2 = cv_clock_mono_ms_f();
     if (rc == 0) {
         snprintf(info->name, sizeof info->name, "%s", p->name);
         info->n_ops = p->f->n_ops;
