@@ -2,45 +2,24 @@
 
 #include <time.h>
 
-static struct timespec now(clockid_t id)
+/* The clock id's time in units of 1/per_s seconds. */
+static int64_t in_units(clockid_t id, int64_t per_s)
 {
     struct timespec ts;
     clock_gettime(id, &ts);
-    return ts;
+    return (int64_t)ts.tv_sec * per_s + ts.tv_nsec / (1000000000 / per_s);
 }
 
-int64_t cv_clock_wall_ms(void)
+static double seconds(clockid_t id)
 {
-    struct timespec ts = now(CLOCK_REALTIME);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t cv_clock_wall_us(void)
-{
-    struct timespec ts = now(CLOCK_REALTIME);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-int64_t cv_clock_mono_ms(void)
-{
-    struct timespec ts = now(CLOCK_MONOTONIC);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t cv_clock_mono_us(void)
-{
-    struct timespec ts = now(CLOCK_MONOTONIC);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-double cv_clock_mono_s(void)
-{
-    struct timespec ts = now(CLOCK_MONOTONIC);
+    struct timespec ts;
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-double cv_clock_mono_ms_f(void)
-{
-    struct timespec ts = now(CLOCK_MONOTONIC);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+int64_t cv_clock_wall_ms(void) { return in_units(CLOCK_REALTIME, 1000); }
+int64_t cv_clock_wall_us(void) { return in_units(CLOCK_REALTIME, 1000000); }
+int64_t cv_clock_mono_ms(void) { return in_units(CLOCK_MONOTONIC, 1000); }
+int64_t cv_clock_mono_us(void) { return in_units(CLOCK_MONOTONIC, 1000000); }
+double cv_clock_mono_s(void) { return seconds(CLOCK_MONOTONIC); }
+double cv_clock_mono_ms_f(void) { return seconds(CLOCK_MONOTONIC) * 1e3; }

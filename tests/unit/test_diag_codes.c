@@ -9,15 +9,14 @@
 #include <cmocka.h>
 
 #include <ctype.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/diag.h"
+#include "tests/support/pyrun.h"
 #include "tests/support/tmpdir.h"
 
 typedef struct row {
@@ -66,40 +65,23 @@ static void test_numbers_and_slugs_are_unique(void **state)
     assert_null(cv_diag_code_lookup(1000));
 }
 
-/* Runs argv, its stdout and stderr into *out (malloc'd); returns the exit
- * status, or -1 when it did not exit normally. */
-static int run(char *const argv[], char **out)
+/* Runs the check on root: its exit status, its report in *out. */
+static int check(const char *root, char **out)
 {
-    char *dir = cv_tmpdir_make("diagcodes-run");
-    assert_non_null(dir);
-    char *log = cv_tmpdir_path(dir, "out.txt");
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
-            _exit(127);
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    int st;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    size_t len;
-    *out = cv_tmpdir_read_file(log, &len);
+    char *script = cv_tmpdir_path(cv_tmpdir_src_root(), "scripts/check-diag-codes.sh");
+    const char *argv[] = {script, root, NULL};
+    int rc = cv_run_argv(argv, NULL, out);
     assert_non_null(*out);
-    free(log);
-    cv_tmpdir_remove(dir);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    free(script);
+    return rc;
 }
 
 static void test_tree_passes_names(void **state)
 {
-    char *script = cv_tmpdir_path(cv_tmpdir_src_root(), "scripts/check-diag-codes.sh"), *out;
-    char *argv[] = {script, (char *)cv_tmpdir_src_root(), NULL};
-    if (run(argv, &out) != 0)
+    char *out;
+    if (check(cv_tmpdir_src_root(), &out) != 0)
         fail_msg("check-diag-codes.sh failed on the tree:\n%s", out);
     free(out);
-    free(script);
 }
 
 /* A tree with the real list: bare numbers at code arguments (a multi-line
@@ -142,9 +124,8 @@ static void test_planted_number_fails(void **state)
     assert_int_equal(cv_tmpdir_write(cache, "bad.c", bad_c, sizeof bad_c - 1), 0);
     assert_int_equal(cv_tmpdir_write(tests, "t.c", test_c, sizeof test_c - 1), 0);
 
-    char *script = cv_tmpdir_path(cv_tmpdir_src_root(), "scripts/check-diag-codes.sh"), *out;
-    char *argv[] = {script, root, NULL};
-    assert_int_equal(run(argv, &out), 1);
+    char *out;
+    assert_int_equal(check(root, &out), 1);
     assert_non_null(strstr(out, "cache/bad.c:6: diagnostic code 3008"));
     assert_non_null(strstr(out, "cache/bad.c:7: diagnostic code 2001"));
     assert_non_null(strstr(out, "cache/bad.c:8: diagnostic code 9206"));
@@ -159,10 +140,9 @@ static void test_planted_number_fails(void **state)
     /* without the list it is an error of its own, not a pass */
     char *list_dst = cv_tmpdir_path(common, "diag_codes.h");
     assert_int_equal(unlink(list_dst), 0);
-    assert_int_equal(run(argv, &out), 2);
+    assert_int_equal(check(root, &out), 2);
     free(out);
     free(list_dst);
-    free(script);
     free(list);
     free(list_src);
     free(common), free(cache), free(tests);
