@@ -14,8 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { CV_DIAG_AC_SIGNATURE = 9314, CV_DIAG_AC_KEY = 9315 };
-
 #define MAGIC "CVACSIG1"
 #define MAGIC_LEN 8
 #define SIG_LEN 64
@@ -43,7 +41,7 @@ static EVP_PKEY *load_key(const char *path, bool priv, cv_diag *d)
     if (k && EVP_PKEY_get_id(k) == EVP_PKEY_ED25519)
         return k;
     EVP_PKEY_free(k);
-    cv_cache_err(d, CV_DIAG_AC_KEY, "action-cache %s key %.200s: %s", priv ? "signing" : "verify",
+    cv_cache_err(d, CV_E_CACHE_AC_KEY, "action-cache %s key %.200s: %s", priv ? "signing" : "verify",
                  path, !f ? "cannot be read" : "not an Ed25519 key in PEM");
     return NULL;
 }
@@ -56,7 +54,7 @@ int cv_ac_keys_load(const char *sign_pem, const char *verify_pem, cv_ac_keys **o
         return 0;
     cv_ac_keys *k = calloc(1, sizeof *k);
     if (!k)
-        return cv_cache_err(d, CV_DIAG_OOM, "out of memory loading cache keys");
+        return cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory loading cache keys");
     if ((s && !(k->sign = load_key(sign_pem, true, d))) ||
         (v && !(k->verify = load_key(verify_pem, false, d)))) {
         cv_ac_keys_free(k);
@@ -106,7 +104,7 @@ int cv_ac_seal(const cv_ac_keys *k, const cv_digest *name, const void *data, siz
     free(m);
     if (!ok) {
         free(env);
-        return cv_cache_err(d, CV_DIAG_AC_KEY, "cannot sign an action-cache entry");
+        return cv_cache_err(d, CV_E_CACHE_AC_KEY, "cannot sign an action-cache entry");
     }
     memcpy(env, MAGIC, MAGIC_LEN);
     if (len)
@@ -138,7 +136,7 @@ int cv_ac_unseal(const cv_ac_keys *k, const cv_digest *name, void *buf, size_t *
         const unsigned char *sig = b + MAGIC_LEN, *data = sig + SIG_LEN;
         if (!sealed || !good_signature(k->verify, name, sig, data, *len - MAGIC_LEN - SIG_LEN)) {
             cv_cache_hex(name->b, sizeof name->b, hex);
-            return cv_cache_err(d, CV_DIAG_AC_SIGNATURE, "remote action entry %s: %s; refused",
+            return cv_cache_err(d, CV_E_CACHE_AC_SIGNATURE, "remote action entry %s: %s; refused",
                                 hex, sealed ? "bad signature" : "not signed");
         }
     }
@@ -179,6 +177,6 @@ int cv_cache_ac_keygen(const char *sign_pem, const char *verify_pem, cv_diag *d)
     bool ok = k && write_pem(verify_pem, k, false) && write_pem(sign_pem, k, true);
     EVP_PKEY_free(k);
     return ok ? 0
-              : cv_cache_err(d, CV_DIAG_AC_KEY, "cannot write an action-cache key pair to "
+              : cv_cache_err(d, CV_E_CACHE_AC_KEY, "cannot write an action-cache key pair to "
                              "%.200s and %.200s", sign_pem, verify_pem);
 }

@@ -138,7 +138,7 @@ int cv_cache_enforce_limit(cv_cache *c, cv_diag *d)
     cv_diag scratch;
     cv_diag_init(&scratch);
     if (cv_cache_index_evict(c->ix, c->cas, target, NULL, NULL, &scratch) != 0 && scratch.n)
-        cv_cache_warn(d, CV_DIAG_CACHE_INDEX, "%s", scratch.v[0].msg);
+        cv_cache_warn(d, CV_E_CACHE_INDEX_ERROR, "%s", scratch.v[0].msg);
     cv_diag_free(&scratch);
     return 0;
 }
@@ -253,7 +253,7 @@ int cv_cache_verify(cv_cache *c, cv_cache_verify_report *r, cv_diag *d)
             rc = cv_cache_index_apply(c->ix, v.ev, (int)v.n, &cnt, 1, d);
     }
     if (v.oom)
-        rc = cv_cache_err(d, CV_DIAG_OOM, "out of memory verifying the cache");
+        rc = cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory verifying the cache");
     cv_cache_index_totals(c->ix, bytes, after, NULL);
     r->index_dropped = rows.n;
     uint64_t b = before[0] + before[1] - rows.n, a = after[0] + after[1];

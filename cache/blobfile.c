@@ -99,7 +99,7 @@ static int write_out(cv_cache *c, const char *abs, unsigned mode, const filler *
     char tmp[PATH_MAX];
     if (snprintf(tmp, sizeof tmp, "%s.%ld.%lu.tmp", abs, (long)getpid(), counter++) >=
         (int)sizeof tmp)
-        return cv_cache_err(d, CV_DIAG_CACHE_IO, "path too long: %s", abs);
+        return cv_cache_err(d, CV_E_CACHE_IO_ERROR, "path too long: %s", abs);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     bool ok = fd >= 0 && fill(fd, f) == 0 && fchmod(fd, (mode_t)mode) == 0;
     int e = errno;
@@ -193,7 +193,7 @@ int cv_cache_get_blob_file(cv_cache *c, const cv_digest *dg, const char *path, u
         return 0;
     }
     if (absolute(path, abs) != 0)
-        return cv_cache_err(d, CV_DIAG_CACHE_IO, "cannot write %s: no such directory", path);
+        return cv_cache_err(d, CV_E_CACHE_IO_ERROR, "cannot write %s: no such directory", path);
     cv_cache_txn a = {0};
     uint64_t stored = 0;
     if (cv_cache_cas_exists(c->cas, CV_CAS_BLOB, dg, &stored) && in_place(c, abs, dg, mode, size)) {
@@ -244,12 +244,12 @@ static void persist_file(void *files, int i)
     cv_diag *d = &f->put.diag;
     f->put.rc = -1;
     if (absolute(f->path, f->abs) != 0) {
-        cv_cache_err(d, CV_DIAG_CACHE_IO, "cannot read %s: no such directory", f->path);
+        cv_cache_err(d, CV_E_CACHE_IO_ERROR, "cannot read %s: no such directory", f->path);
         return;
     }
     f->seen = cv_cache_now_us() * 1000;
     if (stat(f->abs, &f->before) != 0) {
-        cv_cache_err(d, CV_DIAG_CACHE_IO, "cannot read %s: %s", f->abs, strerror(errno));
+        cv_cache_err(d, CV_E_CACHE_IO_ERROR, "cannot read %s: %s", f->abs, strerror(errno));
         return;
     }
     if (cv_fs_read_file(f->abs, f->max_bytes, &f->data, &f->len, d) != 0)
@@ -288,7 +288,7 @@ int cv_cache_put_blob_files(cv_cache *c, const char *const *paths, int n, size_t
 {
     put_file *f = calloc((size_t)(n > 0 ? n : 1), sizeof *f); /* owned here */
     if (!f)
-        return cv_cache_err(d, 9002, "out of memory");
+        return cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory");
     for (int i = 0; i < n; i++) {
         f[i] = (put_file){.path = paths[i], .max_bytes = max_bytes, .c = c,
                           .put = {.kind = CV_CAS_BLOB}};

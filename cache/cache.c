@@ -79,14 +79,14 @@ int cv_cache_open(const cv_cache_options *opt, cv_cache **out, cv_diag *d)
     *out = NULL;
     cv_cache *c = calloc(1, sizeof *c);
     if (!c)
-        return cv_cache_err(d, CV_DIAG_OOM, "out of memory opening the cache");
+        return cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory opening the cache");
     c->disabled = o->disabled || env_off(env(o, "CUVIL_CACHE"));
     c->racy_ns = (int64_t)(o->memo_racy_ms > 0 ? o->memo_racy_ms : 2000) * 1000000;
     c->max_size = o->max_size;
     const char *size = env(o, "CUVIL_CACHE_SIZE");
     if (!c->max_size && size && cv_cache_parse_size(size, &c->max_size) != 0) {
         free(c);
-        return cv_cache_err(d, CV_DIAG_CACHE_BAD_SIZE, "CUVIL_CACHE_SIZE='%.40s' is not a size",
+        return cv_cache_err(d, CV_E_CACHE_BAD_SIZE, "CUVIL_CACHE_SIZE='%.40s' is not a size",
                             size);
     }
     if (!c->max_size)
@@ -94,7 +94,7 @@ int cv_cache_open(const cv_cache_options *opt, cv_cache **out, cv_diag *d)
     c->dir = default_dir(o);
     if (!c->dir) {
         free(c);
-        return cv_cache_err(d, CV_DIAG_OOM, "out of memory opening the cache");
+        return cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory opening the cache");
     }
     if (!c->disabled) {
         int level = o->zstd_level < 0 ? 0 : o->zstd_level == 0 ? 1 : o->zstd_level;
@@ -219,7 +219,7 @@ void cv_cache_flush(cv_cache *c, cv_diag *d)
     cv_diag scratch;
     cv_diag_init(&scratch);
     if (cv_pending_flush(&c->pending, c->ix, &scratch) != 0 && scratch.n)
-        cv_cache_warn(d, CV_DIAG_CACHE_INDEX, "%s", scratch.v[0].msg);
+        cv_cache_warn(d, CV_E_CACHE_INDEX_ERROR, "%s", scratch.v[0].msg);
     cv_diag_free(&scratch);
 }
 
@@ -237,7 +237,7 @@ void cv_cache_txn_commit(cv_cache *c, cv_cache_txn *a, cv_diag *d)
     cv_diag_init(&scratch);
     if (cv_cache_index_apply(c->ix, a->ev, a->n_ev, a->cnt, a->n_cnt, &scratch) != 0 &&
         scratch.n)
-        cv_cache_warn(d, CV_DIAG_CACHE_INDEX, "%s", scratch.v[0].msg);
+        cv_cache_warn(d, CV_E_CACHE_INDEX_ERROR, "%s", scratch.v[0].msg);
     cv_diag_free(&scratch);
 }
 

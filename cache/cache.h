@@ -15,8 +15,8 @@
  *    server), so Bazel and ccache share a `cuvil cache serve`.
  *
  * The cache knows nothing of models: it stores bytes under keys.  Which
- * fields make an L1 or L2 key is the compile path's business; the
- * cv_cache_key_l1/l2 helpers encode DESIGN.md's choice. */
+ * fields make an L1 or L2 key is the compile path's business, defined once
+ * there (build_keys.c, beside the build). */
 #ifndef CV_CACHE_H
 #define CV_CACHE_H
 
@@ -98,30 +98,6 @@ typedef struct cv_cache_named_digest {
     const char *name;
     cv_digest digest;
 } cv_cache_named_digest;
-
-/* DESIGN.md "Cache keys".  No field may hold an absolute path or a time. */
-typedef struct cv_cache_l1_fields {
-    const char *frontend;          /* "onnx", "dsl", "cuir" */
-    const char *frontend_version;
-    const char *options;           /* canonical front-end options text */
-    cv_digest source;              /* the model bytes */
-    const cv_cache_named_digest *weights; /* one per weight tensor or file */
-    int n_weights;
-} cv_cache_l1_fields;
-
-typedef struct cv_cache_l2_fields {
-    cv_digest ir;                  /* canonical CU-IR digest */
-    const char *target_triple;
-    const char *cpu_features;      /* "+avx2,+fma,-avx512f" */
-    const char *precision;
-    const char *opt_level;
-    bool debug;
-    const char *compiler_build_id;
-    const char *llvm_version;
-} cv_cache_l2_fields;
-
-int cv_cache_key_l1(const cv_cache_l1_fields *f, cv_cache_key *out, cv_diag *d);
-int cv_cache_key_l2(const cv_cache_l2_fields *f, cv_cache_key *out, cv_diag *d);
 
 /* ------------------------------------------------------------- explain */
 

@@ -69,7 +69,7 @@ int cv_cache_cas_open(const char *root, int zstd_level, cv_cas **out, cv_diag *d
 {
     *out = NULL;
     if (!root || !*root || strlen(root) > PATH_MAX - 128)
-        return cv_cache_err(d, CV_DIAG_CACHE_IO, "cache directory name missing or too long");
+        return cv_cache_err(d, CV_E_CACHE_IO_ERROR, "cache directory name missing or too long");
     char p[PATH_MAX];
     /* mkdir -p for the root itself, then the fixed sub-directories. */
     snprintf(p, sizeof p, "%s", root);
@@ -83,13 +83,13 @@ int cv_cache_cas_open(const char *root, int zstd_level, cv_cas **out, cv_diag *d
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
         snprintf(p, sizeof p, "%s%s", root, subs[i]);
         if (mkdir_ok(p) != 0)
-            return cv_cache_err(d, CV_DIAG_CACHE_IO, "cannot create cache directory %s: %s", p,
+            return cv_cache_err(d, CV_E_CACHE_IO_ERROR, "cannot create cache directory %s: %s", p,
                                 strerror(errno));
     }
     cv_cas *cas = calloc(1, sizeof *cas);
     if (!cas || !(cas->root = strdup(root))) {
         free(cas);
-        return cv_cache_err(d, CV_DIAG_OOM, "out of memory opening the cache");
+        return cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory opening the cache");
     }
     cas->level = zstd_level < 0 ? 0 : zstd_level > 19 ? 19 : zstd_level;
     *out = cas;
@@ -145,7 +145,7 @@ int cv_cache_cas_writer_open(cv_cas *cas, cv_cas_kind kind, cv_cas_writer **out,
     *out = NULL;
     cv_cas_writer *w = calloc(1, sizeof *w);
     if (!w)
-        return cv_cache_err(d, CV_DIAG_OOM, "out of memory writing to the cache");
+        return cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory writing to the cache");
     w->cas = cas;
     w->kind = kind;
     w->fd = -1;
@@ -162,7 +162,7 @@ int cv_cache_cas_writer_open(cv_cas *cas, cv_cas_kind kind, cv_cas_writer **out,
     }
     if (!w->xs || (kind == CV_CAS_BLOB && !w->sha) || (cas->level && (!w->zc || !w->zbuf))) {
         cv_cache_cas_writer_abort(w);
-        return cv_cache_err(d, CV_DIAG_OOM, "out of memory writing to the cache");
+        return cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory writing to the cache");
     }
     XXH3_64bits_reset(w->xs);
     if (w->zc) {
@@ -281,7 +281,7 @@ static int hand_to_batch(cv_cas_writer *w, const char *final, cv_diag *d)
 int cv_cache_cas_defer_sync(cv_cas *cas, cv_diag *d)
 {
     if (!cas->defer && !(cas->defer = cv_cache_syncq_new()))
-        return cv_cache_err(d, CV_DIAG_OOM, "out of memory starting a cache batch");
+        return cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory starting a cache batch");
     return 0;
 }
 
@@ -306,7 +306,7 @@ int cv_cache_cas_detach(cv_cas *cas, char ***paths, int *n, cv_diag *d)
     int rc = cv_cache_syncq_detach(cas->defer, paths, n);
     cv_cache_syncq_free(cas->defer);
     cas->defer = NULL;
-    return rc == 0 ? 0 : cv_cache_err(d, CV_DIAG_OOM, "out of memory ending a cache batch");
+    return rc == 0 ? 0 : cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory ending a cache batch");
 }
 
 int cv_cache_cas_writer_commit(cv_cas_writer *w, const cv_digest *expect, cv_digest *out_name,
@@ -334,7 +334,7 @@ int cv_cache_cas_writer_commit(cv_cas_writer *w, const cv_digest *expect, cv_dig
         name = *expect;
     } else {
         cv_cache_cas_writer_abort(w);
-        return cv_cache_err(d, CV_DIAG_CACHE_BAD_KEY, "action entry written without a key");
+        return cv_cache_err(d, CV_E_CACHE_BAD_KEY, "action entry written without a key");
     }
     char final[PATH_MAX];
     int rc = place(w, &name, final, d);
@@ -437,7 +437,7 @@ int cv_cache_cas_read_at(int fd, void *buf, size_t n, long long off)
  * that was read: another process may just have renamed a good copy there. */
 int cv_cache_cas_corrupt(const cv_cas_entry *e, const char *why, cv_diag *d)
 {
-    cv_cache_warn(d, CV_DIAG_CACHE_CORRUPT, "cache entry %s is corrupt (%s); removed", e->path, why);
+    cv_cache_warn(d, CV_E_CACHE_CORRUPT_ENTRY, "cache entry %s is corrupt (%s); removed", e->path, why);
     struct stat now;
     if (stat(e->path, &now) == 0 && (uint64_t)now.st_ino == e->ino && (uint64_t)now.st_dev == e->dev)
         unlink(e->path);
@@ -500,13 +500,13 @@ int cv_cache_cas_entry_stat(cv_cas *cas, cv_cas_kind kind, const cv_digest *name
     if (e->fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR)
             return CV_CAS_MISSING;
-        return cv_cache_err(d, CV_DIAG_CACHE_IO, "cannot open %s: %s", e->path, strerror(errno));
+        return cv_cache_err(d, CV_E_CACHE_IO_ERROR, "cannot open %s: %s", e->path, strerror(errno));
     }
     struct stat st = {0};
     if (fstat(e->fd, &st) != 0) {
         int err = errno;
         cv_cache_cas_entry_close(e);
-        return cv_cache_err(d, CV_DIAG_CACHE_IO, "cannot stat %s: %s", e->path, strerror(err));
+        return cv_cache_err(d, CV_E_CACHE_IO_ERROR, "cannot stat %s: %s", e->path, strerror(err));
     }
     e->dev = (uint64_t)st.st_dev;
     e->ino = (uint64_t)st.st_ino;
@@ -624,12 +624,12 @@ int cv_cache_cas_entry_read(cv_cas_entry *e, cv_cas_verify v, size_t max_len, vo
     *data = NULL;
     *len = 0;
     if (e->raw > max_len)
-        return cv_cache_err(d, CV_DIAG_CACHE_TOO_LARGE, "cache entry %s holds %llu bytes (limit %zu)",
+        return cv_cache_err(d, CV_E_CACHE_ENTRY_TOO_LARGE, "cache entry %s holds %llu bytes (limit %zu)",
                             e->path, (unsigned long long)e->raw, max_len);
     uint8_t *out = NULL; /* owned until handed to the caller */
     const char *why = decode(e, &out);
     if (!why && !out)
-        return cv_cache_err(d, CV_DIAG_OOM, "out of memory reading %s", e->path);
+        return cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory reading %s", e->path);
     if (!why && XXH3_64bits(out, e->raw) != get_le64(e->hdr + 16))
         why = "checksum mismatch";
     if (!why && e->kind == CV_CAS_BLOB && v == CV_CAS_VERIFY_FULL) {
@@ -719,7 +719,7 @@ int cv_cache_cas_walk(cv_cas *cas, cv_cas_walk_fn fn, void *ctx, cv_diag *d)
         if (!dh) {
             if (errno == ENOENT)
                 continue;
-            return cv_cache_err(d, CV_DIAG_CACHE_IO, "cannot list %s: %s", dir, strerror(errno));
+            return cv_cache_err(d, CV_E_CACHE_IO_ERROR, "cannot list %s: %s", dir, strerror(errno));
         }
         int stop = 0;
         struct dirent *e;

@@ -44,7 +44,7 @@ int cv_cache_cas_stream_open(const cv_cas_entry *e, cv_cas_stream **out, cv_diag
     *out = NULL;
     cv_cas_stream *s = calloc(1, sizeof *s);
     if (!s)
-        return cv_cache_err(d, CV_DIAG_OOM, "out of memory reading %s", e->path);
+        return cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory reading %s", e->path);
     s->e = *e;
     s->e.fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 0);
     s->xs = XXH3_createState();
@@ -58,7 +58,7 @@ int cv_cache_cas_stream_open(const cv_cas_entry *e, cv_cas_stream **out, cv_diag
         (zstd && (!s->zd || !s->in || ZSTD_isError(ZSTD_initDStream(s->zd))))) {
         int err = errno;
         cv_cache_cas_stream_close(s);
-        return cv_cache_err(d, CV_DIAG_OOM, "cannot read %s: %s", e->path, strerror(err));
+        return cv_cache_err(d, CV_E_OUT_OF_MEMORY, "cannot read %s: %s", e->path, strerror(err));
     }
     s->zin = (ZSTD_inBuffer){s->in, 0, 0};
     *out = s;
@@ -148,7 +148,7 @@ int cv_cache_cas_entry_check(const cv_cas_entry *e, cv_diag *d)
     cv_cas_stream *s = NULL;
     if (!buf || cv_cache_cas_stream_open(e, &s, d) != 0) {
         free(buf);
-        return buf ? -1 : cv_cache_err(d, CV_DIAG_OOM, "out of memory reading %s", e->path);
+        return buf ? -1 : cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory reading %s", e->path);
     }
     int rc;
     size_t got;

@@ -125,7 +125,7 @@ static int hash_fd(int fd, const char *path, cv_cache_hasher *sha, XXH3_state_t 
 {
     uint8_t *buf = malloc(HASH_CHUNK); /* owned here */
     if (!buf)
-        return cv_cache_err(d, CV_DIAG_OOM, "out of memory hashing %s", path);
+        return cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory hashing %s", path);
     uint64_t total = 0;
     for (;;) {
         ssize_t n = read(fd, buf, HASH_CHUNK);
@@ -134,7 +134,7 @@ static int hash_fd(int fd, const char *path, cv_cache_hasher *sha, XXH3_state_t 
         if (n < 0) {
             int e = errno;
             free(buf);
-            return cv_cache_err(d, CV_DIAG_CACHE_IO, "cannot read %s: %s", path, strerror(e));
+            return cv_cache_err(d, CV_E_CACHE_IO_ERROR, "cannot read %s: %s", path, strerror(e));
         }
         if (n == 0)
             break;
@@ -155,12 +155,12 @@ int cv_cache_hash_file(const char *path, cv_digest *sha, uint64_t *xxh3, uint64_
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return cv_cache_err(d, CV_DIAG_CACHE_IO, "cannot open %s: %s", path, strerror(errno));
+        return cv_cache_err(d, CV_E_CACHE_IO_ERROR, "cannot open %s: %s", path, strerror(errno));
     cv_cache_hasher *h = sha ? cv_cache_hasher_new() : NULL; /* owned here */
     XXH3_state_t *xs = xxh3 ? XXH3_createState() : NULL;      /* owned here */
     int rc;
     if ((sha && !h) || (xxh3 && !xs)) {
-        rc = cv_cache_err(d, CV_DIAG_OOM, "out of memory hashing %s", path);
+        rc = cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory hashing %s", path);
     } else {
         if (xs)
             XXH3_64bits_reset(xs);

@@ -28,7 +28,7 @@ static int parse_field(json_t *o, cv_key_field *f, char *num, cv_diag *d)
     const char *kind = json_string_value(json_object_get(o, "kind"));
     json_t *v = json_object_get(o, "value");
     if (!cv_cache_key_name_ok(name) || cv_cache_key_kind_parse(kind, &f->kind) != 0 || !v)
-        return cv_cache_err(d, CV_DIAG_CACHE_BAD_MANIFEST,
+        return cv_cache_err(d, CV_E_CACHE_BAD_MANIFEST,
                             "key manifest: a field lacks a valid name, kind or value");
     f->name = name;
     switch (f->kind) {
@@ -52,7 +52,7 @@ static int parse_field(json_t *o, cv_key_field *f, char *num, cv_diag *d)
         break;
     }
     if (!f->text)
-        return cv_cache_err(d, CV_DIAG_CACHE_BAD_MANIFEST,
+        return cv_cache_err(d, CV_E_CACHE_BAD_MANIFEST,
                             "key manifest: field '%s' has a value of the wrong kind", name);
     return 0;
 }
@@ -61,11 +61,11 @@ int cv_cache_manifest_parse(const char *text, cv_manifest *m, cv_diag *d)
 {
     memset(m, 0, sizeof *m);
     if (!text || strlen(text) > MAX_MANIFEST)
-        return cv_cache_err(d, CV_DIAG_CACHE_BAD_MANIFEST, "key manifest missing or too large");
+        return cv_cache_err(d, CV_E_CACHE_BAD_MANIFEST, "key manifest missing or too large");
     json_error_t je;
     json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
     if (!root)
-        return cv_cache_err(d, CV_DIAG_CACHE_BAD_MANIFEST, "key manifest is not JSON: %s (line %d)",
+        return cv_cache_err(d, CV_E_CACHE_BAD_MANIFEST, "key manifest is not JSON: %s (line %d)",
                             je.text, je.line);
     m->root = root;
     m->domain = json_string_value(json_object_get(root, "domain"));
@@ -74,7 +74,7 @@ int cv_cache_manifest_parse(const char *text, cv_manifest *m, cv_diag *d)
     if (!cv_cache_key_name_ok(m->domain) || !json_is_array(arr) ||
         json_array_size(arr) > MAX_FIELDS) {
         cv_cache_manifest_free(m);
-        return cv_cache_err(d, CV_DIAG_CACHE_BAD_MANIFEST,
+        return cv_cache_err(d, CV_E_CACHE_BAD_MANIFEST,
                             "key manifest lacks a domain or a fields array");
     }
     if (key && cv_cache_digest_parse(key, &m->key) == 0)
@@ -84,7 +84,7 @@ int cv_cache_manifest_parse(const char *text, cv_manifest *m, cv_diag *d)
     m->numtext = calloc(n + 1, NUMTEXT);
     if (!m->fields || !m->numtext) {
         cv_cache_manifest_free(m);
-        return cv_cache_err(d, CV_DIAG_OOM, "out of memory reading a key manifest");
+        return cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory reading a key manifest");
     }
     for (size_t i = 0; i < n; i++)
         if (parse_field(json_array_get(arr, i), &m->fields[i], m->numtext + i * NUMTEXT, d) != 0) {
@@ -388,7 +388,7 @@ int cv_cache_explain(const char *manifest_a, const char *manifest_b, cv_cache_di
     cv_cache_manifest_free(&b);
     if (rc != 0) {
         cv_cache_diffs_free(out);
-        return cv_cache_err(d, CV_DIAG_OOM, "out of memory explaining a cache miss");
+        return cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory explaining a cache miss");
     }
     return 0;
 }

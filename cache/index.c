@@ -93,7 +93,7 @@ struct cv_index {
 
 static int db_err(cv_index *ix, cv_diag *d, const char *what)
 {
-    return cv_cache_err(d, CV_DIAG_CACHE_INDEX, "cache index: %s: %s", what, sqlite3_errmsg(ix->db));
+    return cv_cache_err(d, CV_E_CACHE_INDEX_ERROR, "cache index: %s: %s", what, sqlite3_errmsg(ix->db));
 }
 
 /* The statement, reset and with bindings cleared; NULL on error. */
@@ -188,7 +188,7 @@ int cv_cache_index_open(const char *dir, cv_index **out, cv_diag *d)
     *out = NULL;
     cv_index *ix = calloc(1, sizeof *ix);
     if (!ix)
-        return cv_cache_err(d, CV_DIAG_OOM, "out of memory opening the cache index");
+        return cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory opening the cache index");
     pthread_mutex_init(&ix->mu, NULL);
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/index.sqlite", dir);
@@ -198,7 +198,7 @@ int cv_cache_index_open(const char *dir, cv_index **out, cv_diag *d)
         if (ix->db)
             db_err(ix, d, path);
         else
-            cv_cache_err(d, CV_DIAG_OOM, "out of memory opening %s", path);
+            cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory opening %s", path);
     }
     if (rc != SQLITE_OK || setup(ix, d) != 0) {
         cv_cache_index_close(ix);

@@ -8,27 +8,6 @@
 
 #include "common/diag.h"
 
-/* Codes from common/diag_codes.c (CV9101..CV9199 belong to the cache). */
-enum {
-    CV_DIAG_OOM = 9002,
-    CV_DIAG_CACHE_CORRUPT = 9101,
-    CV_DIAG_CACHE_UNREACHABLE = 9102,
-    CV_DIAG_CACHE_TIMEOUT = 9103,
-    CV_DIAG_CACHE_HTTP_STATUS = 9104,
-    CV_DIAG_CACHE_DISK_FULL = 9105,
-    CV_DIAG_CACHE_BAD_DIGEST = 9106,
-    CV_DIAG_CACHE_IO = 9107,
-    CV_DIAG_CACHE_INDEX = 9108,
-    CV_DIAG_CACHE_BAD_MANIFEST = 9109,
-    CV_DIAG_CACHE_BAD_SIZE = 9110,
-    CV_DIAG_CACHE_BAD_URL = 9111,
-    CV_DIAG_CACHE_SERVER = 9112,
-    CV_DIAG_CACHE_TOKENS = 9113,
-    CV_DIAG_CACHE_TOO_LARGE = 9114,
-    CV_DIAG_CACHE_BAD_KEY = 9115,
-    CV_DIAG_CACHE_REMOTE_BAD_BLOB = 9116,
-};
-
 /* Adds an error (when d is not NULL) and returns -1. */
 int cv_cache_err(cv_diag *d, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

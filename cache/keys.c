@@ -274,23 +274,23 @@ int cv_cache_keyb_finish(cv_cache_keyb *kb, cv_cache_key *out, cv_diag *d)
 {
     memset(out, 0, sizeof *out);
     if (!kb)
-        return cv_cache_err(d, CV_DIAG_OOM, "out of memory building a cache key");
+        return cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory building a cache key");
     int rc = 0;
     cv_key_field *view = NULL; /* owned here: borrowed pointers into kb */
     if (kb->failed) {
-        rc = cv_cache_err(d, CV_DIAG_CACHE_BAD_KEY, "cache key '%s': %s", kb->domain, kb->error);
+        rc = cv_cache_err(d, CV_E_CACHE_BAD_KEY, "cache key '%s': %s", kb->domain, kb->error);
         goto done;
     }
     view = calloc((size_t)kb->n + 1, sizeof *view);
     if (!view) {
-        rc = cv_cache_err(d, CV_DIAG_OOM, "out of memory building a cache key");
+        rc = cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory building a cache key");
         goto done;
     }
     for (int i = 0; i < kb->n; i++)
         view[i] = (cv_key_field){kb->v[i].name, kb->v[i].kind, kb->v[i].text, kb->v[i].dg};
     if (cv_cache_key_hash(kb->domain, view, kb->n, &out->digest) != 0 ||
         !(out->manifest = cv_cache_key_manifest(kb->domain, view, kb->n, &out->digest)))
-        rc = cv_cache_err(d, CV_DIAG_OOM, "out of memory building a cache key");
+        rc = cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory building a cache key");
 done:
     free(view);
     cv_cache_keyb_free(kb);
@@ -314,45 +314,12 @@ int cv_cache_key_from_manifest(const char *manifest, cv_cache_key *out, cv_diag 
     int rc = 0;
     if (cv_cache_key_hash(m.domain, m.fields, m.n, &out->digest) != 0 ||
         !(out->manifest = cv_cache_key_manifest(m.domain, m.fields, m.n, &out->digest)))
-        rc = cv_cache_err(d, CV_DIAG_OOM, "out of memory recomputing a cache key");
+        rc = cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory recomputing a cache key");
     else if (m.has_key && !cv_cache_digest_eq(&m.key, &out->digest))
-        rc = cv_cache_err(d, CV_DIAG_CACHE_BAD_MANIFEST,
+        rc = cv_cache_err(d, CV_E_CACHE_BAD_MANIFEST,
                           "key manifest: recorded key does not match its fields");
     cv_cache_manifest_free(&m);
     if (rc != 0)
         cv_cache_key_free(out);
     return rc;
-}
-
-int cv_cache_key_l1(const cv_cache_l1_fields *f, cv_cache_key *out, cv_diag *d)
-{
-    cv_cache_keyb *kb = cv_cache_keyb_new("cuvil-l1");
-    if (kb) {
-        cv_cache_keyb_str(kb, "frontend", f->frontend);
-        cv_cache_keyb_str(kb, "frontend_version", f->frontend_version);
-        cv_cache_keyb_str(kb, "options", f->options);
-        cv_cache_keyb_digest(kb, "source", &f->source);
-        for (int i = 0; i < f->n_weights; i++) {
-            char name[MAX_NAME + 16];
-            snprintf(name, sizeof name, "weight:%s", f->weights[i].name ? f->weights[i].name : "");
-            cv_cache_keyb_digest(kb, name, &f->weights[i].digest);
-        }
-    }
-    return cv_cache_keyb_finish(kb, out, d);
-}
-
-int cv_cache_key_l2(const cv_cache_l2_fields *f, cv_cache_key *out, cv_diag *d)
-{
-    cv_cache_keyb *kb = cv_cache_keyb_new("cuvil-l2");
-    if (kb) {
-        cv_cache_keyb_digest(kb, "ir_digest", &f->ir);
-        cv_cache_keyb_str(kb, "target_triple", f->target_triple);
-        cv_cache_keyb_str(kb, "target_features", f->cpu_features);
-        cv_cache_keyb_str(kb, "precision", f->precision);
-        cv_cache_keyb_str(kb, "opt_level", f->opt_level);
-        cv_cache_keyb_bool(kb, "debug", f->debug);
-        cv_cache_keyb_str(kb, "compiler_build_id", f->compiler_build_id);
-        cv_cache_keyb_str(kb, "llvm_version", f->llvm_version);
-    }
-    return cv_cache_keyb_finish(kb, out, d);
 }

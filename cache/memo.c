@@ -59,7 +59,7 @@ int cv_cache_file_digest(cv_cache *c, const char *path, cv_digest *out, cv_diag 
     struct stat st;
     int64_t seen = cv_cache_now_us() * 1000; /* before the stat: see memo_lookup */
     if (!realpath(path, abs) || stat(abs, &st) != 0)
-        return cv_cache_err(d, CV_DIAG_CACHE_IO, "cannot read %s", path);
+        return cv_cache_err(d, CV_E_CACHE_IO_ERROR, "cannot read %s", path);
     if (!cv_cache_enabled(c))
         return cv_cache_hash_file(abs, out, NULL, NULL, d);
     cv_index_memo m = {0};

@@ -1,6 +1,7 @@
 /* The index writes a process owes (see pending.h). */
 #include "cache/pending.h"
 #include "cache/internal.h"
+#include "common/invariant.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@ static void touch(cv_pending *p)
 /* Hits on one entry merge into one row; anything else keeps its place. */
 static void add_event(cv_pending *p, const cv_index_event *e)
 {
+    CV_ASSERT_RET(NULL, p->n_ev < p->cap_ev, ); /* the caller reserved the room */
     for (int i = 0; e->op == CV_IDX_HIT && i < p->n_ev; i++) {
         cv_index_event *q = &p->ev[i];
         if (q->op == CV_IDX_HIT && q->kind == e->kind && cv_cache_digest_eq(&q->name, &e->name)) {
@@ -79,7 +81,7 @@ int cv_pending_add(cv_pending *p, const cv_index_event *ev, int n_ev, const cv_i
         reserve((void **)&p->cnt, p->n_cnt + n_cnt, &p->cap_cnt, sizeof *p->cnt) != 0)
         return -1;
     for (int i = 0; i < n_ev; i++)
-        add_event(p, &ev[i]); /* cannot fail: the room is there */
+        add_event(p, &ev[i]);
     for (int i = 0; i < n_cnt; i++)
         add_count(p, &cnt[i]); /* OOM here loses one counter delta at most */
     touch(p);

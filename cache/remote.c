@@ -49,7 +49,7 @@ static int parse_url(const char *url, cv_remote *r, cv_diag *d)
     bool http = strncmp(url, "http://", 7) == 0, https = strncmp(url, "https://", 8) == 0;
     size_t scheme = http ? 7 : 8;
     if ((!http && !https) || n > MAX_URL || n <= scheme || !url_chars_ok(url, n))
-        return cv_cache_err(d, CV_DIAG_CACHE_BAD_URL,
+        return cv_cache_err(d, CV_E_CACHE_BAD_URL,
                             "remote cache URL '%.200s' is not http(s)://host:port[/instance]", url);
     while (n > scheme && url[n - 1] == '/')
         n--;
@@ -62,7 +62,7 @@ static int parse_url(const char *url, cv_remote *r, cv_diag *d)
             (len == 14 && strncmp(v, "read-only=true", 14) == 0))
             r->read_only = true;
         else if (!(len == 15 && strncmp(v, "read-only=false", 15) == 0))
-            return cv_cache_err(d, CV_DIAG_CACHE_BAD_URL,
+            return cv_cache_err(d, CV_E_CACHE_BAD_URL,
                                 "remote cache URL: unknown attribute '%.*s'", (int)len, v);
     }
     return 0;
@@ -76,11 +76,11 @@ int cv_cache_remote_open(const cv_remote_options *o, cv_remote **out, cv_diag *d
         return -1;
     cv_remote *r = calloc(1, sizeof *r);
     if (!r)
-        return cv_cache_err(d, CV_DIAG_OOM, "out of memory opening the remote cache");
+        return cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory opening the remote cache");
     r->cu = cu;
     if (!o->url || parse_url(o->url, r, d) != 0) {
         if (!o->url)
-            cv_cache_err(d, CV_DIAG_CACHE_BAD_URL, "remote cache URL missing");
+            cv_cache_err(d, CV_E_CACHE_BAD_URL, "remote cache URL missing");
         free(r);
         return -1;
     }
@@ -101,20 +101,20 @@ int cv_cache_remote_open(const cv_remote_options *o, cv_remote **out, cv_diag *d
     if (r->hdrs && o->token && *o->token) {
         if (strlen(o->token) > 4096 || !url_chars_ok(o->token, strlen(o->token))) {
             cv_cache_remote_close(r);
-            return cv_cache_err(d, CV_DIAG_CACHE_BAD_URL, "remote cache token is malformed");
+            return cv_cache_err(d, CV_E_CACHE_BAD_URL, "remote cache token is malformed");
         }
         char auth[4200];
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", o->token);
         struct curl_slist *h2 = cu->slist_append(r->hdrs, auth);
         if (!h2) {
             cv_cache_remote_close(r);
-            return cv_cache_err(d, CV_DIAG_OOM, "out of memory opening the remote cache");
+            return cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory opening the remote cache");
         }
         r->hdrs = h2;
     }
     if (!r->h || !r->hdrs) {
         cv_cache_remote_close(r);
-        return cv_cache_err(d, CV_DIAG_OOM, "out of memory opening the remote cache");
+        return cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory opening the remote cache");
     }
     *out = r;
     return 0;
@@ -286,7 +286,7 @@ static int perform(cv_remote *r, method m, const char *url, body *b, cv_diag *d)
     for (int attempt = 0;; attempt++) {
         if (body_restart(b) != 0) {
             r->st.errors++;
-            return cv_cache_err(d, CV_DIAG_CACHE_IO, "remote cache %s: cannot reuse the spool "
+            return cv_cache_err(d, CV_E_CACHE_IO_ERROR, "remote cache %s: cannot reuse the spool "
                                 "file: %s", url, strerror(errno)), CV_REMOTE_ERROR;
         }
         r->errbuf[0] = '\0';
@@ -320,21 +320,21 @@ static int perform(cv_remote *r, method m, const char *url, body *b, cv_diag *d)
         r->down_until_us = cv_cache_mono_us() + (int64_t)r->down_ms * 1000;
         if (c == CURLE_OPERATION_TIMEDOUT) {
             r->st.timeouts++;
-            cv_cache_err(d, CV_DIAG_CACHE_TIMEOUT, "remote cache %s: no answer within %ld ms",
+            cv_cache_err(d, CV_E_CACHE_REMOTE_TIMEOUT, "remote cache %s: no answer within %ld ms",
                          r->base, r->timeout_ms);
             return CV_REMOTE_TIMEOUT;
         }
         r->st.errors++;
         if (b->too_big)
-            cv_cache_err(d, CV_DIAG_CACHE_TOO_LARGE, "remote cache %s: body over %llu bytes", url,
+            cv_cache_err(d, CV_E_CACHE_ENTRY_TOO_LARGE, "remote cache %s: body over %llu bytes", url,
                          (unsigned long long)b->max);
         else if (b->write_failed)
             cv_cache_err(d, cv_cache_write_errcode(b->err), "remote cache %s: cannot spool the "
                          "body under %s: %s", url, r->tmp_dir, strerror(b->err));
         else if (c == CURLE_HTTP_RETURNED_ERROR)
-            cv_cache_err(d, CV_DIAG_CACHE_HTTP_STATUS, "remote cache %s: HTTP %ld", url, status);
+            cv_cache_err(d, CV_E_CACHE_REMOTE_STATUS, "remote cache %s: HTTP %ld", url, status);
         else
-            cv_cache_err(d, CV_DIAG_CACHE_UNREACHABLE, "remote cache %s: %s", r->base,
+            cv_cache_err(d, CV_E_CACHE_REMOTE_UNREACHABLE, "remote cache %s: %s", r->base,
                          r->errbuf[0] ? r->errbuf : cu->easy_strerror(c));
         return CV_REMOTE_ERROR;
     }
@@ -352,7 +352,7 @@ static void make_url(const cv_remote *r, cv_cas_kind kind, const cv_digest *name
 static int unexpected(cv_remote *r, const char *url, int status, cv_diag *d)
 {
     r->st.errors++;
-    return cv_cache_err(d, CV_DIAG_CACHE_HTTP_STATUS, "remote cache %s: HTTP %d", url, status);
+    return cv_cache_err(d, CV_E_CACHE_REMOTE_STATUS, "remote cache %s: HTTP %d", url, status);
 }
 
 /* GETs name into a fresh spool: CV_REMOTE_FOUND with *fd (the caller
@@ -373,7 +373,7 @@ static int get_spooled(cv_remote *r, cv_cas_kind kind, const cv_digest *name, ui
     }
     if (kind == CV_CAS_BLOB && !(b.sha = cv_cache_hasher_new())) {
         close(b.fd);
-        return cv_cache_err(d, CV_DIAG_OOM, "out of memory reading the remote cache");
+        return cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory reading the remote cache");
     }
     int st = perform(r, M_GET, url, &b, d);
     int rc = CV_REMOTE_FOUND;
@@ -384,7 +384,7 @@ static int get_spooled(cv_remote *r, cv_cas_kind kind, const cv_digest *name, ui
         cv_cache_hasher_final(b.sha, &got);
         if (!cv_cache_digest_eq(&got, name)) {
             r->st.errors++;
-            rc = cv_cache_err(d, CV_DIAG_CACHE_REMOTE_BAD_BLOB,
+            rc = cv_cache_err(d, CV_E_CACHE_REMOTE_BAD_BLOB,
                               "remote cache %s: content does not hash to its name", url);
         }
     }
@@ -420,9 +420,9 @@ int cv_cache_remote_get(cv_remote *r, cv_cas_kind kind, const cv_digest *name, v
         close(fd);
         free(buf);
         r->st.errors++;
-        return buf ? cv_cache_err(d, CV_DIAG_CACHE_IO, "remote cache: cannot read back the "
+        return buf ? cv_cache_err(d, CV_E_CACHE_IO_ERROR, "remote cache: cannot read back the "
                                   "spooled body: %s", strerror(err)), CV_REMOTE_ERROR
-                   : cv_cache_err(d, CV_DIAG_OOM, "out of memory reading the remote cache");
+                   : cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory reading the remote cache");
     }
     close(fd);
     size_t blen = (size_t)n;

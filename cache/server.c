@@ -435,7 +435,7 @@ static void begin_put(cv_cache_server *s, struct MHD_Connection *c, req *r)
     cv_diag d;
     cv_diag_init(&d);
     int rc = cv_cache_cas_writer_open(s->cas, r->cas_kind, &r->w, &d);
-    bool full = rc != 0 && d.n && d.v[0].code == CV_DIAG_CACHE_DISK_FULL;
+    bool full = rc != 0 && d.n && d.v[0].code == CV_E_CACHE_DISK_FULL;
     cv_diag_free(&d);
     if (rc != 0)
         defer(r, full ? MHD_HTTP_INSUFFICIENT_STORAGE : MHD_HTTP_INTERNAL_SERVER_ERROR,
@@ -467,7 +467,7 @@ static enum MHD_Result absorb(cv_cache_server *s, struct MHD_Connection *c, req 
     cv_diag d;
     cv_diag_init(&d);
     int rc = cv_cache_cas_writer_write(r->w, data, n, &d); /* frees w on failure */
-    bool full = rc != 0 && d.n && d.v[0].code == CV_DIAG_CACHE_DISK_FULL;
+    bool full = rc != 0 && d.n && d.v[0].code == CV_E_CACHE_DISK_FULL;
     cv_diag_free(&d);
     if (rc != 0) {
         r->w = NULL;
@@ -677,7 +677,7 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss, bool *v
     char why[512];
     if (cv_net_listen_addr(listen, ss, v6, why, sizeof why) == 0)
         return 0;
-    return cv_cache_err(d, CV_DIAG_CACHE_BAD_URL, "listen address %s", why);
+    return cv_cache_err(d, CV_E_CACHE_BAD_URL, "listen address %s", why);
 }
 
 static int start_daemon(cv_cache_server *s, const cv_cache_server_options *o, cv_diag *d)
@@ -687,12 +687,12 @@ static int start_daemon(cv_cache_server *s, const cv_cache_server_options *o, cv
     if (parse_listen(o->listen, &ss, &v6, d) != 0)
         return -1;
     if (!s->tokens && !cv_net_is_loopback(&ss)) {
-        cv_diag_add(d, CV_SEV_WARNING, CV_DIAG_SERVER_OPEN, (cv_span){0},
+        cv_diag_add(d, CV_SEV_WARNING, CV_E_SERVER_OPEN_LISTEN, (cv_span){0},
                     NULL, "cache serve listens on %s, beyond loopback, without tokens (--tokens): "
                     "anyone who reaches it can read and write the cache", o->listen);
         /* (printed at once by `cuvil cache serve`, with the start's other diagnostics) */
     }
-    if (cv_netguard_new(o->limits, CV_DIAG_CACHE_SERVER, &s->guard, d) != 0)
+    if (cv_netguard_new(o->limits, CV_E_CACHE_SERVER_ERROR, &s->guard, d) != 0)
         return -1;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned threads = (unsigned)(o->threads > 0 ? o->threads : cpus > 0 ? cpus : 1);
@@ -709,7 +709,7 @@ static int start_daemon(cv_cache_server *s, const cv_cache_server_options *o, cv
         MHD_OPTION_CONNECTION_LIMIT, cv_netguard_mhd_limit(s->guard),
         MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_END);
     if (!s->daemon)
-        return cv_cache_err(d, CV_DIAG_CACHE_SERVER, "cannot listen on %s: %s", o->listen,
+        return cv_cache_err(d, CV_E_CACHE_SERVER_ERROR, "cannot listen on %s: %s", o->listen,
                             strerror(errno));
     const union MHD_DaemonInfo *info = mhd()->get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info ? info->port : 0;
@@ -724,7 +724,7 @@ int cv_cache_server_start(const cv_cache_server_options *o, cv_cache_server **ou
     cv_cache_server *s = calloc(1, sizeof *s);
     if (!s || !(s->dir = strdup(o->dir ? o->dir : ""))) {
         free(s);
-        return cv_cache_err(d, CV_DIAG_OOM, "out of memory starting the cache server");
+        return cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory starting the cache server");
     }
     pthread_mutex_init(&s->qmu, NULL);
     pthread_cond_init(&s->qcv, NULL);
@@ -739,7 +739,7 @@ int cv_cache_server_start(const cv_cache_server_options *o, cv_cache_server **ou
     if (rc == 0) {
         rc = pthread_create(&s->flusher, NULL, flusher_main, s) == 0
                  ? 0
-                 : cv_cache_err(d, CV_DIAG_CACHE_SERVER, "cannot start the index thread");
+                 : cv_cache_err(d, CV_E_CACHE_SERVER_ERROR, "cannot start the index thread");
         s->flusher_started = rc == 0;
     }
     if (rc == 0)

@@ -1,6 +1,7 @@
 /* Error reporting, clocks and size strings shared by the cache files. */
 #include "cache/cache.h"
 #include "cache/internal.h"
+#include "common/clock.h"
 
 #include <errno.h>
 #include <math.h>
@@ -34,22 +35,18 @@ void cv_cache_warn(cv_diag *d, int code, const char *fmt, ...)
 
 int cv_cache_write_errcode(int err)
 {
-    return (err == ENOSPC || err == EDQUOT || err == EFBIG) ? CV_DIAG_CACHE_DISK_FULL
-                                                            : CV_DIAG_CACHE_IO;
+    return (err == ENOSPC || err == EDQUOT || err == EFBIG) ? CV_E_CACHE_DISK_FULL
+                                                            : CV_E_CACHE_IO_ERROR;
 }
 
 int64_t cv_cache_now_us(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    return cv_clock_wall_us();
 }
 
 int64_t cv_cache_mono_us(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    return cv_clock_mono_us();
 }
 
 /* Suffixes after the number; "i" makes them binary (Kubernetes and ccache

@@ -45,8 +45,6 @@ static int parse_args(int argc, char **argv, artifacts_args *a)
     return CV_EXIT_OK;
 }
 
-enum { CV_E_ARTIFACT_UNVERIFIED = 6165 };
-
 static const char *remote_of(const artifacts_args *a)
 {
     const char *r = a->remote ? a->remote : getenv("CUVIL_REMOTE_CACHE");
@@ -76,14 +74,14 @@ static int get_artifact(const artifacts_args *a, cv_builddb *db, cv_diag *d)
         found = cv_builddb_artifact_find(db, revision, a->pos[1], a->pos[2], precision, l2,
                                          manifest, d);
     if (found == 0)
-        cv_diag_error(d, 6103, (cv_span){0}, "no artifact of %s for %s %s in revision %s",
+        cv_diag_error(d, CV_E_ARTIFACT_NOT_FOUND, (cv_span){0}, "no artifact of %s for %s %s in revision %s",
                       a->pos[1], a->pos[2], precision, a->pos[0]);
     if (found != 1)
         return CV_EXIT_INPUT;
     char *verify = NULL;
     const char *remote = remote_of(a);
     if (remote && !(verify = verify_key_of(a))) {
-        cv_diag_error(d, CV_E_ARTIFACT_UNVERIFIED, (cv_span){0},
+        cv_diag_error(d, CV_E_ARTIFACT_UNVERIFIED_REMOTE, (cv_span){0},
                       "cannot verify action entries from the remote cache %.200s: give the "
                       "farm's verify key (--verify-key, $CUVIL_REMOTE_CACHE_VERIFY_KEY, or "
                       "%s/keys/ac-verify.pem)", remote, a->state);
@@ -99,7 +97,7 @@ static int get_artifact(const artifacts_args *a, cv_builddb *db, cv_diag *d)
     int rc = cv_build_fetch_artifact(cache, l2, manifest, a->out, a->force, d);
     cv_cache_close(cache);
     if (rc == 0)
-        cv_diag_error(d, 6103, (cv_span){0}, "the cache no longer holds the artifact of %s for "
+        cv_diag_error(d, CV_E_ARTIFACT_NOT_FOUND, (cv_span){0}, "the cache no longer holds the artifact of %s for "
                       "%s %s (L2 key %.16s...): rebuild it with `cuvil submit`",
                       a->pos[1], a->pos[2], precision, l2);
     if (rc != 1)
@@ -124,7 +122,7 @@ static int list_artifacts(const artifacts_args *a, cv_builddb *db, cv_diag *d)
     if (found == 1)
         found = cv_builddb_revision_summary(db, revision, &s, d);
     if (found == 0)
-        cv_diag_error(d, 6075, (cv_span){0}, "no revision '%s'", a->n_pos ? a->pos[0] : "latest");
+        cv_diag_error(d, CV_E_BUILDDB_UNKNOWN_REVISION, (cv_span){0}, "no revision '%s'", a->n_pos ? a->pos[0] : "latest");
     if (found != 1)
         return CV_EXIT_INPUT;
     printf("# %s (%s)\n", s.revision, cv_rev_state_name(s.state));

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "common/clock.h"
 #include "compiler-core/cuvil.h"
 
 extern const cv_cli_command cv_cmd_bench;
@@ -88,25 +89,18 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* Runs warmup + iters times; ms[] gets the timed ones, sorted. */
 static int time_runs(cv_native *n, const bench_opts *o, cv_tensor *ins, double *ms, cv_diag *d)
 {
     cv_tensor *outs = calloc((size_t)cv_native_num_outputs(n) + 1, sizeof *outs);
     if (!outs)
-        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     int rc = 0;
     for (int i = 0; i < o->warmup + o->iters && rc == 0; i++) {
-        double t0 = now_ms();
+        double t0 = cv_clock_mono_ms_f();
         rc = cv_native_run(n, ins, cv_native_num_inputs(n), outs, d);
         if (i >= o->warmup)
-            ms[i - o->warmup] = now_ms() - t0;
+            ms[i - o->warmup] = cv_clock_mono_ms_f() - t0;
     }
     for (int i = 0; i < cv_native_num_outputs(n); i++)
         cv_tensor_free(&outs[i]);
@@ -159,7 +153,7 @@ static int run_bench(int argc, char **argv)
     if (ms && cv_cli_open_native(o.model, o.threads, &n, &tmp, &compile_ms, &d) == 0) {
         ins = calloc((size_t)cv_native_num_inputs(n) + 1, sizeof *ins);
         if (!ins || make_inputs(n, o.batch, ins))
-            cv_diag_error(&d, 9002, (cv_span){0}, "cannot make the inputs");
+            cv_diag_error(&d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "cannot make the inputs");
         else if (time_runs(n, &o, ins, ms, &d) == 0)
             rc = CV_EXIT_OK;
         for (int i = 0; ins && i < cv_native_num_inputs(n); i++)

@@ -262,7 +262,7 @@ static int run_compile(int argc, char **argv)
     cv_diag_init(&d);
     cv_build_result r;
     if (a.name && !cv_artifact_name_ok(a.name)) {
-        cv_diag_error(&d, CV_E_ARTIFACT_NAME, (cv_span){0}, "--name '%.80s' is not a C "
+        cv_diag_error(&d, CV_E_BAD_ARTIFACT_NAME, (cv_span){0}, "--name '%.80s' is not a C "
                            "identifier of at most 64 characters ([A-Za-z_][A-Za-z0-9_]*)",
                            a.name);
         rc = CV_EXIT_INPUT;

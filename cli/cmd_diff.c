@@ -105,8 +105,8 @@ static int read_inputs(const diff_args *a, const cv_native *n, cv_tensor *ins, c
         int k = find_input(a, io.name);
         cv_native_io_format(n, io, sig, sizeof sig);
         if (k < 0)
-            return cv_diag_error(d, 2024, (cv_span){.file = a->model}, "no --input given for "
-                                 "%%%s (%s)", io.name, sig), -1;
+            return cv_diag_fail(d, CV_E_INPUT_MISMATCH, (cv_span){.file = a->model}, "no --input given for "
+                                "%%%s (%s)", io.name, sig);
         if (cv_cli_read_input(a->in_files[k], io.name, io.dtype, sig, &ins[i], d))
             return -1;
     }
@@ -141,13 +141,13 @@ static int run_interp(const char *model, const cv_tensor *ins, int n_in, cv_diff
     for (int i = 0; i < f->n_ops; i++)
         n += f->ops[i]->n_results;
     if (f->n_inputs != n_in)
-        return cv_diag_error(d, 5210, (cv_span){.file = model}, "the model has %d inputs, its "
-                             "build %d", f->n_inputs, n_in), -1;
+        return cv_diag_fail(d, CV_E_DIFF_NO_REFERENCE, (cv_span){.file = model}, "the model has %d inputs, its "
+                            "build %d", f->n_inputs, n_in);
     if (cv_diff_side_reserve(s, n, d))
         return -1;
     cv_value **vals = calloc((size_t)n + 1, sizeof *vals);  /* owned */
     if (!vals)
-        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     n = 0;
     for (int i = 0; i < f->n_ops; i++)
         for (int r = 0; r < f->ops[i]->n_results; r++)
@@ -311,7 +311,7 @@ static int build_and_run(const diff_args *a, diff_state *st, cv_diag *d)
     if (!(st->build_m = cv_model_load(a->model, 0, d)))
         return -1;
     if (!(st->dir = cv_cli_make_tmpdir()))
-        return cv_diag_error(d, 9004, (cv_span){0}, "cannot create a temporary directory"), -1;
+        return cv_diag_fail(d, CV_E_IO_ERROR, (cv_span){0}, "cannot create a temporary directory");
     cv_compile_opts o = {.target = a->target, .opt_level = 2, .emit = CV_EMIT_SO | CV_EMIT_H,
                          .out_dir = st->dir, .sym_locs = true, .dump_values = true,
                          .test_faults = true};
@@ -321,7 +321,7 @@ static int build_and_run(const diff_args *a, diff_state *st, cv_diag *d)
         return -1;
     st->n_in = cv_native_num_inputs(st->build_n);
     if (!(st->ins = calloc((size_t)st->n_in + 1, sizeof *st->ins)))
-        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     if (read_inputs(a, st->build_n, st->ins, d))
         return -1;
     int n = cv_native_num_outputs(st->build_n);

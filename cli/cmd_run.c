@@ -111,11 +111,11 @@ static int npy_to_input(const cv_npy *n, const char *name, cv_dtype want, const 
     if (n->dtype != want && !(n->dtype == CV_F64 && cv_dtype_is_float(want))) {
         char have[512];
         shape_text(n->dtype, n->rank, n->dims, have, sizeof have);
-        return cv_diag_error(d, 2024, (cv_span){.file = file}, "input %%%s must be %s, but %s "
-                             "holds %s", name, sig ? sig : cv_dtype_name(want), file, have), -1;
+        return cv_diag_fail(d, CV_E_INPUT_MISMATCH, (cv_span){.file = file}, "input %%%s must be %s, but %s "
+                            "holds %s", name, sig ? sig : cv_dtype_name(want), file, have);
     }
     if (cv_tensor_alloc(t, want, n->rank, n->dims))
-        return cv_diag_error(d, 9002, (cv_span){.file = file}, "cannot allocate input %%%s", name), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){.file = file}, "cannot allocate input %%%s", name);
     if (n->dtype == want) {
         memcpy(t->data, n->data, cv_tensor_nbytes(t));
     } else {
@@ -157,18 +157,18 @@ static int load_inputs(const run_opts *o, const run_sig *sg, cv_tensor *ins, cv_
         for (int i = 0; i < sg->n_in && !known; i++)
             known = strcmp(sg->in_name[i], o->in_names[k]) == 0;
         if (!known)
-            return cv_diag_error(d, 2024, (cv_span){.file = o->model}, "the model has no input "
-                                 "%%%s; its inputs are %s", o->in_names[k],
-                                 sg->n_in ? list : "none"), -1;
+            return cv_diag_fail(d, CV_E_INPUT_MISMATCH, (cv_span){.file = o->model}, "the model has no input "
+                                "%%%s; its inputs are %s", o->in_names[k],
+                                sg->n_in ? list : "none");
     }
     for (int i = 0; i < sg->n_in; i++) {
         int k = 0;
         while (k < o->n_in && strcmp(o->in_names[k], sg->in_name[i]) != 0)
             k++;
         if (k == o->n_in)
-            return cv_diag_error(d, 2024, (cv_span){.file = o->model}, "no --input given for "
-                                 "%%%s (%s): pass --input %s=FILE.npy", sg->in_name[i],
-                                 sg->in_sig[i], sg->in_name[i]), -1;
+            return cv_diag_fail(d, CV_E_INPUT_MISMATCH, (cv_span){.file = o->model}, "no --input given for "
+                                "%%%s (%s): pass --input %s=FILE.npy", sg->in_name[i],
+                                sg->in_sig[i], sg->in_name[i]);
         if (cv_cli_read_input(o->in_files[k], sg->in_name[i], sg->in_dt[i], sg->in_sig[i],
                               &ins[i], d))
             return -1;
@@ -192,8 +192,8 @@ int cv_cli_check_input_names(const char *model, const char *const *names, int n,
         for (int i = 0; i < cv_native_num_inputs(nat) && !known; i++)
             known = strcmp(cv_native_input(nat, i).name, names[k]) == 0;
         if (!known)
-            return cv_diag_error(d, 2024, (cv_span){.file = model}, "the model has no input "
-                                 "%%%s; its inputs are %s", names[k], list), -1;
+            return cv_diag_fail(d, CV_E_INPUT_MISMATCH, (cv_span){.file = model}, "the model has no input "
+                                "%%%s; its inputs are %s", names[k], list);
     }
     return 0;
 }
@@ -231,7 +231,7 @@ static int write_outputs(const run_opts *o, const run_sig *sg, cv_tensor *outs, 
                          json_t *report)
 {
     if (o->out_dir && cv_fs_mkdirs(o->out_dir, 0755))
-        return cv_diag_error(d, 9004, (cv_span){.file = o->out_dir}, "cannot create %s", o->out_dir), -1;
+        return cv_diag_fail(d, CV_E_IO_ERROR, (cv_span){.file = o->out_dir}, "cannot create %s", o->out_dir);
     for (int i = 0; i < sg->n_out; i++) {
         char name[256];
         output_file(sg, i, name, sizeof name);
@@ -275,7 +275,7 @@ static int run_interp(const run_opts *o, cv_diag *d, json_t *report)
     cv_tensor *outs = calloc((size_t)f->n_returns + 1, sizeof *outs);
     int rc = CV_EXIT_INPUT;
     if (sig_alloc(&sg, f->n_inputs, f->n_returns) || !ins || !outs) {
-        cv_diag_error(d, 9002, f->span, "out of memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory");
     } else {
         for (int i = 0; i < sg.n_in; i++) {
             char buf[512];
@@ -336,7 +336,7 @@ static int run_native(const run_opts *o, cv_diag *d, json_t *report)
     for (int i = 0; rc == 0 && i < sg.n_out; i++)
         sg.out_name[i] = cv_native_output(n, i).name;
     if (rc || !ins || !outs)
-        rc = (cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), CV_EXIT_INTERNAL);
+        rc = (cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory"), CV_EXIT_INTERNAL);
     else if (load_inputs(o, &sg, ins, d) == 0 && cv_native_run(n, ins, sg.n_in, outs, d) == 0)
         rc = write_outputs(o, &sg, outs, d, report) ? CV_EXIT_INTERNAL : CV_EXIT_OK;
     else

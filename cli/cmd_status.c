@@ -104,7 +104,7 @@ static int write_ci_formats(const status_args *a, cv_builddb *db, const cv_rev_s
         if (f)
             cv_status_write_junit(f, o);
         if (!f || fclose(f) != 0) {
-            cv_diag_error(d, 9004, (cv_span){.file = a->junit}, "cannot write %s", a->junit);
+            cv_diag_error(d, CV_E_IO_ERROR, (cv_span){.file = a->junit}, "cannot write %s", a->junit);
             rc = -1;
         }
     }
@@ -155,7 +155,7 @@ static int run_status(int argc, char **argv)
     if (found == 1 && cv_builddb_revision_summary(db, name, &rev, &d) != 1)
         found = -1;
     if (found == 0 && a.revision) {
-        cv_diag_error(&d, 6075, (cv_span){0}, "no revision '%s' in %s", a.revision, a.state);
+        cv_diag_error(&d, CV_E_BUILDDB_UNKNOWN_REVISION, (cv_span){0}, "no revision '%s' in %s", a.revision, a.state);
         found = -1;
     }
     if (found == 1 && (a.junit || a.markdown) && write_ci_formats(&a, db, &rev, &d) != 0)

@@ -62,7 +62,7 @@ static int64_t request_build(farm_link *f, cv_diag *d)
     id = o ? json_integer_value(json_object_get(o, "request")) : 0;
     json_decref(o);
     if (o && id <= 0)
-        cv_diag_error(d, 6137, (cv_span){0}, "the farm accepted no build request");
+        cv_diag_error(d, CV_E_HTTP_INTERNAL, (cv_span){0}, "the farm accepted no build request");
     return id > 0 ? id : -1;
 }
 
@@ -111,7 +111,7 @@ static int wait_handled(farm_link *f, int64_t id, int64_t deadline, char *revisi
         const char *err = json_string_value(json_object_get(r, "error"));
         const char *rev = json_string_value(json_object_get(r, "revision"));
         if (handled && err)
-            cv_diag_error(d, 6051, (cv_span){0}, "the controller could not read the source: %s",
+            cv_diag_error(d, CV_E_GIT_FETCH_FAILED, (cv_span){0}, "the controller could not read the source: %s",
                           err);
         else if (handled)
             snprintf(revision, CV_REVISION_MAX + 1, "%s", rev ? rev : "");
@@ -122,7 +122,7 @@ static int wait_handled(farm_link *f, int64_t id, int64_t deadline, char *revisi
             break;
         usleep(f->db ? WAIT_POLL_US : REMOTE_POLL_US);
     }
-    cv_diag_error(d, 6102, (cv_span){0}, "no controller handled request %lld in time",
+    cv_diag_error(d, CV_E_SUBMIT_NOT_HANDLED, (cv_span){0}, "no controller handled request %lld in time",
                   (long long)id);
     return -1;
 }
@@ -157,7 +157,7 @@ static json_t *wait_built(farm_link *f, const char *revision, int64_t deadline, 
             return rev;
         json_decref(rev);
         if (cv_clock_wall_ms() > deadline) {
-            cv_diag_error(d, 6102, (cv_span){0}, "%s was not built in time", revision);
+            cv_diag_error(d, CV_E_SUBMIT_NOT_HANDLED, (cv_span){0}, "%s was not built in time", revision);
             return NULL;
         }
         usleep(f->db ? WAIT_POLL_US : REMOTE_POLL_US);
@@ -202,7 +202,7 @@ static int report(const submit_args *a, const json_t *rev, cv_diag *d)
     if (f)
         cv_status_write_junit(f, rev);
     if (!f || fclose(f) != 0) {
-        cv_diag_error(d, 9004, (cv_span){.file = a->junit}, "cannot write %s", a->junit);
+        cv_diag_error(d, CV_E_IO_ERROR, (cv_span){.file = a->junit}, "cannot write %s", a->junit);
         return -1;
     }
     return 0;

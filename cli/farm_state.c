@@ -14,7 +14,7 @@ int cv_cli_queue_url(const char *url, const char *const *kv, int n, char **out, 
 {
     char *cur = url ? strdup(url) : NULL;
     if (url && !cur) {
-        cv_diag_error(d, 9002, (cv_span){0}, "out of memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
         return -1;
     }
     for (int i = 0; i < n; i++) {
@@ -41,13 +41,13 @@ int cv_cli_open_builddb(const char *state_dir, cv_builddb **out, cv_diag *d)
     *out = NULL;
     char *path = cv_fs_join(state_dir, "build.db");
     if (!path) {
-        cv_diag_error(d, 9002, (cv_span){0}, "out of memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
         return -1;
     }
     int rc = 0;
     /* opening would create an empty DB: say instead that no farm is there */
     if (access(path, F_OK) != 0) {
-        cv_diag_error(d, 6070, (cv_span){.file = path},
+        cv_diag_error(d, CV_E_BUILDDB_OPEN_FAILED, (cv_span){.file = path},
                       "no farm state in %s (start one with `cuvil farm up` or `cuvil "
                       "controller`, or pass --state DIR)", state_dir);
         rc = -1;

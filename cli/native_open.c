@@ -61,8 +61,8 @@ int cv_cli_open_native(const char *model_or_dir, int threads, cv_native **out, c
     char *dir = cv_cli_make_tmpdir();
     if (!dir) {
         cv_module_free(m);
-        return cv_diag_error(d, 9004, (cv_span){0}, "cannot create a temporary directory: %s",
-                             strerror(errno)), -1;
+        return cv_diag_fail(d, CV_E_IO_ERROR, (cv_span){0}, "cannot create a temporary directory: %s",
+                            strerror(errno));
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -105,6 +105,15 @@ int cv_diag_error(cv_diag *d, int code, cv_span span, const char *fmt, ...)
     return id;
 }
 
+int cv_diag_fail(cv_diag *d, int code, cv_span span, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cv_diag_vadd(d, CV_SEV_ERROR, code, span, NULL, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
 static cv_diag_entry *entry_mut(cv_diag *d, int id)
 {
     return (id > 0 && id <= d->n) ? &d->v[id - 1] : NULL;

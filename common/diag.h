@@ -2,10 +2,10 @@
  * a source span, an AST/IR path, a message, notes and (for errors caused by
  * an earlier error) the id of that root cause.
  *
- * Codes are integers printed as CV<code>: 1xxx syntax, 2xxx names and types,
- * 3xxx shapes, 4xxx unsupported constructs and ops, 5xxx codegen,
- * 6xxx specs, 9xxx internal/timeout/oom/infra.  Every code used anywhere is
- * listed once in the registry (common/diag_codes.c). */
+ * Codes are integers printed as CV<code>, each with a name (CV_E_<SLUG>):
+ * the one list is common/diag_codes.h, which makes the enum below and the
+ * registry (common/diag_codes.c).  Code passes the name, never a bare number
+ * (tests/unit/test_diag_codes.c checks the tree). */
 #ifndef CV_DIAG_H
 #define CV_DIAG_H
 
@@ -13,6 +13,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+
+#include "common/diag_codes.h"
+
+#define CV_DIAG_CODE_ENUM_(name, num, slug, summary) name = num,
+typedef enum cv_diag_code { CV_DIAG_CODES(CV_DIAG_CODE_ENUM_) } cv_diag_code;
+#undef CV_DIAG_CODE_ENUM_
 
 typedef enum { CV_SEV_NOTE, CV_SEV_WARNING, CV_SEV_ERROR } cv_severity;
 
@@ -63,6 +69,10 @@ int cv_diag_vadd(cv_diag *d, cv_severity sev, int code, cv_span span,
                  const char *path, const char *fmt, va_list ap);
 /* Shorthand for an error at a span with no path. */
 int cv_diag_error(cv_diag *d, int code, cv_span span, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The same, returning -1: `return cv_diag_fail(d, CV_E_..., span, ...);`
+ * ends a function that fails. */
+int cv_diag_fail(cv_diag *d, int code, cv_span span, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void cv_diag_note(cv_diag *d, int id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -11,14 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CV_CODE_INPUT_TOO_LARGE 1011
-#define CV_CODE_PATH_ESCAPE 2016
-#define CV_CODE_IO 9004
 
 static int io_error(cv_diag *d, const char *path, const char *what, int err)
 {
     cv_span sp = {.file = path};
-    cv_diag_error(d, CV_CODE_IO, sp, "%s: %s", what, strerror(err));
+    cv_diag_error(d, CV_E_IO_ERROR, sp, "%s: %s", what, strerror(err));
     return -1;
 }
 
@@ -81,7 +78,7 @@ int cv_fs_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
     close(fd);
     if (err == EFBIG) {
         cv_span sp = {.file = path};
-        cv_diag_error(d, CV_CODE_INPUT_TOO_LARGE, sp, "file is larger than the limit of %zu bytes",
+        cv_diag_error(d, CV_E_INPUT_TOO_LARGE, sp, "file is larger than the limit of %zu bytes",
                       max_bytes);
         return -1;
     }
@@ -319,7 +316,7 @@ static int resolve_partial(char *path, char **out)
 static int escape_error(cv_diag *d, const char *fmt, const char *rel, const char *base)
 {
     cv_span sp = {0};
-    cv_diag_error(d, CV_CODE_PATH_ESCAPE, sp, fmt, rel, base);
+    cv_diag_error(d, CV_E_PATH_ESCAPE, sp, fmt, rel, base);
     return -1;
 }
 
@@ -343,7 +340,7 @@ int cv_fs_resolve_inside(const char *base_dir, const char *rel, char **out, cv_d
         rc = io_error(d, rel, "cannot resolve path", err);
     else if (!is_inside(base, res)) {
         cv_span sp = {0};
-        cv_diag_error(d, CV_CODE_PATH_ESCAPE, sp,
+        cv_diag_error(d, CV_E_PATH_ESCAPE, sp,
                       "path `%s` resolves to `%s`, which is outside `%s`", rel, res, base);
         rc = -1;
     }

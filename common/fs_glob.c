@@ -12,7 +12,6 @@
 
 #include "common/fs.h"
 
-#define CV_CODE_GLOB_ESCAPE 9313
 
 static bool has_dotdot(const char *pattern)
 {
@@ -72,14 +71,14 @@ int cv_fs_glob(const char *root, const char *pattern, glob_t *g, cv_diag *d)
     if (!root)
         return expand(pattern, g);
     if (pattern[0] == '/' || has_dotdot(pattern)) {
-        cv_diag_error(d, CV_CODE_GLOB_ESCAPE, (cv_span){0},
+        cv_diag_error(d, CV_E_GLOB_ESCAPES, (cv_span){0},
                       "the pattern `%s` %s; name files relative to `%s`, inside it", pattern,
                       pattern[0] == '/' ? "is absolute" : "climbs with `..`", root);
         return -1;
     }
     char *full = rooted(root, pattern);   /* owned here */
     if (!full) {
-        cv_diag_error(d, 9002, (cv_span){0}, "out of memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
         return -1;
     }
     int n = expand(full, g);

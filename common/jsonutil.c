@@ -5,8 +5,6 @@
 
 #include "common/fs.h"
 
-enum { CODE_JSON_SYNTAX = 1141, CODE_OOM = 9002 };
-
 int cv_json_parse(const char *text, size_t len, const char *name, json_t **out, cv_diag *d)
 {
     json_error_t err;
@@ -15,7 +13,7 @@ int cv_json_parse(const char *text, size_t len, const char *name, json_t **out, 
         return 0;
     cv_span sp = {.file = name, .line = err.line > 0 ? err.line : 0,
                   .col = err.column > 0 ? err.column : 0};
-    cv_diag_error(d, CODE_JSON_SYNTAX, sp, "invalid JSON: %s", err.text);
+    cv_diag_error(d, CV_E_JSON_SYNTAX, sp, "invalid JSON: %s", err.text);
     if (name)
         cv_diag_add_source(d, name, text, len);
     return -1;
@@ -45,7 +43,7 @@ int cv_json_write_file(const char *path, const json_t *v, bool pretty, cv_diag *
     char *s = json_dumps(v, flags);   /* owned here */
     if (!s) {
         cv_span sp = {.file = path};
-        cv_diag_error(d, CODE_OOM, sp, "cannot encode JSON");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, sp, "cannot encode JSON");
         return -1;
     }
     cv_fs_part parts[2] = {{s, strlen(s)}, {"\n", 1}};

@@ -4,8 +4,6 @@
 #include <dlfcn.h>
 #include <stdio.h>
 
-enum { CV_E_LAZYLIB_LOAD = 9004 }; /* io-error */
-
 void cv_lazylib_load(cv_lazylib *l)
 {
     void *h = dlopen(l->soname, RTLD_NOW | RTLD_LOCAL);
@@ -31,7 +29,7 @@ bool cv_lazylib_get(cv_lazylib *l, void (*once_fn)(void), cv_diag *d)
 {
     pthread_once(&l->once, once_fn);
     if (!l->ok)
-        cv_diag_error(d, CV_E_LAZYLIB_LOAD, (cv_span){0}, "cannot load %s: %s", l->soname,
+        cv_diag_error(d, CV_E_IO_ERROR, (cv_span){0}, "cannot load %s: %s", l->soname,
                       l->why);
     return l->ok;
 }

@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
+
 typedef enum { ST_HEAD, ST_BODY, ST_ANSWER } slot_state;
 
 typedef struct slot {
@@ -37,13 +39,6 @@ struct cv_netguard {
 static const cv_mhd_fns *mhd(void)
 {
     return cv_netlib_mhd(NULL);   /* loaded by the server before its daemon starts */
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr *b)
@@ -129,7 +124,7 @@ static slot *slot_new(struct MHD_Connection *c)
                    : fam == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr);
         memcpy(&s->addr, ad->client_addr, n);
     }
-    s->since_ms = now_ms();
+    s->since_ms = cv_clock_mono_ms();
     return s;
 }
 
@@ -188,7 +183,7 @@ bool cv_netguard_request(cv_netguard *g, struct MHD_Connection *c, bool authenti
         g->n_anon--;
     s->authed = s->authed || authenticated;
     s->st = ST_BODY;
-    s->since_ms = now_ms();
+    s->since_ms = cv_clock_mono_ms();
     s->body_bytes = 0;
     bool ok = s->authed || (g->n_anon <= share(g) &&
                             anon_from(g, (const struct sockaddr *)&s->addr) <= g->o.per_client);
@@ -208,7 +203,7 @@ static void set_state(cv_netguard *g, struct MHD_Connection *c, slot_state st, s
     if (s->st != st) {
         s->st = st;
         if (st == ST_HEAD)
-            s->since_ms = now_ms();
+            s->since_ms = cv_clock_mono_ms();
     }
     pthread_mutex_unlock(&g->mu);
 }
@@ -232,7 +227,7 @@ void cv_netguard_done(cv_netguard *g, struct MHD_Connection *c)
 
 static void sweep(cv_netguard *g)
 {
-    int64_t now = now_ms();
+    int64_t now = cv_clock_mono_ms();
     for (slot *s = g->slots; s; s = s->next) {
         if (s->closing)
             continue;

@@ -38,9 +38,6 @@
 #include "common/diag.h"
 #include "common/netlib.h"
 
-/* A server listens beyond loopback without tokens (a warning, both servers). */
-enum { CV_DIAG_SERVER_OPEN = 9140 };
-
 typedef struct cv_netguard_opts {
     unsigned max_conns;        /* 0 = CV_NETGUARD_MAX_CONNS */
     unsigned reserve;          /* 0 = max_conns / 10; kept for requests with a token */

@@ -15,12 +15,6 @@
 #include "common/nbytes.h"
 #include "common/strbuf.h"
 
-enum {
-    CODE_BAD_MAGIC = 1101, CODE_BAD_HEADER = 1102, CODE_DTYPE = 1103,
-    CODE_TRUNCATED = 1104, CODE_TRAILING = 1105,
-    CODE_DIM_OVERFLOW = 3004, CODE_BAD_DIM = 3005, CODE_IO = 9004,
-};
-
 static const char magic[6] = "\x93NUMPY";
 
 static const struct { const char *descr; cv_dtype dt; } descrs[] = {
@@ -86,7 +80,7 @@ static bool accept(hdr *h, char c)
 
 static int expect(hdr *h, char c)
 {
-    return accept(h, c) ? 0 : hdr_error(h, CODE_BAD_HEADER, "expected `%c` in .npy header", c);
+    return accept(h, c) ? 0 : hdr_error(h, CV_E_NPY_BAD_HEADER, "expected `%c` in .npy header", c);
 }
 
 /* A quoted string without escapes (NumPy never writes any), at most cap-1 bytes. */
@@ -95,13 +89,13 @@ static int parse_str(hdr *h, char *buf, size_t cap)
     skip_ws(h);
     char q = h->p < h->end ? *h->p : 0;
     if (q != '\'' && q != '"')
-        return hdr_error(h, CODE_BAD_HEADER, "expected a quoted string in .npy header");
+        return hdr_error(h, CV_E_NPY_BAD_HEADER, "expected a quoted string in .npy header");
     const char *s = ++h->p;
     while (h->p < h->end && *h->p != q && *h->p != '\\')
         h->p++;
     size_t n = (size_t)(h->p - s);
     if (h->p >= h->end || *h->p != q || n >= cap)
-        return hdr_error(h, CODE_BAD_HEADER, "bad or overlong string in .npy header");
+        return hdr_error(h, CV_E_NPY_BAD_HEADER, "bad or overlong string in .npy header");
     memcpy(buf, s, n);
     buf[n] = 0;
     h->p++;
@@ -125,7 +119,7 @@ static int parse_bool(hdr *h, bool *v)
     else if (accept_word(h, "False"))
         *v = false;
     else
-        return hdr_error(h, CODE_BAD_HEADER, "expected True or False in .npy header");
+        return hdr_error(h, CV_E_NPY_BAD_HEADER, "expected True or False in .npy header");
     return 0;
 }
 
@@ -136,11 +130,11 @@ static int parse_dim(hdr *h, int64_t *v)
     const char *s = h->p;
     while (h->p < h->end && *h->p >= '0' && *h->p <= '9') {
         if (x > (INT64_MAX - 9) / 10)
-            return hdr_error(h, CODE_BAD_HEADER, "dimension too large in .npy header");
+            return hdr_error(h, CV_E_NPY_BAD_HEADER, "dimension too large in .npy header");
         x = x * 10 + (*h->p++ - '0');
     }
     if (h->p == s)
-        return hdr_error(h, CODE_BAD_HEADER, "expected a dimension in .npy shape");
+        return hdr_error(h, CV_E_NPY_BAD_HEADER, "expected a dimension in .npy shape");
     if (h->p < h->end && *h->p == 'L')   /* Python 2 long */
         h->p++;
     *v = x;
@@ -157,16 +151,16 @@ static int parse_shape(hdr *h, cv_npy *out)
     bool comma = false;
     while (!accept(h, ')')) {
         if (rank > 0 && !comma)
-            return hdr_error(h, CODE_BAD_HEADER, "expected `,` or `)` in .npy shape");
+            return hdr_error(h, CV_E_NPY_BAD_HEADER, "expected `,` or `)` in .npy shape");
         if (rank == CV_NPY_MAX_RANK)
-            return hdr_error(h, CODE_DTYPE, "arrays of rank above %d are not supported",
+            return hdr_error(h, CV_E_NPY_UNSUPPORTED_DTYPE, "arrays of rank above %d are not supported",
                              CV_NPY_MAX_RANK);
         if (parse_dim(h, &out->dims[rank++]))
             return -1;
         comma = accept(h, ',');
     }
     if (rank == 1 && !comma)
-        return hdr_error(h, CODE_BAD_HEADER, "a rank-1 shape needs a trailing comma: `(n,)`");
+        return hdr_error(h, CV_E_NPY_BAD_HEADER, "a rank-1 shape needs a trailing comma: `(n,)`");
     out->rank = rank;
     return 0;
 }
@@ -175,14 +169,14 @@ static int parse_descr(hdr *h, cv_npy *out)
 {
     skip_ws(h);
     if (h->p < h->end && *h->p == '[')
-        return hdr_error(h, CODE_DTYPE, "structured dtypes are not supported");
+        return hdr_error(h, CV_E_NPY_UNSUPPORTED_DTYPE, "structured dtypes are not supported");
     char descr[32];
     if (parse_str(h, descr, sizeof descr))
         return -1;
     out->dtype = dtype_of(descr);
     if (out->dtype != CV_DT_INVALID)
         return 0;
-    return hdr_error(h, CODE_DTYPE, "dtype `%s` is not supported%s", descr,
+    return hdr_error(h, CV_E_NPY_UNSUPPORTED_DTYPE, "dtype `%s` is not supported%s", descr,
                      descr[0] == '>' ? " (big-endian; save with a little-endian dtype)"
                                      : " (use f4 f8 f2 i8 i4 i1 u1 or bool)");
 }
@@ -198,7 +192,7 @@ static int parse_entry(hdr *h, cv_npy *out, unsigned *seen)
                : strcmp(key, "fortran_order") == 0 ? KEY_FORTRAN
                : strcmp(key, "shape") == 0 ? KEY_SHAPE : 0;
     if (!k || (*seen & k))
-        return hdr_error(h, CODE_BAD_HEADER, "%s key `%s` in .npy header",
+        return hdr_error(h, CV_E_NPY_BAD_HEADER, "%s key `%s` in .npy header",
                          k ? "duplicate" : "unexpected", key);
     *seen |= k;
     if (k == KEY_DESCR)
@@ -208,7 +202,7 @@ static int parse_entry(hdr *h, cv_npy *out, unsigned *seen)
     bool fortran = false;
     if (parse_bool(h, &fortran))
         return -1;
-    return fortran ? hdr_error(h, CODE_DTYPE, "Fortran-order arrays are not supported "
+    return fortran ? hdr_error(h, CV_E_NPY_UNSUPPORTED_DTYPE, "Fortran-order arrays are not supported "
                                "(save np.ascontiguousarray(a))") : 0;
 }
 
@@ -228,9 +222,9 @@ static int parse_header(hdr *h, cv_npy *out)
     }
     skip_ws(h);
     if (h->p != h->end)
-        return hdr_error(h, CODE_BAD_HEADER, "unexpected text after the .npy header dict");
+        return hdr_error(h, CV_E_NPY_BAD_HEADER, "unexpected text after the .npy header dict");
     if (seen != (KEY_DESCR | KEY_FORTRAN | KEY_SHAPE))
-        return hdr_error(h, CODE_BAD_HEADER, ".npy header lacks one of descr, fortran_order, shape");
+        return hdr_error(h, CV_E_NPY_BAD_HEADER, ".npy header lacks one of descr, fortran_order, shape");
     return 0;
 }
 
@@ -260,22 +254,22 @@ static int read_preamble(const unsigned char *b, size_t len, const char *name, s
 {
     size_t m = len < 6 ? len : 6;
     if (memcmp(b, magic, m) != 0)
-        return file_error(d, name, CODE_BAD_MAGIC, "not a .npy file (bad magic)");
+        return file_error(d, name, CV_E_NPY_BAD_MAGIC, "not a .npy file (bad magic)");
     if (len < 8)
-        return file_error(d, name, CODE_TRUNCATED, ".npy file ends inside its preamble");
+        return file_error(d, name, CV_E_NPY_TRUNCATED, ".npy file ends inside its preamble");
     int major = b[6], minor = b[7];
     if ((major < 1 || major > 3) || minor != 0)
-        return file_error(d, name, CODE_BAD_HEADER, "unsupported .npy format version %d.%d",
+        return file_error(d, name, CV_E_NPY_BAD_HEADER, "unsupported .npy format version %d.%d",
                           major, minor);
     *hoff = major == 1 ? 10 : 12;
     if (len < *hoff)
-        return file_error(d, name, CODE_TRUNCATED, ".npy file ends inside its preamble");
+        return file_error(d, name, CV_E_NPY_TRUNCATED, ".npy file ends inside its preamble");
     *hlen = major == 1 ? (size_t)(b[8] | b[9] << 8) : le_u32(b + 8);
     if (*hlen > CV_NPY_MAX_HEADER)
-        return file_error(d, name, CODE_BAD_HEADER, ".npy header length %zu exceeds the limit of %u",
+        return file_error(d, name, CV_E_NPY_BAD_HEADER, ".npy header length %zu exceeds the limit of %u",
                           *hlen, CV_NPY_MAX_HEADER);
     if (*hlen > len - *hoff)
-        return file_error(d, name, CODE_TRUNCATED, ".npy file ends inside its header");
+        return file_error(d, name, CV_E_NPY_TRUNCATED, ".npy file ends inside its header");
     return 0;
 }
 
@@ -283,12 +277,12 @@ static int check_size(const cv_npy *n, size_t have, const char *name, size_t *nb
 {
     int64_t numel;
     if (cv_shape_nbytes(n->dtype, n->rank, n->dims, &numel, nbytes) != 0)
-        return file_error(d, name, CODE_BAD_HEADER, ".npy shape is too large (byte size overflows)");
+        return file_error(d, name, CV_E_NPY_BAD_HEADER, ".npy shape is too large (byte size overflows)");
     if (have < *nbytes)
-        return file_error(d, name, CODE_TRUNCATED, ".npy data has %zu bytes; the header promises %zu",
+        return file_error(d, name, CV_E_NPY_TRUNCATED, ".npy data has %zu bytes; the header promises %zu",
                           have, *nbytes);
     if (have > *nbytes)
-        return file_error(d, name, CODE_TRAILING, ".npy file has %zu bytes after its data",
+        return file_error(d, name, CV_E_NPY_TRAILING_DATA, ".npy file has %zu bytes after its data",
                           have - *nbytes);
     return 0;
 }
@@ -306,7 +300,7 @@ int cv_npy_read_mem(const void *buf, size_t len, const char *name, cv_npy *out, 
         return -1;
     tmp.data = malloc(nbytes ? nbytes : 1);
     if (!tmp.data)
-        return file_error(d, name, 9002, "out of memory reading %zu bytes", nbytes);
+        return file_error(d, name, CV_E_OUT_OF_MEMORY, "out of memory reading %zu bytes", nbytes);
     if (nbytes)
         memcpy(tmp.data, b + hoff + hlen, nbytes);
     tmp.nbytes = nbytes;
@@ -339,12 +333,12 @@ int cv_npy_read(const char *path, cv_npy *out, cv_diag *d)
     size_t len = 0;
     int err = open_regular(path, &fd, &len);
     if (err)
-        return file_error(d, path, CODE_IO, "cannot read .npy file: %s", strerror(err));
+        return file_error(d, path, CV_E_IO_ERROR, "cannot read .npy file: %s", strerror(err));
     void *map = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
     err = errno;
     close(fd);
     if (map == MAP_FAILED)
-        return file_error(d, path, CODE_IO, "cannot map .npy file: %s", strerror(err));
+        return file_error(d, path, CV_E_IO_ERROR, "cannot map .npy file: %s", strerror(err));
     int rc = cv_npy_read_mem(map ? map : "", len, path, out, d);
     if (map)
         munmap(map, len);
@@ -385,15 +379,15 @@ static int write_checks(const char *path, cv_dtype dt, int rank, const int64_t *
 {
     int64_t numel;
     if (!descr_of(dt))
-        return file_error(d, path, CODE_DTYPE, "dtype %s cannot be written to .npy",
+        return file_error(d, path, CV_E_NPY_UNSUPPORTED_DTYPE, "dtype %s cannot be written to .npy",
                           cv_dtype_name(dt));
     if (rank < 0 || rank > CV_NPY_MAX_RANK)
-        return file_error(d, path, CODE_BAD_DIM, "rank %d is outside 0..%d", rank, CV_NPY_MAX_RANK);
+        return file_error(d, path, CV_E_INVALID_DIMENSION, "rank %d is outside 0..%d", rank, CV_NPY_MAX_RANK);
     int rc = cv_shape_nbytes(dt, rank, dims, &numel, nbytes);
     if (rc == -1)
-        return file_error(d, path, CODE_BAD_DIM, "negative dimension");
+        return file_error(d, path, CV_E_INVALID_DIMENSION, "negative dimension");
     if (rc)
-        return file_error(d, path, CODE_DIM_OVERFLOW, "the array's byte size overflows");
+        return file_error(d, path, CV_E_DIMENSION_OVERFLOW, "the array's byte size overflows");
     return 0;
 }
 
@@ -407,7 +401,7 @@ int cv_npy_write(const char *path, cv_dtype dt, int rank, const int64_t *dims, c
     format_header(&sb, descr_of(dt), rank, dims);
     if (sb.oom || sb.len - 10 > 0xffff) {
         cv_sb_free(&sb);
-        return file_error(d, path, CODE_IO, "cannot format the .npy header");
+        return file_error(d, path, CV_E_IO_ERROR, "cannot format the .npy header");
     }
     sb.buf[8] = (char)((sb.len - 10) & 0xff);
     sb.buf[9] = (char)((sb.len - 10) >> 8);

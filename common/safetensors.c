@@ -15,8 +15,6 @@
 #include "common/nbytes.h"
 #include "common/safetensors_internal.h"
 
-enum { CODE_HEADER = 1111, CODE_DTYPE = 1112, CODE_OFFSETS = 1113, CODE_OOM = 9002, CODE_IO = 9004 };
-
 static const struct { const char *name; cv_dtype dt; } dtypes[] = {
     {"F32", CV_F32}, {"F16", CV_F16}, {"BF16", CV_BF16}, {"I8", CV_I8},  {"U8", CV_U8},
     {"I32", CV_I32}, {"I64", CV_I64}, {"BOOL", CV_BOOL}, {"F64", CV_F64},
@@ -101,13 +99,13 @@ int cv_st_place(const cv_st_ctx *c, const char *name, int64_t begin, int64_t end
     size_t want = 0;
     int64_t numel;
     if (begin < 0 || end < begin || (uint64_t)end > c->data_len)
-        return st_error(c->d, c->file, CODE_OFFSETS, "tensor `%s`: data_offsets [%lld, %lld] are "
+        return st_error(c->d, c->file, CV_E_SAFETENSORS_BAD_OFFSETS, "tensor `%s`: data_offsets [%lld, %lld] are "
                         "outside the %zu data bytes", name, (long long)begin, (long long)end,
                         c->data_len);
     if (cv_shape_nbytes(t->dtype, t->rank, t->dims, &numel, &want) != 0)
-        return st_error(c->d, c->file, CODE_OFFSETS, "tensor `%s`: shape is too large", name);
+        return st_error(c->d, c->file, CV_E_SAFETENSORS_BAD_OFFSETS, "tensor `%s`: shape is too large", name);
     if ((size_t)(end - begin) != want)
-        return st_error(c->d, c->file, CODE_OFFSETS, "tensor `%s`: data_offsets span %zu bytes but "
+        return st_error(c->d, c->file, CV_E_SAFETENSORS_BAD_OFFSETS, "tensor `%s`: data_offsets span %zu bytes but "
                         "%s x shape needs %zu", name, (size_t)(end - begin), dtype_name(t->dtype),
                         want);
     t->data = c->data + begin;
@@ -120,13 +118,13 @@ int cv_st_place(const cv_st_ctx *c, const char *name, int64_t begin, int64_t end
 static int parse_shape(const cv_st_ctx *c, const char *name, json_t *shape, cv_st_tensor *t)
 {
     if (!json_is_array(shape) || json_array_size(shape) > CV_ST_MAX_RANK)
-        return st_error(c->d, c->file, CODE_HEADER, "tensor `%s`: shape must be an array of at "
+        return st_error(c->d, c->file, CV_E_SAFETENSORS_BAD_HEADER, "tensor `%s`: shape must be an array of at "
                         "most %d integers", name, CV_ST_MAX_RANK);
     t->rank = (int)json_array_size(shape);
     for (int i = 0; i < t->rank; i++) {
         json_t *v = json_array_get(shape, (size_t)i);
         if (!json_is_integer(v) || json_integer_value(v) < 0)
-            return st_error(c->d, c->file, CODE_HEADER,
+            return st_error(c->d, c->file, CV_E_SAFETENSORS_BAD_HEADER,
                             "tensor `%s`: shape[%d] is not a non-negative integer", name, i);
         t->dims[i] = json_integer_value(v);
     }
@@ -137,10 +135,10 @@ static int parse_dtype(const cv_st_ctx *c, const char *name, json_t *dt, cv_st_t
 {
     const char *s = json_string_value(dt);
     if (!s)
-        return st_error(c->d, c->file, CODE_HEADER, "tensor `%s`: dtype must be a string", name);
+        return st_error(c->d, c->file, CV_E_SAFETENSORS_BAD_HEADER, "tensor `%s`: dtype must be a string", name);
     t->dtype = cv_st_dtype_of(s, json_string_length(dt));
     if (t->dtype == CV_DT_INVALID)
-        return st_error(c->d, c->file, CODE_DTYPE, "tensor `%s`: dtype `%s` is not supported "
+        return st_error(c->d, c->file, CV_E_SAFETENSORS_UNSUPPORTED_DTYPE, "tensor `%s`: dtype `%s` is not supported "
                         "(F32 F16 BF16 F64 I8 U8 I32 I64 BOOL are)", name, s);
     return 0;
 }
@@ -148,7 +146,7 @@ static int parse_dtype(const cv_st_ctx *c, const char *name, json_t *dt, cv_st_t
 static int parse_tensor(const cv_st_ctx *c, const char *name, json_t *v, cv_st_tensor *t)
 {
     if (!json_is_object(v))
-        return st_error(c->d, c->file, CODE_HEADER, "tensor `%s`: entry is not an object", name);
+        return st_error(c->d, c->file, CV_E_SAFETENSORS_BAD_HEADER, "tensor `%s`: entry is not an object", name);
     json_t *offs = json_object_get(v, "data_offsets");
     json_t *b = json_array_get(offs, 0), *e = json_array_get(offs, 1);
     if (parse_dtype(c, name, json_object_get(v, "dtype"), t) ||
@@ -156,7 +154,7 @@ static int parse_tensor(const cv_st_ctx *c, const char *name, json_t *v, cv_st_t
         return -1;
     if (!json_is_array(offs) || json_array_size(offs) != 2 || !json_is_integer(b) ||
         !json_is_integer(e))
-        return st_error(c->d, c->file, CODE_HEADER,
+        return st_error(c->d, c->file, CV_E_SAFETENSORS_BAD_HEADER,
                         "tensor `%s`: data_offsets must be [begin, end] integers", name);
     return cv_st_place(c, name, json_integer_value(b), json_integer_value(e), t);
 }
@@ -170,7 +168,7 @@ static int parse_entries(const cv_st_ctx *c, json_t *root, cv_safetensors *st)
             continue;
         cv_st_tensor *t = cv_st_push(st, name, strlen(name));
         if (!t)
-            return st_error(c->d, c->file, CODE_OOM, "out of memory");
+            return st_error(c->d, c->file, CV_E_OUT_OF_MEMORY, "out of memory");
         if (parse_tensor(c, name, v, t))
             return -1;
     }
@@ -183,7 +181,7 @@ int cv_st_read_json(const cv_st_ctx *c, const char *h, size_t hlen, cv_safetenso
     json_error_t err;
     json_t *root = json_loadb(h, hlen, JSON_REJECT_DUPLICATES, &err);   /* owned here */
     if (!root || !json_is_object(root)) {
-        st_error(c->d, c->file, CODE_HEADER, "safetensors header is not a JSON object: %s "
+        st_error(c->d, c->file, CV_E_SAFETENSORS_BAD_HEADER, "safetensors header is not a JSON object: %s "
                  "(header byte %d)", root ? "wrong type" : err.text, root ? 0 : err.position);
         json_decref(root);
         return -1;
@@ -241,11 +239,11 @@ static int header_len(const unsigned char *b, size_t len, const char *file, size
                       cv_diag *d)
 {
     if (len < 8)
-        return st_error(d, file, CODE_HEADER,
+        return st_error(d, file, CV_E_SAFETENSORS_BAD_HEADER,
                         "file is shorter than the 8-byte safetensors header length");
     uint64_t n = le_u64(b);
     if (n > CV_ST_MAX_HEADER || n > len - 8 || n < 2 || b[8] != '{')
-        return st_error(d, file, CODE_HEADER, "safetensors header length %llu is %s",
+        return st_error(d, file, CV_E_SAFETENSORS_BAD_HEADER, "safetensors header length %llu is %s",
                         (unsigned long long)n, n > CV_ST_MAX_HEADER ? "above the 100 MiB limit"
                         : n > len - 8 ? "beyond the end of the file" : "not that of a JSON object");
     *hlen = (size_t)n;
@@ -258,7 +256,7 @@ static int read_header(const cv_st_ctx *c, const char *h, size_t hlen, cv_safete
 {
     st->names_cap = hlen + 1;
     if (!(st->names = malloc(st->names_cap)))
-        return st_error(c->d, c->file, CODE_OOM, "out of memory");
+        return st_error(c->d, c->file, CV_E_OUT_OF_MEMORY, "out of memory");
     cv_st_ctx quiet = *c;
     quiet.d = NULL;
     if (cv_st_scan(h, hlen, &quiet, st) != 0) {
@@ -267,7 +265,7 @@ static int read_header(const cv_st_ctx *c, const char *h, size_t hlen, cv_safete
         if (cv_st_read_json(c, h, hlen, st))
             return -1;
     }
-    return align_tensors(st) ? st_error(c->d, c->file, CODE_OOM, "out of memory") : 0;
+    return align_tensors(st) ? st_error(c->d, c->file, CV_E_OUT_OF_MEMORY, "out of memory") : 0;
 }
 
 int cv_safetensors_open_mem(const void *buf, size_t len, const char *name, cv_safetensors **out,
@@ -280,7 +278,7 @@ int cv_safetensors_open_mem(const void *buf, size_t len, const char *name, cv_sa
         return -1;
     cv_safetensors *st = calloc(1, sizeof *st);
     if (!st)
-        return st_error(d, name, CODE_OOM, "out of memory");
+        return st_error(d, name, CV_E_OUT_OF_MEMORY, "out of memory");
     cv_st_ctx c = {name, b + 8 + hlen, len - 8 - hlen, d};
     if (read_header(&c, (const char *)b + 8, hlen, st)) {
         st_free(st);
@@ -299,14 +297,14 @@ int cv_safetensors_open(const char *path, cv_safetensors **out, cv_diag *d)
     if (err) {
         if (fd >= 0)
             close(fd);
-        return st_error(d, path, CODE_IO, "cannot read safetensors file: %s", strerror(err));
+        return st_error(d, path, CV_E_IO_ERROR, "cannot read safetensors file: %s", strerror(err));
     }
     size_t len = (size_t)st.st_size;
     void *map = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
     err = errno;
     close(fd);
     if (map == MAP_FAILED)
-        return st_error(d, path, CODE_IO, "cannot map safetensors file: %s", strerror(err));
+        return st_error(d, path, CV_E_IO_ERROR, "cannot map safetensors file: %s", strerror(err));
     if (cv_safetensors_open_mem(map ? map : "", len, path, out, d)) {
         if (map)
             munmap(map, len);
@@ -344,14 +342,14 @@ static int check_tensor(const char *path, const cv_st_tensor *t, json_t *hdr, cv
     size_t want;
     if (!t->name || !t->name[0] || strcmp(t->name, "__metadata__") == 0 ||
         json_object_get(hdr, t->name))
-        return st_error(d, path, CODE_HEADER, "tensor name `%s` is empty, reserved or repeated",
+        return st_error(d, path, CV_E_SAFETENSORS_BAD_HEADER, "tensor name `%s` is empty, reserved or repeated",
                         t->name ? t->name : "(null)");
     if (!dtype_name(t->dtype))
-        return st_error(d, path, CODE_DTYPE, "tensor `%s`: dtype %s cannot be written", t->name,
+        return st_error(d, path, CV_E_SAFETENSORS_UNSUPPORTED_DTYPE, "tensor `%s`: dtype %s cannot be written", t->name,
                         cv_dtype_name(t->dtype));
     if (t->rank < 0 || t->rank > CV_ST_MAX_RANK ||
         cv_shape_nbytes(t->dtype, t->rank, t->dims, &numel, &want) != 0 || want != t->nbytes)
-        return st_error(d, path, CODE_OFFSETS, "tensor `%s`: nbytes %zu does not match its dtype "
+        return st_error(d, path, CV_E_SAFETENSORS_BAD_OFFSETS, "tensor `%s`: nbytes %zu does not match its dtype "
                         "and shape", t->name, t->nbytes);
     return 0;
 }
@@ -385,7 +383,7 @@ static char *build_header(const char *path, const cv_st_tensor *ts, int n, size_
     char *p = s ? realloc(s, padded + 1) : NULL;
     if (!p) {
         free(s);
-        st_error(d, path, CODE_OOM, "out of memory");
+        st_error(d, path, CV_E_OUT_OF_MEMORY, "out of memory");
         return NULL;
     }
     memset(p + sl, ' ', padded - sl);
@@ -401,7 +399,7 @@ int cv_safetensors_write(const char *path, const cv_st_tensor *tensors, int n, c
     cv_fs_part *parts = hdr ? calloc((size_t)n + 2, sizeof *parts) : NULL;   /* owned here */
     if (!parts) {
         free(hdr);
-        return hdr ? st_error(d, path, CODE_OOM, "out of memory") : -1;
+        return hdr ? st_error(d, path, CV_E_OUT_OF_MEMORY, "out of memory") : -1;
     }
     unsigned char lenbuf[8];
     for (int i = 0; i < 8; i++)

@@ -11,7 +11,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-enum { MAX_TOKENS = 10000, MAX_TOKEN = 512, MAX_LINE = 1024, CV_E_TOKENS_FILE = 9113 };
+enum { MAX_TOKENS = 10000, MAX_TOKEN = 512, MAX_LINE = 1024 };
 
 /* Reports a bad tokens file; returns -1. */
 __attribute__((format(printf, 2, 3))) static int tokens_error(cv_diag *d, const char *fmt, ...)

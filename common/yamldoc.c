@@ -6,12 +6,6 @@
 #include "common/fs.h"
 #include "common/yamldoc_internal.h"
 
-enum {
-    CODE_TOO_LARGE = 1011, CODE_SYNTAX = 1121, CODE_DEPTH = 1122, CODE_ALIAS_LIMIT = 1123,
-    CODE_DUP_KEY = 1124, CODE_UNSUPPORTED = 1125, CODE_UNDEF_ALIAS = 1126, CODE_NODES = 1128,
-    CODE_OOM = 9002,
-};
-
 typedef struct frame {
     json_t *node;           /* borrowed: owned by its parent or by the document */
     int entry;              /* index entry of the container, for its end position */
@@ -55,7 +49,7 @@ static int report(builder *b, int code, cv_yspan y, const char *fmt, ...)
     return -1;
 }
 
-static int oom(builder *b, cv_yspan y) { return report(b, CODE_OOM, y, "out of memory"); }
+static int oom(builder *b, cv_yspan y) { return report(b, CV_E_OUT_OF_MEMORY, y, "out of memory"); }
 
 static cv_yspan ev_span(const yaml_event_t *ev) { return cv_yspan_of(ev->start_mark, ev->end_mark); }
 
@@ -109,9 +103,9 @@ static int add_entry(builder *b, const json_t *parent, const char *key, size_t i
 static int too_many_nodes(builder *b, cv_yspan vs)
 {
     if (b->max_nodes < CV_YAML_MAX_NODES)
-        return report(b, CODE_NODES, vs, "more YAML nodes than the files read before this one "
+        return report(b, CV_E_YAML_TOO_MANY_NODES, vs, "more YAML nodes than the files read before this one "
                       "left of the budget they share (%zu)", b->max_nodes);
-    return report(b, CODE_NODES, vs, "the YAML stream has more than %zu nodes (the limit)",
+    return report(b, CV_E_YAML_TOO_MANY_NODES, vs, "the YAML stream has more than %zu nodes (the limit)",
                   b->max_nodes);
 }
 
@@ -149,12 +143,12 @@ static int check_key(builder *b, frame *f, const yaml_event_t *ev)
     cv_yspan ks = ev_span(ev);
     const char *k = (const char *)ev->data.scalar.value;
     if (strlen(k) != ev->data.scalar.length)
-        return report(b, CODE_UNSUPPORTED, ks, "mapping keys may not contain NUL characters");
+        return report(b, CV_E_YAML_UNSUPPORTED, ks, "mapping keys may not contain NUL characters");
     if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && strcmp(k, "<<") == 0)
-        return report(b, CODE_UNSUPPORTED, ks, "merge keys (`<<`) are not supported");
+        return report(b, CV_E_YAML_UNSUPPORTED, ks, "merge keys (`<<`) are not supported");
     if (json_object_get(f->node, k)) {
         const cv_yaml_entry *e = cv_yidx_member(b->doc->index, f->node, k);
-        report(b, CODE_DUP_KEY, ks, "duplicate key `%.80s`", k);
+        report(b, CV_E_YAML_DUPLICATE_KEY, ks, "duplicate key `%.80s`", k);
         if (e)
             cv_diag_note(b->d, b->d->n, "first defined at line %d, column %d", e->key_span.line,
                          e->key_span.col);
@@ -183,7 +177,7 @@ static int on_scalar(builder *b, const yaml_event_t *ev)
     int before = b->d->n_errors;
     json_t *v = cv_yaml_scalar(ev, b->file, b->d);
     if (!v)
-        return b->d->n_errors > before ? -1 : report(b, CODE_SYNTAX, ev_span(ev), "invalid scalar");
+        return b->d->n_errors > before ? -1 : report(b, CV_E_YAML_SYNTAX, ev_span(ev), "invalid scalar");
     if (place(b, v, ev_span(ev)) < 0)
         return -1;
     char *aname = dup_anchor(ev->data.scalar.anchor);
@@ -197,7 +191,7 @@ static int container_tag_ok(builder *b, const yaml_event_t *ev, const yaml_char_
     const char *want = map ? "tag:yaml.org,2002:map" : "tag:yaml.org,2002:seq";
     if (!tag || strcmp((const char *)tag, want) == 0 || strcmp((const char *)tag, "!") == 0)
         return 0;
-    return report(b, CODE_UNSUPPORTED, ev_span(ev), "tag `%.80s` is not supported",
+    return report(b, CV_E_YAML_UNSUPPORTED, ev_span(ev), "tag `%.80s` is not supported",
                   (const char *)tag);
 }
 
@@ -206,11 +200,11 @@ static int on_start(builder *b, const yaml_event_t *ev, bool map)
     const yaml_char_t *tag = map ? ev->data.mapping_start.tag : ev->data.sequence_start.tag;
     const yaml_char_t *anch = map ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor;
     if (key_expected(b))
-        return report(b, CODE_UNSUPPORTED, ev_span(ev), "mapping keys must be scalars");
+        return report(b, CV_E_YAML_UNSUPPORTED, ev_span(ev), "mapping keys must be scalars");
     if (container_tag_ok(b, ev, tag, map))
         return -1;
     if (b->depth == CV_YAML_MAX_DEPTH)
-        return report(b, CODE_DEPTH, ev_span(ev), "nesting is deeper than %d levels",
+        return report(b, CV_E_YAML_TOO_DEEP, ev_span(ev), "nesting is deeper than %d levels",
                       CV_YAML_MAX_DEPTH);
     size_t nodes_at_start = b->nodes;
     char *aname = dup_anchor(anch);
@@ -307,14 +301,14 @@ static int on_alias(builder *b, const yaml_event_t *ev)
 {
     const char *name = (const char *)ev->data.alias.anchor;
     if (key_expected(b))
-        return report(b, CODE_UNSUPPORTED, ev_span(ev), "aliases may not be used as mapping keys");
+        return report(b, CV_E_YAML_UNSUPPORTED, ev_span(ev), "aliases may not be used as mapping keys");
     const anchor *a = anchor_find(b, name);
     if (!a)
-        return report(b, CODE_UNDEF_ALIAS, ev_span(ev), "alias `*%.80s` %s", name,
+        return report(b, CV_E_YAML_UNDEFINED_ALIAS, ev_span(ev), "alias `*%.80s` %s", name,
                       anchor_open(b, name) ? "refers to a node that contains it"
                                            : "names no earlier anchor");
     if (b->alias_nodes + a->nodes > CV_YAML_MAX_ALIAS_NODES)
-        return report(b, CODE_ALIAS_LIMIT, ev_span(ev), "aliases expand to more than %d nodes",
+        return report(b, CV_E_YAML_ALIAS_LIMIT, ev_span(ev), "aliases expand to more than %d nodes",
                       CV_YAML_MAX_ALIAS_NODES);
     if (b->done_nodes + b->nodes + a->nodes > b->max_nodes)
         return too_many_nodes(b, ev_span(ev));
@@ -366,7 +360,7 @@ static int on_event(builder *b, const yaml_event_t *ev)
 static int syntax_error(builder *b, const yaml_parser_t *p)
 {
     cv_yspan y = {(int)p->problem_mark.line + 1, (int)p->problem_mark.column + 1, 0, 0};
-    report(b, CODE_SYNTAX, y, "%s", p->problem ? p->problem : "invalid YAML");
+    report(b, CV_E_YAML_SYNTAX, y, "%s", p->problem ? p->problem : "invalid YAML");
     if (p->context)
         cv_diag_note(b->d, b->d->n, "%s (line %d, column %d)", p->context,
                      (int)p->context_mark.line + 1, (int)p->context_mark.column + 1);
@@ -430,7 +424,7 @@ int cv_yaml_load_budget(const char *text, size_t len, const char *file, size_t *
     builder b = {.file = file, .d = d,
                  .max_nodes = *nodes_left < CV_YAML_MAX_NODES ? *nodes_left : CV_YAML_MAX_NODES};
     int rc = len > CV_YAML_MAX_BYTES
-        ? report(&b, CODE_TOO_LARGE, (cv_yspan){0}, "YAML input is %zu bytes; the limit is %u",
+        ? report(&b, CV_E_INPUT_TOO_LARGE, (cv_yspan){0}, "YAML input is %zu bytes; the limit is %u",
                  len, CV_YAML_MAX_BYTES)
         : run_parser(&b, text, len);
     builder_free(&b);

@@ -8,8 +8,6 @@
 
 #include "common/yamldoc_internal.h"
 
-enum { CODE_BAD_NUMBER = 1004, CODE_UNSUPPORTED = 1125, CODE_TAG_MISMATCH = 1127 };
-
 typedef enum { K_AUTO, K_STR, K_INT, K_FLOAT, K_BOOL, K_NULL, K_BAD } kind;
 
 #define CORE_TAG "tag:yaml.org,2002:"
@@ -155,13 +153,13 @@ static json_t *typed(const yaml_event_t *ev, kind k, const char *file, cv_diag *
     }
     if (v || k == K_AUTO) {
         if (bad)
-            return scalar_error(ev, file, d, CODE_BAD_NUMBER,
+            return scalar_error(ev, file, d, CV_E_INVALID_NUMBER,
                                 "number out of range or not representable in JSON");
         return v ? v : json_stringn(s, n);
     }
     if (bad)
-        return scalar_error(ev, file, d, CODE_BAD_NUMBER, "number out of range or not representable");
-    return scalar_error(ev, file, d, CODE_TAG_MISMATCH, "scalar does not match its tag");
+        return scalar_error(ev, file, d, CV_E_INVALID_NUMBER, "number out of range or not representable");
+    return scalar_error(ev, file, d, CV_E_YAML_TAG_MISMATCH, "scalar does not match its tag");
 }
 
 json_t *cv_yaml_scalar(const yaml_event_t *ev, const char *file, cv_diag *d)
@@ -171,7 +169,7 @@ json_t *cv_yaml_scalar(const yaml_event_t *ev, const char *file, cv_diag *d)
     if (k == K_BAD) {
         cv_yspan y = cv_yspan_of(ev->start_mark, ev->end_mark);
         cv_span sp = {file, y.line, y.col, y.end_line, y.end_col};
-        cv_diag_error(d, CODE_UNSUPPORTED, sp, "tag `%.80s` is not supported",
+        cv_diag_error(d, CV_E_YAML_UNSUPPORTED, sp, "tag `%.80s` is not supported",
                       (const char *)ev->data.scalar.tag);
         return NULL;
     }

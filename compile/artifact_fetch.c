@@ -57,7 +57,7 @@ static int check_name_free(cv_cache *c, const void *list, size_t len, const char
         want = incoming_symbols(c, json_object_get(o, "files"), file, d);
     if (fingerprint_of(have) && fingerprint_of(want) &&
         strcmp(fingerprint_of(have), fingerprint_of(want)) != 0) {
-        cv_diag_error(d, CV_E_ARTIFACT_TAKEN, (cv_span){.file = out_dir},
+        cv_diag_error(d, CV_E_ARTIFACT_NAME_TAKEN, (cv_span){.file = out_dir},
                            "%s already holds an artifact named '%s' made from another model "
                            "(its %s differs): fetch into another -o, or give --force to "
                            "replace it", out_dir, nm, file);
@@ -88,13 +88,13 @@ int cv_build_fetch_artifact(cv_cache *c, const char *l2_hex, const char *manifes
     if (manifest_hex && *manifest_hex) {
         cv_digest dg;
         if (cv_cache_digest_parse(manifest_hex, &dg) != 0)
-            return cv_diag_error(d, CV_E_WORKER_ARGS, (cv_span){0},
-                                 "'%.80s' is not an artifact manifest digest", manifest_hex), -1;
+            return cv_diag_fail(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){0},
+                                "'%.80s' is not an artifact manifest digest", manifest_hex);
         rc = cv_cache_get_blob(c, &dg, &list, &len, NULL, d);
     } else {
         if (cv_cache_digest_parse(l2_hex, &key.digest) != 0)
-            return cv_diag_error(d, CV_E_WORKER_ARGS, (cv_span){0},
-                                 "'%.80s' is not an L2 key", l2_hex), -1;
+            return cv_diag_fail(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){0},
+                                "'%.80s' is not an L2 key", l2_hex);
         rc = cv_cache_get_action(c, CV_CACHE_L2, &key, &list, &len, NULL, d);
     }
     if (rc == 1)

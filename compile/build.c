@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/fs.h"
 #include "common/jsonutil.h"
 #include "compile/internal.h"
@@ -38,13 +39,6 @@ typedef struct bctx {
     bool have_l1v;
     cv_module *m;               /* owned */
 } bctx;
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static void bctx_free(bctx *b)
 {
@@ -72,7 +66,7 @@ static int source_init(bctx *b)
     b->src.dir = cv_fs_dirname(o->model);
     snprintf(b->src.options, sizeof b->src.options, "verify=%s", o->strict ? "strict" : "default");
     if (!b->src.dir)
-        return cv_diag_error(b->d, 9002, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_fail(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     return b->c ? cv_cache_file_digest(b->c, o->model, &b->src.digest, b->d)
                 : cv_cache_hash_file(o->model, &b->src.digest, NULL, NULL, b->d);
 }
@@ -160,7 +154,7 @@ static int l1_probe(bctx *b)
     int ok = cv_wk_deps_digest(b->c, b->src.dir, &b->deps, b->r->l1.reason,
                                sizeof b->r->l1.reason);
     if (ok < 0)
-        return cv_diag_error(b->d, 9002, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_fail(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     if (ok == 0) {
         cv_wk_deps_free(&b->deps);
         return 0;
@@ -246,9 +240,9 @@ static int deps_of_module(bctx *b, cv_wk_deps *x)
 /* Runs the front end (load, verify, map weights). */
 static int frontend(bctx *b)
 {
-    double t0 = now_ms();
+    double t0 = cv_clock_mono_ms_f();
     b->m = cv_model_load(b->o->model, b->o->strict ? CV_LOAD_STRICT : 0, b->d);
-    b->r->ms_frontend += now_ms() - t0;
+    b->r->ms_frontend += cv_clock_mono_ms_f() - t0;
     b->r->frontend_ran = true;
     return b->m ? 0 : -1;
 }
@@ -308,7 +302,7 @@ static int describe_module(bctx *b, const cv_wk_deps *x, cv_wk_l1_value *v, char
         free(loc);
         free(*text);
         *text = NULL;
-        return cv_diag_error(b->d, 9002, (cv_span){0}, "out of memory printing the IR"), -1;
+        return cv_diag_fail(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory printing the IR");
     }
     memset(v, 0, sizeof *v);
     cv_wk_ir_digest(*text, strlen(*text), x, &v->ir);
@@ -321,7 +315,7 @@ static int describe_module(bctx *b, const cv_wk_deps *x, cv_wk_l1_value *v, char
 
 static void store_l1(bctx *b, const cv_wk_l1_value *v, const char *text)
 {
-    double t0 = now_ms();
+    double t0 = cv_clock_mono_ms_f();
     cv_wk_l1_value sv = *v;
     char *deps = cv_wk_deps_encode(&b->deps);
     char *val = NULL;
@@ -333,7 +327,7 @@ static void store_l1(bctx *b, const cv_wk_l1_value *v, const char *text)
     }
     free(deps);
     free(val);
-    b->r->ms_upload += now_ms() - t0;
+    b->r->ms_upload += cv_clock_mono_ms_f() - t0;
 }
 
 /* An L1 miss: run the front end, then look up (and store) under the key
@@ -346,7 +340,7 @@ static int l1_fill(bctx *b)
     int known = deps_of_module(b, &x);
     if (known < 0) {
         cv_wk_deps_free(&x);
-        return cv_diag_error(b->d, 9002, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_fail(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     }
     char *text = NULL;
     cv_wk_l1_value v;
@@ -389,7 +383,7 @@ static int l1_recheck(bctx *b)
     if (describe_module(b, &b->deps, &v, &text))
         return -1;
     if (!cv_cache_digest_eq(&v.ir, &b->l1v.ir) || !cv_cache_digest_eq(&v.ir_loc, &b->l1v.ir_loc)) {
-        cv_diag_add(b->d, CV_SEV_WARNING, CV_E_BUILD_INCONSISTENT, (cv_span){.file = b->o->model},
+        cv_diag_add(b->d, CV_SEV_WARNING, CV_E_BUILD_CACHE_INCONSISTENT, (cv_span){.file = b->o->model},
                     NULL, "the L1 cache entry for %s does not match what the %s front end "
                     "produces now; the entry is replaced", b->o->model, b->src.fe->name);
         b->l1v = v;
@@ -442,7 +436,7 @@ static int check_out_dir(bctx *b, const char *func_name)
     const char *fp = json_string_value(json_object_get(sym, "fingerprint"));
     int rc = 0;
     if (fp && strcmp(fp, b->r->fingerprint) != 0) {
-        cv_diag_error(b->d, CV_E_ARTIFACT_TAKEN, (cv_span){.file = b->o->model},
+        cv_diag_error(b->d, CV_E_ARTIFACT_NAME_TAKEN, (cv_span){.file = b->o->model},
                            "%s already holds an artifact named '%s' made from another model "
                            "(its %s differs): give this one another --name, another -o, or "
                            "--force to replace it", b->o->out_dir, name, file);
@@ -466,13 +460,13 @@ static int l2_lookup(bctx *b)
     if (hit == 1 && check_out_dir(b, b->l1v.name)) {
         rc = -1;
     } else if (hit == 1) {
-        double t0 = now_ms();
+        double t0 = cv_clock_mono_ms_f();
         rc = b->o->no_output_on_hit
                  ? cv_wk_artifact_check(b->c, val, len, b->r->name, b->r->l2.reason,
                                         sizeof b->r->l2.reason, b->d)
                  : cv_wk_artifact_materialise(b->c, val, len, b->o->out_dir, b->r->name,
                                               b->r->l2.reason, sizeof b->r->l2.reason, b->d);
-        b->r->ms_fetch = now_ms() - t0;
+        b->r->ms_fetch = cv_clock_mono_ms_f() - t0;
         if (rc == 1) {
             cv_digest dg;
             cv_cache_sha256(val, len, &dg);
@@ -515,7 +509,7 @@ static int backend(bctx *b)
 
 static int store_l2(bctx *b)
 {
-    double t0 = now_ms();
+    double t0 = cv_clock_mono_ms_f();
     char *list = NULL, name[128];
     size_t len = 0;
     cv_digest dg;
@@ -528,7 +522,7 @@ static int store_l2(bctx *b)
         cv_cache_put_action(b->c, CV_CACHE_L2, &b->l2_key, list, len, b->d);
     }
     free(list);
-    b->r->ms_upload += now_ms() - t0;
+    b->r->ms_upload += cv_clock_mono_ms_f() - t0;
     return rc < 0 ? -1 : 0;
 }
 
@@ -548,7 +542,7 @@ static int uncached(bctx *b)
 
 static int cached(bctx *b)
 {
-    double t0 = now_ms();
+    double t0 = cv_clock_mono_ms_f();
     if (l1_probe(b) || (!b->have_l1v && l1_fill(b)))
         return -1;
     if (!b->have_l1v) {             /* the model's inputs are unknown: compile uncached */
@@ -558,7 +552,7 @@ static int cached(bctx *b)
     if (l2_key(b))
         return -1;
     int rc = l2_lookup(b);
-    b->r->ms_keys = now_ms() - t0 - b->r->ms_frontend - b->r->ms_upload - b->r->ms_fetch;
+    b->r->ms_keys = cv_clock_mono_ms_f() - t0 - b->r->ms_frontend - b->r->ms_upload - b->r->ms_fetch;
     if (rc != 0)
         return rc < 0 ? -1 : 0;
     if (!b->m) {
@@ -580,10 +574,10 @@ static int cached_batch(bctx *b)
     cv_diag_init(&sd);
     bool batched = cv_cache_batch_begin(b->c, &sd) == 0;
     int rc = cached(b);
-    double t0 = now_ms();
+    double t0 = cv_clock_mono_ms_f();
     if (batched && cv_cache_batch_end(b->c, &sd) != 0)
         b->r->artifact_manifest[0] = '\0';
-    b->r->ms_upload += now_ms() - t0; /* the syncs are the upload's last step */
+    b->r->ms_upload += cv_clock_mono_ms_f() - t0; /* the syncs are the upload's last step */
     for (int i = 0; i < sd.n; i++)
         cv_diag_add(b->d, CV_SEV_WARNING, sd.v[i].code, (cv_span){0}, NULL, "%s", sd.v[i].msg);
     cv_diag_free(&sd);
@@ -611,20 +605,20 @@ static int name_manifest(bctx *b)
 
 int cv_build(cv_cache *c, const cv_build_opts *o, cv_build_result *r, cv_diag *d)
 {
-    double t0 = now_ms();
+    double t0 = cv_clock_mono_ms_f();
     memset(r, 0, sizeof *r);
     bctx b = {.c = cv_cache_enabled(c) ? c : NULL, .o = o, .r = r, .d = d,
               .target = o->target ? o->target : "native",
               .emit = o->emit ? o->emit : CV_EMIT_DEFAULT};
     int rc = -1;
     if (o->precision >= CV_PRECISION__COUNT)
-        cv_diag_error(d, CV_E_PRECISION, (cv_span){.file = o->model},
+        cv_diag_error(d, CV_E_UNSUPPORTED_PRECISION, (cv_span){.file = o->model},
                       "precision %d is not supported by this compiler", (int)o->precision);
     else if (source_init(&b) == 0)
         rc = b.c ? cached_batch(&b) : uncached(&b);
     if (rc == 0 && !o->no_output_on_hit && !o->scratch_out)
         rc = name_manifest(&b);
-    r->ms_total = now_ms() - t0;
+    r->ms_total = cv_clock_mono_ms_f() - t0;
     bctx_free(&b);
     return rc;
 }
@@ -650,8 +644,8 @@ int cv_build_materialise(cv_cache *c, const char *manifest_hex, const char *out_
 {
     cv_digest dg;
     if (cv_cache_digest_parse(manifest_hex, &dg) != 0)
-        return cv_diag_error(d, CV_E_WORKER_ARGS, (cv_span){0},
-                             "'%.80s' is not an artifact manifest digest", manifest_hex), -1;
+        return cv_diag_fail(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){0},
+                            "'%.80s' is not an artifact manifest digest", manifest_hex);
     void *list = NULL;
     size_t len = 0;
     char name[128], why[256];
@@ -681,7 +675,7 @@ int cv_build_probe(cv_cache *c, const cv_build_opts *o, bool run_frontend, cv_bu
               .emit = o->emit ? o->emit : CV_EMIT_DEFAULT};
     int rc = -1;
     if (!b.c)
-        cv_diag_error(d, CV_E_WORKER_ARGS, (cv_span){0}, "the cache is off: there are no keys");
+        cv_diag_error(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){0}, "the cache is off: there are no keys");
     else if (source_init(&b) == 0 && l1_probe(&b) == 0 &&
              (b.have_l1v || !run_frontend || l1_fill(&b) == 0))
         rc = 0;

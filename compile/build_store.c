@@ -138,12 +138,12 @@ static int add_files(cv_cache *c, const char *dir, const char *const *names, int
     for (int i = 0; rc == 0 && i < n; i++) {
         struct stat st;
         if (!plain_file_name(names[i]))
-            rc = cv_diag_error(d, CV_E_BUILD_ARTIFACT, (cv_span){.file = dir},
+            rc = cv_diag_error(d, CV_E_BUILD_BAD_ARTIFACT, (cv_span){.file = dir},
                                "the artifact names a file '%s'", names[i]);
         else if (!(paths[i] = cv_fs_join(dir, names[i])))
-            rc = cv_diag_error(d, 9002, (cv_span){0}, "out of memory");
+            rc = cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
         else if (stat(paths[i], &st) != 0)
-            rc = cv_diag_error(d, 9004, (cv_span){.file = paths[i]}, "cannot read %s: %s",
+            rc = cv_diag_error(d, CV_E_IO_ERROR, (cv_span){.file = paths[i]}, "cannot read %s: %s",
                                paths[i], strerror(errno));
         else
             mode[i] = (st.st_mode & 0111) ? 0755 : 0644;
@@ -177,7 +177,7 @@ static int collect(cv_cache *c, const char *dir, bool remember, char **list, siz
     json_t *files = json_object_get(m, "files");
     json_t *listed = json_object();
     if (!nm || strlen(nm) >= 128 || !json_is_object(files) || json_object_size(files) > MAX_FILES)
-        rc = cv_diag_error(d, CV_E_BUILD_ARTIFACT, (cv_span){.file = dir},
+        rc = cv_diag_error(d, CV_E_BUILD_BAD_ARTIFACT, (cv_span){.file = dir},
                            "%s/manifest.json is not an artifact manifest", dir);
     const char *names[MAX_FILES + 1];
     int n = 0;
@@ -192,7 +192,7 @@ static int collect(cv_cache *c, const char *dir, bool remember, char **list, siz
         snprintf(name, 128, "%s", nm);
         *list = canonical(json_pack("{s:s, s:s, s:O}", "format", "cuvil-artifact-files/1",
                                     "name", nm, "files", listed));
-        rc = *list ? 0 : cv_diag_error(d, 9002, (cv_span){0}, "out of memory");
+        rc = *list ? 0 : cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
         *len = *list ? strlen(*list) : 0;
     }
     json_decref(listed);
@@ -261,7 +261,7 @@ static int fetch_all(cv_cache *c, const void *list, size_t len, const char *dir,
         snprintf(reason, rsize, "the stored artifact list is malformed");
         rc = 0;
     } else if (dir && cv_fs_mkdirs(dir, 0755) != 0) {
-        rc = cv_diag_error(d, 9004, (cv_span){.file = dir}, "cannot create %s: %s", dir,
+        rc = cv_diag_error(d, CV_E_IO_ERROR, (cv_span){.file = dir}, "cannot create %s: %s", dir,
                            strerror(errno));
     }
     const char *key;

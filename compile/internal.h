@@ -7,14 +7,6 @@
 #include "common/strbuf.h"
 #include "compile/build.h"
 
-/* Diagnostic codes of compile/ (registered in common/diag_codes.c). */
-enum {
-    CV_E_PRECISION = 4401,       /* a precision this compiler cannot produce yet */
-    CV_E_WORKER_ARGS = 9310,     /* bad options (an L2 key) */
-    CV_E_BUILD_INCONSISTENT = 9311, /* an L1 entry disagrees with its front end */
-    CV_E_BUILD_ARTIFACT = 9312,  /* the backend's artifact directory is unusable */
-};
-
 /* ---- fingerprint.c */
 
 /* sha256 over inputs, outputs, params (name, dtype, shape) and op

@@ -77,8 +77,8 @@ int cv_wk_target_describe(const char *name, cv_wk_target *t, cv_diag *d)
         return cv_target_describe(name, t->triple, t->features, sizeof t->features, d);
     struct utsname u;
     if (uname(&u) != 0 || host_features(t->features, sizeof t->features) != 0)
-        return cv_diag_error(d, 5010, (cv_span){0}, "native: cannot describe this machine's "
-                             "CPU (/proc/cpuinfo)"), -1;
+        return cv_diag_fail(d, CV_E_UNKNOWN_TARGET, (cv_span){0}, "native: cannot describe this machine's "
+                            "CPU (/proc/cpuinfo)");
     snprintf(t->triple, sizeof t->triple, "%.40s-unknown-linux-gnu", u.machine);
     return 0;
 }

@@ -102,14 +102,6 @@ typedef struct cv_compile_opts {
  * model file under the size limits can hold millions of ops. */
 enum { CV_MAX_COMPILE_OPS = 200000, CV_MAX_COMPILE_OPS_CEILING = 100000000 };
 
-/* Diagnostic codes of the artifact names, the CPU check and model files. */
-enum {
-    CV_E_LFS_POINTER = 1020,        /* a Git LFS pointer file where a model should be */
-    CV_E_ARTIFACT_NAME = 5037,      /* --name is not a C identifier */
-    CV_E_ARTIFACT_TAKEN = 5035,     /* the output directory holds another model's artifact */
-    CV_E_CPU_FEATURES = 5036,       /* this CPU lacks features the artifact's code needs */
-};
-
 /* An artifact name: a C identifier ([A-Za-z_][A-Za-z0-9_]*) of at most 64
  * characters, so that lib<name>.so and cv_<name>_run are valid. */
 bool cv_artifact_name_ok(const char *name);

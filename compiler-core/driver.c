@@ -50,7 +50,7 @@ const cv_frontend *cv_frontend_for(const char *path, cv_diag *d)
     ssize_t n = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        cv_diag_error(d, 9004, (cv_span){.file = path}, "cannot open %s: %s", path, strerror(errno));
+        cv_diag_error(d, CV_E_IO_ERROR, (cv_span){.file = path}, "cannot open %s: %s", path, strerror(errno));
         return NULL;
     }
     n = read(fd, head, sizeof head);
@@ -58,7 +58,7 @@ const cv_frontend *cv_frontend_for(const char *path, cv_diag *d)
     /* git-lfs's pointer text, committed where the model should be. */
     static const char lfs[] = "version https://git-lfs.github.com/spec/";
     if (n >= (ssize_t)sizeof lfs - 1 && memcmp(head, lfs, sizeof lfs - 1) == 0) {
-        cv_diag_error(d, CV_E_LFS_POINTER, (cv_span){.file = path, .line = 1, .col = 1},
+        cv_diag_error(d, CV_E_GIT_LFS_POINTER, (cv_span){.file = path, .line = 1, .col = 1},
                       "%s is a Git LFS pointer, not the model itself: fetch the object with "
                       "`git lfs pull` (or `git lfs fetch && git lfs checkout`)", path);
         return NULL;
@@ -66,7 +66,7 @@ const cv_frontend *cv_frontend_for(const char *path, cv_diag *d)
     for (size_t i = 0; i < sizeof frontends / sizeof frontends[0]; i++)
         if (frontends[i].matches(path, head, n > 0 ? (size_t)n : 0))
             return &frontends[i];
-    cv_diag_error(d, 4004, (cv_span){.file = path},
+    cv_diag_error(d, CV_E_UNKNOWN_MODEL_FORMAT, (cv_span){.file = path},
                   "%s is not a model Cuvil reads (expected .cuir, .onnx or .cvl.py)", path);
     return NULL;
 }

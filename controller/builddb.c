@@ -94,7 +94,7 @@ int cv_builddb_open(const char *path, cv_builddb **out, cv_diag *d)
     *out = NULL;
     cv_builddb *db = calloc(1, sizeof *db);
     if (!db) {
-        cv_diag_error(d, CV_E_OOM, (cv_span){.file = path}, "out of memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){.file = path}, "out of memory");
         return -1;
     }
     if (cv_db_open(&db->db, path, migrations, SCHEMA_VERSION, d)) {
@@ -145,7 +145,7 @@ int cv_builddb_status_get(cv_builddb *db, const char *key, char **value, cv_diag
         *value = strdup((const char *)sqlite3_column_text(st, 0));
         sqlite3_reset(st);
         if (!*value) {
-            cv_diag_error(d, CV_E_OOM, (cv_span){0}, "out of memory");
+            cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
             return -1;
         }
     }
@@ -168,7 +168,7 @@ int cv_builddb_source_status_put(cv_builddb *db, const cv_gitsource_status *st, 
     char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(o);
     if (!text) {   /* last_error from libgit2 may not be UTF-8 */
-        cv_diag_error(d, CV_E_OOM, (cv_span){0}, "cannot encode the source status");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "cannot encode the source status");
         return -1;
     }
     int rc = cv_builddb_status_set(db, CV_STATUS_SOURCE, text, now_ms, d);

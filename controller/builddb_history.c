@@ -21,7 +21,7 @@ int cv_builddb_revisions_list(cv_builddb *db, int64_t offset, cv_rev_summary *ou
     /* names first: the summary query reuses the statement cache */
     char (*names)[CV_REVISION_MAX + 1] = max > 0 ? calloc((size_t)max, sizeof *names) : NULL;
     if (max > 0 && !names) {
-        cv_diag_error(d, CV_E_OOM, (cv_span){0}, "out of memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
         return -1;
     }
     sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_REV_LIST, "ii", (int64_t)max, offset);
@@ -80,7 +80,7 @@ int cv_builddb_revision_resolve(cv_builddb *db, const char *name, char out[CV_RE
     if (rc == 1)
         sqlite3_reset(st);
     if (rc == 1) {
-        cv_diag_error(d, CV_E_DB_AMBIGUOUS, (cv_span){0},
+        cv_diag_error(d, CV_E_BUILDDB_AMBIGUOUS_REVISION, (cv_span){0},
                       "the commit prefix '%s' names more than one revision; give more digits",
                       name);
         out[0] = '\0';
@@ -143,7 +143,7 @@ int cv_builddb_jobs_visit(cv_builddb *db, int64_t rev_id, bool only_bad, cv_job_
             if (!grown) {
                 sqlite3_reset(st);
                 free(rows);
-                cv_diag_error(d, CV_E_OOM, (cv_span){0}, "out of memory");
+                cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
                 return -1;
             }
             rows = grown;

@@ -85,7 +85,7 @@ static const char SQL_RESULT_REVS[] = "SELECT DISTINCT revision_id FROM jobs WHE
 
 static int warn_ignored(const cv_queue_result *r, cv_diag *d, const char *why)
 {
-    cv_diag_add(d, CV_SEV_WARNING, CV_E_DB_UNKNOWN_JOB, (cv_span){0}, NULL,
+    cv_diag_add(d, CV_SEV_WARNING, CV_E_BUILDDB_UNKNOWN_JOB, (cv_span){0}, NULL,
                 "result #%lld for job '%s' ignored: %s", (long long)r->seq, r->job_id, why);
     return 0;
 }

@@ -40,7 +40,7 @@ void *cv_cls_grow(cv_arena *a, void *v, int n, int *cap, size_t elem)
 
 static int oom(cv_cls *s)
 {
-    cv_diag_error(s->d, CV_E_OOM, (cv_span){0}, "out of memory");
+    cv_diag_error(s->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     s->rc = -1;
     return -1;
 }

@@ -10,12 +10,6 @@
  * another version are classified again. */
 #define CV_CLASSIFIER_VERSION 1
 
-enum {
-    CV_E_FAIL_STORE = 6110,     /* the history could not be stored (warning) */
-    CV_E_FAIL_RANGE = 6111,     /* --since is newer than the revision reported */
-    CV_E_FAIL_TRUNCATED = 6112, /* a trend range was cut to its newest revisions (warning) */
-};
-
 /* One pattern's count at one revision, as stored. */
 typedef struct cv_fh_count {
     const char *pattern;

@@ -21,7 +21,7 @@ static int store_counts(cv_builddb *db, int64_t rev_id, const cv_cls *s, cv_diag
 {
     cv_fh_count *c = calloc((size_t)s->n_groups + 1, sizeof *c);
     if (!c) {
-        cv_diag_error(d, CV_E_OOM, (cv_span){0}, "out of memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
         return -1;
     }
     for (int i = 0; i < s->n_groups; i++) {
@@ -51,7 +51,7 @@ static int store_revision(cv_builddb *db, int64_t rev_id, cv_diag *d)
 static void warn_store(cv_diag *d, cv_diag *why)
 {
     const cv_diag_entry *e = why->n ? cv_diag_get(why, 1) : NULL;
-    cv_diag_add(d, CV_SEV_WARNING, CV_E_FAIL_STORE, (cv_span){0}, NULL,
+    cv_diag_add(d, CV_SEV_WARNING, CV_E_FAILURES_HISTORY_NOT_STORED, (cv_span){0}, NULL,
                 "the failure history was not stored: %s", e ? e->msg : "unknown error");
 }
 
@@ -83,10 +83,10 @@ static int resolve(cv_builddb *db, const char *name, cv_rev_summary *sum, cv_dia
     if (found == 1)
         found = cv_builddb_revision_summary(db, full, sum, d);
     if (found == 0 && name)
-        cv_diag_error(d, CV_E_DB_UNKNOWN_REV, (cv_span){0}, "no revision '%s' in the build DB",
+        cv_diag_error(d, CV_E_BUILDDB_UNKNOWN_REVISION, (cv_span){0}, "no revision '%s' in the build DB",
                       name);
     else if (found == 0)
-        cv_diag_error(d, CV_E_DB_UNKNOWN_REV, (cv_span){0}, "the build DB holds no revision yet");
+        cv_diag_error(d, CV_E_BUILDDB_UNKNOWN_REVISION, (cv_span){0}, "the build DB holds no revision yet");
     return found == 1 ? 0 : -1;
 }
 
@@ -114,7 +114,7 @@ static int first_seen(cv_cls *s, const cv_rev_summary *sum, cv_diag *d)
         g->is_new = rc == 0 || id >= sum->id;
         g->first_seen = cv_arena_strdup(&s->arena, g->is_new ? sum->revision : name);
         if (!g->first_seen) {
-            cv_diag_error(d, CV_E_OOM, (cv_span){0}, "out of memory");
+            cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
             return -1;
         }
     }
@@ -131,7 +131,7 @@ int cv_failures_classify(cv_builddb *db, const char *revision, cv_failure_report
     ensure_history(db, sum.id, d);
     cv_cls *s = malloc(sizeof *s);
     if (!s) {
-        cv_diag_error(d, CV_E_OOM, (cv_span){0}, "out of memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
         return -1;
     }
     cv_cls_init(s, db, d);
@@ -156,7 +156,7 @@ int cv_failures_classify(cv_builddb *db, const char *revision, cv_failure_report
     out->groups = cv_arena_alloc_array(&s->arena, (size_t)s->n_groups + 1, sizeof *out->groups);
     if (!out->groups) {
         cv_failure_report_free(out);
-        cv_diag_error(d, CV_E_OOM, (cv_span){0}, "out of memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
         return -1;
     }
     for (int i = 0; i < s->n_groups; i++)
@@ -242,7 +242,7 @@ typedef struct trend_state {
 
 static int trend_oom(trend_state *t)
 {
-    cv_diag_error(t->d, CV_E_OOM, (cv_span){0}, "out of memory");
+    cv_diag_error(t->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     return -1;
 }
 
@@ -389,7 +389,7 @@ static int trend_build(trend_impl *ti, const cv_rev_summary *since, const cv_rev
                     &t->n_revs, &total, t->d) != 0)
         return -1;
     if (total > t->n_revs)
-        cv_diag_add(t->d, CV_SEV_WARNING, CV_E_FAIL_TRUNCATED, (cv_span){0}, NULL,
+        cv_diag_add(t->d, CV_SEV_WARNING, CV_E_FAILURES_RANGE_CUT, (cv_span){0}, NULL,
                     "the range holds %d revisions; the newest %d are shown", total, t->n_revs);
     for (t->cur = 0; t->cur < t->n_revs; t->cur++) {
         cv_rev_summary sum;
@@ -415,7 +415,7 @@ int cv_failures_trend(cv_builddb *db, const char *since, const char *until,
     if (resolve(db, since, &a, d) != 0 || resolve(db, until, &b, d) != 0)
         return -1;
     if (a.id > b.id) {
-        cv_diag_error(d, CV_E_FAIL_RANGE, (cv_span){0}, "--since %s is newer than %s", a.revision,
+        cv_diag_error(d, CV_E_FAILURES_BAD_RANGE, (cv_span){0}, "--since %s is newer than %s", a.revision,
                       b.revision);
         return -1;
     }
@@ -425,7 +425,7 @@ int cv_failures_trend(cv_builddb *db, const char *since, const char *until,
         ti->names = calloc(CV_TREND_REVISIONS_MAX, sizeof *ti->names);
     if (!ti || !ti->names) {
         free(ti);
-        cv_diag_error(d, CV_E_OOM, (cv_span){0}, "out of memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
         return -1;
     }
     out->impl = ti;

@@ -51,12 +51,12 @@ int cv_farm_policy_add_remote(cv_farm_policy *p, const char *arg, cv_diag *d)
     for (int i = 0; ok && i < p->n_remotes; i++)
         ok = strcmp(p->remotes[i].name, name) != 0;
     if (!ok)
-        return cv_diag_error(d, CV_E_FARM_REMOTE_ARG, (cv_span){0},
-                             "--remote-cache '%.200s': expected URL or NAME=URL with a unique "
-                             "DNS-1123 NAME and an http:// or https:// URL", arg), -1;
+        return cv_diag_fail(d, CV_E_FARM_BAD_REMOTE, (cv_span){0},
+                            "--remote-cache '%.200s': expected URL or NAME=URL with a unique "
+                            "DNS-1123 NAME and an http:// or https:// URL", arg);
     if (p->n_remotes == CV_FARM_REMOTES_MAX)
-        return cv_diag_error(d, CV_E_FARM_REMOTE_ARG, (cv_span){0},
-                             "more than %d named remote caches", CV_FARM_REMOTES_MAX), -1;
+        return cv_diag_fail(d, CV_E_FARM_BAD_REMOTE, (cv_span){0},
+                            "more than %d named remote caches", CV_FARM_REMOTES_MAX);
     cv_farm_remote *r = &p->remotes[p->n_remotes++];
     memcpy(r->name, name, n + 1);
     r->url = eq + 1;
@@ -96,7 +96,7 @@ static void apply_remote(const cv_spec_cluster *cl, const cv_farm_policy *p,
             snprintf(why, sizeof why, "%s; the farm uses %s", names.len ? cv_sb_str(&names)
                      : "the operator named none", *url ? "its own remote" : "no remote");
             cv_sb_free(&names);
-            warn(w, cl, CV_W_CLUSTER_REMOTE, "spec.cache.remote",
+            warn(w, cl, CV_E_CLUSTER_REMOTE_NOT_ALLOWED, "spec.cache.remote",
                  "spec.cache.remote '%.200s' is not a remote cache the operator allows "
                  "(--remote-cache NAME=URL; allowed: %s)", cl->cache.remote, why);
         }
@@ -113,7 +113,7 @@ static uint64_t lower(const cv_spec_cluster *cl, bool set, uint64_t want, uint64
     if (!set || !want)
         return ceiling;
     if (ceiling && want > ceiling) {
-        warn(w, cl, CV_W_CLUSTER_LIMIT, path,
+        warn(w, cl, CV_E_CLUSTER_LIMIT_CAPPED, path,
              "%s %s is above the operator's ceiling %s; the ceiling applies", path, shown_want,
              shown_ceiling);
         return ceiling;
@@ -157,11 +157,11 @@ void cv_cluster_apply(const cv_spec_cluster *cl, const cv_farm_policy *p,
     if (!cl)
         return;
     if (cl->queue.kind != CV_SPEC_QUEUE_EMBEDDED)
-        warn(w, cl, CV_W_CLUSTER_OPERATOR_ONLY, "spec.queue",
+        warn(w, cl, CV_E_CLUSTER_OPERATOR_ONLY, "spec.queue",
              "spec.queue (brokers '%.200s') is ignored: the queue is the operator's to "
              "choose (--queue)", cl->queue.brokers ? cl->queue.brokers : "");
     if (cl->cache.signing_key_secret)
-        warn(w, cl, CV_W_CLUSTER_OPERATOR_ONLY, "spec.cache.signingKeySecret",
+        warn(w, cl, CV_E_CLUSTER_OPERATOR_ONLY, "spec.cache.signingKeySecret",
              "spec.cache.signingKeySecret '%.100s' is ignored: the action-cache keys are "
              "the operator's (--signing-key, or the Kubernetes object)",
              cl->cache.signing_key_secret);

@@ -33,7 +33,7 @@ struct cv_controller {
 
 static int oom(cv_diag *d)
 {
-    cv_diag_error(d, CV_E_OOM, (cv_span){0}, "out of memory");
+    cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     return -1;
 }
 
@@ -87,12 +87,12 @@ int cv_controller_open(const cv_controller_opts *o, cv_controller **out, cv_diag
 {
     *out = NULL;
     if (!o->repo || !o->state_dir) {
-        cv_diag_error(d, CV_E_FARM_WORKERS, (cv_span){0},
+        cv_diag_error(d, CV_E_FARM_WORKERS_FAILED, (cv_span){0},
                       "a controller needs a repository and a state directory");
         return -1;
     }
     if (cv_fs_mkdirs(o->state_dir, 0755) != 0) {
-        cv_diag_error(d, CV_E_FARM_TREE, (cv_span){.file = o->state_dir},
+        cv_diag_error(d, CV_E_FARM_TREE_WRITE_FAILED, (cv_span){.file = o->state_dir},
                       "cannot create the state directory %s", o->state_dir);
         return -1;
     }
@@ -179,7 +179,7 @@ static int heartbeat(cv_controller *c, int64_t now, bool stopped, cv_diag *d)
 static bool farm_trouble(const cv_diag *why)
 {
     for (int i = 1; i <= why->n; i++)
-        if (cv_diag_get(why, i)->code == CV_E_OOM)
+        if (cv_diag_get(why, i)->code == CV_E_OUT_OF_MEMORY)
             return true;
     return false;
 }

@@ -5,11 +5,6 @@
 
 #include "controller/builddb_internal.h"
 
-enum {
-    CV_E_FARM_WORKERS = 6100, CV_E_FARM_TREE = 6101, CV_E_SUBMIT_TIMEOUT = 6102,
-    CV_E_ARTIFACT_NOT_FOUND = 6103,
-};
-
 /* Writes every file of tree under dir, unless a complete copy is there.
  * Files over max_blob bytes are left out, each with a CV6055 warning in
  * skipped; d gets the farm's own trouble (the disk). */

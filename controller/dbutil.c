@@ -12,7 +12,7 @@
 int cv_db_error(cv_db *db, int rc, const char *what, cv_diag *d)
 {
     int prim = rc & 0xff;
-    cv_diag_error(d, prim == SQLITE_BUSY || prim == SQLITE_LOCKED ? CV_E_DB_BUSY : CV_E_DB_STORAGE,
+    cv_diag_error(d, prim == SQLITE_BUSY || prim == SQLITE_LOCKED ? CV_E_BUILDDB_BUSY : CV_E_BUILDDB_STORAGE,
                   (cv_span){.file = db->path}, "build DB %s: %s", what,
                   db->db ? sqlite3_errmsg(db->db) : sqlite3_errstr(rc));
     return -1;
@@ -43,7 +43,7 @@ static sqlite3_stmt *vquery(cv_db *db, cv_diag *d, const char *sql, const char *
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     if ((int)strlen(fmt) != sqlite3_bind_parameter_count(st)) {
-        cv_diag_error(d, 9001, (cv_span){.file = db->path},
+        cv_diag_error(d, CV_E_INTERNAL_ERROR, (cv_span){.file = db->path},
                       "build DB: %d values bound to a statement with %d parameters: %.60s",
                       (int)strlen(fmt), sqlite3_bind_parameter_count(st), sql);
         return NULL;
@@ -143,7 +143,7 @@ static int migrate(cv_db *db, const char *const *migrations, int n, cv_diag *d)
                              "") < 0)
         rc = -1;
     if (rc == 0 && v > n) {
-        cv_diag_error(d, CV_E_DB_SCHEMA, (cv_span){.file = db->path},
+        cv_diag_error(d, CV_E_BUILDDB_SCHEMA, (cv_span){.file = db->path},
                       "build DB schema version %lld is newer than this cuvil understands (%d)",
                       (long long)v, n);
         rc = -1;
@@ -166,7 +166,7 @@ int cv_db_open(cv_db *db, const char *path, const char *const *migrations, int n
                                         NULL)
                       : SQLITE_NOMEM;
     if (rc != SQLITE_OK) {
-        cv_diag_error(d, CV_E_DB_OPEN, (cv_span){.file = path}, "cannot open the build DB: %s",
+        cv_diag_error(d, CV_E_BUILDDB_OPEN_FAILED, (cv_span){.file = path}, "cannot open the build DB: %s",
                       db->db ? sqlite3_errmsg(db->db) : sqlite3_errstr(rc));
         cv_db_close(db);
         return -1;

@@ -121,7 +121,7 @@ static int worker_start(farm *f, int slot, cv_diag *d)
 {
     pid_t pid = spawn_worker(f, slot);
     if (pid < 0) {
-        cv_diag_error(d, CV_E_FARM_WORKERS, (cv_span){0}, "cannot start a worker (%s): %s",
+        cv_diag_error(d, CV_E_FARM_WORKERS_FAILED, (cv_span){0}, "cannot start a worker (%s): %s",
                       f->o->worker_exe, strerror(errno));
         return -1;
     }
@@ -189,7 +189,7 @@ int cv_farm_summarise(cv_builddb *db, const char *revision, cv_farm_summary *s, 
     int rc = cv_builddb_revision_summary(db, revision, &sum, d);
     if (rc != 1) {
         if (rc == 0)
-            cv_diag_error(d, CV_E_DB_UNKNOWN_REV, (cv_span){0}, "no revision %s in the build DB",
+            cv_diag_error(d, CV_E_BUILDDB_UNKNOWN_REVISION, (cv_span){0}, "no revision %s in the build DB",
                           revision ? revision : "at all");
         return -1;
     }
@@ -240,7 +240,7 @@ static int farm_open(farm *f, const cv_farm_opts *o, cv_diag *d)
     *f = (farm){.o = o};
     if (!o->repo || !o->state_dir || (o->workers && !o->worker_exe) || o->workers < 0 ||
         o->workers > CV_FARM_WORKERS_MAX) {
-        cv_diag_error(d, CV_E_FARM_WORKERS, (cv_span){0},
+        cv_diag_error(d, CV_E_FARM_WORKERS_FAILED, (cv_span){0},
                       "a farm needs a repository, a state directory, the worker binary and "
                       "0 to %d workers", CV_FARM_WORKERS_MAX);
         return -1;
@@ -258,7 +258,7 @@ static int farm_open(farm *f, const cv_farm_opts *o, cv_diag *d)
         return -1;
     f->scratch = cv_fs_join(o->state_dir, "scratch");
     if (!f->scratch || cv_fs_mkdirs(f->scratch, 0755) != 0) {
-        cv_diag_error(d, CV_E_FARM_TREE, (cv_span){.file = o->state_dir},
+        cv_diag_error(d, CV_E_FARM_TREE_WRITE_FAILED, (cv_span){.file = o->state_dir},
                       "cannot create %s/scratch", o->state_dir);
         return -1;
     }
@@ -292,7 +292,7 @@ static int build_revision(farm *f, cv_rev_summary *sum, cv_diag *d)
             return 0;
         if (f->o->workers && workers_reap(f, false) == 0) {
             if (f->spawned_sets > FARM_RESPAWNS) {
-                cv_diag_error(d, CV_E_FARM_WORKERS, (cv_span){0},
+                cv_diag_error(d, CV_E_FARM_WORKERS_FAILED, (cv_span){0},
                               "the workers stopped with %lld jobs of %s without a result "
                               "(see %s/worker-*.log)",
                               (long long)sum->pending, f->revision, f->o->state_dir);
@@ -317,7 +317,7 @@ int cv_farm_once(const cv_farm_opts *o, cv_farm_summary *s, cv_diag *d)
     if (rc == 0)
         rc = cv_controller_step(f.ctl, true, &r, d);
     if (rc == 0 && r.source_failed) {
-        cv_diag_error(d, CV_E_GIT_FETCH, (cv_span){0}, "%s", r.source_error);
+        cv_diag_error(d, CV_E_GIT_FETCH_FAILED, (cv_span){0}, "%s", r.source_error);
         rc = -1;
     }
     snprintf(f.revision, sizeof f.revision, "%s", r.revision);
@@ -385,7 +385,7 @@ int cv_farm_run(const cv_farm_opts *o, void (*on_built)(void *ctx, const cv_farm
         cv_step_report r;
         rc = cv_controller_step(f.ctl, first, &r, d);
         if (rc == 0 && r.source_failed)
-            cv_diag_add(d, CV_SEV_WARNING, CV_E_GIT_FETCH, (cv_span){0}, NULL,
+            cv_diag_add(d, CV_SEV_WARNING, CV_E_GIT_FETCH_FAILED, (cv_span){0}, NULL,
                         "the source failed (retrying with back-off): %s", r.source_error);
         first = false;
         if (rc == 0)

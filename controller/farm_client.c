@@ -44,12 +44,12 @@ int cv_farm_client_open(const char *url, const char *token, cv_farm_api *api, cv
     while (n && url[n - 1] == '/')
         n--;
     if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
-        cv_diag_error(d, 6131, (cv_span){0}, "--farm takes an http:// or https:// URL, got '%.200s'",
+        cv_diag_error(d, CV_E_HTTP_BAD_REQUEST, (cv_span){0}, "--farm takes an http:// or https:// URL, got '%.200s'",
                       url);
         return -1;
     }
     if (n >= sizeof api->base || (token && strlen(token) > 512)) {
-        cv_diag_error(d, 6131, (cv_span){0}, "the farm URL or token is too long");
+        cv_diag_error(d, CV_E_HTTP_BAD_REQUEST, (cv_span){0}, "the farm URL or token is too long");
         return -1;
     }
     memcpy(api->base, url, n);
@@ -68,7 +68,7 @@ static void api_error(const json_t *o, long status, const char *method, const ch
     const char *code = json_string_value(json_object_get(e, "code"));
     const char *msg = json_string_value(json_object_get(e, "message"));
     int c = code ? atoi(code + 2) : 0;
-    cv_diag_error(d, c > 0 ? c : 6137, (cv_span){0}, "%s %s: HTTP %ld: %s", method, path, status,
+    cv_diag_error(d, c > 0 ? c : CV_E_HTTP_INTERNAL, (cv_span){0}, "%s %s: HTTP %ld: %s", method, path, status,
                   msg ? msg : "no JSON error in the response");
 }
 
@@ -78,7 +78,7 @@ json_t *cv_farm_client_call(cv_farm_api *api, const char *method, const char *pa
     const cv_curl_fns *c = api->curl;
     CURL *h = c->easy_init();
     if (!h) {
-        cv_diag_error(d, 9002, (cv_span){0}, "cannot start an HTTP request");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "cannot start an HTTP request");
         return NULL;
     }
     char url[2048];
@@ -107,10 +107,10 @@ json_t *cv_farm_client_call(cv_farm_api *api, const char *method, const char *pa
     c->easy_cleanup(h);
     json_t *o = NULL;
     if (rc != CURLE_OK) {
-        cv_diag_error(d, 9102, (cv_span){0}, "%s %s: %s", method, url,
+        cv_diag_error(d, CV_E_CACHE_REMOTE_UNREACHABLE, (cv_span){0}, "%s %s: %s", method, url,
                       b.too_big ? "the response is too large" : c->easy_strerror(rc));
     } else if (!(o = b.p ? json_loadb(b.p, b.n, 0, NULL) : NULL)) {
-        cv_diag_error(d, 6137, (cv_span){0}, "%s %s: HTTP %ld without a JSON body", method, url,
+        cv_diag_error(d, CV_E_HTTP_INTERNAL, (cv_span){0}, "%s %s: HTTP %ld without a JSON body", method, url,
                       *status);
     } else if (*status >= 400) {
         api_error(o, *status, method, path, d);

@@ -19,7 +19,7 @@
 
 static int oom(cv_diag *d)
 {
-    return cv_diag_error(d, CV_E_OOM, (cv_span){0}, "out of memory"), -1;
+    return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
 }
 
 int cv_farm_signing_keys(const char *state_dir, const char *sign, const char *verify,
@@ -32,10 +32,9 @@ int cv_farm_signing_keys(const char *state_dir, const char *sign, const char *ve
         return *sign_out && *verify_out ? 0 : oom(d);
     }
     if (verify && *verify)
-        return cv_diag_error(d, CV_E_FARM_KEYS, (cv_span){0},
-                             "a verify key without a signing key: the farm's workers could "
-                             "not sign what they store in the remote cache (--signing-key)"),
-               -1;
+        return cv_diag_fail(d, CV_E_FARM_SIGNING_KEYS, (cv_span){0},
+                            "a verify key without a signing key: the farm's workers could "
+                            "not sign what they store in the remote cache (--signing-key)");
     char *dir = cv_fs_join(state_dir, KEYS_DIR);
     if (!dir)
         return oom(d);
@@ -43,7 +42,7 @@ int cv_farm_signing_keys(const char *state_dir, const char *sign, const char *ve
     *verify_out = cv_fs_join(dir, VERIFY_FILE);
     int rc = *sign_out && *verify_out ? 0 : oom(d);
     if (rc == 0 && cv_fs_mkdirs(dir, 0700) != 0) {
-        cv_diag_error(d, CV_E_FARM_KEYS, (cv_span){.file = dir},
+        cv_diag_error(d, CV_E_FARM_SIGNING_KEYS, (cv_span){.file = dir},
                       "cannot create %s for the farm's action-cache keys", dir);
         rc = -1;
     }

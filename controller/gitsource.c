@@ -86,7 +86,7 @@ static int open_mirror(cv_gitsource *g, cv_diag *d)
         rc = cv_git()->repository_init(&g->repo, g->mirror, 1);
     if (rc == 0)
         return 0;
-    cv_diag_error(d, CV_E_GIT_OPEN, (cv_span){.file = g->mirror},
+    cv_diag_error(d, CV_E_GIT_OPEN_FAILED, (cv_span){.file = g->mirror},
                   "cannot create the git mirror: %s", rc == -1 ? git_msg() : "mkdir failed");
     return -1;
 }
@@ -96,22 +96,22 @@ int cv_gitsource_open(const cv_gitsource_opts *o, cv_gitsource **out, cv_diag *d
     *out = NULL;
     const char *ref = o->ref ? o->ref : "main";
     if (!o->url || !o->url[0] || !cv_str_is_clean_text(o->url) || strlen(o->url) > 4096) {
-        cv_diag_error(d, CV_E_GIT_URL, (cv_span){0}, "git source URL is empty or malformed");
+        cv_diag_error(d, CV_E_GIT_BAD_URL, (cv_span){0}, "git source URL is empty or malformed");
         return -1;
     }
     if (!cv_str_is_ref_name(ref)) {
-        cv_diag_error(d, CV_E_SPEC_REF, (cv_span){0}, "'%s' is not a valid git ref name", ref);
+        cv_diag_error(d, CV_E_SPEC_BAD_REF, (cv_span){0}, "'%s' is not a valid git ref name", ref);
         return -1;
     }
     if (!o->state_dir || !o->state_dir[0]) {
-        cv_diag_error(d, CV_E_GIT_OPEN, (cv_span){0}, "git source needs a state directory");
+        cv_diag_error(d, CV_E_GIT_OPEN_FAILED, (cv_span){0}, "git source needs a state directory");
         return -1;
     }
     if (!cv_git_load(d))
         return -1;
     cv_gitsource *g = calloc(1, sizeof *g);
     if (!g) {
-        cv_diag_error(d, CV_E_OOM, (cv_span){0}, "out of memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
         return -1;
     }
     cv_git()->libgit2_init();
@@ -126,7 +126,7 @@ int cv_gitsource_open(const cv_gitsource_opts *o, cv_gitsource **out, cv_diag *d
     g->opts.ref = g->ref;
     g->opts.state_dir = NULL;   /* not kept: the caller owns it */
     if (!g->url || !g->ref || !g->mirror) {
-        cv_diag_error(d, CV_E_OOM, (cv_span){0}, "out of memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
         cv_gitsource_close(g);
         return -1;
     }
@@ -257,14 +257,14 @@ static int poll_remote(cv_gitsource *g, int64_t now, cv_diag *d)
     if (cv_git()->remote_create_with_opts(&remote, g->url, &co) ||
         cv_git()->remote_connect(remote, GIT_DIRECTION_FETCH, &cb, NULL, NULL) ||
         cv_git()->remote_ls(&heads, &n, remote)) {
-        int rc = poll_failed(g, CV_E_GIT_FETCH, now, d, "cannot list %s: %s", g->url, git_msg());
+        int rc = poll_failed(g, CV_E_GIT_FETCH_FAILED, now, d, "cannot list %s: %s", g->url, git_msg());
         cv_git()->remote_free(remote);
         return rc;
     }
     const git_remote_head *h = find_head(heads, n, g->ref);
     if (!h) {
         cv_git()->remote_free(remote);
-        return poll_failed(g, CV_E_GIT_REF, now, d, "%s has no branch, tag or ref '%s'", g->url,
+        return poll_failed(g, CV_E_GIT_REF_NOT_FOUND, now, d, "%s has no branch, tag or ref '%s'", g->url,
                            g->ref);
     }
     char full[512];
@@ -273,7 +273,7 @@ static int poll_remote(cv_gitsource *g, int64_t now, cv_diag *d)
     bool moved = cv_git()->reference_name_to_id(&local, g->repo, mirror_ref(full)) != 0 ||
                  !cv_git()->oid_equal(&local, &h->oid);
     if (moved && fetch_ref(g, remote, full)) {
-        int rc = poll_failed(g, CV_E_GIT_FETCH, now, d, "cannot fetch %s from %s: %s", full,
+        int rc = poll_failed(g, CV_E_GIT_FETCH_FAILED, now, d, "cannot fetch %s from %s: %s", full,
                              g->url, git_msg());
         cv_git()->remote_free(remote);
         return rc;
@@ -283,7 +283,7 @@ static int poll_remote(cv_gitsource *g, int64_t now, cv_diag *d)
     g->st.fetches += moved;
     char hex[CV_GIT_HEX + 1];
     if (local_commit(g, full, hex))
-        return poll_failed(g, CV_E_GIT_COMMIT, now, d, "%s does not name a commit: %s", full,
+        return poll_failed(g, CV_E_GIT_BAD_COMMIT, now, d, "%s does not name a commit: %s", full,
                            git_msg());
     bool changed = strcmp(hex, g->st.commit) != 0;
     memcpy(g->st.commit, hex, sizeof hex);
@@ -330,14 +330,14 @@ int cv_revision_parse(const char *rev, char ref[CV_REVISION_MAX + 1], char commi
     size_t rn = at ? (size_t)(at - rev) : 0;
     if (!at || rn == 0 || rn > CV_REVISION_MAX || strncmp(at, "@sha1:", 6) != 0 ||
         !is_hex40(at + 6)) {
-        cv_diag_error(d, CV_E_GIT_REVISION, (cv_span){0},
+        cv_diag_error(d, CV_E_GIT_BAD_REVISION, (cv_span){0},
                       "'%.80s' is not a revision (expected ref@sha1:<40 hex digits>)", rev);
         return -1;
     }
     memcpy(ref, rev, rn);
     ref[rn] = 0;
     if (!cv_str_is_ref_name(ref)) {
-        cv_diag_error(d, CV_E_GIT_REVISION, (cv_span){0}, "'%s' is not a valid git ref name", ref);
+        cv_diag_error(d, CV_E_GIT_BAD_REVISION, (cv_span){0}, "'%s' is not a valid git ref name", ref);
         return -1;
     }
     memcpy(commit, at + 6, CV_GIT_HEX + 1);

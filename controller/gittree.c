@@ -23,7 +23,7 @@ struct cv_tree {
     skipped_entry *skip;        /* owned: files left out, the first CV_TREE_SKIPPED_KEPT */
     size_t n_skip, skip_cap, skipped;   /* kept, room, and all of them */
     size_t max_entries, entries, path_bytes;
-    int err;                    /* why a walk stopped: 0, CV_E_GIT_TREE_SIZE or CV_E_OOM */
+    int err;                    /* why a walk stopped: 0, CV_E_GIT_TREE_TOO_LARGE or CV_E_OUT_OF_MEMORY */
 };
 
 static bool grow(void **v, size_t *cap, size_t n, size_t size)
@@ -79,7 +79,7 @@ static int add_entry(cv_tree *t, const char *root, const git_tree_entry *ge, int
     bool ok = e.path && (code ? skip_entry(t, e, code)
                               : grow((void **)&t->v, &t->cap, t->n, sizeof *t->v));
     if (!ok)
-        return t->err = CV_E_OOM, -1;
+        return t->err = CV_E_OUT_OF_MEMORY, -1;
     if (!code)
         t->v[t->n++] = e;
     return 0;
@@ -94,9 +94,9 @@ static int name_problem(const char *root, const char *name, bool dir)
     if (nn == 0 || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strchr(name, '/'))
         return CV_E_GIT_PATH_UNSAFE;
     if (nn > CV_GIT_NAME_MAX || rn + nn > CV_GIT_FILE_PATH_MAX)
-        return CV_E_GIT_PATH_LONG;
+        return CV_E_GIT_PATH_TOO_LONG;
     if (!dir && !(cv_str_is_utf8(root, rn) && cv_str_is_utf8(name, nn)))
-        return CV_E_GIT_NOT_UTF8;
+        return CV_E_GIT_PATH_NOT_UTF8;
     return 0;
 }
 
@@ -114,7 +114,7 @@ static int walk_cb(const char *root, const git_tree_entry *e, void *payload)
     size_t len = strlen(root) + strlen(name) + 1;
     t->path_bytes += len < CV_GIT_PATH_MAX ? len : CV_GIT_PATH_MAX;
     if (++t->entries > t->max_entries || t->path_bytes > CV_GIT_TREE_MAX_PATH_BYTES)
-        return t->err = CV_E_GIT_TREE_SIZE, -1;
+        return t->err = CV_E_GIT_TREE_TOO_LARGE, -1;
     int code = name_problem(root, name, dir);
     if (dir && !code)
         return 0;
@@ -130,7 +130,7 @@ static int drop_conflicts(cv_tree *t)
 {
     bool *bad = calloc(t->n + 1, sizeof *bad);
     if (!bad)
-        return t->err = CV_E_OOM, -1;
+        return t->err = CV_E_OUT_OF_MEMORY, -1;
     for (size_t i = 0; i < t->n; i++) {
         const char *p = t->v[i].path;
         if (i + 1 < t->n && strcmp(p, t->v[i + 1].path) == 0)
@@ -153,7 +153,7 @@ static int drop_conflicts(cv_tree *t)
     }
     free(bad);
     if (rc)
-        t->err = CV_E_OOM;
+        t->err = CV_E_OUT_OF_MEMORY;
     else
         t->n = keep;
     return rc;
@@ -167,16 +167,16 @@ static int cmp_entry(const void *a, const void *b)
 static void walk_error(const cv_tree *t, cv_diag *d)
 {
     cv_span sp = {.file = t->g->mirror};
-    if (t->err == CV_E_GIT_TREE_SIZE)
-        cv_diag_error(d, CV_E_GIT_TREE_SIZE, sp,
+    if (t->err == CV_E_GIT_TREE_TOO_LARGE)
+        cv_diag_error(d, CV_E_GIT_TREE_TOO_LARGE, sp,
                       "the tree of commit %.12s has more than %zu entries or more than %zu "
                       "bytes of paths", t->commit, t->max_entries,
                       (size_t)CV_GIT_TREE_MAX_PATH_BYTES);
-    else if (t->err == CV_E_OOM)
-        cv_diag_error(d, CV_E_OOM, sp, "out of memory reading the tree of commit %.12s",
+    else if (t->err == CV_E_OUT_OF_MEMORY)
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, sp, "out of memory reading the tree of commit %.12s",
                       t->commit);
     else
-        cv_diag_error(d, CV_E_GIT_READ, sp, "cannot walk the tree of commit %.12s: %s", t->commit,
+        cv_diag_error(d, CV_E_GIT_READ_FAILED, sp, "cannot walk the tree of commit %.12s: %s", t->commit,
                       cv_git()->error_last() ? cv_git()->error_last()->message : "?");
 }
 
@@ -185,7 +185,7 @@ static int lookup_commit(cv_gitsource *g, const char *hex, git_commit **out, cv_
     git_oid oid;
     if (!hex || strlen(hex) != CV_GIT_HEX || cv_git()->oid_fromstr(&oid, hex) ||
         cv_git()->commit_lookup(out, g->repo, &oid)) {
-        cv_diag_error(d, CV_E_GIT_COMMIT, (cv_span){.file = g->mirror},
+        cv_diag_error(d, CV_E_GIT_BAD_COMMIT, (cv_span){.file = g->mirror},
                       "commit '%.64s' is not in the mirror", hex ? hex : "(none)");
         return -1;
     }
@@ -196,7 +196,7 @@ int cv_gitsource_tree(cv_gitsource *g, const char *commit, cv_tree **out, cv_dia
 {
     *out = NULL;
     if (!commit && !g->st.commit[0]) {
-        cv_diag_error(d, CV_E_GIT_COMMIT, (cv_span){.file = g->mirror},
+        cv_diag_error(d, CV_E_GIT_BAD_COMMIT, (cv_span){.file = g->mirror},
                       "the git source has no head yet (poll it first)");
         return -1;
     }
@@ -207,7 +207,7 @@ int cv_gitsource_tree(cv_gitsource *g, const char *commit, cv_tree **out, cv_dia
     cv_tree *t = calloc(1, sizeof *t);
     int rc = t ? cv_git()->commit_tree(&tree, c) : -1;
     if (t && rc) {
-        cv_diag_error(d, CV_E_GIT_READ, (cv_span){.file = g->mirror}, "cannot read the tree: %s",
+        cv_diag_error(d, CV_E_GIT_READ_FAILED, (cv_span){.file = g->mirror}, "cannot read the tree: %s",
                       cv_git()->error_last() ? cv_git()->error_last()->message : "?");
     } else if (t) {
         t->g = g;
@@ -222,7 +222,7 @@ int cv_gitsource_tree(cv_gitsource *g, const char *commit, cv_tree **out, cv_dia
         if (rc)
             walk_error(t, d);
     } else {
-        cv_diag_error(d, CV_E_OOM, (cv_span){0}, "out of memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     }
     cv_git()->tree_free(tree);
     cv_git()->commit_free(c);
@@ -272,7 +272,7 @@ const cv_tree_entry *cv_tree_skipped_at(const cv_tree *t, size_t i, int *code)
 
 static int read_error(const cv_tree_entry *e, cv_diag *d)
 {
-    cv_diag_error(d, CV_E_GIT_READ, (cv_span){.file = e->path}, "cannot read blob %s: %s",
+    cv_diag_error(d, CV_E_GIT_READ_FAILED, (cv_span){.file = e->path}, "cannot read blob %s: %s",
                   e->blob_id, cv_git()->error_last() ? cv_git()->error_last()->message : "?");
     return -1;
 }
@@ -306,7 +306,7 @@ int cv_tree_read(const cv_tree *t, const cv_tree_entry *e, size_t max_bytes, cha
     if (cv_tree_size(t, e, &size, d))
         return -1;
     if (size > max_bytes) {
-        cv_diag_error(d, CV_E_GIT_BLOB_SIZE, sp, "%s is %zu bytes; the limit here is %zu",
+        cv_diag_error(d, CV_E_GIT_BLOB_TOO_LARGE, sp, "%s is %zu bytes; the limit here is %zu",
                       e->path, size, max_bytes);
         return -1;
     }
@@ -315,14 +315,14 @@ int cv_tree_read(const cv_tree *t, const cv_tree_entry *e, size_t max_bytes, cha
     git_object_size_t n = cv_git()->blob_rawsize(b);
     if (n != size) {
         cv_git()->blob_free(b);
-        cv_diag_error(d, CV_E_GIT_READ, sp, "blob %s of %s is %llu bytes, its header said %zu",
+        cv_diag_error(d, CV_E_GIT_READ_FAILED, sp, "blob %s of %s is %llu bytes, its header said %zu",
                       e->blob_id, e->path, (unsigned long long)n, size);
         return -1;
     }
     *data = malloc((size_t)n + 1);
     if (!*data) {
         cv_git()->blob_free(b);
-        cv_diag_error(d, CV_E_OOM, sp, "out of memory reading %s", e->path);
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, sp, "out of memory reading %s", e->path);
         return -1;
     }
     memcpy(*data, cv_git()->blob_rawcontent(b), (size_t)n);

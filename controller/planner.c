@@ -44,7 +44,7 @@ int cv_planner_load_specs(const cv_tree *tree, cv_spec_set *s, cv_diag *d)
         if (!cv_spec_is_spec_path(e->path))
             continue;
         if (++files > CV_SPEC_FILES_MAX) {
-            cv_diag_error(d, 9005, (cv_span){.file = e->path},
+            cv_diag_error(d, CV_E_RESOURCE_LIMIT, (cv_span){.file = e->path},
                           "more than %d spec files under %s/", CV_SPEC_FILES_MAX, CV_SPEC_DIR);
             break;
         }
@@ -141,15 +141,15 @@ static int match_models(plan *pl, const cv_spec_pipeline *p, const cv_tree_entry
     }
     if (oom) {
         free(v);
-        cv_diag_error(pl->d, CV_E_OOM, (cv_span){0}, "out of memory matching models");
+        cv_diag_error(pl->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory matching models");
         return -1;
     }
     for (int g = 0; g < p->n_models; g++) {
         if (!hits[g])
-            warn(pl, p, CV_E_PLAN_NO_MATCH, g, "pipeline '%s': '%s' matches no file", p->name,
+            warn(pl, p, CV_E_PLAN_GLOB_NO_MATCH, g, "pipeline '%s': '%s' matches no file", p->name,
                  p->models[g]);
         else if (!models[g])
-            warn(pl, p, CV_E_PLAN_NOT_MODEL, g,
+            warn(pl, p, CV_E_PLAN_NOT_A_MODEL, g,
                  "pipeline '%s': '%s' matches %d file(s), none of them a model "
                  "(.onnx, .cvl.py, .cuir)", p->name, p->models[g], hits[g]);
     }
@@ -173,7 +173,7 @@ static int model_digest(plan *pl, const cv_tree_entry *e, char out[CV_DIGEST_HEX
     rc = cv_tree_read(pl->tree, e, max, &data, &len, &rd);
     if (rc) {   /* the model's trouble, not the farm's: a revision error */
         const cv_diag_entry *why = cv_diag_get(&rd, 1);
-        int code = why && why->code == CV_E_GIT_BLOB_SIZE ? CV_E_GIT_BLOB_SIZE : CV_E_PLAN_READ;
+        int code = why && why->code == CV_E_GIT_BLOB_TOO_LARGE ? CV_E_GIT_BLOB_TOO_LARGE : CV_E_PLAN_MODEL_UNREADABLE;
         cv_diag_add(pl->sd, CV_SEV_ERROR, code, (cv_span){.file = e->path}, NULL,
                     "cannot read model %s: %s", e->path, why ? why->msg : "?");
         cv_diag_free(&rd);
@@ -236,7 +236,7 @@ static int add_job(plan *pl, cv_job_msg *j)
     bool hit = false;
     if (!pl->o->lookup || pl->o->lookup(pl->o->lookup_ctx, j, j->l2_key, &hit)) {
         if (pl->o->lookup)
-            cv_diag_add(pl->sd, CV_SEV_WARNING, CV_E_PLAN_LOOKUP, (cv_span){0}, NULL,
+            cv_diag_add(pl->sd, CV_SEV_WARNING, CV_E_PLAN_LOOKUP_FAILED, (cv_span){0}, NULL,
                         "cache look-up failed for %s; queued without it", j->job_id);
         planner_key(j, j->l2_key);
         hit = false;
@@ -272,7 +272,7 @@ static int expand_model(plan *pl, const cv_spec_pipeline *p, const cv_tree_entry
     for (int t = 0; t < p->n_targets; t++) {
         for (int k = 0; k < p->n_precisions; k++) {
             if (pl->r->jobs >= max) {
-                cv_diag_add(pl->sd, CV_SEV_ERROR, CV_E_PLAN_TOO_MANY,
+                cv_diag_add(pl->sd, CV_SEV_ERROR, CV_E_PLAN_TOO_MANY_JOBS,
                             (cv_span){.file = p->origin.file, .line = p->origin.line,
                                       .col = p->origin.col},
                             NULL, "the revision expands into more than %d jobs", max);
@@ -345,7 +345,7 @@ static void report_skipped(plan *pl, const cv_spec_set *s)
         bool model = wanted_model(s, e->path), error = model || code == CV_E_GIT_PATH_UNSAFE;
         cv_diag_add(pl->sd, error ? CV_SEV_ERROR : CV_SEV_WARNING, code, (cv_span){.file = shown},
                     NULL, "%s path '%s' %s (see docs/security.md): %s", model ? "model" : "the",
-                    shown, why[code - CV_E_GIT_NOT_UTF8],
+                    shown, why[code - CV_E_GIT_PATH_NOT_UTF8],
                     model ? "the model cannot be built" : "left out of the revision's files");
     }
     if (total > n)
@@ -366,7 +366,7 @@ static int plan_specs(plan *pl)
 {
     cv_spec_set *s = cv_spec_set_new();
     if (!s) {
-        cv_diag_error(pl->d, CV_E_OOM, (cv_span){0}, "out of memory");
+        cv_diag_error(pl->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
         return -1;
     }
     int rc = 0;

@@ -75,7 +75,7 @@ json_t *cv_status_revision_json(cv_builddb *db, const cv_rev_summary *s, cv_diag
     json_t *o = cv_status_summary_json(s);
     jobs_ctx j = {.db = db, .arr = json_array()};
     if (cv_builddb_jobs_visit(db, s->id, false, job_to_json, &j, d) != 0 || j.rc)
-        cv_diag_error(d, CV_E_DB_STORAGE, (cv_span){0}, "cannot read the jobs of %s",
+        cv_diag_error(d, CV_E_BUILDDB_STORAGE, (cv_span){0}, "cannot read the jobs of %s",
                       s->revision);
     json_object_set_new(o, "jobsList", j.arr);
     cv_diag rd;

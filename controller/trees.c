@@ -21,7 +21,7 @@
 
 static int fs_error(cv_diag *d, const char *path, const char *what)
 {
-    cv_diag_error(d, CV_E_FARM_TREE, (cv_span){.file = path}, "cannot %s %s: %s", what, path,
+    cv_diag_error(d, CV_E_FARM_TREE_WRITE_FAILED, (cv_span){.file = path}, "cannot %s %s: %s", what, path,
                   strerror(errno));
     return -1;
 }
@@ -47,7 +47,7 @@ static int write_entry(const cv_tree *tree, const char *dir, const cv_tree_entry
         rc = cv_tree_read(tree, e, max_blob, &data, &len, d);
     char *parent = rc == 0 ? cv_fs_dirname(path) : NULL;
     if (rc == 0 && !parent) {
-        cv_diag_error(d, CV_E_OOM, (cv_span){0}, "out of memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
         rc = -1;
     }
     if (rc == 0 && cv_fs_mkdirs(parent, 0755) != 0)
@@ -70,7 +70,7 @@ int cv_ctl_tree_write(const cv_tree *tree, const char *dir, size_t max_blob, cv_
 {
     char *marker = cv_fs_join(dir, TREE_MARKER);
     if (!marker) {
-        cv_diag_error(d, CV_E_OOM, (cv_span){0}, "out of memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
         return -1;
     }
     int rc = 0;
@@ -82,7 +82,7 @@ int cv_ctl_tree_write(const cv_tree *tree, const char *dir, size_t max_blob, cv_
         size_t size;
         rc = cv_tree_size(tree, e, &size, d);
         if (rc == 0 && size > max_blob)
-            cv_diag_add(skipped, CV_SEV_WARNING, CV_E_GIT_BLOB_SIZE, (cv_span){.file = e->path},
+            cv_diag_add(skipped, CV_SEV_WARNING, CV_E_GIT_BLOB_TOO_LARGE, (cv_span){.file = e->path},
                         NULL, "%s is %zu bytes, over the limit of %zu for a file: left out of "
                         "the revision's files", e->path, size, max_blob);
         else if (rc == 0 && !complete)
@@ -140,7 +140,7 @@ int cv_ctl_trees_gc(cv_builddb *db, const char *trees_dir, const char *keep_comm
         if (path && nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS) == 0)
             ++*removed;
         else if (path)
-            cv_diag_add(d, CV_SEV_WARNING, CV_E_FARM_TREE, (cv_span){.file = path}, NULL,
+            cv_diag_add(d, CV_SEV_WARNING, CV_E_FARM_TREE_WRITE_FAILED, (cv_span){.file = path}, NULL,
                         "cannot remove the finished revision's files: %s", strerror(errno));
         free(path);
     }

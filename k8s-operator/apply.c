@@ -52,7 +52,7 @@ static json_t *volume_patch(const k8s_child *ch, const json_t *cur, cv_diag *d)
         json_object_set_new(p, "spec", json_pack("{s:O}", "resources",
                                                  k8s_at(ch->desired, "spec.resources")));
     else if (want < have)
-        cv_diag_add(d, CV_SEV_WARNING, CV_E_K8S_SHRINK, (cv_span){0}, NULL,
+        cv_diag_add(d, CV_SEV_WARNING, CV_E_K8S_VOLUME_SHRINK, (cv_span){0}, NULL,
                     "volume %s asks for %s but has %s: a claim cannot shrink; kept as it is",
                     ch->name, k8s_str(ch->desired, "spec.resources.requests.storage"),
                     k8s_str(cur, "spec.resources.requests.storage"));
@@ -126,8 +126,7 @@ static int attempt(const k8s_apply_ctx *x, const k8s_child *ch, json_t **current
 {
     char path[512];
     if (k8s_path(path, sizeof path, ch->kind, x->ns, ch->name, false) != 0)
-        return cv_diag_error(d, CV_E_K8S_NAME, (cv_span){0}, "path too long for %s", ch->name),
-               -1;
+        return cv_diag_fail(d, CV_E_K8S_NAME_TOO_LONG, (cv_span){0}, "path too long for %s", ch->name);
     json_t *cur = NULL;
     long status = 0;
     if (cv_k8s_request(x->cl, "GET", path, NULL, NULL, &status, &cur, d) != 0)
@@ -143,7 +142,7 @@ static int attempt(const k8s_apply_ctx *x, const k8s_child *ch, json_t **current
     }
     if (!k8s_owned_by(cur, x->owner_uid)) {
         if (ch->desired)
-            cv_diag_error(d, CV_E_K8S_NOT_OWNED, (cv_span){0},
+            cv_diag_error(d, CV_E_K8S_CHILD_NOT_OWNED, (cv_span){0},
                           "%s %s exists and is not owned by this cluster; delete or rename it",
                           ch->kind->kind, ch->name);
         json_decref(cur);
@@ -178,8 +177,7 @@ int k8s_apply(const k8s_apply_ctx *x, const k8s_child *ch, json_t **current, cv_
         if (rc != 2)
             return rc;
     }
-    return cv_diag_error(d, CV_E_K8S_CONFLICT, (cv_span){0},
-                         "%s %s kept changing under the operator (409 %d times); retried later",
-                         ch->kind->kind, ch->name, ATTEMPTS),
-           -1;
+    return cv_diag_fail(d, CV_E_K8S_CONFLICT, (cv_span){0},
+                        "%s %s kept changing under the operator (409 %d times); retried later",
+                        ch->kind->kind, ch->name, ATTEMPTS);
 }

@@ -43,7 +43,7 @@ int cv_k8s_client_open(const cv_k8s_config *c, cv_k8s_client **out, cv_diag *d)
         return -1;
     cv_k8s_client *k = calloc(1, sizeof *k);
     if (!k)
-        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     k->cu = cu;
     k->server = c->server ? strdup(c->server) : NULL;
     k->token = c->token ? strdup(c->token) : NULL;
@@ -57,9 +57,8 @@ int cv_k8s_client_open(const cv_k8s_config *c, cv_k8s_client **out, cv_diag *d)
     k->watch = cu->easy_init();
     if (!k->server || !k->req || !k->watch) {
         cv_k8s_client_close(k);
-        return cv_diag_error(d, CV_E_K8S_NO_CONFIG, (cv_span){0},
-                             "cannot set up the Kubernetes client (no server, or out of memory)"),
-               -1;
+        return cv_diag_fail(d, CV_E_K8S_NO_CONFIG, (cv_span){0},
+                            "cannot set up the Kubernetes client (no server, or out of memory)");
     }
     *out = k;
     return 0;
@@ -200,7 +199,7 @@ int cv_k8s_request(cv_k8s_client *c, const char *method, const char *path,
               &hdrs) != 0) {
         free(text);
         c->cu->slist_free_all(hdrs);
-        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     }
     const cv_curl_fns *cu = c->cu;
     cv_sb resp = CV_SB_INIT;
@@ -326,7 +325,7 @@ int cv_k8s_watch(cv_k8s_client *c, const char *path, int64_t timeout_ms, volatil
     struct curl_slist *hdrs = NULL;
     if (setup(c, c->watch, path, NULL, &hdrs) != 0) {
         c->cu->slist_free_all(hdrs);
-        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     }
     const cv_curl_fns *cu = c->cu;
     watch_ctx w = {.fn = fn, .ctx = ctx, .stop = stop, .cu = cu, .h = c->watch};
@@ -345,9 +344,8 @@ int cv_k8s_watch(cv_k8s_client *c, const char *path, int64_t timeout_ms, volatil
         error_event(&w, *status);
     cv_sb_free(&w.line);
     if (w.bad)
-        return cv_diag_error(d, CV_E_K8S_BAD_RESPONSE, (cv_span){0}, "watch %s: %s", path,
-                             w.why),
-               -1;
+        return cv_diag_fail(d, CV_E_K8S_BAD_RESPONSE, (cv_span){0}, "watch %s: %s", path,
+                            w.why);
     /* Ours to end: a stop, a handled event, the time limit. */
     bool ended = rc == CURLE_OK || rc == CURLE_OPERATION_TIMEDOUT ||
                  rc == CURLE_ABORTED_BY_CALLBACK || (rc == CURLE_WRITE_ERROR && w.stopped);

@@ -83,7 +83,7 @@ static const kind_info *find_kind(const char *kind)
 
 static int not_structural(cv_diag *d, const char *path, const char *why)
 {
-    cv_diag_error(d, CV_E_K8S_CRD, (cv_span){0}, "schema node '%s' cannot go into a CRD: %s",
+    cv_diag_error(d, CV_E_CRD_NOT_STRUCTURAL, (cv_span){0}, "schema node '%s' cannot go into a CRD: %s",
                   *path ? path : "(root)", why);
     return -1;
 }
@@ -245,7 +245,7 @@ int cv_k8s_crd_render(const char *schemas_dir, const char *kind, char **yaml,
     int rc = cv_k8s_crd_build(kind, schema, &crd, d);
     json_decref(schema);
     if (rc == 0 && !(*yaml = cv_k8s_crd_yaml(crd))) {
-        cv_diag_error(d, 9002, (cv_span){0}, "out of memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
         rc = -1;
     }
     json_decref(crd);

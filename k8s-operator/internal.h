@@ -10,23 +10,6 @@
 #include "k8s-operator/operator.h"
 #include "spec/spec.h"
 
-enum {
-    CV_E_K8S_NO_CONFIG = 7001,      /* neither in a pod nor a kubeconfig */
-    CV_E_K8S_KUBECONFIG = 7002,     /* a kubeconfig that cannot be used */
-    CV_E_K8S_UNREACHABLE = 7003,    /* connection, TLS */
-    CV_E_K8S_API = 7004,            /* an unexpected status */
-    CV_E_K8S_UNAUTHORIZED = 7005,   /* 401, 403 */
-    CV_E_K8S_CONFLICT = 7006,       /* 409 after the retries */
-    CV_E_K8S_EXPIRED = 7007,        /* 410: relisted */
-    CV_E_K8S_BAD_RESPONSE = 7008,   /* not JSON, too large, a malformed event */
-    CV_E_K8S_SPEC = 7010,           /* the cluster's spec: Stalled */
-    CV_E_K8S_PROFILE = 7011,        /* an unknown resourceProfile: Stalled */
-    CV_E_K8S_NOT_OWNED = 7012,      /* a child's name is taken: Stalled */
-    CV_E_K8S_NAME = 7013,           /* a cluster name too long for its children */
-    CV_E_K8S_SHRINK = 7014,         /* a volume cannot shrink: kept */
-    CV_E_K8S_CRD = 7020,            /* a schema that cannot become a CRD */
-};
-
 #define K8S_GROUP "cuvil.dev"
 #define K8S_API_VERSION "cuvil.dev/v1"
 #define K8S_KIND_CLUSTER "CuvilBuildCluster"

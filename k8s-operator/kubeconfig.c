@@ -154,7 +154,7 @@ static int pem_field(const json_t *obj, const char *key, const char *dir, char *
     *len = 0;
     if (*data) {
         if (!(*pem = b64_decode(data, len)))
-            return config_error(d, CV_E_K8S_KUBECONFIG, "kubeconfig: %s is not base64",
+            return config_error(d, CV_E_K8S_BAD_KUBECONFIG, "kubeconfig: %s is not base64",
                                 data_key);
         return 0;
     }
@@ -169,7 +169,7 @@ static int pem_field(const json_t *obj, const char *key, const char *dir, char *
 static int from_user(const json_t *user, const char *dir, cv_k8s_config *out, cv_diag *d)
 {
     if (json_object_get(user, "exec") || json_object_get(user, "auth-provider"))
-        return config_error(d, CV_E_K8S_KUBECONFIG,
+        return config_error(d, CV_E_K8S_BAD_KUBECONFIG,
                             "kubeconfig: the user authenticates with an %s plugin, which cuvil "
                             "does not run; use a token or a client certificate",
                             json_object_get(user, "exec") ? "exec" : "auth-provider");
@@ -186,7 +186,7 @@ static int from_user(const json_t *user, const char *dir, cv_k8s_config *out, cv
         pem_field(user, "client-key", dir, &out->key_pem, &out->key_len, d))
         return -1;
     if (!out->cert_pem != !out->key_pem)
-        return config_error(d, CV_E_K8S_KUBECONFIG, "kubeconfig: a client certificate needs "
+        return config_error(d, CV_E_K8S_BAD_KUBECONFIG, "kubeconfig: a client certificate needs "
                             "its key and a key its certificate");
     return 0;
 }
@@ -196,15 +196,15 @@ static int from_root(const json_t *root, const char *context, const char *dir,
 {
     const char *ctx_name = context ? context : k8s_str(root, "current-context");
     if (!*ctx_name)
-        return config_error(d, CV_E_K8S_KUBECONFIG, "kubeconfig: no current-context");
+        return config_error(d, CV_E_K8S_BAD_KUBECONFIG, "kubeconfig: no current-context");
     const json_t *ctx = named(root, "contexts", ctx_name, "context");
     if (!ctx)
-        return config_error(d, CV_E_K8S_KUBECONFIG, "kubeconfig: no context named '%.200s'",
+        return config_error(d, CV_E_K8S_BAD_KUBECONFIG, "kubeconfig: no context named '%.200s'",
                             ctx_name);
     const json_t *cluster = named(root, "clusters", k8s_str(ctx, "cluster"), "cluster");
     const char *server = k8s_str(cluster, "server");
     if (!*server)
-        return config_error(d, CV_E_K8S_KUBECONFIG, "kubeconfig: the cluster '%.200s' of "
+        return config_error(d, CV_E_K8S_BAD_KUBECONFIG, "kubeconfig: the cluster '%.200s' of "
                             "context '%.200s' has no server", k8s_str(ctx, "cluster"), ctx_name);
     size_t n = strlen(server);
     while (n && server[n - 1] == '/')
@@ -218,7 +218,7 @@ static int from_root(const json_t *root, const char *context, const char *dir,
     const char *user_name = k8s_str(ctx, "user");
     const json_t *user = *user_name ? named(root, "users", user_name, "user") : NULL;
     if (*user_name && !user)
-        return config_error(d, CV_E_K8S_KUBECONFIG, "kubeconfig: no user named '%.200s'",
+        return config_error(d, CV_E_K8S_BAD_KUBECONFIG, "kubeconfig: no user named '%.200s'",
                             user_name);
     return user ? from_user(user, dir, out, d) : 0;
 }
@@ -233,7 +233,7 @@ int cv_k8s_config_kubeconfig(const char *path, const char *context, cv_k8s_confi
         return -1;
     char *dir = cv_fs_dirname(path);
     int rc = n != 1 || !json_is_object(docs[0].root)
-                 ? config_error(d, CV_E_K8S_KUBECONFIG, "%.300s: not a kubeconfig (one YAML "
+                 ? config_error(d, CV_E_K8S_BAD_KUBECONFIG, "%.300s: not a kubeconfig (one YAML "
                                 "mapping)", path)
                  : dir ? from_root(docs[0].root, context, dir, out, d) : -1;
     free(dir);

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "k8s-operator/internal.h"
 
 const k8s_kind k8s_configmaps = {"/api/v1", "v1", "ConfigMap", "configmaps"};
@@ -85,7 +86,7 @@ int k8s_api_error(cv_diag *d, long status, const json_t *body, const char *metho
 {
     int code = status == 401 || status == 403 ? CV_E_K8S_UNAUTHORIZED
                : status == 409               ? CV_E_K8S_CONFLICT
-                                             : CV_E_K8S_API;
+                                             : CV_E_K8S_API_ERROR;
     const char *msg = k8s_str(body, "message");
     cv_diag_error(d, code, (cv_span){0}, "%s %s: the API server answered %ld%s%.400s", method,
                   path, status, *msg ? ": " : "", msg);
@@ -128,7 +129,5 @@ void k8s_now_rfc3339(char out[32])
 
 int64_t k8s_mono_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return cv_clock_mono_ms();
 }

@@ -51,7 +51,7 @@ int cv_k8s_operator_open(cv_k8s_client *cl, const cv_k8s_operator_opts *o,
 {
     cv_k8s_operator *op = calloc(1, sizeof *op);
     if (!op)
-        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     op->cl = cl;
     op->o = *o;
     if (!op->o.resync_ms)

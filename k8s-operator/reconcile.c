@@ -56,13 +56,13 @@ static cv_spec_set *load_spec(const json_t *obj, cv_diag *d)
     if (!text || !s) {
         free(text);
         cv_spec_set_free(s);
-        cv_diag_error(d, 9002, (cv_span){0}, "out of memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
         return NULL;
     }
     int rc = cv_spec_set_add(s, text, strlen(text), file, false, d);
     if (cv_spec_set_resolve(s, d) != 0 || rc != 0 || !cv_spec_set_cluster(s)) {
         if (!cv_diag_has_errors(d))
-            cv_diag_error(d, CV_E_K8S_SPEC, (cv_span){0}, "not a CuvilBuildCluster");
+            cv_diag_error(d, CV_E_K8S_SPEC_INVALID, (cv_span){0}, "not a CuvilBuildCluster");
         cv_spec_set_free(s);
         s = NULL;
     }
@@ -183,7 +183,7 @@ int k8s_reconcile(cv_k8s_client *cl, const cv_k8s_operator_opts *o, const json_t
         ob.reason = "SpecInvalid";
     } else if (k8s_render(cv_spec_set_cluster(set), &own, o, &ch, &spec_d) != 0) {
         ob.stalled = true;
-        ob.reason = cv_diag_get(&spec_d, 1) && cv_diag_get(&spec_d, 1)->code == CV_E_K8S_PROFILE
+        ob.reason = cv_diag_get(&spec_d, 1) && cv_diag_get(&spec_d, 1)->code == CV_E_K8S_UNKNOWN_PROFILE
                         ? "UnknownResourceProfile"
                         : "NameTooLong";
     } else if ((failed = apply_all(cl, &own, &ch, st, cur, &spec_d)) == 1) {

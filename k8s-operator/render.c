@@ -291,27 +291,26 @@ int k8s_render(const cv_spec_cluster *cl, const k8s_owner *own, const cv_k8s_ope
 {
     *out = (k8s_children){.replicas = cl->workers.replicas};
     if (strlen(own->name) > K8S_NAME_MAX)
-        return cv_diag_error(d, CV_E_K8S_NAME, (cv_span){0},
-                             "the cluster's name '%s' is longer than %d characters: its "
-                             "children's names would pass Kubernetes' limits", own->name,
-                             K8S_NAME_MAX), -1;
+        return cv_diag_fail(d, CV_E_K8S_NAME_TOO_LONG, (cv_span){0},
+                            "the cluster's name '%s' is longer than %d characters: its "
+                            "children's names would pass Kubernetes' limits", own->name,
+                            K8S_NAME_MAX);
     json_t *resources = NULL;
     if (k8s_profile_resources(cl->workers.resource_profile, cl->workers.memory_limit,
                               &resources) != 0) {
         cv_sb known = CV_SB_INIT;
         for (const char *const *n = k8s_profile_names(); *n; n++)
             cv_sb_printf(&known, "%s%s", known.len ? ", " : "", *n);
-        cv_diag_error(d, CV_E_K8S_PROFILE, (cv_span){0},
+        cv_diag_error(d, CV_E_K8S_UNKNOWN_PROFILE, (cv_span){0},
                       "spec.workers.resourceProfile: no resource profile named '%s' (known: %s)",
                       cl->workers.resource_profile, cv_sb_str(&known));
         cv_sb_free(&known);
         return -1;
     }
     if (cl->cache.remote && !strstr(cl->cache.remote, "://"))
-        return cv_diag_error(d, CV_E_K8S_SPEC, (cv_span){0},
-                             "spec.cache.remote: '%s' is a name; the cluster object is the "
-                             "operator's and names its remote cache by URL", cl->cache.remote),
-               -1;
+        return cv_diag_fail(d, CV_E_K8S_SPEC_INVALID, (cv_span){0},
+                            "spec.cache.remote: '%s' is a name; the cluster object is the "
+                            "operator's and names its remote cache by URL", cl->cache.remote);
     plan p = {.cl = cl, .own = own, .o = o};
     plan_make(&p);
     out->cache_server = p.cache_server;
@@ -340,8 +339,8 @@ int k8s_render(const cv_spec_cluster *cl, const k8s_owner *own, const cv_k8s_ope
         bool optional = strcmp(out->v[i].name + strlen(own->name), "-cache") == 0;
         if (!out->v[i].desired && !(optional && !p.cache_server)) {
             k8s_children_free(out);
-            return cv_diag_error(d, 9002, (cv_span){0}, "out of memory rendering '%s'",
-                                 own->name), -1;
+            return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory rendering '%s'",
+                                own->name);
         }
     }
     return 0;

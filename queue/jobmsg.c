@@ -10,11 +10,6 @@
 
 #include "common/strbuf.h"
 
-enum {
-    E_TOO_LARGE = 1131, E_JSON = 1132, E_MISSING = 1133, E_UNKNOWN = 1134, E_TYPE = 1135,
-    E_RANGE = 1136, E_DIGEST = 1137, E_ENUM = 1138, E_DIAG = 1139,
-};
-
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *const job_keys[] = {"job_id", "revision", "pipeline", "model_path",
@@ -137,11 +132,11 @@ static int check_keys_opt(vctx *c, json_t *o, const char *const *keys, size_t n,
     json_t *v;
     json_object_foreach(o, k, v) {
         if (index_of(keys, n, k) < 0 && index_of(optional, n_optional, k) < 0)
-            rc = verr(c, E_UNKNOWN, NULL, "unknown field '%.64s'", k);
+            rc = verr(c, CV_E_MESSAGE_UNKNOWN_FIELD, NULL, "unknown field '%.64s'", k);
     }
     for (size_t i = 0; i < n; i++)
         if (!json_object_get(o, keys[i]))
-            rc = verr(c, E_MISSING, keys[i], "missing field '%s'", keys[i]);
+            rc = verr(c, CV_E_MESSAGE_MISSING_FIELD, keys[i], "missing field '%s'", keys[i]);
     return rc;
 }
 
@@ -176,20 +171,20 @@ static int check_string(vctx *c, const char *key, const char *s, size_t len, str
     size_t max = kind == S_ID ? CV_MSG_ID_MAX : kind == S_TOKEN ? CV_MSG_TOKEN_MAX
                : kind == S_DIAG ? CV_MSG_DIAG_STR_MAX : CV_MSG_STR_MAX;
     if (len > max)
-        return verr(c, E_RANGE, key, "string of %zu bytes is longer than %zu", len, max);
+        return verr(c, CV_E_MESSAGE_FIELD_RANGE, key, "string of %zu bytes is longer than %zu", len, max);
     if (kind == S_DIAG)
         return 0;
     if (len == 0)
-        return verr(c, E_RANGE, key, "must not be empty");
+        return verr(c, CV_E_MESSAGE_FIELD_RANGE, key, "must not be empty");
     for (size_t i = 0; i < len; i++) {
         unsigned char ch = (unsigned char)s[i];
         bool ok = kind == S_ID ? (ch > 0x20 && ch < 0x7f)
                 : kind == S_TOKEN ? token_char(ch) : (ch >= 0x20 && ch != 0x7f);
         if (!ok)
-            return verr(c, E_RANGE, key, "byte 0x%02x at offset %zu is not allowed here", ch, i);
+            return verr(c, CV_E_MESSAGE_FIELD_RANGE, key, "byte 0x%02x at offset %zu is not allowed here", ch, i);
     }
     if (kind == S_PATH && path_escapes(s))
-        return verr(c, E_RANGE, key, "'%.200s' must be relative and stay inside the repository", s);
+        return verr(c, CV_E_MESSAGE_FIELD_RANGE, key, "'%.200s' must be relative and stay inside the repository", s);
     return 0;
 }
 
@@ -202,13 +197,13 @@ static int get_string(vctx *c, json_t *o, const char *key, str_kind kind, bool n
     if (nullable && json_is_null(v))
         return 0;
     if (!json_is_string(v))
-        return verr(c, E_TYPE, key, "expected a string%s", nullable ? " or null" : "");
+        return verr(c, CV_E_MESSAGE_FIELD_TYPE, key, "expected a string%s", nullable ? " or null" : "");
     const char *s = json_string_value(v);
     size_t len = json_string_length(v);
     if (check_string(c, key, s, len, kind))
         return -1;
     *out = strdup(s);
-    return *out ? 0 : verr(c, E_RANGE, key, "out of memory");
+    return *out ? 0 : verr(c, CV_E_MESSAGE_FIELD_RANGE, key, "out of memory");
 }
 
 static int get_digest(vctx *c, json_t *o, const char *key, bool nullable,
@@ -221,13 +216,13 @@ static int get_digest(vctx *c, json_t *o, const char *key, bool nullable,
     if (nullable && json_is_null(v))
         return 0;
     if (!json_is_string(v))
-        return verr(c, E_TYPE, key, "expected a hex digest string%s", nullable ? " or null" : "");
+        return verr(c, CV_E_MESSAGE_FIELD_TYPE, key, "expected a hex digest string%s", nullable ? " or null" : "");
     const char *s = json_string_value(v);
     bool ok = json_string_length(v) == CV_DIGEST_HEX;
     for (size_t i = 0; ok && i < CV_DIGEST_HEX; i++)
         ok = (s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f');
     if (!ok)
-        return verr(c, E_DIGEST, key, "expected %d lowercase hex digits", CV_DIGEST_HEX);
+        return verr(c, CV_E_MESSAGE_BAD_DIGEST, key, "expected %d lowercase hex digits", CV_DIGEST_HEX);
     memcpy(out, s, CV_DIGEST_HEX + 1);
     return 0;
 }
@@ -239,13 +234,13 @@ static int get_enum(vctx *c, json_t *o, const char *key, const char *const *name
     if (!v)
         return -1;
     if (!json_is_string(v))
-        return verr(c, E_TYPE, key, "expected a string");
+        return verr(c, CV_E_MESSAGE_FIELD_TYPE, key, "expected a string");
     int i = index_of(names, n, json_string_value(v));
     if (i < 0) {
         cv_sb allowed = CV_SB_INIT;
         for (size_t k = 0; k < n; k++)
             cv_sb_printf(&allowed, "%s%s", k ? ", " : "", names[k]);
-        verr(c, E_ENUM, key, "'%.64s' is not one of: %s", json_string_value(v),
+        verr(c, CV_E_MESSAGE_BAD_ENUM, key, "'%.64s' is not one of: %s", json_string_value(v),
              cv_sb_str(&allowed));
         cv_sb_free(&allowed);
         return -1;
@@ -260,10 +255,10 @@ static int get_int(vctx *c, json_t *o, const char *key, int64_t lo, int64_t hi, 
     if (!v)
         return -1;
     if (!json_is_integer(v))
-        return verr(c, E_TYPE, key, "expected an integer");
+        return verr(c, CV_E_MESSAGE_FIELD_TYPE, key, "expected an integer");
     json_int_t x = json_integer_value(v);
     if (x < lo || x > hi)
-        return verr(c, E_RANGE, key, "%lld is outside %lld..%lld", (long long)x, (long long)lo,
+        return verr(c, CV_E_MESSAGE_FIELD_RANGE, key, "%lld is outside %lld..%lld", (long long)x, (long long)lo,
                     (long long)hi);
     *out = (int64_t)x;
     return 0;
@@ -274,7 +269,7 @@ static int get_object(vctx *c, json_t *o, const char *key, json_t **out)
     *out = json_object_get(o, key);
     if (!*out)
         return -1;
-    return json_is_object(*out) ? 0 : verr(c, E_TYPE, key, "expected an object");
+    return json_is_object(*out) ? 0 : verr(c, CV_E_MESSAGE_FIELD_TYPE, key, "expected an object");
 }
 
 /* ---- jobs */
@@ -298,14 +293,14 @@ static int calibration_from_json(vctx *c, json_t *o, cv_job_msg *m)
     if (!cal || json_is_null(cal))
         return 0;
     if (!json_is_object(cal))
-        return verr(c, E_TYPE, "calibration", "expected an object or null");
+        return verr(c, CV_E_MESSAGE_FIELD_TYPE, "calibration", "expected an object or null");
     vctx s = sub_ctx(c, "calibration");
     int rc = check_keys(&s, cal, calibration_keys, COUNT(calibration_keys));
     rc |= get_string(&s, cal, "data", S_PATH, false, &m->calibration);
     int e = 0;
     rc |= get_enum(&s, cal, "method", calibration_methods, COUNT(calibration_methods), &e);
     if (rc == 0 && !(m->calibration_method = strdup(calibration_methods[e])))
-        rc = verr(c, E_RANGE, "calibration", "out of memory");
+        rc = verr(c, CV_E_MESSAGE_FIELD_RANGE, "calibration", "out of memory");
     return rc ? -1 : 0;
 }
 
@@ -313,7 +308,7 @@ static int job_from_json(vctx *c, json_t *o, cv_job_msg *m)
 {
     memset(m, 0, sizeof *m);
     if (!json_is_object(o))
-        return verr(c, E_JSON, NULL, "a job message must be a JSON object");
+        return verr(c, CV_E_MESSAGE_MALFORMED, NULL, "a job message must be a JSON object");
     int rc = check_keys_opt(c, o, job_keys, COUNT(job_keys), job_optional_keys,
                             COUNT(job_optional_keys));
     rc |= get_string(c, o, "job_id", S_ID, false, &m->job_id);
@@ -370,13 +365,13 @@ static int parse_message(const void *buf, size_t len, vctx *c, json_t **out)
 {
     *out = NULL;
     if (len > CV_MSG_MAX_BYTES)
-        return verr(c, E_TOO_LARGE, NULL, "message of %zu bytes exceeds the %u-byte limit", len,
+        return verr(c, CV_E_MESSAGE_TOO_LARGE, NULL, "message of %zu bytes exceeds the %u-byte limit", len,
                     CV_MSG_MAX_BYTES);
     json_error_t err;
     *out = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &err);
     if (!*out) {
         cv_span sp = {.file = c->name, .line = err.line, .col = err.column};
-        cv_diag_add(c->d, CV_SEV_ERROR, E_JSON, sp, NULL, "malformed JSON: %s", err.text);
+        cv_diag_add(c->d, CV_SEV_ERROR, CV_E_MESSAGE_MALFORMED, sp, NULL, "malformed JSON: %s", err.text);
         return -1;
     }
     return 0;
@@ -386,12 +381,12 @@ static int dump_message(json_t *o, vctx *c, char **out, size_t *len)
 {
     *out = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     if (!*out)
-        return verr(c, E_JSON, NULL, "the message could not be serialised");
+        return verr(c, CV_E_MESSAGE_MALFORMED, NULL, "the message could not be serialised");
     *len = strlen(*out);
     if (*len > CV_MSG_MAX_BYTES) {
         free(*out);
         *out = NULL;
-        return verr(c, E_TOO_LARGE, NULL, "message of %zu bytes exceeds the %u-byte limit",
+        return verr(c, CV_E_MESSAGE_TOO_LARGE, NULL, "message of %zu bytes exceeds the %u-byte limit",
                     *len, CV_MSG_MAX_BYTES);
     }
     return 0;
@@ -472,14 +467,14 @@ static int diag_notes(vctx *c, json_t *e, json_t **notes)
     if (!*notes)
         return -1;
     if (!json_is_array(*notes))
-        return verr(c, E_TYPE, "notes", "expected an array of strings");
+        return verr(c, CV_E_MESSAGE_FIELD_TYPE, "notes", "expected an array of strings");
     if (json_array_size(*notes) > CV_MSG_NOTES_MAX)
-        return verr(c, E_RANGE, "notes", "more than %d notes", CV_MSG_NOTES_MAX);
+        return verr(c, CV_E_MESSAGE_FIELD_RANGE, "notes", "more than %d notes", CV_MSG_NOTES_MAX);
     size_t i;
     json_t *n;
     json_array_foreach(*notes, i, n) {
         if (!json_is_string(n))
-            return verr(c, E_TYPE, "notes", "note %zu is not a string", i);
+            return verr(c, CV_E_MESSAGE_FIELD_TYPE, "notes", "note %zu is not a string", i);
         if (check_string(c, "notes", json_string_value(n), json_string_length(n), S_DIAG))
             return -1;
     }
@@ -493,7 +488,7 @@ static int diag_code(vctx *c, json_t *e, int *code)
         return -1;
     const char *s = json_is_string(v) ? json_string_value(v) : "";
     if (strncmp(s, "CV", 2) != 0 || (*code = cv_diag_parse_code(s)) < 0)
-        return verr(c, E_DIAG, "code", "expected a code of the form CVnnnn");
+        return verr(c, CV_E_MESSAGE_BAD_DIAGNOSTIC, "code", "expected a code of the form CVnnnn");
     return 0;
 }
 
@@ -503,7 +498,7 @@ static int diag_from_json(vctx *parent, size_t idx, json_t *e, cv_diag *out)
 {
     vctx c = sub_ctx(parent, "diagnostics[%zu]", idx);
     if (!json_is_object(e))
-        return verr(&c, E_TYPE, NULL, "expected an object");
+        return verr(&c, CV_E_MESSAGE_FIELD_TYPE, NULL, "expected an object");
     int rc = check_keys(&c, e, diag_keys, COUNT(diag_keys));
     int64_t id = 0, root = 0, pos[4] = {0};
     static const char *const pos_keys[4] = {"line", "col", "end_line", "end_col"};
@@ -512,7 +507,7 @@ static int diag_from_json(vctx *parent, size_t idx, json_t *e, cv_diag *out)
     json_t *notes = NULL, *rootv = json_object_get(e, "root_id");
     rc |= get_int(&c, e, "id", 1, CV_MSG_DIAG_MAX, &id);
     if (rc == 0 && id != (int64_t)idx + 1)
-        rc = verr(&c, E_DIAG, "id", "ids must be 1..n in order (expected %zu)", idx + 1);
+        rc = verr(&c, CV_E_MESSAGE_BAD_DIAGNOSTIC, "id", "ids must be 1..n in order (expected %zu)", idx + 1);
     rc |= diag_code(&c, e, &code);
     rc |= get_enum(&c, e, "severity", severities, COUNT(severities), &sev);
     for (int k = 0; k < 4; k++)
@@ -523,7 +518,7 @@ static int diag_from_json(vctx *parent, size_t idx, json_t *e, cv_diag *out)
         if (get_int(&c, e, "root_id", 1, CV_MSG_DIAG_MAX, &root))
             rc = -1;
         else if (root >= id)
-            rc = verr(&c, E_DIAG, "root_id", "a root cause must be an earlier diagnostic");
+            rc = verr(&c, CV_E_MESSAGE_BAD_DIAGNOSTIC, "root_id", "a root cause must be an earlier diagnostic");
     }
     if (rc == 0) {
         cv_span sp = {file, (int)pos[0], (int)pos[1], (int)pos[2], (int)pos[3]};
@@ -570,9 +565,9 @@ static int result_diags(vctx *c, json_t *o, cv_result_msg *m)
     if (!arr)
         return -1;
     if (!json_is_array(arr))
-        return verr(c, E_TYPE, "diagnostics", "expected an array");
+        return verr(c, CV_E_MESSAGE_FIELD_TYPE, "diagnostics", "expected an array");
     if (json_array_size(arr) > CV_MSG_DIAG_MAX)
-        return verr(c, E_RANGE, "diagnostics", "more than %d diagnostics", CV_MSG_DIAG_MAX);
+        return verr(c, CV_E_MESSAGE_FIELD_RANGE, "diagnostics", "more than %d diagnostics", CV_MSG_DIAG_MAX);
     int rc = 0;
     size_t i;
     json_t *e;
@@ -585,7 +580,7 @@ static int result_from_json(vctx *c, json_t *o, cv_result_msg *m)
 {
     cv_result_msg_init(m);
     if (!json_is_object(o))
-        return verr(c, E_JSON, NULL, "a result message must be a JSON object");
+        return verr(c, CV_E_MESSAGE_MALFORMED, NULL, "a result message must be a JSON object");
     int rc = check_keys(c, o, result_keys, COUNT(result_keys));
     rc |= get_string(c, o, "job_id", S_ID, false, &m->job_id);
     int st = 0;
@@ -593,7 +588,7 @@ static int result_from_json(vctx *c, json_t *o, cv_result_msg *m)
     m->status = (cv_result_status)st;
     rc |= get_digest(c, o, "artifact_manifest", true, m->artifact_manifest);
     if (rc == 0 && m->status == CV_RESULT_OK && !m->artifact_manifest[0])
-        rc = verr(c, E_MISSING, "artifact_manifest", "status ok requires an artifact manifest");
+        rc = verr(c, CV_E_MESSAGE_MISSING_FIELD, "artifact_manifest", "status ok requires an artifact manifest");
     rc |= result_nested(c, o, m);
     rc |= result_diags(c, o, m);
     return rc ? -1 : 0;
@@ -675,7 +670,7 @@ int cv_result_msg_encode(const cv_result_msg *m, char **out, size_t *len, cv_dia
     while (rc == 0) {
         *out = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
         if (!*out) {
-            rc = verr(&c, E_JSON, NULL, "the message could not be serialised");
+            rc = verr(&c, CV_E_MESSAGE_MALFORMED, NULL, "the message could not be serialised");
             break;
         }
         *len = strlen(*out);
@@ -691,7 +686,7 @@ int cv_result_msg_encode(const cv_result_msg *m, char **out, size_t *len, cv_dia
     if (rc == 0 && *len > CV_MSG_MAX_BYTES) {
         free(*out);
         *out = NULL;
-        rc = verr(&c, E_TOO_LARGE, NULL, "message exceeds the %u-byte limit", CV_MSG_MAX_BYTES);
+        rc = verr(&c, CV_E_MESSAGE_TOO_LARGE, NULL, "message exceeds the %u-byte limit", CV_MSG_MAX_BYTES);
     }
     json_decref(o);
     return rc;

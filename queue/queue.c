@@ -10,10 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-enum {
-    E_URL = 9201, E_LEASE_LOST = 9206, E_MISMATCH = 9207, E_DEAD = 9208, E_UNAVAILABLE = 9209,
-    E_ARG = 9210, E_POISON = 9212,
-};
+#include "common/clock.h"
 
 static const cv_queue_ops *const backends[] = {&cv_queue_sqlite_ops, &cv_queue_kafka_ops};
 /* Schemes that name a planned backend not built into this binary (none at
@@ -26,7 +23,7 @@ static int arg_error(cv_diag *d, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    cv_diag_vadd(d, CV_SEV_ERROR, E_ARG, (cv_span){0}, NULL, fmt, ap);
+    cv_diag_vadd(d, CV_SEV_ERROR, CV_E_QUEUE_INVALID_ARGUMENT, (cv_span){0}, NULL, fmt, ap);
     va_end(ap);
     return -1;
 }
@@ -36,13 +33,6 @@ static int64_t realtime_ms(void *ctx)
     (void)ctx;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t monotonic_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
@@ -71,7 +61,7 @@ static int split_url(const char *url, char *scheme, size_t cap, const char **res
     for (const char *p = url; ok && *p; p++)
         ok = (unsigned char)*p >= 0x20 && *p != 0x7f;
     if (!ok) {
-        cv_diag_error(d, E_URL, (cv_span){0},
+        cv_diag_error(d, CV_E_QUEUE_BAD_URL, (cv_span){0},
                       "queue URL '%.200s' is not of the form sqlite:PATH or kafka://BROKERS", url);
         return -1;
     }
@@ -107,11 +97,11 @@ int cv_queue_open(const char *url, const cv_queue_opts *opts, cv_queue **out, cv
     }
     for (size_t i = 0; i < sizeof planned / sizeof planned[0]; i++)
         if (planned[i] && strcmp(planned[i], scheme) == 0) {
-            cv_diag_error(d, E_UNAVAILABLE, (cv_span){0},
+            cv_diag_error(d, CV_E_QUEUE_BACKEND_UNAVAILABLE, (cv_span){0},
                           "the %s queue backend is not built into this cuvil", scheme);
             return -1;
         }
-    cv_diag_error(d, E_URL, (cv_span){0}, "unknown queue backend '%s' (expected sqlite or kafka)",
+    cv_diag_error(d, CV_E_QUEUE_BAD_URL, (cv_span){0}, "unknown queue backend '%s' (expected sqlite or kafka)",
                   scheme);
     return -1;
 }
@@ -192,7 +182,7 @@ int cv_queue_lease(cv_queue *q, const char *worker_id, int lease_seconds, int wa
         wait_ms > CV_QUEUE_WAIT_MAX_MS)
         return arg_error(d, "lease seconds must be 1..%d and wait 0..%d ms", CV_QUEUE_LEASE_MAX_S,
                          CV_QUEUE_WAIT_MAX_MS);
-    int64_t start = monotonic_ms();
+    int64_t start = cv_clock_mono_ms();
     int nap = 2;
     for (;;) {
         int rc = q->ops->lease(q, worker_id, lease_seconds, out, d);
@@ -209,7 +199,7 @@ int cv_queue_lease(cv_queue *q, const char *worker_id, int lease_seconds, int wa
             }
             continue;   /* poison dead-lettered: try the next job */
         }
-        int64_t left = wait_ms - (monotonic_ms() - start);
+        int64_t left = wait_ms - (cv_clock_mono_ms() - start);
         if (left <= 0)
             return 0;
         /* Short naps first so a burst of work is picked up quickly. */
@@ -246,7 +236,7 @@ int cv_queue_complete(cv_queue *q, const cv_lease *l, const void *result, size_t
     cv_result_msg r;
     int rc = cv_result_msg_decode(result, len, "result message", &r, d);
     if (rc == 0 && strcmp(r.job_id, l->job.job_id) != 0) {
-        cv_diag_error(d, E_MISMATCH, (cv_span){0}, "result for job '%s' completes the lease of '%s'",
+        cv_diag_error(d, CV_E_QUEUE_RESULT_MISMATCH, (cv_span){0}, "result for job '%s' completes the lease of '%s'",
                       r.job_id, l->job.job_id);
         rc = -1;
     }
@@ -360,7 +350,7 @@ int cv_queue_dead_letter_result(const char *job_id, int attempts, int code, cons
     cv_result_msg_init(&r);
     r.job_id = (char *)job_id;   /* borrowed; cleared before the free below */
     r.status = CV_RESULT_INFRA;
-    cv_diag_error(&r.diags, code == E_POISON ? E_POISON : E_DEAD, (cv_span){0},
+    cv_diag_error(&r.diags, code == CV_E_QUEUE_POISON_MESSAGE ? CV_E_QUEUE_POISON_MESSAGE : CV_E_QUEUE_DEAD_LETTER, (cv_span){0},
                   "dead-lettered after %d attempt%s: %s", attempts, attempts == 1 ? "" : "s",
                   reason);
     cv_diag scratch;
@@ -380,7 +370,7 @@ int cv_queue_dead_letter_result(const char *job_id, int attempts, int code, cons
 
 int cv_queue_lease_lost(const cv_lease *l, cv_diag *d)
 {
-    cv_diag_error(d, E_LEASE_LOST, (cv_span){0},
+    cv_diag_error(d, CV_E_QUEUE_LEASE_LOST, (cv_span){0},
                   "lease on job '%s' (attempt %d) is lost: it expired and went to another "
                   "worker, or the job is finished",
                   l->job.job_id ? l->job.job_id : "?", l->attempt);

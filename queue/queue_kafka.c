@@ -35,8 +35,6 @@
 #include "common/log.h"
 #include "queue/queue_kafka_internal.h"
 
-enum { E_DUP = 9211, E_DEAD = 9208, E_POISON = 9212 };
-
 static kq_queue *kq(cv_queue *q) { return (kq_queue *)q; }
 
 /* ---- partitions and slots */
@@ -181,7 +179,7 @@ static int make_consumer(kq_queue *q, cv_diag *d)
     q->workers = cv_rdkafka()->new(RD_KAFKA_CONSUMER, c, err, sizeof err);
     if (!q->workers) {
         cv_rdkafka()->conf_destroy(c);
-        cv_diag_error(d, KQ_E_CLIENT, (cv_span){0}, "cannot create a Kafka consumer: %s", err);
+        cv_diag_error(d, CV_E_KAFKA_CLIENT, (cv_span){0}, "cannot create a Kafka consumer: %s", err);
         return -1;
     }
     cv_rdkafka()->poll_set_consumer(q->workers);
@@ -193,7 +191,7 @@ static int make_consumer(kq_queue *q, cv_diag *d)
         return 0;
     cv_rdkafka()->destroy(q->workers);   /* the next lease tries again */
     q->workers = NULL;
-    return cv_kq_error(d, KQ_E_CONSUME, "cannot join the Kafka worker group", e);
+    return cv_kq_error(d, CV_E_KAFKA_CONSUME, "cannot join the Kafka worker group", e);
 }
 
 /* Takes the message into a slot and pauses its partition. */
@@ -234,13 +232,13 @@ static int pump(kq_queue *q, int wait_ms, cv_diag *d)
             if (add_slot(q, m) == 0)
                 continue;
             cv_rdkafka()->message_destroy(m);
-            cv_diag_error(d, KQ_E_CONSUME, (cv_span){0}, "out of memory holding a job");
+            cv_diag_error(d, CV_E_KAFKA_CONSUME, (cv_span){0}, "out of memory holding a job");
             return -1;
         }
         char fatal[256];
         if (cv_rdkafka()->fatal_error(q->workers, fatal, sizeof fatal)) {
             cv_rdkafka()->message_destroy(m);
-            cv_diag_error(d, KQ_E_FATAL, (cv_span){0}, "the Kafka consumer failed for good: %s",
+            cv_diag_error(d, CV_E_KAFKA_FATAL, (cv_span){0}, "the Kafka consumer failed for good: %s",
                           fatal);
             return -1;
         }
@@ -291,7 +289,7 @@ static int kq_open(const char *target, const cv_queue_opts *opts, cv_queue **out
 {
     kq_queue *q = calloc(1, sizeof *q);
     if (!q) {
-        cv_diag_error(d, KQ_E_CLIENT, (cv_span){0}, "out of memory opening the queue");
+        cv_diag_error(d, CV_E_KAFKA_CLIENT, (cv_span){0}, "out of memory opening the queue");
         return -1;
     }
     q->base.opts = *opts;
@@ -313,7 +311,7 @@ static int kq_open(const char *target, const cv_queue_opts *opts, cv_queue **out
     if (rc == 0)
         rc = cv_kq_topic_check(q->producer, q->topic_dlq, q->url.timeout_ms, &n_dlq, d);
     if (rc == 0 && n_results != 1) {
-        cv_diag_error(d, KQ_E_TOPIC, (cv_span){0},
+        cv_diag_error(d, CV_E_KAFKA_TOPIC, (cv_span){0},
                       "Kafka topic '%s' has %d partitions; it needs exactly one (its offsets "
                       "are the controller's cursor)", q->topic_results, n_results);
         rc = -1;
@@ -341,7 +339,7 @@ static int kq_enqueue(cv_queue *base, const cv_job_msg *job, const char *msg, si
         return 0;
     }
     if (cv_kq_map_get(&q->inflight_id, job->job_id)) {
-        cv_diag_error(d, E_DUP, (cv_span){0},
+        cv_diag_error(d, CV_E_QUEUE_DUPLICATE_JOB, (cv_span){0},
                       "job '%s' is already queued or leased with a different l2_key", job->job_id);
         return -1;
     }
@@ -381,7 +379,7 @@ static int bury(kq_queue *q, int i, int code, const char *reason, cv_diag *d)
     char *res = NULL;
     size_t res_len = 0;
     if (cv_queue_dead_letter_result(job_id, attempts, code, reason, &res, &res_len)) {
-        cv_diag_error(d, KQ_E_DELIVERY, (cv_span){0}, "cannot encode the dead letter of '%s'",
+        cv_diag_error(d, CV_E_KAFKA_DELIVERY_FAILED, (cv_span){0}, "cannot encode the dead letter of '%s'",
                       job_id);
         return -1;
     }
@@ -420,13 +418,13 @@ static int take_slot(kq_queue *q, int lease_seconds, cv_lease *out, cv_diag *d)
             return take_slot(q, lease_seconds, out, d);
         }
         if (s->attempt < 0) {
-            if (bury(q, i, E_POISON, "malformed " KQ_H_ATTEMPT " header", d) < 0)
+            if (bury(q, i, CV_E_QUEUE_POISON_MESSAGE, "malformed " KQ_H_ATTEMPT " header", d) < 0)
                 return -1;
             return take_slot(q, lease_seconds, out, d);
         }
         out->msg = malloc(s->m->len + 1);
         if (!out->msg) {
-            cv_diag_error(d, KQ_E_CONSUME, (cv_span){0}, "out of memory leasing a job");
+            cv_diag_error(d, CV_E_KAFKA_CONSUME, (cv_span){0}, "out of memory leasing a job");
             return -1;
         }
         if (s->m->len)
@@ -541,7 +539,7 @@ static int kq_fail(cv_queue *base, const cv_lease *l, cv_queue_fail_kind kind,
     }
     if (kind == CV_QUEUE_FAIL_INFRA && q->slots[i].attempt < q->base.opts.max_attempts)
         return retry(q, i, reason, d);
-    return bury(q, i, kind == CV_QUEUE_FAIL_POISON ? E_POISON : E_DEAD, reason, d) < 0 ? -1 : 1;
+    return bury(q, i, kind == CV_QUEUE_FAIL_POISON ? CV_E_QUEUE_POISON_MESSAGE : CV_E_QUEUE_DEAD_LETTER, reason, d) < 0 ? -1 : 1;
 }
 
 /* The group's coordinator notices dead workers and moves their partitions;

@@ -43,7 +43,7 @@ rd_kafka_t *cv_kq_producer_new(const kq_url *u, cv_diag *d)
     rd_kafka_t *rk = cv_rdkafka()->new(RD_KAFKA_PRODUCER, c, err, sizeof err);
     if (!rk) {
         cv_rdkafka()->conf_destroy(c);
-        cv_diag_error(d, KQ_E_CLIENT, (cv_span){0}, "cannot create a Kafka producer: %s", err);
+        cv_diag_error(d, CV_E_KAFKA_CLIENT, (cv_span){0}, "cannot create a Kafka producer: %s", err);
     }
     return rk;
 }
@@ -60,19 +60,19 @@ int cv_kq_topic_check(rd_kafka_t *rk, const char *topic, int timeout_ms, int *pa
 {
     rd_kafka_topic_t *t = cv_rdkafka()->topic_new(rk, topic, NULL);
     if (!t)
-        return cv_kq_error(d, KQ_E_CLIENT, "Kafka topic handle", cv_rdkafka()->last_error());
+        return cv_kq_error(d, CV_E_KAFKA_CLIENT, "Kafka topic handle", cv_rdkafka()->last_error());
     const struct rd_kafka_metadata *md = NULL;
     rd_kafka_resp_err_t err = cv_rdkafka()->metadata(rk, 0, t, &md, timeout_ms);
     cv_rdkafka()->topic_destroy(t);
     if (err) {
-        cv_diag_error(d, KQ_E_UNREACHABLE, (cv_span){0},
+        cv_diag_error(d, CV_E_KAFKA_UNREACHABLE, (cv_span){0},
                       "no Kafka broker answered within %d ms: %s", timeout_ms,
                       cv_rdkafka()->err2str(err));
         return -1;
     }
     int rc = 0;
     if (md->topic_cnt != 1 || md->topics[0].err || md->topics[0].partition_cnt < 1) {
-        cv_diag_error(d, KQ_E_TOPIC, (cv_span){0},
+        cv_diag_error(d, CV_E_KAFKA_TOPIC, (cv_span){0},
                       "Kafka topic '%s' is not available (%s); create it before starting cuvil "
                       "(see docs/scaling.md)",
                       topic, md->topic_cnt == 1 ? cv_rdkafka()->err2str(md->topics[0].err) : "no answer");
@@ -110,10 +110,10 @@ int cv_kq_produce_wait(rd_kafka_t *producer, kq_msg_out *msgs, int n, cv_diag *d
             continue;
         char fatal[256];
         if (cv_rdkafka()->fatal_error(producer, fatal, sizeof fatal))
-            cv_diag_error(d, KQ_E_FATAL, (cv_span){0},
+            cv_diag_error(d, CV_E_KAFKA_FATAL, (cv_span){0},
                           "the Kafka producer failed for good: %s; restart the process", fatal);
         else
-            cv_diag_error(d, KQ_E_DELIVERY, (cv_span){0}, "Kafka did not accept a message for "
+            cv_diag_error(d, CV_E_KAFKA_DELIVERY_FAILED, (cv_span){0}, "Kafka did not accept a message for "
                           "'%s': %s", msgs[i].topic, cv_rdkafka()->err2str(dr[i].err));
         return -1;
     }

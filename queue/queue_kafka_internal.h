@@ -12,12 +12,6 @@
 #include "queue/kafkalib.h"
 #include "queue/queue.h"
 
-enum {
-    KQ_E_URL = 9220, KQ_E_CONFIG = 9221, KQ_E_CLIENT = 9222, KQ_E_UNREACHABLE = 9223,
-    KQ_E_TOPIC = 9224, KQ_E_DELIVERY = 9225, KQ_E_FATAL = 9226, KQ_E_CONSUME = 9227,
-    KQ_E_OFFSET = 9228, KQ_E_QUERY = 9229, KQ_E_BAD_MESSAGE = 9230,
-};
-
 #define KQ_PREFIX_MAX 200          /* topic names stay under Kafka's 249 */
 #define KQ_PROPS_MAX 64            /* passed-through librdkafka settings */
 #define KQ_SEEN_MAX 65536          /* ids remembered per dedupe generation */

@@ -36,7 +36,7 @@ static int make_reader(kq_queue *q, cv_diag *d)
     q->reader = cv_rdkafka()->new(RD_KAFKA_CONSUMER, c, err, sizeof err);
     if (!q->reader) {
         cv_rdkafka()->conf_destroy(c);
-        cv_diag_error(d, KQ_E_CLIENT, (cv_span){0}, "cannot create a Kafka consumer: %s", err);
+        cv_diag_error(d, CV_E_KAFKA_CLIENT, (cv_span){0}, "cannot create a Kafka consumer: %s", err);
         return -1;
     }
     cv_rdkafka()->poll_set_consumer(q->reader);
@@ -44,7 +44,7 @@ static int make_reader(kq_queue *q, cv_diag *d)
     cv_rdkafka()->topic_partition_list_add(l, q->topic_results, 0)->offset = RD_KAFKA_OFFSET_STORED;
     rd_kafka_resp_err_t e = cv_rdkafka()->assign(q->reader, l);
     cv_rdkafka()->topic_partition_list_destroy(l);
-    return e ? cv_kq_error(d, KQ_E_CONSUME, "cannot read the results topic", e) : 0;
+    return e ? cv_kq_error(d, CV_E_KAFKA_CONSUME, "cannot read the results topic", e) : 0;
 }
 
 /* Forgets the in-flight entry of a job whose result arrived, so that the
@@ -71,7 +71,7 @@ static int take(kq_queue *q, const rd_kafka_message_t *m)
     if (rc) {
         const cv_diag_entry *e = cv_diag_get(&why, 1);
         cv_log_warn("kafka: CV%d: skipped a malformed result at %s@%lld: CV%04d %s",
-                    KQ_E_BAD_MESSAGE, q->topic_results, (long long)m->offset, e ? e->code : 0,
+                    CV_E_KAFKA_BAD_MESSAGE, q->topic_results, (long long)m->offset, e ? e->code : 0,
                     e ? e->msg : "");
     }
     cv_diag_free(&why);
@@ -128,7 +128,7 @@ static int fill(kq_queue *q, cv_diag *d)
             rc = take(q, m);
         cv_rdkafka()->message_destroy(m);
         if (rc < 0) {
-            cv_diag_error(d, KQ_E_CONSUME, (cv_span){0}, "out of memory reading results");
+            cv_diag_error(d, CV_E_KAFKA_CONSUME, (cv_span){0}, "out of memory reading results");
             return -1;
         }
     }
@@ -164,7 +164,7 @@ int cv_kq_poll_results(cv_queue *base, int64_t after_seq, int max, cv_queue_resu
     if (k < count) {
         cv_queue_results_free(*out, k);
         *out = NULL;
-        cv_diag_error(d, KQ_E_CONSUME, (cv_span){0}, "out of memory handing out results");
+        cv_diag_error(d, CV_E_KAFKA_CONSUME, (cv_span){0}, "out of memory handing out results");
         return -1;
     }
     *n = count;
@@ -189,7 +189,7 @@ int cv_kq_ack_results(cv_queue *base, int64_t upto_seq, cv_diag *d)
     if (!err)
         err = l->elems[0].err;
     cv_rdkafka()->topic_partition_list_destroy(l);
-    return err ? cv_kq_error(d, KQ_E_OFFSET, "cannot commit the results cursor", err) : 0;
+    return err ? cv_kq_error(d, CV_E_KAFKA_OFFSET, "cannot commit the results cursor", err) : 0;
 }
 
 /* ---- figures */
@@ -208,7 +208,7 @@ static int make_probe(kq_queue *q, rd_kafka_t **probe, const char *group, cv_dia
     *probe = cv_rdkafka()->new(RD_KAFKA_CONSUMER, c, err, sizeof err);
     if (!*probe) {
         cv_rdkafka()->conf_destroy(c);
-        cv_diag_error(d, KQ_E_CLIENT, (cv_span){0}, "cannot create a Kafka consumer: %s", err);
+        cv_diag_error(d, CV_E_KAFKA_CLIENT, (cv_span){0}, "cannot create a Kafka consumer: %s", err);
         return -1;
     }
     return 0;
@@ -233,7 +233,7 @@ static int backlog(kq_queue *q, rd_kafka_t *rk, const char *topic, int n, bool c
             *out += hi - from;
     }
     cv_rdkafka()->topic_partition_list_destroy(l);
-    return err ? cv_kq_error(d, KQ_E_QUERY, "cannot read Kafka offsets for the queue figures", err)
+    return err ? cv_kq_error(d, CV_E_KAFKA_QUERY, "cannot read Kafka offsets for the queue figures", err)
                : 0;
 }
 

@@ -37,7 +37,7 @@ static const char *const owned[] = {
 
 static int url_error(cv_diag *d, const char *what)
 {
-    cv_diag_error(d, KQ_E_URL, (cv_span){0}, "kafka queue URL: %s", what);
+    cv_diag_error(d, CV_E_KAFKA_BAD_URL, (cv_span){0}, "kafka queue URL: %s", what);
     return -1;
 }
 
@@ -128,7 +128,7 @@ static int add_param(kq_url *u, char *key, char *val, cv_diag *d)
     }
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
         if (strcmp(key, owned[i]) == 0) {
-            cv_diag_error(d, KQ_E_CONFIG, (cv_span){0},
+            cv_diag_error(d, CV_E_KAFKA_BAD_CONFIG, (cv_span){0},
                           "the Kafka setting '%s' is set by cuvil and cannot be passed through",
                           key);
             return -1;
@@ -277,7 +277,7 @@ static int conf_set(rd_kafka_conf_t *c, const char *key, const char *val, cv_dia
     char err[256];
     if (cv_rdkafka()->conf_set(c, key, val, err, sizeof err) == RD_KAFKA_CONF_OK)
         return 0;
-    cv_diag_error(d, KQ_E_CONFIG, (cv_span){0}, "Kafka setting '%.100s' rejected: %s", key, err);
+    cv_diag_error(d, CV_E_KAFKA_BAD_CONFIG, (cv_span){0}, "Kafka setting '%.100s' rejected: %s", key, err);
     return -1;
 }
 

@@ -20,11 +20,6 @@
 #include <string.h>
 #include <time.h>
 
-enum {
-    E_URL = 9201, E_OPEN = 9202, E_SCHEMA = 9203, E_STORAGE = 9204, E_BUSY = 9205,
-    E_DEAD = 9208, E_DUP = 9211, E_POISON = 9212,
-};
-
 #define MAX_STMTS 40
 
 typedef struct sq_queue {
@@ -136,7 +131,7 @@ static const char SQL_WORKERS[] = "SELECT id, job_id, started_ms, beat_ms, jobs_
 static int db_error(sq_queue *q, int rc, const char *what, cv_diag *d)
 {
     int prim = rc & 0xff;
-    int code = (prim == SQLITE_BUSY || prim == SQLITE_LOCKED) ? E_BUSY : E_STORAGE;
+    int code = (prim == SQLITE_BUSY || prim == SQLITE_LOCKED) ? CV_E_QUEUE_BUSY : CV_E_QUEUE_STORAGE;
     cv_diag_error(d, code, (cv_span){.file = q->path}, "queue %s: %s", what,
                   q->db ? sqlite3_errmsg(q->db) : sqlite3_errstr(rc));
     return -1;
@@ -283,7 +278,7 @@ static int migrate(sq_queue *q, cv_diag *d)
             db_error(q, sqlite3_errcode(q->db), "read schema version", d);
     }
     if (rc == 0 && v > SCHEMA_VERSION) {
-        cv_diag_error(d, E_SCHEMA, (cv_span){.file = q->path},
+        cv_diag_error(d, CV_E_QUEUE_SCHEMA, (cv_span){.file = q->path},
                       "queue schema version %lld is newer than this cuvil understands (%d)",
                       (long long)v, SCHEMA_VERSION);
         rc = -1;
@@ -336,19 +331,19 @@ static int sq_open(const char *target, const cv_queue_opts *opts, cv_queue **out
     /* sqlite:PATH, or sqlite:///abs/path as URL-minded people write it. */
     const char *path = strncmp(target, "//", 2) == 0 ? target + 2 : target;
     if (!path[0]) {
-        cv_diag_error(d, E_URL, (cv_span){0}, "sqlite queue URL needs a path: sqlite:PATH");
+        cv_diag_error(d, CV_E_QUEUE_BAD_URL, (cv_span){0}, "sqlite queue URL needs a path: sqlite:PATH");
         return -1;
     }
     sq_queue *q = calloc(1, sizeof *q);
     if (!q || !(q->path = strdup(path))) {
         free(q);
-        cv_diag_error(d, E_OPEN, (cv_span){0}, "out of memory opening the queue");
+        cv_diag_error(d, CV_E_QUEUE_OPEN_FAILED, (cv_span){0}, "out of memory opening the queue");
         return -1;
     }
     q->base.opts = *opts;
     int rc = sqlite3_open_v2(path, &q->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
     if (rc != SQLITE_OK) {
-        cv_diag_error(d, E_OPEN, (cv_span){.file = path}, "cannot open queue database: %s",
+        cv_diag_error(d, CV_E_QUEUE_OPEN_FAILED, (cv_span){.file = path}, "cannot open queue database: %s",
                       q->db ? sqlite3_errmsg(q->db) : sqlite3_errstr(rc));
         sq_close(&q->base);
         return -1;
@@ -384,7 +379,7 @@ static int sq_enqueue(cv_queue *base, const cv_job_msg *job, const char *msg, si
     if (rc == 0)
         rc = query_int(q, d, &dup, SQL_ACTIVE_BY_ID, "t", job->job_id);
     if (rc == 1) {
-        cv_diag_error(d, E_DUP, (cv_span){.file = q->path},
+        cv_diag_error(d, CV_E_QUEUE_DUPLICATE_JOB, (cv_span){.file = q->path},
                       "job '%s' is already queued or leased with a different l2_key", job->job_id);
         rc = -1;
     }
@@ -412,7 +407,7 @@ static int bury(sq_queue *q, int64_t id, const char *job_id, int attempt, int co
     char *res = NULL;
     size_t len = 0;
     if (cv_queue_dead_letter_result(job_id, attempt, code, reason, &res, &len)) {
-        cv_diag_error(d, E_STORAGE, (cv_span){0}, "cannot encode the dead letter of '%s'", job_id);
+        cv_diag_error(d, CV_E_QUEUE_STORAGE, (cv_span){0}, "cannot encode the dead letter of '%s'", job_id);
         return -1;
     }
     int rc = exec_bind(q, d, SQL_DEAD_LETTER, "tii", reason, now, id);
@@ -438,7 +433,7 @@ static int retry_or_bury(sq_queue *q, int64_t id, cv_queue_fail_kind kind, const
     int attempt = sqlite3_column_int(st, 1);
     sqlite3_reset(st);
     if (kind == CV_QUEUE_FAIL_POISON || attempt >= q->base.opts.max_attempts) {
-        int code = kind == CV_QUEUE_FAIL_POISON ? E_POISON : E_DEAD;
+        int code = kind == CV_QUEUE_FAIL_POISON ? CV_E_QUEUE_POISON_MESSAGE : CV_E_QUEUE_DEAD_LETTER;
         return bury(q, id, job_id, attempt, code, reason, now, d) < 0 ? -1 : 1;
     }
     int64_t at = now + backoff_ms(&q->base.opts, attempt);

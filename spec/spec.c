@@ -103,7 +103,7 @@ static int doc_kind(spec_walk *w, const json_t *root, cv_spec_kind *k)
     const json_t *kind = json_object_get(root, "kind");
     cv_span sp = member_span(w->doc, "/kind", false);
     if (!kind)
-        return spec_error(w, CV_E_SPEC_MISSING, doc_span(w->doc),
+        return spec_error(w, CV_E_SPEC_MISSING_FIELD, doc_span(w->doc),
                           "the document lacks the required field 'kind' (%s or %s)",
                           spec_kind_names[0], spec_kind_names[1]);
     const char *s = json_string_value(kind);
@@ -114,9 +114,9 @@ static int doc_kind(spec_walk *w, const json_t *root, cv_spec_kind *k)
         }
     }
     if (!s)
-        return spec_error(w, CV_E_SPEC_TYPE, sp, "kind must be a string");
+        return spec_error(w, CV_E_SPEC_FIELD_TYPE, sp, "kind must be a string");
     const char *hint = cv_str_suggest(s, spec_kind_names);
-    return spec_error(w, CV_E_SPEC_KIND, sp, "unknown kind '%s'%s%s%s (expected %s or %s)", s,
+    return spec_error(w, CV_E_SPEC_UNKNOWN_KIND, sp, "unknown kind '%s'%s%s%s (expected %s or %s)", s,
                       hint ? "; did you mean '" : "", hint ? hint : "", hint ? "'?" : "",
                       spec_kind_names[0], spec_kind_names[1]);
 }
@@ -131,7 +131,7 @@ static void cluster_rules(spec_walk *w, const json_t *root)
     bool kafka = strcmp(kind, "kafka") == 0;
     if (kafka && !json_object_get(q, "brokers")) {
         snprintf(w->path, sizeof w->path, "spec.queue");
-        spec_error(w, CV_E_SPEC_MISSING, member_span(w->doc, "/spec/queue", false),
+        spec_error(w, CV_E_SPEC_MISSING_FIELD, member_span(w->doc, "/spec/queue", false),
                    "spec.queue of kind kafka lacks the required field 'brokers'");
     }
     static const char *const kafka_only[] = {"brokers", "topicPrefix"};
@@ -164,7 +164,7 @@ static int check_doc(cv_spec_set *s, int file, const cv_yaml_doc *doc, cv_diag *
     spec_walk w = {.doc = doc, .d = d};
     cv_spec_kind kind = CV_SPEC_PIPELINE;
     if (!json_is_object(doc->root))
-        return spec_error(&w, CV_E_SPEC_TYPE, doc_span(doc),
+        return spec_error(&w, CV_E_SPEC_FIELD_TYPE, doc_span(doc),
                           "a spec document must be a mapping (apiVersion, kind, metadata, spec)");
     if (doc_kind(&w, doc->root, &kind))
         return -1;
@@ -175,7 +175,7 @@ static int check_doc(cv_spec_set *s, int file, const cv_yaml_doc *doc, cv_diag *
     spec_entry e = {.kind = kind, .doc = doc, .file = file, .valid = w.errors == 0,
                     .name = name && cv_str_is_dns_label(name) ? name : NULL};
     if (add_entry(s, &e))
-        return spec_error(&w, CV_E_OOM, doc_span(doc), "out of memory");
+        return spec_error(&w, CV_E_OUT_OF_MEMORY, doc_span(doc), "out of memory");
     return w.errors ? -1 : 0;
 }
 
@@ -213,7 +213,7 @@ int cv_spec_set_add(cv_spec_set *s, const char *text, size_t len, const char *fi
     if (len > CV_SPEC_BYTES_MAX - s->bytes)
         cv_spec_too_large(dd, file, s->bytes + len);
     else if (!(f = keep_file(s, text, len, file, context)))
-        cv_diag_error(dd, CV_E_OOM, (cv_span){.file = file}, "out of memory");
+        cv_diag_error(dd, CV_E_OUT_OF_MEMORY, (cv_span){.file = file}, "out of memory");
     if (f) {
         s->bytes += len;
         if (cv_yaml_load_budget(f->text, len, f->name, &s->nodes_left, &f->docs, &f->n_docs,
@@ -231,7 +231,7 @@ int cv_spec_set_add(cv_spec_set *s, const char *text, size_t len, const char *fi
 
 void cv_spec_too_large(cv_diag *d, const char *file, size_t total)
 {
-    cv_diag_error(d, CV_E_SPEC_TOTAL, (cv_span){.file = file},
+    cv_diag_error(d, CV_E_SPEC_FILES_TOO_LARGE, (cv_span){.file = file},
                   "the spec files come to %zu bytes with %s; the limit is %zu in all", total,
                   file ? file : "this one", CV_SPEC_BYTES_MAX);
 }
@@ -273,7 +273,7 @@ static int check_names(cv_spec_set *s, cv_diag *d)
             char msg[160];
             snprintf(msg, sizeof msg, "a repository defines one CuvilBuildCluster; this is #%d",
                      clusters);
-            rc = entry_error(s, e, CV_E_SPEC_CLUSTERS, member_span(e->doc, "/kind", false), "kind",
+            rc = entry_error(s, e, CV_E_SPEC_MULTIPLE_CLUSTERS, member_span(e->doc, "/kind", false), "kind",
                              d, msg);
         }
     }
@@ -286,7 +286,7 @@ static int check_names(cv_spec_set *s, cv_diag *d)
         spec_entry *other = dup == v[i] ? v[i - 1] : v[i];
         char msg[256];
         snprintf(msg, sizeof msg, "%s '%s' is defined twice", spec_kind_names[dup->kind], dup->name);
-        if (entry_error(s, dup, CV_E_SPEC_DUP_NAME, member_span(dup->doc, "/metadata/name", false),
+        if (entry_error(s, dup, CV_E_SPEC_DUPLICATE_NAME, member_span(dup->doc, "/metadata/name", false),
                         "metadata.name", d, msg) && !s->files[dup->file].context) {
             cv_diag_note(d, d->n, "also defined at %s:%d:%d", other->doc->file, other->doc->line,
                          other->doc->col);
@@ -407,7 +407,7 @@ static int check_merged(cv_spec_set *s, spec_entry *e, cv_diag *d)
         char msg[256];
         snprintf(msg, sizeof msg, "pipeline '%s' has no '%s'%s", e->name, needed[i],
                  str_at(e->doc->root, "spec", "extends") ? " (nor do its bases)" : "");
-        rc = entry_error(s, e, CV_E_SPEC_MISSING, member_span(e->doc, "/spec", true), "spec", d,
+        rc = entry_error(s, e, CV_E_SPEC_MISSING_FIELD, member_span(e->doc, "/spec", true), "spec", d,
                          msg);
     }
     return rc;
@@ -444,7 +444,7 @@ static int convert(cv_spec_set *s, cv_diag *d)
     qsort(s->pipelines, (size_t)s->n_pipelines, sizeof *s->pipelines, cmp_pipeline);
     return 0;
 oom:
-    cv_diag_error(d, CV_E_OOM, (cv_span){0}, "out of memory converting specs");
+    cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory converting specs");
     return -1;
 }
 
@@ -543,7 +543,7 @@ int cv_spec_validate_file(const char *path, cv_diag *d)
 {
     cv_spec_set *s = cv_spec_set_new();
     if (!s) {
-        cv_diag_error(d, CV_E_OOM, (cv_span){.file = path}, "out of memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){.file = path}, "out of memory");
         return -1;
     }
     add_siblings(s, path, d);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/invariant.h"
 #include "common/jsonutil.h"
 
 typedef struct conv {
@@ -26,8 +27,10 @@ static int64_t duration(const json_t *obj, const char *key, int64_t dflt)
 {
     int64_t ms = dflt;
     const char *v = json_string_value(json_object_get(obj, key));
-    if (v)
-        cv_spec_parse_duration(v, &ms);
+    if (v) {
+        int rc = cv_spec_parse_duration(v, &ms);
+        CV_ASSERT_RET(NULL, rc == 0, dflt); /* the walker checked it */
+    }
     return ms;
 }
 
@@ -35,8 +38,10 @@ static uint64_t size(const json_t *obj, const char *key)
 {
     uint64_t b = 0;
     const char *v = json_string_value(json_object_get(obj, key));
-    if (v)
-        cv_spec_parse_size(v, &b);
+    if (v) {
+        int rc = cv_spec_parse_size(v, &b);
+        CV_ASSERT_RET(NULL, rc == 0, 0); /* the walker checked it */
+    }
     return b;
 }
 

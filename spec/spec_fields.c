@@ -34,7 +34,7 @@ static int check_name(spec_walk *w, const spec_field *f, const char *s, cv_span 
 {
     if (cv_str_is_dns_label(s))
         return 0;
-    return spec_error(w, CV_E_SPEC_NAME, sp,
+    return spec_error(w, CV_E_SPEC_BAD_NAME, sp,
                       "%s '%s' is not a valid name: use lowercase letters, digits and '-' "
                       "(at most %d, starting and ending with a letter or digit)",
                       w->path, s, CV_SPEC_NAME_MAX);
@@ -45,18 +45,18 @@ static int check_glob(spec_walk *w, const spec_field *f, const char *s, cv_span 
     const char *why;
     if (cv_glob_check(s, &why) == 0)
         return 0;
-    return spec_error(w, CV_E_SPEC_GLOB, sp, "%s: bad glob '%s': %s", w->path, s, why);
+    return spec_error(w, CV_E_SPEC_BAD_GLOB, sp, "%s: bad glob '%s': %s", w->path, s, why);
 }
 
 static int check_duration(spec_walk *w, const spec_field *f, const char *s, cv_span sp)
 {
     int64_t ms;
     if (cv_spec_parse_duration(s, &ms))
-        return spec_error(w, CV_E_SPEC_DURATION, sp,
+        return spec_error(w, CV_E_SPEC_BAD_DURATION, sp,
                           "%s: '%s' is not a duration (write e.g. 60s, 10m, 1h30m; units ms s m h)",
                           w->path, s);
     if (ms < f->min || ms > f->max)
-        return spec_error(w, CV_E_SPEC_RANGE, sp, "%s: %s is outside %llds to %lldh", w->path, s,
+        return spec_error(w, CV_E_SPEC_OUT_OF_RANGE, sp, "%s: %s is outside %llds to %lldh", w->path, s,
                           (long long)(f->min / SECOND), (long long)(f->max / 3600000));
     return 0;
 }
@@ -66,14 +66,14 @@ static int check_size(spec_walk *w, const spec_field *f, const char *s, cv_span 
     uint64_t b;
     if (cv_spec_parse_size(s, &b) == 0)
         return 0;
-    return spec_error(w, CV_E_SPEC_SIZE, sp,
+    return spec_error(w, CV_E_SPEC_BAD_SIZE, sp,
                       "%s: '%s' is not a size (write e.g. 20Gi or 500M; units k M G T P, "
                       "Ki Mi Gi Ti Pi)", w->path, s);
 }
 
 static int url_error(spec_walk *w, const char *s, const char *why, cv_span sp)
 {
-    return why ? spec_error(w, CV_E_SPEC_URL, sp, "%s: '%s': %s", w->path, s, why) : 0;
+    return why ? spec_error(w, CV_E_SPEC_BAD_URL, sp, "%s: '%s': %s", w->path, s, why) : 0;
 }
 
 static int check_git_url(spec_walk *w, const spec_field *f, const char *s, cv_span sp)
@@ -94,12 +94,12 @@ static int check_ref(spec_walk *w, const spec_field *f, const char *s, cv_span s
 {
     if (cv_str_is_ref_name(s))
         return 0;
-    return spec_error(w, CV_E_SPEC_REF, sp, "%s: '%s' is not a valid git ref name", w->path, s);
+    return spec_error(w, CV_E_SPEC_BAD_REF, sp, "%s: '%s' is not a valid git ref name", w->path, s);
 }
 
 static int address_error(spec_walk *w, const char *s, const char *why, cv_span sp)
 {
-    return why ? spec_error(w, CV_E_SPEC_ADDRESS, sp, "%s: '%s': %s", w->path, s, why) : 0;
+    return why ? spec_error(w, CV_E_SPEC_BAD_ADDRESS, sp, "%s: '%s': %s", w->path, s, why) : 0;
 }
 
 static int check_brokers(spec_walk *w, const spec_field *f, const char *s, cv_span sp)
@@ -121,7 +121,7 @@ static int check_topic(spec_walk *w, const spec_field *f, const char *s, cv_span
              (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '_' || s[i] == '-';
     if (ok)
         return 0;
-    return spec_error(w, CV_E_SPEC_STRING, sp,
+    return spec_error(w, CV_E_SPEC_BAD_STRING, sp,
                       "%s: Kafka topic names use letters, digits, '.', '_' and '-' (at most 200)",
                       w->path);
 }
@@ -155,7 +155,7 @@ static const spec_field workers[] = {
     END,
 };
 static const spec_field queue[] = {
-    STR("kind", .required = true, .values = queue_kinds, .code = CV_E_SPEC_ENUM),
+    STR("kind", .required = true, .values = queue_kinds, .code = CV_E_SPEC_BAD_ENUM),
     STR("brokers", .check = check_brokers),
     STR("topicPrefix", .check = check_topic),
     END,
@@ -178,12 +178,12 @@ static const spec_field cluster_spec[] = {
 
 static const spec_field glob_item = {.type = SK_STRING, .check = check_glob};
 static const spec_field target_item = {.type = SK_STRING, .values = targets,
-                                       .code = CV_E_SPEC_TARGET};
+                                       .code = CV_E_SPEC_UNKNOWN_TARGET};
 static const spec_field precision_item = {.type = SK_STRING, .values = spec_precision_names,
-                                          .code = CV_E_SPEC_PRECISION};
+                                          .code = CV_E_SPEC_UNKNOWN_PRECISION};
 static const spec_field calibration[] = {
     STR("data", .required = true, .check = check_glob),
-    STR("method", .values = calibration_methods, .code = CV_E_SPEC_ENUM),
+    STR("method", .values = calibration_methods, .code = CV_E_SPEC_BAD_ENUM),
     END,
 };
 /* models, targets and precisions are required after merging the bases
@@ -193,7 +193,7 @@ static const spec_field pipeline_spec[] = {
     {.name = "models", .type = SK_LIST, .nonempty = true, .item = &glob_item},
     {.name = "targets", .type = SK_LIST, .nonempty = true, .item = &target_item},
     {.name = "precisions", .type = SK_LIST, .nonempty = true, .item = &precision_item},
-    STR("optLevel", .values = spec_opt_level_names, .code = CV_E_SPEC_OPT),
+    STR("optLevel", .values = spec_opt_level_names, .code = CV_E_SPEC_BAD_OPT_LEVEL),
     {.name = "calibration", .type = SK_OBJECT, .members = calibration},
     END,
 };
@@ -202,7 +202,7 @@ static const spec_field pipeline_spec[] = {
     {                                                                                         \
         STR("apiVersion", .required = true, .values = api_versions,                          \
             .code = CV_E_SPEC_API_VERSION),                                                   \
-        STR("kind", .required = true, .values = spec_kind_names, .code = CV_E_SPEC_KIND),     \
+        STR("kind", .required = true, .values = spec_kind_names, .code = CV_E_SPEC_UNKNOWN_KIND),     \
         {.name = "metadata", .type = SK_OBJECT, .required = true, .members = metadata},       \
         {.name = "spec", .type = SK_OBJECT, .required = true, .members = spec_table}, END,    \
     }

@@ -84,7 +84,7 @@ static int type_error(spec_walk *w, const spec_field *f, const json_t *v, cv_spa
         hint = " (quote it, or add its unit: \"60s\", \"20Gi\")";
     else if (f->type == SK_STRING && json_is_boolean(v))
         hint = " (quote it: YAML reads yes/no/true/false as booleans)";
-    return spec_error(w, CV_E_SPEC_TYPE, sp, "%s must be %s, not %s%s",
+    return spec_error(w, CV_E_SPEC_FIELD_TYPE, sp, "%s must be %s, not %s%s",
                       w->path[0] ? w->path : "the document", field_kind(f), json_kind(v), hint);
 }
 
@@ -94,12 +94,12 @@ static int walk_string(spec_walk *w, const spec_field *f, const char *s, cv_span
 {
     size_t n = strlen(s);
     if (n == 0)
-        return spec_error(w, CV_E_SPEC_STRING, sp, "%s must not be empty", w->path);
+        return spec_error(w, CV_E_SPEC_BAD_STRING, sp, "%s must not be empty", w->path);
     if (n > CV_SPEC_STR_MAX)
-        return spec_error(w, CV_E_SPEC_STRING, sp, "%s is %zu bytes long; the limit is %d",
+        return spec_error(w, CV_E_SPEC_BAD_STRING, sp, "%s is %zu bytes long; the limit is %d",
                           w->path, n, CV_SPEC_STR_MAX);
     if (!cv_str_is_clean_text(s))
-        return spec_error(w, CV_E_SPEC_STRING, sp, "%s holds a control character", w->path);
+        return spec_error(w, CV_E_SPEC_BAD_STRING, sp, "%s holds a control character", w->path);
     if (f->values) {
         for (const char *const *v = f->values; *v; v++)
             if (strcmp(*v, s) == 0)
@@ -123,7 +123,7 @@ static int walk_list(spec_walk *w, const spec_field *f, const json_t *arr, cv_sp
     if (n == 0 && f->nonempty)
         return spec_error(w, CV_E_SPEC_EMPTY_LIST, sp, "%s needs at least one item", w->path);
     if (n > CV_SPEC_LIST_MAX)
-        return spec_error(w, CV_E_SPEC_STRING, sp, "%s has %zu items; the limit is %d", w->path, n,
+        return spec_error(w, CV_E_SPEC_BAD_STRING, sp, "%s has %zu items; the limit is %d", w->path, n,
                           CV_SPEC_LIST_MAX);
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
@@ -136,7 +136,7 @@ static int walk_list(spec_walk *w, const spec_field *f, const json_t *arr, cv_sp
             if (json_equal(json_array_get(arr, j), item)) {
                 cv_span first = sp;
                 cv_yaml_item_span(w->doc, arr, j, &first);
-                irc = spec_error(w, CV_E_SPEC_DUP_ITEM, isp, "%s: '%s' is listed twice",
+                irc = spec_error(w, CV_E_SPEC_DUPLICATE_ITEM, isp, "%s: '%s' is listed twice",
                                  w->path, json_string_value(item));
                 cv_diag_note(w->d, w->d->n, "first listed at %d:%d", first.line, first.col);
             }
@@ -172,7 +172,7 @@ static int walk_value(spec_walk *w, const spec_field *f, const json_t *v, cv_spa
     case SK_INT: {
         json_int_t i = json_integer_value(v);
         if (i < f->min || i > f->max)
-            return spec_error(w, CV_E_SPEC_RANGE, sp, "%s is %lld; allowed: %lld to %lld", w->path,
+            return spec_error(w, CV_E_SPEC_OUT_OF_RANGE, sp, "%s is %lld; allowed: %lld to %lld", w->path,
                               (long long)i, (long long)f->min, (long long)f->max);
         return 0;
     }
@@ -237,7 +237,7 @@ int spec_walk_object(spec_walk *w, const spec_field *members, const json_t *obj,
     }
     for (const spec_field *m = members; m->name; m++) {
         if (m->required && !json_object_get(obj, m->name))
-            rc |= spec_error(w, CV_E_SPEC_MISSING, sp, "%s%slacks the required field '%s'",
+            rc |= spec_error(w, CV_E_SPEC_MISSING_FIELD, sp, "%s%slacks the required field '%s'",
                              w->path, w->path[0] ? " " : "the document ", m->name);
     }
     return rc ? -1 : 0;

@@ -254,7 +254,7 @@ int cv_symmap_parse(const char *text, size_t len, const char *name, cv_symmap *m
     int rc = json_is_object(j) ? read_map(&r, j) : (r.bad = "top level", -1);
     json_decref(j);
     if (rc) {
-        cv_diag_error(d, 5200, (cv_span){.file = name}, "%s is not a Cuvil symbol map (bad %s)",
+        cv_diag_error(d, CV_E_SYMBOLS_BAD_MAP, (cv_span){.file = name}, "%s is not a Cuvil symbol map (bad %s)",
                       name, r.bad ? r.bad : "allocation");
         cv_symmap_free(m);
     }
@@ -279,7 +279,7 @@ static char *map_path(const char *dir, cv_diag *d)
             snprintf(file, sizeof file, "%s.cvsym", name);
             path = cv_fs_join(dir, file);
         } else {
-            cv_diag_error(d, 5201, (cv_span){.file = mpath}, "%s names no artifact", mpath);
+            cv_diag_error(d, CV_E_SYMBOLS_NO_MAP, (cv_span){.file = mpath}, "%s names no artifact", mpath);
         }
     }
     json_decref(man);
@@ -300,7 +300,7 @@ int cv_symmap_load(const char *path, cv_symmap *m, cv_diag *d)
     int rc = cv_fs_read_file(file, MAX_TEXT, &text, &len, &quiet);
     cv_diag_free(&quiet);
     if (rc)
-        cv_diag_error(d, 5201, (cv_span){.file = file}, "%s has no symbol map (%s); artifacts "
+        cv_diag_error(d, CV_E_SYMBOLS_NO_MAP, (cv_span){.file = file}, "%s has no symbol map (%s); artifacts "
                       "made before symbol maps existed have none: compile again", path, file);
     else
         rc = cv_symmap_parse(text, len, file, m, d);

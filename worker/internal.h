@@ -10,22 +10,6 @@
 #include "common/strbuf.h"
 #include "worker/worker.h"
 
-/* Diagnostic codes of worker/ (registered in common/diag_codes.c). */
-enum {
-    CV_E_WORKER_CRASH = 9301,    /* the compile child died of a signal */
-    CV_E_WORKER_EXIT = 9302,     /* it exited without a result */
-    CV_E_WORKER_TIMEOUT = 9303,  /* it ran past the job's wall-clock limit */
-    CV_E_WORKER_CPU = 9304,      /* it ran past its CPU-time limit */
-    CV_E_WORKER_OOM = 9305,      /* it ran out of memory */
-    CV_E_WORKER_MODEL = 9306,    /* the job's model cannot be found */
-    CV_E_WORKER_DIGEST = 9307,   /* the model found differs from the job's digest */
-    CV_E_WORKER_SPAWN = 9308,    /* fork, pipe, scratch directory failed */
-    CV_E_WORKER_RESULT = 9309,   /* the child's result message was malformed */
-    CV_E_WORKER_ARGS = 9310,     /* bad worker options (URL, limits) */
-    CV_E_BUILD_ARTIFACT = 9312,  /* the backend's artifact directory is unusable */
-    CV_E_WORKER_KILLED = 9316,   /* SIGKILLed by someone else, with no sign of OOM */
-};
-
 /* ---- sandbox.c */
 
 typedef enum {

@@ -43,7 +43,7 @@ static void fault_oom(cv_diag *d)
             break;
         memset(p, 1, chunk);    /* kept on purpose: the child is about to end */
     }
-    cv_diag_error(d, 9002, (cv_span){0}, "out of memory");
+    cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
 }
 
 static void provoke(cv_test_fault f, cv_diag *d)
@@ -89,7 +89,7 @@ static int find_model(const cv_wk_job_ctx *j, char **path, cv_diag *d)
         return o->fetch(o->fetch_ctx, job, path, d);
     char *base = models_base(o, job);
     if (!base) {
-        cv_diag_error(d, CV_E_WORKER_MODEL, (cv_span){.file = job->model_path},
+        cv_diag_error(d, CV_E_WORKER_MODEL_MISSING, (cv_span){.file = job->model_path},
                       "revision '%s' does not name a commit, so its files cannot be found "
                       "under %s", job->revision, o->trees_dir);
         return -1;
@@ -100,7 +100,7 @@ static int find_model(const cv_wk_job_ctx *j, char **path, cv_diag *d)
     if (rc == 0 && access(*path, R_OK) != 0)
         rc = -1;
     if (rc)
-        cv_diag_error(d, CV_E_WORKER_MODEL, (cv_span){.file = job->model_path},
+        cv_diag_error(d, CV_E_WORKER_MODEL_MISSING, (cv_span){.file = job->model_path},
                       "model %s not found under %s", job->model_path, base);
     cv_diag_free(&scratch);
     free(base);
@@ -116,9 +116,9 @@ static int check_digest(cv_cache *c, const cv_job_msg *job, const char *path, cv
     cv_cache_digest_hex(&dg, hex);
     if (strcmp(hex, job->model_digest) == 0)
         return 0;
-    return cv_diag_error(d, CV_E_WORKER_DIGEST, (cv_span){.file = job->model_path},
-                         "model %s has digest %.12s..., the job was planned for %.12s...",
-                         job->model_path, hex, job->model_digest), -1;
+    return cv_diag_fail(d, CV_E_WORKER_MODEL_DIGEST, (cv_span){.file = job->model_path},
+                        "model %s has digest %.12s..., the job was planned for %.12s...",
+                        job->model_path, hex, job->model_digest);
 }
 
 /* What a failed build's diagnostics say about whose fault it is.  Cache
@@ -135,15 +135,15 @@ static cv_result_status classify(const cv_diag *d)
         if (e->sev != CV_SEV_ERROR)
             continue;
         errors = true;
-        if (e->code == 9002 || e->code == CV_E_WORKER_OOM)
+        if (e->code == CV_E_OUT_OF_MEMORY || e->code == CV_E_WORKER_OUT_OF_MEMORY)
             return CV_RESULT_OOM;
-        if (e->code == 9001)
+        if (e->code == CV_E_INTERNAL_ERROR)
             st = CV_RESULT_ICE;
         else if (st == CV_RESULT_FAILED &&
-                 (e->code == 9004 || e->code == 5040 /* backend plugin missing */ ||
+                 (e->code == CV_E_IO_ERROR || e->code == CV_E_BACKEND_UNAVAILABLE /* backend plugin missing */ ||
                   (e->code >= 9100 && e->code < 9300) ||
-                  e->code == CV_E_WORKER_MODEL || e->code == CV_E_WORKER_DIGEST ||
-                  e->code == CV_E_WORKER_SPAWN))
+                  e->code == CV_E_WORKER_MODEL_MISSING || e->code == CV_E_WORKER_MODEL_DIGEST ||
+                  e->code == CV_E_WORKER_SPAWN_FAILED))
             st = CV_RESULT_INFRA;
     }
     return !errors && cache_trouble ? CV_RESULT_INFRA : st;
@@ -192,9 +192,9 @@ static int compile_job(const cv_wk_job_ctx *j, cv_cache *c, const char *model,
                         .explain = j->o->explain, .no_output_on_hit = true, .scratch_out = true};
     char *root = job->calibration ? models_base(j->o, job) : NULL;
     if (job->calibration && !root)
-        return cv_diag_error(d, CV_E_WORKER_MODEL, (cv_span){.file = job->calibration},
-                             "revision '%s' does not name a commit, so its calibration data "
-                             "cannot be found", job->revision), -1;
+        return cv_diag_fail(d, CV_E_WORKER_MODEL_MISSING, (cv_span){.file = job->calibration},
+                            "revision '%s' does not name a commit, so its calibration data "
+                            "cannot be found", job->revision);
     cv_build_job_quant(job, root, &bo.quant);
     cv_build_result br;
     int rc = cv_build(c, &bo, &br, d);
@@ -206,7 +206,7 @@ static int compile_job(const cv_wk_job_ctx *j, cv_cache *c, const char *model,
     res->timings_ms[CV_TIMING_CODEGEN] = (int64_t)br.ms_codegen;
     res->timings_ms[CV_TIMING_UPLOAD] = (int64_t)br.ms_upload;
     if (rc == 0 && !br.artifact_manifest[0])
-        rc = cv_diag_error(d, CV_E_BUILD_ARTIFACT, (cv_span){.file = job->model_path},
+        rc = cv_diag_error(d, CV_E_BUILD_BAD_ARTIFACT, (cv_span){.file = job->model_path},
                            "the artifact of %s could not be stored in the cache",
                            job->model_path);
     if (rc == 0)
@@ -243,7 +243,7 @@ int cv_wk_job_body(void *ctx, int report_fd)
     if (rc == 0 && !cv_diag_has_errors(&d))
         rc = compile_job(j, c, model, &res, &d);
     if (batch && cv_wk_sync_hand_over(c, j->out_dir) != 0 && res.artifact_manifest[0])
-        cv_diag_error(&d, CV_E_BUILD_ARTIFACT, (cv_span){.file = j->lease->job.model_path},
+        cv_diag_error(&d, CV_E_BUILD_BAD_ARTIFACT, (cv_span){.file = j->lease->job.model_path},
                       "the artifact's files could not be synced to the cache's disk");
     res.status = rc == 0 && !cv_diag_has_errors(&d) ? CV_RESULT_OK : classify(&d);
     if (res.status != CV_RESULT_OK)
@@ -301,15 +301,15 @@ static void synthesise(const cv_lease *l, const cv_sb_outcome *so, const cv_work
     int id = 0;
     if (so->end == CV_SB_TIMEOUT) {
         res->status = CV_RESULT_TIMEOUT;
-        id = cv_diag_error(d, CV_E_WORKER_TIMEOUT, at, "the compile ran past its %lld ms limit "
+        id = cv_diag_error(d, CV_E_WORKER_JOB_TIMEOUT, at, "the compile ran past its %lld ms limit "
                            "and was killed", (long long)o->job_timeout_ms);
     } else if (so->end == CV_SB_CPU) {
         res->status = CV_RESULT_TIMEOUT;
-        id = cv_diag_error(d, CV_E_WORKER_CPU, at, "the compile ran past its %d s CPU-time "
+        id = cv_diag_error(d, CV_E_WORKER_CPU_LIMIT, at, "the compile ran past its %d s CPU-time "
                            "limit and was killed", o->cpu_limit_s);
     } else if (looks_oom(so->err_tail) || (killed && so->cgroup_oom)) {
         res->status = CV_RESULT_OOM;
-        id = cv_diag_error(d, CV_E_WORKER_OOM, at, "the compiler ran out of memory (peak "
+        id = cv_diag_error(d, CV_E_WORKER_OUT_OF_MEMORY, at, "the compiler ran out of memory (peak "
                            "resident %ld MiB)", so->maxrss_kb / 1024);
     } else if (killed) {
         /* Our own limits never SIGKILL without a trace (RLIMIT_AS fails
@@ -317,16 +317,16 @@ static void synthesise(const cv_lease *l, const cv_sb_outcome *so, const cv_work
          * pod or a host OOM kill outside the cgroup.  Not the model's
          * fault: retried. */
         res->status = CV_RESULT_INFRA;
-        id = cv_diag_error(d, CV_E_WORKER_KILLED, at, "the compiler was killed (SIGKILL) from "
+        id = cv_diag_error(d, CV_E_WORKER_COMPILER_KILLED, at, "the compiler was killed (SIGKILL) from "
                            "outside the worker, with no sign of running out of memory (peak "
                            "resident %ld MiB)", so->maxrss_kb / 1024);
     } else if (so->end == CV_SB_SIGNALED) {
         res->status = CV_RESULT_ICE;
-        id = cv_diag_error(d, CV_E_WORKER_CRASH, at, "the compiler crashed: signal %d (%s)",
+        id = cv_diag_error(d, CV_E_WORKER_COMPILER_CRASH, at, "the compiler crashed: signal %d (%s)",
                            so->code, strsignal(so->code));
     } else {
         res->status = CV_RESULT_ICE;
-        id = cv_diag_error(d, CV_E_WORKER_EXIT, at, "the compiler exited with status %d "
+        id = cv_diag_error(d, CV_E_WORKER_COMPILER_EXIT, at, "the compiler exited with status %d "
                            "without reporting a result", so->code);
     }
     note_tail(d, id, so->err_tail);
@@ -350,11 +350,11 @@ int cv_wk_job_result(const cv_lease *l, const cv_sb_outcome *so, const cv_worker
         res->job_id = strdup(l->job.job_id);
         if (!res->job_id) {
             cv_diag_free(&scratch);
-            return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
+            return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
         }
         if (malformed) {
             res->status = CV_RESULT_ICE;
-            int id = cv_diag_error(&res->diags, CV_E_WORKER_RESULT,
+            int id = cv_diag_error(&res->diags, CV_E_WORKER_BAD_RESULT,
                                    (cv_span){.file = l->job.model_path},
                                    "the compiler reported a malformed result");
             if (scratch.n)

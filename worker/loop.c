@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "worker/internal.h"
@@ -40,13 +41,6 @@ int cv_worker_handle_signals(void)
     return sigaction(SIGTERM, &sa, NULL) == 0 && sigaction(SIGINT, &sa, NULL) == 0 ? 0 : -1;
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Options with their defaults filled in. */
 typedef struct wopts {
     cv_worker_opts o;
@@ -59,12 +53,12 @@ static int fill_defaults(const cv_worker_opts *in, wopts *w, cv_diag *d)
     w->o = *in;
     cv_worker_opts *o = &w->o;
     if (!o->queue_url)
-        return cv_diag_error(d, CV_E_WORKER_ARGS, (cv_span){0}, "the worker needs a queue"), -1;
+        return cv_diag_fail(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){0}, "the worker needs a queue");
     if (o->lease_s < 0 || o->lease_s > CV_QUEUE_LEASE_MAX_S || o->poll_ms < 0 ||
         o->poll_ms > CV_QUEUE_WAIT_MAX_MS || o->job_timeout_ms < 0 || o->cpu_limit_s < 0 ||
         o->grace_ms < 0 || o->max_jobs < 0)
-        return cv_diag_error(d, CV_E_WORKER_ARGS, (cv_span){0},
-                             "a worker limit is negative or too large"), -1;
+        return cv_diag_fail(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){0},
+                            "a worker limit is negative or too large");
     o->lease_s = o->lease_s ? o->lease_s : 30;
     o->poll_ms = o->poll_ms ? o->poll_ms : 1000;
     o->job_timeout_ms = o->job_timeout_ms ? o->job_timeout_ms : 600000;
@@ -82,9 +76,9 @@ static int fill_defaults(const cv_worker_opts *in, wopts *w, cv_diag *d)
     w->scratch = o->scratch_dir ? o->scratch_dir : tmp && *tmp ? tmp : "/tmp";
     /* a scratch directory that cannot be made would dead-letter every job */
     if (cv_fs_mkdirs(w->scratch, 0755) != 0)
-        return cv_diag_error(d, CV_E_WORKER_ARGS, (cv_span){.file = w->scratch},
-                             "cannot create the scratch directory %s: %s", w->scratch,
-                             strerror(errno)), -1;
+        return cv_diag_fail(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){.file = w->scratch},
+                            "cannot create the scratch directory %s: %s", w->scratch,
+                            strerror(errno));
     return 0;
 }
 
@@ -99,8 +93,8 @@ static int check_cache(const cv_worker_opts *o, cv_diag *d)
     bool on = cv_cache_enabled(c);
     cv_cache_close(c);
     if (!on)
-        return cv_diag_error(d, CV_E_WORKER_ARGS, (cv_span){0}, "the cache is off "
-                             "(CUVIL_CACHE=off): a worker has nowhere to put artifacts"), -1;
+        return cv_diag_fail(d, CV_E_WORKER_BAD_OPTIONS, (cv_span){0}, "the cache is off "
+                            "(CUVIL_CACHE=off): a worker has nowhere to put artifacts");
     return 0;
 }
 
@@ -150,12 +144,12 @@ static int tick(void *ctx)
     tick_ctx *t = ctx;
     if (t->h->on && cv_wk_sync_done(&t->h->sync))
         held_finish(t->q, t->h, t->w, t->st);
-    int64_t now = mono_ms();
+    int64_t now = cv_clock_mono_ms();
     if (now - t->last_beat >= (int64_t)t->w->o.lease_s * 1000 / 3) {
         cv_diag hd;
         cv_diag_init(&hd);
         int rc = cv_queue_heartbeat(t->q, t->lease, t->w->o.lease_s, &hd);
-        bool lost = rc != 0 && hd.n && hd.v[0].code == 9206;
+        bool lost = rc != 0 && hd.n && hd.v[0].code == CV_E_QUEUE_LEASE_LOST;
         if (rc != 0)
             cv_log_warn("heartbeat for %s failed: %s", t->lease->job.job_id,
                         hd.n ? hd.v[0].msg : "?");
@@ -197,7 +191,7 @@ static void record(cv_queue *q, cv_lease *l, const cv_sb_outcome *so, const wopt
             st->by_status[res.status]++;
     }
     if (rc < 0) {
-        bool lost = d.n && d.v[d.n - 1].code == 9206;
+        bool lost = d.n && d.v[d.n - 1].code == CV_E_QUEUE_LEASE_LOST;
         st->lost += lost;
         st->errors += !lost;
         cv_log_warn("%s: %s", l->job.job_id, d.n ? d.v[d.n - 1].msg : "could not record");
@@ -302,7 +296,7 @@ static void run_job(cv_queue *q, cv_lease *l, const wopts *w, held *h, cv_worker
     cv_diag_init(&d);
     st->jobs++;
     if (!dir || !mkdtemp(dir)) {
-        cv_diag_error(&d, CV_E_WORKER_SPAWN, (cv_span){0}, "cannot make a scratch directory in "
+        cv_diag_error(&d, CV_E_WORKER_SPAWN_FAILED, (cv_span){0}, "cannot make a scratch directory in "
                       "%s: %s", w->scratch, strerror(errno));
         cv_queue_fail(q, l, CV_QUEUE_FAIL_INFRA, d.v[0].msg, NULL);
         st->errors++;
@@ -311,7 +305,7 @@ static void run_job(cv_queue *q, cv_lease *l, const wopts *w, held *h, cv_worker
         return;
     }
     cv_wk_job_ctx jc = {.o = &w->o, .lease = l, .out_dir = dir};
-    tick_ctx tc = {.q = q, .lease = l, .w = w, .h = h, .st = st, .last_beat = mono_ms()};
+    tick_ctx tc = {.q = q, .lease = l, .w = w, .h = h, .st = st, .last_beat = cv_clock_mono_ms()};
     cv_sb_spec spec = {.timeout_ms = w->o.job_timeout_ms, .cpu_limit_s = w->o.cpu_limit_s,
                        .memory_limit = w->o.memory_limit, .tick_ms = 100, .tick = tick,
                        .tick_ctx = &tc, .body = cv_wk_job_body, .body_ctx = &jc};
@@ -367,7 +361,7 @@ int cv_worker_run(const cv_worker_opts *opts, cv_worker_stats *st, cv_diag *d)
     cv_diag_free(&pd);
     int failures = 0, rc = 0;
     presence(q, w.id, NULL, false);
-    int64_t seen = mono_ms();
+    int64_t seen = cv_clock_mono_ms();
     held h = {0};
     while (!done(&w, st)) {
         cv_lease l;
@@ -397,14 +391,14 @@ int cv_worker_run(const cv_worker_opts *opts, cv_worker_stats *st, cv_diag *d)
         if (got == 0) {
             if (w.o.once)
                 break;
-            if (mono_ms() - seen >= PRESENCE_IDLE_MS) {
+            if (cv_clock_mono_ms() - seen >= PRESENCE_IDLE_MS) {
                 presence(q, w.id, NULL, false);
-                seen = mono_ms();
+                seen = cv_clock_mono_ms();
             }
             continue;
         }
         run_job(q, &l, &w, &h, st);
-        seen = mono_ms();
+        seen = cv_clock_mono_ms();
         cv_queue_lease_free(&l);
     }
     held_finish(q, &h, &w, st);

@@ -21,16 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "worker/internal.h"
 
 #define MAX_REPORT ((size_t)CV_MSG_MAX_BYTES)
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---------------------------------------------------------------- child */
 
@@ -215,12 +209,12 @@ static void kill_group(pid_t pid)
 
 static int wait_child(const cv_sb_spec *s, pid_t pid, watch *w, cv_sb_outcome *out)
 {
-    int64_t start = mono_ms(), next_tick = start + s->tick_ms;
+    int64_t start = cv_clock_mono_ms(), next_tick = start + s->tick_ms;
     int status = 0;
     struct rusage ru = {0};
     bool killed = false;
     for (;;) {
-        int64_t now = mono_ms();
+        int64_t now = cv_clock_mono_ms();
         if (!killed && s->timeout_ms > 0 && now - start >= s->timeout_ms) {
             kill_group(pid);
             killed = true;
@@ -253,7 +247,7 @@ static int wait_child(const cv_sb_spec *s, pid_t pid, watch *w, cv_sb_outcome *o
             return -1;
     }
     drain(w);
-    out->wall_ms = (double)(mono_ms() - start);
+    out->wall_ms = (double)(cv_clock_mono_ms() - start);
     out->maxrss_kb = ru.ru_maxrss;
     if (!killed && WIFEXITED(status)) {
         out->end = CV_SB_EXITED;
@@ -275,7 +269,7 @@ int cv_wk_sandbox_run(const cv_sb_spec *s, cv_sb_outcome *out, cv_diag *d)
         for (int i = 0; i < 2; i++)
             if (rep[i] >= 0)
                 close(rep[i]);
-        return cv_diag_error(d, CV_E_WORKER_SPAWN, (cv_span){0}, "pipe: %s", strerror(e)), -1;
+        return cv_diag_fail(d, CV_E_WORKER_SPAWN_FAILED, (cv_span){0}, "pipe: %s", strerror(e));
     }
     fflush(NULL);
     long long ooms_before = cgroup_oom_kills();
@@ -283,7 +277,7 @@ int cv_wk_sandbox_run(const cv_sb_spec *s, cv_sb_outcome *out, cv_diag *d)
     if (pid < 0) {
         int e = errno;
         close(rep[0]), close(rep[1]), close(err[0]), close(err[1]);
-        return cv_diag_error(d, CV_E_WORKER_SPAWN, (cv_span){0}, "fork: %s", strerror(e)), -1;
+        return cv_diag_fail(d, CV_E_WORKER_SPAWN_FAILED, (cv_span){0}, "fork: %s", strerror(e));
     }
     if (pid == 0) {
         close(rep[0]);
@@ -304,8 +298,8 @@ int cv_wk_sandbox_run(const cv_sb_spec *s, cv_sb_outcome *out, cv_diag *d)
         kill_group(pid);
         waitpid(pid, NULL, 0);
         free(w.report);
-        return cv_diag_error(d, CV_E_WORKER_SPAWN, (cv_span){0}, "waiting for the compile: %s",
-                             strerror(errno)), -1;
+        return cv_diag_fail(d, CV_E_WORKER_SPAWN_FAILED, (cv_span){0}, "waiting for the compile: %s",
+                            strerror(errno));
     }
     long long ooms_after = cgroup_oom_kills();
     out->cgroup_oom = ooms_before >= 0 && ooms_after > ooms_before;

@@ -61,7 +61,7 @@ int cv_archive_write(const char *path, const char *member, const void *obj, size
     cv_sb_add(&sb, obj, len);
     if (len & 1)
         cv_sb_putc(&sb, '\n');
-    int rc = sb.oom ? cv_diag_error(d, 9002, (cv_span){.file = path}, "out of memory"), -1
+    int rc = sb.oom ? cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){.file = path}, "out of memory"), -1
                     : cv_fs_write_replace(path, sb.buf, sb.len, d);
     cv_sb_free(&sb);
     return rc;

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/fs.h"
 #include "common/jsonutil.h"
 #include "compiler-core/backend/artifact_internal.h"
@@ -48,13 +49,6 @@ int cv_emit_parse(const char *list, unsigned *out)
         p += n + (p[n] == ',');
     }
     return *out ? 0 : -1;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 static void sha256_hex(const void *data, size_t len, char hex[65])
@@ -211,13 +205,13 @@ static int write_library(writer *w, const cv_kprog *p, const cv_llvm_out *lo, un
     }
     if (!(emit & CV_EMIT_SO))
         return 0;
-    double t0 = now_ms();
+    double t0 = cv_clock_mono_ms_f();
     char so[200];
     snprintf(so, sizeof so, "lib%s.so", p->name);
     char *objp = cv_fs_join(w->dir, obj), *sop = cv_fs_join(w->dir, so);
     bool missing = false;
     int rc = cv_link_shared(lo->linker, objp, sop, so, w->d, &missing);
-    info->ms_link = now_ms() - t0;
+    info->ms_link = cv_clock_mono_ms_f() - t0;
     if (rc == 0)
         rc = record_file(w, so);
     else if (missing)
@@ -255,7 +249,7 @@ static int write_weights(writer *w, const cv_kprog *p)
     size_t len;
     snprintf(name, sizeof name, "%s.weights.bin", p->name);
     if (cv_weights_image(p, &data, &len))
-        return cv_diag_error(w->d, 9002, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_fail(w->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     int rc = put_file(w, name, data, len);
     free(data);
     return rc;
@@ -280,7 +274,7 @@ static int write_symbols(writer *w, const cv_kprog *p, const cv_compile_opts *o,
                                       in_listing ? listing : NULL);
     snprintf(name, sizeof name, "%s.cvsym", p->name);
     int rc = json ? put_file(w, name, json, strlen(json))
-                  : (cv_diag_error(w->d, 9002, (cv_span){0}, "out of memory"), -1);
+                  : (cv_diag_error(w->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory"), -1);
     free(json);
     free(data);
     free(path);
@@ -366,31 +360,31 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info
         o.target = "native";
     unsigned emit = o.emit & ~CV_EMIT_WEIGHTS ? o.emit : o.emit | CV_EMIT_DEFAULT;
     if ((emit & CV_EMIT_WEIGHTS) && cv_target_is_cuda(o.target))
-        return cv_diag_error(d, 5043, (cv_span){.file = m->path}, "--weights-file: the CUDA "
-                             "targets keep their weights in the library"), -1;
+        return cv_diag_fail(d, CV_E_WEIGHTS_FILE_UNSUPPORTED, (cv_span){.file = m->path}, "--weights-file: the CUDA "
+                            "targets keep their weights in the library");
     memset(info, 0, sizeof *info);
     if (o.name && !cv_artifact_name_ok(o.name))
-        return cv_diag_error(d, CV_E_ARTIFACT_NAME, (cv_span){.file = m->path}, "--name '%.80s' "
-                             "is not a C identifier of at most 64 characters ([A-Za-z_]"
-                             "[A-Za-z0-9_]*)", o.name), -1;
+        return cv_diag_fail(d, CV_E_BAD_ARTIFACT_NAME, (cv_span){.file = m->path}, "--name '%.80s' "
+                            "is not a C identifier of at most 64 characters ([A-Za-z_]"
+                            "[A-Za-z0-9_]*)", o.name);
     if (m->n_funcs < 1)
-        return cv_diag_error(d, 5002, (cv_span){.file = m->path}, "the module has no model"), -1;
+        return cv_diag_fail(d, CV_E_CODEGEN_FAILED, (cv_span){.file = m->path}, "the module has no model");
     int max_ops = o.max_ops > 0 ? o.max_ops : CV_MAX_COMPILE_OPS;
     if (m->funcs[0]->n_ops > max_ops)
-        return cv_diag_error(d, 5012, m->funcs[0]->span, "the model has %d ops, more than the %d "
-                             "a compile takes (cuvil compile --max-ops N to change it)",
-                             m->funcs[0]->n_ops, max_ops), -1;
+        return cv_diag_fail(d, CV_E_MODEL_TOO_LARGE, m->funcs[0]->span, "the model has %d ops, more than the %d "
+                            "a compile takes (cuvil compile --max-ops N to change it)",
+                            m->funcs[0]->n_ops, max_ops);
     if (cv_fs_mkdirs(o.out_dir, 0755))
-        return cv_diag_error(d, 9004, (cv_span){.file = o.out_dir}, "cannot create %s: %s",
-                             o.out_dir, strerror(errno)), -1;
-    double tp = now_ms();
+        return cv_diag_fail(d, CV_E_IO_ERROR, (cv_span){.file = o.out_dir}, "cannot create %s: %s",
+                            o.out_dir, strerror(errno));
+    double tp = cv_clock_mono_ms_f();
     cv_pass_stats ps;
     if (cv_passes_run(m->funcs[0], &ps, d) ||
         cv_passes_quantize(m->funcs[0], o.quant, info->quant_report, sizeof info->quant_report, d))
         return -1;
     if (o.dump_values && cv_debug_expose_values(m->funcs[0]))
-        return cv_diag_error(d, 9002, (cv_span){.file = m->path}, "out of memory"), -1;
-    double t0 = now_ms();
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){.file = m->path}, "out of memory");
+    double t0 = cv_clock_mono_ms_f();
     cv_kprog *p;
     int blk = o.no_blocked_layout || (emit & CV_EMIT_C) ? 0 : nchwc_block(o.target);
     if (cv_kprog_build_half(m->funcs[0], blk, cv_cg_half_mode(o.target, (emit & CV_EMIT_C) != 0),
@@ -408,13 +402,13 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info
         cv_kprog_free(p);
         return -1;
     }
-    double t1 = now_ms();
+    double t1 = cv_clock_mono_ms_f();
     cv_llvm_out lo = {.triple = "c99", .cpu = "generic"};
     /* --emit c alone needs no LLVM (nor its plugin). */
     bool llvm = (emit & (CV_EMIT_OBJ | CV_EMIT_A | CV_EMIT_SO | CV_EMIT_LLVM)) != 0;
     int rc = llvm ? cv_llvm_compile(p, o.target, o.opt_level, (emit & CV_EMIT_LLVM) != 0, &lo, d)
                   : 0;
-    double t2 = now_ms();
+    double t2 = cv_clock_mono_ms_f();
     if (rc == 0) {
         snprintf(info->name, sizeof info->name, "%s", p->name);
         info->n_ops = p->f->n_ops;

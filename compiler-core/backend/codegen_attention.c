@@ -122,7 +122,7 @@ int cv_cg_attention(cv_codegen_ctx *c)
     bool has_mask = c->op->n_operands > 3, causal = cv_op_int(c->op, "causal", 0) != 0;
     cv_kten mask = has_mask ? cv_cg_in(c, 3) : (cv_kten){0};
     if (q.t.dtype != CV_F32)
-        return cv_cg_error(c, 5001, "attention: only f32 is lowered natively, not %s",
+        return cv_cg_error(c, CV_E_CODEGEN_UNSUPPORTED_OP, "attention: only f32 is lowered natively, not %s",
                            cv_dtype_name(q.t.dtype));
     /* The default scale 1/sqrt(D), computed at run time for a symbolic D. */
     const cv_kexpr *scale = cv_op_attr(c->op, "scale") ? cv_k_f32(c, cv_op_float(c->op, "scale", 1))

@@ -211,8 +211,8 @@ static int pack_bf16_pairs(cv_codegen_ctx *c, const cv_value *w, int64_t Cp, cv_
     int64_t OCp = (OC + CVRT_Q_OCB - 1) / CVRT_Q_OCB * CVRT_Q_OCB;
     uint16_t *buf = calloc((size_t)(OCp * KUp * 2), sizeof *buf);
     if (!buf)
-        return cv_diag_error(c->diag, 9002, cv_op_span(c->op), "out of memory packing bf16 "
-                             "weights"), -1;
+        return cv_diag_fail(c->diag, CV_E_OUT_OF_MEMORY, cv_op_span(c->op), "out of memory packing bf16 "
+                            "weights");
     const uint16_t *src = w->param->data;
     for (int64_t oc = 0; oc < OC; oc++)
         for (int64_t ci = 0; ci < C; ci++)

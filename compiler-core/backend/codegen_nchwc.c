@@ -250,7 +250,7 @@ static int lower_conv(cv_codegen_ctx *c, cv_nchwc *nc)
     cv_kten wb, bb, x;
     bool has_b;
     if (pack(c, &g, nc->blk, &wb, &bb, &has_b))
-        return cv_cg_error(c, 5022, "blocked convolution: weights are not embedded constants");
+        return cv_cg_error(c, CV_E_NCHWC_WEIGHTS_NOT_CONSTANT, "blocked convolution: weights are not embedded constants");
     if (g.plain_in) {
         need_plain(c, nc, c->op->operands[0]);
         x = cv_cg_in(c, 0);
@@ -331,5 +331,5 @@ int cv_nchwc_lower(cv_codegen_ctx *c, cv_nchwc *nc)
         return lower_max_pool(c, nc);
     if (strcmp(name, "global_avg_pool") == 0)
         return lower_global_avg_pool(c, nc);
-    return cv_cg_error(c, 5023, "%s: no blocked-layout kernel", name);
+    return cv_cg_error(c, CV_E_NCHWC_NO_KERNEL, "%s: no blocked-layout kernel", name);
 }

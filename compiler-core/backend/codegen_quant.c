@@ -35,7 +35,7 @@ static int geometry(cv_codegen_ctx *c, const cv_kten *x, const cv_kten *w, const
     g->dw = cv_op_int(c->op, "groups", 1) == g->C && g->C == g->OC && w->sdim[1] == 1 && g->C > 1;
     if ((!g->dw && cv_op_int(c->op, "groups", 1) != 1) || g->C < 1 || g->H < 1 || g->W < 1 ||
         g->OH < 1 || g->OW < 1 || (!g->dw && w->sdim[1] != g->C))
-        return cv_cg_error(c, 5100, "qconv2d: only static ungrouped or depthwise convolutions "
+        return cv_cg_error(c, CV_E_INT8_CONV_UNSUPPORTED, "qconv2d: only static ungrouped or depthwise convolutions "
                            "run in int8");
     g->Cp = CVRT_QCONV_CP(g->C);
     g->K4 = g->KH * g->KW * g->Cp / 4;
@@ -44,10 +44,10 @@ static int geometry(cv_codegen_ctx *c, const cv_kten *x, const cv_kten *w, const
     if (g->dw && (g->KH * g->KW > 512 ||
                   CVRT_QDW_FLOATS(g->H, g->W, g->KH, g->KW, st[0], st[1], g->pad[0], g->pad[1],
                                   dl[0], dl[1], g->OH, g->OW) > CVRT_QDW_MAX_FLOATS))
-        return cv_cg_error(c, 5111, "qconv2d: the depthwise int8 kernel takes at most 512 taps "
+        return cv_cg_error(c, CV_E_INT8_DWCONV_TOO_LARGE, "qconv2d: the depthwise int8 kernel takes at most 512 taps "
                            "and planes of %d floats", CVRT_QDW_MAX_FLOATS);
     if (!g->dw && g->K4 * 4 > CVRT_QCONV_MAX_K)
-        return cv_cg_error(c, 5101, "qconv2d: %lld products per output exceed the int8 kernel's "
+        return cv_cg_error(c, CV_E_INT8_CONV_TOO_DEEP, "qconv2d: %lld products per output exceed the int8 kernel's "
                            "%d", (long long)(g->K4 * 4), CVRT_QCONV_MAX_K);
     return 0;
 }
@@ -61,8 +61,8 @@ static int pack_dw(cv_codegen_ctx *c, const qgeo *g, const cv_kstore *sw, const 
     if (!wf || !scale) {
         free(wf);
         free(scale);
-        return cv_diag_error(c->diag, 9002, cv_op_span(c->op), "out of memory packing int8 "
-                             "weights"), -1;
+        return cv_diag_fail(c->diag, CV_E_OUT_OF_MEMORY, cv_op_span(c->op), "out of memory packing int8 "
+                            "weights");
     }
     const int8_t *src = sw->data;
     float xs = (float)cv_op_float(c->op, "x_scale", 1);
@@ -85,7 +85,7 @@ static int pack(cv_codegen_ctx *c, const qgeo *g, const cv_kten *w, const cv_kte
 {
     const cv_kstore *sw = &c->prog->stores[w->store], *ss = &c->prog->stores[ws->store];
     if (sw->kind != CV_KST_CONST || !sw->data || ss->kind != CV_KST_CONST || !ss->data)
-        return cv_cg_error(c, 5102, "qconv2d: the weights and their scales must be constants");
+        return cv_cg_error(c, CV_E_INT8_WEIGHTS_NOT_CONSTANT, "qconv2d: the weights and their scales must be constants");
     if (g->dw)
         return pack_dw(c, g, sw, ss, out);
     size_t nq = (size_t)(g->OCp * g->KUp);
@@ -114,7 +114,7 @@ static int pack(cv_codegen_ctx *c, const qgeo *g, const cv_kten *w, const cv_kte
         out[2] = cv_cg_const(c, CV_F32, &s2, scale);
         rc = 0;
     } else {
-        cv_diag_error(c->diag, 9002, cv_op_span(c->op), "out of memory packing int8 weights");
+        cv_diag_error(c->diag, CV_E_OUT_OF_MEMORY, cv_op_span(c->op), "out of memory packing int8 weights");
     }
     free(wp);
     free(wsum);

@@ -93,7 +93,7 @@ static int make_tables(cv_codegen_ctx *c, const cv_kten *x, const cv_kten *y, bo
         if (cv_dim_equal(din, dout) && (scale[a] == 1.0 || scale[a] <= 0.0))
             continue;   /* identity for every coordinate mode */
         if (x->sdim[a] < 0 || y->sdim[a] < 0)
-            return cv_cg_error(c, 5007, "resizing symbolic axis %d is not compiled", a);
+            return cv_cg_error(c, CV_E_CODEGEN_SYMBOLIC_RESIZE, "resizing symbolic axis %d is not compiled", a);
         axis_map m = {.in = x->sdim[a], .out = y->sdim[a]};
         m.scale = scale[a] > 0 ? scale[a] : (double)m.out / (double)m.in;
         int rc = fill_map(&m, linear, ct, nearest);
@@ -108,7 +108,7 @@ static int make_tables(cv_codegen_ctx *c, const cv_kten *x, const cv_kten *y, bo
         free(m.i1);
         free(m.w);
         if (rc)
-            return cv_cg_error(c, 9002, "out of memory");
+            return cv_cg_error(c, CV_E_OUT_OF_MEMORY, "out of memory");
     }
     return 0;
 }

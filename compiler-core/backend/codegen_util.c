@@ -187,7 +187,7 @@ int cv_cg_elementwise_views(cv_codegen_ctx *c, const cv_kten *out, const cv_cg_o
                             int n, cv_cg_scalar_fn fn)
 {
     if (n > MAX_EW_OPERANDS)
-        return cv_cg_error(c, 5005, "more than %d operands in one elementwise kernel",
+        return cv_cg_error(c, CV_E_CODEGEN_TOO_MANY_OPERANDS, "more than %d operands in one elementwise kernel",
                            MAX_EW_OPERANDS);
     cv_cg_operand ops[MAX_EW_OPERANDS];
     memcpy(ops, own, sizeof *ops * (size_t)n);
@@ -237,7 +237,7 @@ int cv_cg_elementwise(cv_codegen_ctx *c, cv_cg_scalar_fn fn)
     }
     int n = c->op->n_operands;
     if (n > MAX_EW_OPERANDS)
-        return cv_cg_error(c, 5005, "more than %d operands in one elementwise kernel",
+        return cv_cg_error(c, CV_E_CODEGEN_TOO_MANY_OPERANDS, "more than %d operands in one elementwise kernel",
                            MAX_EW_OPERANDS);
     cv_cg_operand ops[MAX_EW_OPERANDS];
     for (int i = 0; i < n; i++) {

@@ -88,8 +88,8 @@ int cv_cpu_check(const char *target, const char *const *required, int n, const c
         }
     if (!k)
         return 0;
-    return cv_diag_error(d, CV_E_CPU_FEATURES, (cv_span){.file = where},
-                         "this CPU lacks %s, which the artifact (built for %s) needs: compile "
-                         "it again with -t native or -t %s", missing, target ? target : "?",
-                         cv_cpu_host_target()), -1;
+    return cv_diag_fail(d, CV_E_CPU_FEATURES_MISSING, (cv_span){.file = where},
+                        "this CPU lacks %s, which the artifact (built for %s) needs: compile "
+                        "it again with -t native or -t %s", missing, target ? target : "?",
+                        cv_cpu_host_target());
 }

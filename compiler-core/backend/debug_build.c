@@ -144,7 +144,7 @@ int cv_debug_plant_fault(cv_kprog *p, cv_diag *d)
     cv_kernel *k = parse_fault(env, &op, &crash) == 0 ? kernel_of_op(p, op) : NULL;
     int slot = k ? result_slot(p, k) : -1;
     if (slot < 0)
-        return cv_diag_error(d, 5205, (cv_span){0}, "CUVIL_TEST_FAULT_OP='%.40s' names no "
-                             "compiled op with a kernel writing its result", env), -1;
+        return cv_diag_fail(d, CV_E_TEST_FAULT_BAD, (cv_span){0}, "CUVIL_TEST_FAULT_OP='%.40s' names no "
+                            "compiled op with a kernel writing its result", env);
     return append_store(p, k, slot, crash ? (int64_t)1 << 40 : 0);
 }

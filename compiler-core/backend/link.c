@@ -155,8 +155,8 @@ int cv_link_shared(const char *linker, const char *obj, const char *so, const ch
     if (*missing)
         return -1;
     if (rc < 0)
-        return cv_diag_error(d, 5021, (cv_span){.file = so}, "cannot start %s: %s", linker,
-                             strerror(-rc)), -1;
-    return cv_diag_error(d, 5021, (cv_span){.file = so}, "%s -shared failed (exit %d): %s",
-                         linker, rc, out), -1;
+        return cv_diag_fail(d, CV_E_LINK_FAILED, (cv_span){.file = so}, "cannot start %s: %s", linker,
+                            strerror(-rc));
+    return cv_diag_fail(d, CV_E_LINK_FAILED, (cv_span){.file = so}, "%s -shared failed (exit %d): %s",
+                        linker, rc, out);
 }

@@ -75,7 +75,7 @@ static const cv_llvm_plugin *get_plugin(cv_diag *d)
 {
     pthread_once(&load_once, load);
     if (!plugin)
-        cv_diag_error(d, 5040, (cv_span){0}, "cannot load the LLVM backend: %s", load_error);
+        cv_diag_error(d, CV_E_BACKEND_UNAVAILABLE, (cv_span){0}, "cannot load the LLVM backend: %s", load_error);
     return plugin;
 }
 
@@ -86,8 +86,8 @@ int cv_llvm_compile(const cv_kprog *p, const char *target, int opt, bool want_ir
     const cv_llvm_plugin *pl = get_plugin(d);
     if (pl && target && cv_target_is_cuda(target)) {
         if (!cuda_plugin)
-            return cv_diag_error(d, 5040, (cv_span){0}, "the LLVM backend plugin has no CUDA "
-                                 "backend"), -1;
+            return cv_diag_fail(d, CV_E_BACKEND_UNAVAILABLE, (cv_span){0}, "the LLVM backend plugin has no CUDA "
+                                "backend");
         return cuda_plugin->compile(p, target, opt, want_ir, out, d);
     }
     return pl ? pl->compile(p, target, opt, want_ir, out, d) : -1;

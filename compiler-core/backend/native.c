@@ -43,7 +43,7 @@ struct cv_native {
 
 static int bad_manifest(cv_diag *d, const char *dir, const char *what)
 {
-    return cv_diag_error(d, 5030, (cv_span){.file = dir}, "%s/manifest.json: %s", dir, what), -1;
+    return cv_diag_fail(d, CV_E_BAD_ARTIFACT_MANIFEST, (cv_span){.file = dir}, "%s/manifest.json: %s", dir, what);
 }
 
 static int parse_io(json_t *arr, io_desc **iop, int *n, json_t *syms)
@@ -87,8 +87,8 @@ static int load_symbols(cv_native *n, const char *dir, const char *name, void *(
     n->dl = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
     free(path);
     if (!n->dl)
-        return cv_diag_error(d, 5031, (cv_span){.file = dir}, "cannot load %s/%s: %s", dir,
-                             file, dlerror()), -1;
+        return cv_diag_fail(d, CV_E_ARTIFACT_LOAD_FAILED, (cv_span){.file = dir}, "cannot load %s/%s: %s", dir,
+                            file, dlerror());
     snprintf(fn, sizeof fn, "cv_%s_create", name);
     *(void **)create = dlsym(n->dl, fn);
     snprintf(fn, sizeof fn, "cv_%s_run", name);
@@ -96,8 +96,8 @@ static int load_symbols(cv_native *n, const char *dir, const char *name, void *(
     snprintf(fn, sizeof fn, "cv_%s_destroy", name);
     *(void **)&n->destroy = dlsym(n->dl, fn);
     if (!*create || !n->run || !n->destroy)
-        return cv_diag_error(d, 5031, (cv_span){.file = dir}, "%s/%s lacks the cv_%s_* API",
-                             dir, file, name), -1;
+        return cv_diag_fail(d, CV_E_ARTIFACT_LOAD_FAILED, (cv_span){.file = dir}, "%s/%s lacks the cv_%s_* API",
+                            dir, file, name);
     return 0;
 }
 
@@ -113,9 +113,9 @@ static int create_failed(cv_native *n, const char *dir, const char *name, int th
     const char *msg = NULL;
     int code = last_error ? last_error(&msg) : 0;
     if (code > 0 && code < 10000 && msg)
-        return cv_diag_error(d, code, (cv_span){.file = dir}, "cv_%s_create: %s", name, msg), -1;
-    return cv_diag_error(d, 9002, (cv_span){.file = dir}, "cv_%s_create(%d) failed", name,
-                         threads), -1;
+        return cv_diag_fail(d, code, (cv_span){.file = dir}, "cv_%s_create: %s", name, msg);
+    return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){.file = dir}, "cv_%s_create(%d) failed", name,
+                        threads);
 }
 
 /* An artifact built with --weights-file: maps <name>.weights.bin (the size
@@ -136,7 +136,7 @@ static void *create_with_weights(cv_native *n, const char *dir, const char *name
     int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
     struct stat st;
     if (fd < 0 || fstat(fd, &st) || st.st_size != (off_t)bytes) {
-        cv_diag_error(d, 5044, (cv_span){.file = dir}, "%s/%s: %s", dir, file,
+        cv_diag_error(d, CV_E_WEIGHTS_FILE_BAD, (cv_span){.file = dir}, "%s/%s: %s", dir, file,
                       fd < 0 ? "cannot be opened" : "its size is not the one the manifest records");
         if (fd >= 0)
             close(fd);
@@ -149,12 +149,12 @@ static void *create_with_weights(cv_native *n, const char *dir, const char *name
     close(fd);
     if (n->weights == MAP_FAILED) {
         n->weights = NULL;
-        return cv_diag_error(d, 5044, (cv_span){.file = dir}, "%s/%s cannot be mapped", dir,
+        return cv_diag_error(d, CV_E_WEIGHTS_FILE_BAD, (cv_span){.file = dir}, "%s/%s cannot be mapped", dir,
                              file), NULL;
     }
     void *ctx = create(threads, n->weights, (int64_t)bytes);
     if (!ctx)
-        cv_diag_error(d, 9002, (cv_span){.file = dir}, "cv_%s_create_weights(%d) failed", name,
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){.file = dir}, "cv_%s_create_weights(%d) failed", name,
                       threads);
     return ctx;
 }
@@ -229,13 +229,13 @@ static int open_manifest(const char *dir, const char *mpath, int threads, cv_nat
     json_t *syms = json_object_get(m, "symbols");
     rc = -1;
     if (!n)
-        cv_diag_error(d, 9002, (cv_span){.file = dir}, "out of memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){.file = dir}, "out of memory");
     else if (!name || strlen(name) > 200 || !json_is_array(syms) || json_array_size(syms) > MAX_SYMS ||
              parse_io(json_object_get(m, "inputs"), &n->in, &n->n_in, syms) ||
              parse_io(json_object_get(m, "outputs"), &n->out, &n->n_out, syms))
         bad_manifest(d, dir, "not a cuvil artifact manifest");
     else if (run_buffers(n, syms))
-        cv_diag_error(d, 9002, (cv_span){.file = dir}, "out of memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){.file = dir}, "out of memory");
     else if (check_cpu(json_object_get(m, "target"), dir, d) == 0 &&
              load_symbols(n, dir, name, &create, d) == 0) {
         json_t *wj = json_object_get(m, "weights");
@@ -331,8 +331,8 @@ static int input_error(const cv_native *n, int i, const cv_tensor *got, const ch
     char want[512], have[512];
     cv_native_io_format(n, cv_native_input(n, i), want, sizeof want);
     tensor_format(got, have, sizeof have);
-    return cv_diag_error(d, 2024, (cv_span){0}, "input %%%s must be %s, got %s%s",
-                         n->in[i].name, want, have, why), -1;
+    return cv_diag_fail(d, CV_E_INPUT_MISMATCH, (cv_span){0}, "input %%%s must be %s, got %s%s",
+                        n->in[i].name, want, have, why);
 }
 
 static int bind_inputs(const cv_native *n, const cv_tensor *in, int64_t *syms, cv_diag *d)
@@ -378,7 +378,7 @@ static int alloc_outputs(const cv_native *n, const int64_t *syms, cv_tensor *out
         if (out[i].data)
             cv_tensor_free(&out[i]);
         if (cv_tensor_alloc(&out[i], io->dtype, io->rank, dims))
-            return cv_diag_error(d, 9002, (cv_span){0}, "cannot allocate output %d", i), -1;
+            return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "cannot allocate output %d", i);
     }
     return 0;
 }
@@ -391,8 +391,8 @@ int cv_native_run(cv_native *n, const cv_tensor *inputs, int n_inputs, cv_tensor
     void **outs = n->outs;
     memset(syms, 0, (size_t)n->n_syms * sizeof *syms);
     if (n_inputs != n->n_in)
-        return cv_diag_error(d, 2024, (cv_span){0}, "the model takes %d inputs, got %d",
-                             n->n_in, n_inputs), -1;
+        return cv_diag_fail(d, CV_E_INPUT_MISMATCH, (cv_span){0}, "the model takes %d inputs, got %d",
+                            n->n_in, n_inputs);
     if (bind_inputs(n, inputs, syms, d) || alloc_outputs(n, syms, outputs, d))
         return -1;
     for (int i = 0; i < n->n_in; i++)
@@ -401,7 +401,7 @@ int cv_native_run(cv_native *n, const cv_tensor *inputs, int n_inputs, cv_tensor
         outs[i] = outputs[i].data;
     int rc = n->run(n->ctx, ins, outs, syms);
     if (rc)
-        return cv_diag_error(d, rc == -2 ? 9002 : 3010, (cv_span){0},
-                             "the compiled model's run returned %d", rc), -1;
+        return cv_diag_fail(d, rc == -2 ? CV_E_OUT_OF_MEMORY : CV_E_RUNTIME_SHAPE, (cv_span){0},
+                            "the compiled model's run returned %d", rc);
     return 0;
 }

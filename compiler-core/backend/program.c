@@ -277,7 +277,7 @@ int cv_cg_view(cv_codegen_ctx *c, int res, int opnd, const cv_kexpr *elem_offset
                       .byte_offset = bytes, .dtype = v->type.dtype, .shape = v->type.shape};
     int id = cv_kp_add_store(p, &view);
     if (id < 0)
-        return cv_cg_error(c, 9002, "out of memory");
+        return cv_cg_error(c, CV_E_OUT_OF_MEMORY, "out of memory");
     p->value_store[v->id] = id;
     return 0;
 }

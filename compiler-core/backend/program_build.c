@@ -25,10 +25,10 @@ static int refuse_dim_exprs(const cv_func *f, cv_diag *d)
         const cv_value *v = f->values[i];
         for (int k = 0; k < v->type.shape.rank; k++)
             if (cv_dim_is_expr(v->type.shape.d[k]))
-                return cv_diag_error(d, 4005, func_span(f),
-                                     "value %%%s has dimension %d = %s: this backend does not yet "
-                                     "compile dimension expressions (the interpreter runs them)",
-                                     v->name, k, v->type.shape.d[k].sym), -1;
+                return cv_diag_fail(d, CV_E_BACKEND_DIM_EXPRESSION, func_span(f),
+                                    "value %%%s has dimension %d = %s: this backend does not yet "
+                                    "compile dimension expressions (the interpreter runs them)",
+                                    v->name, k, v->type.shape.d[k].sym);
     }
     return 0;
 }
@@ -102,8 +102,8 @@ static int fold_op(cv_kprog *p, const cv_op *op, cv_diag *d)
     cv_tensor t;
     if (op->n_results != 1 || !cv_shape_is_static(&v->type.shape) ||
         cv_tensor_alloc(&t, v->type.dtype, v->type.shape.rank, dims))
-        return cv_diag_error(d, 5003, cv_op_span(op), "%s: cannot evaluate at compile time",
-                             op->name), -1;
+        return cv_diag_fail(d, CV_E_CODEGEN_FOLD_FAILED, cv_op_span(op), "%s: cannot evaluate at compile time",
+                            op->name);
     cv_arena scratch;
     cv_arena_init(&scratch);
     cv_eval_ctx ec = {.op = op, .n_out = 1, .out = &t, .scratch = &scratch, .diag = d};
@@ -144,7 +144,7 @@ static int lower_op(cv_kprog *p, const cv_op *op, int index, const int *next, co
     if (!hook) {
         char path[256];
         cv_op_path(op, path, sizeof path);
-        cv_diag_add(d, CV_SEV_ERROR, 5001, cv_op_span(op), path,
+        cv_diag_add(d, CV_SEV_ERROR, CV_E_CODEGEN_UNSUPPORTED_OP, cv_op_span(op), path,
                     "%s: no native code generation for this op yet", op->name);
         return -1;
     }
@@ -175,7 +175,7 @@ static int lower_op(cv_kprog *p, const cv_op *op, int index, const int *next, co
         c.k = NULL;
     }
     if (rc && d->n_errors == errors)
-        cv_cg_error(&c, 5002, "code generation failed");
+        cv_cg_error(&c, CV_E_CODEGEN_FAILED, "code generation failed");
     return rc ? -1 : 0;
 }
 
@@ -251,7 +251,7 @@ int cv_kprog_build_half(const cv_func *f, int blk, unsigned half, cv_kprog **out
     *out = NULL;
     cv_kprog *p = calloc(1, sizeof *p);
     if (!p)
-        return cv_diag_error(d, 9002, func_span(f), "out of memory"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, func_span(f), "out of memory");
     cv_arena_init(&p->arena);
     p->f = f;
     p->run_tail = &p->run;
@@ -261,9 +261,9 @@ int cv_kprog_build_half(const cv_func *f, int blk, unsigned half, cv_kprog **out
     p->packed_b = (half & CV_HALF_PACKED_B) != 0;
     int rc = build_body(p, f, blk, d);
     if (p->oom)
-        cv_diag_error(d, 9002, func_span(f), "out of memory while generating code");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, func_span(f), "out of memory while generating code");
     else if (p->bug)
-        cv_diag_error(d, 9001, func_span(f), "internal error in code generation: %s", p->bug);
+        cv_diag_error(d, CV_E_INTERNAL_ERROR, func_span(f), "internal error in code generation: %s", p->bug);
     if (rc || p->oom || p->bug || cv_memplan(p, d)) {
         cv_kprog_free(p);
         return -1;

@@ -72,13 +72,13 @@ int cv_target_describe(const char *name, char triple[64], char *features, size_t
         feat = native_features;
     } else {
         char list[512];
-        return cv_diag_error(d, 5010, (cv_span){0}, "unknown target '%s'; the targets are %s",
-                             name, cv_target_names(list, sizeof list)), -1;
+        return cv_diag_fail(d, CV_E_UNKNOWN_TARGET, (cv_span){0}, "unknown target '%s'; the targets are %s",
+                            name, cv_target_names(list, sizeof list));
     }
     int n = snprintf(features, size, "cpu=%s%s%s", cpu, *feat ? "," : "", feat);
     free(native_features);
     if (n < 0 || (size_t)n >= size)
-        return cv_diag_error(d, 9005, (cv_span){0}, "target %s: its feature list is too long",
-                             name), -1;
+        return cv_diag_fail(d, CV_E_RESOURCE_LIMIT, (cv_span){0}, "target %s: its feature list is too long",
+                            name);
     return 0;
 }

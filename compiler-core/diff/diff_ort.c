@@ -373,7 +373,7 @@ int cv_diff_onnxruntime(const char *model, const cv_tensor *ins, int n_in, cv_di
     if (rc == 0)
         rc = run_session(&o, mp->graph, ins, n_in, s, d);
     if (rc)
-        cv_diag_error(d, 5210, (cv_span){.file = model}, "ONNX Runtime: %s",
+        cv_diag_error(d, CV_E_DIFF_NO_REFERENCE, (cv_span){.file = model}, "ONNX Runtime: %s",
                       o.err[0] ? o.err : "cannot run the model");
     ort_close(&o);
     if (mp)

@@ -13,7 +13,7 @@ int cv_diff_side_reserve(cv_diff_side *s, int n, cv_diag *d)
         s->name = names;
     cv_tensor *t = names ? realloc(s->t, sizeof *t * (size_t)n) : NULL;
     if (!t)
-        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory (%d tensors)", n), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory (%d tensors)", n);
     s->t = t;
     memset(s->t + s->cap, 0, sizeof *t * (size_t)(n - s->cap));
     memset(s->name + s->cap, 0, sizeof *names * (size_t)(n - s->cap));

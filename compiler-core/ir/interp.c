@@ -32,9 +32,9 @@ static int bind_dim(interp *it, const char *sym, int64_t v, const char *input)
         if (strcmp(it->sym_name[i], sym) == 0) {
             if (it->sym_val[i] == v)
                 return 0;
-            return cv_diag_error(it->d, 3010, func_span(it->f),
-                                 "input %%%s binds %s = %lld but an earlier input bound %s = %lld",
-                                 input, sym, (long long)v, sym, (long long)it->sym_val[i]), -1;
+            return cv_diag_fail(it->d, CV_E_RUNTIME_SHAPE, func_span(it->f),
+                                "input %%%s binds %s = %lld but an earlier input bound %s = %lld",
+                                input, sym, (long long)v, sym, (long long)it->sym_val[i]);
         }
     it->sym_name[it->n_syms] = sym;
     it->sym_val[it->n_syms++] = v;
@@ -46,20 +46,20 @@ static int bind_input(interp *it, const cv_value *v, const cv_tensor *t)
     char want[192];
     cv_type_format(&v->type, want, sizeof want);
     if (t->dtype != v->type.dtype)
-        return cv_diag_error(it->d, 2024, func_span(it->f), "input %%%s must be %s, got %s data",
-                             v->name, want, cv_dtype_name(t->dtype)), -1;
+        return cv_diag_fail(it->d, CV_E_INPUT_MISMATCH, func_span(it->f), "input %%%s must be %s, got %s data",
+                            v->name, want, cv_dtype_name(t->dtype));
     if (t->rank != v->type.shape.rank)
-        return cv_diag_error(it->d, 3010, func_span(it->f), "input %%%s must be %s, got rank %d",
-                             v->name, want, t->rank), -1;
+        return cv_diag_fail(it->d, CV_E_RUNTIME_SHAPE, func_span(it->f), "input %%%s must be %s, got rank %d",
+                            v->name, want, t->rank);
     for (int i = 0; i < t->rank; i++) {
         cv_dim dim = v->type.shape.d[i];
         if (cv_dim_is_symbol(dim)) {
             if (bind_dim(it, dim.sym, t->dims[i], v->name))
                 return -1;
         } else if (!dim.sym && dim.n != t->dims[i]) {
-            return cv_diag_error(it->d, 3010, func_span(it->f),
-                                 "input %%%s must be %s, got %lld in dimension %d", v->name,
-                                 want, (long long)t->dims[i], i), -1;
+            return cv_diag_fail(it->d, CV_E_RUNTIME_SHAPE, func_span(it->f),
+                                "input %%%s must be %s, got %lld in dimension %d", v->name,
+                                want, (long long)t->dims[i], i);
         }
     }
     it->vals[v->id] = *t;
@@ -87,13 +87,13 @@ static int check_input_exprs(interp *it, const cv_value *v, const cv_tensor *t)
         if (!cv_dim_is_expr(dim))
             continue;
         if (cv_dim_eval(dim, lookup_sym, it, &want))
-            return cv_diag_error(it->d, 3010, func_span(it->f),
-                                 "input %%%s: dimension %d (%s) uses a symbol that no input "
-                                 "binds by itself", v->name, i, dim.sym), -1;
+            return cv_diag_fail(it->d, CV_E_RUNTIME_SHAPE, func_span(it->f),
+                                "input %%%s: dimension %d (%s) uses a symbol that no input "
+                                "binds by itself", v->name, i, dim.sym);
         if (want != t->dims[i])
-            return cv_diag_error(it->d, 3010, func_span(it->f),
-                                 "input %%%s: dimension %d must be %s = %lld, got %lld", v->name,
-                                 i, dim.sym, (long long)want, (long long)t->dims[i]), -1;
+            return cv_diag_fail(it->d, CV_E_RUNTIME_SHAPE, func_span(it->f),
+                                "input %%%s: dimension %d must be %s = %lld, got %lld", v->name,
+                                i, dim.sym, (long long)want, (long long)t->dims[i]);
     }
     return 0;
 }
@@ -108,10 +108,10 @@ static int check_result_dims(interp *it, const cv_op *op, int r, const cv_type *
         if (!decl->shape.d[i].sym || cv_dim_eval(decl->shape.d[i], lookup_sym, it, &want))
             continue;
         if (want != got->shape.d[i].n)
-            return cv_diag_error(it->d, 9001, cv_op_span(op),
-                                 "%s: result %d dimension %d is %lld at run time, but its type "
-                                 "says %s = %lld", op->name, r, i, (long long)got->shape.d[i].n,
-                                 decl->shape.d[i].sym, (long long)want), -1;
+            return cv_diag_fail(it->d, CV_E_INTERNAL_ERROR, cv_op_span(op),
+                                "%s: result %d dimension %d is %lld at run time, but its type "
+                                "says %s = %lld", op->name, r, i, (long long)got->shape.d[i].n,
+                                decl->shape.d[i].sym, (long long)want);
     }
     return 0;
 }
@@ -122,8 +122,8 @@ static int bind_param(interp *it, const cv_param *p)
     cv_tensor *t = &it->vals[v->id];
     int64_t n = cv_shape_numel(&v->type.shape);
     if (!p->data || n < 0 || (size_t)n * cv_dtype_size(v->type.dtype) != p->nbytes)
-        return cv_diag_error(it->d, 2014, p->span.line ? p->span : func_span(it->f),
-                             "param %%%s has no loaded data of its declared size", v->name), -1;
+        return cv_diag_fail(it->d, CV_E_WEIGHTS_MISSING, p->span.line ? p->span : func_span(it->f),
+                            "param %%%s has no loaded data of its declared size", v->name);
     t->dtype = v->type.dtype;
     t->rank = v->type.shape.rank;
     for (int i = 0; i < t->rank; i++)
@@ -158,7 +158,7 @@ static int run_op(interp *it, const cv_op *op)
 {
     enum { MAXIO = 64 };
     if (op->n_operands > MAXIO || op->n_results > MAXIO)
-        return cv_diag_error(it->d, 9005, cv_op_span(op), "op %s has too many operands", op->name), -1;
+        return cv_diag_fail(it->d, CV_E_RESOURCE_LIMIT, cv_op_span(op), "op %s has too many operands", op->name);
     cv_type in[MAXIO], out[MAXIO];
     const cv_tensor *ins[MAXIO];
     for (int k = 0; k < op->n_operands; k++) {
@@ -180,8 +180,8 @@ static int run_op(interp *it, const cv_op *op)
             cv_tensor_alloc(&res[r], out[r].dtype, out[r].shape.rank, dims)) {
             for (int q = 0; q < r; q++)
                 cv_tensor_free(&res[q]);
-            return cv_diag_error(it->d, 9002, cv_op_span(op),
-                                 "cannot allocate the result of %s", op->name), -1;
+            return cv_diag_fail(it->d, CV_E_OUT_OF_MEMORY, cv_op_span(op),
+                                "cannot allocate the result of %s", op->name);
         }
     }
     cv_arena scratch;
@@ -195,7 +195,7 @@ static int run_op(interp *it, const cv_op *op)
         if (it->d->n_errors == errors_before) {
             char path[256];
             cv_op_path(op, path, sizeof path);
-            cv_diag_add(it->d, CV_SEV_ERROR, op->def->eval ? 9001 : 4003, cv_op_span(op), path,
+            cv_diag_add(it->d, CV_SEV_ERROR, op->def->eval ? CV_E_INTERNAL_ERROR : CV_E_UNSUPPORTED_ATTRIBUTE_VALUE, cv_op_span(op), path,
                         "%s: %s", op->name,
                         op->def->eval ? "kernel failed" : "no reference kernel for this op");
         }
@@ -248,7 +248,7 @@ static int take_outputs(interp *it, cv_tensor *outputs)
         } else if (copy_tensor(&outputs[i], &it->vals[id])) {
             for (int k = 0; k < i; k++)
                 cv_tensor_free(&outputs[k]);
-            return cv_diag_error(it->d, 9002, func_span(f), "cannot allocate output %d", i), -1;
+            return cv_diag_fail(it->d, CV_E_OUT_OF_MEMORY, func_span(f), "cannot allocate output %d", i);
         }
     }
     return 0;
@@ -258,8 +258,8 @@ static int interp_body(interp *it, const cv_tensor *inputs, int n_inputs, cv_ten
 {
     const cv_func *f = it->f;
     if (n_inputs != f->n_inputs)
-        return cv_diag_error(it->d, 2024, func_span(f), "model @%s takes %d inputs, got %d",
-                             f->name, f->n_inputs, n_inputs), -1;
+        return cv_diag_fail(it->d, CV_E_INPUT_MISMATCH, func_span(f), "model @%s takes %d inputs, got %d",
+                            f->name, f->n_inputs, n_inputs);
     for (int i = 0; i < f->n_inputs; i++)
         if (bind_input(it, f->inputs[i], &inputs[i]))
             return -1;
@@ -292,7 +292,7 @@ int cv_interp_run(const cv_func *f, const cv_tensor *inputs, int n_inputs,
     if (it.vals && it.owned && it.last_use && it.sym_name && it.sym_val)
         rc = interp_body(&it, inputs, n_inputs, outputs);
     else
-        cv_diag_error(d, 9002, func_span(f), "out of memory starting the interpreter");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, func_span(f), "out of memory starting the interpreter");
     for (int i = 0; it.owned && i < f->n_values; i++)
         if (it.owned[i])
             cv_tensor_free(&it.vals[i]);

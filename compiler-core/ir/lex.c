@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/diag.h"
 #include "common/strutil.h"
 
 void cv_lex_init(cv_lexer *L, const char *src, size_t len, cv_arena *scratch)
@@ -78,7 +79,7 @@ static char *decode_string(cv_lexer *L, const char *q, const char *e, size_t *le
     char *out = cv_arena_alloc(L->scratch, (size_t)(e - q) + 1), *o = out;
     if (!out) {
         *bad = q;
-        *code = 9002;
+        *code = CV_E_OUT_OF_MEMORY;
         return NULL;
     }
     for (; q < e; q++) {
@@ -86,14 +87,14 @@ static char *decode_string(cv_lexer *L, const char *q, const char *e, size_t *le
         if (c != '\\') {
             if (c < 0x20 && c != '\t') {
                 *bad = q;
-                *code = 1001;
+                *code = CV_E_INVALID_CHARACTER;
                 return NULL;
             }
             *o++ = (char)c;
             continue;
         }
         *bad = q;
-        *code = 1012;
+        *code = CV_E_INVALID_ESCAPE;
         switch (q + 1 < e ? q[1] : 0) {
         case '"': *o++ = '"'; break;
         case '\\': *o++ = '\\'; break;
@@ -152,13 +153,13 @@ static void lex_quoted(cv_lexer *L, cv_token *t, cv_tk kind, size_t skip)
     const char *e = string_end(L, q, &closed);
     if (!closed) {
         if (e == L->end)
-            fail(L, t, 1010, "input ends inside a string (truncated file?)", e);
+            fail(L, t, CV_E_UNEXPECTED_EOF, "input ends inside a string (truncated file?)", e);
         else
-            fail(L, t, 1003, "unterminated string", e);
+            fail(L, t, CV_E_UNTERMINATED_STRING, "unterminated string", e);
         return;
     }
     if ((size_t)(e - q) > CV_LEX_MAX_NAME) {
-        fail(L, t, 1009, "string is longer than 65536 bytes", e + 1);
+        fail(L, t, CV_E_TOKEN_TOO_LONG, "string is longer than 65536 bytes", e + 1);
         return;
     }
     const char *bad;
@@ -167,7 +168,7 @@ static void lex_quoted(cv_lexer *L, cv_token *t, cv_tk kind, size_t skip)
     if (!s) {
         finish(L, t, TK_ERROR, e + 1);
         t->err = code;
-        t->msg = code == 1012 ? "invalid escape sequence (use \\\" \\\\ \\n \\t \\r or \\x01 to \\x7f)"
+        t->msg = code == CV_E_INVALID_ESCAPE ? "invalid escape sequence (use \\\" \\\\ \\n \\t \\r or \\x01 to \\x7f)"
                               : "control character in a string (write it as an escape)";
         t->col += (int)(bad - t->p);
         t->end_col = t->col + 1;
@@ -176,7 +177,7 @@ static void lex_quoted(cv_lexer *L, cv_token *t, cv_tk kind, size_t skip)
     t->s = s;
     t->quoted = true;
     if (kind != TK_STRING && t->slen == 0) {
-        fail(L, t, 1002, "a name cannot be empty", e + 1);
+        fail(L, t, CV_E_UNEXPECTED_TOKEN, "a name cannot be empty", e + 1);
         return;
     }
     finish(L, t, kind, e + 1);
@@ -194,13 +195,13 @@ static void lex_name(cv_lexer *L, cv_token *t, cv_tk kind, size_t skip)
         q++;
     if (q == L->p + skip) {
         if (q == L->end)
-            fail(L, t, 1010, "input ends after a sigil (truncated file?)", q);
+            fail(L, t, CV_E_UNEXPECTED_EOF, "input ends after a sigil (truncated file?)", q);
         else
-            fail(L, t, 1001, "expected a name or a quoted string after the sigil", L->p + 1);
+            fail(L, t, CV_E_INVALID_CHARACTER, "expected a name or a quoted string after the sigil", L->p + 1);
         return;
     }
     if ((size_t)(q - L->p) > CV_LEX_MAX_NAME) {
-        fail(L, t, 1009, "name is longer than 65536 bytes", q);
+        fail(L, t, CV_E_TOKEN_TOO_LONG, "name is longer than 65536 bytes", q);
         return;
     }
     t->s = L->p + skip;
@@ -297,11 +298,11 @@ static void lex_number(cv_lexer *L, cv_token *t)
     }
     size_t n = (size_t)(q - L->p);
     if (n > CV_LEX_MAX_NUMBER) {
-        fail(L, t, 1009, "number is longer than 1024 characters", q);
+        fail(L, t, CV_E_TOKEN_TOO_LONG, "number is longer than 1024 characters", q);
         return;
     }
     if (bad) {
-        fail(L, t, 1004, "malformed number", q);
+        fail(L, t, CV_E_INVALID_NUMBER, "malformed number", q);
         return;
     }
     if (!is_float) {
@@ -358,11 +359,11 @@ static void lex_other(cv_lexer *L, cv_token *t, int c)
     else if (c == '-' && lex_neg_special(L, t))
         return;
     else if (c == '-' && L->p + 1 == L->end)
-        fail(L, t, 1010, "input ends after '-' (truncated file?)", L->end);
+        fail(L, t, CV_E_UNEXPECTED_EOF, "input ends after '-' (truncated file?)", L->end);
     else if (cv_lex_cc[c] & CV_CC_IDENT)
         lex_name(L, t, TK_IDENT, 0);
     else
-        fail(L, t, 1001, c >= 0x80 ? "non-ASCII character outside a string or comment"
+        fail(L, t, CV_E_INVALID_CHARACTER, c >= 0x80 ? "non-ASCII character outside a string or comment"
                                    : "character cannot start a token", L->p + 1);
 }
 

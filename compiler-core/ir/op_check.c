@@ -87,18 +87,18 @@ static int check_attrs(const cv_op *op, const char *path, cv_diag *d)
         cv_span sp = a->span.line ? a->span : cv_op_span(op);
         const cv_attr_schema *s = cv_op_def_attr(def, a->name, NULL);
         if (!s) {
-            cv_diag_add(d, CV_SEV_ERROR, 2004, sp, path, "%s has no attribute '%s'",
+            cv_diag_add(d, CV_SEV_ERROR, CV_E_UNKNOWN_ATTRIBUTE, sp, path, "%s has no attribute '%s'",
                         op->name, a->name);
             rc = -1;
         } else if (!kind_accepts(s->kind, a->kind)) {
-            cv_diag_add(d, CV_SEV_ERROR, 2005, sp, path, "attribute '%s' of %s must be %s, got %s",
+            cv_diag_add(d, CV_SEV_ERROR, CV_E_ATTRIBUTE_TYPE, sp, path, "attribute '%s' of %s must be %s, got %s",
                         a->name, op->name, cv_attr_kind_name(s->kind), cv_attr_kind_name(a->kind));
             rc = -1;
         }
     }
     for (int i = 0; def->attrs && def->attrs[i].name; i++)
         if (def->attrs[i].required && !cv_op_attr(op, def->attrs[i].name)) {
-            cv_diag_add(d, CV_SEV_ERROR, 2006, cv_op_span(op), path,
+            cv_diag_add(d, CV_SEV_ERROR, CV_E_MISSING_ATTRIBUTE, cv_op_span(op), path,
                         "%s requires attribute '%s' (%s)", op->name, def->attrs[i].name,
                         cv_attr_kind_name(def->attrs[i].kind));
             rc = -1;
@@ -110,17 +110,17 @@ int cv_op_check_schema(const cv_op *op, int n_results, const char *path, cv_diag
 {
     cv_span sp = cv_op_span(op);
     if (!op->def) {
-        cv_diag_add(d, CV_SEV_ERROR, 4001, sp, path, "unknown op '%s'", op->name);
+        cv_diag_add(d, CV_SEV_ERROR, CV_E_UNKNOWN_OP, sp, path, "unknown op '%s'", op->name);
         return -1;
     }
     const cv_op_def *def = op->def;
-    int rc = check_count(d, sp, path, 2007, "operands", op->name, op->n_operands,
+    int rc = check_count(d, sp, path, CV_E_OPERAND_COUNT, "operands", op->name, op->n_operands,
                          def->min_operands, def->max_operands);
-    rc |= check_count(d, sp, path, 2008, "results", op->name, n_results,
+    rc |= check_count(d, sp, path, CV_E_RESULT_COUNT, "results", op->name, n_results,
                       def->min_results, def->max_results);
     for (int i = 0; i < op->n_operands; i++)
         if (!op->operands[i]) {
-            cv_diag_add(d, CV_SEV_ERROR, 9001, sp, path, "operand %d of %s is missing", i, op->name);
+            cv_diag_add(d, CV_SEV_ERROR, CV_E_INTERNAL_ERROR, sp, path, "operand %d of %s is missing", i, op->name);
             rc = -1;
         }
     rc |= check_attrs(op, path, d);
@@ -153,7 +153,7 @@ int cv_infer_op(const cv_op *op, const cv_type *in, cv_type *out, cv_module *m, 
         /* A shape function that forgot a result would poison later ops. */
         for (int i = 0; i < op->n_results; i++)
             if (!cv_type_known(&out[i]))
-                return cv_infer_error(&c, 9001, "shape function of %s left result %d unknown",
+                return cv_infer_error(&c, CV_E_INTERNAL_ERROR, "shape function of %s left result %d unknown",
                                       op->name, i);
     }
     return rc;

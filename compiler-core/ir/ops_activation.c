@@ -38,7 +38,7 @@ static int infer_gelu(cv_infer_ctx *c)
 {
     int t;
     if (gelu_tanh(c->op, &t))
-        return cv_infer_error(c, 2017, "gelu: approximate must be \"none\" or \"tanh\", got \"%s\"",
+        return cv_infer_error(c, CV_E_INVALID_ATTRIBUTE_VALUE, "gelu: approximate must be \"none\" or \"tanh\", got \"%s\"",
                               cv_op_string(c->op, "approximate", ""));
     return infer_float(c);
 }
@@ -47,7 +47,7 @@ static int infer_clip(cv_infer_ctx *c)
 {
     double lo = cv_op_float(c->op, "min", -INFINITY), hi = cv_op_float(c->op, "max", INFINITY);
     if (isnan(lo) || isnan(hi))
-        return cv_infer_error(c, 2017, "clip: min and max must not be NaN");
+        return cv_infer_error(c, CV_E_INVALID_ATTRIBUTE_VALUE, "clip: min and max must not be NaN");
     return infer_numeric(c);
 }
 
@@ -69,7 +69,7 @@ static int eval_unary(cv_eval_ctx *c, f1_fn ff, i1_fn fi, const double *p)
     }
     double *v = cv_tensor_to_f64(x, c->scratch);
     if (!v) {
-        cv_diag_error(c->diag, 9002, cv_op_span(c->op), "%s: out of memory", c->op->name);
+        cv_diag_error(c->diag, CV_E_OUT_OF_MEMORY, cv_op_span(c->op), "%s: out of memory", c->op->name);
         return -1;
     }
     for (int64_t i = 0; i < o->numel; i++)

@@ -34,7 +34,7 @@ static int read_flags(cv_infer_ctx *c, int64_t f[4])
         return -1;
     for (int i = 0; i < 4; i++)
         if (f[i] > 1)
-            return cv_infer_error(c, 3007, "attention: bshd entries must be 0 or 1, got %lld",
+            return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "attention: bshd entries must be 0 or 1, got %lld",
                                   (long long)f[i]);
     return 0;
 }
@@ -42,7 +42,7 @@ static int read_flags(cv_infer_ctx *c, int64_t f[4])
 static int dim_mismatch(cv_infer_ctx *c, const char *what, cv_dim a, cv_dim b)
 {
     char s1[32], s2[32];
-    return cv_infer_error(c, 3002, "attention: %s differ (%s vs %s)", what,
+    return cv_infer_error(c, CV_E_BROADCAST_MISMATCH, "attention: %s differ (%s vs %s)", what,
                           cv_nn_dim_fmt(a, s1, sizeof s1), cv_nn_dim_fmt(b, s2, sizeof s2));
 }
 
@@ -77,7 +77,7 @@ static int attention_infer(cv_infer_ctx *c)
         if (!ok) {
             char ts[96];
             cv_type_format(&c->in[3], ts, sizeof ts);
-            return cv_infer_error(c, 3002, "attention: mask of type %s does not broadcast to "
+            return cv_infer_error(c, CV_E_BROADCAST_MISMATCH, "attention: mask of type %s does not broadcast to "
                                   "the scores [B,H,Sq,Sk]", ts);
         }
     }
@@ -110,7 +110,7 @@ static int attention_eval(cv_eval_ctx *c)
     double *y = cv_arena_alloc_array(c->scratch, (size_t)(Y->numel ? Y->numel : 1), sizeof *y);
     double *s = cv_arena_alloc_array(c->scratch, (size_t)(Sk ? Sk : 1), sizeof *s);
     if (!q || !k || !v || (M && !m) || !y || !s)
-        return cv_nn_eval_error(c, 9002, "attention: out of memory");
+        return cv_nn_eval_error(c, CV_E_OUT_OF_MEMORY, "attention: out of memory");
     const int64_t sdims[4] = {B, H, Sq, Sk};
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++)

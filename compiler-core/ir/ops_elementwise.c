@@ -63,7 +63,7 @@ static int infer_cast(cv_infer_ctx *c)
 {
     const cv_attr *to = cv_op_attr(c->op, "to");
     if (!to || to->dt <= CV_DT_INVALID || to->dt >= CV_DT_COUNT)
-        return cv_infer_error(c, 2017, "cast: 'to' must be one of the CU-IR element types");
+        return cv_infer_error(c, CV_E_INVALID_ATTRIBUTE_VALUE, "cast: 'to' must be one of the CU-IR element types");
     c->out[0].dtype = to->dt;
     c->out[0].shape = c->in[0].shape;
     return 0;

@@ -24,7 +24,7 @@ static int read_perm(cv_infer_ctx *c, int rank, int64_t *perm)
             seen |= 1u << perm[i];
     }
     if (!ok)
-        return cv_infer_error(c, 3007, "transpose: 'perm' is not a permutation of 0..%d", rank - 1);
+        return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "transpose: 'perm' is not a permutation of 0..%d", rank - 1);
     return 0;
 }
 
@@ -78,11 +78,11 @@ static int concat_infer(cv_infer_ctx *c)
         if (cv_infer_same_dtype(c, 0, k))
             return -1;
         if (s->rank != s0->rank)
-            return cv_infer_error(c, 3001, "concat: operand %d has rank %d, operand 0 rank %d", k,
+            return cv_infer_error(c, CV_E_RANK_MISMATCH, "concat: operand %d has rank %d, operand 0 rank %d", k,
                                   s->rank, s0->rank);
         for (int i = 0; i < s->rank; i++)
             if (i != axis && !cv_dim_equal(s->d[i], s0->d[i]))
-                return cv_infer_error(c, 3005, "concat: operand %d has extent %s on axis %d, "
+                return cv_infer_error(c, CV_E_INVALID_DIMENSION, "concat: operand %d has extent %s on axis %d, "
                                       "operand 0 has %s", k, cv_nn_dim_fmt(s->d[i], b1, sizeof b1),
                                       i, cv_nn_dim_fmt(s0->d[i], b2, sizeof b2));
         if (dim_sum(c, o.d[axis], s->d[axis], &o.d[axis]))
@@ -143,12 +143,12 @@ static int split_infer(cv_infer_ctx *c)
     if (cv_infer_axis(c, cv_op_int(c->op, "axis", 0), s->rank, &axis))
         return -1;
     if (n != c->n_out)
-        return cv_infer_error(c, 2008, "split: 'sizes' lists %d parts but the op has %d results",
+        return cv_infer_error(c, CV_E_RESULT_COUNT, "split: 'sizes' lists %d parts but the op has %d results",
                               n, c->n_out);
     int64_t total = 0;
     for (int i = 0; i < n; i++) {
         if (sizes[i] < 0 || __builtin_add_overflow(total, sizes[i], &total))
-            return cv_infer_error(c, 3007, "split: sizes[%d] = %lld is invalid", i,
+            return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "split: sizes[%d] = %lld is invalid", i,
                                   (long long)sizes[i]);
         c->out[i] = c->in[0];
         c->out[i].shape.d[axis] = (cv_dim){sizes[i], NULL};
@@ -157,7 +157,7 @@ static int split_infer(cv_infer_ctx *c)
     if (cv_nn_static_dim(c, s->d[axis], "the split axis", &extent))
         return -1;
     if (total != extent)
-        return cv_infer_error(c, 3005, "split: sizes add up to %lld but axis %d has extent %lld",
+        return cv_infer_error(c, CV_E_INVALID_DIMENSION, "split: sizes add up to %lld but axis %d has extent %lld",
                               (long long)total, axis, (long long)extent);
     return 0;
 }
@@ -250,7 +250,7 @@ static int slice_make_plan(cv_infer_ctx *c, const cv_shape *s, slice_plan *p)
     int na = cv_op_ints(c->op, "axes", ax, CV_MAX_RANK + 1);
     int ns = cv_op_ints(c->op, "steps", sp, CV_MAX_RANK + 1);
     if (n < 0 || n > s->rank || ne != n || (na >= 0 && na != n) || (ns >= 0 && ns != n))
-        return cv_infer_error(c, 3007, "slice: starts, ends, axes and steps must have the same "
+        return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "slice: starts, ends, axes and steps must have the same "
                               "length, at most the rank %d", s->rank);
     for (int i = 0; i < s->rank; i++) {
         p->start[i] = 0;
@@ -264,7 +264,7 @@ static int slice_make_plan(cv_infer_ctx *c, const cv_shape *s, slice_plan *p)
         if (cv_infer_axis(c, na >= 0 ? ax[i] : i, s->rank, &a))
             return -1;
         if ((seen & (1u << a)) || step == 0 || step == INT64_MIN)
-            return cv_infer_error(c, 3007, "slice: axis %d repeated or step %lld invalid", a,
+            return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "slice: axis %d repeated or step %lld invalid", a,
                                   (long long)step);
         seen |= 1u << a;
         p->step[a] = step;
@@ -323,7 +323,7 @@ static int gather_infer(cv_infer_ctx *c)
         cv_infer_axis(c, cv_op_int(c->op, "axis", 0), s->rank, &axis))
         return -1;
     if (s->rank - 1 + ix->rank > CV_MAX_RANK)
-        return cv_infer_error(c, 3007, "gather: the result would have rank %d (at most %d)",
+        return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "gather: the result would have rank %d (at most %d)",
                               s->rank - 1 + ix->rank, CV_MAX_RANK);
     cv_shape o = {.rank = s->rank - 1 + ix->rank};
     memcpy(o.d, s->d, (size_t)axis * sizeof o.d[0]);
@@ -347,7 +347,7 @@ static int gather_eval(cv_eval_ctx *c)
         for (int64_t k = 0; k < ix->numel; k++) {
             int64_t i = cv_tensor_get_i64(ix, k);
             if (i < -d || i >= d)
-                return cv_nn_eval_error(c, 3012, "gather: index %lld is out of range for axis %d "
+                return cv_nn_eval_error(c, CV_E_INDEX_OUT_OF_RANGE, "gather: index %lld is out of range for axis %d "
                                         "of extent %lld", (long long)i, axis, (long long)d);
             i = i < 0 ? i + d : i;
             memcpy(dst, src + ((size_t)o * (size_t)d + (size_t)i) * inner, inner);
@@ -364,13 +364,13 @@ static int pad_read(cv_infer_ctx *c, int rank, int64_t *pads, int *mode)
 {
     int n = cv_op_ints(c->op, "pads", pads, 2 * CV_MAX_RANK + 1);
     if (n != 2 * rank)
-        return cv_infer_error(c, 3007, "pad: 'pads' must have %d entries (all begins, then all "
+        return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "pad: 'pads' must have %d entries (all begins, then all "
                               "ends), got %d", 2 * rank, n);
     const char *m = cv_op_string(c->op, "mode", "constant");
     *mode = !strcmp(m, "constant") ? PAD_CONSTANT : !strcmp(m, "reflect") ? PAD_REFLECT
             : !strcmp(m, "edge") ? PAD_EDGE : -1;
     if (*mode < 0)
-        return cv_infer_error(c, 4003, "pad: mode '%s' is not supported", m);
+        return cv_infer_error(c, CV_E_UNSUPPORTED_ATTRIBUTE_VALUE, "pad: mode '%s' is not supported", m);
     return 0;
 }
 
@@ -395,9 +395,9 @@ static int pad_infer(cv_infer_ctx *c)
             continue;
         }
         if (__builtin_add_overflow(s->d[i].n, b, &n) || __builtin_add_overflow(n, e, &n))
-            return cv_infer_error(c, 3004, "pad: extent of axis %d overflows", i);
+            return cv_infer_error(c, CV_E_DIMENSION_OVERFLOW, "pad: extent of axis %d overflows", i);
         if (n < 0 || (mode != PAD_CONSTANT && s->d[i].n == 0 && n > 0))
-            return cv_infer_error(c, 3005, "pad: axis %d of extent %lld cannot be padded by "
+            return cv_infer_error(c, CV_E_INVALID_DIMENSION, "pad: axis %d of extent %lld cannot be padded by "
                                   "[%lld, %lld] in this mode", i, (long long)s->d[i].n,
                                   (long long)b, (long long)e);
         o->shape.d[i].n = n;

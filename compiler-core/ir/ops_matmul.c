@@ -10,13 +10,13 @@ static int matmul_infer(cv_infer_ctx *c)
         return -1;
     const cv_shape *a = &c->in[0].shape, *b = &c->in[1].shape;
     if (a->rank < 1 || b->rank < 1)
-        return cv_infer_error(c, 3001, "matmul: operands must have rank >= 1, got %d and %d",
+        return cv_infer_error(c, CV_E_RANK_MISMATCH, "matmul: operands must have rank >= 1, got %d and %d",
                               a->rank, b->rank);
     /* numpy: a 1-D a is a row [1,K], a 1-D b a column [K,1]; both extra axes are dropped. */
     cv_dim ka = a->d[a->rank - 1], kb = b->d[b->rank == 1 ? 0 : b->rank - 2];
     char s1[32], s2[32];
     if (!cv_dim_equal(ka, kb))
-        return cv_infer_error(c, 3102, "matmul: inner dimensions differ (%s vs %s)",
+        return cv_infer_error(c, CV_E_INNER_DIMENSION_MISMATCH, "matmul: inner dimensions differ (%s vs %s)",
                               cv_nn_dim_fmt(ka, s1, sizeof s1), cv_nn_dim_fmt(kb, s2, sizeof s2));
     cv_shape ba = {.rank = a->rank > 2 ? a->rank - 2 : 0};
     cv_shape bb = {.rank = b->rank > 2 ? b->rank - 2 : 0};
@@ -57,7 +57,7 @@ static int matmul_eval(cv_eval_ctx *c)
     const double *a = cv_tensor_to_f64(A, c->scratch), *b = cv_tensor_to_f64(B, c->scratch);
     double *y = cv_arena_alloc_array(c->scratch, (size_t)(Y->numel ? Y->numel : 1), sizeof *y);
     if (!a || !b || !y)
-        return cv_nn_eval_error(c, 9002, "matmul: out of memory");
+        return cv_nn_eval_error(c, CV_E_OUT_OF_MEMORY, "matmul: out of memory");
     for (int64_t bi = 0; bi < nbatch; bi++) {
         const double *ap = a + batch_offset(A, ra > 2 ? ra - 2 : 0, yb, Y->dims, bi) * m * k;
         const double *bp = b + batch_offset(B, rb > 2 ? rb - 2 : 0, yb, Y->dims, bi) * k * n;
@@ -86,7 +86,7 @@ static int gemm_infer(cv_infer_ctx *c)
     cv_dim m = a[ta ? 1 : 0], ka = a[ta ? 0 : 1], kb = b[tb ? 1 : 0], n = b[tb ? 0 : 1];
     char s1[32], s2[32];
     if (!cv_dim_equal(ka, kb))
-        return cv_infer_error(c, 3102, "gemm: inner dimensions differ (%s vs %s)",
+        return cv_infer_error(c, CV_E_INNER_DIMENSION_MISMATCH, "gemm: inner dimensions differ (%s vs %s)",
                               cv_nn_dim_fmt(ka, s1, sizeof s1), cv_nn_dim_fmt(kb, s2, sizeof s2));
     cv_shape *o = &c->out[0].shape;
     *o = (cv_shape){.rank = 2, .d = {m, n}};
@@ -103,7 +103,7 @@ static int gemm_infer(cv_infer_ctx *c)
     if (!ok) {
         char ts[96], s3[32];
         cv_type_format(&c->in[2], ts, sizeof ts);
-        return cv_infer_error(c, 3002, "gemm: c of type %s does not broadcast to [%s,%s]", ts,
+        return cv_infer_error(c, CV_E_BROADCAST_MISMATCH, "gemm: c of type %s does not broadcast to [%s,%s]", ts,
                               cv_nn_dim_fmt(m, s2, sizeof s2), cv_nn_dim_fmt(n, s3, sizeof s3));
     }
     return 0;
@@ -120,7 +120,7 @@ static int gemm_eval(cv_eval_ctx *c)
     const double *cc = C ? cv_tensor_to_f64(C, c->scratch) : NULL;
     double *y = cv_arena_alloc_array(c->scratch, (size_t)(Y->numel ? Y->numel : 1), sizeof *y);
     if (!a || !b || !y || (C && !cc))
-        return cv_nn_eval_error(c, 9002, "gemm: out of memory");
+        return cv_nn_eval_error(c, CV_E_OUT_OF_MEMORY, "gemm: out of memory");
     /* Element (i,q) of op(A) and (q,j) of op(B), whatever the transposition. */
     int64_t as_i = ta ? 1 : k, as_q = ta ? m : 1, bs_q = tb ? 1 : n, bs_j = tb ? k : 1;
     for (int64_t i = 0; i < m; i++)

@@ -26,7 +26,7 @@ static int conv_params_read(cv_infer_ctx *c, bool transpose, conv_params *p)
         return -1;
     for (int i = 0; i < 2; i++)
         if (p->outpad[i] >= p->stride[i] && p->outpad[i] >= p->dil[i])
-            return cv_infer_error(c, 3007, "%s: output_padding[%d]=%lld must be smaller than "
+            return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "%s: output_padding[%d]=%lld must be smaller than "
                                   "the stride or the dilation", c->op->name, i,
                                   (long long)p->outpad[i]);
     return 0;
@@ -48,7 +48,7 @@ static int check_divisible(cv_infer_ctx *c, cv_dim d, int64_t groups, const char
     if (groups == 1)
         return 0;
     if (d.sym || d.n % groups)
-        return cv_infer_error(c, 3101, "%s: %s channels (%s) are not divisible by groups=%lld",
+        return cv_infer_error(c, CV_E_CHANNEL_MISMATCH, "%s: %s channels (%s) are not divisible by groups=%lld",
                               c->op->name, what, cv_nn_dim_fmt(d, b, sizeof b), (long long)groups);
     return 0;
 }
@@ -61,7 +61,7 @@ static int check_bias(cv_infer_ctx *c, cv_dim m)
     if (cv_infer_same_dtype(c, 0, 2) || cv_nn_rank(c, 2, 1, "bias"))
         return -1;
     if (!cv_dim_equal(c->in[2].shape.d[0], m))
-        return cv_infer_error(c, 3005, "%s: bias has %s entries but there are %s output channels",
+        return cv_infer_error(c, CV_E_INVALID_DIMENSION, "%s: bias has %s entries but there are %s output channels",
                               c->op->name, cv_nn_dim_fmt(c->in[2].shape.d[0], b1, sizeof b1),
                               cv_nn_dim_fmt(m, b2, sizeof b2));
     return 0;
@@ -73,16 +73,16 @@ static int transpose_dim(cv_infer_ctx *c, const char *axis, cv_dim in, int64_t k
 {
     int64_t extra = dil * (k - 1) + outpad;  /* dil and k are bounded by the caller */
     if (__builtin_sub_overflow(extra, pb, &extra) || __builtin_sub_overflow(extra, pe, &extra))
-        return cv_infer_error(c, 3004, "%s: padding on axis %s overflows", c->op->name, axis);
+        return cv_infer_error(c, CV_E_DIMENSION_OVERFLOW, "%s: padding on axis %s overflows", c->op->name, axis);
     if (in.sym)
         return cv_infer_dim(c, CV_DIM_SUB, in, (cv_dim){1, NULL}, out) ||
                cv_infer_dim(c, CV_DIM_MUL, *out, (cv_dim){stride, NULL}, out) ||
                cv_infer_dim(c, CV_DIM_ADD, *out, (cv_dim){extra + 1, NULL}, out) ? -1 : 0;
     int64_t n;
     if (__builtin_mul_overflow(stride, in.n - 1, &n) || __builtin_add_overflow(n, extra + 1, &n))
-        return cv_infer_error(c, 3004, "%s: output extent on axis %s overflows", c->op->name, axis);
+        return cv_infer_error(c, CV_E_DIMENSION_OVERFLOW, "%s: output extent on axis %s overflows", c->op->name, axis);
     if (n <= 0)
-        return cv_infer_error(c, 3005, "%s: output extent on axis %s would be %lld", c->op->name,
+        return cv_infer_error(c, CV_E_INVALID_DIMENSION, "%s: output extent on axis %s would be %lld", c->op->name,
                               axis, (long long)n);
     *out = (cv_dim){n, NULL};
     return 0;
@@ -101,12 +101,12 @@ static int conv_infer_common(cv_infer_ctx *c, bool transpose)
         cv_nn_static_dim(c, w[3], "kernel width", &kw))
         return -1;
     if (kh < 1 || kw < 1)
-        return cv_infer_error(c, 3005, "%s: kernel %lldx%lld is empty", c->op->name,
+        return cv_infer_error(c, CV_E_INVALID_DIMENSION, "%s: kernel %lldx%lld is empty", c->op->name,
                               (long long)kh, (long long)kw);
     const int64_t big = 1 << 20;
     if (p.dil[0] > big || p.dil[1] > big || p.stride[0] > big || p.stride[1] > big || kh > big ||
         kw > big)
-        return cv_infer_error(c, 3007, "%s: kernel, stride or dilation is implausibly large",
+        return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "%s: kernel, stride or dilation is implausibly large",
                               c->op->name);
     /* conv2d: weight [M, C/g, kh, kw]; conv_transpose2d: weight [C, M/g, kh, kw]. */
     cv_dim expect_c, m;
@@ -122,7 +122,7 @@ static int conv_infer_common(cv_infer_ctx *c, bool transpose)
             return -1;
     }
     if (!cv_dim_equal(x[1], expect_c))
-        return cv_infer_error(c, 3101, "%s input has %s channels but weight expects %s",
+        return cv_infer_error(c, CV_E_CHANNEL_MISMATCH, "%s input has %s channels but weight expects %s",
                               c->op->name, cv_nn_dim_fmt(x[1], b1, sizeof b1),
                               cv_nn_dim_fmt(expect_c, b2, sizeof b2));
     if (check_bias(c, m))
@@ -172,7 +172,7 @@ static int conv_run_init(cv_eval_ctx *c, bool transpose, conv_run *r)
     r->b = c->n_in > 2 ? cv_tensor_to_f64(c->in[2], c->scratch) : NULL;
     r->y = cv_arena_alloc_array(c->scratch, (size_t)(y->numel ? y->numel : 1), sizeof *r->y);
     if (!r->x || !r->wt || !r->y || (c->n_in > 2 && !r->b))
-        return cv_nn_eval_error(c, 9002, "%s: out of memory", c->op->name);
+        return cv_nn_eval_error(c, CV_E_OUT_OF_MEMORY, "%s: out of memory", c->op->name);
     return 0;
 }
 

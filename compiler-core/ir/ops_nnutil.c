@@ -11,17 +11,17 @@ int cv_nn_ints_n(cv_infer_ctx *c, const char *name, int n, const int64_t *dflt, 
     const cv_attr *a = cv_op_attr(c->op, name);
     if (!a) {
         if (!dflt)
-            return cv_infer_error(c, 2006, "%s requires attribute '%s'", c->op->name, name);
+            return cv_infer_error(c, CV_E_MISSING_ATTRIBUTE, "%s requires attribute '%s'", c->op->name, name);
         memcpy(out, dflt, (size_t)n * sizeof *out);
         return 0;
     }
     int got = cv_op_ints(c->op, name, out, n);
     if (got != n)
-        return cv_infer_error(c, 3007, "%s: '%s' must have %d entries, got %d", c->op->name,
+        return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "%s: '%s' must have %d entries, got %d", c->op->name,
                               name, n, got);
     for (int i = 0; i < n; i++)
         if (out[i] < min)
-            return cv_infer_error(c, 3007, "%s: '%s'[%d] is %lld, must be at least %lld",
+            return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "%s: '%s'[%d] is %lld, must be at least %lld",
                                   c->op->name, name, i, (long long)out[i], (long long)min);
     return 0;
 }
@@ -34,12 +34,12 @@ int cv_nn_pads2d(cv_infer_ctx *c, int64_t out[4])
         v[2] = v[0];
         v[3] = v[1];
     } else if (n != 4 && n != -1) {
-        return cv_infer_error(c, 3007, "%s: 'pad' must have 4 entries (top,left,bottom,right) "
+        return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "%s: 'pad' must have 4 entries (top,left,bottom,right) "
                               "or 2 (h,w), got %d", c->op->name, n);
     }
     for (int i = 0; i < 4; i++)
         if (v[i] < 0)
-            return cv_infer_error(c, 3007, "%s: 'pad'[%d] is %lld, must not be negative",
+            return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "%s: 'pad'[%d] is %lld, must not be negative",
                                   c->op->name, i, (long long)v[i]);
     memcpy(out, v, sizeof v);
     return 0;
@@ -49,7 +49,7 @@ int cv_nn_int_min(cv_infer_ctx *c, const char *name, int64_t dflt, int64_t min, 
 {
     *out = cv_op_int(c->op, name, dflt);
     if (*out < min)
-        return cv_infer_error(c, 3007, "%s: '%s' is %lld, must be at least %lld", c->op->name,
+        return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "%s: '%s' is %lld, must be at least %lld", c->op->name,
                               name, (long long)*out, (long long)min);
     return 0;
 }
@@ -83,14 +83,14 @@ int cv_nn_window_dim(cv_infer_ctx *c, const char *axis, cv_dim in, int64_t k, in
     int64_t eff, pads, span;
     if (__builtin_mul_overflow(dil, k - 1, &eff) || __builtin_add_overflow(eff, 1, &eff) ||
         __builtin_add_overflow(pb, pe, &pads))
-        return cv_infer_error(c, 3004, "%s: window on axis %s overflows", c->op->name, axis);
+        return cv_infer_error(c, CV_E_DIMENSION_OVERFLOW, "%s: window on axis %s overflows", c->op->name, axis);
     if (in.sym)
         return window_dim_sym(c, in, eff, stride, pb, pads, ceil_mode, out);
     if (__builtin_add_overflow(in.n, pads, &span))
-        return cv_infer_error(c, 3004, "%s: padded extent on axis %s overflows", c->op->name, axis);
+        return cv_infer_error(c, CV_E_DIMENSION_OVERFLOW, "%s: padded extent on axis %s overflows", c->op->name, axis);
     span -= eff;
     if (span < 0)
-        return cv_infer_error(c, 3005, "%s: window of %lld (dilated) is larger than the padded "
+        return cv_infer_error(c, CV_E_INVALID_DIMENSION, "%s: window of %lld (dilated) is larger than the padded "
                               "input %lld on axis %s", c->op->name, (long long)eff,
                               (long long)(in.n + pads), axis);
     int64_t n = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
@@ -114,14 +114,14 @@ int cv_nn_rank(cv_infer_ctx *c, int i, int rank, const char *what)
 {
     if (c->in[i].shape.rank == rank)
         return 0;
-    return cv_infer_error(c, 3001, "%s: %s must have rank %d, got rank %d", c->op->name, what,
+    return cv_infer_error(c, CV_E_RANK_MISMATCH, "%s: %s must have rank %d, got rank %d", c->op->name, what,
                           rank, c->in[i].shape.rank);
 }
 
 int cv_nn_static_dim(cv_infer_ctx *c, cv_dim d, const char *what, int64_t *out)
 {
     if (d.sym)
-        return cv_infer_error(c, 3009, "%s: %s must be a fixed number, got symbol %s",
+        return cv_infer_error(c, CV_E_SYMBOLIC_ARITHMETIC, "%s: %s must be a fixed number, got symbol %s",
                               c->op->name, what, d.sym);
     *out = d.n;
     return 0;

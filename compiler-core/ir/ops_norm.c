@@ -7,7 +7,7 @@
 
 static int oom(cv_eval_ctx *c)
 {
-    cv_diag_error(c->diag, 9002, cv_op_span(c->op), "%s: out of memory", c->op->name);
+    cv_diag_error(c->diag, CV_E_OUT_OF_MEMORY, cv_op_span(c->op), "%s: out of memory", c->op->name);
     return -1;
 }
 
@@ -34,13 +34,13 @@ static int infer_batch_norm(cv_infer_ctx *c)
         return -1;
     const cv_shape *x = &c->in[0].shape;
     if (x->rank < 2)
-        return shape_error(c, 3001, 0, "of rank 2 or more ([N, C, ...])");
+        return shape_error(c, CV_E_RANK_MISMATCH, 0, "of rank 2 or more ([N, C, ...])");
     for (int i = 1; i < 5; i++) {
         const cv_shape *s = &c->in[i].shape;
         if (s->rank != 1)
-            return shape_error(c, 3001, i, "of rank 1 ([C])");
+            return shape_error(c, CV_E_RANK_MISMATCH, i, "of rank 1 ([C])");
         if (!cv_dim_equal(s->d[0], x->d[1]))
-            return shape_error(c, 3002, i, "as long as the channel axis of operand 0");
+            return shape_error(c, CV_E_BROADCAST_MISMATCH, i, "as long as the channel axis of operand 0");
     }
     c->out[0] = c->in[0];
     return 0;
@@ -93,7 +93,7 @@ static int infer_layer_norm(cv_infer_ctx *c)
             return -1;
         const cv_shape *x = &c->in[0].shape;
         if (!broadcasts_to(&c->in[i].shape, &x->d[axis], x->rank - axis))
-            return shape_error(c, 3002, i, "broadcastable to the normalized axes of operand 0");
+            return shape_error(c, CV_E_BROADCAST_MISMATCH, i, "broadcastable to the normalized axes of operand 0");
     }
     c->out[0] = c->in[0];
     return 0;

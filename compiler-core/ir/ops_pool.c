@@ -24,12 +24,12 @@ static int pool_params_read(cv_infer_ctx *c, pool_params *p)
     const int64_t big = 1 << 20;
     for (int i = 0; i < 2; i++) {
         if (p->k[i] > big || p->stride[i] > big || p->dil[i] > big)
-            return cv_infer_error(c, 3007, "%s: kernel, stride or dilation is implausibly large",
+            return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "%s: kernel, stride or dilation is implausibly large",
                                   c->op->name);
         /* A window wholly inside the padding would have nothing to pool. */
         int64_t eff = p->dil[i] * (p->k[i] - 1) + 1;
         if (p->pad[i] >= eff || p->pad[i + 2] >= eff)
-            return cv_infer_error(c, 3007, "%s: padding on axis %s must be smaller than the "
+            return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "%s: padding on axis %s must be smaller than the "
                                   "kernel extent %lld", c->op->name, i ? "W" : "H",
                                   (long long)eff);
     }
@@ -96,7 +96,7 @@ static int max_pool2d_eval(cv_eval_ctx *c)
     const cv_tensor *X = c->in[0];
     const double *x = cv_tensor_to_f64(X, c->scratch);
     if (!x)
-        return cv_nn_eval_error(c, 9002, "max_pool2d: out of memory");
+        return cv_nn_eval_error(c, CV_E_OUT_OF_MEMORY, "max_pool2d: out of memory");
     size_t es = cv_dtype_size(X->dtype);
     unsigned char *y = c->out[0].data;
     const unsigned char *xb = X->data;
@@ -130,7 +130,7 @@ static int avg_pool2d_eval(cv_eval_ctx *c)
     const double *x = cv_tensor_to_f64(c->in[0], c->scratch);
     double *y = cv_arena_alloc_array(c->scratch, (size_t)(c->out[0].numel + 1), sizeof *y);
     if (!x || !y)
-        return cv_nn_eval_error(c, 9002, "avg_pool2d: out of memory");
+        return cv_nn_eval_error(c, CV_E_OUT_OF_MEMORY, "avg_pool2d: out of memory");
     const pool_params *p = &r.p;
     double *yp = y;
     for (int64_t pl = 0; pl < r.planes; pl++)
@@ -155,7 +155,7 @@ static int global_avg_pool_infer(cv_infer_ctx *c)
     if (cv_infer_dtype_in(c, 0, CV_DT_FLOATS))
         return -1;
     if (s->rank < 3)
-        return cv_infer_error(c, 3001, "global_avg_pool: input must have rank >= 3 "
+        return cv_infer_error(c, CV_E_RANK_MISMATCH, "global_avg_pool: input must have rank >= 3 "
                               "([N,C,spatial...]), got rank %d", s->rank);
     c->out[0].dtype = c->in[0].dtype;
     c->out[0].shape = *s;
@@ -173,7 +173,7 @@ static int global_avg_pool_eval(cv_eval_ctx *c)
     const double *x = cv_tensor_to_f64(X, c->scratch);
     double *y = cv_arena_alloc_array(c->scratch, (size_t)(planes + 1), sizeof *y);
     if (!x || !y)
-        return cv_nn_eval_error(c, 9002, "global_avg_pool: out of memory");
+        return cv_nn_eval_error(c, CV_E_OUT_OF_MEMORY, "global_avg_pool: out of memory");
     for (int64_t pl = 0; pl < planes; pl++) {
         double acc = 0.0;
         for (int64_t i = 0; i < area; i++)

@@ -31,20 +31,20 @@ static int infer_scale(cv_infer_ctx *c, unsigned zp_mask)
     if (cv_infer_dtype_in(c, 1, CV_DT_FLOATS))
         return -1;
     if (s->rank > 1)
-        return operand_error(c, 3001, 1, "a scalar or a vector");
+        return operand_error(c, CV_E_RANK_MISMATCH, 1, "a scalar or a vector");
     if (!per_tensor(s)) {
         int axis;
         if (cv_infer_axis(c, cv_op_int(c->op, "axis", 1), x->rank, &axis))
             return -1;
         if (!cv_dim_equal(s->d[0], x->d[axis]))
-            return operand_error(c, 3002, 1, "as long as the quantization axis of operand 0");
+            return operand_error(c, CV_E_BROADCAST_MISMATCH, 1, "as long as the quantization axis of operand 0");
     }
     if (c->n_in > 2) {
         const cv_shape *z = &c->in[2].shape;
         if (cv_infer_dtype_in(c, 2, zp_mask))
             return -1;
         if (!(per_tensor(z) && per_tensor(s)) && !cv_shape_equal(z, s))
-            return operand_error(c, 3002, 2, "of the same shape as the scale");
+            return operand_error(c, CV_E_BROADCAST_MISMATCH, 2, "of the same shape as the scale");
     }
     c->out[0].shape = *x;
     return 0;
@@ -152,11 +152,11 @@ static int infer_qconv2d(cv_infer_ctx *c)
     if (zp < 0 || zp > 255 || !(cv_op_float(c->op, "x_scale", 0) > 0) || yzp < 0 || yzp > 255 ||
         rzp < 0 || rzp > 255 || act < 0 || act > 2 || cv_op_float(c->op, "y_scale", 0) < 0 ||
         (c->n_in > 4 && c->in[4].dtype == CV_U8 && !(cv_op_float(c->op, "res_scale", 0) > 0)))
-        return cv_infer_error(c, 3007, "qconv2d: scales must be positive, zero points in "
+        return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "qconv2d: scales must be positive, zero points in "
                               "[0, 255] and act 0, 1 or 2");
     const cv_shape *w = &c->in[1].shape, *s = &c->in[2].shape;
     if (w->rank != 4 || s->rank != 1 || !cv_dim_equal(s->d[0], w->d[0]))
-        return operand_error(c, 3002, 2, "one scale per output channel");
+        return operand_error(c, CV_E_BROADCAST_MISMATCH, 2, "one scale per output channel");
     /* The geometry is conv2d's: run its shape function on f32 stand-ins. */
     cv_type in[3] = {{CV_F32, c->in[0].shape}, {CV_F32, *w}, c->n_in > 3 ? c->in[3] : c->in[0]};
     cv_infer_ctx sub = *c;
@@ -165,7 +165,7 @@ static int infer_qconv2d(cv_infer_ctx *c)
     if (cv_op_def_lookup("conv2d")->infer(&sub))
         return -1;
     if (c->n_in > 4 && !cv_shape_equal(&c->in[4].shape, &c->out[0].shape))
-        return operand_error(c, 3002, 4, "of the result's shape");
+        return operand_error(c, CV_E_BROADCAST_MISMATCH, 4, "of the result's shape");
     c->out[0].dtype = cv_op_float(c->op, "y_scale", 0) > 0 ? CV_U8 : CV_F32;
     return 0;
 }
@@ -204,7 +204,7 @@ static int eval_qconv2d(cv_eval_ctx *c)
     acc.dtype = CV_I32;
     acc.data = cv_arena_alloc_array(c->scratch, (size_t)(acc.numel ? acc.numel : 1), 4);
     if (!xq.data || !acc.data)
-        return cv_diag_error(c->diag, 9002, cv_op_span(c->op), "qconv2d: out of memory"), -1;
+        return cv_diag_fail(c->diag, CV_E_OUT_OF_MEMORY, cv_op_span(c->op), "qconv2d: out of memory");
     for (int64_t i = 0; i < x->numel; i++) {
         if (x->dtype == CV_U8) {
             ((float *)xq.data)[i] = (float)(((const uint8_t *)x->data)[i] - zp);

@@ -19,7 +19,7 @@ static int reduced_axes(cv_infer_ctx *c, const cv_op *op, int rank, bool *red)
     int n = cv_op_ints(op, "axes", axes, CV_MAX_RANK);
     memset(red, 0, CV_MAX_RANK * sizeof *red);
     if (n > rank)  /* more axes than dims: some repeat or are out of range */
-        return c ? cv_infer_error(c, 2017, "%s: %d axes given for rank %d", op->name, n, rank) : -1;
+        return c ? cv_infer_error(c, CV_E_INVALID_ATTRIBUTE_VALUE, "%s: %d axes given for rank %d", op->name, n, rank) : -1;
     for (int i = 0; i < n; i++) {
         int a = (int)(axes[i] < 0 ? axes[i] + rank : axes[i]);
         if (c && cv_infer_axis(c, axes[i], rank, &a))
@@ -27,7 +27,7 @@ static int reduced_axes(cv_infer_ctx *c, const cv_op *op, int rank, bool *red)
         if (a < 0 || a >= rank)
             return -1;
         if (red[a])
-            return c ? cv_infer_error(c, 2017, "%s: axis %lld is listed twice", op->name,
+            return c ? cv_infer_error(c, CV_E_INVALID_ATTRIBUTE_VALUE, "%s: axis %lld is listed twice", op->name,
                                       (long long)axes[i]) : -1;
         red[a] = true;
     }
@@ -41,7 +41,7 @@ static int keepdims(cv_infer_ctx *c, const char *name, int64_t dflt, bool *out)
 {
     int64_t k = cv_op_int(c->op, name, dflt);
     if (k != 0 && k != 1)
-        return cv_infer_error(c, 2017, "%s: %s must be 0 or 1, got %lld", c->op->name, name,
+        return cv_infer_error(c, CV_E_INVALID_ATTRIBUTE_VALUE, "%s: %s must be 0 or 1, got %lld", c->op->name, name,
                               (long long)k);
     *out = k == 1;
     return 0;
@@ -122,7 +122,7 @@ static int eval_reduce(cv_eval_ctx *c, int kind)
     double *acc = cv_arena_alloc_array(c->scratch, (size_t)o->numel + 1, sizeof *acc);
     int64_t *iacc = cv_arena_alloc_array(c->scratch, (size_t)o->numel + 1, sizeof *iacc);
     if (!acc || !iacc) {
-        cv_diag_error(c->diag, 9002, cv_op_span(c->op), "%s: out of memory", c->op->name);
+        cv_diag_error(c->diag, CV_E_OUT_OF_MEMORY, cv_op_span(c->op), "%s: out of memory", c->op->name);
         return -1;
     }
     for (int64_t j = 0; j < o->numel; j++)
@@ -180,7 +180,7 @@ static int infer_argmax(cv_infer_ctx *c)
         keepdims(c, "keepdims", 1, &keep) || keepdims(c, "select_last_index", 0, &last))
         return -1;
     if (!in->d[axis].sym && in->d[axis].n == 0)
-        return cv_infer_error(c, 3005, "argmax: axis %d has size 0", axis);
+        return cv_infer_error(c, CV_E_INVALID_DIMENSION, "argmax: axis %d has size 0", axis);
     cv_shape *out = &c->out[0].shape;
     out->rank = 0;
     for (int i = 0; i < in->rank; i++) {
@@ -241,7 +241,7 @@ static int eval_softmax_common(cv_eval_ctx *c, bool log_form)
     split_axis(x, axis_of(c->op, -1, x->rank), &outer, &n, &inner);
     double *v = cv_tensor_to_f64(x, c->scratch);
     if (!v) {
-        cv_diag_error(c->diag, 9002, cv_op_span(c->op), "%s: out of memory", c->op->name);
+        cv_diag_error(c->diag, CV_E_OUT_OF_MEMORY, cv_op_span(c->op), "%s: out of memory", c->op->name);
         return -1;
     }
     for (int64_t o = 0; o < outer; o++)

@@ -29,7 +29,7 @@ static int pick(cv_infer_ctx *c, const char *attr, const char *dflt, const char 
             *out = i;
             return 0;
         }
-    return cv_infer_error(c, 4003, "resize: %s '%s' is not supported", attr, v);
+    return cv_infer_error(c, CV_E_UNSUPPORTED_ATTRIBUTE_VALUE, "resize: %s '%s' is not supported", attr, v);
 }
 
 /* scales/sizes cover every axis, or (n == 2) only the last two. */
@@ -41,13 +41,13 @@ static int resize_params_read(cv_infer_ctx *c, int rank, resize_params *p)
         return -1;
     const cv_attr *sc = cv_op_attr(c->op, "scales"), *sz = cv_op_attr(c->op, "sizes");
     if (!sc == !sz)
-        return cv_infer_error(c, sc ? 2017 : 2006, "resize takes exactly one of 'scales' and "
+        return cv_infer_error(c, sc ? CV_E_INVALID_ATTRIBUTE_VALUE : CV_E_MISSING_ATTRIBUTE, "resize takes exactly one of 'scales' and "
                               "'sizes'");
     int n = sc ? sc->n : sz->n;
     if (sc && sc->kind == CV_ATTR_INT)
         n = 1;
     if (n != rank && !(n == 2 && rank >= 2))
-        return cv_infer_error(c, 3007, "resize: '%s' must have %d entries (or 2 for the last two "
+        return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "resize: '%s' must have %d entries (or 2 for the last two "
                               "axes), got %d", sc ? "scales" : "sizes", rank, n);
     for (int i = 0; i < rank; i++) {
         int k = i - (rank - n);
@@ -59,13 +59,13 @@ static int resize_params_read(cv_infer_ctx *c, int rank, resize_params *p)
             p->size[i] = sz->kind == CV_ATTR_INTS ? sz->ints[k] : sz->i;
             p->scale[i] = 0.0;
             if (p->size[i] < 1)
-                return cv_infer_error(c, 3007, "resize: sizes[%d] is %lld, must be positive", k,
+                return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "resize: sizes[%d] is %lld, must be positive", k,
                                       (long long)p->size[i]);
         } else {
             p->scale[i] = sc->kind == CV_ATTR_FLOATS ? sc->floats[k]
                           : sc->kind == CV_ATTR_INTS ? (double)sc->ints[k] : (double)sc->i;
             if (!(p->scale[i] > 0.0 && p->scale[i] < 1e6))
-                return cv_infer_error(c, 3007, "resize: scales[%d] is %g, must be positive", k,
+                return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "resize: scales[%d] is %g, must be positive", k,
                                       p->scale[i]);
         }
     }
@@ -94,12 +94,12 @@ static int resize_dim(cv_infer_ctx *c, const resize_params *p, int i, cv_dim in,
                        cv_infer_dim(c, CV_DIM_FLOORDIV, t, (cv_dim){q, NULL}, out) ? -1 : 0;
             }
         }
-        return cv_infer_error(c, 3009, "resize: scaling symbolic axis %d (%s) by %g is not "
+        return cv_infer_error(c, CV_E_SYMBOLIC_ARITHMETIC, "resize: scaling symbolic axis %d (%s) by %g is not "
                               "expressible", i, in.sym, p->scale[i]);
     }
     double v = floor((double)in.n * p->scale[i]);
     if (v < 1 || v > 4e18)
-        return cv_infer_error(c, 3005, "resize: axis %d would have extent %g", i, v);
+        return cv_infer_error(c, CV_E_INVALID_DIMENSION, "resize: axis %d would have extent %g", i, v);
     *out = (cv_dim){(int64_t)v, NULL};
     return 0;
 }
@@ -109,7 +109,7 @@ static int resize_infer(cv_infer_ctx *c)
     resize_params p;
     const cv_shape *s = &c->in[0].shape;
     if (s->rank < 1)
-        return cv_infer_error(c, 3001, "resize: input must have rank >= 1");
+        return cv_infer_error(c, CV_E_RANK_MISMATCH, "resize: input must have rank >= 1");
     if (cv_infer_dtype_in(c, 0, CV_DT_NUMERIC) || resize_params_read(c, s->rank, &p))
         return -1;
     c->out[0].dtype = c->in[0].dtype;
@@ -218,11 +218,11 @@ static int resize_eval(cv_eval_ctx *c)
         buf[1] = cv_arena_alloc_array(c->scratch, (size_t)bound, es);
     }
     if (!buf[0] || !buf[1])
-        return cv_nn_eval_error(c, 9002, "resize: out of memory");
+        return cv_nn_eval_error(c, CV_E_OUT_OF_MEMORY, "resize: out of memory");
     if (p.linear) {
         const double *x = cv_tensor_to_f64(X, c->scratch);
         if (!x)
-            return cv_nn_eval_error(c, 9002, "resize: out of memory");
+            return cv_nn_eval_error(c, CV_E_OUT_OF_MEMORY, "resize: out of memory");
         memcpy(buf[0], x, (size_t)X->numel * es);
     } else {
         memcpy(buf[0], X->data, cv_tensor_nbytes(X));

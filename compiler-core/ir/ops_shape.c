@@ -14,14 +14,14 @@ static int reshape_solve(cv_infer_ctx *c, cv_dim in, cv_dim out, cv_dim *hole)
     cv_dim rem;
     if (!in.sym && !out.sym) {
         if (out.n == 0 || in.n % out.n)
-            return cv_infer_error(c, 3008, "reshape: %lld elements cannot fill a shape with %lld "
+            return cv_infer_error(c, CV_E_ELEMENT_COUNT_MISMATCH, "reshape: %lld elements cannot fill a shape with %lld "
                                   "elements per -1 step", (long long)in.n, (long long)out.n);
         *hole = (cv_dim){in.n / out.n, NULL};
         return 0;
     }
     if (cv_dim_arith(c->module, CV_DIM_MOD, in, out, &rem) || rem.sym || rem.n != 0 ||
         cv_dim_arith(c->module, CV_DIM_FLOORDIV, in, out, hole))
-        return cv_infer_error(c, 3009, "reshape: the -1 dimension would be (%s) / (%s), which "
+        return cv_infer_error(c, CV_E_SYMBOLIC_ARITHMETIC, "reshape: the -1 dimension would be (%s) / (%s), which "
                               "does not divide exactly", in.sym ? in.sym : "a number",
                               out.sym ? out.sym : "a number");
     return 0;
@@ -33,7 +33,7 @@ static int reshape_infer(cv_infer_ctx *c)
     int64_t want[CV_MAX_RANK + 1];
     int n = cv_op_ints(c->op, "shape", want, CV_MAX_RANK + 1);
     if (n < 0 || n > CV_MAX_RANK)
-        return cv_infer_error(c, 3007, "reshape: 'shape' must list 0 to %d dims", CV_MAX_RANK);
+        return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "reshape: 'shape' must list 0 to %d dims", CV_MAX_RANK);
     cv_shape o = {.rank = n};
     int hole = -1;
     cv_dim ti = {1, NULL}, to = {1, NULL};
@@ -43,7 +43,7 @@ static int reshape_infer(cv_infer_ctx *c)
             continue;
         }
         if (want[i] < 0 || (want[i] == 0 && i >= in->rank))
-            return cv_infer_error(c, 3007, "reshape: shape[%d] = %lld is invalid%s", i,
+            return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "reshape: shape[%d] = %lld is invalid%s", i,
                                   (long long)want[i], want[i] == -1 ? " (a second -1)" : "");
         o.d[i] = want[i] == 0 ? in->d[i] : (cv_dim){want[i], NULL};
         if (cv_infer_dim(c, CV_DIM_MUL, to, o.d[i], &to))
@@ -57,10 +57,10 @@ static int reshape_infer(cv_infer_ctx *c)
             return -1;
     } else if (!cv_dim_equal(ti, to)) {
         if (ti.sym || to.sym)
-            return cv_infer_error(c, 3009, "reshape: cannot prove that the element counts %s "
+            return cv_infer_error(c, CV_E_SYMBOLIC_ARITHMETIC, "reshape: cannot prove that the element counts %s "
                                   "and %s agree", ti.sym ? ti.sym : "(a number)",
                                   to.sym ? to.sym : "(a number)");
-        return cv_infer_error(c, 3008, "reshape: %lld elements cannot become %lld",
+        return cv_infer_error(c, CV_E_ELEMENT_COUNT_MISMATCH, "reshape: %lld elements cannot become %lld",
                               (long long)ti.n, (long long)to.n);
     }
     c->out[0] = (cv_type){c->in[0].dtype, o};
@@ -74,7 +74,7 @@ static int flatten_infer(cv_infer_ctx *c)
     if (axis < 0)
         axis += in->rank;
     if (axis < 0 || axis > in->rank)
-        return cv_infer_error(c, 3006, "flatten: axis %lld is out of range for rank %d",
+        return cv_infer_error(c, CV_E_AXIS_OUT_OF_RANGE, "flatten: axis %lld is out of range for rank %d",
                               (long long)cv_op_int(c->op, "axis", 1), in->rank);
     cv_shape o = {.rank = 2};
     if (cv_nn_dim_product(c, in->d, (int)axis, &o.d[0]) ||
@@ -94,13 +94,13 @@ static int read_axes(cv_infer_ctx *c, int rank, unsigned *mask)
     if (n < 0)
         return 0;
     if (n > rank)
-        return cv_infer_error(c, 3007, "%s: %d axes for rank %d", c->op->name, n, rank);
+        return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "%s: %d axes for rank %d", c->op->name, n, rank);
     for (int i = 0; i < n; i++) {
         int a;
         if (cv_infer_axis(c, v[i], rank, &a))
             return -1;
         if (*mask & (1u << a))
-            return cv_infer_error(c, 3007, "%s: axis %d is listed twice", c->op->name, a);
+            return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "%s: axis %d is listed twice", c->op->name, a);
         *mask |= 1u << a;
     }
     return n;
@@ -119,9 +119,9 @@ static int squeeze_infer(cv_infer_ctx *c)
         bool one = !d.sym && d.n == 1;
         if (n && (mask & (1u << i))) {
             if (d.sym)
-                return cv_infer_error(c, 3009, "squeeze: axis %d is %s, not provably 1", i, d.sym);
+                return cv_infer_error(c, CV_E_SYMBOLIC_ARITHMETIC, "squeeze: axis %d is %s, not provably 1", i, d.sym);
             if (!one)
-                return cv_infer_error(c, 3005, "squeeze: axis %d has extent %lld, not 1", i,
+                return cv_infer_error(c, CV_E_INVALID_DIMENSION, "squeeze: axis %d has extent %lld, not 1", i,
                                       (long long)d.n);
             continue;
         }
@@ -139,7 +139,7 @@ static int unsqueeze_infer(cv_infer_ctx *c)
     int64_t v[CV_MAX_RANK + 1];
     int n = cv_op_ints(c->op, "axes", v, CV_MAX_RANK + 1);
     if (n < 1 || in->rank + n > CV_MAX_RANK)
-        return cv_infer_error(c, 3007, "unsqueeze: needs 1 to %d axes for rank %d",
+        return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "unsqueeze: needs 1 to %d axes for rank %d",
                               CV_MAX_RANK - in->rank, in->rank);
     unsigned mask;
     if (read_axes(c, in->rank + n, &mask) < 0)
@@ -163,11 +163,11 @@ static int expand_infer(cv_infer_ctx *c)
     int64_t v[CV_MAX_RANK + 1];
     int n = cv_op_ints(c->op, "shape", v, CV_MAX_RANK + 1);
     if (n < 0 || n > CV_MAX_RANK)
-        return cv_infer_error(c, 3007, "expand: 'shape' must list 0 to %d dims", CV_MAX_RANK);
+        return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "expand: 'shape' must list 0 to %d dims", CV_MAX_RANK);
     cv_shape s = {.rank = n};
     for (int i = 0; i < n; i++) {
         if (v[i] < 0)
-            return cv_infer_error(c, 3007, "expand: shape[%d] = %lld is negative", i,
+            return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "expand: shape[%d] = %lld is negative", i,
                                   (long long)v[i]);
         s.d[i] = (cv_dim){v[i], NULL};
     }
@@ -220,13 +220,13 @@ static int constant_infer(cv_infer_ctx *c)
 {
     const cv_attr *fv = cv_op_attr(c->op, "value"), *iv = cv_op_attr(c->op, "ints");
     if (!fv == !iv)
-        return cv_infer_error(c, fv ? 2017 : 2006, "constant takes exactly one of 'value' and "
+        return cv_infer_error(c, fv ? CV_E_INVALID_ATTRIBUTE_VALUE : CV_E_MISSING_ATTRIBUTE, "constant takes exactly one of 'value' and "
                               "'ints'");
     int nv = fv ? fv->n : iv->n;
     const cv_attr *dt = cv_op_attr(c->op, "dtype");
     cv_dtype t = dt && dt->kind == CV_ATTR_DTYPE ? dt->dt : fv ? CV_F32 : CV_I64;
     if (!(CV_DT_BIT(t) & CV_DT_ALL))
-        return cv_infer_error(c, 4002, "constant does not support element type %s",
+        return cv_infer_error(c, CV_E_UNSUPPORTED_DTYPE, "constant does not support element type %s",
                               cv_dtype_name(t));
     int64_t dims[CV_MAX_RANK + 1];
     int rank = cv_op_ints(c->op, "shape", dims, CV_MAX_RANK + 1);
@@ -235,20 +235,20 @@ static int constant_infer(cv_infer_ctx *c)
         dims[0] = nv;
     }
     if (rank > CV_MAX_RANK)
-        return cv_infer_error(c, 3007, "constant: 'shape' has more than %d dims", CV_MAX_RANK);
+        return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "constant: 'shape' has more than %d dims", CV_MAX_RANK);
     cv_type *o = &c->out[0];
     *o = (cv_type){t, {.rank = rank}};
     for (int i = 0; i < rank; i++) {
         if (dims[i] < 0)
-            return cv_infer_error(c, 3007, "constant: shape[%d] = %lld is negative", i,
+            return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "constant: shape[%d] = %lld is negative", i,
                                   (long long)dims[i]);
         o->shape.d[i].n = dims[i];
     }
     int64_t numel = cv_shape_numel(&o->shape);
     if (numel < 0)
-        return cv_infer_error(c, 3004, "constant: element count overflows");
+        return cv_infer_error(c, CV_E_DIMENSION_OVERFLOW, "constant: element count overflows");
     if (numel != nv && nv != 1)
-        return cv_infer_error(c, 3008, "constant: %d values for %lld elements (give one value "
+        return cv_infer_error(c, CV_E_ELEMENT_COUNT_MISMATCH, "constant: %d values for %lld elements (give one value "
                               "to fill)", nv, (long long)numel);
     return 0;
 }

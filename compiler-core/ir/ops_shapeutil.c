@@ -19,7 +19,7 @@ int cv_infer_broadcast(cv_infer_ctx *c, const cv_shape *a, const cv_shape *b, cv
             char sa[160], sb[160];
             cv_type_format(&ta, sa, sizeof sa);
             cv_type_format(&tb, sb, sizeof sb);
-            return cv_infer_error(c, 3002, "%s: shapes %s and %s cannot be broadcast (axis %d)",
+            return cv_infer_error(c, CV_E_BROADCAST_MISMATCH, "%s: shapes %s and %s cannot be broadcast (axis %d)",
                                   c->op->name, sa, sb, i);
         }
     }
@@ -37,8 +37,8 @@ int cv_infer_dim(cv_infer_ctx *c, cv_dim_op op, cv_dim a, cv_dim b, cv_dim *out)
     cv_dim_format(a, sa, sizeof sa);
     cv_dim_format(b, sb, sizeof sb);
     if (!a.sym && !b.sym && op != CV_DIM_FLOORDIV && op != CV_DIM_CEILDIV && op != CV_DIM_MOD)
-        return cv_infer_error(c, 3004, "%s: %s %s %s overflows", c->op->name, sa, names[op], sb);
-    return cv_infer_error(c, 3009, "%s: (%s) %s (%s) is not expressible as a dimension",
+        return cv_infer_error(c, CV_E_DIMENSION_OVERFLOW, "%s: %s %s %s overflows", c->op->name, sa, names[op], sb);
+    return cv_infer_error(c, CV_E_SYMBOLIC_ARITHMETIC, "%s: (%s) %s (%s) is not expressible as a dimension",
                           c->op->name, sa, names[op], sb);
 }
 
@@ -46,7 +46,7 @@ int cv_infer_axis(cv_infer_ctx *c, int64_t axis, int rank, int *out)
 {
     int64_t a = axis < 0 ? axis + rank : axis;
     if (a < 0 || a >= rank)
-        return cv_infer_error(c, 3006, "%s: axis %lld is out of range for rank %d",
+        return cv_infer_error(c, CV_E_AXIS_OUT_OF_RANGE, "%s: axis %lld is out of range for rank %d",
                               c->op->name, (long long)axis, rank);
     *out = (int)a;
     return 0;
@@ -56,7 +56,7 @@ int cv_infer_dtype_in(cv_infer_ctx *c, int i, unsigned mask)
 {
     if (i < c->n_in && (CV_DT_BIT(c->in[i].dtype) & mask))
         return 0;
-    return cv_infer_error(c, 4002, "%s does not support element type %s (operand %d)",
+    return cv_infer_error(c, CV_E_UNSUPPORTED_DTYPE, "%s does not support element type %s (operand %d)",
                           c->op->name, cv_dtype_name(c->in[i].dtype), i);
 }
 
@@ -64,7 +64,7 @@ int cv_infer_same_dtype(cv_infer_ctx *c, int i, int j)
 {
     if (c->in[i].dtype == c->in[j].dtype)
         return 0;
-    return cv_infer_error(c, 2009, "%s: operand %d is %s but operand %d is %s", c->op->name,
+    return cv_infer_error(c, CV_E_DTYPE_MISMATCH, "%s: operand %d is %s but operand %d is %s", c->op->name,
                           i, cv_dtype_name(c->in[i].dtype), j, cv_dtype_name(c->in[j].dtype));
 }
 

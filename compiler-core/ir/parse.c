@@ -77,7 +77,7 @@ bool cv_p_fail(cv_parser *P, const cv_token *t, int code, const char *fmt, ...)
         code = t->err;  /* the lexer's own diagnosis wins */
     /* Running out of input where anything was due is a truncation, and so
      * is a wrong last token that the end of input cut short ("f3"). */
-    bool truncated = code != 1010 &&
+    bool truncated = code != CV_E_UNEXPECTED_EOF &&
                      (t->kind == TK_EOF || (t->kind != TK_ERROR && t->kind != TK_NEWLINE &&
                                             t->p + t->n == P->L.end));
     size_t off = 0, size = sizeof P->err_msg;
@@ -91,7 +91,7 @@ bool cv_p_fail(cv_parser *P, const cv_token *t, int code, const char *fmt, ...)
         vsnprintf(P->err_msg + off, size - off, fmt, ap);
         va_end(ap);
     }
-    P->err_code = truncated ? 1010 : code;
+    P->err_code = truncated ? CV_E_UNEXPECTED_EOF : code;
     return false;
 }
 
@@ -103,7 +103,7 @@ bool cv_p_expect(cv_parser *P, cv_tk kind, const char *what)
     }
     char got[64];
     cv_p_describe(&P->cur, got, sizeof got);
-    return cv_p_fail(P, &P->cur, 1002, "expected %s, got %s", what, got);
+    return cv_p_fail(P, &P->cur, CV_E_UNEXPECTED_TOKEN, "expected %s, got %s", what, got);
 }
 
 bool cv_p_list_open(cv_parser *P, cv_tk open, cv_tk close, const char *what, bool *done)
@@ -137,10 +137,10 @@ static void report(cv_parser *P, int code, cv_span span, const char *msg)
         pp = path;
     }
     cv_diag_add(P->d, CV_SEV_ERROR, code, span, pp, "%s", msg);
-    if (code == 1010)
+    if (code == CV_E_UNEXPECTED_EOF)
         P->stop = true;  /* nothing follows a truncation */
     if (++P->n_errors >= CV_CUIR_MAX_ERRORS && !P->stop) {
-        cv_diag_add(P->d, CV_SEV_NOTE, 1002, span, pp,
+        cv_diag_add(P->d, CV_SEV_NOTE, CV_E_UNEXPECTED_TOKEN, span, pp,
                     "too many syntax errors (%d); stopping here", P->n_errors);
         P->stop = true;
     }
@@ -165,7 +165,7 @@ static void recover(cv_parser *P)
         int line = P->cur.line, deep_col;
         cv_lex_skip_line(&P->L, P->L.line_start, CV_CUIR_MAX_DEPTH, &deep_col);
         if (deep_col) {
-            code = 1007;
+            code = CV_E_NESTING_TOO_DEEP;
             span = (cv_span){.file = P->file, .line = line, .col = deep_col,
                              .end_line = line, .end_col = deep_col + 1};
             msg = "brackets are nested more than 64 levels deep";
@@ -192,7 +192,7 @@ static bool end_stmt(cv_parser *P, const char *after)
     }
     char got[64];
     cv_p_describe(&P->cur, got, sizeof got);
-    return cv_p_fail(P, &P->cur, 1002, "expected end of line after %s, got %s", after, got);
+    return cv_p_fail(P, &P->cur, CV_E_UNEXPECTED_TOKEN, "expected end of line after %s, got %s", after, got);
 }
 
 static bool value_name(cv_parser *P, cv_pname *out)
@@ -200,19 +200,19 @@ static bool value_name(cv_parser *P, cv_pname *out)
     if (P->cur.kind != TK_VALUE) {
         char got[64];
         cv_p_describe(&P->cur, got, sizeof got);
-        return cv_p_fail(P, &P->cur, 1002, "expected a value name such as %%x, got %s", got);
+        return cv_p_fail(P, &P->cur, CV_E_UNEXPECTED_TOKEN, "expected a value name such as %%x, got %s", got);
     }
     out->name = cv_lex_cstr(&P->L, &P->cur);
     out->span = cv_p_span(P, &P->cur);
     cv_p_next(P);
-    return out->name != NULL || cv_p_fail(P, &P->cur, 9002, "out of memory");
+    return out->name != NULL || cv_p_fail(P, &P->cur, CV_E_OUT_OF_MEMORY, "out of memory");
 }
 
 static bool push_name(cv_parser *P, cv_vec *v, const cv_pname *n)
 {
     cv_pname *slot = cv_vec_push(v, sizeof *slot);
     if (!slot)
-        return cv_p_fail(P, &P->cur, 9002, "out of memory");
+        return cv_p_fail(P, &P->cur, CV_E_OUT_OF_MEMORY, "out of memory");
     *slot = *n;
     return true;
 }
@@ -221,7 +221,7 @@ static bool push_name(cv_parser *P, cv_vec *v, const cv_pname *n)
 static bool keep_name(cv_parser *P, cv_pname *n)
 {
     n->name = cv_arena_strdup(&P->scratch, n->name);
-    return n->name != NULL || cv_p_fail(P, &P->cur, 9002, "out of memory");
+    return n->name != NULL || cv_p_fail(P, &P->cur, CV_E_OUT_OF_MEMORY, "out of memory");
 }
 
 /* Starts a statement: the line arena of the one before last is free again
@@ -331,7 +331,7 @@ static bool parse_param(cv_parser *P)
     } else {
         char got[64];
         cv_p_describe(&P->cur, got, sizeof got);
-        return cv_p_fail(P, &P->cur, 1002, "expected weights(...) or dense(...), got %s", got);
+        return cv_p_fail(P, &P->cur, CV_E_UNEXPECTED_TOKEN, "expected weights(...) or dense(...), got %s", got);
     }
     p->span = span;
     p->value->span = n.span;
@@ -350,12 +350,12 @@ static bool parse_operands(cv_parser *P)
             return false;
         cv_value **slot = cv_vec_push(&P->operands, sizeof *slot);
         if (!slot)
-            return cv_p_fail(P, &P->cur, 9002, "out of memory");
+            return cv_p_fail(P, &P->cur, CV_E_OUT_OF_MEMORY, "out of memory");
         *slot = cv_func_find_value(P->f, n.name);
         if (!*slot) {
             cv_fwd *fw = cv_vec_push(&P->fwd_here, sizeof *fw);
             if (!fw || !keep_name(P, &n))
-                return cv_p_fail(P, &P->cur, 9002, "out of memory");
+                return cv_p_fail(P, &P->cur, CV_E_OUT_OF_MEMORY, "out of memory");
             *fw = (cv_fwd){.k = P->operands.n - 1, .ref = n};
         }
         if (!cv_p_list_sep(P, TK_RPAREN, "',' or ')' after an operand", &done))
@@ -369,7 +369,7 @@ static bool parse_result_types(cv_parser *P)
     for (;;) {
         cv_type *t = cv_vec_push(&P->types, sizeof *t);
         if (!t)
-            return cv_p_fail(P, &P->cur, 9002, "out of memory");
+            return cv_p_fail(P, &P->cur, CV_E_OUT_OF_MEMORY, "out of memory");
         if (!cv_p_type(P, t))
             return false;
         if (P->cur.kind != TK_COMMA)
@@ -377,7 +377,7 @@ static bool parse_result_types(cv_parser *P)
         cv_p_next(P);
     }
     if (P->types.n != P->results.n)
-        return cv_p_fail(P, &P->cur, 1002, "%d result%s named but %d type%s given", P->results.n,
+        return cv_p_fail(P, &P->cur, CV_E_UNEXPECTED_TOKEN, "%d result%s named but %d type%s given", P->results.n,
                          P->results.n == 1 ? "" : "s", P->types.n, P->types.n == 1 ? "" : "s");
     return true;
 }
@@ -394,7 +394,7 @@ static bool build_op(cv_parser *P, const char *opname, cv_span span)
     }
     const char **names = cv_arena_alloc_array(P->L.scratch, (size_t)P->results.n, sizeof *names);
     if (!names)
-        return cv_p_fail(P, &P->cur, 9002, "out of memory");
+        return cv_p_fail(P, &P->cur, CV_E_OUT_OF_MEMORY, "out of memory");
     for (int k = 0; k < P->results.n; k++)
         names[k] = CV_VEC_AT(P->results, cv_pname, k).name;
     cv_op_finish_declared(op, P->results.n, names, P->types.v);
@@ -404,7 +404,7 @@ static bool build_op(cv_parser *P, const char *opname, cv_span span)
     for (int k = 0; k < P->fwd_here.n; k++) {
         cv_fwd *fw = cv_vec_push(&P->fwd, sizeof *fw);
         if (!fw)
-            return cv_p_fail(P, &P->cur, 9002, "out of memory");
+            return cv_p_fail(P, &P->cur, CV_E_OUT_OF_MEMORY, "out of memory");
         *fw = CV_VEC_AT(P->fwd_here, cv_fwd, k);
         fw->op = op;
     }
@@ -447,7 +447,7 @@ static bool parse_return(cv_parser *P)
 {
     cv_span span = cv_p_span(P, &P->cur);
     if (P->have_return)
-        return cv_p_fail(P, &P->cur, 1002, "a model has one return statement");
+        return cv_p_fail(P, &P->cur, CV_E_UNEXPECTED_TOKEN, "a model has one return statement");
     P->have_return = true;  /* even if this one is broken: no "missing return" later */
     P->ret_span = span;
     cv_p_next(P);
@@ -502,7 +502,7 @@ static bool parse_statement(cv_parser *P)
 {
     const cv_token *t = &P->cur;
     if (P->have_return && (t->kind == TK_VALUE || cv_tok_is(t, "param")))
-        return cv_p_fail(P, t, 1002, "statements after the return statement");
+        return cv_p_fail(P, t, CV_E_UNEXPECTED_TOKEN, "statements after the return statement");
     if (cv_tok_is(t, "param"))
         return parse_param(P);
     if (cv_tok_is(t, "return"))
@@ -511,7 +511,7 @@ static bool parse_statement(cv_parser *P)
         return parse_op(P);
     char got[64];
     cv_p_describe(t, got, sizeof got);
-    return cv_p_fail(P, t, 1002, "expected param, an op (%%x = ...), return or '}', got %s", got);
+    return cv_p_fail(P, t, CV_E_UNEXPECTED_TOKEN, "expected param, an op (%%x = ...), return or '}', got %s", got);
 }
 
 static void parse_model(cv_parser *P)
@@ -526,7 +526,7 @@ static void parse_model(cv_parser *P)
         skip_newlines(P);
         if (P->cur.kind == TK_RBRACE) {
             if (!P->have_return && !quiet)
-                cv_p_fail(P, &P->cur, 1002, "model @%s has no return statement", name);
+                cv_p_fail(P, &P->cur, CV_E_UNEXPECTED_TOKEN, "model @%s has no return statement", name);
             cv_p_next(P);
             if (!P->failed)
                 end_stmt(P, "'}'");
@@ -534,12 +534,12 @@ static void parse_model(cv_parser *P)
         }
         if (P->cur.kind == TK_EOF) {
             if (!quiet)
-                cv_p_fail(P, &P->cur, 1010, "input ends inside model @%s (truncated file?): "
+                cv_p_fail(P, &P->cur, CV_E_UNEXPECTED_EOF, "input ends inside model @%s (truncated file?): "
                           "expected '}'", name);
             break;
         }
         if (cv_tok_is(&P->cur, "model")) {
-            cv_p_fail(P, &P->cur, 1002, "expected '}' to close model @%s before the next model",
+            cv_p_fail(P, &P->cur, CV_E_UNEXPECTED_TOKEN, "expected '}' to close model @%s before the next model",
                       name);
             report(P, P->err_code, P->err_span, P->err_msg);
             P->failed = false;
@@ -558,17 +558,17 @@ static bool parse_header(cv_parser *P)
 {
     skip_newlines(P);
     if (P->cur.kind == TK_EOF) {
-        report(P, 1008, cv_p_span(P, &P->cur), "the input is empty: expected the header 'cuir 1'");
+        report(P, CV_E_BAD_HEADER, cv_p_span(P, &P->cur), "the input is empty: expected the header 'cuir 1'");
         return false;
     }
     if (!cv_tok_is(&P->cur, "cuir"))
-        return cv_p_fail(P, &P->cur, 1008, "expected the header 'cuir 1' at the start of the file");
+        return cv_p_fail(P, &P->cur, CV_E_BAD_HEADER, "expected the header 'cuir 1' at the start of the file");
     cv_p_next(P);
     const cv_token *t = &P->cur;
     if (t->kind != TK_INT)
-        return cv_p_fail(P, t, 1008, "expected a version number after 'cuir'");
+        return cv_p_fail(P, t, CV_E_BAD_HEADER, "expected a version number after 'cuir'");
     if (t->overflow || t->i != 1)
-        return cv_p_fail(P, t, 1008, "unsupported CU-IR version %.*s (this reader knows 1)",
+        return cv_p_fail(P, t, CV_E_BAD_HEADER, "unsupported CU-IR version %.*s (this reader knows 1)",
                          (int)(t->n > 20 ? 20 : t->n), t->p);
     P->m->version = 1;
     cv_p_next(P);
@@ -580,7 +580,7 @@ static bool check_bytes(const char *text, size_t len, const char *file, cv_diag 
 {
     cv_span s = {.file = file, .line = 1, .col = 1, .end_line = 1, .end_col = 2};
     if (len > CV_CUIR_MAX_INPUT) {
-        cv_diag_error(d, 1011, s, "input is %zu bytes; the limit is %zu", len, CV_CUIR_MAX_INPUT);
+        cv_diag_error(d, CV_E_INPUT_TOO_LARGE, s, "input is %zu bytes; the limit is %zu", len, CV_CUIR_MAX_INPUT);
         return false;
     }
     /* Both problems are reported, the earlier one first. */
@@ -598,9 +598,9 @@ static bool check_bytes(const char *text, size_t len, const char *file, cv_diag 
         s.end_line = s.line;
         s.end_col = s.col + 1;
         if (offs[i] == nul)
-            cv_diag_error(d, 1006, s, "NUL byte in the input (is this a binary file?)");
+            cv_diag_error(d, CV_E_NUL_BYTE, s, "NUL byte in the input (is this a binary file?)");
         else
-            cv_diag_error(d, 1005, s, "invalid UTF-8 (byte 0x%02x)", (unsigned char)text[bad]);
+            cv_diag_error(d, CV_E_INVALID_UTF8, s, "invalid UTF-8 (byte 0x%02x)", (unsigned char)text[bad]);
         ok = false;
     }
     return ok;
@@ -650,7 +650,7 @@ cv_module *cv_cuir_parse(const char *text, size_t len, const char *filename, cv_
         }
         char got[64];
         cv_p_describe(&P.cur, got, sizeof got);
-        cv_p_fail(&P, &P.cur, 1002, "expected 'model', got %s", got);
+        cv_p_fail(&P, &P.cur, CV_E_UNEXPECTED_TOKEN, "expected 'model', got %s", got);
         recover(&P);
         /* Whatever this is, it is not CU-IR: skip it up to the next model. */
         while (P.cur.kind != TK_EOF && !cv_tok_is(&P.cur, "model")) {

@@ -23,7 +23,7 @@ static bool fail_expected(cv_parser *P, const char *what)
 {
     char got[64];
     cv_p_describe(&P->cur, got, sizeof got);
-    return cv_p_fail(P, &P->cur, 1002, "expected %s, got %s", what, got);
+    return cv_p_fail(P, &P->cur, CV_E_UNEXPECTED_TOKEN, "expected %s, got %s", what, got);
 }
 
 /* Where a dimension written as an expression ends: the ',' or ']' at
@@ -55,11 +55,11 @@ static bool parse_dim_expr(cv_parser *P, cv_dim *dim)
     const cv_token *t = &P->cur;
     const char *end = dim_expr_end(t->p, P->L.end);
     if (!end)
-        return cv_p_fail(P, t, 1002, "expected ',' or ']' after a dimension");
+        return cv_p_fail(P, t, CV_E_UNEXPECTED_TOKEN, "expected ',' or ']' after a dimension");
     const char *err = NULL;
     size_t at = 0;
     if (cv_dim_parse(P->m, t->p, (size_t)(end - t->p), dim, &err, &at)) {
-        int code = err && strstr(err, "expected") ? 1002 : 3009;
+        int code = err && strstr(err, "expected") ? CV_E_UNEXPECTED_TOKEN : CV_E_SYMBOLIC_ARITHMETIC;
         return cv_p_fail(P, t, code, "dimension %.*s: %s (at byte %zu)", (int)(end - t->p),
                          t->p, err ? err : "not expressible", at);
     }
@@ -85,7 +85,7 @@ static bool parse_dim(cv_parser *P, cv_dim *dim)
         return parse_dim_expr(P, dim);
     if (t->kind == TK_INT) {
         if (t->overflow)
-            return cv_p_fail(P, t, 3004, "dimension %.*s does not fit in 64 bits", (int)t->n, t->p);
+            return cv_p_fail(P, t, CV_E_DIMENSION_OVERFLOW, "dimension %.*s does not fit in 64 bits", (int)t->n, t->p);
         dim->n = t->i;
     } else if (t->kind == TK_IDENT) {
         dim->sym = cv_module_intern(P->m, t->p, t->n);
@@ -207,7 +207,7 @@ bool cv_p_type(cv_parser *P, cv_type *out)
         return fail_expected(P, "a type such as f32[N,3]");
     cv_dtype dt = cv_dtype_parse(t->p, t->n);
     if (dt == CV_DT_INVALID)
-        return cv_p_fail(P, t, 2010, "unknown element type '%.*s' (CU-IR has f32 f16 bf16 i8 "
+        return cv_p_fail(P, t, CV_E_UNKNOWN_DTYPE, "unknown element type '%.*s' (CU-IR has f32 f16 bf16 i8 "
                          "u8 i32 i64 bool)", (int)(t->n > 64 ? 64 : t->n), t->p);
     out->dtype = dt;
     if (fast_dims(P, &out->shape))
@@ -221,7 +221,7 @@ bool cv_p_type(cv_parser *P, cv_type *out)
     }
     for (bool done = false; !done;) {
         if (out->shape.rank == CV_MAX_RANK)
-            return cv_p_fail(P, &P->cur, 3020, "a tensor has at most %d dimensions", CV_MAX_RANK);
+            return cv_p_fail(P, &P->cur, CV_E_RANK_TOO_LARGE, "a tensor has at most %d dimensions", CV_MAX_RANK);
         if (!parse_dim(P, &out->shape.d[out->shape.rank]))
             return false;
         out->shape.rank++;
@@ -246,19 +246,19 @@ static bool parse_num(cv_parser *P, num *out, const char *what)
     out->is_float = true;
     if (t->kind == TK_INT) {
         if (t->overflow)
-            return cv_p_fail(P, t, 1004, "integer %.*s does not fit in 64 bits",
+            return cv_p_fail(P, t, CV_E_INVALID_NUMBER, "integer %.*s does not fit in 64 bits",
                              (int)(t->n > 64 ? 64 : t->n), t->p);
         out->i = t->i;
         out->f = (double)t->i;
         out->is_float = false;
     } else if (t->kind == TK_FLOAT) {
         if (t->overflow)
-            return cv_p_fail(P, t, 1004, "number %.*s is out of range",
+            return cv_p_fail(P, t, CV_E_INVALID_NUMBER, "number %.*s is out of range",
                              (int)(t->n > 64 ? 64 : t->n), t->p);
         out->f = t->f;
     } else if (!is_special_float(t, &out->f)) {
         if (t->kind == TK_LBRACK)
-            return cv_p_fail(P, t, 1002, "lists do not nest in CU-IR");
+            return cv_p_fail(P, t, CV_E_UNEXPECTED_TOKEN, "lists do not nest in CU-IR");
         return fail_expected(P, what);
     }
     cv_p_next(P);
@@ -277,7 +277,7 @@ static bool parse_list(cv_parser *P, cv_attr_kind want, cv_attr *a)
     while (!done) {
         num *x = cv_vec_push(items, sizeof *x);
         if (!x)
-            return cv_p_fail(P, &P->cur, 9002, "out of memory");
+            return cv_p_fail(P, &P->cur, CV_E_OUT_OF_MEMORY, "out of memory");
         if (!parse_num(P, x, "a number in the list"))
             return false;
         any_float |= x->is_float;
@@ -291,7 +291,7 @@ static bool parse_list(cv_parser *P, cv_attr_kind want, cv_attr *a)
     else
         a->ints = cv_arena_alloc_array(ar, (size_t)a->n + 1, sizeof *a->ints);
     if (!a->floats && !a->ints)
-        return cv_p_fail(P, &P->cur, 9002, "out of memory");
+        return cv_p_fail(P, &P->cur, CV_E_OUT_OF_MEMORY, "out of memory");
     for (int k = 0; k < a->n; k++) {
         const num *x = &CV_VEC_AT(*items, num, k);
         if (any_float)
@@ -315,12 +315,12 @@ static bool parse_attr_value(cv_parser *P, cv_attr_kind want, cv_attr *a)
         return true;
     }
     if (cv_tok_is(t, "true") || cv_tok_is(t, "false"))
-        return cv_p_fail(P, t, 1002, "attributes have no booleans: write 1 or 0");
+        return cv_p_fail(P, t, CV_E_UNEXPECTED_TOKEN, "attributes have no booleans: write 1 or 0");
     if (t->kind == TK_IDENT && !cv_tok_is(t, "inf") && !cv_tok_is(t, "nan")) {
         a->kind = CV_ATTR_DTYPE;
         a->dt = cv_dtype_parse(t->p, t->n);
         if (a->dt == CV_DT_INVALID)
-            return cv_p_fail(P, t, 2010, "unknown element type '%.*s' (string attribute values "
+            return cv_p_fail(P, t, CV_E_UNKNOWN_DTYPE, "unknown element type '%.*s' (string attribute values "
                              "are written in quotes)", (int)(t->n > 64 ? 64 : t->n), t->p);
         cv_p_next(P);
         return true;
@@ -357,7 +357,7 @@ bool cv_p_attrs(cv_parser *P, const cv_op_def *def)
         if (t->kind != TK_IDENT)
             return fail_expected(P, "an attribute name");
         if (attr_given(P, t->p, t->n))
-            return cv_p_fail(P, t, 2002, "attribute '%.*s' is given twice", (int)t->n, t->p);
+            return cv_p_fail(P, t, CV_E_REDEFINITION, "attribute '%.*s' is given twice", (int)t->n, t->p);
         cv_attr a = {0};
         a.span = cv_p_span(P, t);
         const char *name = cv_lex_cstr(&P->L, t);
@@ -365,7 +365,7 @@ bool cv_p_attrs(cv_parser *P, const cv_op_def *def)
         /* A known attribute is named by the op table's static string. */
         a.name = s ? s->name : name ? cv_arena_strdup(&P->m->arena, name) : NULL;
         if (!a.name)
-            return cv_p_fail(P, t, 9002, "out of memory");
+            return cv_p_fail(P, t, CV_E_OUT_OF_MEMORY, "out of memory");
         cv_p_next(P);
         if (!cv_p_expect(P, TK_EQ, "'=' after the attribute name") ||
             !parse_attr_value(P, s ? s->kind : CV_ATTR_NONE, &a))
@@ -373,7 +373,7 @@ bool cv_p_attrs(cv_parser *P, const cv_op_def *def)
         cv_p_close(P, &a.span);
         cv_attr *slot = cv_vec_push(&P->attrs, sizeof *slot);
         if (!slot)
-            return cv_p_fail(P, &P->cur, 9002, "out of memory");
+            return cv_p_fail(P, &P->cur, CV_E_OUT_OF_MEMORY, "out of memory");
         *slot = a;
         if (!cv_p_list_sep(P, TK_RBRACE, "',' or '}' in the attributes", &done))
             return false;
@@ -398,16 +398,16 @@ static bool dense_elem(cv_parser *P, cv_dtype dt, void *slot)
     const cv_token *t = &P->cur;
     if (dt == CV_BOOL) {
         if (!cv_tok_is(t, "true") && !cv_tok_is(t, "false"))
-            return cv_p_fail(P, t, 1004, "expected true or false for a bool constant");
+            return cv_p_fail(P, t, CV_E_INVALID_NUMBER, "expected true or false for a bool constant");
         *(unsigned char *)slot = cv_tok_is(t, "true");
         cv_p_next(P);
         return true;
     }
     if (cv_dtype_is_int(dt)) {
         if (t->kind != TK_INT)
-            return cv_p_fail(P, t, 1004, "expected an integer for a %s constant", cv_dtype_name(dt));
+            return cv_p_fail(P, t, CV_E_INVALID_NUMBER, "expected an integer for a %s constant", cv_dtype_name(dt));
         if (t->overflow || !int_fits(dt, t->i))
-            return cv_p_fail(P, t, 1004, "%.*s does not fit in %s", (int)(t->n > 64 ? 64 : t->n),
+            return cv_p_fail(P, t, CV_E_INVALID_NUMBER, "%.*s does not fit in %s", (int)(t->n > 64 ? 64 : t->n),
                              t->p, cv_dtype_name(dt));
         cv_dtype_store_i64(dt, slot, 0, t->i);
         cv_p_next(P);
@@ -419,7 +419,7 @@ static bool dense_elem(cv_parser *P, cv_dtype dt, void *slot)
         return false;
     cv_dtype_store(dt, slot, 0, x.f);
     if (isfinite(x.f) && isinf(cv_dtype_load(dt, slot, 0)))
-        return cv_p_fail(P, &at, 1004, "%.*s is out of range for %s", (int)(at.n > 64 ? 64 : at.n),
+        return cv_p_fail(P, &at, CV_E_INVALID_NUMBER, "%.*s is out of range for %s", (int)(at.n > 64 ? 64 : at.n),
                          at.p, cv_dtype_name(dt));
     return true;
 }
@@ -435,7 +435,7 @@ bool cv_p_dense(cv_parser *P, const cv_type *t)
     while (!done) {
         void *slot = cv_vec_push(&P->bytes, size);
         if (!slot)
-            return cv_p_fail(P, &P->cur, 9002, "out of memory");
+            return cv_p_fail(P, &P->cur, CV_E_OUT_OF_MEMORY, "out of memory");
         if (!dense_elem(P, t->dtype, slot))
             return false;
         if (!cv_p_list_sep(P, TK_RPAREN, "',' or ')' in the constant", &done))
@@ -452,7 +452,7 @@ static bool parse_pos(cv_parser *P, int *out)
     if (t->kind != TK_INT)
         return fail_expected(P, "a line or column number");
     if (t->overflow || t->i < 0 || t->i > INT_MAX)
-        return cv_p_fail(P, t, 1004, "line or column %.*s is out of range",
+        return cv_p_fail(P, t, CV_E_INVALID_NUMBER, "line or column %.*s is out of range",
                          (int)(t->n > 64 ? 64 : t->n), t->p);
     *out = (int)t->i;
     cv_p_next(P);
@@ -474,7 +474,7 @@ static bool parse_loc_item(cv_parser *P)
     }
     cv_ploc *slot = cv_vec_push(&P->locs, sizeof *slot);
     if (!slot)
-        return cv_p_fail(P, &P->cur, 9002, "out of memory");
+        return cv_p_fail(P, &P->cur, CV_E_OUT_OF_MEMORY, "out of memory");
     *slot = l;
     return true;
 }

@@ -125,11 +125,11 @@ static int type_problem(const cv_type *t, char *msg, size_t size)
 {
     if (!(CV_DT_BIT(t->dtype) & CV_DT_ALL) || t->dtype >= CV_DT_COUNT) {
         snprintf(msg, size, "element type '%s' is not a CU-IR type", cv_dtype_name(t->dtype));
-        return 2010;
+        return CV_E_UNKNOWN_DTYPE;
     }
     if (t->shape.rank < 0 || t->shape.rank > CV_MAX_RANK) {
         snprintf(msg, size, "rank %d is more than CU-IR allows (%d)", t->shape.rank, CV_MAX_RANK);
-        return 3020;
+        return CV_E_RANK_TOO_LARGE;
     }
     int64_t n = 1;
     bool overflow = false;
@@ -139,13 +139,13 @@ static int type_problem(const cv_type *t, char *msg, size_t size)
             continue;
         if (dim->n < 0) {
             snprintf(msg, size, "dimension %d is negative (%lld)", i, (long long)dim->n);
-            return 3005;
+            return CV_E_INVALID_DIMENSION;
         }
         overflow |= !cv_mul_i64(n, dim->n, &n);
     }
     if (overflow) {
         snprintf(msg, size, "it has more elements than fit in 64 bits");
-        return 3004;
+        return CV_E_DIMENSION_OVERFLOW;
     }
     return 0;
 }
@@ -183,7 +183,7 @@ static int report_undefined(cv_vstate *S, const cv_value *v)
     if (!S->root[v->id]) {
         char path[256];
         cv_verify_value_path(S, v, path, sizeof path);
-        int id = cv_verify_error(S, 2001, cv_verify_value_span(S, v), path,
+        int id = cv_verify_error(S, CV_E_UNDEFINED_NAME, cv_verify_value_span(S, v), path,
                                  "%%%s is not defined", v->name);
         suggest(S, id, v->name);
         S->root[v->id] = id;
@@ -199,7 +199,7 @@ static void check_value(cv_vstate *S, const cv_value *v)
     cv_value *first = S->find_twins && v->name ? cv_func_find_value(S->f, v->name) : NULL;
     if (first && first != v) {
         cv_verify_value_path(S, v, path, sizeof path);
-        int id = cv_verify_error(S, 2002, cv_verify_value_span(S, v), path,
+        int id = cv_verify_error(S, CV_E_REDEFINITION, cv_verify_value_span(S, v), path,
                                  "%%%s is defined twice", v->name);
         cv_span fs = cv_verify_value_span(S, first);
         if (id > 0)
@@ -239,35 +239,35 @@ static int param_problem(const cv_param *p, cv_sb *msg)
         if (!p->file || !p->file[0] || !p->key || !p->key[0]) {
             cv_sb_printf(msg, "param %%%s: the weights %s name is empty", v->name,
                          (!p->file || !p->file[0]) ? "file" : "tensor");
-            return 2014;
+            return CV_E_WEIGHTS_MISSING;
         }
         if (path_escapes(p->file)) {
             cv_sb_printf(msg, "param %%%s: weights file \"%s\" must be a relative path inside "
                          "the model's directory", v->name, p->file);
-            return 2016;
+            return CV_E_PATH_ESCAPE;
         }
         if (!cv_shape_is_static(&v->type.shape)) {
             cv_sb_printf(msg, "param %%%s: weights need a static shape", v->name);
-            return 2015;
+            return CV_E_WEIGHTS_MISMATCH;
         }
         return 0;
     }
     if (!cv_shape_is_static(&v->type.shape)) {
         cv_sb_printf(msg, "param %%%s: an inline constant needs a static shape", v->name);
-        return 2015;
+        return CV_E_WEIGHTS_MISMATCH;
     }
     size_t elem = cv_dtype_size(v->type.dtype);
     int64_t want = cv_shape_numel(&v->type.shape);
     if (!p->data && p->nbytes) {
         cv_sb_printf(msg, "param %%%s has no data", v->name);
-        return 9001;
+        return CV_E_INTERNAL_ERROR;
     }
     if (want < 0 || p->nbytes != (size_t)want * elem) {
         char ts[160];
         cv_type_format(&v->type, ts, sizeof ts);
         cv_sb_printf(msg, "param %%%s: dense(...) has %zu values but %s holds %lld", v->name,
                      elem ? p->nbytes / elem : 0, ts, (long long)want);
-        return 2015;
+        return CV_E_WEIGHTS_MISMATCH;
     }
     return 0;
 }
@@ -332,13 +332,13 @@ static int report_order(cv_vstate *S, const cv_op *op, const cv_value *v, const 
         cycle = depends_on(S, def, op);
     cv_span dsp = cv_verify_value_span(S, v);
     if (cycle) {
-        int id = cv_verify_error(S, 2013, cv_op_span(op), path, "%s uses %%%s, which depends on "
+        int id = cv_verify_error(S, CV_E_GRAPH_CYCLE, cv_op_span(op), path, "%s uses %%%s, which depends on "
                                  "this op's own result: the graph has a cycle", op->name, v->name);
         if (id > 0 && def != op)
             cv_diag_note(S->d, id, "%%%s is defined at line %d", v->name, dsp.line);
         return id;
     }
-    int id = cv_verify_error(S, 2003, cv_op_span(op), path, "%%%s is used before its definition",
+    int id = cv_verify_error(S, CV_E_USE_BEFORE_DEFINITION, cv_op_span(op), path, "%%%s is used before its definition",
                              v->name);
     if (id > 0)
         cv_diag_note(S->d, id, "%%%s is defined at line %d; move this op after it", v->name,
@@ -374,7 +374,7 @@ static void compare_results(cv_vstate *S, const cv_op *op, const cv_type *out, i
         char ds[160], is[160];
         cv_type_format(&r->type, ds, sizeof ds);
         cv_type_format(&out[i], is, sizeof is);
-        int code = r->type.dtype != out[i].dtype ? 2011 : 3003;
+        int code = r->type.dtype != out[i].dtype ? CV_E_DECLARED_DTYPE : CV_E_DECLARED_SHAPE;
         int id = cv_verify_error(S, code, cv_verify_value_span(S, r), path,
                                  "%%%s is declared %s but %s gives %s", r->name, ds, op->name, is);
         link_root(S, id, in_root);
@@ -393,10 +393,10 @@ static bool gather_operands(cv_vstate *S, const cv_op *op, cv_type *in, int *in_
         const cv_value *v = op->operands[k];
         int r = 0;
         if (!v) {
-            r = cv_verify_error(S, 2001, cv_op_span(op), path, "operand %d of %s is not defined",
+            r = cv_verify_error(S, CV_E_UNDEFINED_NAME, cv_op_span(op), path, "operand %d of %s is not defined",
                                 k, op->name);
         } else if (!cv_verify_owns(S, v)) {
-            r = cv_verify_error(S, 9001, cv_op_span(op), path, "operand %d of %s belongs to "
+            r = cv_verify_error(S, CV_E_INTERNAL_ERROR, cv_op_span(op), path, "operand %d of %s belongs to "
                                 "another model", k, op->name);
         } else if (v->kind == CV_VAL_RESULT && !v->def) {
             r = report_undefined(S, v);
@@ -429,7 +429,7 @@ static void check_op(cv_vstate *S, const cv_op *op)
     if (op->n_results > 16)
         out = calloc((size_t)op->n_results, sizeof *out);
     if (!in || !out) {
-        mark_results(S, op, cv_verify_error(S, 9002, cv_op_span(op), path, "out of memory"));
+        mark_results(S, op, cv_verify_error(S, CV_E_OUT_OF_MEMORY, cv_op_span(op), path, "out of memory"));
         goto done;
     }
     int in_root = 0;
@@ -477,13 +477,13 @@ static void check_returns(cv_vstate *S)
     for (int i = 0; i < f->n_outputs; i++)
         check_type(S, NULL, &f->out_types[i], &i);
     if (f->n_returns != f->n_outputs)
-        cv_verify_error(S, 2012, sp, path, "model @%s returns %d value%s but its signature has %d "
+        cv_verify_error(S, CV_E_RETURN_MISMATCH, sp, path, "model @%s returns %d value%s but its signature has %d "
                         "output%s", f->name, f->n_returns, f->n_returns == 1 ? "" : "s",
                         f->n_outputs, f->n_outputs == 1 ? "" : "s");
     for (int i = 0; i < f->n_returns && i < f->n_outputs; i++) {
         const cv_value *v = f->returns[i];
         if (!v || !cv_verify_owns(S, v)) {
-            cv_verify_error(S, v ? 9001 : 2001, sp, path, "returned value %d is %s", i,
+            cv_verify_error(S, v ? CV_E_INTERNAL_ERROR : CV_E_UNDEFINED_NAME, sp, path, "returned value %d is %s", i,
                             v ? "from another model" : "not defined");
             continue;
         }
@@ -497,7 +497,7 @@ static void check_returns(cv_vstate *S)
         char have[160], want[160];
         cv_type_format(t, have, sizeof have);
         cv_type_format(&f->out_types[i], want, sizeof want);
-        int id = cv_verify_error(S, 2012, sp, path, "output %d: %%%s is %s but the signature says "
+        int id = cv_verify_error(S, CV_E_RETURN_MISMATCH, sp, path, "output %d: %%%s is %s but the signature says "
                                  "%s", i, v->name, have, want);
         link_root(S, id, S->root[v->id]);
     }
@@ -517,7 +517,7 @@ static int verify_func(cv_module *m, cv_func *f, unsigned flags, cv_diag *d)
         free(S.eff);
         free(S.root);
         free(S.stamp);
-        cv_diag_error(d, 9002, (cv_span){.file = m->path}, "out of memory verifying @%s", f->name);
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){.file = m->path}, "out of memory verifying @%s", f->name);
         return -1;
     }
     /* Program order, so that diagnostics come out in line order. */

@@ -29,10 +29,10 @@ static void unused_values(cv_vstate *S)
         char path[256];
         cv_verify_value_path(S, v, path, sizeof path);
         if (v->kind == CV_VAL_INPUT)
-            cv_verify_error(S, 2020, cv_verify_value_span(S, v), path,
+            cv_verify_error(S, CV_E_UNUSED_VALUE, cv_verify_value_span(S, v), path,
                             "input %%%s is never used", v->name);
         else
-            cv_verify_error(S, 2020, cv_verify_value_span(S, v), path,
+            cv_verify_error(S, CV_E_UNUSED_VALUE, cv_verify_value_span(S, v), path,
                             "%%%s (%s) is never used", v->name, v->def->name);
     }
 }
@@ -46,7 +46,7 @@ static void dead_params(cv_vstate *S)
             continue;
         char path[256];
         cv_verify_value_path(S, p->value, path, sizeof path);
-        cv_verify_error(S, 2021, p->span.line > 0 ? p->span : cv_verify_value_span(S, p->value),
+        cv_verify_error(S, CV_E_DEAD_PARAM, p->span.line > 0 ? p->span : cv_verify_value_span(S, p->value),
                         path, "param %%%s is never used", p->value->name);
     }
 }
@@ -77,7 +77,7 @@ static void shared_weights(cv_vstate *S)
             continue;
         char path[256];
         cv_verify_value_path(S, w[i]->value, path, sizeof path);
-        cv_verify_error(S, 2022, w[i]->span.line > 0 ? w[i]->span : cv_verify_value_span(S, w[i]->value),
+        cv_verify_error(S, CV_E_DUPLICATE_NAME, w[i]->span.line > 0 ? w[i]->span : cv_verify_value_span(S, w[i]->value),
                         path, "params %%%s and %%%s are both bound to \"%s\" in \"%s\"",
                         w[i - 1]->value->name, w[i]->value->name, w[i]->key, w[i]->file);
     }
@@ -116,7 +116,7 @@ static void constant_outputs(cv_vstate *S)
     for (int i = 0; i < f->n_returns; i++) {
         const cv_value *v = f->returns[i];
         if (v && cv_verify_owns(S, v) && !dep[v->id] && !S->root[v->id])
-            cv_verify_error(S, 2023, sp, path, "output %d (%%%s) does not depend on any model "
+            cv_verify_error(S, CV_E_CONSTANT_OUTPUT, sp, path, "output %d (%%%s) does not depend on any model "
                             "input", i, v->name);
     }
     free(dep);
@@ -141,7 +141,7 @@ void cv_verify_strict_module(cv_module *m, cv_diag *d)
             cv_span sp = m->funcs[i]->span;
             if (!sp.file)
                 sp.file = m->path;
-            int id = cv_diag_add(d, CV_SEV_ERROR, 2022, sp, NULL, "model @%s is defined twice",
+            int id = cv_diag_add(d, CV_SEV_ERROR, CV_E_DUPLICATE_NAME, sp, NULL, "model @%s is defined twice",
                                  m->funcs[i]->name);
             if (id)
                 cv_diag_note(d, id, "first defined at line %d", m->funcs[j]->span.line);

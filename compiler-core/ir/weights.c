@@ -34,7 +34,7 @@ static cv_safetensors *open_once(cv_module *m, open_file *files, int *n, const c
         st = NULL;
         files[*n].name = p->file;
         files[(*n)++].st = NULL;
-        int id = cv_diag_error(d, 2014, sp, "cannot read weights file \"%s\" of param %%%s",
+        int id = cv_diag_error(d, CV_E_WEIGHTS_MISSING, sp, "cannot read weights file \"%s\" of param %%%s",
                                p->file, p->value->name);
         for (int i = before; i < d->n && id; i++)
             if (d->v[i].id != id)
@@ -49,8 +49,8 @@ static int bind(cv_param *p, const cv_safetensors *st, cv_module *m, cv_diag *d)
     cv_span sp = p->span.line ? p->span : (cv_span){.file = m->path};
     const cv_st_tensor *t = cv_safetensors_find(st, p->key);
     if (!t)
-        return cv_diag_error(d, 2014, sp, "weights file \"%s\" has no tensor \"%s\" (param %%%s)",
-                             p->file, p->key, p->value->name), -1;
+        return cv_diag_fail(d, CV_E_WEIGHTS_MISSING, sp, "weights file \"%s\" has no tensor \"%s\" (param %%%s)",
+                            p->file, p->key, p->value->name);
     const cv_type *ty = &p->value->type;
     bool same = t->dtype == ty->dtype && t->rank == ty->shape.rank;
     for (int i = 0; same && i < t->rank; i++)
@@ -62,8 +62,8 @@ static int bind(cv_param *p, const cv_safetensors *st, cv_module *m, cv_diag *d)
         char want_s[160], got_s[160];
         cv_type_format(ty, want_s, sizeof want_s);
         cv_type_format(&got, got_s, sizeof got_s);
-        return cv_diag_error(d, 2015, sp, "tensor \"%s\" in \"%s\" is %s but param %%%s is %s",
-                             p->key, p->file, got_s, p->value->name, want_s), -1;
+        return cv_diag_fail(d, CV_E_WEIGHTS_MISMATCH, sp, "tensor \"%s\" in \"%s\" is %s but param %%%s is %s",
+                            p->key, p->file, got_s, p->value->name, want_s);
     }
     p->data = (void *)t->data;  /* read-only mapping: never written through */
     p->nbytes = t->nbytes;
@@ -78,7 +78,7 @@ int cv_module_load_weights(cv_module *m, const char *base_dir, cv_diag *d)
         open_file *files = calloc((size_t)f->n_params + 1, sizeof *files);
         int n_files = 0;
         if (!files)
-            return cv_diag_error(d, 9002, (cv_span){.file = m->path}, "out of memory"), -1;
+            return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){.file = m->path}, "out of memory");
         for (int i = 0; i < f->n_params; i++) {
             cv_param *p = f->params[i];
             if (p->kind != CV_PARAM_WEIGHTS || p->data)

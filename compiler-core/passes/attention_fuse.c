@@ -181,7 +181,7 @@ static int rewrite(cv_func *f, const att_match *m, int *fused, cv_diag *d)
     cv_value *ops[4] = {m->q, m->k, m->v, m->mask};
     cv_op *op = cv_op_new(f, "attention", ops, m->mask ? 4 : 3);
     if (!op)
-        return cv_diag_error(d, 9002, f->span, "out of memory fusing attention"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory fusing attention");
     cv_op_set_float(op, "scale", m->scale);
     if (m->causal)
         cv_op_set_int(op, "causal", 1);
@@ -209,7 +209,7 @@ int cv_pass_attention_fuse(cv_func *f, int *fused, cv_diag *d)
     cv_op **user = calloc((size_t)f->n_values + 1, sizeof *user);
     int rc = 0;
     if (!uses || !user) {
-        cv_diag_error(d, 9002, f->span, "out of memory fusing attention");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory fusing attention");
         rc = -1;
         goto out;
     }
@@ -230,7 +230,7 @@ int cv_pass_attention_fuse(cv_func *f, int *fused, cv_diag *d)
             uses = cv_pass_count_uses(f);
             user = calloc((size_t)f->n_values + 1, sizeof *user);
             if (!uses || !user) {
-                cv_diag_error(d, 9002, f->span, "out of memory fusing attention");
+                cv_diag_error(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory fusing attention");
                 rc = -1;
                 break;
             }

@@ -169,7 +169,7 @@ int cv_pass_bn_fold(cv_func *f, cv_pass_stats *st, cv_diag *d)
 {
     int *uses = cv_pass_count_uses(f);
     if (!uses)
-        return cv_diag_error(d, 9002, f->span, "out of memory folding batch norms"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory folding batch norms");
     for (int i = 0; i < f->n_ops; i++) {
         cv_op *op = f->ops[i];
         if (op->def && strcmp(op->def->name, "batch_norm") == 0 && fold_one(f, op, uses))

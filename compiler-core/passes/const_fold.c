@@ -98,7 +98,7 @@ static int fold(cv_func *f, cv_op *op, cv_pass_fwd *fwd, cv_diag *d)
     for (int r = 0; r < made; r++)
         cv_tensor_free(&outs[r]);
     if (rc < 0)
-        cv_diag_error(d, 9002, cv_op_span(op), "%s: out of memory folding constants", op->name);
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, cv_op_span(op), "%s: out of memory folding constants", op->name);
     return rc;
 }
 
@@ -109,7 +109,7 @@ int cv_pass_const_fold(cv_func *f, cv_pass_stats *st, cv_diag *d)
     if (cv_pass_fwd_init(&fwd, f) || !uses) {
         free(uses);
         cv_pass_fwd_free(&fwd);
-        return cv_diag_error(d, 9002, f->span, "out of memory folding constants"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory folding constants");
     }
     int rc = 0;
     for (int i = 0; i < f->n_ops && rc == 0; i++) {

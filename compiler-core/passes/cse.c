@@ -171,7 +171,7 @@ int cv_pass_cse(cv_func *f, cv_pass_stats *st, cv_diag *d)
     if (cv_pass_fwd_init(&fwd, f) ||
         !table_init(&t, f->n_params > f->n_ops ? f->n_params : f->n_ops)) {
         cv_pass_fwd_free(&fwd);
-        return cv_diag_error(d, 9002, f->span, "out of memory merging common subexpressions"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory merging common subexpressions");
     }
     merge_params(f, st, &t, &fwd);
     memset(t.slot, 0xff, sizeof *t.slot * (t.mask + 1));

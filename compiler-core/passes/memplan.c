@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/invariant.h"
 #include "compiler-core/backend/kernel_internal.h"
 #include "compiler-core/passes/passes.h"
 
@@ -28,7 +29,9 @@ static int sym_of(const cv_kprog *p, const char *s)
     for (int i = 0; i < p->n_syms; i++)
         if (strcmp(p->sym_names[i], s) == 0)
             return i;
-    return 0;   /* cannot happen: program building checked every symbol */
+    /* program building checked every symbol */
+    CV_ASSERT_RET(NULL, !"a storage names no symbol of its program", 0);
+    return 0;
 }
 
 /* Bytes per unit (aligned) and the monomial of a storage. */
@@ -189,7 +192,7 @@ int cv_memplan(cv_kprog *p, cv_diag *d)
     p->classes = cv_kp_alloc(p, sizeof *p->classes * cap);
     int n = 0, rc = 0;
     if (!items || !mine || !scratch || !off || !p->classes) {
-        cv_diag_error(d, 9002, sp, "out of memory planning memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, sp, "out of memory planning memory");
         rc = -1;
         goto done;
     }
@@ -200,7 +203,7 @@ int cv_memplan(cv_kprog *p, cv_diag *d)
         cv_kclass mono;
         int64_t units = storage_units(p, s, &mono);
         if (units < 0) {
-            cv_diag_error(d, 5004, sp, "a tensor's size overflows");
+            cv_diag_error(d, CV_E_CODEGEN_SIZE_OVERFLOW, sp, "a tensor's size overflows");
             rc = -1;
             goto done;
         }

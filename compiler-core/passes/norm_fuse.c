@@ -274,6 +274,6 @@ int cv_pass_norm_fuse(cv_func *f, int *layer_norms, int *gelus, cv_diag *d)
     free(c.uses);
     free(c.user);
     if (rc)
-        cv_diag_error(d, 9002, f->span, "out of memory fusing layer norms and GELUs");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory fusing layer norms and GELUs");
     return rc;
 }

@@ -21,7 +21,7 @@ int cv_passes_run(cv_func *f, cv_pass_stats *st, cv_diag *d)
         rc = cv_pass_norm_fuse(f, &st->layer_norms_fused, &st->gelus_fused, d);
     /* dce also tidies after a failed pass: every pass leaves f valid. */
     if (cv_pass_dce(f, st) && rc == 0) {
-        cv_diag_error(d, 9002, f->span, "out of memory removing dead code");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory removing dead code");
         rc = -1;
     }
     st->ops_after = f->n_ops;

@@ -78,12 +78,12 @@ static int plan(cv_func *f, qplan *p, cv_diag *d)
     p->obs = calloc(cap, sizeof *p->obs);
     p->range = calloc(cap, sizeof *p->range);
     if (!p->ops || !p->qop || !p->obs || !p->range)
-        return cv_diag_error(d, 9002, f->span, "out of memory planning int8"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory planning int8");
     for (int i = 0; i < f->n_returns; i++)
         p->obs[p->n_out++] = f->returns[i];
     int *uses = cv_pass_count_uses(f);
     if (!uses)
-        return cv_diag_error(d, 9002, f->span, "out of memory planning int8"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory planning int8");
     /* Each layer is observed as the value it will stand for once its
      * residual add and activation are fused (quantize_requant.c). */
     for (int i = 0; i < f->n_ops; i++)
@@ -150,7 +150,7 @@ static int rewrite(cv_func *f, cv_op *op, const double range[2], cv_op **qop, cv
     cv_value *wq, *ws;
     cv_value **ops = cv_arena_alloc_array(&f->module->arena, 4, sizeof *ops);
     if (!ops || cv_qweights(f, op->operands[1], &wq, &ws))
-        return cv_diag_error(d, 9002, f->span, "out of memory quantizing weights"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory quantizing weights");
     ops[0] = op->operands[0];
     ops[1] = wq;
     ops[2] = ws;
@@ -228,7 +228,7 @@ static int gate(cv_func *f, const qplan *p, const cv_tensor *held, cv_tensor *re
     if (!got || !now) {
         free(got);
         free(now);
-        return cv_diag_error(d, 9002, f->span, "out of memory"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory");
     }
     for (int i = 0; i < n; i++)
         now[i] = i < p->n_out ? f->returns[i] : p->ops[i - p->n_out]->results[0];
@@ -256,7 +256,7 @@ static int gate(cv_func *f, const qplan *p, const cv_tensor *held, cv_tensor *re
     free(got);
     free(now);
     if (rc == 0 && q->min_sqnr > 0 && worst < q->min_sqnr)
-        rc = (cv_diag_error(d, 5110, f->span, "int8 output SQNR %.1f dB is below --min-sqnr "
+        rc = (cv_diag_error(d, CV_E_MIN_SQNR, f->span, "int8 output SQNR %.1f dB is below --min-sqnr "
                             "%.1f dB (see the per-layer report)", worst, q->min_sqnr), -1);
     return rc;
 }
@@ -279,7 +279,7 @@ static int quantize(cv_func *f, qplan *p, const cv_qsamples *s, const cv_quant_o
         "%s; SQNR against fp32 on 1 held-out input)\n", p->n, f->n_ops, methods[q->method],
         n_cal, o.nat ? "native" : "interpreter");
     cv_tensor *ref = calloc((size_t)(n + p->n), sizeof *ref);
-    int rc = ref ? 0 : (cv_diag_error(d, 9002, f->span, "out of memory"), -1);
+    int rc = ref ? 0 : (cv_diag_error(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory"), -1);
     if (rc == 0)
         rc = cv_qcal_ranges(&o, s, n_cal, n, p->n, q, p->range, d);
     if (rc == 0)
@@ -319,7 +319,7 @@ int cv_quantize_int8(cv_func *f, const cv_quant_opts *q, char *rep, size_t size,
     cv_qcal_free(&s);
     cv_pass_stats st = {0};
     if (cv_pass_dce(f, &st) && rc == 0)
-        rc = (cv_diag_error(d, 9002, f->span, "out of memory removing dead code"), -1);
+        rc = (cv_diag_error(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory removing dead code"), -1);
     return rc;
 }
 

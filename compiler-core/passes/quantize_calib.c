@@ -128,10 +128,10 @@ int cv_qobs_run(cv_qobs *o, const cv_tensor *in, cv_tensor *outs, cv_diag *d)
     if (o->nat) {
         cv_tensor *u = calloc((size_t)o->n_uniq, sizeof *u);
         int rc = u ? cv_native_run(o->nat, in, o->f->n_inputs, u, d)
-                   : (cv_diag_error(d, 9002, o->f->span, "out of memory"), -1);
+                   : (cv_diag_error(d, CV_E_OUT_OF_MEMORY, o->f->span, "out of memory"), -1);
         bool *taken = rc == 0 ? calloc((size_t)o->n_uniq, sizeof *taken) : NULL;
         if (rc == 0 && !taken)
-            rc = (cv_diag_error(d, 9002, o->f->span, "out of memory"), -1);
+            rc = (cv_diag_error(d, CV_E_OUT_OF_MEMORY, o->f->span, "out of memory"), -1);
         memset(outs, 0, (size_t)o->n * sizeof *outs);
         for (int i = 0; rc == 0 && i < o->n; i++) {
             const cv_tensor *t = &u[o->slot[i]];
@@ -141,7 +141,7 @@ int cv_qobs_run(cv_qobs *o, const cv_tensor *in, cv_tensor *outs, cv_diag *d)
             } else if (cv_tensor_alloc(&outs[i], t->dtype, t->rank, t->dims) == 0) {
                 memcpy(outs[i].data, t->data, cv_tensor_nbytes(t));
             } else {
-                rc = (cv_diag_error(d, 9002, o->f->span, "out of memory"), -1);
+                rc = (cv_diag_error(d, CV_E_OUT_OF_MEMORY, o->f->span, "out of memory"), -1);
             }
         }
         for (int k = 0; u && k < o->n_uniq; k++)
@@ -283,7 +283,7 @@ static int run_all(cv_qobs *o, const cv_qsamples *s, int n_cal, int first, int n
 {
     cv_tensor *outs = calloc((size_t)o->n, sizeof *outs);
     if (!outs)
-        return cv_diag_error(d, 9002, o->f->span, "out of memory calibrating"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, o->f->span, "out of memory calibrating");
     int rc = 0;
     for (int k = 0; rc == 0 && k < n_cal; k++) {
         rc = cv_qobs_run(o, &s->in[k * s->n_in], outs, d);
@@ -314,7 +314,7 @@ int cv_qcal_ranges(cv_qobs *o, const cv_qsamples *s, int n_cal, int first, int n
     if (!st || (q->method != CV_CALIB_MINMAX && !hist)) {
         free(st);
         free(hist);
-        return cv_diag_error(d, 9002, o->f->span, "out of memory calibrating"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, o->f->span, "out of memory calibrating");
     }
     for (int i = 0; i < n; i++) {
         st[i] = (vstat){INFINITY, -INFINITY, 0, hist ? hist + (size_t)i * CV_QCAL_BINS : NULL};

@@ -30,11 +30,11 @@ static int split(const char *text, char **buf, qspec *sp, int *n, cv_diag *d)
     *n = 0;
     *buf = text ? strdup(text) : NULL;
     if (!*buf)
-        return text ? (cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1) : 0;
+        return text ? (cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory"), -1) : 0;
     for (char *save = NULL, *t = strtok_r(*buf, ";", &save); t; t = strtok_r(NULL, ";", &save)) {
         if (*n == MAX_SPECS)
-            return cv_diag_error(d, 5136, (cv_span){.file = text}, "--calibration: more than "
-                                 "%d specs", MAX_SPECS), -1;
+            return cv_diag_fail(d, CV_E_CALIBRATION_TOO_MANY_SPECS, (cv_span){.file = text}, "--calibration: more than "
+                                "%d specs", MAX_SPECS);
         qspec *s = &sp[(*n)++];
         char *eq = strchr(t, '=');
         size_t len = eq ? (size_t)(eq - t) : 0;
@@ -42,8 +42,8 @@ static int split(const char *text, char **buf, qspec *sp, int *n, cv_diag *d)
         s->glob = t;
         if (len && strcspn(t, "/*?[") > len) {
             if (len >= sizeof s->name)
-                return cv_diag_error(d, 5131, (cv_span){.file = text}, "--calibration: input "
-                                     "name too long"), -1;
+                return cv_diag_fail(d, CV_E_CALIBRATION_UNKNOWN_INPUT, (cv_span){.file = text}, "--calibration: input "
+                                    "name too long");
             memcpy(s->name, t, len);
             s->name[len] = 0;
             s->glob = eq + 1;
@@ -66,11 +66,11 @@ void cv_qcal_free(cv_qsamples *s)
 static int to_input(const cv_value *in, cv_npy *n, const char *path, cv_tensor *t, cv_diag *d)
 {
     if (n->rank != in->type.shape.rank || !(n->dtype == CV_F32 || n->dtype == CV_F64))
-        return cv_diag_error(d, 5104, (cv_span){.file = path}, "calibration file %s: expected "
-                             "an f32 or f64 array of rank %d for input %%%s", path,
-                             in->type.shape.rank, in->name), -1;
+        return cv_diag_fail(d, CV_E_CALIBRATION_FILE, (cv_span){.file = path}, "calibration file %s: expected "
+                            "an f32 or f64 array of rank %d for input %%%s", path,
+                            in->type.shape.rank, in->name);
     if (cv_tensor_alloc(t, CV_F32, n->rank, n->dims))
-        return cv_diag_error(d, 9002, (cv_span){.file = path}, "out of memory"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){.file = path}, "out of memory");
     int64_t cnt = cv_npy_numel(n);
     for (int64_t i = 0; i < cnt; i++)
         ((float *)t->data)[i] = n->dtype == CV_F32 ? ((const float *)n->data)[i]
@@ -80,9 +80,9 @@ static int to_input(const cv_value *in, cv_npy *n, const char *path, cv_tensor *
 
 static int no_files(const char *glob, cv_diag *d)
 {
-    return cv_diag_error(d, 5105, (cv_span){.file = glob}, "-p int8 needs calibration data: "
-                         "--calibration \"GLOB\" matched no file (%s)",
-                         glob ? glob : "none given"), -1;
+    return cv_diag_fail(d, CV_E_CALIBRATION_MISSING, (cv_span){.file = glob}, "-p int8 needs calibration data: "
+                        "--calibration \"GLOB\" matched no file (%s)",
+                        glob ? glob : "none given");
 }
 
 /* The names of f's inputs, for messages. */
@@ -104,9 +104,9 @@ static int match(const cv_func *f, const char *text, const qspec *sp, int n, int
         spec_of[i] = -1;
     if (n == 1 && !sp[0].name[0]) {
         if (f->n_inputs != 1)
-            return cv_diag_error(d, 5135, (cv_span){.file = text}, "--calibration \"%s\": the "
-                                 "model has %d inputs (%s): give one --calibration INPUT=GLOB "
-                                 "per input", text, f->n_inputs, names), -1;
+            return cv_diag_fail(d, CV_E_CALIBRATION_NEEDS_NAMES, (cv_span){.file = text}, "--calibration \"%s\": the "
+                                "model has %d inputs (%s): give one --calibration INPUT=GLOB "
+                                "per input", text, f->n_inputs, names);
         spec_of[0] = 0;
         return 0;
     }
@@ -115,21 +115,21 @@ static int match(const cv_func *f, const char *text, const qspec *sp, int n, int
         for (int i = 0; i < f->n_inputs && in < 0 && sp[k].name[0]; i++)
             in = strcmp(f->inputs[i]->name, sp[k].name) == 0 ? i : -1;
         if (!sp[k].name[0] || in < 0)
-            return cv_diag_error(d, 5131, (cv_span){.file = text}, "--calibration \"%s\": "
-                                 "%s%s%s; the model's inputs are %s", sp[k].glob,
-                                 sp[k].name[0] ? "the model has no input named '" :
-                                 "several specs must each name their input (INPUT=GLOB)",
-                                 sp[k].name, sp[k].name[0] ? "'" : "", names), -1;
+            return cv_diag_fail(d, CV_E_CALIBRATION_UNKNOWN_INPUT, (cv_span){.file = text}, "--calibration \"%s\": "
+                                "%s%s%s; the model's inputs are %s", sp[k].glob,
+                                sp[k].name[0] ? "the model has no input named '" :
+                                "several specs must each name their input (INPUT=GLOB)",
+                                sp[k].name, sp[k].name[0] ? "'" : "", names);
         if (spec_of[in] >= 0)
-            return cv_diag_error(d, 5134, (cv_span){.file = text}, "--calibration: input '%s' "
-                                 "is given twice", sp[k].name), -1;
+            return cv_diag_fail(d, CV_E_CALIBRATION_INPUT_TWICE, (cv_span){.file = text}, "--calibration: input '%s' "
+                                "is given twice", sp[k].name);
         spec_of[in] = k;
     }
     for (int i = 0; i < f->n_inputs; i++)
         if (spec_of[i] < 0)
-            return cv_diag_error(d, 5132, (cv_span){.file = text}, "--calibration: no data "
-                                 "for input '%s' (add --calibration %s=GLOB)",
-                                 f->inputs[i]->name, f->inputs[i]->name), -1;
+            return cv_diag_fail(d, CV_E_CALIBRATION_INPUT_MISSING, (cv_span){.file = text}, "--calibration: no data "
+                                "for input '%s' (add --calibration %s=GLOB)",
+                                f->inputs[i]->name, f->inputs[i]->name);
     return 0;
 }
 
@@ -154,12 +154,12 @@ int cv_qcal_load(const cv_func *f, const char *root, const char *text, cv_qsampl
     memset(s, 0, sizeof *s);
     for (int i = 0; i < f->n_inputs; i++)
         if (f->inputs[i]->type.dtype != CV_F32)
-            return cv_diag_error(d, 5103, f->span, "int8 calibration feeds f32 inputs only; "
-                                 "input %%%s is %s", f->inputs[i]->name,
-                                 cv_dtype_name(f->inputs[i]->type.dtype)), -1;
+            return cv_diag_fail(d, CV_E_CALIBRATION_MODEL, f->span, "int8 calibration feeds f32 inputs only; "
+                                "input %%%s is %s", f->inputs[i]->name,
+                                cv_dtype_name(f->inputs[i]->type.dtype));
     if (f->n_inputs < 1 || f->n_inputs > MAX_SPECS)
-        return cv_diag_error(d, 5103, f->span, "int8 calibration needs a model with 1 to %d "
-                             "inputs; @%s has %d", MAX_SPECS, f->name, f->n_inputs), -1;
+        return cv_diag_fail(d, CV_E_CALIBRATION_MODEL, f->span, "int8 calibration needs a model with 1 to %d "
+                            "inputs; @%s has %d", MAX_SPECS, f->name, f->n_inputs);
     qspec sp[MAX_SPECS];
     int nsp, spec_of[MAX_SPECS];
     char *buf = NULL;
@@ -180,14 +180,14 @@ int cv_qcal_load(const cv_func *f, const char *root, const char *text, cv_qsampl
             rc = -1;
         int cnt = found < CV_QCAL_MAX_FILES ? found : CV_QCAL_MAX_FILES;
         if (rc == 0 && i > 0 && cnt != s->n)
-            rc = (cv_diag_error(d, 5133, (cv_span){.file = text}, "--calibration: input '%s' "
+            rc = (cv_diag_error(d, CV_E_CALIBRATION_COUNT_MISMATCH, (cv_span){.file = text}, "--calibration: input '%s' "
                                 "has %d files but '%s' has %d; the i-th file of every input "
                                 "makes sample i", f->inputs[0]->name, s->n,
                                 f->inputs[i]->name, cnt), -1);
         s->n = cnt;
     }
     if (rc == 0 && !(s->in = calloc((size_t)(s->n * s->n_in), sizeof *s->in)))
-        rc = (cv_diag_error(d, 9002, f->span, "out of memory"), -1);
+        rc = (cv_diag_error(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory"), -1);
     for (int i = 0; rc == 0 && i < f->n_inputs; i++)
         rc = load_column(f, i, &g[i], s, d);
     for (int i = 0; i < n_glob; i++)
@@ -244,7 +244,7 @@ int cv_calib_digest(const cv_quant_opts *q, char hex[65], cv_diag *d)
         rc = no_files(q->calibration, d);
     EVP_MD_CTX *h = rc == 0 ? EVP_MD_CTX_new() : NULL;
     if (rc == 0 && !(h && EVP_DigestInit_ex(h, EVP_sha256(), NULL) == 1))
-        rc = (cv_diag_error(d, 9005, (cv_span){0}, "cannot hash the calibration data"), -1);
+        rc = (cv_diag_error(d, CV_E_RESOURCE_LIMIT, (cv_span){0}, "cannot hash the calibration data"), -1);
     char head[160];
     if (rc == 0 && nsp == 1 && !sp[0].name[0]) {
         /* One plain glob: the digest of the first version, unchanged. */
@@ -265,7 +265,7 @@ int cv_calib_digest(const cv_quant_opts *q, char hex[65], cv_diag *d)
         for (int i = 0; i < 32; i++)
             snprintf(hex + 2 * i, 3, "%02x", md[i]);
     else if (rc == 0)
-        rc = (cv_diag_error(d, 9005, (cv_span){0}, "cannot hash the calibration data"), -1);
+        rc = (cv_diag_error(d, CV_E_RESOURCE_LIMIT, (cv_span){0}, "cannot hash the calibration data"), -1);
     EVP_MD_CTX_free(h);
     free(buf);
     return rc;

@@ -74,7 +74,7 @@ int cv_quantize_half(cv_func *f, const cv_quant_opts *q, char *rep, size_t size,
             continue;
         cv_value *r = reduced(f, w, dt, i, d);
         if (!r)
-            return cv_diag_error(d, 9002, f->span, "out of memory storing reduced weights"), -1;
+            return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory storing reduced weights");
         op->operands[1] = r;
         before += cv_shape_numel(&w->type.shape) * 4;
         n++;
@@ -84,7 +84,7 @@ int cv_quantize_half(cv_func *f, const cv_quant_opts *q, char *rep, size_t size,
     }
     cv_pass_stats st = {0};
     if (cv_pass_dce(f, &st))
-        return cv_diag_error(d, 9002, f->span, "out of memory removing dead code"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory removing dead code");
     int at = snprintf(rep, size, "precision %s: weights of %d ops stored as %s (%.2f MB -> "
                       "%.2f MB):", cv_dtype_name(dt), n, cv_dtype_name(dt), before / 1e6,
                       before / 2e6);

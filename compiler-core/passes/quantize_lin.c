@@ -154,7 +154,7 @@ int cv_qlin_rewrite(cv_func *f, cv_op *op, double x_scale, int64_t x_zp, cv_op *
     int at = op->id, before = f->n_ops;
     cv_value *wf = weights_nk11(f, op), *wq = NULL, *ws = NULL, *b = bias_n(f, op, &oom);
     if (!wf || oom || cv_qweights(f, wf, &wq, &ws))
-        return cv_diag_error(d, 9002, f->span, "out of memory quantizing weights"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory quantizing weights");
     cv_value *x = op->operands[0];
     if (v.perm)
         x = reshaping(f, op, "transpose", x, "perm", v.perm, v.rank, d);
@@ -175,7 +175,7 @@ int cv_qlin_rewrite(cv_func *f, cv_op *op, double x_scale, int64_t x_zp, cv_op *
     /* op itself becomes the last step, keeping its result. */
     cv_value **one = cv_arena_alloc_array(&f->module->arena, 1, sizeof *one);
     if (!one)
-        return cv_diag_error(d, 9002, f->span, "out of memory"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory");
     one[0] = y;
     op->operands = one;
     op->n_operands = 1;

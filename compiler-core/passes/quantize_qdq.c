@@ -114,7 +114,7 @@ int cv_pass_qdq(cv_func *f, int *fused, cv_diag *d)
             continue;
         cv_value **ops = cv_arena_alloc_array(&f->module->arena, 4, sizeof *ops);
         if (!ops)
-            return cv_diag_error(d, 9002, f->span, "out of memory fusing QDQ"), -1;
+            return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory fusing QDQ");
         ops[0] = (cv_value *)x;
         ops[1] = wq;
         ops[2] = ws;

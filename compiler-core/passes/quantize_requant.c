@@ -175,7 +175,7 @@ int cv_quantize_requant(cv_func *f, bool u8_res, cv_qrequant_stats *st, cv_diag 
     memset(st, 0, sizeof *st);
     cv_pass_stats ps = {0};
     if (cv_pass_dce(f, &ps))    /* dead Q/DQ ops would count as users */
-        return cv_diag_error(d, 9002, f->span, "out of memory removing dead code"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory removing dead code");
     for (int i = 0; i < f->n_ops; i++) {
         if (!is_q(f->ops[i]))
             continue;
@@ -184,13 +184,13 @@ int cv_quantize_requant(cv_func *f, bool u8_res, cv_qrequant_stats *st, cv_diag 
         int rc = uses ? fold(f, f->ops[i], uses, &ch) : -1;
         free(uses);
         if (rc)
-            return cv_diag_error(d, 9002, f->span, "out of memory fusing int8 epilogues"), -1;
+            return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory fusing int8 epilogues");
         st->adds += ch.add != NULL;
         st->acts += ch.act != NULL;
         st->layers++;
     }
     if (cv_pass_dce(f, &ps))
-        return cv_diag_error(d, 9002, f->span, "out of memory removing dead code"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory removing dead code");
     for (int i = 0; i < f->n_ops; i++) {
         cv_op *op = f->ops[i];
         double s = 0;

@@ -96,11 +96,11 @@ void http_api_build(cv_http *h, const http_req *rq, http_resp *rs)
         bool other = ref && strcmp(ref, h->ref) != 0;
         json_decref(b);
         if (!ok) {
-            http_error(rs, 400, HTTP_E_BAD_REQUEST, "the body is not {\"ref\": \"%s\"}", h->ref);
+            http_error(rs, 400, CV_E_HTTP_BAD_REQUEST, "the body is not {\"ref\": \"%s\"}", h->ref);
             return;
         }
         if (other) {
-            http_error(rs, 400, HTTP_E_BAD_REQUEST, "this farm builds only the ref '%s'", h->ref);
+            http_error(rs, 400, CV_E_HTTP_BAD_REQUEST, "this farm builds only the ref '%s'", h->ref);
             return;
         }
     }
@@ -129,7 +129,7 @@ void http_api_request(cv_http *h, const http_req *rq, http_resp *rs)
     char *end;
     long long id = strtoll(rq->rest, &end, 10);
     if (end == rq->rest || *end || id <= 0) {
-        http_error(rs, 400, HTTP_E_BAD_REQUEST, "a request id is a positive number");
+        http_error(rs, 400, CV_E_HTTP_BAD_REQUEST, "a request id is a positive number");
         return;
     }
     cv_diag d;
@@ -139,7 +139,7 @@ void http_api_request(cv_http *h, const http_req *rq, http_resp *rs)
     if (found < 0)
         http_error_diag(rs, 500, &d);
     else if (found == 0)
-        http_error(rs, 404, HTTP_E_NOT_FOUND, "no build request %lld", id);
+        http_error(rs, 404, CV_E_HTTP_NOT_FOUND, "no build request %lld", id);
     else
         http_json(rs, 200,
                   json_pack("{s:I, s:I, s:I, s:b, s:o, s:o}", "request", (json_int_t)br.id,
@@ -231,12 +231,12 @@ static bool filter_read(const http_req *rq, http_resp *rs, job_filter *f)
                       http_arg(rq, "precision")};
     const char *why;
     if (f->states && !states_valid(f->states)) {
-        http_error(rs, 400, HTTP_E_BAD_REQUEST, "status takes job states separated by commas "
+        http_error(rs, 400, CV_E_HTTP_BAD_REQUEST, "status takes job states separated by commas "
                    "(queued, hit, ok, failed, ice, timeout, oom, infra)");
         return false;
     }
     if (f->model && cv_glob_check(f->model, &why) != 0) {
-        http_error(rs, 400, HTTP_E_BAD_REQUEST, "model is not a path or glob: %s", why);
+        http_error(rs, 400, CV_E_HTTP_BAD_REQUEST, "model is not a path or glob: %s", why);
         return false;
     }
     return true;

@@ -180,7 +180,7 @@ void http_api_artifacts(cv_http *h, const http_req *rq, http_resp *rs)
     const char *rev = http_arg(rq, "revision"), *model = http_arg(rq, "model");
     const char *target = http_arg(rq, "target"), *precision = http_arg(rq, "precision");
     if (!model || !target) {
-        http_error(rs, 400, HTTP_E_BAD_REQUEST,
+        http_error(rs, 400, CV_E_HTTP_BAD_REQUEST,
                    "artifacts takes model, target and optionally revision and precision");
         return;
     }
@@ -196,7 +196,7 @@ void http_api_artifacts(cv_http *h, const http_req *rq, http_resp *rs)
     if (found < 0) {
         http_error_diag(rs, 500, &d);
     } else if (found == 0) {
-        http_error(rs, 404, HTTP_E_NO_ARTIFACT, "no artifact of %.300s for %.64s %.16s in %s",
+        http_error(rs, 404, CV_E_ARTIFACT_NOT_FOUND, "no artifact of %.300s for %.64s %.16s in %s",
                    model, target, precision, s.revision);
     } else {
         int cached = manifest[0] ? http_cache_has(h, manifest) : -1;

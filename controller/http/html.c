@@ -81,7 +81,7 @@ void html_finish(http_resp *rs, cv_sb *o, int64_t now_ms)
         strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
     cv_sb_printf(o, "</main><footer>rendered %s</footer></body></html>\n", when);
     if (o->oom) {
-        http_error(rs, 500, HTTP_E_INTERNAL, "out of memory rendering the page");
+        http_error(rs, 500, CV_E_HTTP_INTERNAL, "out of memory rendering the page");
         return;
     }
     rs->status = 200;

@@ -28,7 +28,7 @@ void http_job_stages(const int64_t ts[CV_JOB_TS__COUNT], int64_t out[HTTP_STAGES
 
 static int oom(cv_diag *d)
 {
-    cv_diag_error(d, CV_E_OOM, (cv_span){0}, "out of memory");
+    cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     return -1;
 }
 

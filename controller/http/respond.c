@@ -52,7 +52,7 @@ void http_error_diag(http_resp *rs, int status, const cv_diag *d)
             error_json(rs, status, d->v[i].code, d->v[i].msg ? d->v[i].msg : "");
             return;
         }
-    error_json(rs, status, HTTP_E_INTERNAL, "the farm could not answer");
+    error_json(rs, status, CV_E_HTTP_INTERNAL, "the farm could not answer");
 }
 
 int64_t http_int_arg(const http_req *rq, http_resp *rs, const char *name, int64_t dflt,
@@ -65,7 +65,7 @@ int64_t http_int_arg(const http_req *rq, http_resp *rs, const char *name, int64_
     errno = 0;
     long long n = strtoll(v, &end, 10);
     if (end == v || *end || errno || n < lo || n > hi) {
-        http_error(rs, 400, HTTP_E_BAD_REQUEST, "%s takes a number from %lld to %lld", name,
+        http_error(rs, 400, CV_E_HTTP_BAD_REQUEST, "%s takes a number from %lld to %lld", name,
                    (long long)lo, (long long)hi);
         return -1;
     }
@@ -82,9 +82,9 @@ int http_revision(cv_http *h, const char *name, cv_rev_summary *out, http_resp *
     if (found == 1 && cv_builddb_revision_summary(h->db, full, out, &d) != 1)
         found = -1;
     if (found == 0)
-        http_error(rs, 404, HTTP_E_UNKNOWN_REVISION, "no revision '%.200s' in the build DB", name);
+        http_error(rs, 404, CV_E_BUILDDB_UNKNOWN_REVISION, "no revision '%.200s' in the build DB", name);
     else if (found < 0)
-        http_error_diag(rs, d.n && d.v[0].code == 6076 ? 400 : 500, &d);
+        http_error_diag(rs, d.n && d.v[0].code == CV_E_BUILDDB_AMBIGUOUS_REVISION ? 400 : 500, &d);
     cv_diag_free(&d);
     return found == 1;
 }

@@ -116,12 +116,12 @@ static bool authorised(cv_http *h, const route *r, const http_req *rq, http_resp
     cv_token_right got = cv_tokens_check(h->tokens, http_header(rq, "Authorization"));
     if (got == CV_TOKEN_NONE) {
         rs->html_auth = browser_area(r->area);
-        http_error(rs, 401, HTTP_E_UNAUTHORIZED, "this farm needs a token: send "
+        http_error(rs, 401, CV_E_HTTP_UNAUTHORIZED, "this farm needs a token: send "
                    "'Authorization: Bearer TOKEN'");
         return false;
     }
     if (r->right == NEED_WRITE && got != CV_TOKEN_WRITE) {
-        http_error(rs, 403, HTTP_E_FORBIDDEN, "a read-only token cannot request builds");
+        http_error(rs, 403, CV_E_HTTP_FORBIDDEN, "a read-only token cannot request builds");
         return false;
     }
     return true;
@@ -181,11 +181,11 @@ static bool gate(cv_http *h, conn_state *cs, const http_req *rq, http_resp *rs)
     const route *r = cs->route;
     if (!r && cs->allow) {
         rs->allow = cs->allow;
-        http_error(rs, 405, HTTP_E_METHOD, "%s takes %s", cs->path, cs->allow);
+        http_error(rs, 405, CV_E_HTTP_METHOD_NOT_ALLOWED, "%s takes %s", cs->path, cs->allow);
         return false;
     }
     if (!r) {
-        http_error(rs, 404, HTTP_E_NOT_FOUND, "no page or resource at this path");
+        http_error(rs, 404, CV_E_HTTP_NOT_FOUND, "no page or resource at this path");
         return false;
     }
     if (!authorised(h, r, rq, rs))
@@ -195,12 +195,12 @@ static bool gate(cv_http *h, conn_state *cs, const http_req *rq, http_resp *rs)
             atomic_fetch_add(&h->counters.hooks[r->fn == http_hook_github ? HOOK_GITHUB
                                                                            : HOOK_GITLAB]
                                                [HOOK_TOO_LARGE], 1);
-        http_error(rs, 413, HTTP_E_TOO_LARGE, "the body is larger than %d bytes",
+        http_error(rs, 413, CV_E_HTTP_TOO_LARGE, "the body is larger than %d bytes",
                    CV_HTTP_BODY_MAX);
         return false;
     }
     if (r->fn == http_api_build && !cross_site_safe(rq)) {
-        http_error(rs, 415, HTTP_E_MEDIA_TYPE, "a build request takes 'Content-Type: "
+        http_error(rs, 415, CV_E_HTTP_UNSUPPORTED_MEDIA_TYPE, "a build request takes 'Content-Type: "
                    "application/json' or 'Authorization: Bearer TOKEN' (a browser form "
                    "cannot send either)");
         return false;
@@ -220,7 +220,7 @@ static void dispatch(cv_http *h, conn_state *cs, struct MHD_Connection *c, http_
     r->fn(h, &rq, rs);
     pthread_mutex_unlock(&h->mu);
     if (!rs->status)
-        http_error(rs, 500, HTTP_E_INTERNAL, "no answer");
+        http_error(rs, 500, CV_E_HTTP_INTERNAL, "no answer");
 }
 
 static void add_common_headers(struct MHD_Response *resp, const http_resp *rs)
@@ -322,9 +322,9 @@ static enum MHD_Result head(cv_http *h, conn_state *cs, struct MHD_Connection *c
     http_resp rs = {.close = true};
     const char *bad = cv_net_framing_error(c);
     if (bad) {
-        http_error(&rs, 400, HTTP_E_BAD_FRAMING, "%s", bad);
+        http_error(&rs, 400, CV_E_HTTP_BAD_FRAMING, "%s", bad);
     } else if (!cv_netguard_request(h->guard, c, authenticated(h, c))) {
-        http_error(&rs, 503, HTTP_E_BUSY, "too many connections without a token; retry, or "
+        http_error(&rs, 503, CV_E_HTTP_BUSY, "too many connections without a token; retry, or "
                    "send 'Authorization: Bearer TOKEN'");
     } else if (early_body(c)) {
         http_req rq = {.conn = c, .method = cs->method, .path = cs->path, .rest = cs->rest,
@@ -391,7 +391,7 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss, bool *v
     char why[512];
     if (cv_net_listen_addr(listen, ss, v6, why, sizeof why) == 0)
         return 0;
-    cv_diag_error(d, HTTP_E_START, (cv_span){0}, "--http %s", why);
+    cv_diag_error(d, CV_E_HTTP_START_FAILED, (cv_span){0}, "--http %s", why);
     return -1;
 }
 
@@ -403,14 +403,14 @@ static int start_daemon(cv_http *h, const char *listen, const cv_netguard_opts *
     if (parse_listen(listen, &ss, &v6, d) != 0)
         return -1;
     if (!h->tokens && !cv_net_is_loopback(&ss)) {
-        cv_diag_add(d, CV_SEV_WARNING, CV_DIAG_SERVER_OPEN, (cv_span){0}, NULL,
+        cv_diag_add(d, CV_SEV_WARNING, CV_E_SERVER_OPEN_LISTEN, (cv_span){0}, NULL,
                     "the farm's HTTP server listens on %s, beyond loopback, without tokens "
                     "(--http-token-file): anyone who reaches it can read the farm and request "
                     "builds", listen);
         cv_log_warn("CV%04d: the farm's HTTP server listens on %s without tokens",
-                    CV_DIAG_SERVER_OPEN, listen);
+                    CV_E_SERVER_OPEN_LISTEN, listen);
     }
-    if (cv_netguard_new(limits, HTTP_E_START, &h->guard, d) != 0)
+    if (cv_netguard_new(limits, CV_E_HTTP_START_FAILED, &h->guard, d) != 0)
         return -1;
     /* poll, not epoll: see cache/server.c start_daemon */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_TURBO |
@@ -422,7 +422,7 @@ static int start_daemon(cv_http *h, const char *listen, const cv_netguard_opts *
         cv_netguard_notify_cb, h->guard, MHD_OPTION_CONNECTION_LIMIT,
         cv_netguard_mhd_limit(h->guard), MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_END);
     if (!h->daemon) {
-        cv_diag_error(d, HTTP_E_START, (cv_span){0}, "cannot listen on %s: %s", listen,
+        cv_diag_error(d, CV_E_HTTP_START_FAILED, (cv_span){0}, "cannot listen on %s: %s", listen,
                       strerror(errno));
         return -1;
     }
@@ -453,12 +453,12 @@ static int copy_opts(cv_http *h, const cv_http_opts *o, cv_diag *d)
     h->now_fn = o->now_ms;
     h->clock_ctx = o->clock_ctx;
     if (oom || !h->db_path || !h->trees_dir) {
-        cv_diag_error(d, HTTP_E_START, (cv_span){0}, "%s",
+        cv_diag_error(d, CV_E_HTTP_START_FAILED, (cv_span){0}, "%s",
                       o->state_dir ? "out of memory" : "the HTTP server needs a state directory");
         return -1;
     }
     if (h->secret && !*h->secret) {
-        cv_diag_error(d, HTTP_E_START, (cv_span){0}, "the webhook secret is empty");
+        cv_diag_error(d, CV_E_HTTP_START_FAILED, (cv_span){0}, "the webhook secret is empty");
         return -1;
     }
     return 0;
@@ -471,7 +471,7 @@ int cv_http_start(const cv_http_opts *o, cv_http **out, cv_diag *d)
         return -1;
     cv_http *h = calloc(1, sizeof *h);
     if (!h) {
-        cv_diag_error(d, HTTP_E_START, (cv_span){0}, "out of memory");
+        cv_diag_error(d, CV_E_HTTP_START_FAILED, (cv_span){0}, "out of memory");
         return -1;
     }
     pthread_mutex_init(&h->mu, NULL);
@@ -479,9 +479,9 @@ int cv_http_start(const cv_http_opts *o, cv_http **out, cv_diag *d)
     if (rc == 0 && o->tokens_file)
         rc = cv_tokens_load(o->tokens_file, &h->tokens, d);
     if (rc == 0 && !(h->ms = http_metrics_new()))
-        rc = -1, cv_diag_error(d, HTTP_E_START, (cv_span){0}, "out of memory");
+        rc = -1, cv_diag_error(d, CV_E_HTTP_START_FAILED, (cv_span){0}, "out of memory");
     if (rc == 0 && cv_fs_mkdirs(h->state_dir, 0755) != 0)
-        rc = -1, cv_diag_error(d, HTTP_E_START, (cv_span){.file = h->state_dir},
+        rc = -1, cv_diag_error(d, CV_E_HTTP_START_FAILED, (cv_span){.file = h->state_dir},
                                "cannot create the state directory");
     if (rc == 0)
         rc = cv_builddb_open(h->db_path, &h->db, d);
@@ -490,7 +490,7 @@ int cv_http_start(const cv_http_opts *o, cv_http **out, cv_diag *d)
     if (rc == 0)
         rc = start_daemon(h, o->listen ? o->listen : CV_HTTP_DEFAULT_LISTEN, o->limits, d);
     if (rc != 0) {
-        cv_diag_error(d, HTTP_E_START, (cv_span){0}, "the HTTP server did not start");
+        cv_diag_error(d, CV_E_HTTP_START_FAILED, (cv_span){0}, "the HTTP server did not start");
         cv_http_stop(h);
         return -1;
     }

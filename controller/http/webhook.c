@@ -93,7 +93,7 @@ static void ignored(cv_http *h, http_hook_host host, http_resp *rs, const char *
 {
     outcome(h, host, HOOK_IGNORED);
     char code[16];
-    snprintf(code, sizeof code, "CV%04d", HTTP_E_IGNORED);
+    snprintf(code, sizeof code, "CV%04d", CV_E_WEBHOOK_IGNORED);
     http_json(rs, 202, json_pack("{s:s, s:s, s:s}", "status", "ignored", "code", code, "reason",
                                  why));
 }
@@ -134,7 +134,7 @@ static bool replayed(cv_http *h, http_hook_host host, const json_t *p, const htt
         int64_t at = json_integer_value(pushed);
         if (now_s - at > HOOK_MAX_AGE_S || at - now_s > HOOK_MAX_SKEW_S) {
             outcome(h, host, HOOK_REPLAYED);
-            http_error(rs, 409, HTTP_E_STALE, "the payload was pushed at %lld, %lld s from now "
+            http_error(rs, 409, CV_E_WEBHOOK_STALE, "the payload was pushed at %lld, %lld s from now "
                        "(at most %d s ago is taken): refused as a replay", (long long)at,
                        (long long)(now_s - at), HOOK_MAX_AGE_S);
             return true;
@@ -150,7 +150,7 @@ static bool replayed(cv_http *h, http_hook_host host, const json_t *p, const htt
         http_error_diag(rs, 500, &d);
     else if (seen) {
         outcome(h, host, HOOK_REPLAYED);
-        http_error(rs, 409, HTTP_E_REPLAYED, "this delivery (its id or its payload) was already "
+        http_error(rs, 409, CV_E_WEBHOOK_REPLAYED, "this delivery (its id or its payload) was already "
                    "accepted");
     }
     cv_diag_free(&d);
@@ -192,7 +192,7 @@ static void push(cv_http *h, http_hook_host host, const http_req *rq, http_resp 
                    (after && strspn(after, "0") == strlen(after) && *after);
     if (!ref) {
         outcome(h, host, HOOK_BAD_PAYLOAD);
-        http_error(rs, 400, HTTP_E_BAD_PAYLOAD, "the payload is not a JSON object with a ref%s%s",
+        http_error(rs, 400, CV_E_WEBHOOK_BAD_PAYLOAD, "the payload is not a JSON object with a ref%s%s",
                    p ? "" : ": ", p ? "" : je.text);
     } else if (!is_tracked(h->ref, ref)) {
         char why[512];
@@ -214,7 +214,7 @@ static bool configured(cv_http *h, http_hook_host host, http_resp *rs)
     if (h->secret)
         return true;
     outcome(h, host, HOOK_REFUSED);
-    http_error(rs, 403, HTTP_E_HOOKS_OFF, "webhooks are off: start the farm with a webhook "
+    http_error(rs, 403, CV_E_WEBHOOK_NOT_CONFIGURED, "webhooks are off: start the farm with a webhook "
                "secret (--webhook-secret-file)");
     return false;
 }
@@ -222,7 +222,7 @@ static bool configured(cv_http *h, http_hook_host host, http_resp *rs)
 static void bad_signature(cv_http *h, http_hook_host host, http_resp *rs, const char *what)
 {
     outcome(h, host, HOOK_BAD_SIGNATURE);
-    http_error(rs, 401, HTTP_E_BAD_SIGNATURE, "%s does not match the webhook secret", what);
+    http_error(rs, 401, CV_E_WEBHOOK_BAD_SIGNATURE, "%s does not match the webhook secret", what);
 }
 
 void http_hook_github(cv_http *h, const http_req *rq, http_resp *rs)

@@ -16,6 +16,7 @@
 
 #include "cache/cache.h"
 #include "test_cache_util.h"
+#include "test_keyshape_util.h"
 
 static char *g_dir;
 
@@ -51,12 +52,12 @@ static cv_cache *open_cache(const char *sub, const char *remote, uint64_t max, i
 
 static cv_cache_key make_key(const char *features)
 {
-    cv_cache_l2_fields f = {.target_triple = "x86_64-linux-gnu", .cpu_features = features,
+    tks_l2_fields f = {.target_triple = "x86_64-linux-gnu", .cpu_features = features,
                             .precision = "fp32", .opt_level = "O2", .compiler_build_id = "t",
                             .llvm_version = "19"};
     cv_cache_sha256("ir", 2, &f.ir);
     cv_cache_key k;
-    assert_int_equal(cv_cache_key_l2(&f, &k, NULL), 0);
+    assert_int_equal(tks_key_l2(&f, &k, NULL), 0);
     return k;
 }
 

@@ -9,10 +9,11 @@
 
 #include "cache/cache.h"
 #include "test_cache_util.h"
+#include "test_keyshape_util.h"
 
-static cv_cache_l2_fields base_l2(void)
+static tks_l2_fields base_l2(void)
 {
-    cv_cache_l2_fields f = {
+    tks_l2_fields f = {
         .target_triple = "x86_64-unknown-linux-gnu",
         .cpu_features = "+avx2,+fma",
         .precision = "fp32",
@@ -25,12 +26,12 @@ static cv_cache_l2_fields base_l2(void)
     return f;
 }
 
-static cv_cache_key key_l2(const cv_cache_l2_fields *f)
+static cv_cache_key key_l2(const tks_l2_fields *f)
 {
     cv_cache_key k;
     cv_diag d;
     cv_diag_init(&d);
-    assert_int_equal(cv_cache_key_l2(f, &k, &d), 0);
+    assert_int_equal(tks_key_l2(f, &k, &d), 0);
     assert_int_equal(d.n, 0);
     cv_diag_free(&d);
     return k;
@@ -39,7 +40,7 @@ static cv_cache_key key_l2(const cv_cache_l2_fields *f)
 static void test_l2_deterministic_and_manifest(void **state)
 {
     (void)state;
-    cv_cache_l2_fields f = base_l2();
+    tks_l2_fields f = base_l2();
     cv_cache_key a = key_l2(&f), b = key_l2(&f);
     assert_true(cv_cache_digest_eq(&a.digest, &b.digest));
     assert_string_equal(a.manifest, b.manifest);
@@ -68,12 +69,12 @@ static void test_l2_deterministic_and_manifest(void **state)
 static void test_l2_flip_every_field(void **state)
 {
     (void)state;
-    cv_cache_l2_fields base = base_l2();
+    tks_l2_fields base = base_l2();
     cv_cache_key k0 = key_l2(&base);
     const char *names[] = {"ir_digest", "target_triple", "target_features", "precision",
                            "opt_level", "debug", "compiler_build_id", "llvm_version"};
     for (int i = 0; i < 8; i++) {
-        cv_cache_l2_fields f = base;
+        tks_l2_fields f = base;
         switch (i) {
         case 0: cv_cache_sha256("ir2", 3, &f.ir); break;
         case 1: f.target_triple = "aarch64-linux-gnu"; break;
@@ -99,7 +100,7 @@ static void test_l2_flip_every_field(void **state)
 static void test_explain_texts(void **state)
 {
     (void)state;
-    cv_cache_l2_fields a = base_l2(), b = a;
+    tks_l2_fields a = base_l2(), b = a;
     b.cpu_features = "+avx2,+fma,+avx512f";
     b.opt_level = "O3";
     cv_cache_sha256("other ir", 8, &b.ir);
@@ -132,13 +133,13 @@ static void test_l1_weights_and_flip(void **state)
     cv_cache_named_digest w[2] = {{"conv1.weight", {{0}}}, {"conv1.bias", {{0}}}};
     cv_cache_sha256("w1", 2, &w[0].digest);
     cv_cache_sha256("b1", 2, &w[1].digest);
-    cv_cache_l1_fields f = {.frontend = "dsl", .frontend_version = "1", .options = "",
+    tks_l1_fields f = {.frontend = "dsl", .frontend_version = "1", .options = "",
                             .weights = w, .n_weights = 2};
     cv_cache_sha256("source", 6, &f.source);
     cv_cache_key k0, k1;
-    assert_int_equal(cv_cache_key_l1(&f, &k0, NULL), 0);
+    assert_int_equal(tks_key_l1(&f, &k0, NULL), 0);
     cv_cache_sha256("w1'", 3, &w[0].digest);
-    assert_int_equal(cv_cache_key_l1(&f, &k1, NULL), 0);
+    assert_int_equal(tks_key_l1(&f, &k1, NULL), 0);
     assert_false(cv_cache_digest_eq(&k0.digest, &k1.digest));
     cv_cache_diffs ds;
     assert_int_equal(cv_cache_explain(k0.manifest, k1.manifest, &ds, NULL), 0);
@@ -150,13 +151,13 @@ static void test_l1_weights_and_flip(void **state)
     /* each of the other fields */
     const char *fields[] = {"frontend", "frontend_version", "options", "source"};
     for (int i = 0; i < 4; i++) {
-        cv_cache_l1_fields g = f;
+        tks_l1_fields g = f;
         cv_cache_sha256("w1", 2, &w[0].digest);
         if (i == 0) g.frontend = "onnx";
         if (i == 1) g.frontend_version = "2";
         if (i == 2) g.options = "strict";
         if (i == 3) cv_cache_sha256("source2", 7, &g.source);
-        assert_int_equal(cv_cache_key_l1(&g, &k1, NULL), 0);
+        assert_int_equal(tks_key_l1(&g, &k1, NULL), 0);
         assert_false(cv_cache_digest_eq(&k0.digest, &k1.digest));
         assert_int_equal(cv_cache_explain(k0.manifest, k1.manifest, &ds, NULL), 0);
         assert_int_equal(ds.n, 1);

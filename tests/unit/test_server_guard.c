@@ -486,28 +486,28 @@ static void test_open_listen_warns(void **state)
 {
     fx *f = *state;
     assert_int_equal(start_cache(f, "0.0.0.0:0", false, 0, NULL), 0);
-    assert_true(has_code(&f->d, CV_DIAG_SERVER_OPEN));
+    assert_true(has_code(&f->d, CV_E_SERVER_OPEN_LISTEN));
     cv_cache_server_stop(f->cache, 0);
     f->cache = NULL;
     cv_diag_clear(&f->d);
     assert_int_equal(start_cache(f, "0.0.0.0:0", true, 0, NULL), 0);
-    assert_false(has_code(&f->d, CV_DIAG_SERVER_OPEN));
+    assert_false(has_code(&f->d, CV_E_SERVER_OPEN_LISTEN));
     cv_cache_server_stop(f->cache, 0);
     f->cache = NULL;
     assert_int_equal(start_cache(f, "127.0.0.1:0", false, 0, NULL), 0);
-    assert_false(has_code(&f->d, CV_DIAG_SERVER_OPEN));
+    assert_false(has_code(&f->d, CV_E_SERVER_OPEN_LISTEN));
 
     assert_int_equal(start_http(f, "0.0.0.0:0", false, NULL), 0);
-    assert_true(has_code(&f->d, CV_DIAG_SERVER_OPEN));
+    assert_true(has_code(&f->d, CV_E_SERVER_OPEN_LISTEN));
     cv_http_stop(f->http);
     f->http = NULL;
     cv_diag_clear(&f->d);
     assert_int_equal(start_http(f, "0.0.0.0:0", true, NULL), 0);
-    assert_false(has_code(&f->d, CV_DIAG_SERVER_OPEN));
+    assert_false(has_code(&f->d, CV_E_SERVER_OPEN_LISTEN));
     cv_http_stop(f->http);
     f->http = NULL;
     assert_int_equal(start_http(f, "127.0.0.1:0", false, NULL), 0);
-    assert_false(has_code(&f->d, CV_DIAG_SERVER_OPEN));
+    assert_false(has_code(&f->d, CV_E_SERVER_OPEN_LISTEN));
 }
 
 int main(void)

@@ -17,8 +17,8 @@ int cv_c99_build_shared(const char *cc, const char *dir, const char *name,
 {
     *missing = false;
     if (n_flags < 0 || n_flags > MAX_FLAGS)
-        return cv_diag_error(d, 5042, (cv_span){.file = dir}, "%d extra C compiler flags, at "
-                             "most %d", n_flags, MAX_FLAGS), -1;
+        return cv_diag_fail(d, CV_E_C99_BUILD_FAILED, (cv_span){.file = dir}, "%d extra C compiler flags, at "
+                            "most %d", n_flags, MAX_FLAGS);
     char file[300];
     snprintf(file, sizeof file, "lib%s.so", name);
     char *so = cv_fs_join(dir, file);
@@ -36,13 +36,13 @@ int cv_c99_build_shared(const char *cc, const char *dir, const char *name,
     int rc = -1;
     char out[8192];
     if (!so || !src || !weights) {
-        cv_diag_error(d, 9002, (cv_span){.file = dir}, "out of memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){.file = dir}, "out of memory");
     } else if ((rc = cv_spawn_capture(argv, out, sizeof out)) == -ENOENT) {
         *missing = true;
     } else if (rc < 0) {
-        cv_diag_error(d, 5042, (cv_span){.file = src}, "cannot start %s: %s", cc, strerror(-rc));
+        cv_diag_error(d, CV_E_C99_BUILD_FAILED, (cv_span){.file = src}, "cannot start %s: %s", cc, strerror(-rc));
     } else if (rc > 0) {
-        cv_diag_error(d, 5042, (cv_span){.file = src}, "%s rejected the generated C (exit %d): %s",
+        cv_diag_error(d, CV_E_C99_BUILD_FAILED, (cv_span){.file = src}, "%s rejected the generated C (exit %d): %s",
                       cc, rc, out);
     }
     free(so);

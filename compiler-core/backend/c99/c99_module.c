@@ -210,7 +210,7 @@ int cv_c99_generate(const cv_kprog *p, cv_c99_out *out, cv_diag *d)
     cv_sb_add(&src, api.buf, api.len);
     cv_c99_weights_file(p, &w);
     if (rc || kernels.oom || api.oom || src.oom || w.oom) {
-        cv_diag_error(d, 9002, (cv_span){0}, "cannot write C for @%s (out of memory, or kernel "
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "cannot write C for @%s (out of memory, or kernel "
                       "IR the C99 backend does not know)", p->name);
         rc = -1;
     } else {

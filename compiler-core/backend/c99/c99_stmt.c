@@ -276,15 +276,15 @@ int cv_c99_kernel(const cv_kprog *p, const cv_kernel *k, bool *need, cv_sb *out,
     free(u.read);
     if (f.bad_rt >= 0) {
         const cv_krt_info *info = cv_krt_get((cv_krt)f.bad_rt);
-        return cv_diag_error(d, 5041, (cv_span){0}, "kernel %s calls the runtime routine %s, "
-                             "which the C99 backend has no version of", k->name,
-                             info ? info->name : "?"), -1;
+        return cv_diag_fail(d, CV_E_C99_NO_RUNTIME_ROUTINE, (cv_span){0}, "kernel %s calls the runtime routine %s, "
+                            "which the C99 backend has no version of", k->name,
+                            info ? info->name : "?");
     }
     if (f.malformed)
-        return cv_diag_error(d, 9001, (cv_span){0}, "internal error: kernel %s holds an "
-                             "operation the C99 backend does not know", k->name), -1;
+        return cv_diag_fail(d, CV_E_INTERNAL_ERROR, (cv_span){0}, "internal error: kernel %s holds an "
+                            "operation the C99 backend does not know", k->name);
     if (f.oom)
-        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory while writing C for %s",
-                             k->name), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory while writing C for %s",
+                            k->name);
     return 0;
 }

@@ -21,21 +21,21 @@ int cv_cuda_link_bitcode(LLVMModuleRef mod, const unsigned char *bc, size_t len,
                          const char *what, cv_diag *d)
 {
     if (!bc || !len)
-        return cv_diag_error(d, CV_E_CUDA_RUNTIME_BC, (cv_span){0}, "no %s bitcode in this "
-                             "build", what), -1;
+        return cv_diag_fail(d, CV_E_CUDA_RUNTIME_BITCODE, (cv_span){0}, "no %s bitcode in this "
+                            "build", what);
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRange((const char *)bc, len, what, 0);
     LLVMModuleRef rt = NULL;
     int bad = LLVMParseBitcodeInContext2(ctx, mb, &rt);
     LLVMDisposeMemoryBuffer(mb);
     if (bad)
-        return cv_diag_error(d, CV_E_CUDA_RUNTIME_BC, (cv_span){0}, "the embedded %s bitcode "
-                             "is unreadable", what), -1;
+        return cv_diag_fail(d, CV_E_CUDA_RUNTIME_BITCODE, (cv_span){0}, "the embedded %s bitcode "
+                            "is unreadable", what);
     LLVMSetTarget(rt, LLVMGetTarget(mod));
     LLVMSetDataLayout(rt, LLVMGetDataLayoutStr(mod));
     if (LLVMLinkModules2(mod, rt))
-        return cv_diag_error(d, CV_E_CUDA_RUNTIME_BC, (cv_span){0}, "linking the %s failed",
-                             what), -1;
+        return cv_diag_fail(d, CV_E_CUDA_RUNTIME_BITCODE, (cv_span){0}, "linking the %s failed",
+                            what);
     return 0;
 }
 
@@ -74,7 +74,7 @@ int cv_cuda_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt, cv_dia
 {
     char *msg = NULL;
     if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
-        cv_diag_error(d, 9001, (cv_span){0}, "internal error: generated LLVM IR is invalid: %s",
+        cv_diag_error(d, CV_E_INTERNAL_ERROR, (cv_span){0}, "internal error: generated LLVM IR is invalid: %s",
                       msg ? msg : "?");
         LLVMDisposeMessage(msg);
         return -1;
@@ -90,7 +90,7 @@ int cv_cuda_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt, cv_dia
     LLVMDisposePassBuilderOptions(po);
     if (e) {
         char *m = LLVMGetErrorMessage(e);
-        cv_diag_error(d, 9001, (cv_span){0}, "LLVM optimisation failed: %s", m);
+        cv_diag_error(d, CV_E_INTERNAL_ERROR, (cv_span){0}, "LLVM optimisation failed: %s", m);
         LLVMDisposeErrorMessage(m);
         return -1;
     }
@@ -113,7 +113,7 @@ static LLVMTargetMachineRef nvptx_machine(const cv_target_desc *t, int opt, cv_d
     LLVMTargetRef target;
     char *err = NULL;
     if (LLVMGetTargetFromTriple(t->triple, &target, &err)) {
-        cv_diag_error(d, 5010, (cv_span){0}, "LLVM has no target for %s: %s", t->triple,
+        cv_diag_error(d, CV_E_UNKNOWN_TARGET, (cv_span){0}, "LLVM has no target for %s: %s", t->triple,
                       err ? err : "?");
         LLVMDisposeMessage(err);
         return NULL;
@@ -125,7 +125,7 @@ static LLVMTargetMachineRef nvptx_machine(const cv_target_desc *t, int opt, cv_d
                                                       levels[opt < 0 ? 0 : opt > 3 ? 3 : opt],
                                                       LLVMRelocDefault, LLVMCodeModelDefault);
     if (!tm)
-        cv_diag_error(d, 5010, (cv_span){0}, "LLVM cannot make a target machine for %s (%s)",
+        cv_diag_error(d, CV_E_UNKNOWN_TARGET, (cv_span){0}, "LLVM cannot make a target machine for %s (%s)",
                       t->name, t->cpu);
     return tm;
 }
@@ -143,7 +143,7 @@ static int cuda_compile(const cv_kprog *p, const char *target, int opt, bool wan
     const cv_target_desc *t = cv_target_find(target);
     int sm = 0;
     if (!t || strncmp(t->triple, "nvptx", 5) != 0 || sscanf(t->cpu, "sm_%d", &sm) != 1)
-        return cv_diag_error(d, 5010, (cv_span){0}, "'%s' is not a CUDA target", target), -1;
+        return cv_diag_fail(d, CV_E_UNKNOWN_TARGET, (cv_span){0}, "'%s' is not a CUDA target", target);
     LLVMTargetMachineRef tm = nvptx_machine(t, opt, d);
     if (!tm)
         return -1;

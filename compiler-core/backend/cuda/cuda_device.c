@@ -305,7 +305,7 @@ static int emit_ptx(LLVMModuleRef mod, LLVMTargetMachineRef tm, char **ptx, size
     char *err = NULL;
     LLVMMemoryBufferRef buf = NULL;
     if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &buf)) {
-        cv_diag_error(d, CV_E_CUDA_CODEGEN, (cv_span){0}, "NVPTX code generation failed: %s",
+        cv_diag_error(d, CV_E_CUDA_CODEGEN_FAILED, (cv_span){0}, "NVPTX code generation failed: %s",
                       err ? err : "(no message)");
         LLVMDisposeMessage(err);
         return -1;
@@ -318,13 +318,13 @@ static int emit_ptx(LLVMModuleRef mod, LLVMTargetMachineRef tm, char **ptx, size
     }
     LLVMDisposeMemoryBuffer(buf);
     if (!*ptx)
-        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     *len = drop_callseq_comments(*ptx, *len);
     /* The driver's JIT cannot resolve a function the module only declares. */
     const char *ext = strstr(*ptx, ".extern .func");
     if (ext) {
         const char *eol = strchr(ext, '\n');
-        cv_diag_error(d, CV_E_CUDA_CODEGEN, (cv_span){0}, "the PTX calls a function no "
+        cv_diag_error(d, CV_E_CUDA_CODEGEN_FAILED, (cv_span){0}, "the PTX calls a function no "
                       "device code defines: %.*s", (int)(eol ? eol - ext : 80), ext);
         return -1;
     }
@@ -353,7 +353,7 @@ int cv_cuda_device(const cv_kprog *p, LLVMTargetMachineRef tm, const char *cpu,
         if (cv_cuda_on_host(k))
             mark_calls(k->body, ks.used);
         else if (define_kernel(ctx, mod, p, k))
-            rc = cv_diag_error(d, 9002, (cv_span){0}, "out of memory");
+            rc = cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     }
     size_t bc_len;
     const unsigned char *bc = cv_cuda_rtbc_get("device", &bc_len);
@@ -373,7 +373,7 @@ int cv_cuda_device(const cv_kprog *p, LLVMTargetMachineRef tm, const char *cpu,
         *ir = strdup(s);
         LLVMDisposeMessage(s);
         if (!*ir)
-            rc = cv_diag_error(d, 9002, (cv_span){0}, "out of memory");
+            rc = cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     }
     if (rc) {
         free(*ptx);

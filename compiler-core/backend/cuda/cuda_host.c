@@ -48,13 +48,13 @@ static int check_host_stmts(const cv_kernel *k, const cv_kstmt *s, cv_diag *d)
         for (int i = 0; i < s->n_args; i++)
             bad = bad || expr_reads(s->args[i], 0);
         if (bad)
-            return cv_diag_error(d, CV_E_CUDA_HOST_KERNEL, (cv_span){0}, "kernel %s calls a "
-                                 "runtime routine and also reads or writes tensor elements; the "
-                                 "CUDA backend cannot place it", k->name), -1;
+            return cv_diag_fail(d, CV_E_CUDA_HOST_KERNEL, (cv_span){0}, "kernel %s calls a "
+                                "runtime routine and also reads or writes tensor elements; the "
+                                "CUDA backend cannot place it", k->name);
         if (s->kind == CV_KS_CALL && (s->id < 0 || s->id >= CV_KRT__COUNT || !routine_ok[s->id]))
-            return cv_diag_error(d, CV_E_CUDA_ROUTINE, (cv_span){0}, "kernel %s calls %s, which "
-                                 "has no CUDA device kernel yet", k->name,
-                                 cv_krt_get((cv_krt)s->id) ? cv_krt_get((cv_krt)s->id)->name : "?"), -1;
+            return cv_diag_fail(d, CV_E_CUDA_NO_DEVICE_ROUTINE, (cv_span){0}, "kernel %s calls %s, which "
+                                "has no CUDA device kernel yet", k->name,
+                                cv_krt_get((cv_krt)s->id) ? cv_krt_get((cv_krt)s->id)->name : "?");
         if (check_host_stmts(k, s->body, d) || check_host_stmts(k, s->orelse, d))
             return -1;
     }
@@ -321,12 +321,12 @@ static int define_model(hostgen *g, const char *ptx, size_t ptx_len, int sm, LLV
     int64_t io[1024], cls[1024], wlen = 0;
     int n_io = io_table(p, io, 1024), n_cls = class_table(p, cls, 1024);
     if (n_io < 0 || n_cls < 0 || p->f->n_inputs > 64 || p->f->n_returns > 64 || p->n_syms > 64)
-        return cv_diag_error(d, CV_E_CUDA_CODEGEN, (cv_span){0}, "%s: too many inputs, outputs, "
-                             "symbols or arena classes for the CUDA host runtime", p->name), -1;
+        return cv_diag_fail(d, CV_E_CUDA_CODEGEN_FAILED, (cv_span){0}, "%s: too many inputs, outputs, "
+                            "symbols or arena classes for the CUDA host runtime", p->name);
     LLVMValueRef w = weights(g, &wlen), names = kernel_names(g);
     LLVMValueRef io_g = i64_array(g, "cv_io", io, n_io), cls_g = i64_array(g, "cv_classes", cls, n_cls);
     if (!w || !names || !io_g || !cls_g)
-        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     LLVMValueRef fields[] = {
         cstring(g, "cv_name", p->name, strlen(p->name)), cstring(g, "cv_ptx", ptx, ptx_len), w,
         LLVMConstInt(g->i64, (unsigned long long)wlen, 0), LLVMConstInt(g->i64, (unsigned long long)sm, 0),
@@ -404,11 +404,11 @@ static int build(hostgen *g, const char *ptx, size_t ptx_len, int sm, cv_diag *d
                 host_fns[i] = cv_llvm_kernel(g->ctx, g->mod, p, p->kernels[i], CV_LLVM_SOFT_HALF);
         LLVMValueRef run_dev = define_run_dev(g, host_fns);
         rc = run_dev ? define_model(g, ptx, ptx_len, sm, run_dev, d)
-                     : cv_diag_error(d, 9002, (cv_span){0}, "out of memory");
+                     : cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
         if (rc == 0)
             define_api(g);
     } else {
-        cv_diag_error(d, 9002, (cv_span){0}, "out of memory");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     }
     free(host_fns);
     free(g->const_off);
@@ -460,7 +460,7 @@ int cv_cuda_host(const cv_kprog *p, const char *ptx, size_t ptx_len, int sm, int
     char *err = NULL;
     LLVMMemoryBufferRef buf = NULL;
     if (rc == 0 && LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &err, &buf)) {
-        rc = cv_diag_error(d, 5011, (cv_span){0}, "LLVM code generation failed (CUDA host "
+        rc = cv_diag_error(d, CV_E_LLVM_CODEGEN_FAILED, (cv_span){0}, "LLVM code generation failed (CUDA host "
                            "module): %s", err ? err : "(no message)");
         LLVMDisposeMessage(err);
     } else if (rc == 0) {
@@ -469,7 +469,7 @@ int cv_cuda_host(const cv_kprog *p, const char *ptx, size_t ptx_len, int sm, int
         if (*obj)
             memcpy(*obj, LLVMGetBufferStart(buf), *obj_len);
         else
-            rc = cv_diag_error(d, 9002, (cv_span){0}, "out of memory");
+            rc = cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
         LLVMDisposeMemoryBuffer(buf);
     }
     LLVMDisposeModule(mod);

@@ -11,15 +11,6 @@
 #include "compiler-core/backend/cuda/cuda_backend.h"
 #include "compiler-core/backend/llvm/llvm_internal.h"
 
-/* Diagnostic codes (common/diag_codes.c); 5060-5064 are the artifact's
- * own, at run time (host/cuhost_internal.h). */
-enum {
-    CV_E_CUDA_HOST_KERNEL = 5065,   /* a kernel mixes runtime calls with element access */
-    CV_E_CUDA_ROUTINE = 5066,       /* a runtime routine without a device kernel */
-    CV_E_CUDA_CODEGEN = 5067,       /* NVPTX code generation failed */
-    CV_E_CUDA_RUNTIME_BC = 5068,    /* the embedded device or host runtime is unusable */
-};
-
 /* A kernel runs on the host when it calls runtime routines: its loops only
  * compute addresses, and each call launches the routine's device kernel. */
 static inline bool cv_cuda_on_host(const cv_kernel *k) { return k->calls_runtime; }

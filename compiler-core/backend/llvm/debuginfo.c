@@ -168,7 +168,7 @@ int cv_llvm_debuginfo(LLVMContextRef ctx, LLVMModuleRef mod, const cv_kprog *p, 
     int kline[1] = {0};
     g.kline = p->n_kernels ? calloc((size_t)p->n_kernels, sizeof *g.kline) : kline;
     if (!g.kline)
-        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     module_flags(&g);
     for (int i = 0; i < p->n_kernels; i++)
         kernel_debuginfo(&g, i);

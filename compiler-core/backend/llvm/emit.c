@@ -54,17 +54,17 @@ static int link_runtime(LLVMContextRef ctx, LLVMModuleRef mod, const cv_llvm_tar
     size_t n;
     const unsigned char *bc = cv_rtbc_get(t->rt_variant, &n);
     if (!bc || !n)
-        return cv_diag_error(d, 9001, (cv_span){0}, "no runtime bitcode for %s", t->rt_variant), -1;
+        return cv_diag_fail(d, CV_E_INTERNAL_ERROR, (cv_span){0}, "no runtime bitcode for %s", t->rt_variant);
     LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRange((const char *)bc, n, "cvrt", 0);
     LLVMModuleRef rt = NULL;
     /* On success the lazy module owns mb (it reads bodies from it later). */
     if (LLVMGetBitcodeModuleInContext2(ctx, mb, &rt))
-        return cv_diag_error(d, 9001, (cv_span){0}, "the embedded runtime bitcode is unreadable"), -1;
+        return cv_diag_fail(d, CV_E_INTERNAL_ERROR, (cv_span){0}, "the embedded runtime bitcode is unreadable");
     make_linkonce(rt);
     LLVMSetTarget(rt, LLVMGetTarget(mod));
     LLVMSetDataLayout(rt, LLVMGetDataLayoutStr(mod));
     if (LLVMLinkModules2(mod, rt))
-        return cv_diag_error(d, 9001, (cv_span){0}, "linking the runtime failed"), -1;
+        return cv_diag_fail(d, CV_E_INTERNAL_ERROR, (cv_span){0}, "linking the runtime failed");
     return 0;
 }
 
@@ -207,7 +207,7 @@ static int optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt, cv_diag
     LLVMDisposePassBuilderOptions(po);
     if (e) {
         char *msg = LLVMGetErrorMessage(e);
-        llvm_error(d, 9001, "LLVM optimisation failed", msg);
+        llvm_error(d, CV_E_INTERNAL_ERROR, "LLVM optimisation failed", msg);
         LLVMDisposeErrorMessage(msg);
         return -1;
     }
@@ -236,7 +236,7 @@ static int emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, bool want_ir, cv_llv
     char *err = NULL;
     LLVMMemoryBufferRef buf = NULL;
     if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &err, &buf)) {
-        llvm_error(d, 5011, "LLVM code generation failed", err);
+        llvm_error(d, CV_E_LLVM_CODEGEN_FAILED, "LLVM code generation failed", err);
         LLVMDisposeMessage(err);
         return -1;
     }
@@ -251,7 +251,7 @@ static int emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, bool want_ir, cv_llv
         LLVMDisposeMessage(s);
     }
     if (!out->obj || (want_ir && !out->ir))
-        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     return 0;
 }
 
@@ -277,7 +277,7 @@ static int pipeline(LLVMContextRef ctx, LLVMModuleRef mod, LLVMTargetMachineRef 
     finalize(ctx, mod, p, t);
     char *msg = NULL;
     if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
-        llvm_error(d, 9001, "internal error: generated LLVM IR is invalid", msg);
+        llvm_error(d, CV_E_INTERNAL_ERROR, "internal error: generated LLVM IR is invalid", msg);
         LLVMDisposeMessage(msg);
         return -1;
     }

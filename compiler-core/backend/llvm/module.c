@@ -389,7 +389,7 @@ int cv_llvm_build_module(LLVMContextRef ctx, LLVMModuleRef mod, const cv_kprog *
         free(g.consts);
         free(g.wofs);
         free(kfns);
-        return cv_diag_error(d, 9002, (cv_span){0}, "out of memory"), -1;
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     }
     add_weights(&g);
     for (int i = 0; i < p->n_kernels; i++)

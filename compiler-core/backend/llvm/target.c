@@ -62,8 +62,8 @@ static int lookup_native(cv_llvm_target *t, cv_diag *d)
         t->rt_variant = "riscv64";
         t->abi = "lp64d";
     } else {
-        return cv_diag_error(d, 5010, (cv_span){0}, "native: this machine (%s) is not a "
-                             "target Cuvil generates code for", t->triple), -1;
+        return cv_diag_fail(d, CV_E_UNKNOWN_TARGET, (cv_span){0}, "native: this machine (%s) is not a "
+                            "target Cuvil generates code for", t->triple);
     }
     return t->features ? 0 : -1;
 }
@@ -96,7 +96,7 @@ int cv_llvm_target_lookup(const char *name, cv_llvm_target *t, cv_diag *d)
         t->host = host_is(g->triple);
         return t->features ? 0 : -1;
     }
-    int id = cv_diag_error(d, 5010, (cv_span){0}, "unknown target '%s'", name);
+    int id = cv_diag_error(d, CV_E_UNKNOWN_TARGET, (cv_span){0}, "unknown target '%s'", name);
     char list[256] = "";
     for (int i = 0; cv_target_at(i); i++) {
         strcat(list, cv_target_at(i)->name);
@@ -131,7 +131,7 @@ LLVMTargetMachineRef cv_llvm_target_machine(const cv_llvm_target *t, int opt, cv
     LLVMTargetRef target;
     char *err = NULL;
     if (LLVMGetTargetFromTriple(t->triple, &target, &err)) {
-        cv_diag_error(d, 5010, (cv_span){0}, "LLVM has no target for %s: %s", t->triple,
+        cv_diag_error(d, CV_E_UNKNOWN_TARGET, (cv_span){0}, "LLVM has no target for %s: %s", t->triple,
                       err ? err : "?");
         LLVMDisposeMessage(err);
         return NULL;
@@ -149,7 +149,7 @@ LLVMTargetMachineRef cv_llvm_target_machine(const cv_llvm_target *t, int opt, cv
     LLVMTargetMachineRef tm = LLVMCreateTargetMachineWithOptions(target, t->triple, o);
     LLVMDisposeTargetMachineOptions(o);
     if (!tm)
-        cv_diag_error(d, 5010, (cv_span){0}, "LLVM cannot make a target machine for %s (%s)",
+        cv_diag_error(d, CV_E_UNKNOWN_TARGET, (cv_span){0}, "LLVM cannot make a target machine for %s (%s)",
                       t->name, t->cpu);
     return tm;
 }

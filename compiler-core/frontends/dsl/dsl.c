@@ -27,7 +27,7 @@ cv_module *cv_dsl_parse_text(const char *text, size_t len, const char *path, cv_
     cv_module *m = mod ? cv_module_new(file) : NULL;
     char *dir = path ? cv_fs_dirname(path) : NULL;   /* owned here */
     if (!mod || !m || (path && !dir)) {
-        cv_diag_error(d, 9002, (cv_span){file, 1, 1, 1, 1}, "out of memory reading %s", file);
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){file, 1, 1, 1, 1}, "out of memory reading %s", file);
     } else if (!syntax_errors) {
         dsl_sema s = {.a = &arena, .d = d, .file = m->path, .loc_file = base_name(m->path),
                       .base_dir = dir ? dir : ".", .m = m};

@@ -134,22 +134,22 @@ void dsl_lx_number(dsl_lexer *lx)
     const char *p = lx->src + start;
     size_t n = lx->pos - start;
     if (n > DSL_MAX_TOKEN_BYTES) {
-        dsl_lx_error(lx, 1009, "Token[number]", line, col, "number is %zu bytes long (limit %d)",
+        dsl_lx_error(lx, CV_E_TOKEN_TOO_LONG, "Token[number]", line, col, "number is %zu bytes long (limit %d)",
                      n, DSL_MAX_TOKEN_BYTES);
         bad = true;
     } else if (bad || trailing) {
-        dsl_lx_error(lx, 1004, "Token[number]", line, col, "invalid %s literal '%.*s'",
+        dsl_lx_error(lx, CV_E_INVALID_NUMBER, "Token[number]", line, col, "invalid %s literal '%.*s'",
                      base == 16 ? "hexadecimal" : base == 8 ? "octal" : base == 2 ? "binary" : "number",
                      (int)(n > 40 ? 40 : n), p);
         bad = true;
     } else if (!is_float && !imag && base == 10 && has_leading_zeros(p, n)) {
-        dsl_lx_error(lx, 1004, "Token[number]", line, col,
+        dsl_lx_error(lx, CV_E_INVALID_NUMBER, "Token[number]", line, col,
                      "leading zeros in decimal integer literals are not permitted; use 0o for octal");
         bad = true;
     } else if (!is_float && !imag) {
         size_t skip = base == 10 ? 0 : 2;
         if (!int_value(p + skip, n - skip, base, &iv)) {
-            dsl_lx_error(lx, 1004, "Token[number]", line, col,
+            dsl_lx_error(lx, CV_E_INVALID_NUMBER, "Token[number]", line, col,
                          "integer literal '%.*s' does not fit in 64 bits", (int)(n > 40 ? 40 : n), p);
             overflow = true;
         }
@@ -216,11 +216,11 @@ static const char *simple_escape(int c)
 static void code_point(dsl_lexer *lx, cv_sb *sb, uint32_t v, bool bytes, int line, int col)
 {
     if (bytes && v > 0xFF)
-        dsl_lx_error(lx, 1012, "Token[string]", line, col, "escape value %u does not fit in a byte", v);
+        dsl_lx_error(lx, CV_E_INVALID_ESCAPE, "Token[string]", line, col, "escape value %u does not fit in a byte", v);
     else if (bytes)
         cv_sb_putc(sb, (char)v);
     else if (v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
-        dsl_lx_error(lx, 1012, "Token[string]", line, col, "escape U+%X is not a valid character", v);
+        dsl_lx_error(lx, CV_E_INVALID_ESCAPE, "Token[string]", line, col, "escape U+%X is not a valid character", v);
     else
         put_utf8(sb, v);
 }
@@ -267,15 +267,15 @@ static void escape(dsl_lexer *lx, cv_sb *sb, unsigned flags)
         dsl_lx_adv(lx);
         int count = c == 'x' ? 2 : c == 'u' ? 4 : 8;
         if (!read_hex(lx, count, &v))
-            dsl_lx_error(lx, 1012, "Token[string]", line, col, "truncated \\%c escape: needs %d hex digits",
+            dsl_lx_error(lx, CV_E_INVALID_ESCAPE, "Token[string]", line, col, "truncated \\%c escape: needs %d hex digits",
                          c, count);
         else
             code_point(lx, sb, v, bytes, line, col);
     } else if (c == 'N' && !bytes) {
         dsl_lx_adv(lx);
-        dsl_lx_error(lx, 1012, "Token[string]", line, col, "\\N{...} escapes are not supported");
+        dsl_lx_error(lx, CV_E_INVALID_ESCAPE, "Token[string]", line, col, "\\N{...} escapes are not supported");
     } else {
-        dsl_lx_error(lx, 1012, "Token[string]", line, col, "invalid escape sequence '\\%c'",
+        dsl_lx_error(lx, CV_E_INVALID_ESCAPE, "Token[string]", line, col, "invalid escape sequence '\\%c'",
                      c >= 0x20 && c < 0x7f ? c : '?');
         dsl_lx_adv(lx);
     }
@@ -294,7 +294,7 @@ void dsl_lx_string(dsl_lexer *lx, size_t start, int line, int col, unsigned flag
         if (!triple && (c == '\n' || c == '\r'))
             break;
         if (lx->pos - start > DSL_MAX_TOKEN_BYTES && !long_reported) {
-            dsl_lx_error(lx, 1009, "Token[string]", line, col, "string literal longer than %d bytes",
+            dsl_lx_error(lx, CV_E_TOKEN_TOO_LONG, "Token[string]", line, col, "string literal longer than %d bytes",
                          DSL_MAX_TOKEN_BYTES);
             long_reported = true;
         }
@@ -309,7 +309,7 @@ void dsl_lx_string(dsl_lexer *lx, size_t start, int line, int col, unsigned flag
             continue;
         }
         if (c >= 0x80 && (flags & DSL_STR_BYTES) && !ascii_reported) {
-            dsl_lx_error(lx, 1001, "Token[string]", lx->line, lx->col,
+            dsl_lx_error(lx, CV_E_INVALID_CHARACTER, "Token[string]", lx->line, lx->col,
                          "bytes literals can only contain ASCII characters");
             ascii_reported = true;
         }
@@ -317,7 +317,7 @@ void dsl_lx_string(dsl_lexer *lx, size_t start, int line, int col, unsigned flag
         dsl_lx_adv(lx);
     }
     if (!closed)
-        dsl_lx_error(lx, 1003, "Token[string]", line, col,
+        dsl_lx_error(lx, CV_E_UNTERMINATED_STRING, "Token[string]", line, col,
                      triple ? "triple-quoted string literal is never closed"
                             : "string literal is not closed before the end of the line");
     dsl_tok *t = dsl_lx_push(lx, DSL_T_STRING, start, line, col);

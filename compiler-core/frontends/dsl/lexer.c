@@ -167,14 +167,14 @@ static bool check_bytes(dsl_lexer *lx)
     while (lx->pos < lx->len && !(nul_seen && bad_seen)) {
         const unsigned char *p = (const unsigned char *)lx->src + lx->pos;
         if (*p == 0 && !nul_seen) {
-            dsl_lx_error(lx, 1006, "Source", lx->line, lx->col, "source contains a NUL byte");
+            dsl_lx_error(lx, CV_E_NUL_BYTE, "Source", lx->line, lx->col, "source contains a NUL byte");
             nul_seen = true;
             ok = false;
         }
         int n = utf8_len(p, lx->len - lx->pos);
         if (n == 0) {
             if (!bad_seen)
-                dsl_lx_error(lx, 1005, "Source", lx->line, lx->col,
+                dsl_lx_error(lx, CV_E_INVALID_UTF8, "Source", lx->line, lx->col,
                              "invalid UTF-8 byte 0x%02x", *p);
             bad_seen = true;
             ok = false;
@@ -213,7 +213,7 @@ static bool measure_indent(dsl_lexer *lx, int *width, int *alt)
 
 static void tab_error(dsl_lexer *lx)
 {
-    dsl_lx_error(lx, 1201, "Indent", lx->line, 1, "inconsistent use of tabs and spaces in indentation");
+    dsl_lx_error(lx, CV_E_DSL_TAB_ERROR, "Indent", lx->line, 1, "inconsistent use of tabs and spaces in indentation");
 }
 
 static void handle_indent(dsl_lexer *lx)
@@ -232,7 +232,7 @@ static void handle_indent(dsl_lexer *lx)
         if (alt <= as[lx->n_indent])
             tab_error(lx);
         if (lx->n_indent + 1 >= DSL_MAX_INDENT) {
-            dsl_lx_error(lx, 1007, "Indent", line, col, "too many levels of indentation (limit %d)",
+            dsl_lx_error(lx, CV_E_NESTING_TOO_DEEP, "Indent", line, col, "too many levels of indentation (limit %d)",
                          DSL_MAX_INDENT);
             lx->fatal = true;
             return;
@@ -247,7 +247,7 @@ static void handle_indent(dsl_lexer *lx)
             dsl_lx_push(lx, DSL_T_DEDENT, here, line, col);
         }
         if (w != st[lx->n_indent])
-            dsl_lx_error(lx, 1202, "Indent", line, col,
+            dsl_lx_error(lx, CV_E_DSL_UNINDENT_MISMATCH, "Indent", line, col,
                          "unindent does not match any outer indentation level");
         else if (alt != as[lx->n_indent])
             tab_error(lx);
@@ -295,7 +295,7 @@ static void lex_name(dsl_lexer *lx)
         }
     }
     if (n > DSL_MAX_TOKEN_BYTES)
-        dsl_lx_error(lx, 1009, "Token[name]", line, col, "name is %zu bytes long (limit %d)", n,
+        dsl_lx_error(lx, CV_E_TOKEN_TOO_LONG, "Token[name]", line, col, "name is %zu bytes long (limit %d)", n,
                      DSL_MAX_TOKEN_BYTES);
     int kw = keyword_of(lx->src + start, n);
     dsl_tok *t = dsl_lx_push(lx, kw ? DSL_T_KEYWORD : DSL_T_NAME, start, line, col);
@@ -320,7 +320,7 @@ static void track_bracket(dsl_lexer *lx, int op, int line, int col)
 {
     if (op == DSL_OP_LPAR || op == DSL_OP_LSQB || op == DSL_OP_LBRACE) {
         if (lx->depth >= DSL_MAX_BRACKETS) {
-            dsl_lx_error(lx, 1007, "Bracket", line, col, "brackets nested deeper than %d",
+            dsl_lx_error(lx, CV_E_NESTING_TOO_DEEP, "Bracket", line, col, "brackets nested deeper than %d",
                          DSL_MAX_BRACKETS);
             lx->fatal = true;
             lx->depth = 0;  /* the rest of the file is abandoned, not unclosed */
@@ -335,12 +335,12 @@ static void track_bracket(dsl_lexer *lx, int op, int line, int col)
     }
     char close = dsl_op_text(op)[0];
     if (lx->depth == 0) {
-        error_point(lx, 1206, "Bracket", line, col, "unmatched '%c'", close);
+        error_point(lx, CV_E_DSL_UNBALANCED_BRACKET, "Bracket", line, col, "unmatched '%c'", close);
         return;
     }
     char open = lx->brackets[lx->depth - 1].ch;
     if (closer_of(open) != close)
-        error_point(lx, 1206, "Bracket", line, col,
+        error_point(lx, CV_E_DSL_UNBALANCED_BRACKET, "Bracket", line, col,
                     "closing '%c' does not match opening '%c' at %d:%d", close, open,
                      lx->brackets[lx->depth - 1].line, lx->brackets[lx->depth - 1].col);
     lx->depth--;
@@ -354,13 +354,13 @@ static void lex_operator(dsl_lexer *lx)
     if (!op) {
         int c = dsl_lx_peek(lx, 0);
         if (c >= 0x80) {
-            dsl_lx_error(lx, 1001, "Token", line, col,
+            dsl_lx_error(lx, CV_E_INVALID_CHARACTER, "Token", line, col,
                          "non-ASCII character outside a string or comment");
             dsl_lx_adv(lx);
             while (lx->pos < lx->len && ((unsigned char)lx->src[lx->pos] & 0xC0) == 0x80)
                 dsl_lx_adv(lx);
         } else {
-            dsl_lx_error(lx, 1001, "Token", line, col, "invalid character '%c' (0x%02x)",
+            dsl_lx_error(lx, CV_E_INVALID_CHARACTER, "Token", line, col, "invalid character '%c' (0x%02x)",
                          c >= 0x20 && c < 0x7f ? c : '?', (unsigned)c);
             dsl_lx_adv(lx);
         }
@@ -401,7 +401,7 @@ static void end_logical_line(dsl_lexer *lx, size_t at, int line, int col)
 static void close_all_brackets(dsl_lexer *lx)
 {
     for (int i = lx->depth - 1; i >= 0; i--) {
-        int id = error_point(lx, 1206, "Bracket", lx->brackets[i].line, lx->brackets[i].col,
+        int id = error_point(lx, CV_E_DSL_UNBALANCED_BRACKET, "Bracket", lx->brackets[i].line, lx->brackets[i].col,
                              "'%c' was never closed", lx->brackets[i].ch);
         if (id && id > lx->brackets[i].diags_at_open + 1)
             cv_diag_set_root(lx->d, id, lx->brackets[i].diags_at_open + 1);
@@ -455,10 +455,10 @@ static void lex_continuation(dsl_lexer *lx)
             dsl_lx_adv(lx);
         dsl_lx_adv(lx);
         if (lx->pos >= lx->len)
-            dsl_lx_error(lx, 1010, "Token", line, col, "file ends after a line continuation");
+            dsl_lx_error(lx, CV_E_UNEXPECTED_EOF, "Token", line, col, "file ends after a line continuation");
         return;
     }
-    dsl_lx_error(lx, 1207, "Token", line, col,
+    dsl_lx_error(lx, CV_E_DSL_BAD_CONTINUATION, "Token", line, col,
                  c == -1 ? "file ends after a line continuation character"
                          : "unexpected character after line continuation character");
 }
@@ -504,7 +504,7 @@ int dsl_lex(const char *src, size_t len, const char *file, cv_arena *a, cv_diag 
     dsl_lexer lx = {.src = src, .len = len, .line = 1, .col = 1, .file = file, .a = a, .d = d,
                     .at_line_start = true};
     if (len > DSL_MAX_FILE_BYTES) {
-        dsl_lx_error(&lx, 1011, "Source", 1, 1, "source is %zu bytes (limit %d)", len,
+        dsl_lx_error(&lx, CV_E_INPUT_TOO_LARGE, "Source", 1, 1, "source is %zu bytes (limit %d)", len,
                      DSL_MAX_FILE_BYTES);
         lx.len = 0;
     } else if (!check_bytes(&lx)) {

@@ -10,7 +10,7 @@ static bool enter(dsl_parser *p)
     if (p->failed)
         return false;
     if (p->depth >= DSL_MAX_EXPR_DEPTH) {
-        ps_error_at(p, 1007, ps_tok(p), "expression nested deeper than %d levels", DSL_MAX_EXPR_DEPTH);
+        ps_error_at(p, CV_E_NESTING_TOO_DEEP, ps_tok(p), "expression nested deeper than %d levels", DSL_MAX_EXPR_DEPTH);
         return false;
     }
     p->depth++;
@@ -75,7 +75,7 @@ static dsl_node *strings(dsl_parser *p)
     n->slen = total;
     ps_finish(p, n);
     if (mixed)
-        ps_error_soft(p, 1002, n, "cannot mix bytes and str literals");
+        ps_error_soft(p, CV_E_UNEXPECTED_TOKEN, n, "cannot mix bytes and str literals");
     return n;
 }
 
@@ -293,7 +293,7 @@ static bool call_arg(dsl_parser *p, dsl_node *call, bool *seen_kw)
         e = ps_finish(p, g);
     }
     if (*seen_kw && e->kind != DSL_N_STARRED)
-        ps_error_soft(p, 1208, e, "positional argument follows keyword argument");
+        ps_error_soft(p, CV_E_DSL_ARGUMENT_ORDER, e, "positional argument follows keyword argument");
     dsl_list_push(p->a, &call->items, e);
     return !p->failed;
 }
@@ -510,7 +510,7 @@ static dsl_node *comparison(dsl_parser *p)
     dsl_exop op;
     while ((op = comp_op(p)) != DSL_X_NONE) {
         if (n->items.n >= 64) {
-            ps_error_at(p, 1007, ps_tok(p), "comparison chain longer than 64");
+            ps_error_at(p, CV_E_NESTING_TOO_DEEP, ps_tok(p), "comparison chain longer than 64");
             return NULL;
         }
         ps_advance(p);

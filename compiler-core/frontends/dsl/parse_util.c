@@ -149,11 +149,11 @@ void ps_expected(dsl_parser *p, const char *what)
     char got[96];
     dsl_tok_describe(t, got, sizeof got);
     if (t->kind == DSL_T_EOF)
-        ps_error_at(p, 1010, t, "unexpected end of file: expected %s", what);
+        ps_error_at(p, CV_E_UNEXPECTED_EOF, t, "unexpected end of file: expected %s", what);
     else if (t->kind == DSL_T_INDENT)
-        ps_error_at(p, 1203, t, "unexpected indent: expected %s", what);
+        ps_error_at(p, CV_E_DSL_UNEXPECTED_INDENT, t, "unexpected indent: expected %s", what);
     else
-        ps_error_at(p, 1002, t, "expected %s, got %s", what, got);
+        ps_error_at(p, CV_E_UNEXPECTED_TOKEN, t, "expected %s, got %s", what, got);
 }
 
 bool ps_expect_op(dsl_parser *p, int op)
@@ -204,7 +204,7 @@ bool ps_check_target(dsl_parser *p, dsl_node *n, bool aug)
     default:
         break;
     }
-    ps_error_node(p, 1205, n, "cannot assign to %s", target_desc(n));
+    ps_error_node(p, CV_E_DSL_INVALID_TARGET, n, "cannot assign to %s", target_desc(n));
     return false;
 }
 
@@ -213,11 +213,11 @@ static void check_param(dsl_parser *p, dsl_list *out, dsl_node *arg, bool *seen_
     if (arg->op == 0 && arg->a)
         *seen_default = true;
     else if (arg->op == 0 && *seen_default && !seen_star)
-        ps_error_soft(p, 1208, arg, "parameter '%s' without a default follows a parameter with a default",
+        ps_error_soft(p, CV_E_DSL_ARGUMENT_ORDER, arg, "parameter '%s' without a default follows a parameter with a default",
                       arg->name);
     for (int i = 0; arg->name && i < out->n; i++)
         if (out->v[i]->name && strcmp(out->v[i]->name, arg->name) == 0)
-            ps_error_soft(p, 1209, arg, "duplicate parameter '%s'", arg->name);
+            ps_error_soft(p, CV_E_DSL_DUPLICATE_PARAMETER, arg, "duplicate parameter '%s'", arg->name);
 }
 
 void ps_params(dsl_parser *p, dsl_list *out, int close, bool annotations)

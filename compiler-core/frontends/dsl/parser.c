@@ -69,7 +69,7 @@ static void suite(dsl_parser *p, dsl_list *out, const char *label, const dsl_tok
         ps_advance(p);
         if (!is_kind(p, DSL_T_INDENT)) {
             p->failed = false;
-            ps_error_at(p, 1204, ps_tok(p), "expected an indented block after '%.*s' on line %d",
+            ps_error_at(p, CV_E_DSL_EXPECTED_INDENT, ps_tok(p), "expected an indented block after '%.*s' on line %d",
                         (int)header->len, header->text, header->line);
         } else {
             push_ctx(p, label);
@@ -148,7 +148,7 @@ static dsl_node *if_stmt(dsl_parser *p)
         const dsl_tok *el = ps_tok(p);
         p->stmt = "If";
         if (n_elif >= DSL_MAX_ELIF) {
-            ps_error_at(p, 1007, el, "more than %d elif branches", DSL_MAX_ELIF);
+            ps_error_at(p, CV_E_NESTING_TOO_DEEP, el, "more than %d elif branches", DSL_MAX_ELIF);
             header_failed(p, NULL);
             continue;
         }
@@ -392,7 +392,7 @@ static void statement(dsl_parser *p, dsl_list *out)
     p->stmt = ps_stmt_label(p);
     const dsl_tok *t = ps_tok(p);
     if (t->kind == DSL_T_INDENT) {
-        ps_error_at(p, 1203, t, "unexpected indent");
+        ps_error_at(p, CV_E_DSL_UNEXPECTED_INDENT, t, "unexpected indent");
         p->failed = false;
         ps_advance(p);
         statements_until_dedent(p, out);
@@ -434,7 +434,7 @@ static int drop_too_deep(dsl_parser *p, dsl_list *body, int from)
             continue;
         }
         p->failed = false;
-        ps_error_node(p, 1007, at, "expression nested deeper than %d levels (a chain of operators, "
+        ps_error_node(p, CV_E_NESTING_TOO_DEEP, at, "expression nested deeper than %d levels (a chain of operators, "
                       "attributes, calls or subscripts counts one level per link)",
                       DSL_MAX_AST_DEPTH);
     }

@@ -34,7 +34,7 @@ static dsl_val *arity(dsl_sema *s, const dsl_node *call, dsl_builtin b, int lo, 
 {
     if (n >= lo && n <= hi)
         return NULL;
-    return dsl_v_error(s, dsl_error(s, 2103, call, "%s() takes %s%d argument%s, got %d",
+    return dsl_v_error(s, dsl_error(s, CV_E_DSL_ARGUMENT_COUNT, call, "%s() takes %s%d argument%s, got %d",
                                     builtin_names[b], lo == hi ? "" : "at most ", hi,
                                     hi == 1 ? "" : "s", n));
 }
@@ -43,7 +43,7 @@ static dsl_val *wrong(dsl_sema *s, const dsl_node *at, dsl_builtin b, const dsl_
 {
     char d[96];
     dsl_v_describe(v, d, sizeof d);
-    int code = v->kind == DSL_V_DIM ? 3204 : 2107;
+    int code = v->kind == DSL_V_DIM ? CV_E_DSL_SYMBOLIC_DIM : CV_E_DSL_TYPE_ERROR;
     return dsl_v_error(s, dsl_error(s, code, at, "%s() cannot take %s%s", builtin_names[b], d,
                                     v->kind == DSL_V_TENSOR ? " (it runs at compile time; use a cvl op)" : ""));
 }
@@ -62,10 +62,10 @@ static dsl_val *range_of(dsl_sema *s, const dsl_node *call, dsl_val **args, int 
         v[n == 1 ? 1 : i] = args[i]->i;
     }
     if (v[2] == 0)
-        return dsl_v_error(s, dsl_error(s, 2116, arg_node(call, 2), "range() step must not be zero"));
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_CONSTANT_ERROR, arg_node(call, 2), "range() step must not be zero"));
     double count = ceil(((double)v[1] - (double)v[0]) / (double)v[2]);
     if (count > DSL_MAX_UNROLL)
-        return dsl_v_error(s, dsl_error(s, 4113, call, "range of %.0f items is too long to unroll "
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_TOO_LARGE, call, "range of %.0f items is too long to unroll "
                                         "(limit %d)", count, DSL_MAX_UNROLL));
     int k = count > 0 ? (int)count : 0;
     dsl_val **items = cv_arena_alloc_array(s->a, (size_t)k + 1, sizeof *items);
@@ -83,11 +83,11 @@ static dsl_val *fold(dsl_sema *s, const dsl_node *call, dsl_builtin b, dsl_val *
     int count = n, root;
     if (n == 1 && (args[0]->kind == DSL_V_TUPLE || args[0]->kind == DSL_V_LIST ||
                    args[0]->kind == DSL_V_TENSOR)) {
-        if (!dsl_iterate(s, arg_node(call, 0), args[0], 2107, "sum/min/max", &v, &count, &root))
+        if (!dsl_iterate(s, arg_node(call, 0), args[0], CV_E_DSL_TYPE_ERROR, "sum/min/max", &v, &count, &root))
             return dsl_v_error(s, root);
     }
     if (count == 0 && b != DSL_B_SUM)
-        return dsl_v_error(s, dsl_error(s, 2116, call, "%s() of an empty sequence", builtin_names[b]));
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_CONSTANT_ERROR, call, "%s() of an empty sequence", builtin_names[b]));
     dsl_val *acc = b == DSL_B_SUM ? dsl_v_int(s, 0) : v[0];
     for (int i = 0; i < count; i++) {
         if (!dsl_v_is_number(v[i]))
@@ -114,7 +114,7 @@ static dsl_val *convert(dsl_sema *s, const dsl_node *call, dsl_builtin b, dsl_va
     case DSL_B_INT:
         if (v->kind == DSL_V_FLOAT) {
             if (!(fabs(v->f) < 9.2e18))
-                return dsl_v_error(s, dsl_error(s, 2116, call, "int() of %g does not fit in 64 bits", v->f));
+                return dsl_v_error(s, dsl_error(s, CV_E_DSL_CONSTANT_ERROR, call, "int() of %g does not fit in 64 bits", v->f));
             return dsl_v_int(s, (int64_t)v->f);
         }
         return (v->kind == DSL_V_INT || v->kind == DSL_V_BOOL) ? dsl_v_int(s, v->i)
@@ -125,7 +125,7 @@ static dsl_val *convert(dsl_sema *s, const dsl_node *call, dsl_builtin b, dsl_va
         if (v->kind == DSL_V_FLOAT)
             return dsl_v_float(s, fabs(v->f));
         if (v->kind == DSL_V_INT || v->kind == DSL_V_BOOL)
-            return v->i == INT64_MIN ? dsl_v_error(s, dsl_error(s, 2116, call, "integer overflow"))
+            return v->i == INT64_MIN ? dsl_v_error(s, dsl_error(s, CV_E_DSL_CONSTANT_ERROR, call, "integer overflow"))
                                      : dsl_v_int(s, v->i < 0 ? -v->i : v->i);
         return wrong(s, arg_node(call, 0), b, v);
     default:
@@ -141,7 +141,7 @@ static dsl_val *length(dsl_sema *s, const dsl_node *call, dsl_val *v)
     case DSL_V_TENSOR:
         if (v->t->type.shape.rank > 0)
             return dsl_v_dim(s, v->t->type.shape.d[0]);
-        return dsl_v_error(s, dsl_error(s, 2107, arg_node(call, 0), "len() of a rank-0 tensor"));
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_TYPE_ERROR, arg_node(call, 0), "len() of a rank-0 tensor"));
     default: return wrong(s, arg_node(call, 0), DSL_B_LEN, v);
     }
 }
@@ -153,9 +153,9 @@ static dsl_val *pairs(dsl_sema *s, const dsl_node *call, dsl_builtin b, dsl_val 
     dsl_val **items[16];
     int lens[16];
     if (seqs > 16)
-        return dsl_v_error(s, dsl_error(s, 2103, call, "zip() of more than 16 sequences"));
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_ARGUMENT_COUNT, call, "zip() of more than 16 sequences"));
     for (int i = 0; i < seqs; i++) {
-        if (!dsl_iterate(s, arg_node(call, i), args[i], 2107, builtin_names[b], &items[i], &lens[i], &root))
+        if (!dsl_iterate(s, arg_node(call, i), args[i], CV_E_DSL_TYPE_ERROR, builtin_names[b], &items[i], &lens[i], &root))
             return dsl_v_error(s, root);
         count = (i == 0 || lens[i] < count) ? lens[i] : count;
     }
@@ -200,7 +200,7 @@ dsl_val *dsl_call_builtin(dsl_sema *s, const dsl_node *call, dsl_builtin b, dsl_
     case DSL_B_TUPLE: case DSL_B_LIST: {
         dsl_val **items;
         int count;
-        if (!dsl_iterate(s, arg_node(call, 0), args[0], 2107, builtin_names[b], &items, &count, &root))
+        if (!dsl_iterate(s, arg_node(call, 0), args[0], CV_E_DSL_TYPE_ERROR, builtin_names[b], &items, &count, &root))
             return dsl_v_error(s, root);
         return dsl_v_seq(s, b == DSL_B_LIST ? DSL_V_LIST : DSL_V_TUPLE, items, count);
     }

@@ -17,13 +17,13 @@ dsl_val *dsl_call(dsl_sema *s, dsl_frame *fr, const dsl_node *call)
     for (int i = 0; i < n; i++) {
         const dsl_node *a = call->items.v[i];
         args[i] = a->kind == DSL_N_STARRED
-                      ? dsl_v_error(s, dsl_error(s, 4111, a, "*args in a call is not supported"))
+                      ? dsl_v_error(s, dsl_error(s, CV_E_DSL_UNSUPPORTED_EXPRESSION, a, "*args in a call is not supported"))
                       : dsl_eval(s, fr, a);
     }
     for (int i = 0; i < n_kw; i++) {
         const dsl_node *k = call->items2.v[i];
         kw_vals[i] = k->name ? dsl_eval(s, fr, k->a)
-                             : dsl_v_error(s, dsl_error(s, 4111, k, "**kwargs in a call is not supported"));
+                             : dsl_v_error(s, dsl_error(s, CV_E_DSL_UNSUPPORTED_EXPRESSION, k, "**kwargs in a call is not supported"));
     }
     const dsl_node *const *kw_nodes = (const dsl_node *const *)call->items2.v;
     switch (callee->kind) {
@@ -35,16 +35,16 @@ dsl_val *dsl_call(dsl_sema *s, dsl_frame *fr, const dsl_node *call)
         return dsl_call_op(s, call, callee->op, args, n, kw_nodes, kw_vals, n_kw);
     case DSL_V_BUILTIN:
         if (n_kw)
-            return dsl_v_error(s, dsl_error(s, 2104, kw_nodes[0], "this builtin takes no keyword "
+            return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNKNOWN_KEYWORD, kw_nodes[0], "this builtin takes no keyword "
                                             "arguments"));
         return dsl_call_builtin(s, call, (dsl_builtin)callee->i, args, n);
     case DSL_V_MODEL:
-        return dsl_v_error(s, dsl_error(s, 2107, call, "cvl.model(...) is a decorator of a "
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_TYPE_ERROR, call, "cvl.model(...) is a decorator of a "
                                         "module-level def"));
     default: {
         char d[96];
         dsl_v_describe(callee, d, sizeof d);
-        return dsl_v_error(s, dsl_error(s, 2107, call->a, "%s is not callable", d));
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_TYPE_ERROR, call->a, "%s is not callable", d));
     }
     }
 }
@@ -65,7 +65,7 @@ static int unknown_keyword(dsl_sema *s, const dsl_node *def, const dsl_node *kw)
     for (int i = 0; names && i < def->items.n; i++)
         names[i] = def->items.v[i]->name;
     const char *hint = names ? dsl_suggest(kw->name, names, def->items.n) : NULL;
-    return dsl_error(s, 2104, kw, "%s() has no parameter '%s'%s%s%s", def->name, kw->name,
+    return dsl_error(s, CV_E_DSL_UNKNOWN_KEYWORD, kw, "%s() has no parameter '%s'%s%s%s", def->name, kw->name,
                      hint ? "; did you mean '" : "", hint ? hint : "", hint ? "'?" : "");
 }
 
@@ -77,9 +77,9 @@ static int bind_args(dsl_sema *s, const dsl_node *call, const dsl_node *def, dsl
     int np = def->items.n;
     bool bound[256] = {false};
     if (np > 256)
-        return dsl_error(s, 4113, def, "%s() has more than 256 parameters", def->name);
+        return dsl_error(s, CV_E_DSL_TOO_LARGE, def, "%s() has more than 256 parameters", def->name);
     if (n > np)
-        return dsl_error(s, 2103, call->items.v[np], "%s() takes %d positional argument%s but %d "
+        return dsl_error(s, CV_E_DSL_ARGUMENT_COUNT, call->items.v[np], "%s() takes %d positional argument%s but %d "
                          "were given", def->name, np, np == 1 ? "" : "s", n);
     for (int i = 0; i < n; i++) {
         dsl_scope_set(s, scope, def->items.v[i]->name, args[i]);
@@ -92,7 +92,7 @@ static int bind_args(dsl_sema *s, const dsl_node *call, const dsl_node *def, dsl
         if (i < 0)
             id = unknown_keyword(s, def, kw_nodes[k]);
         else if (bound[i])
-            id = dsl_error(s, 2105, kw_nodes[k], "%s() got two values for argument '%s'", def->name,
+            id = dsl_error(s, CV_E_DSL_DUPLICATE_ARGUMENT, kw_nodes[k], "%s() got two values for argument '%s'", def->name,
                            kw_nodes[k]->name);
         else {
             dsl_scope_set(s, scope, kw_nodes[k]->name, kw_vals[k]);
@@ -110,7 +110,7 @@ static int bind_args(dsl_sema *s, const dsl_node *call, const dsl_node *def, dsl
             dsl_frame dfr = {.scope = fn->scope};
             dsl_scope_set(s, scope, p->name, dsl_eval(s, &dfr, p->a));
         } else if (!err) {
-            err = dsl_error(s, 2110, call, "%s() is missing the required argument '%s'", def->name,
+            err = dsl_error(s, CV_E_DSL_MISSING_ARGUMENT, call, "%s() is missing the required argument '%s'", def->name,
                             p->name);
         }
     }
@@ -123,14 +123,14 @@ dsl_val *dsl_inline_call(dsl_sema *s, const dsl_node *call, dsl_val *fn, dsl_val
     const dsl_node *def = fn->fn;
     for (int i = 0; i < s->depth; i++)
         if (s->stack[i].fn == def)
-            return dsl_v_error(s, dsl_error(s, 4107, call, "'%s' calls itself: helpers are inlined, so "
+            return dsl_v_error(s, dsl_error(s, CV_E_DSL_RECURSION, call, "'%s' calls itself: helpers are inlined, so "
                                             "recursion cannot be compiled", def->name));
     if (s->depth >= DSL_MAX_INLINE_DEPTH)
-        return dsl_v_error(s, dsl_error(s, 4113, call, "helpers nested more than %d calls deep",
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_TOO_LARGE, call, "helpers nested more than %d calls deep",
                                         DSL_MAX_INLINE_DEPTH));
     for (int i = 0; i < def->items.n; i++)
         if (def->items.v[i]->op != 0)  /* reported when the def was run */
-            return dsl_v_error(s, dsl_error(s, 4115, def->items.v[i], "*args, **kwargs, '*' and '/' "
+            return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNSUPPORTED_PARAMETER, def->items.v[i], "*args, **kwargs, '*' and '/' "
                                             "parameters are not supported"));
     dsl_scope *scope = dsl_scope_new(s, fn->scope);
     int err = bind_args(s, call, def, scope, fn, args, n, kw_nodes, kw_vals, n_kw);

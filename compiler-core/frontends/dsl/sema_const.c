@@ -9,7 +9,7 @@
 
 static dsl_val *const_error(dsl_sema *s, const dsl_node *at, const char *what)
 {
-    return dsl_v_error(s, dsl_error(s, 2116, at, "%s in a constant expression", what));
+    return dsl_v_error(s, dsl_error(s, CV_E_DSL_CONSTANT_ERROR, at, "%s in a constant expression", what));
 }
 
 static bool ipow(int64_t b, int64_t e, int64_t *out)
@@ -106,7 +106,7 @@ static dsl_val *seq_op(dsl_sema *s, const dsl_node *at, dsl_exop op, dsl_val *l,
     bool seq_l = l->kind == DSL_V_TUPLE || l->kind == DSL_V_LIST;
     if (op == DSL_X_ADD && seq_l && l->kind == r->kind) {
         if (l->n + r->n > DSL_MAX_SEQ)
-            return dsl_v_error(s, dsl_error(s, 4113, at, "a sequence longer than %d", DSL_MAX_SEQ));
+            return dsl_v_error(s, dsl_error(s, CV_E_DSL_TOO_LARGE, at, "a sequence longer than %d", DSL_MAX_SEQ));
         dsl_val **v = cv_arena_alloc_array(s->a, (size_t)(l->n + r->n) + 1, sizeof *v);
         if (!v)
             return dsl_v_error(s, 0);
@@ -119,7 +119,7 @@ static dsl_val *seq_op(dsl_sema *s, const dsl_node *at, dsl_exop op, dsl_val *l,
     if (op == DSL_X_MUL && seq_l && (r->kind == DSL_V_INT || r->kind == DSL_V_BOOL)) {
         int64_t times = r->i < 0 ? 0 : r->i;
         if (l->n && times > DSL_MAX_SEQ / l->n)
-            return dsl_v_error(s, dsl_error(s, 4113, at, "a sequence longer than %d", DSL_MAX_SEQ));
+            return dsl_v_error(s, dsl_error(s, CV_E_DSL_TOO_LARGE, at, "a sequence longer than %d", DSL_MAX_SEQ));
         int n = l->n * (int)times;
         dsl_val **v = cv_arena_alloc_array(s->a, (size_t)n + 1, sizeof *v);
         if (!v)
@@ -160,9 +160,9 @@ dsl_val *dsl_binop(dsl_sema *s, const dsl_node *at, dsl_exop op, dsl_val *l, dsl
     dsl_v_describe(l, a, sizeof a);
     dsl_v_describe(r, b, sizeof b);
     if (l->kind == DSL_V_DIM || r->kind == DSL_V_DIM)
-        return dsl_v_error(s, dsl_error(s, 3204, at, "cannot compute %s %s %s: a symbolic dimension "
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_SYMBOLIC_DIM, at, "cannot compute %s %s %s: a symbolic dimension "
                                         "is only known at run time", a, dsl_exop_text(op), b));
-    return dsl_v_error(s, dsl_error(s, 2107, at, "unsupported operands for %s: %s and %s",
+    return dsl_v_error(s, dsl_error(s, CV_E_DSL_TYPE_ERROR, at, "unsupported operands for %s: %s and %s",
                                     dsl_exop_text(op), a, b));
 }
 
@@ -198,7 +198,7 @@ bool dsl_iterate(dsl_sema *s, const dsl_node *at, dsl_val *it, int tensor_code, 
     default: {
         char d[96];
         dsl_v_describe(it, d, sizeof d);
-        *root = dsl_error(s, it->kind == DSL_V_DIM ? 3204 : 2107, at, "%s cannot iterate over %s",
+        *root = dsl_error(s, it->kind == DSL_V_DIM ? CV_E_DSL_SYMBOLIC_DIM : CV_E_DSL_TYPE_ERROR, at, "%s cannot iterate over %s",
                           what, d);
         return false;
     }
@@ -229,9 +229,9 @@ static bool index_int(dsl_sema *s, dsl_frame *fr, const dsl_node *n, bool *prese
     char d[96];
     dsl_v_describe(v, d, sizeof d);
     if (v->kind == DSL_V_TENSOR)
-        *root = dsl_error(s, 4111, n, "indexing with a tensor is data-dependent; use cvl.gather");
+        *root = dsl_error(s, CV_E_DSL_UNSUPPORTED_EXPRESSION, n, "indexing with a tensor is data-dependent; use cvl.gather");
     else
-        *root = dsl_error(s, v->kind == DSL_V_DIM ? 3204 : 2107, n, "an index must be a constant int, "
+        *root = dsl_error(s, v->kind == DSL_V_DIM ? CV_E_DSL_SYMBOLIC_DIM : CV_E_DSL_TYPE_ERROR, n, "an index must be a constant int, "
                           "got %s", d);
     return false;
 }
@@ -255,7 +255,7 @@ static bool index_item(dsl_sema *s, dsl_frame *fr, const dsl_node *n, dsl_index 
         if (!index_int(s, fr, n, &present, &ix->i, root))
             return false;
         if (!present)
-            *root = dsl_error(s, 2107, n, "an index must be a constant int, got None");
+            *root = dsl_error(s, CV_E_DSL_TYPE_ERROR, n, "an index must be a constant int, got None");
         return present;
     }
     ix->kind = DSL_IX_SLICE;
@@ -263,7 +263,7 @@ static bool index_item(dsl_sema *s, dsl_frame *fr, const dsl_node *n, dsl_index 
               index_int(s, fr, n->b, &ix->has_hi, &ix->hi, root) &&
               index_int(s, fr, n->c, &present, &ix->step, root);
     if (ok && ix->step == 0) {
-        *root = dsl_error(s, 3205, n, "slice step cannot be zero");
+        *root = dsl_error(s, CV_E_DSL_INDEX_ERROR, n, "slice step cannot be zero");
         return false;
     }
     return ok;
@@ -289,12 +289,12 @@ static dsl_val *seq_index(dsl_sema *s, const dsl_node *e, dsl_val *base, const d
 {
     int64_t len = base->kind == DSL_V_STR ? (int64_t)base->slen : base->n;
     if (n != 1 || (ix->kind != DSL_IX_INT && ix->kind != DSL_IX_SLICE))
-        return dsl_v_error(s, dsl_error(s, 2107, e->b, "%s indices must be one int or slice",
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_TYPE_ERROR, e->b, "%s indices must be one int or slice",
                                         base->kind == DSL_V_STR ? "str" : "tuple and list"));
     if (ix->kind == DSL_IX_INT) {
         int64_t i = ix->i < 0 ? ix->i + len : ix->i;
         if (i < 0 || i >= len)
-            return dsl_v_error(s, dsl_error(s, 3205, e->b, "index %lld is out of range for a %s of "
+            return dsl_v_error(s, dsl_error(s, CV_E_DSL_INDEX_ERROR, e->b, "index %lld is out of range for a %s of "
                                             "length %lld", (long long)ix->i,
                                             base->kind == DSL_V_STR ? "str" : "sequence", (long long)len));
         return base->kind == DSL_V_STR ? dsl_v_str(s, base->s + i, 1) : base->items[i];
@@ -330,7 +330,7 @@ static dsl_val *params_index(dsl_sema *s, dsl_frame *fr, const dsl_node *e, dsl_
     default: {
         char d[96];
         dsl_v_describe(k, d, sizeof d);
-        return dsl_v_error(s, dsl_error(s, 2107, e->b, "weights are indexed by an int or a str, "
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_TYPE_ERROR, e->b, "weights are indexed by an int or a str, "
                                         "not %s", d));
     }
     }
@@ -350,7 +350,7 @@ dsl_val *dsl_subscript(dsl_sema *s, dsl_frame *fr, const dsl_node *e, dsl_val *b
         n = e->b->items.n;
     }
     if (n > MAX_INDEX_ITEMS)
-        return dsl_v_error(s, dsl_error(s, 3205, e->b, "more than %d indices", MAX_INDEX_ITEMS));
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_INDEX_ERROR, e->b, "more than %d indices", MAX_INDEX_ITEMS));
     dsl_index ix[MAX_INDEX_ITEMS];
     int root = 0;
     for (int i = 0; i < n; i++) {
@@ -368,7 +368,7 @@ dsl_val *dsl_subscript(dsl_sema *s, dsl_frame *fr, const dsl_node *e, dsl_val *b
     default: {
         char d[96];
         dsl_v_describe(base, d, sizeof d);
-        return dsl_v_error(s, dsl_error(s, base->kind == DSL_V_DIM ? 3204 : 2107, e,
+        return dsl_v_error(s, dsl_error(s, base->kind == DSL_V_DIM ? CV_E_DSL_SYMBOLIC_DIM : CV_E_DSL_TYPE_ERROR, e,
                                         "%s cannot be indexed", d));
     }
     }

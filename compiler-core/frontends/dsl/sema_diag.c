@@ -103,7 +103,7 @@ bool dsl_step(dsl_sema *s, const dsl_node *at)
     if (++s->steps <= DSL_MAX_STEPS && s->n_ops <= DSL_MAX_OPS && s->nest <= DSL_MAX_NEST)
         return true;
     if (!s->budget_id) {
-        s->budget_id = dsl_error(s, 4113, at, "the model does more than %d compile-time steps, builds "
+        s->budget_id = dsl_error(s, CV_E_DSL_TOO_LARGE, at, "the model does more than %d compile-time steps, builds "
                                  "more than %d ops or nests evaluations deeper than %d; it is too "
                                  "large to unroll", DSL_MAX_STEPS, DSL_MAX_OPS, DSL_MAX_NEST);
         if (!s->budget_id)

@@ -21,15 +21,15 @@ DSL_NOINLINE static dsl_val *undefined_name(dsl_sema *s, dsl_frame *fr, const ds
     for (size_t i = 0; i < sizeof unsupported_builtins / sizeof unsupported_builtins[0]; i++)
         unsupported |= strcmp(e->name, unsupported_builtins[i]) == 0;
     if (strcmp(e->name, "print") == 0) {
-        id = dsl_error(s, 4108, e, "print is not supported in a model: a model runs once, at "
+        id = dsl_error(s, CV_E_DSL_PRINT, e, "print is not supported in a model: a model runs once, at "
                        "compile time; use `cuvil run` to see values");
     } else if (unsupported) {
-        id = dsl_error(s, 4114, e, "the builtin '%s' is not part of the model language", e->name);
+        id = dsl_error(s, CV_E_DSL_UNSUPPORTED_BUILTIN, e, "the builtin '%s' is not part of the model language", e->name);
     } else {
         const char **names;
         int n = dsl_scope_names(s, fr->scope, &names);
         const char *hint = dsl_suggest(e->name, names, n);
-        id = dsl_error(s, 2101, e, "name '%s' is not defined%s%s%s", e->name,
+        id = dsl_error(s, CV_E_DSL_UNDEFINED_NAME, e, "name '%s' is not defined%s%s%s", e->name,
                        hint ? "; did you mean '" : "", hint ? hint : "", hint ? "'?" : "");
     }
     /* Later uses of the same name are consequences of this report. */
@@ -47,12 +47,12 @@ DSL_NOINLINE static dsl_val *constant(dsl_sema *s, const dsl_node *e)
     case DSL_C_TRUE: return dsl_v_bool(s, true);
     case DSL_C_FALSE: return dsl_v_bool(s, false);
     case DSL_C_NONE: return dsl_v_none(s);
-    case DSL_C_IMAG: return dsl_v_error(s, dsl_error(s, 4111, e, "complex numbers are not supported"));
-    case DSL_C_BYTES: return dsl_v_error(s, dsl_error(s, 4111, e, "bytes literals are not supported"));
-    case DSL_C_FSTRING: return dsl_v_error(s, dsl_error(s, 4111, e, "f-strings are not supported"));
+    case DSL_C_IMAG: return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNSUPPORTED_EXPRESSION, e, "complex numbers are not supported"));
+    case DSL_C_BYTES: return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNSUPPORTED_EXPRESSION, e, "bytes literals are not supported"));
+    case DSL_C_FSTRING: return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNSUPPORTED_EXPRESSION, e, "f-strings are not supported"));
     case DSL_C_ELLIPSIS: break;
     }
-    return dsl_v_error(s, dsl_error(s, 4111, e, "'...' is only supported inside a tensor index"));
+    return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNSUPPORTED_EXPRESSION, e, "'...' is only supported inside a tensor index"));
 }
 
 static const char *const dtype_names[][2] = {
@@ -92,7 +92,7 @@ static dsl_val *module_member(dsl_sema *s, const dsl_node *e)
     for (int i = 0; names && i < n; i++)
         names[i] = cv_op_def_at(i)->name;
     const char *hint = names ? dsl_suggest(e->name, names, n) : NULL;
-    return dsl_v_error(s, dsl_error(s, 2102, e, "cuvil has no op '%s'%s%s%s", e->name,
+    return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNKNOWN_OP, e, "cuvil has no op '%s'%s%s%s", e->name,
                                     hint ? "; did you mean 'cvl." : "", hint ? hint : "",
                                     hint ? "'?" : ""));
 }
@@ -110,7 +110,7 @@ DSL_NOINLINE static dsl_val *member(dsl_sema *s, dsl_frame *fr, const dsl_node *
     default: {
         char what[96];
         dsl_v_describe(base, what, sizeof what);
-        return dsl_v_error(s, dsl_error(s, 2109, e, "%s has no member '%s'", what, e->name));
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNKNOWN_MEMBER, e, "%s has no member '%s'", what, e->name));
     }
     }
 }
@@ -126,7 +126,7 @@ DSL_NOINLINE static dsl_val *unary(dsl_sema *s, dsl_frame *fr, const dsl_node *e
         bool known, t = dsl_v_truth(v, &known);
         if (known)
             return dsl_v_bool(s, !t);
-        return dsl_v_error(s, dsl_error(s, 4102, e, "'not' on %s would depend on %s",
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_DATA_DEPENDENT_IF, e, "'not' on %s would depend on %s",
                                         v->kind == DSL_V_TENSOR ? "a tensor" : "a symbolic dimension",
                                         v->kind == DSL_V_TENSOR ? "its data" : "the input size"));
     }
@@ -138,14 +138,14 @@ DSL_NOINLINE static dsl_val *unary(dsl_sema *s, dsl_frame *fr, const dsl_node *e
         return dsl_v_float(s, -v->f);
     if ((e->op == DSL_X_NEG || e->op == DSL_X_INVERT) && (v->kind == DSL_V_INT || v->kind == DSL_V_BOOL)) {
         if (e->op == DSL_X_NEG && v->i == INT64_MIN)
-            return dsl_v_error(s, dsl_error(s, 2116, e, "integer overflow in -(%lld)", (long long)v->i));
+            return dsl_v_error(s, dsl_error(s, CV_E_DSL_CONSTANT_ERROR, e, "integer overflow in -(%lld)", (long long)v->i));
         return dsl_v_int(s, e->op == DSL_X_NEG ? -v->i : ~v->i);
     }
     if (v->kind == DSL_V_DIM)
-        return dsl_v_error(s, dsl_error(s, 3204, e, "symbolic dimension %s cannot be negated", v->s));
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_SYMBOLIC_DIM, e, "symbolic dimension %s cannot be negated", v->s));
     char what[96];
     dsl_v_describe(v, what, sizeof what);
-    return dsl_v_error(s, dsl_error(s, 2107, e, "bad operand for unary %s: %s", dsl_exop_text(e->op), what));
+    return dsl_v_error(s, dsl_error(s, CV_E_DSL_TYPE_ERROR, e, "bad operand for unary %s: %s", dsl_exop_text(e->op), what));
 }
 
 DSL_NOINLINE static dsl_val *boolop(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
@@ -157,7 +157,7 @@ DSL_NOINLINE static dsl_val *boolop(dsl_sema *s, dsl_frame *fr, const dsl_node *
             return v;
         bool known, t = dsl_v_truth(v, &known);
         if (!known)
-            return dsl_v_error(s, dsl_error(s, 4102, e->items.v[i],
+            return dsl_v_error(s, dsl_error(s, CV_E_DSL_DATA_DEPENDENT_IF, e->items.v[i],
                                             "'%s' on a tensor or symbolic dimension would depend on "
                                             "run-time values", dsl_exop_text(e->op)));
         if ((e->op == DSL_X_AND && !t) || (e->op == DSL_X_OR && t))
@@ -245,14 +245,14 @@ DSL_NOINLINE static dsl_val *compare(dsl_sema *s, dsl_frame *fr, const dsl_node 
         if (tensor && e->items.n == 1)
             return dsl_tensor_binop(s, e, op, l, r);
         if (tensor)
-            return dsl_v_error(s, dsl_error(s, 4111, e, "chained comparisons of tensors are not supported"));
+            return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNSUPPORTED_EXPRESSION, e, "chained comparisons of tensors are not supported"));
         dsl_val *c = compare_const(s, e, op, l, r);
         if (!c) {
             char a[96], b[96];
             dsl_v_describe(l, a, sizeof a);
             dsl_v_describe(r, b, sizeof b);
             bool dim = l->kind == DSL_V_DIM || r->kind == DSL_V_DIM;
-            return dsl_v_error(s, dsl_error(s, dim ? 3204 : 2107, e, "cannot compare %s %s %s%s", a,
+            return dsl_v_error(s, dsl_error(s, dim ? CV_E_DSL_SYMBOLIC_DIM : CV_E_DSL_TYPE_ERROR, e, "cannot compare %s %s %s%s", a,
                                             dsl_exop_text(op), b,
                                             dim ? ": a symbolic dimension is only known at run time" : ""));
         }
@@ -271,7 +271,7 @@ DSL_NOINLINE static dsl_val *ifexp(dsl_sema *s, dsl_frame *fr, const dsl_node *e
         return t;
     bool known, v = dsl_v_truth(t, &known);
     if (!known)
-        return dsl_v_error(s, dsl_error(s, 4102, e->b, "a conditional expression on %s would depend "
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_DATA_DEPENDENT_IF, e->b, "a conditional expression on %s would depend "
                                         "on run-time values; use cvl.where",
                                         t->kind == DSL_V_TENSOR ? "a tensor" : "a symbolic dimension"));
     return dsl_eval(s, fr, v ? e->a : e->c);
@@ -288,7 +288,7 @@ DSL_NOINLINE static dsl_val *display(dsl_sema *s, dsl_frame *fr, const dsl_node 
     for (int i = 0; i < n; i++) {
         const dsl_node *it = e->items.v[i];
         items[i] = it->kind == DSL_N_STARRED
-                       ? dsl_v_error(s, dsl_error(s, 4111, it, "starred items in a display are not supported"))
+                       ? dsl_v_error(s, dsl_error(s, CV_E_DSL_UNSUPPORTED_EXPRESSION, it, "starred items in a display are not supported"))
                        : dsl_eval(s, fr, it);
     }
     return dsl_v_seq(s, e->kind == DSL_N_LIST ? DSL_V_LIST : DSL_V_TUPLE, items, n);
@@ -334,7 +334,7 @@ static void comp_loop_at(dsl_sema *s, dsl_frame *fr, const dsl_node *e, int gen,
     const dsl_node *g = e->items.v[gen];
     dsl_val **items;
     int n, root;
-    if (!dsl_iterate(s, g->b, dsl_eval(s, fr, g->b), 4103, "a comprehension", &items, &n, &root)) {
+    if (!dsl_iterate(s, g->b, dsl_eval(s, fr, g->b), CV_E_DSL_COMPREHENSION_OVER_TENSOR, "a comprehension", &items, &n, &root)) {
         o->root = root ? root : -1;
         return;
     }
@@ -350,7 +350,7 @@ static void comp_loop_at(dsl_sema *s, dsl_frame *fr, const dsl_node *e, int gen,
                 return;
             }
             if (!known) {
-                o->root = dsl_error(s, 4102, g->items.v[c], "a comprehension condition on a tensor "
+                o->root = dsl_error(s, CV_E_DSL_DATA_DEPENDENT_IF, g->items.v[c], "a comprehension condition on a tensor "
                                     "would depend on its data");
                 return;
             }
@@ -360,7 +360,7 @@ static void comp_loop_at(dsl_sema *s, dsl_frame *fr, const dsl_node *e, int gen,
         if (gen + 1 < e->items.n) {
             comp_loop(s, fr, e, gen + 1, o);
         } else if (o->n >= DSL_MAX_SEQ) {
-            o->root = dsl_error(s, 4113, e, "a comprehension makes more than %d items", DSL_MAX_SEQ);
+            o->root = dsl_error(s, CV_E_DSL_TOO_LARGE, e, "a comprehension makes more than %d items", DSL_MAX_SEQ);
         } else {
             comp_push(s, o, dsl_eval(s, fr, e->a));
         }
@@ -370,7 +370,7 @@ static void comp_loop_at(dsl_sema *s, dsl_frame *fr, const dsl_node *e, int gen,
 DSL_NOINLINE static dsl_val *comprehension(dsl_sema *s, dsl_frame *fr, const dsl_node *e)
 {
     if (e->kind == DSL_N_SETCOMP || e->kind == DSL_N_DICTCOMP)
-        return dsl_v_error(s, dsl_error(s, 4111, e, "%s comprehensions are not supported",
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNSUPPORTED_EXPRESSION, e, "%s comprehensions are not supported",
                                         e->kind == DSL_N_SETCOMP ? "set" : "dict"));
     /* The loop variables live in their own scope, as in Python 3. */
     dsl_frame inner = *fr;
@@ -388,20 +388,20 @@ DSL_NOINLINE static dsl_val *unsupported(dsl_sema *s, const dsl_node *e)
 {
     switch (e->kind) {
     case DSL_N_LAMBDA:
-        return dsl_v_error(s, dsl_error(s, 4105, e, "lambda is not supported; define a helper with def"));
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_LAMBDA, e, "lambda is not supported; define a helper with def"));
     case DSL_N_DICT: case DSL_N_SET:
-        return dsl_v_error(s, dsl_error(s, 4111, e, "%s displays are not supported",
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNSUPPORTED_EXPRESSION, e, "%s displays are not supported",
                                         e->kind == DSL_N_DICT ? "dict" : "set"));
     case DSL_N_YIELD:
-        return dsl_v_error(s, dsl_error(s, 4110, e, "yield is not supported: a model is not a generator"));
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNSUPPORTED_STATEMENT, e, "yield is not supported: a model is not a generator"));
     case DSL_N_NAMEDEXPR:
-        return dsl_v_error(s, dsl_error(s, 4111, e, "assignment expressions (:=) are not supported"));
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNSUPPORTED_EXPRESSION, e, "assignment expressions (:=) are not supported"));
     case DSL_N_AWAIT:
-        return dsl_v_error(s, dsl_error(s, 4111, e, "await is not supported"));
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNSUPPORTED_EXPRESSION, e, "await is not supported"));
     case DSL_N_STARRED:
-        return dsl_v_error(s, dsl_error(s, 4111, e, "starred expressions are not supported here"));
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNSUPPORTED_EXPRESSION, e, "starred expressions are not supported here"));
     default:
-        return dsl_v_error(s, dsl_error(s, 4111, e, "a slice is only allowed inside [...]"));
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNSUPPORTED_EXPRESSION, e, "a slice is only allowed inside [...]"));
     }
 }
 

@@ -57,7 +57,7 @@ static int transfer(dsl_sema *s, const dsl_node *at, const cv_op *op, const cv_d
         if (e->sev != CV_SEV_ERROR)
             continue;
         bool shape = e->code >= 3000 && e->code < 4000;
-        int code = shape && weights ? 3203 : e->code;
+        int code = shape && weights ? CV_E_DSL_WEIGHT_SHAPE : e->code;
         /* Shape functions start their messages with the op name; we say cvl.<op>. */
         const char *msg = e->msg;
         size_t n = strlen(op->name);
@@ -71,7 +71,7 @@ static int transfer(dsl_sema *s, const dsl_node *at, const cv_op *op, const cv_d
             continue;
         for (int j = 0; j < e->n_notes; j++)
             dsl_note(s, id, "%s", e->notes[j]);
-        if (shape || e->code == 2009 || e->code == 4002)
+        if (shape || e->code == CV_E_DTYPE_MISMATCH || e->code == CV_E_UNSUPPORTED_DTYPE)
             for (int i = 0; i < op->n_operands; i++) {
                 char d[256];
                 describe_operand(op->operands[i], d, sizeof d);
@@ -105,11 +105,11 @@ dsl_val *dsl_emit(dsl_sema *s, const dsl_node *at, const char *opname, dsl_val *
     if (root)
         return dsl_v_error(s, root > 0 ? root : 0);
     if (!s->f)
-        return dsl_v_error(s, dsl_error(s, 4110, at, "tensor operations can only run inside a model "
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNSUPPORTED_STATEMENT, at, "tensor operations can only run inside a model "
                                         "(or a helper it calls)"));
     enum { MAX_OPERANDS = 256 };
     if (n_operands > MAX_OPERANDS || n_results > MAX_OPERANDS)
-        return dsl_v_error(s, dsl_error(s, 4113, at, "more than %d operands or results", MAX_OPERANDS));
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_TOO_LARGE, at, "more than %d operands or results", MAX_OPERANDS));
     if (++s->n_ops > DSL_MAX_OPS && !dsl_step(s, at))
         return dsl_v_error(s, s->budget_id > 0 ? s->budget_id : 0);
     cv_value *vals[MAX_OPERANDS];
@@ -143,9 +143,9 @@ dsl_val *dsl_emit(dsl_sema *s, const dsl_node *at, const char *opname, dsl_val *
 dsl_val *dsl_scalar_tensor(dsl_sema *s, const dsl_node *at, const dsl_val *num, cv_dtype dt)
 {
     if (!s->f)
-        return dsl_v_error(s, dsl_error(s, 4110, at, "tensor operations can only run inside a model"));
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNSUPPORTED_STATEMENT, at, "tensor operations can only run inside a model"));
     if (num->kind == DSL_V_FLOAT && !cv_dtype_is_float(dt) && dt != CV_DT_INVALID)
-        return dsl_v_error(s, dsl_error(s, 2106, at, "the float constant %g cannot combine with a "
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_DTYPE_MISMATCH, at, "the float constant %g cannot combine with a "
                                         "tensor of dtype %s; use an int or cvl.cast", num->f,
                                         cv_dtype_name(dt)));
     cv_type t = {.dtype = dt};

@@ -44,11 +44,11 @@ static bool dim_expr(dsl_sema *s, const dsl_val *d, cv_dim *out)
 static bool shape_of(dsl_sema *s, const dsl_val *v, cv_shape *out, const dsl_node *at, model_spec *m)
 {
     if (v->kind != DSL_V_TUPLE && v->kind != DSL_V_LIST) {
-        spec_fail(m, dsl_error(s, 2111, at, "each input shape must be a tuple like (\"N\", 1, 28, 28)"));
+        spec_fail(m, dsl_error(s, CV_E_DSL_MODEL_SPEC, at, "each input shape must be a tuple like (\"N\", 1, 28, 28)"));
         return false;
     }
     if (v->n > CV_MAX_RANK) {
-        spec_fail(m, dsl_error(s, 2111, at, "an input shape has %d dimensions; CU-IR allows %d", v->n,
+        spec_fail(m, dsl_error(s, CV_E_DSL_MODEL_SPEC, at, "an input shape has %d dimensions; CU-IR allows %d", v->n,
                                CV_MAX_RANK));
         return false;
     }
@@ -64,7 +64,7 @@ static bool shape_of(dsl_sema *s, const dsl_val *v, cv_shape *out, const dsl_nod
         } else {
             char desc[96];
             dsl_v_describe(d, desc, sizeof desc);
-            spec_fail(m, dsl_error(s, 2111, at, "dimension %d of an input shape is %s; use a "
+            spec_fail(m, dsl_error(s, CV_E_DSL_MODEL_SPEC, at, "dimension %d of an input shape is %s; use a "
                                    "non-negative int, a symbol name such as \"N\" or an "
                                    "expression such as \"2*N + 1\"", i, desc));
             return false;
@@ -77,7 +77,7 @@ static void read_spec(dsl_sema *s, dsl_frame *fr, const dsl_node *deco, model_sp
 {
     m->dtype = CV_F32;
     if (deco->items.n)
-        spec_fail(m, dsl_error(s, 2111, deco->items.v[0], "@cvl.model takes keyword arguments: "
+        spec_fail(m, dsl_error(s, CV_E_DSL_MODEL_SPEC, deco->items.v[0], "@cvl.model takes keyword arguments: "
                                "input_shapes=, dtype=, weights="));
     for (int k = 0; k < deco->items2.n; k++) {
         const dsl_node *kw = deco->items2.v[k];
@@ -90,30 +90,30 @@ static void read_spec(dsl_sema *s, dsl_frame *fr, const dsl_node *deco, model_sp
             m->shapes_node = kw;
             m->shapes = v;
             if (v->kind != DSL_V_TUPLE && v->kind != DSL_V_LIST)
-                spec_fail(m, dsl_error(s, 2111, kw, "input_shapes must be a list of shape tuples"));
+                spec_fail(m, dsl_error(s, CV_E_DSL_MODEL_SPEC, kw, "input_shapes must be a list of shape tuples"));
         } else if (strcmp(kw->name, "dtype") == 0) {
             m->dtype_node = kw;
             m->dtype = v->kind == DSL_V_DTYPE ? v->dt
                        : v->kind == DSL_V_STR ? dsl_dtype_named(cv_arena_strndup(s->a, v->s, v->slen))
                                               : CV_DT_INVALID;
             if (m->dtype == CV_DT_INVALID)
-                spec_fail(m, dsl_error(s, 2113, kw, "unknown model dtype; use one of float32 float16 "
+                spec_fail(m, dsl_error(s, CV_E_DSL_UNKNOWN_DTYPE, kw, "unknown model dtype; use one of float32 float16 "
                                        "bfloat16 int8 uint8 int32 int64 bool"));
         } else if (strcmp(kw->name, "weights") == 0) {
             m->weights_node = kw;
             if (v->kind == DSL_V_STR && v->slen && !memchr(v->s, 0, v->slen))
                 m->weights = cv_arena_strndup(s->a, v->s, v->slen);
             else if (v->kind != DSL_V_NONE)
-                spec_fail(m, dsl_error(s, 2111, kw, "weights must be a file name such as \"model.safetensors\""));
+                spec_fail(m, dsl_error(s, CV_E_DSL_MODEL_SPEC, kw, "weights must be a file name such as \"model.safetensors\""));
         } else {
             static const char *const known[] = {"input_shapes", "dtype", "weights"};
             const char *hint = dsl_suggest(kw->name, known, 3);
-            spec_fail(m, dsl_error(s, 2104, kw, "@cvl.model has no argument '%s'%s%s%s", kw->name,
+            spec_fail(m, dsl_error(s, CV_E_DSL_UNKNOWN_KEYWORD, kw, "@cvl.model has no argument '%s'%s%s%s", kw->name,
                                    hint ? "; did you mean '" : "", hint ? hint : "", hint ? "'?" : ""));
         }
     }
     if (!m->shapes_node)
-        spec_fail(m, dsl_error(s, 2110, deco, "@cvl.model needs input_shapes=[...]"));
+        spec_fail(m, dsl_error(s, CV_E_DSL_MISSING_ARGUMENT, deco, "@cvl.model needs input_shapes=[...]"));
 }
 
 /* Binds the def's parameters: inputs, then the weights namespace. */
@@ -123,7 +123,7 @@ static void bind_inputs(dsl_sema *s, const dsl_node *def, model_spec *m, dsl_sco
     int want = n_in + (m->weights ? 1 : 0), have = def->items.n;
     int err = m->err;
     if (!err && want != have)
-        err = dsl_error(s, 2117, def, "model '%s' has %d parameter%s, but input_shapes lists %d input%s%s: "
+        err = dsl_error(s, CV_E_DSL_MODEL_SIGNATURE, def, "model '%s' has %d parameter%s, but input_shapes lists %d input%s%s: "
                         "expected %d", def->name, have, have == 1 ? "" : "s", n_in, n_in == 1 ? "" : "s",
                         m->weights ? " and weights= adds the weights parameter" : "", want);
     for (int i = 0; i < have; i++) {
@@ -174,10 +174,10 @@ static void set_outputs(dsl_sema *s, const dsl_node *def, const dsl_frame *fr)
             if (v)
                 dsl_v_describe(v, d, sizeof d);
             if (items == single)
-                dsl_error(s, 2112, at, "model '%s' must return a tensor or a tuple of tensors, not %s",
+                dsl_error(s, CV_E_DSL_MODEL_RETURN, at, "model '%s' must return a tensor or a tuple of tensors, not %s",
                           def->name, d);
             else
-                dsl_error(s, 2112, at, "model '%s' must return a tensor or a tuple of tensors; item %d "
+                dsl_error(s, CV_E_DSL_MODEL_RETURN, at, "model '%s' must return a tensor or a tuple of tensors; item %d "
                           "of its tuple is %s", def->name, i, n ? d : "missing (the tuple is empty)");
             return;
         }
@@ -215,7 +215,7 @@ void dsl_run_module(dsl_sema *s, const dsl_node *mod)
     int errors_before = s->d->n_errors;
     dsl_exec_block(s, &fr, &mod->body);
     if (s->n_models == 0 && s->d->n_errors == errors_before)
-        dsl_error(s, 2114, mod, "%s defines no model: decorate a def with @cvl.model(...)", s->file);
+        dsl_error(s, CV_E_DSL_NO_MODEL, mod, "%s defines no model: decorate a def with @cvl.model(...)", s->file);
     for (int i = 0; i < s->n_models; i++)
         lower_model(s, &fr, s->models[i], s->model_decos[i]);
 }

@@ -51,7 +51,7 @@ static int schema_index(const op_call *c, const char *name)
 static void add_operand(dsl_sema *s, op_call *c, dsl_val *v, const dsl_node *node)
 {
     if (c->n_ops >= c->max_ops) {
-        fail(c, dsl_error(s, 2103, node, "cvl.%s takes at most %d tensor operand%s", c->def->name,
+        fail(c, dsl_error(s, CV_E_DSL_ARGUMENT_COUNT, node, "cvl.%s takes at most %d tensor operand%s", c->def->name,
                           c->max_ops, c->max_ops == 1 ? "" : "s"));
         return;
     }
@@ -84,7 +84,7 @@ static void positional(dsl_sema *s, op_call *c, dsl_val **args, int n)
         } else if (operands && v->kind == DSL_V_NONE && c->n_ops >= c->def->min_operands) {
             operands = false;  /* an absent optional operand ends the operands */
         } else if (v->kind == DSL_V_TENSOR) {
-            fail(c, dsl_error(s, 2107, node, "argument %d of cvl.%s is a tensor, but the op's tensor "
+            fail(c, dsl_error(s, CV_E_DSL_TYPE_ERROR, node, "argument %d of cvl.%s is a tensor, but the op's tensor "
                               "operands come first; this position is an attribute", i, c->def->name));
         } else if (next_attr < c->n_schema) {
             operands = false;
@@ -93,7 +93,7 @@ static void positional(dsl_sema *s, op_call *c, dsl_val **args, int n)
         } else if (dsl_v_is_number(v) && c->n_ops < c->max_ops) {
             add_operand(s, c, v, node);  /* a number operand: a constant tensor */
         } else {
-            fail(c, dsl_error(s, 2103, node, "cvl.%s takes %d to %d tensor operands and %d attributes; "
+            fail(c, dsl_error(s, CV_E_DSL_ARGUMENT_COUNT, node, "cvl.%s takes %d to %d tensor operands and %d attributes; "
                               "argument %d has nowhere to go", c->def->name, c->def->min_operands,
                               c->max_ops, c->n_schema, i));
         }
@@ -120,10 +120,10 @@ static void keywords(dsl_sema *s, op_call *c, const dsl_node *const *kw_nodes, d
                 if (schema_index(c, aliases[a][1]) >= 0)
                     cands[n_cands++] = aliases[a][0];
             const char *hint = dsl_suggest(kw->name, cands, n_cands);
-            fail(c, dsl_error(s, 2104, kw, "cvl.%s has no attribute '%s'%s%s%s", c->def->name, kw->name,
+            fail(c, dsl_error(s, CV_E_DSL_UNKNOWN_KEYWORD, kw, "cvl.%s has no attribute '%s'%s%s%s", c->def->name, kw->name,
                               hint ? "; did you mean '" : "", hint ? hint : "", hint ? "'?" : ""));
         } else if (c->attr_val[idx]) {
-            fail(c, dsl_error(s, 2105, kw, "attribute '%s' of cvl.%s is given twice",
+            fail(c, dsl_error(s, CV_E_DSL_DUPLICATE_ARGUMENT, kw, "attribute '%s' of cvl.%s is given twice",
                               c->def->attrs[idx].name, c->def->name));
         } else {
             c->attr_val[idx] = kw_vals[k];
@@ -178,7 +178,7 @@ static bool list_values(dsl_sema *s, const dsl_val *v, bool ints, dsl_attr *out,
     for (int i = 0; i < n; i++) {
         const dsl_val *e = v->items[i];
         if (e->kind == DSL_V_DIM) {
-            *err = dsl_error(s, 3204, node, "symbolic dimension %s cannot be an attribute value "
+            *err = dsl_error(s, CV_E_DSL_SYMBOLIC_DIM, node, "symbolic dimension %s cannot be an attribute value "
                              "(reshape takes 0 to copy a dimension and -1 to infer one)", e->s);
             return false;
         }
@@ -234,7 +234,7 @@ static int convert(dsl_sema *s, const op_call *c, int idx, dsl_attr *out)
         } else if (v->kind == DSL_V_STR) {
             out->dt = dsl_dtype_named(cv_arena_strndup(s->a, v->s, v->slen));
             if (out->dt == CV_DT_INVALID)
-                return dsl_error(s, 2113, node, "unknown dtype '%.*s' (float32 float16 bfloat16 int8 "
+                return dsl_error(s, CV_E_DSL_UNKNOWN_DTYPE, node, "unknown dtype '%.*s' (float32 float16 bfloat16 int8 "
                                  "uint8 int32 int64 bool)", (int)(v->slen > 40 ? 40 : v->slen), v->s);
             ok = true;
         }
@@ -248,9 +248,9 @@ static int convert(dsl_sema *s, const op_call *c, int idx, dsl_attr *out)
     char d[96];
     dsl_v_describe(v, d, sizeof d);
     if (v->kind == DSL_V_DIM)
-        return dsl_error(s, 3204, node, "attribute '%s' of cvl.%s needs a number, but %s is only "
+        return dsl_error(s, CV_E_DSL_SYMBOLIC_DIM, node, "attribute '%s' of cvl.%s needs a number, but %s is only "
                          "known at run time", sc->name, c->def->name, d);
-    return dsl_error(s, 2108, node, "attribute '%s' of cvl.%s takes %s, got %s", sc->name, c->def->name,
+    return dsl_error(s, CV_E_DSL_ATTRIBUTE_VALUE, node, "attribute '%s' of cvl.%s takes %s, got %s", sc->name, c->def->name,
                      kind_text(sc->kind), d);
 }
 
@@ -265,7 +265,7 @@ static int result_count(dsl_sema *s, const op_call *c, const dsl_attr *attrs, in
         if (idx >= 0 && c->def->attrs[idx].required && attrs[i].kind == CV_ATTR_INTS)
             return attrs[i].n;
     }
-    return -dsl_error(s, 2110, c->call, "cvl.%s makes a variable number of results: give its list "
+    return -dsl_error(s, CV_E_DSL_MISSING_ARGUMENT, c->call, "cvl.%s makes a variable number of results: give its list "
                       "attribute", c->def->name);
 }
 
@@ -279,7 +279,7 @@ static void number_operands(dsl_sema *s, op_call *c)
         if (c->ops[i]->kind == DSL_V_TENSOR)
             continue;
         if (dt == CV_DT_INVALID)
-            fail(c, dsl_error(s, 2107, c->op_node[i], "cvl.%s needs at least one tensor operand",
+            fail(c, dsl_error(s, CV_E_DSL_TYPE_ERROR, c->op_node[i], "cvl.%s needs at least one tensor operand",
                               c->def->name));
         else
             c->ops[i] = dsl_scalar_tensor(s, c->op_node[i], c->ops[i], dt);
@@ -304,7 +304,7 @@ dsl_val *dsl_call_op(dsl_sema *s, const dsl_node *call, const cv_op_def *def, ds
     positional(s, &c, args, n);
     keywords(s, &c, kw_nodes, kw_vals, n_kw);
     if (!c.err && c.n_ops < def->min_operands)
-        fail(&c, dsl_error(s, 2103, call, "cvl.%s takes at least %d tensor operand%s, got %d", def->name,
+        fail(&c, dsl_error(s, CV_E_DSL_ARGUMENT_COUNT, call, "cvl.%s takes at least %d tensor operand%s, got %d", def->name,
                            def->min_operands, def->min_operands == 1 ? "" : "s", c.n_ops));
     if (!c.err)
         number_operands(s, &c);
@@ -330,7 +330,7 @@ dsl_val *dsl_call_op(dsl_sema *s, const dsl_node *call, const cv_op_def *def, ds
     }
     for (int i = 0; i < c.n_schema && !c.err; i++)
         if (def->attrs[i].required && !c.attr_val[i])
-            fail(&c, dsl_error(s, 2110, call, "cvl.%s requires the attribute '%s' (%s)", def->name,
+            fail(&c, dsl_error(s, CV_E_DSL_MISSING_ARGUMENT, call, "cvl.%s requires the attribute '%s' (%s)", def->name,
                                def->attrs[i].name, kind_text(def->attrs[i].kind)));
     if (c.err)
         return dsl_v_error(s, c.err > 0 ? c.err : 0);

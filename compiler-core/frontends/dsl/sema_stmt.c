@@ -82,18 +82,18 @@ void dsl_assign(dsl_sema *s, dsl_frame *fr, const dsl_node *target, dsl_val *v)
         int n = target->items.n, root = 0;
         for (int i = 0; i < n; i++)
             if (target->items.v[i]->kind == DSL_N_STARRED)
-                root = dsl_error(s, 4111, target->items.v[i], "starred assignment targets are not supported");
+                root = dsl_error(s, CV_E_DSL_UNSUPPORTED_EXPRESSION, target->items.v[i], "starred assignment targets are not supported");
         v = dsl_resolve(s, v);
         if (!root && v->kind == DSL_V_ERROR)
             root = v->root ? v->root : -1;
         if (!root && v->kind != DSL_V_TUPLE && v->kind != DSL_V_LIST) {
             char d[96];
             dsl_v_describe(v, d, sizeof d);
-            root = dsl_error(s, v->kind == DSL_V_TENSOR ? 2107 : 2115, target, "cannot unpack %s into "
+            root = dsl_error(s, v->kind == DSL_V_TENSOR ? CV_E_DSL_TYPE_ERROR : CV_E_DSL_UNPACK_MISMATCH, target, "cannot unpack %s into "
                              "%d names%s", d, n, v->kind == DSL_V_TENSOR ? " (use cvl.split)" : "");
         }
         if (!root && v->n != n)
-            root = dsl_error(s, 2115, target, "%s values to unpack: expected %d, got %d",
+            root = dsl_error(s, CV_E_DSL_UNPACK_MISMATCH, target, "%s values to unpack: expected %d, got %d",
                              v->n > n ? "too many" : "not enough", n, v->n);
         for (int i = 0; i < n; i++)
             if (root)
@@ -103,7 +103,7 @@ void dsl_assign(dsl_sema *s, dsl_frame *fr, const dsl_node *target, dsl_val *v)
         return;
     }
     default:
-        dsl_error(s, 4110, target, "assignment to %s is not supported: values in a model are "
+        dsl_error(s, CV_E_DSL_UNSUPPORTED_STATEMENT, target, "assignment to %s is not supported: values in a model are "
                   "immutable; bind a new name", target->kind == DSL_N_SUBSCRIPT ? "an item" : "an attribute");
         return;
     }
@@ -115,13 +115,13 @@ static dsl_flow exec_for(dsl_sema *s, dsl_frame *fr, const dsl_node *st)
 {
     dsl_val **items;
     int n, root;
-    if (!dsl_iterate(s, st->b, dsl_eval(s, fr, st->b), 4112, "a for loop", &items, &n, &root)) {
+    if (!dsl_iterate(s, st->b, dsl_eval(s, fr, st->b), CV_E_DSL_DATA_DEPENDENT_LOOP, "a for loop", &items, &n, &root)) {
         poison_target(s, fr, st->a, root);
         poison_block(s, fr, &st->body, root);
         return DSL_FLOW_NEXT;
     }
     if (n > DSL_MAX_UNROLL) {
-        root = dsl_error(s, 4113, st->b, "a loop of %d iterations is too long to unroll (limit %d)",
+        root = dsl_error(s, CV_E_DSL_TOO_LARGE, st->b, "a loop of %d iterations is too long to unroll (limit %d)",
                          n, DSL_MAX_UNROLL);
         poison_target(s, fr, st->a, root);
         poison_block(s, fr, &st->body, root);
@@ -150,7 +150,7 @@ static dsl_flow exec_if(dsl_sema *s, dsl_frame *fr, const dsl_node *st)
         return dsl_exec_block(s, fr, t ? &st->body : &st->orelse);
     int root = test->kind == DSL_V_ERROR
                    ? test->root
-                   : dsl_error(s, 4102, st->a, "this if depends on %s, known only at run time; a model's "
+                   : dsl_error(s, CV_E_DSL_DATA_DEPENDENT_IF, st->a, "this if depends on %s, known only at run time; a model's "
                                "ifs must be decided at compile time (use cvl.where to select per element)",
                                test->kind == DSL_V_TENSOR ? "tensor data" : "a symbolic dimension");
     poison_block(s, fr, &st->body, root);
@@ -172,7 +172,7 @@ static void exec_assert(dsl_sema *s, dsl_frame *fr, const dsl_node *st)
     if (test->kind == DSL_V_ERROR)
         return;
     if (!known) {
-        dsl_error(s, 4102, st->a, "an assert on %s cannot be checked at compile time",
+        dsl_error(s, CV_E_DSL_DATA_DEPENDENT_IF, st->a, "an assert on %s cannot be checked at compile time",
                   test->kind == DSL_V_TENSOR ? "tensor data" : "a symbolic dimension");
         return;
     }
@@ -180,9 +180,9 @@ static void exec_assert(dsl_sema *s, dsl_frame *fr, const dsl_node *st)
         return;
     dsl_val *msg = st->b ? dsl_eval(s, fr, st->b) : NULL;
     if (msg && msg->kind == DSL_V_STR)
-        dsl_error(s, 2116, st, "assertion failed: %.*s", (int)(msg->slen > 200 ? 200 : msg->slen), msg->s);
+        dsl_error(s, CV_E_DSL_CONSTANT_ERROR, st, "assertion failed: %.*s", (int)(msg->slen > 200 ? 200 : msg->slen), msg->s);
     else
-        dsl_error(s, 2116, st, "assertion failed");
+        dsl_error(s, CV_E_DSL_CONSTANT_ERROR, st, "assertion failed");
 }
 
 /* ---- imports and defs ----------------------------------------------------- */
@@ -194,7 +194,7 @@ static void exec_import(dsl_sema *s, dsl_frame *fr, const dsl_node *st)
     for (int i = 0; i < st->items.n; i++) {
         const dsl_node *al = st->items.v[i];
         if (!is_cuvil(al->name)) {
-            int id = dsl_error(s, 4109, al, "import of '%s': a model can only import cuvil", al->name);
+            int id = dsl_error(s, CV_E_DSL_IMPORT, al, "import of '%s': a model can only import cuvil", al->name);
             dsl_scope_set(s, fr->scope, al->asname ? al->asname : al->name, dsl_v_error(s, id));
             continue;
         }
@@ -211,10 +211,10 @@ static void exec_import_from(dsl_sema *s, dsl_frame *fr, const dsl_node *st)
         const char *bind = al->asname ? al->asname : al->name;
         dsl_val *v;
         if (!is_cuvil(st->name))
-            v = dsl_v_error(s, dsl_error(s, 4109, st, "import from '%s': a model can only import cuvil",
+            v = dsl_v_error(s, dsl_error(s, CV_E_DSL_IMPORT, st, "import from '%s': a model can only import cuvil",
                                          st->name));
         else if (strcmp(al->name, "*") == 0)
-            v = dsl_v_error(s, dsl_error(s, 4109, al, "'from cuvil import *' is not supported; import "
+            v = dsl_v_error(s, dsl_error(s, CV_E_DSL_IMPORT, al, "'from cuvil import *' is not supported; import "
                                          "the names you use"));
         else {
             /* from cuvil import relu, model: the same as cvl.relu, cvl.model. */
@@ -231,7 +231,7 @@ static void exec_import_from(dsl_sema *s, dsl_frame *fr, const dsl_node *st)
                 if (v->kind == DSL_V_DTYPE)
                     v->dt = dt;
             } else {
-                v = dsl_v_error(s, dsl_error(s, 2102, al, "cuvil has no op '%s'", al->name));
+                v = dsl_v_error(s, dsl_error(s, CV_E_DSL_UNKNOWN_OP, al, "cuvil has no op '%s'", al->name));
             }
         }
         dsl_scope_set(s, fr->scope, bind, v);
@@ -243,7 +243,7 @@ static void exec_def(dsl_sema *s, dsl_frame *fr, const dsl_node *st)
 {
     for (int i = 0; i < st->items.n; i++)
         if (st->items.v[i]->op != 0)
-            dsl_error(s, 4115, st->items.v[i], "*args, **kwargs, '*' and '/' parameters are not supported");
+            dsl_error(s, CV_E_DSL_UNSUPPORTED_PARAMETER, st->items.v[i], "*args, **kwargs, '*' and '/' parameters are not supported");
     const dsl_node *model_call = NULL;
     int root = 0;
     for (int i = 0; i < st->items2.n; i++) {
@@ -252,12 +252,12 @@ static void exec_def(dsl_sema *s, dsl_frame *fr, const dsl_node *st)
         if (dv->kind == DSL_V_ERROR) {
             root = dv->root ? dv->root : -1;
         } else if (dv->kind != DSL_V_MODEL) {
-            root = dsl_error(s, 4110, dec, "decorators other than @cvl.model(...) are not supported");
+            root = dsl_error(s, CV_E_DSL_UNSUPPORTED_STATEMENT, dec, "decorators other than @cvl.model(...) are not supported");
         } else if (dec->kind != DSL_N_CALL) {
-            root = dsl_error(s, 2111, dec, "@cvl.model needs arguments: "
+            root = dsl_error(s, CV_E_DSL_MODEL_SPEC, dec, "@cvl.model needs arguments: "
                              "@cvl.model(input_shapes=[...], dtype=\"float32\", weights=\"file.safetensors\")");
         } else if (s->f || s->depth || fr->scope != s->globals) {
-            root = dsl_error(s, 4110, dec, "@cvl.model decorates a module-level def only");
+            root = dsl_error(s, CV_E_DSL_UNSUPPORTED_STATEMENT, dec, "@cvl.model decorates a module-level def only");
         } else {
             model_call = dec;
         }
@@ -299,14 +299,14 @@ static void refuse(dsl_sema *s, dsl_frame *fr, const dsl_node *st)
     int id;
     switch (st->kind) {
     case DSL_N_WHILE:
-        id = dsl_error(s, 4101, st, "while loops are not supported: a model's loops are unrolled at "
+        id = dsl_error(s, CV_E_DSL_WHILE, st, "while loops are not supported: a model's loops are unrolled at "
                        "compile time; use for i in range(CONST)");
         break;
     case DSL_N_TRY:
-        id = dsl_error(s, 4104, st, "try statements are not supported in a model");
+        id = dsl_error(s, CV_E_DSL_TRY, st, "try statements are not supported in a model");
         break;
     case DSL_N_GLOBAL: case DSL_N_NONLOCAL:
-        id = dsl_error(s, 4106, st, "%s statements are not supported: a model has no mutable state",
+        id = dsl_error(s, CV_E_DSL_GLOBAL, st, "%s statements are not supported: a model has no mutable state",
                        st->kind == DSL_N_GLOBAL ? "global" : "nonlocal");
         break;
     default: {
@@ -320,7 +320,7 @@ static void refuse(dsl_sema *s, dsl_frame *fr, const dsl_node *st)
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
             if (names[i].k == st->kind)
                 what = names[i].what;
-        id = dsl_error(s, 4110, st, "%s %s not supported in a model", what,
+        id = dsl_error(s, CV_E_DSL_UNSUPPORTED_STATEMENT, st, "%s %s not supported in a model", what,
                        strstr(what, "outside") ? "is" : "are");
     }
     }

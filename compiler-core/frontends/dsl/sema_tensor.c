@@ -24,7 +24,7 @@ dsl_val *dsl_tensor_binop(dsl_sema *s, const dsl_node *at, dsl_exop op, dsl_val 
 {
     const char *name = op_for(op);
     if (!name)
-        return dsl_v_error(s, dsl_error(s, 4111, at, "the operator %s is not supported on tensors",
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNSUPPORTED_EXPRESSION, at, "the operator %s is not supported on tensors",
                                         dsl_exop_text(op)));
     dsl_val *side[2] = {l, r};
     const dsl_val *tensor = l->kind == DSL_V_TENSOR ? l : r;
@@ -39,7 +39,7 @@ dsl_val *dsl_tensor_binop(dsl_sema *s, const dsl_node *at, dsl_exop op, dsl_val 
         }
         char d[96];
         dsl_v_describe(side[i], d, sizeof d);
-        return dsl_v_error(s, dsl_error(s, side[i]->kind == DSL_V_DIM ? 3204 : 2107, at,
+        return dsl_v_error(s, dsl_error(s, side[i]->kind == DSL_V_DIM ? CV_E_DSL_SYMBOLIC_DIM : CV_E_DSL_TYPE_ERROR, at,
                                         "the operator %s cannot combine a tensor with %s",
                                         dsl_exop_text(op), d));
     }
@@ -52,7 +52,7 @@ dsl_val *dsl_tensor_unop(dsl_sema *s, const dsl_node *at, dsl_exop op, dsl_val *
         return v;
     if (op == DSL_X_NEG)
         return dsl_emit(s, at, "neg", &v, 1, NULL, 0, 1);
-    return dsl_v_error(s, dsl_error(s, 4111, at, "the operator %s is not supported on tensors",
+    return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNSUPPORTED_EXPRESSION, at, "the operator %s is not supported on tensors",
                                     dsl_exop_text(op)));
 }
 
@@ -87,9 +87,9 @@ dsl_val *dsl_tensor_member(dsl_sema *s, const dsl_node *at, dsl_val *t, const ch
     static const char *const members[] = {"T", "shape", "ndim", "dtype"};
     const char *hint = dsl_suggest(name, members, 4);
     if (cv_op_def_lookup(name))
-        return dsl_v_error(s, dsl_error(s, 2109, at, "a tensor has no method '%s'; write cvl.%s(x, ...)",
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNKNOWN_MEMBER, at, "a tensor has no method '%s'; write cvl.%s(x, ...)",
                                         name, name));
-    return dsl_v_error(s, dsl_error(s, 2109, at, "a tensor has no member '%s'%s%s%s (it has T, "
+    return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNKNOWN_MEMBER, at, "a tensor has no member '%s'%s%s%s (it has T, "
                                     "shape, ndim and dtype)", name, hint ? "; did you mean '" : "",
                                     hint ? hint : "", hint ? "'?" : ""));
 }
@@ -107,7 +107,7 @@ static int plan_int(dsl_sema *s, const dsl_index *ix, cv_dim dim, int axis, slic
 {
     int64_t i = ix->i;
     if (!dim.sym && (i < -dim.n || i >= dim.n))
-        return dsl_error(s, 3205, ix->node, "index %lld is out of range for axis %d of size %lld",
+        return dsl_error(s, CV_E_DSL_INDEX_ERROR, ix->node, "index %lld is out of range for axis %d of size %lld",
                          (long long)i, axis, (long long)dim.n);
     if (!dim.sym && i < 0)
         i += dim.n;
@@ -142,15 +142,15 @@ dsl_val *dsl_tensor_index(dsl_sema *s, const dsl_node *at, dsl_val *t, const dsl
     int real = 0, ellipses = 0;
     for (int i = 0; i < n; i++) {
         if (ix[i].kind == DSL_IX_NEWAXIS)
-            return dsl_v_error(s, dsl_error(s, 4111, ix[i].node, "None (a new axis) in an index is not "
+            return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNSUPPORTED_EXPRESSION, ix[i].node, "None (a new axis) in an index is not "
                                             "supported; use cvl.unsqueeze"));
         real += ix[i].kind == DSL_IX_INT || ix[i].kind == DSL_IX_SLICE;
         ellipses += ix[i].kind == DSL_IX_ELLIPSIS;
     }
     if (ellipses > 1)
-        return dsl_v_error(s, dsl_error(s, 3205, at->b, "an index can only have one '...'"));
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_INDEX_ERROR, at->b, "an index can only have one '...'"));
     if (real > sh->rank)
-        return dsl_v_error(s, dsl_error(s, 3205, at->b, "%d indices for a tensor of rank %d", real,
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_INDEX_ERROR, at->b, "%d indices for a tensor of rank %d", real,
                                         sh->rank));
     slice_plan p = {.n = 0};
     int axis = 0;

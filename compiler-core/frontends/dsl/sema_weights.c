@@ -22,7 +22,7 @@ void dsl_weights_open(dsl_sema *s, const dsl_node *at, const char *weights_file)
         rc = cv_safetensors_open(path, &s->st, &tmp);
     if (rc != 0) {
         const cv_diag_entry *e = tmp.n ? &tmp.v[0] : NULL;
-        s->weights_root = dsl_error(s, 3202, at, "weights file '%s' cannot be used: %s",
+        s->weights_root = dsl_error(s, CV_E_DSL_WEIGHTS_FILE, at, "weights file '%s' cannot be used: %s",
                                     weights_file, e ? e->msg : "unknown error");
         if (e && s->weights_root > 0)
             dsl_note(s, s->weights_root, "reported as CV%04d by the weights reader; the file is looked "
@@ -48,7 +48,7 @@ void dsl_weights_close(dsl_sema *s)
 static int no_weights(dsl_sema *s, const dsl_node *at)
 {
     if (!s->weights_root)
-        s->weights_root = dsl_error(s, 3202, at, "this model has no weights file; add "
+        s->weights_root = dsl_error(s, CV_E_DSL_WEIGHTS_FILE, at, "this model has no weights file; add "
                                     "weights=\"<file>.safetensors\" to @cvl.model");
     return s->weights_root > 0 ? s->weights_root : 0;
 }
@@ -111,7 +111,7 @@ static int missing_weight(dsl_sema *s, const dsl_val *v)
     for (int i = 0; names && i < n; i++)
         names[i] = cv_safetensors_at(s->st, i)->name;
     const char *hint = names ? dsl_suggest(v->s, names, n) : NULL;
-    int id = dsl_error(s, 3201, v->at, "weight '%s' is not in %s%s%s%s", v->s, s->weights_name,
+    int id = dsl_error(s, CV_E_DSL_WEIGHT_MISSING, v->at, "weight '%s' is not in %s%s%s%s", v->s, s->weights_name,
                        hint ? "; did you mean '" : "", hint ? hint : "", hint ? "'?" : "");
     if (id > 0 && !hint && n > 0)
         dsl_note(s, id, "%s holds %d tensors, the first is '%s'", s->weights_name, n, names ? names[0] : "");
@@ -127,7 +127,7 @@ dsl_val *dsl_resolve(dsl_sema *s, dsl_val *v)
     if (!s->st)
         return dsl_v_error(s, no_weights(s, v->at));
     if (!v->s[0])
-        return dsl_v_error(s, dsl_error(s, 2107, v->at, "the weights namespace is not a tensor; "
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_TYPE_ERROR, v->at, "the weights namespace is not a tensor; "
                                         "name one of its tensors (p.layer.weight)"));
     for (int i = 0; i < s->n_uses; i++)
         if (strcmp(s->uses[i].key, v->s) == 0)
@@ -136,11 +136,11 @@ dsl_val *dsl_resolve(dsl_sema *s, dsl_val *v)
     if (!t)
         return dsl_v_error(s, missing_weight(s, v));
     if (t->dtype == CV_F64 || t->rank > CV_MAX_RANK)
-        return dsl_v_error(s, dsl_error(s, 2106, v->at, "weight '%s' in %s is %s, which CU-IR does not "
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_DTYPE_MISMATCH, v->at, "weight '%s' in %s is %s, which CU-IR does not "
                                         "support; store it as float32", v->s, s->weights_name,
                                         t->dtype == CV_F64 ? "float64" : "of too high a rank"));
     if (!s->f)
-        return dsl_v_error(s, dsl_error(s, 4110, v->at, "weights can only be used inside a model"));
+        return dsl_v_error(s, dsl_error(s, CV_E_DSL_UNSUPPORTED_STATEMENT, v->at, "weights can only be used inside a model"));
     cv_type ty = {.dtype = t->dtype, .shape.rank = t->rank};
     for (int i = 0; i < t->rank; i++)
         ty.shape.d[i].n = t->dims[i];

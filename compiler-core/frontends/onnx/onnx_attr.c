@@ -30,7 +30,7 @@ static bool attr_is(const Onnx__AttributeProto *a, Onnx__AttributeProto__Attribu
 
 static int wrong_type(onnx_ctx *c, const char *name, const char *want)
 {
-    return onnx_err(c, ONNX_E_ATTRIBUTE, "attribute '%s' must be %s", name, want);
+    return onnx_err(c, CV_E_ONNX_ATTRIBUTE_TYPE, "attribute '%s' must be %s", name, want);
 }
 
 int onnx_attr_int(onnx_ctx *c, const char *name, int64_t dflt, int64_t *out)
@@ -79,7 +79,7 @@ int onnx_attr_ints(onnx_ctx *c, const char *name, int64_t *out, int max)
         return -2;
     }
     if (a->n_ints > (size_t)max) {
-        onnx_err(c, ONNX_E_ATTR_VALUE, "attribute '%s' has %zu entries (at most %d)",
+        onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "attribute '%s' has %zu entries (at most %d)",
                  name, a->n_ints, max);
         return -2;
     }
@@ -98,7 +98,7 @@ int onnx_attr_floats(onnx_ctx *c, const char *name, double *out, int max)
         return -2;
     }
     if (a->n_floats > (size_t)max) {
-        onnx_err(c, ONNX_E_ATTR_VALUE, "attribute '%s' has %zu entries (at most %d)",
+        onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "attribute '%s' has %zu entries (at most %d)",
                  name, a->n_floats, max);
         return -2;
     }
@@ -114,12 +114,12 @@ int onnx_attr_ints_n(onnx_ctx *c, const char *name, int n, int64_t dflt, int64_t
     if (got == -2)
         return -1;
     if (got >= 0 && got != n)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "'%s' needs %d entries, got %d", name, n, got);
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "'%s' needs %d entries, got %d", name, n, got);
     for (int i = 0; got < 0 && i < n; i++)
         out[i] = dflt;
     for (int i = 0; i < n; i++)
         if (out[i] < (dflt ? 1 : 0) || out[i] > 4096)
-            return onnx_err(c, ONNX_E_ATTR_VALUE, "'%s'[%d] = %lld is out of range", name, i,
+            return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "'%s'[%d] = %lld is out of range", name, i,
                             (long long)out[i]);
     return 0;
 }

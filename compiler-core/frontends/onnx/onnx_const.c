@@ -6,7 +6,7 @@
 onnx_const *onnx_const_new(onnx_ctx *c, cv_dtype dt, int rank, const int64_t *dims)
 {
     if (rank < 0 || rank > CV_MAX_RANK) {
-        onnx_err(c, ONNX_E_RANK, "rank %d exceeds the supported maximum of %d", rank, CV_MAX_RANK);
+        onnx_err(c, CV_E_ONNX_RANK_LIMIT, "rank %d exceeds the supported maximum of %d", rank, CV_MAX_RANK);
         return NULL;
     }
     onnx_const *k = cv_arena_alloc(c->a, sizeof *k);
@@ -18,7 +18,7 @@ onnx_const *onnx_const_new(onnx_ctx *c, cv_dtype dt, int rank, const int64_t *di
     for (int i = 0; i < rank; i++) {
         if (dims[i] < 0 || !cv_mul_i64(k->numel, dims[i], &k->numel) ||
             k->numel > ONNX_CONST_MAX_NUMEL) {
-            onnx_err(c, dims[i] < 0 ? ONNX_E_DIM : ONNX_E_UNSUPPORTED_ATTR, "a tensor computed at "
+            onnx_err(c, dims[i] < 0 ? CV_E_ONNX_INVALID_DIM : CV_E_ONNX_UNSUPPORTED_FEATURE, "a tensor computed at "
                      "import time would be negative or too large (%d elements at most)",
                      ONNX_CONST_MAX_NUMEL);
             return NULL;

@@ -12,11 +12,11 @@ cv_op *onnx_op(onnx_ctx *c, const char *opname, cv_value *const *operands, int n
             return NULL;   /* already reported by whoever failed to make it */
     cv_op *op = cv_op_new(c->f, opname, operands, n);
     if (!op) {
-        onnx_err(c, 9002, "out of memory creating %s", opname);
+        onnx_err(c, CV_E_OUT_OF_MEMORY, "out of memory creating %s", opname);
         return NULL;
     }
     if (!op->def)
-        onnx_err(c, ONNX_E_UNSUPPORTED_OPS, "CU-IR op '%s' is not in the op table", opname);
+        onnx_err(c, CV_E_ONNX_UNSUPPORTED_OPS, "CU-IR op '%s' is not in the op table", opname);
     cv_op_add_loc(op, c->label, 0, 0);
     return op->def ? op : NULL;
 }
@@ -32,7 +32,7 @@ int onnx_finish_n(onnx_ctx *c, cv_op *op, int n, cv_value **out)
             cv_diag_note(c->d, c->d->v[c->d->n - 1].id, "while importing ONNX node '%s' (%s)",
                          c->label, c->node ? c->node->op_type : "?");
         else
-            onnx_err(c, 9001, "CU-IR op %s failed to build", op->name);
+            onnx_err(c, CV_E_INTERNAL_ERROR, "CU-IR op %s failed to build", op->name);
         return -1;
     }
     for (int i = 0; out && i < n; i++)
@@ -71,7 +71,7 @@ cv_value *onnx_scalar(onnx_ctx *c, cv_dtype dt, double v)
     cv_param *p = id ? cv_func_add_dense(c->f, id, &t, buf, cv_dtype_size(dt)) : NULL;
     const char *k = cv_arena_strdup(c->a, key);
     if (!p || !k) {
-        onnx_err(c, 9002, "out of memory adding a constant");
+        onnx_err(c, CV_E_OUT_OF_MEMORY, "out of memory adding a constant");
         return NULL;
     }
     onnx_map_put(&c->scalars, k, p->value);
@@ -160,7 +160,7 @@ int onnx_static_extent(onnx_ctx *c, const cv_value *x, int axis, int64_t *out)
     cv_dim d = x->type.shape.d[axis];
     *out = 0;
     if (d.sym)
-        return onnx_err(c, ONNX_E_DATA_DEPENDENT, "dimension %d is the symbolic %s; it must be "
+        return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "dimension %d is the symbolic %s; it must be "
                         "static here", axis, d.sym);
     *out = d.n;
     return 0;
@@ -170,7 +170,7 @@ int onnx_norm_axis(onnx_ctx *c, int64_t axis, int rank, int *out)
 {
     *out = (int)(axis < 0 ? axis + rank : axis);
     if (axis < -rank || axis >= rank)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "axis %lld is out of range for rank %d",
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "axis %lld is out of range for rank %d",
                         (long long)axis, rank);
     return 0;
 }

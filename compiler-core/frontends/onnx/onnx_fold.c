@@ -93,7 +93,7 @@ onnx_const *onnx_fold_expand(onnx_ctx *c, const onnx_const *src, int rank, const
 {
     int64_t st[CV_MAX_RANK];
     if (rank < src->rank || broadcast_strides(src, rank, dims, st) < 0) {
-        onnx_err(c, ONNX_E_SHAPE_VALUE, "cannot broadcast a constant to the requested shape");
+        onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "cannot broadcast a constant to the requested shape");
         return NULL;
     }
     return onnx_fold_view(c, src, rank, dims, st, 0);
@@ -317,7 +317,7 @@ onnx_const *onnx_fold_gather(onnx_ctx *c, const onnx_const *src, const onnx_cons
             if (g < 0)
                 g += n;
             if (g < 0 || g >= n) {
-                onnx_err(c, ONNX_E_SHAPE_VALUE, "gather index %lld is out of range for %lld",
+                onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "gather index %lld is out of range for %lld",
                          (long long)onnx_const_i64(idx, j), (long long)n);
                 return NULL;
             }

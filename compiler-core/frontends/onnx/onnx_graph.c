@@ -23,20 +23,20 @@ static int dup_name(onnx_ctx *c, const char *name, const char *what)
 {
     onnx_val *old = onnx_val_get(c, name);
     const char *by = old && old->producer >= 0 ? "a node output" : "a graph input or initializer";
-    return onnx_err(c, ONNX_E_DUPLICATE, "%s '%s' is already defined as %s", what, name, by);
+    return onnx_err(c, CV_E_ONNX_DUPLICATE_NAME, "%s '%s' is already defined as %s", what, name, by);
 }
 
 static int register_initializers(onnx_ctx *c, const Onnx__GraphProto *g)
 {
     int rc = 0;
     if (g->n_sparse_initializer)
-        rc = onnx_err(c, ONNX_E_SPARSE, "the graph has %zu sparse initializers (not supported)",
+        rc = onnx_err(c, CV_E_ONNX_SPARSE_TENSOR, "the graph has %zu sparse initializers (not supported)",
                       g->n_sparse_initializer);
     for (size_t i = 0; i < g->n_initializer; i++) {
         const Onnx__TensorProto *t = g->initializer[i];
         const char *name = t->name ? t->name : "";
         if (!name[0]) {
-            rc = onnx_err(c, ONNX_E_UNDEFINED, "initializer #%zu has no name", i);
+            rc = onnx_err(c, CV_E_ONNX_UNDEFINED_VALUE, "initializer #%zu has no name", i);
             continue;
         }
         if (onnx_val_get(c, name)) {
@@ -127,7 +127,7 @@ static int bind_input(onnx_ctx *c, int index, onnx_val *v, const cv_type *declar
     int rc = 0;
     onnx_const *k = NULL;
     if (t.dtype != declared->dtype || t.rank != declared->shape.rank)
-        rc = onnx_err(c, ONNX_E_DTYPE, "the value bound to input '%s' does not match its type",
+        rc = onnx_err(c, CV_E_ONNX_DECLARED_DTYPE, "the value bound to input '%s' does not match its type",
                       v->name);
     else if ((k = onnx_const_new(c, t.dtype, t.rank, t.dims)))
         memcpy(k->data, t.data, cv_tensor_nbytes(&t));
@@ -153,7 +153,7 @@ static int register_inputs(onnx_ctx *c, const Onnx__GraphProto *g)
             continue;   /* IR < 4 lists initializers as inputs: the value is constant */
         if (!name[0] || old) {
             rc = name[0] ? dup_name(c, name, "graph input")
-                         : onnx_err(c, ONNX_E_UNDEFINED, "graph input #%zu has no name", i);
+                         : onnx_err(c, CV_E_ONNX_UNDEFINED_VALUE, "graph input #%zu has no name", i);
             continue;
         }
         onnx_val *v = onnx_val_new(c, name, -1);
@@ -180,7 +180,7 @@ static int register_inputs(onnx_ctx *c, const Onnx__GraphProto *g)
         v->type = t;
         v->graph_input = true;
         if (!v->v)
-            rc = onnx_err(c, 9002, "out of memory adding input '%s'", name);
+            rc = onnx_err(c, CV_E_OUT_OF_MEMORY, "out of memory adding input '%s'", name);
     }
     onnx_map_free(&wanted);
     return rc;
@@ -202,7 +202,7 @@ static int register_outputs(onnx_ctx *c, const Onnx__GraphProto *g)
                 continue;
             }
             if (!onnx_val_new(c, name, (int)i))
-                rc = onnx_err(c, 9002, "out of memory");
+                rc = onnx_err(c, CV_E_OUT_OF_MEMORY, "out of memory");
         }
     }
     c->node = NULL;
@@ -220,7 +220,7 @@ static int topo_sort(onnx_ctx *c, const Onnx__GraphProto *g, int *order)
     int *first = calloc(nn + 1, sizeof *first);       /* owned: CSR row starts */
     int *succ = calloc(ne + 1, sizeof *succ);         /* owned: CSR targets */
     int *fill = calloc(nn + 1, sizeof *fill);         /* owned */
-    int rc = (indeg && first && succ && fill) ? 0 : onnx_err(c, 9002, "out of memory");
+    int rc = (indeg && first && succ && fill) ? 0 : onnx_err(c, CV_E_OUT_OF_MEMORY, "out of memory");
     for (size_t pass = 0; rc == 0 && pass < 2; pass++) {
         for (size_t i = 0; i < nn; i++) {
             const Onnx__NodeProto *n = g->node[i];
@@ -231,7 +231,7 @@ static int topo_sort(onnx_ctx *c, const Onnx__GraphProto *g, int *order)
                     continue;
                 onnx_val *v = onnx_val_get(c, n->input[k]);
                 if (!v && pass == 0)
-                    onnx_err(c, ONNX_E_UNDEFINED, "input '%s' is not produced by any node, graph "
+                    onnx_err(c, CV_E_ONNX_UNDEFINED_VALUE, "input '%s' is not produced by any node, graph "
                              "input or initializer (missing initializer?)", n->input[k]);
                 if (!v || v->producer < 0)
                     continue;
@@ -275,7 +275,7 @@ static int topo_sort(onnx_ctx *c, const Onnx__GraphProto *g, int *order)
                 cv_sb_printf(&sb, "%s'%s'", shown++ ? ", " : "",
                              onnx_node_label(c, g->node[i], (int)i));
             }
-        rc = onnx_err(c, ONNX_E_CYCLE, "%zu nodes form or depend on a cycle: %s%s",
+        rc = onnx_err(c, CV_E_ONNX_GRAPH_CYCLE, "%zu nodes form or depend on a cycle: %s%s",
                       nn - (size_t)tail, cv_sb_str(&sb), nn - (size_t)tail > 8 ? ", ..." : "");
         cv_sb_free(&sb);
     }
@@ -335,7 +335,7 @@ static int report_unsupported(onnx_ctx *c, const Onnx__GraphProto *g)
     if (count == 0)
         return 0;
     cv_span sp = {.file = c->path};
-    int id = cv_diag_add(c->d, CV_SEV_ERROR, ONNX_E_UNSUPPORTED_OPS, sp, "Graph>Node",
+    int id = cv_diag_add(c->d, CV_SEV_ERROR, CV_E_ONNX_UNSUPPORTED_OPS, sp, "Graph>Node",
                          "%d unsupported ONNX op%s: %s", count, count == 1 ? "" : "s",
                          cv_sb_str(&kinds));
     cv_sb_free(&kinds);

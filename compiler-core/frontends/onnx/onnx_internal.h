@@ -9,38 +9,6 @@
 #include "compiler-core/frontends/onnx/onnx_import.h"
 #include "onnx/onnx.pb-c.h"
 
-/* Diagnostic codes (registered in common/diag_codes.c). */
-enum {
-    ONNX_E_TRUNCATED = 1301,      /* protobuf ends inside a field */
-    ONNX_E_WIRE_TYPE = 1302,      /* a field has the wrong wire type */
-    ONNX_E_BAD_PROTOBUF = 1303,   /* not a ModelProto / TensorProto at all */
-    ONNX_E_NESTING = 1304,        /* messages nested too deep */
-    ONNX_E_TOO_LARGE = 1305,      /* > 2 GB without external data */
-    ONNX_E_BAD_MODEL = 1306,      /* missing graph, bad opset_import, ... */
-    ONNX_E_TENSOR_DATA = 1307,    /* data does not match dtype and dims */
-    ONNX_E_EXTERNAL = 1308,       /* external data cannot be read */
-    ONNX_E_UNDEFINED = 2301,      /* input never produced (missing initializer) */
-    ONNX_E_DUPLICATE = 2302,      /* a name produced twice */
-    ONNX_E_CYCLE = 2303,
-    ONNX_E_OUTPUT_MISSING = 2304, /* graph output never produced */
-    ONNX_E_ATTRIBUTE = 2305,      /* attribute missing or of the wrong type */
-    ONNX_E_DTYPE = 2306,          /* declared dtype differs from the inferred one */
-    ONNX_E_NO_TYPE = 2307,        /* graph input/output without a tensor type */
-    ONNX_E_ARITY = 2308,          /* wrong number of node inputs/outputs */
-    ONNX_E_ATTR_VALUE = 2309,     /* attribute/input value outside its range */
-    ONNX_E_DIM = 3301,            /* negative or overflowing dimension */
-    ONNX_E_SHAPE = 3302,          /* declared shape differs from the inferred one */
-    ONNX_E_SHAPE_VALUE = 3303,    /* a folded shape value is invalid */
-    ONNX_E_UNSUPPORTED_OPS = 4301,
-    ONNX_E_OPSET = 4302,
-    ONNX_E_UNSUPPORTED_DTYPE = 4303,
-    ONNX_E_SPARSE = 4304,
-    ONNX_E_DATA_DEPENDENT = 4305,
-    ONNX_E_UNSUPPORTED_ATTR = 4306,
-    ONNX_E_NON_TENSOR = 4307,
-    ONNX_E_RANK = 4308,
-};
-
 /* ONNX TensorProto.DataType values this front end names. */
 enum {
     ONNX_DT_UNDEFINED = 0, ONNX_DT_FLOAT = 1, ONNX_DT_UINT8 = 2, ONNX_DT_INT8 = 3,

@@ -40,11 +40,11 @@ int onnx_lower_node(onnx_ctx *c, const Onnx__NodeProto *n, int index)
     int rc = e ? e->lower(c) : -1;
     onnx_node_paths(c, first);
     if (rc < 0 && c->d->n_errors == before)
-        onnx_err(c, 9001, "lowering failed without a diagnostic");
+        onnx_err(c, CV_E_INTERNAL_ERROR, "lowering failed without a diagnostic");
     for (size_t k = 0; rc == 0 && k < n->n_output; k++) {
         onnx_val *v = n->output[k][0] ? onnx_val_get(c, n->output[k]) : NULL;
         if (v && !v->v && !v->c && !v->kind)
-            rc = onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "output %zu ('%s') is not supported", k,
+            rc = onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "output %zu ('%s') is not supported", k,
                           v->name);
     }
     if (rc < 0)
@@ -62,14 +62,14 @@ static int check_declared(onnx_ctx *c, const Onnx__ValueInfoProto *vi, const onn
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     cv_dtype dt = onnx_dtype(tt->elem_type);
     if (tt->has_elem_type && tt->elem_type != ONNX_DT_UNDEFINED && dt != v->type.dtype)
-        return onnx_err(c, ONNX_E_DTYPE, "'%s' is declared %s but computes %s", v->name,
+        return onnx_err(c, CV_E_ONNX_DECLARED_DTYPE, "'%s' is declared %s but computes %s", v->name,
                         onnx_dtype_name(tt->elem_type), cv_dtype_name(v->type.dtype));
     if (!tt->shape)
         return 0;
     char want[128], got[128];
     cv_type_format(&v->type, got, sizeof got);
     if ((int)tt->shape->n_dim != v->type.shape.rank)
-        return onnx_err(c, ONNX_E_SHAPE, "'%s' is declared with rank %zu but computes %s",
+        return onnx_err(c, CV_E_ONNX_DECLARED_SHAPE, "'%s' is declared with rank %zu but computes %s",
                         v->name, tt->shape->n_dim, got);
     for (size_t i = 0; i < tt->shape->n_dim; i++) {
         const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[i];
@@ -77,7 +77,7 @@ static int check_declared(onnx_ctx *c, const Onnx__ValueInfoProto *vi, const onn
         if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
             !have.sym && have.n != dim->dim_value) {
             snprintf(want, sizeof want, "%lld", (long long)dim->dim_value);
-            return onnx_err(c, ONNX_E_SHAPE, "'%s' is declared with dimension %zu = %s but "
+            return onnx_err(c, CV_E_ONNX_DECLARED_SHAPE, "'%s' is declared with dimension %zu = %s but "
                             "computes %s", v->name, i, want, got);
         }
     }
@@ -97,7 +97,7 @@ static int add_returns(onnx_ctx *c, onnx_val *v, cv_value **rets, int *n, int ma
     onnx_val *flat[ONNX_MAX_SEQ];
     int k = onnx_flatten(v, flat, ONNX_MAX_SEQ);
     if (k < 0 || *n + k > max)
-        return onnx_err(c, ONNX_E_ARITY, "graph output '%s' has too many tensors", v->name);
+        return onnx_err(c, CV_E_ONNX_ARITY, "graph output '%s' has too many tensors", v->name);
     for (int i = 0; i < k; i++) {
         if (!(rets[*n] = onnx_materialize(c, flat[i])))
             return -1;
@@ -128,12 +128,12 @@ static int bind_outputs(onnx_ctx *c, const Onnx__GraphProto *g)
     int rc = 0, n = 0, max = (int)g->n_output + ONNX_MAX_SEQ;
     cv_value **rets = cv_arena_alloc_array(c->a, (size_t)max, sizeof *rets);
     if (!rets)
-        return onnx_err(c, 9002, "out of memory");
+        return onnx_err(c, CV_E_OUT_OF_MEMORY, "out of memory");
     for (size_t i = 0; i < g->n_output; i++) {
         const char *name = g->output[i]->name ? g->output[i]->name : "";
         onnx_val *v = onnx_val_get(c, name);
         if (!v) {
-            rc = onnx_err(c, ONNX_E_OUTPUT_MISSING, "graph output '%s' is never produced", name);
+            rc = onnx_err(c, CV_E_ONNX_OUTPUT_MISSING, "graph output '%s' is never produced", name);
             continue;
         }
         int first = n;
@@ -160,7 +160,7 @@ int onnx_lower_graph(onnx_ctx *c, const Onnx__GraphProto *g, const int *order)
         rc |= onnx_lower_node(c, g->node[order[i]], order[i]);
     c->node = NULL;
     if (g->n_output == 0)
-        rc = onnx_err(c, ONNX_E_OUTPUT_MISSING, "the graph has no outputs");
+        rc = onnx_err(c, CV_E_ONNX_OUTPUT_MISSING, "the graph has no outputs");
     rc |= bind_outputs(c, g);
     for (size_t i = 0; i < g->n_value_info; i++) {
         const onnx_val *v = g->value_info[i]->name ? onnx_val_get(c, g->value_info[i]->name) : NULL;

@@ -34,7 +34,7 @@ static int lower_constant(onnx_ctx *c)
 {
     const Onnx__NodeProto *n = c->node;
     if (n->n_attribute != 1)
-        return onnx_err(c, ONNX_E_ATTRIBUTE, "needs exactly one value attribute, has %zu",
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_TYPE, "needs exactly one value attribute, has %zu",
                         n->n_attribute);
     const Onnx__AttributeProto *a = n->attribute[0];
     const char *name = a->name ? a->name : "";
@@ -54,9 +54,9 @@ static int lower_constant(onnx_ctx *c)
     } else if (!strcmp(name, "value_ints")) {
         k = list_const(c, CV_I64, a);
     } else if (!strcmp(name, "sparse_value")) {
-        return onnx_err(c, ONNX_E_SPARSE, "sparse constants are not supported");
+        return onnx_err(c, CV_E_ONNX_SPARSE_TENSOR, "sparse constants are not supported");
     } else {
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "constant attribute '%s' is not supported",
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "constant attribute '%s' is not supported",
                         name);
     }
     return onnx_bind_const(c, 0, k);
@@ -70,11 +70,11 @@ static int const_dims(onnx_ctx *c, int input, int64_t *dims, int *rank)
         return -1;
     int n = onnx_const_ints(k, dims, CV_MAX_RANK);
     if (n < 0 || k->rank != 1)
-        return onnx_err(c, k->syms ? ONNX_E_DATA_DEPENDENT : ONNX_E_SHAPE_VALUE,
+        return onnx_err(c, k->syms ? CV_E_ONNX_DATA_DEPENDENT_SHAPE : CV_E_ONNX_SHAPE_VALUE,
                         "the shape must be a 1-D tensor of at most %d known integers", CV_MAX_RANK);
     for (int i = 0; i < n; i++)
         if (dims[i] < 0)
-            return onnx_err(c, ONNX_E_SHAPE_VALUE, "shape[%d] = %lld is negative", i,
+            return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "shape[%d] = %lld is negative", i,
                             (long long)dims[i]);
     *rank = n;
     return 0;
@@ -162,7 +162,7 @@ static int symbolic_fill(onnx_ctx *c, const onnx_const *k, cv_dtype dt, const vo
     int64_t st[CV_MAX_RANK];
     cv_value *acc = NULL;
     if (k->rank != 1 || rank > CV_MAX_RANK)
-        return onnx_err(c, ONNX_E_SHAPE_VALUE, "the shape must be a 1-D tensor of at most %d "
+        return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "the shape must be a 1-D tensor of at most %d "
                         "entries", CV_MAX_RANK);
     for (int i = 0; i < rank; i++) {
         st[i] = k->syms[i] ? 1 : onnx_const_i64(k, i);
@@ -170,7 +170,7 @@ static int symbolic_fill(onnx_ctx *c, const onnx_const *k, cv_dtype dt, const vo
             continue;
         cv_value *z = zeros_along(c, dt, k->syms[i], i, rank);
         if (!z)
-            return onnx_err(c, ONNX_E_DATA_DEPENDENT, "shape[%d] is %s, the extent of no value "
+            return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "shape[%d] is %s, the extent of no value "
                             "of the graph", i, k->syms[i]);
         acc = acc ? onnx_binary(c, "add", acc, z) : z;
     }
@@ -205,7 +205,7 @@ static int lower_constant_of_shape(onnx_ctx *c)
         if (onnx_tensor_decode(a->t, c->a, c->base_dir, c->path, c->label, &fill, c->d) < 0)
             return -1;
         if (fill.numel != 1)
-            return onnx_err(c, ONNX_E_ATTR_VALUE, "'value' must hold one element");
+            return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "'value' must hold one element");
     }
     cv_dtype dt = a && a->t ? fill.dt : CV_F32;
     int64_t numel = 1;
@@ -229,15 +229,15 @@ static int lower_range(onnx_ctx *c)
     if (!s || !l || !d)
         return -1;
     if ((s->syms && s->numel == 1 && s->syms[0]) || (l->syms && l->numel == 1 && l->syms[0]))
-        return onnx_err(c, ONNX_E_DATA_DEPENDENT, "a range up to the symbolic %s has a length "
+        return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "a range up to the symbolic %s has a length "
                         "known only at run time", s->syms && s->syms[0] ? s->syms[0] : l->syms[0]);
     if (s->numel != 1 || l->numel != 1 || d->numel != 1 || s->dt != l->dt || s->dt != d->dt)
-        return onnx_err(c, ONNX_E_SHAPE_VALUE, "start, limit and delta must be known scalars of "
+        return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "start, limit and delta must be known scalars of "
                         "one type");
     double start = onnx_const_f64(s, 0), delta = onnx_const_f64(d, 0);
     double count = ceil((onnx_const_f64(l, 0) - start) / delta);
     if (delta == 0 || !(count < (1 << 24)))
-        return onnx_err(c, ONNX_E_SHAPE_VALUE, "range has a zero delta or too many elements");
+        return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "range has a zero delta or too many elements");
     int64_t n = count > 0 ? (int64_t)count : 0;
     onnx_const *k = onnx_const_new(c, s->dt, 1, &n);
     bool ints = onnx_const_is_int(s);
@@ -257,7 +257,7 @@ static int lower_shape(onnx_ctx *c)
     int64_t start, end;
     if (!x || onnx_attr_int(c, "start", 0, &start) < 0 ||
         onnx_attr_int(c, "end", x->type.shape.rank, &end) < 0)
-        return x ? -1 : onnx_err(c, ONNX_E_ARITY, "input 0 is required");
+        return x ? -1 : onnx_err(c, CV_E_ONNX_ARITY, "input 0 is required");
     return onnx_bind_const(c, 0, onnx_fold_shape(c, &x->type, start, end));
 }
 
@@ -265,10 +265,10 @@ static int lower_size(onnx_ctx *c)
 {
     onnx_val *x = onnx_in(c, 0);
     if (!x)
-        return onnx_err(c, ONNX_E_ARITY, "input 0 is required");
+        return onnx_err(c, CV_E_ONNX_ARITY, "input 0 is required");
     int64_t n = cv_shape_numel(&x->type.shape);
     if (n < 0)
-        return onnx_err(c, ONNX_E_DATA_DEPENDENT, "the size of a symbolic shape is not known at "
+        return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "the size of a symbolic shape is not known at "
                         "import time");
     onnx_const *k = onnx_const_new(c, CV_I64, 0, NULL);
     if (k)
@@ -281,7 +281,7 @@ static int static_dims(onnx_ctx *c, const onnx_val *x, int64_t *dims)
 {
     for (int i = 0; i < x->type.shape.rank; i++) {
         if (x->type.shape.d[i].sym)
-            return onnx_err(c, ONNX_E_DATA_DEPENDENT, "'%s' has the symbolic dimension %s",
+            return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "'%s' has the symbolic dimension %s",
                             x->name, x->type.shape.d[i].sym);
         dims[i] = x->type.shape.d[i].n;
     }
@@ -296,10 +296,10 @@ static int lower_eye_like(onnx_ctx *c)
         static_dims(c, x, dims) < 0)
         return -1;
     if (x->type.shape.rank != 2)
-        return onnx_err(c, ONNX_E_SHAPE_VALUE, "the input must be 2-D");
+        return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "the input must be 2-D");
     cv_dtype t = onnx_attr(c, "dtype") ? onnx_dtype((int32_t)dt) : x->type.dtype;
     if (t == CV_DT_INVALID)
-        return onnx_err(c, ONNX_E_UNSUPPORTED_DTYPE, "dtype %lld is not supported", (long long)dt);
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_DTYPE, "dtype %lld is not supported", (long long)dt);
     onnx_const *e = onnx_const_new(c, t, 2, dims);
     for (int64_t i = 0; e && i < dims[0]; i++)
         for (int64_t j = 0; j < dims[1]; j++)
@@ -312,7 +312,7 @@ static int lower_dropout(onnx_ctx *c)
 {
     onnx_val *x = onnx_in(c, 0);
     if (!x)
-        return onnx_err(c, ONNX_E_ARITY, "input 0 is required");
+        return onnx_err(c, CV_E_ONNX_ARITY, "input 0 is required");
     if (c->opset >= 12 && onnx_in(c, 2)) {
         const onnx_const *t = onnx_in_const(c, 2, "training_mode");
         const onnx_const *r = onnx_in(c, 1) ? onnx_in_const(c, 1, "ratio") : NULL;
@@ -320,7 +320,7 @@ static int lower_dropout(onnx_ctx *c)
             return -1;
         /* Training with ratio 0 drops nothing; any other ratio is random. */
         if (onnx_const_i64(t, 0) && (!r || onnx_const_f64(r, 0) != 0))
-            return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "training mode is not supported");
+            return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "training mode is not supported");
     }
     if (c->node->n_output > 1 && c->node->output[1][0]) {
         int64_t dims[CV_MAX_RANK];
@@ -367,10 +367,10 @@ static int lower_trilu(onnx_ctx *c)
     }
     int r = x->type.shape.rank;
     if (r < 2)
-        return onnx_err(c, ONNX_E_SHAPE_VALUE, "the input must have rank >= 2");
+        return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "the input must have rank >= 2");
     cv_dim dn = x->type.shape.d[r - 2], dm = x->type.shape.d[r - 1];
     if (dn.sym || dm.sym)
-        return onnx_err(c, ONNX_E_DATA_DEPENDENT, "the last two dimensions must be static");
+        return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "the last two dimensions must be static");
     int64_t dims[2] = {dn.n, dm.n};
     onnx_const *mask = onnx_const_new(c, CV_BOOL, 2, dims);
     for (int64_t i = 0; mask && i < dims[0]; i++)
@@ -393,7 +393,7 @@ static int lower_one_hot(onnx_ctx *c)
     double dd = dk->numel == 1 ? onnx_const_f64(dk, 0) : 0;
     if (axis < -r || axis >= r || r > CV_MAX_RANK || vk->numel != 2 ||
         !(dd >= 1 && dd <= (1 << 24)))
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "bad axis, depth or values");
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "bad axis, depth or values");
     int a = (int)(axis < 0 ? axis + r : axis);
     int64_t depth = (int64_t)dd, dims[CV_MAX_RANK];
     for (int i = 0; i < r; i++)
@@ -451,11 +451,11 @@ static int lower_depth_space(onnx_ctx *c)
     const cv_shape *s = &x->type.shape;
     if (s->rank != 4 || s->d[1].sym || s->d[2].sym || s->d[3].sym || b < 1 || b > 4096 ||
         s->d[1].n > (1 << 30) || s->d[2].n > (1 << 30) || s->d[3].n > (1 << 30))
-        return onnx_err(c, ONNX_E_SHAPE_VALUE, "needs a 4-D input with static C, H, W and a "
+        return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "needs a 4-D input with static C, H, W and a "
                         "positive blocksize");
     int64_t C = s->d[1].n, H = s->d[2].n, W = s->d[3].n;
     if (to_space ? C % (b * b) : (H % b || W % b))
-        return onnx_err(c, ONNX_E_SHAPE_VALUE, "dimensions are not divisible by the blocksize");
+        return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "dimensions are not divisible by the blocksize");
     cv_value *v = onnx_in_value(c, 0), *y;
     if (!to_space) {
         int64_t s1[6] = {0, C, H / b, b, W / b, b}, p[6] = {0, 3, 5, 1, 2, 4};
@@ -481,7 +481,7 @@ static int lower_non_zero(onnx_ctx *c)
     if (!x)
         return -1;
     if (x->syms)
-        return onnx_err(c, ONNX_E_DATA_DEPENDENT, "NonZero of symbolic values");
+        return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "NonZero of symbolic values");
     int64_t nz = 0, dims[2] = {x->rank ? x->rank : 1, 0};
     for (int64_t i = 0; i < x->numel; i++)
         nz += onnx_const_f64(x, i) != 0;

@@ -15,7 +15,7 @@ static const Onnx__GraphProto *graph_attr(onnx_ctx *c, const char *name)
 {
     const Onnx__AttributeProto *a = onnx_attr(c, name);
     if (!a || !a->g)
-        onnx_err(c, ONNX_E_ATTRIBUTE, "graph attribute '%s' is required", name);
+        onnx_err(c, CV_E_ONNX_ATTRIBUTE_TYPE, "graph attribute '%s' is required", name);
     return a ? a->g : NULL;
 }
 
@@ -67,13 +67,13 @@ static int run_body(onnx_ctx *c, const Onnx__GraphProto *g, onnx_val *const *ins
                     onnx_val **outs)
 {
     if ((int)g->n_input != n_ins || g->n_output > MAX_BODY_IO)
-        return onnx_err(c, ONNX_E_ARITY, "the body graph takes %zu inputs and gives %zu outputs; "
+        return onnx_err(c, CV_E_ONNX_ARITY, "the body graph takes %zu inputs and gives %zu outputs; "
                         "the node passes %d", g->n_input, g->n_output, n_ins);
     if (g->n_initializer || g->n_sparse_initializer)
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "body graphs with initializers are not "
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "body graphs with initializers are not "
                         "supported");
     if (c->n_outer == ONNX_MAX_SCOPES)
-        return onnx_err(c, ONNX_E_NESTING, "bodies are nested more than %d deep",
+        return onnx_err(c, CV_E_ONNX_NESTING, "bodies are nested more than %d deep",
                         ONNX_MAX_SCOPES);
     saved_node sn = {c->node, c->node_index, c->label, c->entry};
     onnx_map outer = c->vals;
@@ -83,8 +83,8 @@ static int run_body(onnx_ctx *c, const Onnx__GraphProto *g, onnx_val *const *ins
     for (int i = 0; rc == 0 && i < n_ins; i++) {
         onnx_val *v = onnx_val_new(c, g->input[i]->name ? g->input[i]->name : "", -1);
         if (!v || !ins[i]) {
-            rc = v ? onnx_err(c, ONNX_E_ARITY, "body input %d has no value", i)
-                   : onnx_err(c, ONNX_E_DUPLICATE, "body input %d is named twice", i);
+            rc = v ? onnx_err(c, CV_E_ONNX_ARITY, "body input %d has no value", i)
+                   : onnx_err(c, CV_E_ONNX_DUPLICATE_NAME, "body input %d is named twice", i);
             break;
         }
         v->v = ins[i]->v;
@@ -100,14 +100,14 @@ static int run_body(onnx_ctx *c, const Onnx__GraphProto *g, onnx_val *const *ins
         if (!e || !onnx_op_available(e)) {
             c->node = sn.node;
             c->label = sn.label;
-            rc = onnx_err(c, ONNX_E_UNSUPPORTED_OPS, "the body uses the unsupported ONNX op %s%s%s",
+            rc = onnx_err(c, CV_E_ONNX_UNSUPPORTED_OPS, "the body uses the unsupported ONNX op %s%s%s",
                           n->domain && n->domain[0] ? n->domain : "",
                           n->domain && n->domain[0] ? "." : "", n->op_type);
             break;
         }
         for (size_t o = 0; rc == 0 && o < n->n_output; o++)
             if (n->output[o][0] && !onnx_val_new(c, n->output[o], (int)k))
-                rc = onnx_err(c, ONNX_E_DUPLICATE, "body value '%s' is defined twice",
+                rc = onnx_err(c, CV_E_ONNX_DUPLICATE_NAME, "body value '%s' is defined twice",
                               n->output[o]);
         if (rc == 0)
             rc = onnx_lower_node(c, n, (int)k);
@@ -119,7 +119,7 @@ static int run_body(onnx_ctx *c, const Onnx__GraphProto *g, onnx_val *const *ins
     for (size_t k = 0; rc == 0 && k < g->n_output; k++) {
         onnx_val *v = onnx_val_get(c, g->output[k]->name ? g->output[k]->name : "");
         if (!v || v->poisoned || (!v->v && !v->c && !v->kind))
-            rc = onnx_err(c, ONNX_E_OUTPUT_MISSING, "body output '%s' is not produced",
+            rc = onnx_err(c, CV_E_ONNX_OUTPUT_MISSING, "body output '%s' is not produced",
                           g->output[k]->name);
         outs[k] = v;
     }
@@ -169,13 +169,13 @@ static cv_value *stack(onnx_ctx *c, onnx_val **vals, int n)
 static onnx_val *select_val(onnx_ctx *c, cv_value *cond, onnx_val *a, onnx_val *b, size_t k)
 {
     if (a->kind != b->kind || a->n_elems != b->n_elems) {
-        onnx_err(c, ONNX_E_DATA_DEPENDENT, "output %zu of the branches differs in length or "
+        onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "output %zu of the branches differs in length or "
                  "presence, so it depends on cond at run time", k);
         return NULL;
     }
     if (a->kind == ONNX_VAL_TENSOR) {
         if (!cv_type_equal(&a->type, &b->type)) {
-            onnx_err(c, ONNX_E_DATA_DEPENDENT, "output %zu of the branches differs in type, so "
+            onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "output %zu of the branches differs in type, so "
                      "it depends on cond at run time", k);
             return NULL;
         }
@@ -193,9 +193,9 @@ static int lower_if(onnx_ctx *c)
     onnx_val *cond = onnx_in(c, 0);
     const Onnx__GraphProto *tg = graph_attr(c, "then_branch"), *eg = graph_attr(c, "else_branch");
     if (!cond || !tg || !eg)
-        return cond ? -1 : onnx_err(c, ONNX_E_ARITY, "input 0 (cond) is required");
+        return cond ? -1 : onnx_err(c, CV_E_ONNX_ARITY, "input 0 (cond) is required");
     if (cond->type.dtype != CV_BOOL || cv_shape_numel(&cond->type.shape) != 1)
-        return onnx_err(c, ONNX_E_DTYPE, "cond must be one bool");
+        return onnx_err(c, CV_E_ONNX_DECLARED_DTYPE, "cond must be one bool");
     onnx_val *t[MAX_BODY_IO], *e[MAX_BODY_IO];
     if (cond->c) {
         const Onnx__GraphProto *g = onnx_const_i64(cond->c, 0) ? tg : eg;
@@ -209,7 +209,7 @@ static int lower_if(onnx_ctx *c)
     if (tg->n_output != eg->n_output || run_body(c, tg, NULL, 0, t) < 0 ||
         run_body(c, eg, NULL, 0, e) < 0)
         return tg->n_output != eg->n_output
-                   ? onnx_err(c, ONNX_E_ARITY, "the branches give different output counts") : -1;
+                   ? onnx_err(c, CV_E_ONNX_ARITY, "the branches give different output counts") : -1;
     cv_value *cv = onnx_materialize(c, cond);
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < tg->n_output; k++)
@@ -229,7 +229,7 @@ typedef struct scans {
 static int bind_scans(onnx_ctx *c, const scans *s, int first)
 {
     if (s->n && !s->iters)
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "scan outputs of zero iterations (empty "
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "scan outputs of zero iterations (empty "
                         "tensors) are not supported");
     onnx_val *col[MAX_UNROLL];
     int rc = 0;
@@ -246,11 +246,11 @@ static int lower_loop(onnx_ctx *c)
     const Onnx__GraphProto *body = graph_attr(c, "body");
     int n_in = onnx_n_in(c), n_carried = n_in - 2;
     if (!body || n_in < 2 || n_carried + 2 > MAX_BODY_IO)
-        return body ? onnx_err(c, ONNX_E_ARITY, "Loop takes M, cond and the loop-carried values")
+        return body ? onnx_err(c, CV_E_ONNX_ARITY, "Loop takes M, cond and the loop-carried values")
                     : -1;
     int n_scan = (int)body->n_output - 1 - n_carried;
     if (n_scan < 0)
-        return onnx_err(c, ONNX_E_ARITY, "the body gives fewer outputs than cond and the "
+        return onnx_err(c, CV_E_ONNX_ARITY, "the body gives fewer outputs than cond and the "
                         "loop-carried values");
     const onnx_const *mk = onnx_in(c, 0) ? onnx_in_const(c, 0, "M") : NULL;
     const onnx_const *ck = onnx_in(c, 1) ? onnx_in_const(c, 1, "cond") : NULL;
@@ -261,14 +261,14 @@ static int lower_loop(onnx_ctx *c)
     onnx_val *ins[MAX_BODY_IO], *outs[MAX_BODY_IO], *carried[MAX_BODY_IO];
     for (int i = 0; i < n_carried; i++)
         if (!(carried[i] = onnx_in(c, 2 + i)))
-            return onnx_err(c, ONNX_E_ARITY, "loop-carried input %d is required", i);
+            return onnx_err(c, CV_E_ONNX_ARITY, "loop-carried input %d is required", i);
     scans s = {.n = n_scan};
     s.v = cv_arena_alloc_array(c->a, (size_t)(MAX_UNROLL * (n_scan ? n_scan : 1)), sizeof *s.v);
     if (!s.v)
-        return onnx_err(c, 9002, "out of memory");
+        return onnx_err(c, CV_E_OUT_OF_MEMORY, "out of memory");
     for (int64_t t = 0; go && t < m; t++) {
         if (t == MAX_UNROLL)
-            return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "loops of more than %d iterations are "
+            return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "loops of more than %d iterations are "
                             "not unrolled", MAX_UNROLL);
         ins[0] = scalar_val(c, CV_I64, t);
         ins[1] = scalar_val(c, CV_BOOL, 1);
@@ -276,7 +276,7 @@ static int lower_loop(onnx_ctx *c)
         if (!ins[0] || !ins[1] || run_body(c, body, ins, n_in, outs) < 0)
             return -1;
         if (!outs[0]->c || outs[0]->c->numel != 1)
-            return onnx_err(c, ONNX_E_DATA_DEPENDENT, "the loop condition is computed at run "
+            return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "the loop condition is computed at run "
                             "time; unrolling needs it at import time");
         go = onnx_const_i64(outs[0]->c, 0) != 0;
         memcpy(carried, &outs[1], sizeof carried[0] * (size_t)n_carried);
@@ -301,18 +301,18 @@ static int lower_seq_map(onnx_ctx *c)
     int n_in = onnx_n_in(c), n_out = body ? (int)body->n_output : 0;
     onnx_val *x[MAX_BODY_IO], *ins[MAX_BODY_IO], *outs[MAX_BODY_IO];
     if (!body || n_in < 1 || n_in > MAX_BODY_IO || n_out > MAX_BODY_IO)
-        return body ? onnx_err(c, ONNX_E_ARITY, "SequenceMap takes 1..%d inputs", MAX_BODY_IO)
+        return body ? onnx_err(c, CV_E_ONNX_ARITY, "SequenceMap takes 1..%d inputs", MAX_BODY_IO)
                     : -1;
     for (int i = 0; i < n_in; i++)
         if (!(x[i] = onnx_in(c, i)) || (i == 0 && x[i]->kind != ONNX_VAL_SEQ) ||
             x[i]->kind == ONNX_VAL_OPT ||
             (x[i]->kind == ONNX_VAL_SEQ && x[i]->n_elems != x[0]->n_elems))
-            return onnx_err(c, ONNX_E_ARITY, "input %d must be a sequence as long as input 0, "
+            return onnx_err(c, CV_E_ONNX_ARITY, "input %d must be a sequence as long as input 0, "
                             "or a tensor", i);
     int len = x[0]->n_elems;
     onnx_val **col = cv_arena_alloc_array(c->a, (size_t)(n_out * len + 1), sizeof *col);
     if (!col)
-        return onnx_err(c, 9002, "out of memory");
+        return onnx_err(c, CV_E_OUT_OF_MEMORY, "out of memory");
     for (int t = 0; t < len; t++) {
         for (int i = 0; i < n_in; i++)
             ins[i] = x[i]->kind == ONNX_VAL_SEQ ? x[i]->elems[t] : x[i];
@@ -341,7 +341,7 @@ static int scan_defaults_only(onnx_ctx *c)
             return -1;
         for (int i = 0; i < n; i++)
             if (v[i])
-                return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "'%s' other than 0 is not supported",
+                return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "'%s' other than 0 is not supported",
                                 attrs[a]);
     }
     return 0;
@@ -365,9 +365,9 @@ static int lower_scan(onnx_ctx *c)
         scan_defaults_only(c) < 0)
         return -1;
     if (n_scan_in < 1 || n_scan_in > n_in || n_in > MAX_BODY_IO)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "num_scan_inputs must be in 1..%d", n_in);
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "num_scan_inputs must be in 1..%d", n_in);
     if (batched && onnx_in(c, 0))
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "sequence_lens is not supported");
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "sequence_lens is not supported");
     int n_state = n_in - (int)n_scan_in, n_scan_out = (int)body->n_output - n_state;
     int64_t zero = 0, len = -1;
     cv_value *x[MAX_BODY_IO];
@@ -377,9 +377,9 @@ static int lower_scan(onnx_ctx *c)
         if (!(x[i] = onnx_in_value(c, first + i)) || x[i]->type.shape.rank < 1 + batched ||
             (batched && onnx_static_extent(c, x[i], 0, &b) < 0))
             return x[i] && x[i]->type.shape.rank < 1 + batched
-                       ? onnx_err(c, ONNX_E_RANK, "input %d has too low a rank", first + i) : -1;
+                       ? onnx_err(c, CV_E_ONNX_RANK_LIMIT, "input %d has too low a rank", first + i) : -1;
         if (b != 1)
-            return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "Scan-8 with a batch of %lld is not "
+            return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "Scan-8 with a batch of %lld is not "
                             "supported (only 1)", (long long)b);
         if (batched && !(x[i] = onnx_op_ints(c, "squeeze", x[i], "axes", &zero, 1)))
             return -1;
@@ -391,11 +391,11 @@ static int lower_scan(onnx_ctx *c)
         if (onnx_static_extent(c, x[i], 0, &n) < 0)
             return -1;
         if (len >= 0 && n != len)
-            return onnx_err(c, ONNX_E_SHAPE, "the scan inputs differ in length");
+            return onnx_err(c, CV_E_ONNX_DECLARED_SHAPE, "the scan inputs differ in length");
         len = n;
     }
     if (n_scan_out < 0 || len > MAX_UNROLL)
-        return onnx_err(c, n_scan_out < 0 ? ONNX_E_ARITY : ONNX_E_UNSUPPORTED_ATTR,
+        return onnx_err(c, n_scan_out < 0 ? CV_E_ONNX_ARITY : CV_E_ONNX_UNSUPPORTED_FEATURE,
                         n_scan_out < 0 ? "the body gives fewer outputs than states"
                                        : "scans longer than %d are not unrolled", MAX_UNROLL);
     scans s = {.n = n_scan_out};
@@ -414,9 +414,9 @@ static int lower_scan(onnx_ctx *c)
         s.iters++;
     }
     if (!s.v)
-        return onnx_err(c, 9002, "out of memory");
+        return onnx_err(c, CV_E_OUT_OF_MEMORY, "out of memory");
     if (batched && n_scan_out && !s.iters)
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "scan outputs of zero iterations (empty "
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "scan outputs of zero iterations (empty "
                         "tensors) are not supported");
     if (batched) {   /* put the batch axis back on every result */
         for (int i = 0; i < n_state; i++)

@@ -24,12 +24,12 @@ static int read_convt3(onnx_ctx *c, cv_value *x, cv_value *w, convt3 *g)
         onnx_attr_string(c, "auto_pad", "NOTSET", &auto_pad) < 0)
         return -1;
     if (onnx_attr(c, "output_shape") || (strcmp(auto_pad, "NOTSET") && strcmp(auto_pad, "VALID")))
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "output_shape and SAME auto_pad are not "
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "output_shape and SAME auto_pad are not "
                         "supported for 3-D ConvTranspose");
     if (!strcmp(auto_pad, "VALID"))
         memset(g->pads, 0, sizeof g->pads);
     if (w->type.shape.rank != 5)
-        return onnx_err(c, ONNX_E_SHAPE_VALUE, "the weight must have rank 5");
+        return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "the weight must have rank 5");
     for (int i = 0; i < 5; i++)
         if (onnx_static_extent(c, x, i, &g->x[i]) < 0 || onnx_static_extent(c, w, i, &g->w[i]) < 0)
             return -1;
@@ -101,7 +101,7 @@ int onnx_lower_conv_transpose3d(onnx_ctx *c)
     int64_t len = g.stride[0] * (g.x[2] - 1) + (g.w[2] - 1) * g.dil[0] + 1 + g.outpad[0];
     int64_t out_d = len - g.pads[0] - g.pads[3], m = g.w[1] * g.groups, hw[2] = {0, 0};
     if (out_d < 1)
-        return onnx_err(c, ONNX_E_SHAPE_VALUE, "the output depth would be %lld", (long long)out_d);
+        return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "the output depth would be %lld", (long long)out_d);
     int64_t perm[5] = {0, 2, 1, 3, 4}, fold[4] = {g.x[0] * g.x[2], g.x[1], g.x[3], g.x[4]};
     cv_value *x2 = reshape(c, onnx_op_ints(c, "transpose", x, "perm", perm, 5), fold, 4);
     cv_value *sum = NULL;

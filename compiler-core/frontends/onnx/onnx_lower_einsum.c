@@ -48,11 +48,11 @@ static int lower_cumsum(onnx_ctx *c)
         onnx_attr_int(c, "reverse", 0, &reverse) < 0)
         return -1;
     if (ak->numel != 1 || !onnx_const_is_int(ak))
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "axis must be one integer");
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "axis must be one integer");
     int r = x->type.shape.rank, ax;
     axis = onnx_const_i64(ak, 0);
     if (r < 1 || onnx_norm_axis(c, axis, r, &ax) < 0 || onnx_static_extent(c, x, ax, &n) < 0)
-        return r < 1 ? onnx_err(c, ONNX_E_SHAPE_VALUE, "CumSum needs a rank >= 1 input") : -1;
+        return r < 1 ? onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "CumSum needs a rank >= 1 input") : -1;
     int mode = reverse ? (exclusive ? MASK_GT : MASK_GE) : (exclusive ? MASK_LT : MASK_LE);
     cv_value *m = mask(c, x->type.dtype, r + 1, ax, ax + 1, n, mode);
     cv_value *prod = onnx_binary(c, "mul", unsqueeze1(c, x, ax + 1), m);
@@ -83,17 +83,17 @@ static int parse_term(onnx_ctx *c, const char *s, size_t len, int rank, equation
     for (size_t i = 0; i < len; i++) {
         if (s[i] == '.') {
             if (i + 2 >= len || s[i + 1] != '.' || s[i + 2] != '.' || ell++)
-                return onnx_err(c, ONNX_E_ATTR_VALUE, "malformed ellipsis in the equation");
+                return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "malformed ellipsis in the equation");
             i += 2;
         } else if ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')) {
             letters++;
         } else {
-            return onnx_err(c, ONNX_E_ATTR_VALUE, "unexpected '%c' in the equation", s[i]);
+            return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "unexpected '%c' in the equation", s[i]);
         }
     }
     int ell_dims = rank < 0 ? eq->ell_rank : rank - letters;
     if ((rank >= 0 && (ell_dims < 0 || (!ell && ell_dims))) || letters + ell_dims > CV_MAX_RANK)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "an equation term does not match its operand's "
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "an equation term does not match its operand's "
                         "rank %d", rank);
     if (ell_dims > eq->ell_rank)
         eq->ell_rank = ell_dims;
@@ -117,7 +117,7 @@ static int parse_equation(onnx_ctx *c, const char *text, cv_value *const *x, int
     for (const char *p = text; *p; p++)
         if (*p != ' ') {
             if (len + 1 >= sizeof s)
-                return onnx_err(c, ONNX_E_ATTR_VALUE, "the equation is too long");
+                return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "the equation is too long");
             s[len++] = *p;
         }
     s[len] = 0;
@@ -130,13 +130,13 @@ static int parse_equation(onnx_ctx *c, const char *text, cv_value *const *x, int
             e++;
         if (eq->n_in >= n || parse_term(c, s + at, e - at, x[eq->n_in]->type.shape.rank, eq,
                                         &eq->in[eq->n_in]) < 0)
-            return eq->n_in >= n ? onnx_err(c, ONNX_E_ARITY, "the equation has more terms than "
+            return eq->n_in >= n ? onnx_err(c, CV_E_ONNX_ARITY, "the equation has more terms than "
                                             "the %d inputs", n) : -1;
         eq->n_in++;
         at = e + 1;
     }
     if (eq->n_in != n)
-        return onnx_err(c, ONNX_E_ARITY, "the equation has %d terms for %d inputs", eq->n_in, n);
+        return onnx_err(c, CV_E_ONNX_ARITY, "the equation has %d terms for %d inputs", eq->n_in, n);
     if (arrow)
         return parse_term(c, arrow + 2, len - lhs - 2, -1, eq, &eq->out);
     /* Implicit output: the ellipsis dims, then the letters used once, sorted. */
@@ -200,7 +200,7 @@ static int lower_einsum(onnx_ctx *c)
     int n = onnx_n_in(c);
     cv_value *x[MAX_OPERANDS];
     if (n < 1 || n > MAX_OPERANDS)
-        return onnx_err(c, ONNX_E_ARITY, "Einsum takes 1 to %d inputs, got %d", MAX_OPERANDS, n);
+        return onnx_err(c, CV_E_ONNX_ARITY, "Einsum takes 1 to %d inputs, got %d", MAX_OPERANDS, n);
     for (int i = 0; i < n; i++)
         if (!(x[i] = onnx_in_value(c, i)))
             return -1;
@@ -208,7 +208,7 @@ static int lower_einsum(onnx_ctx *c)
     if (onnx_attr_string(c, "equation", NULL, &text) < 0)
         return -1;
     if (!text)
-        return onnx_err(c, ONNX_E_ATTRIBUTE, "attribute 'equation' is required");
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_TYPE, "attribute 'equation' is required");
     if (parse_equation(c, text, x, n, &eq) < 0)
         return -1;
     int all[MAX_LABELS], n_all = 0;
@@ -222,7 +222,7 @@ static int lower_einsum(onnx_ctx *c)
             for (int a = 0; a < n_all; a++)
                 seen |= all[a] == eq.in[i].label[k];
             if (!seen && n_all == CV_MAX_RANK)
-                return onnx_err(c, ONNX_E_RANK, "the equation uses more than %d labels",
+                return onnx_err(c, CV_E_ONNX_RANK_LIMIT, "the equation uses more than %d labels",
                                 CV_MAX_RANK);
             if (!seen)
                 all[n_all++] = eq.in[i].label[k];

@@ -36,7 +36,7 @@ static int need_float(onnx_ctx *c, const cv_value *x)
     if (!x)
         return -1;
     if (!cv_dtype_is_float(x->type.dtype))
-        return onnx_err(c, ONNX_E_UNSUPPORTED_DTYPE, "element type %s is not supported here",
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_DTYPE, "element type %s is not supported here",
                         cv_dtype_name(x->type.dtype));
     return 0;
 }
@@ -107,7 +107,7 @@ static int lower_variadic(onnx_ctx *c)
     int n = onnx_n_in(c);
     cv_value *ops[64];
     if (n < 1 || n > 64)
-        return onnx_err(c, ONNX_E_ARITY, "needs 1 to 64 inputs, has %d", n);
+        return onnx_err(c, CV_E_ONNX_ARITY, "needs 1 to 64 inputs, has %d", n);
     int folded = try_fold(c);
     if (folded)
         return folded < 0 ? -1 : 0;
@@ -121,7 +121,7 @@ static int lower_sum_mean(onnx_ctx *c)
 {
     int n = onnx_n_in(c);
     if (n < 1)
-        return onnx_err(c, ONNX_E_ARITY, "needs at least one input");
+        return onnx_err(c, CV_E_ONNX_ARITY, "needs at least one input");
     cv_value *acc = X(0);
     for (int i = 1; i < n && acc; i++)
         acc = onnx_binary(c, "add", acc, X(i));
@@ -134,7 +134,7 @@ static int lower_identity(onnx_ctx *c)
 {
     onnx_val *v = onnx_in(c, 0);
     if (!v)
-        return onnx_err(c, ONNX_E_ARITY, "input 0 is required");
+        return onnx_err(c, CV_E_ONNX_ARITY, "input 0 is required");
     if (v->kind != ONNX_VAL_TENSOR)   /* a sequence or optional: the same list */
         return onnx_bind_val(c, 0, v);
     if (v->c && !v->v)
@@ -184,7 +184,7 @@ static int clip_bound(onnx_ctx *c, int input, const char *attr, double dflt, dou
     if (!k)
         return -1;
     if (k->numel != 1)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "%s must be a scalar", attr);
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "%s must be a scalar", attr);
     *out = onnx_const_f64(k, 0);
     return 0;
 }
@@ -234,7 +234,7 @@ static int lower_celu(onnx_ctx *c)
     if (need_float(c, x) < 0 || onnx_attr_float(c, "alpha", 1, &alpha) < 0)
         return -1;
     if (alpha == 0)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "alpha must not be 0");
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "alpha must not be 0");
     cv_value *zero = kscalar(c, x, 0);
     cv_value *e = expm1_scaled(c, onnx_binary(c, "div", x, kscalar(c, x, alpha)), alpha);
     cv_value *y = onnx_binary(c, "add", onnx_binary(c, "max", x, zero),
@@ -388,7 +388,7 @@ static int lower_mod(onnx_ctx *c)
     cv_dtype dt = a->type.dtype;
     bool flt = cv_dtype_is_float(dt);
     if (flt && !fmod)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "fmod=0 is only defined for integers");
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "fmod=0 is only defined for integers");
     cv_value *q = onnx_binary(c, "div", a, b);
     if (flt) {   /* truncate the quotient toward zero through i64 */
         cv_op *o = onnx_op(c, "cast", &q, 1);
@@ -418,7 +418,7 @@ static int cast_to(onnx_ctx *c, cv_value *x, cv_dtype to)
     if (!x)
         return -1;
     if (to == CV_DT_INVALID)
-        return onnx_err(c, ONNX_E_UNSUPPORTED_DTYPE, "cast to an element type CU-IR lacks");
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_DTYPE, "cast to an element type CU-IR lacks");
     if (dt_of(x) == to)
         return onnx_bind_value(c, 0, x);
     cv_op *o = onnx_op(c, "cast", &x, 1);
@@ -433,7 +433,7 @@ static int lower_cast(onnx_ctx *c)
     if (onnx_attr_int(c, "to", 0, &to) < 0)
         return -1;
     if (!onnx_attr(c, "to"))
-        return onnx_err(c, ONNX_E_ATTRIBUTE, "attribute 'to' is required");
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_TYPE, "attribute 'to' is required");
     onnx_val *v = onnx_in(c, 0);
     cv_dtype to_dt = onnx_dtype((int32_t)to);
     bool int_syms = v && v->c && v->c->syms && onnx_const_is_int(v->c) &&
@@ -444,7 +444,7 @@ static int lower_cast(onnx_ctx *c)
          * where it is materialised) */
         cv_dtype dt = to_dt;
         if (dt == CV_DT_INVALID)
-            return onnx_err(c, ONNX_E_UNSUPPORTED_DTYPE, "cast to %s is not supported",
+            return onnx_err(c, CV_E_ONNX_UNSUPPORTED_DTYPE, "cast to %s is not supported",
                             onnx_dtype_name((int32_t)to));
         onnx_const *k = onnx_const_new(c, dt, v->c->rank, v->c->dims);
         if (k && int_syms)
@@ -464,7 +464,7 @@ static int lower_cast_like(onnx_ctx *c)
 {
     onnx_val *like = onnx_in(c, 1);
     if (!like)
-        return onnx_err(c, ONNX_E_ARITY, "input 1 is required");
+        return onnx_err(c, CV_E_ONNX_ARITY, "input 1 is required");
     return cast_to(c, X(0), like->type.dtype);
 }
 
@@ -477,9 +477,9 @@ static int lower_bitshift(onnx_ctx *c)
         return -1;
     bool left = !strcmp(dir, "LEFT");
     if (!left && strcmp(dir, "RIGHT"))
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "direction must be LEFT or RIGHT, got '%s'", dir);
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "direction must be LEFT or RIGHT, got '%s'", dir);
     if (!cv_dtype_is_unsigned(x->type.dtype))
-        return onnx_err(c, ONNX_E_UNSUPPORTED_DTYPE, "BitShift needs an unsigned integer type");
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_DTYPE, "BitShift needs an unsigned integer type");
     cv_value *p = onnx_binary(c, "pow", onnx_scalar(c, x->type.dtype, 2), y);
     return onnx_bind_value(c, 0, onnx_binary(c, left ? "mul" : "div", x, p));
 }

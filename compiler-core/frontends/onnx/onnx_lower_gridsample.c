@@ -128,7 +128,7 @@ static int lower_grid_sample(onnx_ctx *c)
         return -1;
     if (x->type.shape.rank != 4 || grid->type.shape.rank != 4 || x->type.dtype != CV_F32 ||
         grid->type.dtype != CV_F32)
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "GridSample needs 4-D float X and grid");
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "GridSample needs 4-D float X and grid");
     for (int i = 0; i < 4; i++)
         if (onnx_static_extent(c, x, i, &xd[i]) < 0 || onnx_static_extent(c, grid, i, &gd[i]) < 0)
             return -1;
@@ -137,10 +137,10 @@ static int lower_grid_sample(onnx_ctx *c)
     bool nearest = !strcmp(mode, "nearest"), cubic = !strcmp(mode, "bicubic");
     if ((strcmp(pad, "zeros") && s.pad == GS_ZEROS) ||
         (!nearest && !cubic && strcmp(mode, "bilinear")))
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "mode '%s' / padding_mode '%s' is not "
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "mode '%s' / padding_mode '%s' is not "
                         "supported", mode, pad);
     if (gd[0] != s.n || gd[3] != 2 || s.p * s.h * s.w > ONNX_CONST_MAX_NUMEL)
-        return onnx_err(c, ONNX_E_SHAPE_VALUE, "grid must be [N, H_out, W_out, 2] and the image "
+        return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "grid must be [N, H_out, W_out, 2] and the image "
                         "small enough for the one-hot lowering");
     int64_t col[3] = {s.n, s.p, 1}, three = 3;
     cv_value *coord[2];
@@ -228,14 +228,14 @@ static int lower_roi_align(onnx_ctx *c)
         return -1;
     bool half = c->opset >= 16 && strcmp(ct, "output_half_pixel");
     if (strcmp(mode, "avg") || x->type.shape.rank != 4 || x->type.dtype != CV_F32)
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "RoiAlign supports avg mode on 4-D float X");
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "RoiAlign supports avg mode on 4-D float X");
     for (int i = 0; i < 4; i++)
         if (onnx_static_extent(c, x, i, &xd[i]) < 0)
             return -1;
     int64_t nr = bidx->numel, hw = xd[2] * xd[3], p = oh * ow;
     if (rois->rank != 2 || rois->dims[0] != nr || rois->dims[1] != 4 || oh < 1 || ow < 1 ||
         nr < 1 || nr * p * hw > ONNX_CONST_MAX_NUMEL)
-        return onnx_err(c, ONNX_E_SHAPE_VALUE, "rois must be [R, 4] for R batch indices, and the "
+        return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "rois must be [R, 4] for R batch indices, and the "
                         "sampling matrix small enough");
     int64_t wdims[3] = {nr, hw, p};
     onnx_const *wm = onnx_const_new(c, CV_F32, 3, wdims);
@@ -271,7 +271,7 @@ static int lower_roi_align(onnx_ctx *c)
     for (int64_t r = 0; pick && r < nr; r++) {
         int64_t b = onnx_const_i64(bidx, r);
         if (b < 0 || b >= xd[0])
-            return onnx_err(c, ONNX_E_ATTR_VALUE, "batch index %lld is out of range", (long long)b);
+            return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "batch index %lld is out of range", (long long)b);
         onnx_const_set_i64(pick, r, b);
     }
     int64_t flat[3] = {xd[0], xd[1], hw}, out[4] = {nr, xd[1], oh, ow};

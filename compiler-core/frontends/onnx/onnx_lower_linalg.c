@@ -44,9 +44,9 @@ static int lower_det(onnx_ctx *c)
     int r = x->type.shape.rank;
     int64_t n, m;
     if (r < 2 || onnx_static_extent(c, x, r - 1, &n) < 0 || onnx_static_extent(c, x, r - 2, &m) < 0)
-        return r < 2 ? onnx_err(c, ONNX_E_SHAPE_VALUE, "Det needs a rank >= 2 input") : -1;
+        return r < 2 ? onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "Det needs a rank >= 2 input") : -1;
     if (n != m || n < 1 || n > DET_MAX_N)
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "Det of %lldx%lld matrices is not supported "
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "Det of %lldx%lld matrices is not supported "
                         "(square, at most %d)", (long long)m, (long long)n, DET_MAX_N);
     int perm[DET_MAX_N] = {0, 1, 2, 3};
     cv_value *sum = NULL;

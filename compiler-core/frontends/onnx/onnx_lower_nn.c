@@ -22,7 +22,7 @@ static int geom_ints(onnx_ctx *c, const char *name, int nsp, int64_t dflt, int64
     if (n < 0)
         return 0;
     if (n != nsp)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "'%s' has %d entries for %d spatial axes", name, n,
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "'%s' has %d entries for %d spatial axes", name, n,
                         nsp);
     out[2 - nsp] = v[0];
     if (nsp == 2)
@@ -41,13 +41,13 @@ static int geom_check(onnx_ctx *c, const cv_shape *x4, const geom *g)
         if (g->k[i] < 1 || g->k[i] > GEOM_MAX || g->stride[i] < 1 || g->stride[i] > GEOM_MAX ||
             g->dil[i] < 1 || g->dil[i] > GEOM_MAX || g->outpad[i] < 0 || g->outpad[i] > GEOM_MAX ||
             (!d.sym && d.n > EXTENT_MAX))
-            return onnx_err(c, ONNX_E_ATTR_VALUE, "kernel, strides, dilations and output_padding "
+            return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "kernel, strides, dilations and output_padding "
                             "must be positive (output_padding >= 0) and at most %lld",
                             (long long)GEOM_MAX);
     }
     for (int i = 0; i < 4; i++)
         if (g->pads[i] < 0 || g->pads[i] > GEOM_MAX)
-            return onnx_err(c, ONNX_E_ATTR_VALUE, "pads must be in [0, %lld]", (long long)GEOM_MAX);
+            return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "pads must be in [0, %lld]", (long long)GEOM_MAX);
     return 0;
 }
 
@@ -57,7 +57,7 @@ static int same_pads(onnx_ctx *c, const cv_shape *x, geom *g, bool upper)
     for (int i = 0; i < 2; i++) {
         cv_dim d = x->d[2 + i];
         if (d.sym)
-            return onnx_err(c, ONNX_E_DATA_DEPENDENT, "auto_pad needs static spatial extents");
+            return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "auto_pad needs static spatial extents");
         int64_t out = (d.n + g->stride[i] - 1) / g->stride[i];
         int64_t total = (out - 1) * g->stride[i] + (g->k[i] - 1) * g->dil[i] + 1 - d.n;
         total = total > 0 ? total : 0;
@@ -85,7 +85,7 @@ static int geom_read(onnx_ctx *c, const cv_shape *x4, int nsp, const int64_t *ke
     if (n == -2)
         return -1;
     if (n >= 0 && n != 2 * nsp)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "'pads' has %d entries for %d spatial axes", n, nsp);
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "'pads' has %d entries for %d spatial axes", n, nsp);
     if (n > 0 && nsp == 2)
         memcpy(g->pads, p, sizeof p);
     else if (n > 0) {
@@ -99,7 +99,7 @@ static int geom_read(onnx_ctx *c, const cv_shape *x4, int nsp, const int64_t *ke
     if (!strcmp(auto_pad, "VALID"))
         memset(g->pads, 0, sizeof g->pads);
     else if (strcmp(auto_pad, "NOTSET"))
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "auto_pad '%s' is invalid", auto_pad);
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "auto_pad '%s' is invalid", auto_pad);
     return 0;
 }
 
@@ -128,9 +128,9 @@ static int spatial_rank(onnx_ctx *c, const onnx_val *x)
 {
     int r = x ? x->type.shape.rank : 0;
     if (!x)
-        return onnx_err(c, ONNX_E_ARITY, "input 0 is required");
+        return onnx_err(c, CV_E_ONNX_ARITY, "input 0 is required");
     if (r != 3 && r != 4)
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "only 1-D and 2-D windows are supported "
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "only 1-D and 2-D windows are supported "
                         "(input rank %d)", r);
     return r - 2;
 }
@@ -171,14 +171,14 @@ static int conv_transpose_shape(onnx_ctx *c, const cv_shape *x4, geom *g)
     if (n < 0 && !same)
         return 0;
     if (n >= 0 && n != g->nsp)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "'output_shape' has %d entries", n);
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "'output_shape' has %d entries", n);
     for (int i = 0; i < 2; i++) {
         cv_dim d = x4->d[2 + i];
         if (d.sym)
-            return onnx_err(c, ONNX_E_DATA_DEPENDENT, "output_shape needs static spatial extents");
+            return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "output_shape needs static spatial extents");
         want[i] = n < 0 ? d.n * g->stride[i] : i < 2 - g->nsp ? 1 : v[i - (2 - g->nsp)];
         if (want[i] < 1 || want[i] > EXTENT_MAX)
-            return onnx_err(c, ONNX_E_ATTR_VALUE, "output_shape[%d] is out of range", i);
+            return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "output_shape[%d] is out of range", i);
         int64_t total = g->stride[i] * (d.n - 1) + g->outpad[i] + (g->k[i] - 1) * g->dil[i] + 1 -
                         want[i];
         if (total < 0) {
@@ -186,7 +186,7 @@ static int conv_transpose_shape(onnx_ctx *c, const cv_shape *x4, geom *g)
             total = 0;
         }
         if (g->outpad[i] > GEOM_MAX)
-            return onnx_err(c, ONNX_E_ATTR_VALUE, "output_shape[%d] is out of range", i);
+            return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "output_shape[%d] is out of range", i);
         g->pads[i] = upper ? total / 2 : total - total / 2;
         g->pads[i + 2] = total - g->pads[i];
     }
@@ -201,11 +201,11 @@ static int conv_common(onnx_ctx *c, bool transpose)
     if (nsp < 0 || onnx_attr_int(c, "group", 1, &groups) < 0)
         return -1;
     if (!w || w->type.shape.rank != nsp + 2)
-        return onnx_err(c, ONNX_E_SHAPE_VALUE, "the weight must have rank %d", nsp + 2);
+        return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "the weight must have rank %d", nsp + 2);
     for (int i = 0; i < 2; i++) {
         cv_dim d = i < 2 - nsp ? (cv_dim){1, NULL} : w->type.shape.d[2 + i - (2 - nsp)];
         if (d.sym)
-            return onnx_err(c, ONNX_E_DATA_DEPENDENT, "the kernel extent must be static");
+            return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "the kernel extent must be static");
         kernel[i] = d.n;
     }
     cv_shape x4;
@@ -251,7 +251,7 @@ static int lower_pool(onnx_ctx *c)
         onnx_attr_int(c, "count_include_pad", 0, &include_pad) < 0)
         return -1;
     if (!onnx_attr(c, "kernel_shape"))
-        return onnx_err(c, ONNX_E_ATTRIBUTE, "attribute 'kernel_shape' is required");
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_TYPE, "attribute 'kernel_shape' is required");
     if (max && c->node->n_output > 1 && c->node->output[1][0])
         return onnx_lower_pool_indices(c);
     cv_shape x4;
@@ -260,7 +260,7 @@ static int lower_pool(onnx_ctx *c)
     if (geom_read(c, &x4, nsp, kernel, &g) < 0)
         return -1;
     if (!max && (g.dil[0] != 1 || g.dil[1] != 1))
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "dilated average pooling is not supported");
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "dilated average pooling is not supported");
     cv_value *v = as_4d(c, onnx_in_value(c, 0), nsp);
     cv_op *o = onnx_op(c, max ? "max_pool2d" : "avg_pool2d", &v, 1);
     geom_set(o, &g, max, false);
@@ -284,7 +284,7 @@ static int lower_global_max_pool(onnx_ctx *c)
     int r = x ? x->type.shape.rank : 0;
     int64_t axes[CV_MAX_RANK];
     if (x && r < 3)
-        return onnx_err(c, ONNX_E_SHAPE_VALUE, "the input must have rank >= 3");
+        return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "the input must have rank >= 3");
     for (int i = 2; i < r; i++)
         axes[i - 2] = i;
     cv_op *o = onnx_op(c, "reduce_max", &x, 1);

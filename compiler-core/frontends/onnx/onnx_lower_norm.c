@@ -71,10 +71,10 @@ static int lower_batch_norm(onnx_ctx *c)
         return -1;
     bool train = training && c->opset >= 14;
     if ((training && !train) || (!train && (wants_output(c, 1) || wants_output(c, 2))))
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "training mode (running statistics "
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "training mode (running statistics "
                         "outputs) is supported from opset 14 only");
     if (!spatial)
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "spatial=0 is not supported");
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "spatial=0 is not supported");
     cv_value *ops[5];
     for (int i = 0; i < 5; i++)
         ops[i] = onnx_in_value(c, i);
@@ -112,7 +112,7 @@ static int lower_instance_norm(onnx_ctx *c)
     int r = x->type.shape.rank;
     int64_t axes[CV_MAX_RANK], unsq[CV_MAX_RANK];
     if (r < 3)
-        return onnx_err(c, ONNX_E_SHAPE_VALUE, "the input must have rank >= 3");
+        return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "the input must have rank >= 3");
     for (int i = 2; i < r; i++) {
         axes[i - 2] = i;
         unsq[i - 2] = i - 1;
@@ -136,11 +136,11 @@ static int lower_layer_norm(onnx_ctx *c)
         onnx_attr_int(c, "axis", -1, &axis) < 0 || onnx_attr_int(c, "stash_type", 1, &stash) < 0)
         return -1;
     if (stash != ONNX_DT_FLOAT || x->type.dtype != CV_F32)
-        return onnx_err(c, ONNX_E_UNSUPPORTED_DTYPE, "only float inputs and stash_type float "
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_DTYPE, "only float inputs and stash_type float "
                         "are supported");
     int r = x->type.shape.rank;
     if (axis < -r || axis >= r)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "axis %lld is out of range", (long long)axis);
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "axis %lld is out of range", (long long)axis);
     int a = (int)(axis < 0 ? axis + r : axis);
     cv_value *ops[3] = {x, onnx_in_value(c, 1), NULL};
     int n = 2;
@@ -194,11 +194,11 @@ static int lower_lrn(onnx_ctx *c)
         return -1;
     const cv_shape *s = &x->type.shape;
     if (size < 1 || s->rank < 3)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "needs size >= 1 and an input of rank >= 3");
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "needs size >= 1 and an input of rank >= 3");
     int64_t spatial = 1, view[4] = {0, 1, 0, 0}, back[CV_MAX_RANK] = {0};
     for (int i = 1; i < s->rank; i++) {
         if (s->d[i].sym)
-            return onnx_err(c, ONNX_E_DATA_DEPENDENT, "LRN needs static C and spatial extents");
+            return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "LRN needs static C and spatial extents");
         if (i >= 2)
             spatial *= s->d[i].n;
         back[i] = s->d[i].n;

@@ -17,7 +17,7 @@ static int read_pool3(onnx_ctx *c, pool3 *p)
     const char *auto_pad;
     p->max = strcmp(c->node->op_type, "MaxPool") == 0;
     if (!onnx_attr(c, "kernel_shape"))
-        return onnx_err(c, ONNX_E_ATTRIBUTE, "attribute 'kernel_shape' is required");
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_TYPE, "attribute 'kernel_shape' is required");
     if (onnx_attr_ints_n(c, "kernel_shape", 3, 1, p->k) < 0 ||
         onnx_attr_ints_n(c, "strides", 3, 1, p->stride) < 0 ||
         onnx_attr_ints_n(c, "pads", 6, 0, p->pads) < 0 ||
@@ -27,12 +27,12 @@ static int read_pool3(onnx_ctx *c, pool3 *p)
         onnx_attr_string(c, "auto_pad", "NOTSET", &auto_pad) < 0)
         return -1;
     if (strcmp(auto_pad, "NOTSET") && strcmp(auto_pad, "VALID"))
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "auto_pad %s is not supported for 3-D "
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "auto_pad %s is not supported for 3-D "
                         "pooling", auto_pad);
     if (!p->max && (p->dil[0] != 1 || p->dil[1] != 1 || p->dil[2] != 1))
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "dilated average pooling is not supported");
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "dilated average pooling is not supported");
     if (p->max && c->node->n_output > 1 && c->node->output[1][0])
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "the Indices output is not supported");
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "the Indices output is not supported");
     return 0;
 }
 

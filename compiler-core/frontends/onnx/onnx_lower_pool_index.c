@@ -63,7 +63,7 @@ int onnx_lower_pool_indices(onnx_ctx *c)
         onnx_attr_string(c, "auto_pad", "NOTSET", &auto_pad) < 0)
         return -1;
     if (x->type.shape.rank != 4 || (strcmp(auto_pad, "NOTSET") && strcmp(auto_pad, "VALID")))
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "the Indices output needs a 2-D window "
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "the Indices output needs a 2-D window "
                         "without auto_pad");
     int64_t *d[4] = {&p.n, &p.ch, &p.h, &p.w};
     for (int i = 0; i < 4; i++)

@@ -76,7 +76,7 @@ static int conv_attrs(onnx_ctx *c, cv_op *o)
         onnx_attr_string(c, "auto_pad", "NOTSET", &auto_pad) < 0)
         return -1;
     if (strcmp(auto_pad, "NOTSET") && strcmp(auto_pad, "VALID"))
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "auto_pad '%s' is not supported here", auto_pad);
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "auto_pad '%s' is not supported here", auto_pad);
     static const struct { const char *onnx, *cuir; int n; } a[] = {
         {"strides", "stride", 2}, {"dilations", "dilation", 2}, {"pads", "pad", 4},
     };
@@ -85,7 +85,7 @@ static int conv_attrs(onnx_ctx *c, cv_op *o)
         if (n == -2)
             return -1;
         if (n >= 0 && n != a[i].n)
-            return onnx_err(c, ONNX_E_ATTR_VALUE, "'%s' must have %d entries for a 2-D "
+            return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "'%s' must have %d entries for a 2-D "
                             "convolution", a[i].onnx, a[i].n);
         if (n > 0 && o && !(i == 2 && !strcmp(auto_pad, "VALID")))
             cv_op_set_ints(o, a[i].cuir, v, n);
@@ -99,7 +99,7 @@ static int need_2d(onnx_ctx *c, int xi, int wi)
 {
     onnx_val *x = onnx_in(c, xi), *w = onnx_in(c, wi);
     if (!x || !w || x->type.shape.rank != 4 || w->type.shape.rank != 4)
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "only 2-D convolutions are supported");
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "only 2-D convolutions are supported");
     return 0;
 }
 

@@ -137,7 +137,7 @@ static int lower_softmax(onnx_ctx *c)
     const cv_shape *s = &x->type.shape;
     int r = s->rank;
     if (axis < -r || axis >= r)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "axis %lld is out of range for rank %d",
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "axis %lld is out of range for rank %d",
                         (long long)axis, r);
     int a = (int)(axis < 0 ? axis + r : axis);
     if (c->opset >= 13 || a == r - 1)
@@ -146,7 +146,7 @@ static int lower_softmax(onnx_ctx *c)
     int holes = 0;
     for (int i = 0; i < r; i++) {
         if (s->d[i].sym && i >= a)
-            return onnx_err(c, ONNX_E_DATA_DEPENDENT, "softmax over the symbolic dimension %s",
+            return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "softmax over the symbolic dimension %s",
                             s->d[i].sym);
         back[i] = !s->d[i].sym ? s->d[i].n : (i == 0 && a == 1) ? 0 : -1;
         holes += back[i] == -1;
@@ -154,7 +154,7 @@ static int lower_softmax(onnx_ctx *c)
             inner *= s->d[i].n;
     }
     if (holes > 1)
-        return onnx_err(c, ONNX_E_DATA_DEPENDENT, "softmax over a shape with several symbols");
+        return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "softmax over a shape with several symbols");
     flat[1] = inner;
     cv_value *y = softmax_op(c, op, reshape_to(c, x, flat, 2), 1);
     return onnx_bind_value(c, 0, reshape_to(c, y, back, r));

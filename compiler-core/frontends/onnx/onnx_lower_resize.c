@@ -29,7 +29,7 @@ static int float_input(onnx_ctx *c, int i, const char *role, double *out)
     if (!k)
         return -1;
     if (k->numel > CV_MAX_RANK)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "'%s' has too many entries", role);
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "'%s' has too many entries", role);
     for (int64_t j = 0; j < k->numel; j++)
         out[j] = onnx_const_f64(k, j);
     return (int)k->numel;
@@ -47,7 +47,7 @@ static int spread_axes(onnx_ctx *c, int rank, const int64_t *axes, int na, resiz
     for (int i = 0; i < na; i++) {
         int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
         if (a < 0 || a >= rank)
-            return onnx_err(c, ONNX_E_ATTR_VALUE, "axes[%d] is out of range", i);
+            return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "axes[%d] is out of range", i);
         if (s->n_scales)
             sc[a] = s->scales[i];
         if (s->n_sizes)
@@ -65,9 +65,9 @@ static int roi_read(onnx_ctx *c, int rank, resize_spec *s)
 {
     const onnx_const *k = onnx_in(c, 1) ? onnx_in_const(c, 1, "roi") : NULL;
     if (!k)
-        return onnx_in(c, 1) ? -1 : onnx_err(c, ONNX_E_ARITY, "tf_crop_and_resize needs 'roi'");
+        return onnx_in(c, 1) ? -1 : onnx_err(c, CV_E_ONNX_ARITY, "tf_crop_and_resize needs 'roi'");
     if (k->numel != 2 * rank)
-        return onnx_err(c, ONNX_E_SHAPE_VALUE, "'roi' needs %d entries", 2 * rank);
+        return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "'roi' needs %d entries", 2 * rank);
     for (int64_t j = 0; j < k->numel; j++)
         s->roi[j] = onnx_const_f64(k, j);
     s->n_roi = (int)k->numel;
@@ -93,7 +93,7 @@ static int resize_read(onnx_ctx *c, const onnx_val *x, resize_spec *s)
         return -1;
     s->exclude = exclude != 0;
     if (antialias || (exclude && strcmp(s->mode, "cubic")) || strcmp(policy, "stretch"))
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "antialias, exclude_outside (except cubic) "
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "antialias, exclude_outside (except cubic) "
                         "and keep_aspect_ratio_policy are not supported");
     if (!strcmp(s->mode, "bilinear"))   /* Upsample-7's name */
         s->mode = "linear";
@@ -209,7 +209,7 @@ static cv_value *resize_axis(onnx_ctx *c, const resize_spec *s, cv_value *v, int
 {
     bool ext[1 << 12];
     if (out > (int64_t)(sizeof ext)) {
-        onnx_err(c, ONNX_E_ATTR_VALUE, "axis %d resizes to %lld", axis, (long long)out);
+        onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "axis %d resizes to %lld", axis, (long long)out);
         return NULL;
     }
     v = onnx_binary(c, "matmul", v, resize_matrix(c, s, axis, in, out, scale, ext));
@@ -232,11 +232,11 @@ static int lower_resize_matrix(onnx_ctx *c, const resize_spec *s)
 {
     cv_value *v = onnx_in_value(c, 0);
     if (!v || v->type.dtype != CV_F32)
-        return v ? onnx_err(c, ONNX_E_UNSUPPORTED_DTYPE, "%s resize needs float data", s->mode)
+        return v ? onnx_err(c, CV_E_ONNX_UNSUPPORTED_DTYPE, "%s resize needs float data", s->mode)
                  : -1;
     int r = v->type.shape.rank, n = s->n_scales > 0 ? s->n_scales : s->n_sizes;
     if (n != r && n != 2)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "scales/sizes need %d entries", r);
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "scales/sizes need %d entries", r);
     for (int i = 0; i < n && v; i++) {
         int axis = r - n + i;
         int64_t in, out, perm[CV_MAX_RANK];
@@ -245,7 +245,7 @@ static int lower_resize_matrix(onnx_ctx *c, const resize_spec *s)
         double scale = s->n_scales > 0 ? s->scales[i] : 0;
         out = s->n_scales > 0 ? (int64_t)floor((double)in * scale) : s->sizes[i];
         if (out < 1 || out > (1 << 20) || in < 1 || (double)in * (double)out > ONNX_CONST_MAX_NUMEL)
-            return onnx_err(c, ONNX_E_ATTR_VALUE, "axis %d resizes %lld to %lld", axis,
+            return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "axis %d resizes %lld to %lld", axis,
                             (long long)in, (long long)out);
         if (s->n_sizes > 0)
             scale = (double)out / (double)in;
@@ -268,7 +268,7 @@ static int lower_resize(onnx_ctx *c)
     onnx_val *x = onnx_in(c, 0);
     resize_spec s;
     if (!x)
-        return onnx_err(c, ONNX_E_ARITY, "input 0 is required");
+        return onnx_err(c, CV_E_ONNX_ARITY, "input 0 is required");
     if (resize_read(c, x, &s) < 0)
         return -1;
     bool crop = !strcmp(s.ct, "tf_crop_and_resize");
@@ -276,12 +276,12 @@ static int lower_resize(onnx_ctx *c)
         strcmp(s.ct, "tf_half_pixel_for_nn") && (s.n_scales > 0) != (s.n_sizes > 0))
         return lower_resize_matrix(c, &s);
     if (strcmp(s.mode, "nearest") && strcmp(s.mode, "linear"))
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "mode '%s' is not supported", s.mode);
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "mode '%s' is not supported", s.mode);
     if (crop || !strcmp(s.ct, "tf_half_pixel_for_nn"))
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "coordinate_transformation_mode '%s' is not "
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "coordinate_transformation_mode '%s' is not "
                         "supported", s.ct);
     if ((s.n_scales > 0) == (s.n_sizes > 0))
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "exactly one of scales and sizes must be given");
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "exactly one of scales and sizes must be given");
     cv_value *v = onnx_in_value(c, 0);
     cv_op *o = onnx_op(c, "resize", &v, 1);
     if (o) {

@@ -168,10 +168,10 @@ static int read_acts(rnn *s, const char *direction)
     int per = s->gates == 1 ? 1 : s->gates == 3 ? 2 : 3;
     const Onnx__AttributeProto *a = onnx_attr(c, "activations");
     if (a && a->n_strings != (size_t)(per * s->dirs))
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "activations lists %zu functions, %s needs %d",
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "activations lists %zu functions, %s needs %d",
                         a->n_strings, direction, per * s->dirs);
     if (onnx_attr(c, "activation_alpha") || onnx_attr(c, "activation_beta"))
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "activation_alpha/beta are not supported");
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "activation_alpha/beta are not supported");
     for (int d = 0; d < s->dirs; d++)
         for (int k = 0; k < per; k++) {
             const char *name = s->gates == 1 ? "Tanh" : dflt[k];
@@ -184,7 +184,7 @@ static int read_acts(rnn *s, const char *direction)
                            : n == 4 && !memcmp(name, "Tanh", 4)    ? "tanh"
                            : n == 4 && !memcmp(name, "Relu", 4)    ? "relu" : NULL;
             if (!op)
-                return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "activation '%.*s' is not supported",
+                return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "activation '%.*s' is not supported",
                                 (int)(n < 64 ? n : 64), name);
             s->act[d][k] = op;
         }
@@ -196,24 +196,24 @@ static int read_shapes(rnn *s, int64_t layout)
     onnx_ctx *c = s->c;
     onnx_val *x = onnx_in(c, 0);
     if (!x || !onnx_in(c, 1) || !onnx_in(c, 2))
-        return onnx_err(c, ONNX_E_ARITY, "X, W and R are required");
+        return onnx_err(c, CV_E_ONNX_ARITY, "X, W and R are required");
     const cv_shape *sh = &x->type.shape;
     if (x->type.dtype != CV_F32 || sh->rank != 3 || !cv_shape_is_static(sh))
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "X must be a float tensor of static rank-3 "
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "X must be a float tensor of static rank-3 "
                         "shape");
     s->dt = x->type.dtype;
     s->seq = sh->d[layout ? 1 : 0].n;
     s->batch = sh->d[layout ? 0 : 1].n;
     s->in = sh->d[2].n;
     if (s->seq < 1 || s->seq > RNN_MAX_STEPS)
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "sequence length %lld is outside 1..%d",
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "sequence length %lld is outside 1..%d",
                         (long long)s->seq, RNN_MAX_STEPS);
     const onnx_const *lens = onnx_in(c, 4) ? onnx_in_const(c, 4, "sequence_lens") : NULL;
     if (onnx_in(c, 4) && !lens)
         return -1;
     for (int64_t i = 0; lens && i < lens->numel; i++)
         if ((lens->syms && lens->syms[i]) || onnx_const_i64(lens, i) != s->seq)
-            return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "sequence_lens other than the full "
+            return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "sequence_lens other than the full "
                             "sequence length are not supported");
     return 0;
 }
@@ -232,12 +232,12 @@ static int read_attrs(rnn *s, int64_t *layout)
         onnx_attr_string(c, "direction", "forward", &direction) < 0)
         return -1;
     if (s->hid < 1 || s->hid > (1 << 20) || *layout < 0 || *layout > 1)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "hidden_size and layout are required and in range");
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "hidden_size and layout are required and in range");
     if (input_forget)
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "input_forget is not supported");
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "input_forget is not supported");
     bool bidi = !strcmp(direction, "bidirectional");
     if (!bidi && strcmp(direction, "forward") && strcmp(direction, "reverse"))
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "direction '%s' is not one of forward, reverse, "
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "direction '%s' is not one of forward, reverse, "
                         "bidirectional", direction);
     s->dirs = bidi ? 2 : 1;
     s->reverse = !strcmp(direction, "reverse");

@@ -33,7 +33,7 @@ static int onehot_fits(onnx_ctx *c, int64_t a, int64_t b)
     int64_t n;
     if (a >= 0 && b >= 0 && cv_mul_i64(a, b, &n) && n <= ONNX_CONST_MAX_NUMEL)
         return 0;
-    return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "the one-hot lowering would need a mask of %lld x "
+    return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "the one-hot lowering would need a mask of %lld x "
                     "%lld elements (at most %d)", (long long)a, (long long)b, ONNX_CONST_MAX_NUMEL);
 }
 
@@ -52,7 +52,7 @@ static int reduction_attr(onnx_ctx *c, int *out)
         return -1;
     *out = !strcmp(r, "add") ? RED_ADD : !strcmp(r, "mul") ? RED_MUL : RED_NONE;
     if (*out == RED_NONE && strcmp(r, "none"))
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "reduction '%s' is not supported", r);
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "reduction '%s' is not supported", r);
     return 0;
 }
 
@@ -100,7 +100,7 @@ static int lower_scatter_elements(onnx_ctx *c)
     for (int i = 0; same && i < r; i++)
         same = i == axis || cv_dim_equal(idx->type.shape.d[i], data->type.shape.d[i]);
     if (!same)
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "indices must match the data's shape except "
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "indices must match the data's shape except "
                         "along the axis");
     idx = wrap_negative(c, idx, onnx_scalar(c, CV_I64, (double)n));
     int64_t after = axis + 1;
@@ -156,7 +156,7 @@ static int lower_scatter_nd(onnx_ctx *c)
         return -1;
     int r = data->type.shape.rank, q = idx->type.shape.rank, k = q ? (int)id[q - 1] : 0;
     if (q < 1 || k < 1 || k > r || r - k + 2 > CV_MAX_RANK)
-        return onnx_err(c, ONNX_E_SHAPE_VALUE, "index tuples of length %d do not fit rank %d", k,
+        return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "index tuples of length %d do not fit rank %d", k,
                         r);
     int64_t m = prod(id, 0, q - 1), n = prod(dd, 0, k), flat[CV_MAX_RANK], hitd[CV_MAX_RANK];
     if (onehot_fits(c, numel_of(upd), n) < 0)
@@ -194,7 +194,7 @@ static int lower_gather_nd(onnx_ctx *c)
         return -1;
     int r = data->type.shape.rank, q = idx->type.shape.rank, k = q ? (int)id[q - 1] : 0;
     if (b < 0 || q < 1 || b >= q || k < 1 || b + k > r)
-        return onnx_err(c, ONNX_E_SHAPE_VALUE, "index tuples of length %d with %lld batch dims "
+        return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "index tuples of length %d with %lld batch dims "
                         "do not fit rank %d", k, (long long)b, r);
     int nb = (int)b;
     int64_t n = prod(dd, nb, nb + k), flat[CV_MAX_RANK];
@@ -228,13 +228,13 @@ static int lower_topk(onnx_ctx *c)
     const onnx_const *kc = onnx_in_const(c, 1, "k");
     if (!x || !kc || onnx_attr_int(c, "axis", -1, &axis_attr) < 0 ||
         onnx_attr_int(c, "largest", 1, &largest) < 0 || onnx_const_ints(kc, &kk, 1) != 1)
-        return x && kc ? onnx_err(c, ONNX_E_ATTR_VALUE, "k must be one known integer") : -1;
+        return x && kc ? onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "k must be one known integer") : -1;
     int r = x->type.shape.rank;
     if (onnx_norm_axis(c, axis_attr, r, &axis) < 0 || onnx_static_extent(c, x, axis, &n) < 0 ||
         onehot_fits(c, numel_of(x), n) < 0)
         return -1;
     if (kk < 0 || kk > n || r + 1 > CV_MAX_RANK)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "k = %lld is outside 0..%lld", (long long)kk,
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "k = %lld is outside 0..%lld", (long long)kk,
                         (long long)n);
     int64_t a0 = axis, a1 = axis + 1, md[CV_MAX_RANK];
     cv_value *xi = onnx_op_ints(c, "unsqueeze", x, "axes", &a1, 1);   /* [.., n, 1, ..] */
@@ -304,10 +304,10 @@ static int lower_reverse_sequence(onnx_ctx *c)
         return -1;
     int r = x->type.shape.rank;
     if (r < 2 || r + 1 > CV_MAX_RANK || !((ta == 0 && ba == 1) || (ta == 1 && ba == 0)))
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "time_axis and batch_axis must be 0 and 1");
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "time_axis and batch_axis must be 0 and 1");
     int64_t t_n = dims[ta], b_n = dims[ba];
     if (lens->numel != b_n || onehot_fits(c, numel_of(x), t_n) < 0)
-        return lens->numel != b_n ? onnx_err(c, ONNX_E_SHAPE_VALUE, "sequence_lens needs %lld "
+        return lens->numel != b_n ? onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "sequence_lens needs %lld "
                                              "values", (long long)b_n) : -1;
     for (int i = 0; i <= r; i++)
         md[i] = i == 0 ? t_n : i == 1 + ta ? t_n : i == 1 + ba ? b_n : 1;
@@ -350,7 +350,7 @@ static int lower_max_unpool(onnx_ctx *c)
     if (nk == -2 || ns == -2 || np == -2)
         return -1;
     if (sp < 1 || nk != sp || (ns >= 0 && ns != sp) || (np >= 0 && np != 2 * sp))
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "kernel_shape, strides and pads need %d spatial "
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "kernel_shape, strides and pads need %d spatial "
                         "entries", sp);
     for (int i = 0; i < r; i++) {
         int s = i - 2;
@@ -361,12 +361,12 @@ static int lower_max_unpool(onnx_ctx *c)
     if (onnx_in(c, 2)) {
         const onnx_const *os = onnx_in_const(c, 2, "output_shape");
         if (!os || onnx_const_ints(os, out, CV_MAX_RANK) != r)
-            return os ? onnx_err(c, ONNX_E_ATTR_VALUE, "output_shape needs %d values", r) : -1;
+            return os ? onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "output_shape needs %d values", r) : -1;
     }
     int64_t n_out = prod(out, 0, r), m = numel_of(x);
     for (int i = 0; i < r; i++)
         if (out[i] < def[i])
-            return onnx_err(c, ONNX_E_ATTR_VALUE, "output_shape is smaller than the unpooled "
+            return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "output_shape is smaller than the unpooled "
                             "shape");
     if (onehot_fits(c, m, n_out) < 0)
         return -1;

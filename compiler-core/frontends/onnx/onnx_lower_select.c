@@ -19,7 +19,7 @@ static int lower_gather_elements(onnx_ctx *c)
     if (onnx_norm_axis(c, axis_attr, r, &axis) < 0 || onnx_static_extent(c, data, axis, &n) < 0)
         return -1;
     if (idx->type.shape.rank != r || r + 1 > CV_MAX_RANK)
-        return onnx_err(c, ONNX_E_SHAPE_VALUE, "indices must have the data's rank (< %d)",
+        return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "indices must have the data's rank (< %d)",
                         CV_MAX_RANK);
     cv_dtype it = idx->type.dtype;
     cv_value *neg = onnx_binary(c, "less", idx, onnx_scalar(c, it, 0));
@@ -68,11 +68,11 @@ static cv_value *nll(onnx_ctx *c, cv_value *lp, cv_value *t, cv_value *weight)
     int r = lp->type.shape.rank;
     if (r < 2 || t->type.shape.rank != r - 1 || onnx_static_extent(c, lp, 1, &classes) < 0) {
         if (r >= 2 && t->type.shape.rank != r - 1)
-            onnx_err(c, ONNX_E_SHAPE_VALUE, "target must have rank %d", r - 1);
+            onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "target must have rank %d", r - 1);
         return NULL;
     }
     if (strcmp(reduction, "none") && strcmp(reduction, "sum") && strcmp(reduction, "mean")) {
-        onnx_err(c, ONNX_E_ATTR_VALUE, "reduction '%s' is invalid", reduction);
+        onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "reduction '%s' is invalid", reduction);
         return NULL;
     }
     cv_dtype ft = lp->type.dtype, it = t->type.dtype;

@@ -13,7 +13,7 @@ onnx_val *onnx_val_list(onnx_ctx *c, int kind, onnx_val *const *elems, int n)
     onnx_val *v = cv_arena_alloc(c->a, sizeof *v);
     onnx_val **e = cv_arena_alloc_array(c->a, (size_t)n + 1, sizeof *e);
     if (!v || !e) {
-        onnx_err(c, 9002, "out of memory");
+        onnx_err(c, CV_E_OUT_OF_MEMORY, "out of memory");
         return NULL;
     }
     if (n)
@@ -66,7 +66,7 @@ static onnx_val *seq_in(onnx_ctx *c, int i)
 {
     onnx_val *v = onnx_in(c, i);
     if (!v || v->kind != ONNX_VAL_SEQ)
-        onnx_err(c, ONNX_E_ARITY, "input %d must be a sequence", i);
+        onnx_err(c, CV_E_ONNX_ARITY, "input %d must be a sequence", i);
     return v && v->kind == ONNX_VAL_SEQ ? v : NULL;
 }
 
@@ -81,12 +81,12 @@ static int position(onnx_ctx *c, int i, int64_t n, bool insert, int64_t dflt, in
     if (!k)
         return -1;
     if (k->numel != 1 || !onnx_const_is_int(k) || (k->syms && k->syms[0]))
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "'position' must be one known integer");
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "'position' must be one known integer");
     int64_t p = onnx_const_i64(k, 0);
     if (p < 0)
         p += n;
     if (p < 0 || p > n || (!insert && p == n))
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "position %lld is out of range for a sequence of "
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "position %lld is out of range for a sequence of "
                         "%lld", (long long)onnx_const_i64(k, 0), (long long)n);
     *out = p;
     return 0;
@@ -97,10 +97,10 @@ static int lower_seq_construct(onnx_ctx *c)
     int n = onnx_n_in(c);
     onnx_val *e[ONNX_MAX_SEQ];
     if (n > ONNX_MAX_SEQ)
-        return onnx_err(c, ONNX_E_ARITY, "more than %d elements", ONNX_MAX_SEQ);
+        return onnx_err(c, CV_E_ONNX_ARITY, "more than %d elements", ONNX_MAX_SEQ);
     for (int i = 0; i < n; i++)
         if (!(e[i] = onnx_in(c, i)) || e[i]->kind != ONNX_VAL_TENSOR)
-            return onnx_err(c, ONNX_E_ARITY, "input %d must be a tensor", i);
+            return onnx_err(c, CV_E_ONNX_ARITY, "input %d must be a tensor", i);
     return onnx_bind_val(c, 0, onnx_val_list(c, ONNX_VAL_SEQ, e, n));
 }
 
@@ -114,10 +114,10 @@ static int lower_seq_insert(onnx_ctx *c)
     onnx_val *s = seq_in(c, 0), *t = onnx_in(c, 1), *e[ONNX_MAX_SEQ];
     int64_t p;
     if (!s || !t || t->kind != ONNX_VAL_TENSOR)
-        return s ? onnx_err(c, ONNX_E_ARITY, "input 1 must be a tensor") : -1;
+        return s ? onnx_err(c, CV_E_ONNX_ARITY, "input 1 must be a tensor") : -1;
     if (s->n_elems >= ONNX_MAX_SEQ || position(c, 2, s->n_elems, true, s->n_elems, &p) < 0)
         return s->n_elems >= ONNX_MAX_SEQ
-                   ? onnx_err(c, ONNX_E_ARITY, "more than %d elements", ONNX_MAX_SEQ) : -1;
+                   ? onnx_err(c, CV_E_ONNX_ARITY, "more than %d elements", ONNX_MAX_SEQ) : -1;
     memcpy(e, s->elems, (size_t)p * sizeof *e);
     e[p] = t;
     memcpy(e + p + 1, s->elems + p, (size_t)(s->n_elems - p) * sizeof *e);
@@ -131,7 +131,7 @@ static int lower_seq_erase(onnx_ctx *c)
     if (!s || position(c, 1, s->n_elems, false, s->n_elems - 1, &p) < 0)
         return -1;
     if (p < 0)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "erasing from an empty sequence");
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "erasing from an empty sequence");
     memcpy(e, s->elems, (size_t)p * sizeof *e);
     memcpy(e + p, s->elems + p + 1, (size_t)(s->n_elems - p - 1) * sizeof *e);
     return onnx_bind_val(c, 0, onnx_val_list(c, ONNX_VAL_SEQ, e, s->n_elems - 1));
@@ -142,7 +142,7 @@ static int lower_seq_at(onnx_ctx *c)
     onnx_val *s = seq_in(c, 0);
     int64_t p;
     if (!s || !onnx_in(c, 1))
-        return s ? onnx_err(c, ONNX_E_ARITY, "input 1 is required") : -1;
+        return s ? onnx_err(c, CV_E_ONNX_ARITY, "input 1 is required") : -1;
     if (position(c, 1, s->n_elems, false, 0, &p) < 0)
         return -1;
     return onnx_bind_val(c, 0, s->elems[p]);
@@ -166,7 +166,7 @@ static int split_sizes(onnx_ctx *c, int64_t len, int64_t *sizes, bool *squeeze)
     *squeeze = false;
     if (!onnx_in(c, 1)) {
         if (len > ONNX_MAX_SEQ)
-            return onnx_err(c, ONNX_E_ARITY, "more than %d elements", ONNX_MAX_SEQ);
+            return onnx_err(c, CV_E_ONNX_ARITY, "more than %d elements", ONNX_MAX_SEQ);
         for (int64_t i = 0; i < len; i++)
             sizes[i] = 1;
         *squeeze = keepdims == 0;
@@ -176,10 +176,10 @@ static int split_sizes(onnx_ctx *c, int64_t len, int64_t *sizes, bool *squeeze)
     int64_t v[ONNX_MAX_SEQ];
     int n = k ? onnx_const_ints(k, v, ONNX_MAX_SEQ) : -1;
     if (n < 1)
-        return k ? onnx_err(c, ONNX_E_ATTR_VALUE, "'split' must be known integers") : -1;
+        return k ? onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "'split' must be known integers") : -1;
     if (k->rank == 0) {   /* one chunk size; the last piece may be shorter */
         if (v[0] < 1 || (len + v[0] - 1) / v[0] > ONNX_MAX_SEQ)
-            return onnx_err(c, ONNX_E_ATTR_VALUE, "split %lld is invalid", (long long)v[0]);
+            return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "split %lld is invalid", (long long)v[0]);
         n = 0;
         for (int64_t at = 0; at < len; at += v[0])
             sizes[n++] = len - at < v[0] ? len - at : v[0];
@@ -188,11 +188,11 @@ static int split_sizes(onnx_ctx *c, int64_t len, int64_t *sizes, bool *squeeze)
     int64_t sum = 0;
     for (int i = 0; i < n; i++) {
         if (v[i] < 0)
-            return onnx_err(c, ONNX_E_ATTR_VALUE, "split[%d] is negative", i);
+            return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "split[%d] is negative", i);
         sum += sizes[i] = v[i];
     }
     if (sum != len)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "'split' sums to %lld, the axis has %lld",
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "'split' sums to %lld, the axis has %lld",
                         (long long)sum, (long long)len);
     return n;
 }
@@ -232,7 +232,7 @@ static int lower_concat_from_seq(onnx_ctx *c)
         onnx_attr_int(c, "new_axis", 0, &new_axis) < 0)
         return -1;
     if (s->n_elems == 0)
-        return onnx_err(c, ONNX_E_ARITY, "the sequence is empty");
+        return onnx_err(c, CV_E_ONNX_ARITY, "the sequence is empty");
     cv_value *in[ONNX_MAX_SEQ];
     int a = 0;
     for (int i = 0; i < s->n_elems; i++) {
@@ -256,7 +256,7 @@ static int lower_optional(onnx_ctx *c)
 {
     onnx_val *x = onnx_in(c, 0);
     if (!x && !onnx_attr(c, "type"))
-        return onnx_err(c, ONNX_E_ATTRIBUTE, "an empty Optional needs the 'type' attribute");
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_TYPE, "an empty Optional needs the 'type' attribute");
     return onnx_bind_val(c, 0, onnx_val_list(c, ONNX_VAL_OPT, &x, x ? 1 : 0));
 }
 
@@ -273,11 +273,11 @@ static int lower_opt_get(onnx_ctx *c)
 {
     onnx_val *x = onnx_in(c, 0);
     if (!x)
-        return onnx_err(c, ONNX_E_ARITY, "input 0 is required");
+        return onnx_err(c, CV_E_ONNX_ARITY, "input 0 is required");
     if (x->kind != ONNX_VAL_OPT)
         return onnx_bind_val(c, 0, x);
     if (x->n_elems == 0)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "the optional '%s' is empty", x->name);
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "the optional '%s' is empty", x->name);
     return onnx_bind_val(c, 0, x->elems[0]);
 }
 

@@ -10,7 +10,7 @@ static onnx_val *data_in(onnx_ctx *c)
 {
     onnx_val *x = onnx_in(c, 0);
     if (!x)
-        onnx_err(c, ONNX_E_ARITY, "input 0 is required");
+        onnx_err(c, CV_E_ONNX_ARITY, "input 0 is required");
     return x;
 }
 
@@ -24,7 +24,7 @@ static int norm_axis(onnx_ctx *c, int64_t axis, int rank, int *out)
 {
     *out = 0;
     if (axis < -rank || axis >= rank || rank == 0)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "axis %lld is out of range for rank %d",
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "axis %lld is out of range for rank %d",
                         (long long)axis, rank);
     *out = (int)(axis < 0 ? axis + rank : axis);
     return 0;
@@ -58,7 +58,7 @@ static int reshape_target(onnx_ctx *c, const onnx_val *x, const onnx_const *sk, 
 {
     const cv_shape *in = &x->type.shape;
     if (sk->rank != 1 || !onnx_const_is_int(sk) || sk->numel > CV_MAX_RANK)
-        return onnx_err(c, ONNX_E_SHAPE_VALUE, "the target shape must be a 1-D integer tensor of "
+        return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "the target shape must be a 1-D integer tensor of "
                         "at most %d entries", CV_MAX_RANK);
     int holes = 0, zeros = 0;
     for (int i = 0; i < sk->numel; i++) {
@@ -71,17 +71,17 @@ static int reshape_target(onnx_ctx *c, const onnx_val *x, const onnx_const *sk, 
          * is the one extent -1 can infer (0 elements / the rest). */
         if (want[i] == 0 && allowzero) {
             if (!static_empty(in) || zeros++)
-                return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "allowzero=1 with a 0 in the shape "
+                return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "allowzero=1 with a 0 in the shape "
                                 "is supported once, for an input of static extent 0");
             want[i] = -1;
         }
         if (want[i] < -1)
-            return onnx_err(c, ONNX_E_SHAPE_VALUE, "shape[%d] = %lld is invalid", i,
+            return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "shape[%d] = %lld is invalid", i,
                             (long long)want[i]);
         holes += want[i] == -1;
     }
     if (holes > 1)
-        return onnx_err(c, ONNX_E_DATA_DEPENDENT, "the target shape has %d entries unknown at "
+        return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "the target shape has %d entries unknown at "
                         "import time (at most one can be inferred)", holes);
     return (int)sk->numel;
 }
@@ -97,7 +97,7 @@ static int static_reshape(onnx_ctx *c, const onnx_const *k, const int64_t *want,
         if (dims[i] == -1)
             hole = i;
         else if (!cv_mul_i64(prod, dims[i], &prod))
-            return onnx_err(c, ONNX_E_SHAPE_VALUE, "the target shape overflows");
+            return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "the target shape overflows");
     }
     if (hole >= 0)
         dims[hole] = prod ? k->numel / prod : 0;
@@ -106,7 +106,7 @@ static int static_reshape(onnx_ctx *c, const onnx_const *k, const int64_t *want,
         if (!cv_mul_i64(total, dims[i], &total))
             total = -1;
     if (total != k->numel)
-        return onnx_err(c, ONNX_E_SHAPE_VALUE, "cannot reshape %lld elements to the target shape",
+        return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "cannot reshape %lld elements to the target shape",
                         (long long)k->numel);
     return 0;
 }
@@ -138,7 +138,7 @@ static int lower_flatten(onnx_ctx *c)
     if (k && !x->v) {
         int a = (int)(axis < 0 ? axis + k->rank : axis);
         if (a < 0 || a > k->rank)
-            return onnx_err(c, ONNX_E_ATTR_VALUE, "axis %lld is out of range", (long long)axis);
+            return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "axis %lld is out of range", (long long)axis);
         int64_t dims[2] = {1, 1};
         for (int i = 0; i < k->rank; i++)
             dims[i >= a] *= k->dims[i];
@@ -187,7 +187,7 @@ static int lower_unsqueeze(onnx_ctx *c)
     if (!x || n == -2)
         return -1;
     if (n <= 0)
-        return onnx_err(c, ONNX_E_ATTRIBUTE, "'axes' is required");
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_TYPE, "'axes' is required");
     const onnx_const *k = foldable(x);
     if (k && !x->v) {
         int r = k->rank + n;
@@ -195,7 +195,7 @@ static int lower_unsqueeze(onnx_ctx *c)
         for (int i = 0; i < n; i++) {
             int a;
             if (r > CV_MAX_RANK || norm_axis(c, axes[i], r, &a) < 0)
-                return r > CV_MAX_RANK ? onnx_err(c, ONNX_E_RANK, "rank above %d", CV_MAX_RANK)
+                return r > CV_MAX_RANK ? onnx_err(c, CV_E_ONNX_RANK_LIMIT, "rank above %d", CV_MAX_RANK)
                                        : -1;
             mask |= 1u << a;
         }
@@ -216,7 +216,7 @@ static int lower_expand(onnx_ctx *c)
     if (!x || !sk)
         return -1;
     if (sk->rank != 1 || !onnx_const_is_int(sk) || sk->numel > CV_MAX_RANK)
-        return onnx_err(c, ONNX_E_SHAPE_VALUE, "the shape must be a 1-D integer tensor of at most "
+        return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "the shape must be a 1-D integer tensor of at most "
                         "%d entries", CV_MAX_RANK);
     int n = (int)sk->numel, off = n - x->type.shape.rank;
     int64_t want[CV_MAX_RANK];
@@ -225,7 +225,7 @@ static int lower_expand(onnx_ctx *c)
         const cv_dim *d = i - off >= 0 ? &x->type.shape.d[i - off] : NULL;
         want[i] = onnx_const_i64(sk, i);
         if (sym && !(d && d->sym && !strcmp(d->sym, sym)))
-            return onnx_err(c, ONNX_E_DATA_DEPENDENT, "shape[%d] is the symbolic %s", i, sym);
+            return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "shape[%d] is the symbolic %s", i, sym);
         if (sym)
             want[i] = 1;   /* broadcasting keeps the input's symbol */
     }
@@ -261,7 +261,7 @@ static int lower_transpose(onnx_ctx *c)
             own[a] = s;
         for (int a = 0; a < n; a++) {
             if (perm[a] < 0 || perm[a] >= n)
-                return onnx_err(c, ONNX_E_ATTR_VALUE, "perm[%d] is out of range", a);
+                return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "perm[%d] is out of range", a);
             dims[a] = k->dims[perm[a]];
             st[a] = own[perm[a]];
         }
@@ -279,15 +279,15 @@ static int lower_concat(onnx_ctx *c)
     if (onnx_attr_int(c, "axis", 0, &axis) < 0)
         return -1;
     if (!onnx_attr(c, "axis"))
-        return onnx_err(c, ONNX_E_ATTRIBUTE, "attribute 'axis' is required");
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_TYPE, "attribute 'axis' is required");
     if (n < 1 || n > 256)
-        return onnx_err(c, ONNX_E_ARITY, "needs 1 to 256 inputs, has %d", n);
+        return onnx_err(c, CV_E_ONNX_ARITY, "needs 1 to 256 inputs, has %d", n);
     const onnx_const *ks[256];
     bool all_const = true;
     for (int i = 0; i < n; i++) {
         onnx_val *v = onnx_in(c, i);
         if (!v)
-            return onnx_err(c, ONNX_E_ARITY, "input %d is missing", i);
+            return onnx_err(c, CV_E_ONNX_ARITY, "input %d is missing", i);
         ks[i] = foldable(v);
         all_const &= ks[i] && !v->v;
     }
@@ -297,7 +297,7 @@ static int lower_concat(onnx_ctx *c)
             return -1;
         onnx_const *k = onnx_fold_concat(c, ks, n, a);
         if (!k)
-            return onnx_err(c, ONNX_E_SHAPE_VALUE, "inputs do not concatenate");
+            return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "inputs do not concatenate");
         return onnx_bind_const(c, 0, k);
     }
     cv_value *vals[256];
@@ -318,16 +318,16 @@ static int split_sizes(onnx_ctx *c, const onnx_val *x, int axis, int n_out, int6
         return -1;
     if (n >= 0) {
         if (n != n_out)
-            return onnx_err(c, ONNX_E_ATTR_VALUE, "'split' has %d entries for %d outputs", n,
+            return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "'split' has %d entries for %d outputs", n,
                             n_out);
         return 0;
     }
     cv_dim d = x->type.shape.d[axis];
     if (d.sym)
-        return onnx_err(c, ONNX_E_DATA_DEPENDENT, "equal split of the symbolic axis %s", d.sym);
+        return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "equal split of the symbolic axis %s", d.sym);
     int64_t part = d.n / n_out + (d.n % n_out != 0);
     if (c->opset < 18 && d.n % n_out)
-        return onnx_err(c, ONNX_E_SHAPE_VALUE, "axis extent %lld does not split into %d equal "
+        return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "axis extent %lld does not split into %d equal "
                         "parts",
                         (long long)d.n, n_out);
     for (int i = 0; i < n_out; i++) {
@@ -346,7 +346,7 @@ static int lower_split(onnx_ctx *c)
         norm_axis(c, axis, x->type.shape.rank, &a) < 0)
         return -1;
     if (n_out < 1 || n_out > 64)
-        return onnx_err(c, ONNX_E_ARITY, "needs 1 to 64 outputs, has %d", n_out);
+        return onnx_err(c, CV_E_ONNX_ARITY, "needs 1 to 64 outputs, has %d", n_out);
     if (split_sizes(c, x, a, n_out, sizes) < 0)
         return -1;
     cv_value *v = onnx_in_value(c, 0), *outs[64];
@@ -379,7 +379,7 @@ static int slice_read(onnx_ctx *c, slice_args *s)
     if (ns == -2 || ne == -2 || na == -2 || nt == -2)
         return -1;
     if (ns < 0 || ns != ne || (na >= 0 && na != ns) || (nt >= 0 && nt != ns))
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "starts, ends, axes and steps must have one entry "
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "starts, ends, axes and steps must have one entry "
                         "per sliced axis");
     s->n = ns;
     s->has_axes = na >= 0;
@@ -390,7 +390,7 @@ static int slice_read(onnx_ctx *c, slice_args *s)
         if (!s->has_steps)
             s->steps[i] = 1;
         if (s->steps[i] == 0)
-            return onnx_err(c, ONNX_E_ATTR_VALUE, "steps[%d] is 0", i);
+            return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "steps[%d] is 0", i);
     }
     return 0;
 }
@@ -457,7 +457,7 @@ static int lower_gather(onnx_ctx *c)
     if (!x || onnx_attr_int(c, "axis", 0, &axis) < 0)
         return -1;
     if (!idx)
-        return onnx_err(c, ONNX_E_ARITY, "input 1 (indices) is required");
+        return onnx_err(c, CV_E_ONNX_ARITY, "input 1 (indices) is required");
     const onnx_const *k = foldable(x), *ik = foldable(idx);
     if (k && ik && !x->v) {
         int a;
@@ -483,7 +483,7 @@ static int pad_value(onnx_ctx *c, double *out)
         return 0;
     const onnx_const *k = onnx_in_const(c, 2, "constant_value");
     if (!k || k->numel != 1)
-        return k ? onnx_err(c, ONNX_E_ATTR_VALUE, "constant_value must be a scalar") : -1;
+        return k ? onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "constant_value must be a scalar") : -1;
     *out = onnx_const_f64(k, 0);
     return 0;
 }
@@ -504,7 +504,7 @@ static int lower_pad(onnx_ctx *c)
         for (na = 0; na < r; na++)
             axes[na] = na;
     if (np != 2 * na)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "'pads' has %d entries for %d axes", np, na);
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "'pads' has %d entries for %d axes", np, na);
     for (int i = 0; i < na; i++) {
         int a;
         if (norm_axis(c, axes[i], r, &a) < 0)
@@ -513,7 +513,7 @@ static int lower_pad(onnx_ctx *c)
         full[a + r] = pads[i + na];
     }
     if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge"))
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "mode '%s' is not supported", mode);
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "mode '%s' is not supported", mode);
     cv_value *v = onnx_in_value(c, 0);
     cv_op *o = onnx_op(c, "pad", &v, 1);
     if (o) {
@@ -534,12 +534,12 @@ static int lower_tile(onnx_ctx *c)
     if (!x || n == -2)
         return -1;
     if (n != x->type.shape.rank)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "'repeats' has %d entries for rank %d", n,
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "'repeats' has %d entries for rank %d", n,
                         x->type.shape.rank);
     cv_value *v = onnx_in_value(c, 0), *copies[256];
     for (int a = 0; a < n && v; a++) {
         if (reps[a] < 1 || reps[a] > 256)
-            return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "repeats[%d] = %lld (supported: 1 to 256)",
+            return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "repeats[%d] = %lld (supported: 1 to 256)",
                             a, (long long)reps[a]);
         if (reps[a] == 1)
             continue;

@@ -15,7 +15,7 @@ static int out_dtype(onnx_ctx *c, cv_dtype *dt)
         return -1;
     *dt = onnx_dtype((int32_t)odt);
     if (*dt == CV_DT_INVALID)
-        return onnx_err(c, ONNX_E_UNSUPPORTED_DTYPE, "output_datatype %s is not supported",
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_DTYPE, "output_datatype %s is not supported",
                         onnx_dtype_name((int32_t)odt));
     return 0;
 }
@@ -25,9 +25,9 @@ static int scalar_in(onnx_ctx *c, int i, const char *role, double *out)
 {
     const onnx_const *k = onnx_in_const(c, i, role);
     if (!k)
-        return onnx_in(c, i) ? -1 : onnx_err(c, ONNX_E_ARITY, "input %d (%s) is required", i, role);
+        return onnx_in(c, i) ? -1 : onnx_err(c, CV_E_ONNX_ARITY, "input %d (%s) is required", i, role);
     if (k->numel != 1 || (k->syms && k->syms[0]))
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "input %d (%s) must be one known value", i, role);
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "input %d (%s) must be one known value", i, role);
     *out = onnx_const_f64(k, 0);
     return 0;
 }
@@ -51,7 +51,7 @@ static int lower_window(onnx_ctx *c)
         out_dtype(c, &dt) < 0)
         return -1;
     if (size < 0 || size > ONNX_CONST_MAX_NUMEL)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "window size %g is out of range", size);
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "window size %g is out of range", size);
     int64_t n = (int64_t)size;
     double len = (double)(periodic ? n : n - 1);
     onnx_const *k = onnx_const_new(c, dt, 1, &n);
@@ -74,7 +74,7 @@ static int lower_mel(onnx_ctx *c)
         scalar_in(c, 4, "upper_edge_hertz", &hi_hz) < 0 || out_dtype(c, &dt) < 0)
         return -1;
     if (bins < 1 || bins > 4096 || dft < 1 || dft > (1 << 20) || rate <= 0)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "num_mel_bins, dft_length or sample_rate out of "
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "num_mel_bins, dft_length or sample_rate out of "
                         "range");
     int64_t nm = (int64_t)bins, dims[2] = {(int64_t)dft / 2 + 1, nm};
     onnx_const *k = onnx_const_new(c, dt, 2, dims);
@@ -87,7 +87,7 @@ static int lower_mel(onnx_ctx *c)
         double hz = 700 * (pow(10, ((double)i * step + lo_mel) / 2595) - 1);
         edge[i] = (int64_t)floor((double)((int64_t)dft + 1) * hz / rate);
         if (edge[i] < 0 || edge[i] >= dims[0] + (i == nm + 1))
-            return onnx_err(c, ONNX_E_ATTR_VALUE, "the mel band edges fall outside the spectrum");
+            return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "the mel band edges fall outside the spectrum");
     }
     memset(k->data, 0, (size_t)k->numel * cv_dtype_size(dt));
     for (int64_t i = 0; i < nm; i++) {
@@ -132,12 +132,12 @@ static cv_value *dft(onnx_ctx *c, cv_value *x, int64_t axis_attr, bool inverse, 
     if (r < 2 || onnx_norm_axis(c, axis_attr, r - 1, &axis) < 0 ||
         onnx_static_extent(c, x, axis, &n) < 0 || onnx_static_extent(c, x, r - 1, &parts) < 0) {
         if (r < 2)
-            onnx_err(c, ONNX_E_SHAPE_VALUE, "the signal needs rank >= 2");
+            onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "the signal needs rank >= 2");
         return NULL;
     }
     if (parts < 1 || parts > 2 || (onesided && inverse) || n < 1 || n > 65536 ||
         x->type.dtype != CV_F32) {
-        onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "the transform needs a float signal with 1 or 2 "
+        onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "the transform needs a float signal with 1 or 2 "
                  "parts in the last axis, and one-sided only forward");
         return NULL;
     }
@@ -184,7 +184,7 @@ static int lower_dft(onnx_ctx *c)
     int64_t r = x->type.shape.rank, a = axis < 0 ? axis + r - 1 : axis;
     if (onnx_in(c, 1) && (scalar_in(c, 1, "dft_length", &len) < 0 || a < 0 || a >= r ||
                           x->type.shape.d[a].sym || len != (double)x->type.shape.d[a].n))
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "dft_length other than the signal length is "
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "dft_length other than the signal length is "
                         "not supported");
     return onnx_bind_value(c, 0, dft(c, x, axis, inverse != 0, onesided != 0));
 }
@@ -201,16 +201,16 @@ static int lower_stft(onnx_ctx *c)
         (onnx_in(c, 3) && scalar_in(c, 3, "frame_length", &fl) < 0))
         return -1;
     if (win && (win->type.shape.rank != 1 || onnx_static_extent(c, win, 0, &wlen) < 0))
-        return win->type.shape.rank != 1 ? onnx_err(c, ONNX_E_SHAPE_VALUE, "window must be 1-D")
+        return win->type.shape.rank != 1 ? onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "window must be 1-D")
                                          : -1;
     if (onnx_in(c, 3) && wlen >= 0 && (int64_t)fl != wlen)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "frame_length differs from the window's length");
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "frame_length differs from the window's length");
     wlen = onnx_in(c, 3) ? (int64_t)fl : wlen;
     if (x->type.shape.rank != 3 || onnx_static_extent(c, x, 1, &len) < 0)
-        return x->type.shape.rank != 3 ? onnx_err(c, ONNX_E_SHAPE_VALUE, "signal must be "
+        return x->type.shape.rank != 3 ? onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "signal must be "
                                                   "[batch, length, 1|2]") : -1;
     if (wlen < 1 || wlen > len || step < 1)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "frame length or step out of range");
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "frame length or step out of range");
     int64_t dims[2] = {(len - wlen) / (int64_t)step + 1, wlen};
     onnx_const *idx = onnx_const_new(c, CV_I64, 2, dims);
     for (int64_t f = 0; idx && f < dims[0]; f++)

@@ -28,9 +28,9 @@ static int read_tfidf(onnx_ctx *c, tfidf *t)
         return -1;
     t->mode = !strcmp(mode, "TF") ? 0 : !strcmp(mode, "IDF") ? 1 : !strcmp(mode, "TFIDF") ? 2 : -1;
     if (t->mode < 0)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "mode must be TF, IDF or TFIDF, got '%s'", mode);
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "mode must be TF, IDF or TFIDF, got '%s'", mode);
     if (onnx_attr(c, "pool_strings"))
-        return onnx_err(c, ONNX_E_UNSUPPORTED_DTYPE, "string pools are not supported");
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_DTYPE, "string pools are not supported");
     t->n_pool = onnx_attr_ints(c, "pool_int64s", t->pool, TFIDF_MAX_POOL);
     t->n_counts = onnx_attr_ints(c, "ngram_counts", t->counts, 64);
     t->n_indexes = onnx_attr_ints(c, "ngram_indexes", t->indexes, TFIDF_MAX_POOL);
@@ -39,19 +39,19 @@ static int read_tfidf(onnx_ctx *c, tfidf *t)
         return -1;
     if (t->min_n < 1 || t->max_n < t->min_n || t->max_n > t->n_counts || t->max_skip < 0 ||
         t->max_skip > 64 || t->n_pool < 0 || t->n_counts < 1)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "inconsistent gram lengths, skips or ngram_counts");
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "inconsistent gram lengths, skips or ngram_counts");
     t->n_out = 0;
     for (int i = 0; i < t->n_indexes; i++) {
         if (t->indexes[i] < 0 || t->indexes[i] >= TFIDF_MAX_OUT)
-            return onnx_err(c, ONNX_E_ATTR_VALUE, "ngram_indexes[%d] is out of range", i);
+            return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "ngram_indexes[%d] is out of range", i);
         if (t->indexes[i] + 1 > t->n_out)
             t->n_out = t->indexes[i] + 1;
     }
     if (t->n_out > 64)
-        return onnx_err(c, ONNX_E_UNSUPPORTED_ATTR, "more than 64 output features are not "
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "more than 64 output features are not "
                         "supported");
     if (t->n_weights >= 0 && t->n_weights != t->n_indexes)
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "weights and ngram_indexes differ in length");
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "weights and ngram_indexes differ in length");
     return 0;
 }
 
@@ -111,7 +111,7 @@ static int lower_tfidf(onnx_ctx *c)
     int r = x->type.shape.rank;
     int64_t len;
     if ((r != 1 && r != 2) || !cv_dtype_is_int(x->type.dtype))
-        return onnx_err(c, ONNX_E_UNSUPPORTED_DTYPE, "the input must be a 1-D or 2-D integer "
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_DTYPE, "the input must be a 1-D or 2-D integer "
                         "tensor");
     int64_t rows = 1;
     if (onnx_static_extent(c, x, r - 1, &len) < 0 || (r == 2 && onnx_static_extent(c, x, 0,
@@ -119,22 +119,22 @@ static int lower_tfidf(onnx_ctx *c)
         return -1;
     cv_value **col = cv_arena_alloc_array(c->a, (size_t)tp->n_out + 1, sizeof *col);
     if (!col)
-        return onnx_err(c, 9002, "out of memory");
+        return onnx_err(c, CV_E_OUT_OF_MEMORY, "out of memory");
     int g = 0;   /* gram number = position in ngram_indexes */
     for (int n = 1; n <= tp->n_counts; n++) {
         int64_t from = tp->counts[n - 1], to = n < tp->n_counts ? tp->counts[n] : tp->n_pool;
         if (from < 0 || to < from || to > tp->n_pool || (to - from) % n)
-            return onnx_err(c, ONNX_E_ATTR_VALUE, "ngram_counts does not split the pool");
+            return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "ngram_counts does not split the pool");
         for (int64_t at = from; at < to; at += n, g++) {
             if (g >= tp->n_indexes)
-                return onnx_err(c, ONNX_E_ATTR_VALUE, "ngram_indexes is shorter than the pool");
+                return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "ngram_indexes is shorter than the pool");
             if (n < tp->min_n || n > tp->max_n)
                 continue;
             cv_value *v = gram_count(c, tp, x, len, &tp->pool[at], n);
             /* weights are indexed like the output (ONNX Runtime's reading) */
             int64_t out_at = tp->indexes[g];
             if (tp->n_weights > 0 && out_at >= tp->n_weights)
-                return onnx_err(c, ONNX_E_ATTR_VALUE, "no weight for output %lld",
+                return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "no weight for output %lld",
                                 (long long)out_at);
             double w = tp->n_weights > 0 ? tp->weights[out_at] : 1;
             if (v && tp->mode == 1) {   /* IDF: 1 where present (counts are whole) */

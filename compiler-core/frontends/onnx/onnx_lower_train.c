@@ -41,10 +41,10 @@ static int read_common(opt *o, int groups)
     if (!r || !t)
         return -1;
     if (r->numel != 1 || t->numel != 1 || !onnx_const_is_int(t))
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "R and T must be scalars");
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "R and T must be scalars");
     int n_in = onnx_n_in(c);
     if (n_in < 2 + groups || (n_in - 2) % groups)
-        return onnx_err(c, ONNX_E_ARITY, "needs R, T and %d groups of equal length", groups);
+        return onnx_err(c, CV_E_ONNX_ARITY, "needs R, T and %d groups of equal length", groups);
     o->r = onnx_const_f64(r, 0);
     o->t = onnx_const_i64(t, 0);
     o->n = (n_in - 2) / groups;
@@ -82,7 +82,7 @@ static int lower_momentum(onnx_ctx *c)
         return -1;
     bool nesterov = !strcmp(mode, "nesterov");
     if (!nesterov && strcmp(mode, "standard"))
-        return onnx_err(c, ONNX_E_ATTR_VALUE, "mode '%s' is not standard or nesterov", mode);
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "mode '%s' is not standard or nesterov", mode);
     double b = o.t > 0 ? beta : 1;
     int rc = 0;
     for (int j = 0; j < o.n; j++) {

@@ -18,13 +18,13 @@ enum { ONNX_MIN_OPSET = 7, ONNX_MAX_OPSET = 18 };
 static int check_envelope(onnx_ctx *c, const Onnx__ModelProto *mp)
 {
     if (!mp->graph)
-        return onnx_err(c, ONNX_E_BAD_MODEL, "the model has no graph");
+        return onnx_err(c, CV_E_ONNX_BAD_MODEL, "the model has no graph");
     if (mp->has_ir_version && mp->ir_version < 3)
-        return onnx_err(c, ONNX_E_OPSET, "IR version %" PRId64 " predates opset imports "
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_OPSET, "IR version %" PRId64 " predates opset imports "
                         "(need >= 3)",
                         mp->ir_version);
     if (mp->n_opset_import == 0)
-        return onnx_err(c, ONNX_E_BAD_MODEL, "the model has no opset_import");
+        return onnx_err(c, CV_E_ONNX_BAD_MODEL, "the model has no opset_import");
     /* Without the default domain every node is in another domain, and the
      * unsupported-op report says so. */
     c->opset = onnx_domain_opset(c, "");
@@ -33,7 +33,7 @@ static int check_envelope(onnx_ctx *c, const Onnx__ModelProto *mp)
     /* Ops whose semantics have not changed since opsets 1-6 are accepted
      * there (each registry entry records its earliest version). */
     if (c->opset < 1 || c->opset > ONNX_MAX_OPSET)
-        return onnx_err(c, ONNX_E_OPSET, "opset %" PRId64 " is not supported (%d to %d)", c->opset,
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_OPSET, "opset %" PRId64 " is not supported (%d to %d)", c->opset,
                         ONNX_MIN_OPSET, ONNX_MAX_OPSET);
     return 0;
 }
@@ -131,7 +131,7 @@ static int import_model(onnx_ctx *c, const Onnx__ModelProto *mp)
     int *order = calloc(g->n_node + 1, sizeof *order);   /* owned */
     if (!c->f || !order) {
         free(order);
-        return onnx_err(c, 9002, "out of memory");
+        return onnx_err(c, CV_E_OUT_OF_MEMORY, "out of memory");
     }
     int rc = onnx_check_graph(c, g, order);
     if (rc == 0)
@@ -170,15 +170,15 @@ static cv_module *import_unpacked(Onnx__ModelProto *mp, const char *path,
     if (fill_strings(mp) < 0) {
         if (fm)
             unmap_file(fm);
-        onnx_err_at(d, file, "ModelProto", 9002, "out of memory");
+        onnx_err_at(d, file, "ModelProto", CV_E_OUT_OF_MEMORY, "out of memory");
         return NULL;
     }
     char *base_dir = path ? cv_fs_dirname(path) : NULL;   /* owned */
     onnx_ctx c = {.d = d, .path = file, .base_dir = base_dir, .model = mp, .opts = opts};
     c.m = cv_module_new(path);
-    int rc = c.m ? 0 : onnx_err(&c, 9002, "out of memory");
+    int rc = c.m ? 0 : onnx_err(&c, CV_E_OUT_OF_MEMORY, "out of memory");
     if (fm && rc == 0 && cv_module_own(c.m, unmap_file, fm) < 0)
-        rc = onnx_err(&c, 9002, "out of memory");
+        rc = onnx_err(&c, CV_E_OUT_OF_MEMORY, "out of memory");
     else if (fm && rc == 0) {
         c.map = fm->p;
         c.map_len = fm->len;
@@ -205,7 +205,7 @@ static bool size_ok(size_t len, const char *file, cv_diag *d)
 {
     if (len <= CV_ONNX_MAX_FILE)
         return true;
-    onnx_err_at(d, file, "ModelProto", ONNX_E_TOO_LARGE, "the model is %zu bytes; protobuf "
+    onnx_err_at(d, file, "ModelProto", CV_E_ONNX_TOO_LARGE, "the model is %zu bytes; protobuf "
                 "holds at most 2 GB: store the weights as external data", len);
     return false;
 }
@@ -219,7 +219,7 @@ cv_module *cv_onnx_load_opts(const void *buf, size_t len, const char *path,
         return NULL;
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);  /* owned */
     if (!mp) {
-        onnx_err_at(d, file, "ModelProto", ONNX_E_BAD_PROTOBUF, "not a valid ONNX ModelProto");
+        onnx_err_at(d, file, "ModelProto", CV_E_ONNX_BAD_PROTOBUF, "not a valid ONNX ModelProto");
         return NULL;
     }
     cv_module *m = import_unpacked(mp, path, opts, NULL, d);
@@ -285,7 +285,7 @@ cv_module *cv_onnx_load(const char *path, cv_diag *d)
 {
     struct stat st;
     if (stat(path, &st) == 0 && (uint64_t)st.st_size > CV_ONNX_MAX_FILE) {
-        onnx_err_at(d, path, "ModelProto", ONNX_E_TOO_LARGE, "the model file is %lld bytes; "
+        onnx_err_at(d, path, "ModelProto", CV_E_ONNX_TOO_LARGE, "the model file is %lld bytes; "
                     "protobuf holds at most 2 GB: store the weights as external data",
                     (long long)st.st_size);
         return NULL;

@@ -91,17 +91,17 @@ int onnx_bind_list_input(onnx_ctx *c, int index, onnx_val *v, const Onnx__TypePr
     fix_symbols(c, tp, t, n);
     for (int i = 0; i < n; i++)
         if (!(e[i] = tensor_const_val(c, &t[i])))
-            rc = onnx_err(c, 9002, "out of memory binding '%s'", v->name);
+            rc = onnx_err(c, CV_E_OUT_OF_MEMORY, "out of memory binding '%s'", v->name);
     for (int i = 0; i < n; i++)
         cv_tensor_free(&t[i]);
     if (rc < 0 || (kind == 'o' && n > 1))
-        return rc < 0 ? -1 : onnx_err(c, ONNX_E_ARITY, "optional '%s' bound to %d tensors",
+        return rc < 0 ? -1 : onnx_err(c, CV_E_ONNX_ARITY, "optional '%s' bound to %d tensors",
                                       v->name, n);
     onnx_val *inner = kind == 's' || kind == 'p' ? onnx_val_list(c, ONNX_VAL_SEQ, e, n) : NULL;
     onnx_val *src = kind == 's' ? inner
                   : onnx_val_list(c, ONNX_VAL_OPT, kind == 'p' ? &inner : e, absent ? 0 : 1);
     if (!src || (kind == 'o' && !absent && n != 1))
-        return src ? onnx_err(c, ONNX_E_ARITY, "optional '%s' bound to no tensor", v->name) : -1;
+        return src ? onnx_err(c, CV_E_ONNX_ARITY, "optional '%s' bound to no tensor", v->name) : -1;
     v->kind = src->kind;
     v->elems = src->elems;
     v->n_elems = src->n_elems;
@@ -114,11 +114,11 @@ static int read_tensors(Onnx__TensorProto *const *tv, size_t n, const char *name
                         int max, cv_diag *d)
 {
     if (n > (size_t)max)
-        return onnx_err_at(d, name, "SequenceProto", ONNX_E_ARITY, "more than %d tensors", max);
+        return onnx_err_at(d, name, "SequenceProto", CV_E_ONNX_ARITY, "more than %d tensors", max);
     for (size_t i = 0; i < n; i++) {
         size_t len = onnx__tensor_proto__get_packed_size(tv[i]);
         uint8_t *buf = malloc(len ? len : 1);   /* owned */
-        int rc = buf ? 0 : onnx_err_at(d, name, "SequenceProto", 9002, "out of memory");
+        int rc = buf ? 0 : onnx_err_at(d, name, "SequenceProto", CV_E_OUT_OF_MEMORY, "out of memory");
         if (rc == 0) {
             onnx__tensor_proto__pack(tv[i], buf);
             rc = cv_onnx_read_tensor_pb(buf, len, name, &out[i], d);
@@ -137,7 +137,7 @@ static int read_seq(const Onnx__SequenceProto *s, const char *name, cv_tensor *o
                     cv_diag *d)
 {
     if (s->n_sequence_values || s->n_optional_values)
-        return onnx_err_at(d, name, "SequenceProto", ONNX_E_NON_TENSOR,
+        return onnx_err_at(d, name, "SequenceProto", CV_E_ONNX_NON_TENSOR,
                            "sequences of sequences or optionals are not supported");
     return read_tensors(s->tensor_values, s->n_tensor_values, name, out, max, d);
 }
@@ -149,7 +149,7 @@ int cv_onnx_read_list_pb(const void *buf, size_t len, const char *name, char kin
     if (kind == 's') {
         Onnx__SequenceProto *s = onnx__sequence_proto__unpack(NULL, len, buf);   /* owned */
         int n = s ? read_seq(s, name, out, max, d)
-                  : onnx_err_at(d, name, "SequenceProto", ONNX_E_BAD_PROTOBUF,
+                  : onnx_err_at(d, name, "SequenceProto", CV_E_ONNX_BAD_PROTOBUF,
                                 "not a valid SequenceProto");
         onnx__sequence_proto__free_unpacked(s, NULL);
         return n;
@@ -157,13 +157,13 @@ int cv_onnx_read_list_pb(const void *buf, size_t len, const char *name, char kin
     Onnx__OptionalProto *o = onnx__optional_proto__unpack(NULL, len, buf);   /* owned */
     int n = 0;
     if (!o)
-        n = onnx_err_at(d, name, "OptionalProto", ONNX_E_BAD_PROTOBUF, "not a valid OptionalProto");
+        n = onnx_err_at(d, name, "OptionalProto", CV_E_ONNX_BAD_PROTOBUF, "not a valid OptionalProto");
     else if (o->tensor_value)
         n = read_tensors(&o->tensor_value, 1, name, out, max, d);
     else if (o->sequence_value)
         n = read_seq(o->sequence_value, name, out, max, d);
     else if (o->optional_value)
-        n = onnx_err_at(d, name, "OptionalProto", ONNX_E_NON_TENSOR,
+        n = onnx_err_at(d, name, "OptionalProto", CV_E_ONNX_NON_TENSOR,
                         "optionals of optionals are not supported");
     else
         *absent = true;

@@ -64,16 +64,16 @@ static int terr(const tensor_src *s, int code, const char *fmt, ...)
 static int decode_dims(const Onnx__TensorProto *t, const tensor_src *s, onnx_const *out)
 {
     if (t->n_dims > CV_MAX_RANK)
-        return terr(s, ONNX_E_RANK, "rank %zu exceeds the supported maximum of %d",
+        return terr(s, CV_E_ONNX_RANK_LIMIT, "rank %zu exceeds the supported maximum of %d",
                     t->n_dims, CV_MAX_RANK);
     out->rank = (int)t->n_dims;
     out->numel = 1;
     for (size_t i = 0; i < t->n_dims; i++) {
         if (t->dims[i] < 0)
-            return terr(s, ONNX_E_DIM, "dimension %zu is negative (%" PRId64 ")", i, t->dims[i]);
+            return terr(s, CV_E_ONNX_INVALID_DIM, "dimension %zu is negative (%" PRId64 ")", i, t->dims[i]);
         out->dims[i] = t->dims[i];
         if (!cv_mul_i64(out->numel, t->dims[i], &out->numel) || out->numel > (INT64_MAX >> 4))
-            return terr(s, ONNX_E_DIM, "element count overflows");
+            return terr(s, CV_E_ONNX_INVALID_DIM, "element count overflows");
     }
     return 0;
 }
@@ -142,27 +142,27 @@ static int open_external(const Onnx__TensorProto *t, const char *base_dir, const
     const char *loc = ext_key(t, "location");
     *fp = NULL;
     if (!base_dir)
-        return terr(s, ONNX_E_EXTERNAL, "external data is not allowed for a model read from "
+        return terr(s, CV_E_ONNX_EXTERNAL_DATA, "external data is not allowed for a model read from "
                     "memory");
     if (!loc || !*loc)
-        return terr(s, ONNX_E_EXTERNAL, "external data has no 'location'");
+        return terr(s, CV_E_ONNX_EXTERNAL_DATA, "external data has no 'location'");
     uint64_t off = 0, len = nbytes;
     if (parse_u64(ext_key(t, "offset"), &off) < 0 || parse_u64(ext_key(t, "length"), &len) < 0)
-        return terr(s, ONNX_E_EXTERNAL, "external data has a malformed offset or length");
+        return terr(s, CV_E_ONNX_EXTERNAL_DATA, "external data has a malformed offset or length");
     if (len != nbytes)
-        return terr(s, ONNX_E_EXTERNAL, "external data length %" PRIu64 " differs from the %zu "
+        return terr(s, CV_E_ONNX_EXTERNAL_DATA, "external data length %" PRIu64 " differs from the %zu "
                     "bytes its dims need", len, nbytes);
     char *full = NULL;   /* owned */
     if (cv_fs_resolve_inside(base_dir, loc, &full, s->d) < 0)
-        return terr(s, ONNX_E_EXTERNAL, "external data location '%s' is refused", loc);
+        return terr(s, CV_E_ONNX_EXTERNAL_DATA, "external data location '%s' is refused", loc);
     struct stat st;
     int rc = 0;
     *fp = fopen(full, "rb");
     if (!*fp)
-        rc = terr(s, ONNX_E_EXTERNAL, "cannot open external data '%s': %s", loc, strerror(errno));
+        rc = terr(s, CV_E_ONNX_EXTERNAL_DATA, "cannot open external data '%s': %s", loc, strerror(errno));
     else if (fstat(fileno(*fp), &st) != 0 || !S_ISREG(st.st_mode) || off > (uint64_t)st.st_size ||
              nbytes > (uint64_t)st.st_size - off || fseeko(*fp, (off_t)off, SEEK_SET) != 0)
-        rc = terr(s, ONNX_E_EXTERNAL, "external data '%s' is not a file holding offset %" PRIu64
+        rc = terr(s, CV_E_ONNX_EXTERNAL_DATA, "external data '%s' is not a file holding offset %" PRIu64
                   " + %zu bytes", loc, off, nbytes);
     free(full);
     if (rc < 0 && *fp) {
@@ -178,10 +178,10 @@ int onnx_tensor_decode(const Onnx__TensorProto *t, cv_arena *a, const char *base
     tensor_src s = {file, what && *what ? what : "<unnamed>", d};
     memset(out, 0, sizeof *out);
     if (t->segment)
-        return terr(&s, ONNX_E_UNSUPPORTED_ATTR, "segmented tensors are not supported");
+        return terr(&s, CV_E_ONNX_UNSUPPORTED_FEATURE, "segmented tensors are not supported");
     out->dt = onnx_dtype(t->data_type);
     if (out->dt == CV_DT_INVALID)
-        return terr(&s, ONNX_E_UNSUPPORTED_DTYPE, "element type %s (%d) is not supported",
+        return terr(&s, CV_E_ONNX_UNSUPPORTED_DTYPE, "element type %s (%d) is not supported",
                     onnx_dtype_name(t->data_type), (int)t->data_type);
     if (decode_dims(t, &s, out) < 0)
         return -1;
@@ -191,25 +191,25 @@ int onnx_tensor_decode(const Onnx__TensorProto *t, cv_arena *a, const char *base
     /* Sizes are checked against the data present before anything is
      * allocated, so that dims cannot ask for more memory than the file holds. */
     if (!external && t->has_raw_data && t->raw_data.len != nbytes)
-        return terr(&s, ONNX_E_TENSOR_DATA, "raw_data holds %zu bytes but its dims need %zu",
+        return terr(&s, CV_E_ONNX_TENSOR_DATA, "raw_data holds %zu bytes but its dims need %zu",
                     t->raw_data.len, nbytes);
     if (!external && !t->has_raw_data && typed_count(t) != (size_t)out->numel)
-        return terr(&s, ONNX_E_TENSOR_DATA, "holds %zu values but its dims need %zu",
+        return terr(&s, CV_E_ONNX_TENSOR_DATA, "holds %zu values but its dims need %zu",
                     typed_count(t), (size_t)out->numel);
     if (!external && t->has_raw_data && out->dt != CV_BOOL) {
         /* Borrowed: the unpacked protobuf outlives the import that reads it,
          * so the weights are copied once, into the module. */
         out->data = nbytes ? (void *)t->raw_data.data : cv_arena_alloc(a, 1);
-        return out->data ? 0 : terr(&s, 9002, "out of memory");
+        return out->data ? 0 : terr(&s, CV_E_OUT_OF_MEMORY, "out of memory");
     }
     FILE *fp = NULL;   /* owned */
     if (external && open_external(t, base_dir, &s, nbytes, &fp) < 0)
         return -1;
     out->data = cv_arena_alloc(a, nbytes ? nbytes : 1);
-    int rc = out->data ? 0 : terr(&s, 9002, "out of memory for %zu bytes", nbytes);
+    int rc = out->data ? 0 : terr(&s, CV_E_OUT_OF_MEMORY, "out of memory for %zu bytes", nbytes);
     if (fp) {
         if (rc == 0 && nbytes && fread(out->data, 1, nbytes, fp) != nbytes)
-            rc = terr(&s, ONNX_E_EXTERNAL, "cannot read %zu bytes of external data", nbytes);
+            rc = terr(&s, CV_E_ONNX_EXTERNAL_DATA, "cannot read %zu bytes of external data", nbytes);
         fclose(fp);
         return rc;
     }
@@ -235,13 +235,13 @@ int cv_onnx_read_tensor_pb(const void *buf, size_t len, const char *name, cv_ten
         return -1;
     Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, len, buf);  /* owned */
     if (!t)
-        return onnx_err_at(d, name, "TensorProto", ONNX_E_BAD_PROTOBUF, "not a valid TensorProto");
+        return onnx_err_at(d, name, "TensorProto", CV_E_ONNX_BAD_PROTOBUF, "not a valid TensorProto");
     cv_arena a;
     cv_arena_init(&a);
     onnx_const k;
     int rc = onnx_tensor_decode(t, &a, NULL, name, t->name, &k, d);
     if (rc == 0 && cv_tensor_alloc(out, k.dt, k.rank, k.dims) < 0)
-        rc = onnx_err_at(d, name, "TensorProto", 9002, "cannot allocate the tensor");
+        rc = onnx_err_at(d, name, "TensorProto", CV_E_OUT_OF_MEMORY, "cannot allocate the tensor");
     if (rc == 0 && k.numel)
         memcpy(out->data, k.data, (size_t)k.numel * cv_dtype_size(k.dt));
     cv_arena_free(&a);

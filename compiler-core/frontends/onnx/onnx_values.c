@@ -102,28 +102,28 @@ int onnx_type_from_proto(onnx_ctx *c, const Onnx__TypeProto *tp, const char *wha
 {
     memset(out, 0, sizeof *out);
     if (!tp)
-        return onnx_err(c, ONNX_E_NO_TYPE, "'%s' has no type", what);
+        return onnx_err(c, CV_E_ONNX_MISSING_TYPE, "'%s' has no type", what);
     if (tp->value_case == ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE)
-        return onnx_err(c, ONNX_E_SPARSE, "'%s' is a sparse tensor (not supported)", what);
+        return onnx_err(c, CV_E_ONNX_SPARSE_TENSOR, "'%s' is a sparse tensor (not supported)", what);
     if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
-        return onnx_err(c, ONNX_E_NON_TENSOR, "'%s' is a sequence, map or optional (only tensors "
+        return onnx_err(c, CV_E_ONNX_NON_TENSOR, "'%s' is a sequence, map or optional (only tensors "
                         "are supported)", what);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     out->dtype = onnx_dtype(tt->elem_type);
     if (out->dtype == CV_DT_INVALID)
-        return onnx_err(c, ONNX_E_UNSUPPORTED_DTYPE, "'%s' has element type %s, which CU-IR lacks",
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_DTYPE, "'%s' has element type %s, which CU-IR lacks",
                         what, onnx_dtype_name(tt->elem_type));
     if (!tt->shape)
-        return onnx_err(c, ONNX_E_NO_TYPE, "'%s' has no shape", what);
+        return onnx_err(c, CV_E_ONNX_MISSING_TYPE, "'%s' has no shape", what);
     if (tt->shape->n_dim > CV_MAX_RANK)
-        return onnx_err(c, ONNX_E_RANK, "'%s' has rank %zu (at most %d)", what,
+        return onnx_err(c, CV_E_ONNX_RANK_LIMIT, "'%s' has rank %zu (at most %d)", what,
                         tt->shape->n_dim, CV_MAX_RANK);
     out->shape.rank = (int)tt->shape->n_dim;
     for (size_t i = 0; i < tt->shape->n_dim; i++) {
         const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[i];
         if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
             if (dim->dim_value < 0)
-                return onnx_err(c, ONNX_E_DIM, "'%s' has a negative dimension (%" PRId64 ")",
+                return onnx_err(c, CV_E_ONNX_INVALID_DIM, "'%s' has a negative dimension (%" PRId64 ")",
                                 what, dim->dim_value);
             out->shape.d[i].n = dim->dim_value;
         } else {
@@ -138,14 +138,14 @@ int onnx_type_from_proto(onnx_ctx *c, const Onnx__TypeProto *tp, const char *wha
     int64_t n = 1;
     for (int i = 0; i < out->shape.rank; i++)
         if (!out->shape.d[i].sym && !cv_mul_i64(n, out->shape.d[i].n, &n))
-            return onnx_err(c, ONNX_E_DIM, "'%s' has an element count that overflows", what);
+            return onnx_err(c, CV_E_ONNX_INVALID_DIM, "'%s' has an element count that overflows", what);
     return 0;
 }
 
 cv_value *onnx_materialize(onnx_ctx *c, onnx_val *v)
 {
     if (v->kind != ONNX_VAL_TENSOR) {
-        onnx_err(c, ONNX_E_NON_TENSOR, "'%s' is a sequence or optional where a tensor is needed",
+        onnx_err(c, CV_E_ONNX_NON_TENSOR, "'%s' is a sequence or optional where a tensor is needed",
                  v->name);
         return NULL;
     }
@@ -155,7 +155,7 @@ cv_value *onnx_materialize(onnx_ctx *c, onnx_val *v)
     if (k->syms)
         for (int64_t i = 0; i < k->numel; i++)
             if (k->syms[i]) {
-                onnx_err(c, ONNX_E_DATA_DEPENDENT, "'%s' depends on the symbolic dimension %s, "
+                onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "'%s' depends on the symbolic dimension %s, "
                          "which CU-IR cannot use as data", v->name, k->syms[i]);
                 return NULL;
             }
@@ -165,7 +165,7 @@ cv_value *onnx_materialize(onnx_ctx *c, onnx_val *v)
     size_t nbytes = (size_t)k->numel * cv_dtype_size(k->dt);
     cv_param *p = id ? cv_func_add_dense(c->f, id, &t, k->data, k->mapped ? 0 : nbytes) : NULL;
     if (!p) {
-        onnx_err(c, 9002, "out of memory adding constant '%s'", v->name);
+        onnx_err(c, CV_E_OUT_OF_MEMORY, "out of memory adding constant '%s'", v->name);
         return NULL;
     }
     if (k->mapped) {
@@ -180,7 +180,7 @@ cv_value *onnx_in_value(onnx_ctx *c, int i)
 {
     onnx_val *v = onnx_in(c, i);
     if (!v) {
-        onnx_err(c, ONNX_E_ARITY, "input %d is required", i);
+        onnx_err(c, CV_E_ONNX_ARITY, "input %d is required", i);
         return NULL;
     }
     return onnx_materialize(c, v);
@@ -212,7 +212,7 @@ const onnx_const *onnx_in_const(onnx_ctx *c, int i, const char *role)
     if (!v->c && !v->not_const && !(v->c = eval_constant(c, v)))
         v->not_const = true;
     if (!v->c && role)
-        onnx_err(c, ONNX_E_DATA_DEPENDENT, "input %d (%s, '%s') is computed at run time; CU-IR "
+        onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "input %d (%s, '%s') is computed at run time; CU-IR "
                  "needs it at import time", i, role, v->name);
     return v->c;
 }
@@ -259,7 +259,7 @@ int onnx_ints_arg(onnx_ctx *c, int input, const char *attr, int input_since, int
         return -2;
     int n = onnx_const_ints(k, out, max);
     if (n < 0) {
-        onnx_err(c, k->numel > max ? ONNX_E_ATTR_VALUE : ONNX_E_DATA_DEPENDENT,
+        onnx_err(c, k->numel > max ? CV_E_ONNX_ATTRIBUTE_VALUE : CV_E_ONNX_DATA_DEPENDENT_SHAPE,
                  "'%s' must be a list of at most %d known integers", attr, max);
         return -2;
     }

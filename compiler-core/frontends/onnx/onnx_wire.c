@@ -47,7 +47,7 @@ static int read_varint(wire_walk *w, size_t end, uint64_t *out)
     uint64_t v = 0;
     for (int shift = 0; shift < 70; shift += 7) {
         if (w->pos >= end)
-            return wire_err(w, ONNX_E_TRUNCATED, NULL,
+            return wire_err(w, CV_E_ONNX_TRUNCATED, NULL,
                             "%s: protobuf varint truncated at byte %zu (truncated file?)", w->pos);
         uint8_t b = w->p[w->pos++];
         if (shift == 63 && b > 1)
@@ -58,7 +58,7 @@ static int read_varint(wire_walk *w, size_t end, uint64_t *out)
             return 0;
         }
     }
-    return wire_err(w, ONNX_E_BAD_PROTOBUF, NULL, "%s: malformed protobuf varint at byte %zu",
+    return wire_err(w, CV_E_ONNX_BAD_PROTOBUF, NULL, "%s: malformed protobuf varint at byte %zu",
                     w->pos);
 }
 
@@ -80,7 +80,7 @@ static int expected_wire_type(const ProtobufCFieldDescriptor *f)
 static int skip_bytes(wire_walk *w, size_t end, uint64_t n, const char *leaf)
 {
     if (n > end - w->pos)
-        return wire_err(w, ONNX_E_TRUNCATED, leaf,
+        return wire_err(w, CV_E_ONNX_TRUNCATED, leaf,
                         "%s: protobuf field runs past the end of its message at byte %zu "
                         "(truncated file?)", w->pos);
     w->pos += (size_t)n;
@@ -98,7 +98,7 @@ static int walk_field(wire_walk *w)
     uint64_t num = tag >> 3;
     int wt = (int)(tag & 7);
     if (num == 0 || num > 536870911u)
-        return wire_err(w, ONNX_E_BAD_PROTOBUF, NULL,
+        return wire_err(w, CV_E_ONNX_BAD_PROTOBUF, NULL,
                         "%s: invalid protobuf field number at byte %zu", start);
     const ProtobufCFieldDescriptor *f =
         protobuf_c_message_descriptor_get_field(fr->desc, (unsigned)num);
@@ -107,7 +107,7 @@ static int walk_field(wire_walk *w)
         int want = expected_wire_type(f);
         bool packed_ok = f->label == PROTOBUF_C_LABEL_REPEATED && want != 2 && wt == 2;
         if (wt != want && !packed_ok)
-            return wire_err(w, ONNX_E_WIRE_TYPE, leaf,
+            return wire_err(w, CV_E_ONNX_WIRE_TYPE, leaf,
                             "%s: protobuf field has the wrong wire type at byte %zu", start);
     }
     uint64_t v;
@@ -125,7 +125,7 @@ static int walk_field(wire_walk *w)
             return skip_bytes(w, fr->end, v, leaf);
         if (f && f->type == PROTOBUF_C_TYPE_MESSAGE) {
             if (w->depth + 1 >= ONNX_MAX_NESTING)
-                return wire_err(w, ONNX_E_NESTING, leaf,
+                return wire_err(w, CV_E_ONNX_NESTING, leaf,
                                 "%s: protobuf messages nested too deep at byte %zu", start);
             w->depth++;
             w->stack[w->depth] = (wire_frame){(const ProtobufCMessageDescriptor *)f->descriptor,
@@ -135,7 +135,7 @@ static int walk_field(wire_walk *w)
         return skip_bytes(w, fr->end, v, leaf);
     default:
         /* Groups (3, 4) are not used by onnx.proto; 6 and 7 do not exist. */
-        return wire_err(w, ONNX_E_WIRE_TYPE, leaf,
+        return wire_err(w, CV_E_ONNX_WIRE_TYPE, leaf,
                         "%s: unsupported protobuf wire type (group or invalid) at byte %zu", start);
     }
 }

@@ -31,7 +31,8 @@ enum {
     CU_STREAM_CAPTURE_STATUS_NONE = 0,
 };
 
-/* Diagnostic codes (common/diag_codes.c). */
+/* Diagnostic codes (common/diag_codes.h; numbers here: this runtime is
+ * built without common/). */
 enum {
     CVCU_E_NO_DRIVER = 5060, CVCU_E_NO_DEVICE = 5061, CVCU_E_OLD_DEVICE = 5062,
     CVCU_E_DRIVER = 5063, CVCU_E_DEVICE_OOM = 5064,
