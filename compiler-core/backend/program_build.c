@@ -17,17 +17,17 @@ static cv_span func_span(const cv_func *f)
     return s;
 }
 
-/* Expression dims (2*N, (L + 1) floordiv 2) need run-time evaluation the
- * kernels do not have yet: refused by name instead of mis-bound. */
-static int refuse_dim_exprs(const cv_func *f, cv_diag *d)
+/* An input's dims bind the symbols (docs/artifact-c.md): an expression
+ * there (2*N) would leave a symbol the caller cannot give. */
+static int refuse_input_exprs(const cv_func *f, cv_diag *d)
 {
-    for (int i = 0; i < f->n_values; i++) {
-        const cv_value *v = f->values[i];
+    for (int i = 0; i < f->n_inputs; i++) {
+        const cv_value *v = f->inputs[i];
         for (int k = 0; k < v->type.shape.rank; k++)
             if (cv_dim_is_expr(v->type.shape.d[k]))
                 return cv_diag_error(d, 4005, func_span(f),
-                                     "value %%%s has dimension %d = %s: this backend does not yet "
-                                     "compile dimension expressions (the interpreter runs them)",
+                                     "input %%%s has dimension %d = %s: this backend needs "
+                                     "inputs whose dims are integers or bare symbols",
                                      v->name, k, v->type.shape.d[k].sym), -1;
     }
     return 0;
@@ -207,7 +207,7 @@ static int build_body(cv_kprog *p, const cv_func *f, int blk, cv_diag *d)
         return -1;
     for (int i = 0; i < f->n_values; i++)
         p->value_store[i] = -1;
-    if (refuse_dim_exprs(f, d) || collect_syms(p, f) || bind_signature(p, f))
+    if (refuse_input_exprs(f, d) || collect_syms(p, f) || bind_signature(p, f))
         return -1;
     int *next = cv_kp_alloc(p, sizeof *next * (size_t)(f->n_ops + 1));
     int *link = cv_kp_alloc(p, sizeof *link * (size_t)(f->n_ops + 1));
