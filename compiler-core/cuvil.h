@@ -144,6 +144,10 @@ typedef struct cv_compile_info {
     int pass_dead_ops, pass_dead_params;
     int pass_attention, pass_layer_norms, pass_gelus;  /* chains made one op (issue 26) */
     int64_t arena_bytes, peak_bytes;  /* with every symbolic dim = 1 */
+    /* The arena as a formula of the symbols ("4096*L + 64*(P + 1)"; empty
+     * when static) and its size at every symbol = 1, 16 and 128. */
+    char arena_formula[512];
+    int64_t arena_at[3];
     double ms_passes, ms_codegen, ms_llvm, ms_link;
     bool linked_so;         /* false for a cross target whose linker is missing */
     /* Reduced precision: which ops ran in which type, SQNR per output and

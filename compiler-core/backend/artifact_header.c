@@ -35,6 +35,23 @@ void cv_artifact_arena_expr(const cv_kprog *p, const char *arr, cv_sb *out)
     }
 }
 
+void cv_artifact_arena_formula(const cv_kprog *p, cv_sb *out)
+{
+    if (p->n_classes == 0)
+        cv_sb_putc(out, '0');
+    for (int c = 0; c < p->n_classes; c++) {
+        const cv_kclass *k = &p->classes[c];
+        cv_sb_printf(out, "%s%lld", c ? " + " : "", (long long)k->units);
+        for (int i = 0; i < k->degree; i++) {
+            int s = k->syms[i];
+            if (s < p->n_syms)
+                cv_sb_printf(out, "*%s", p->sym_names[s]);
+            else
+                cv_sb_printf(out, "*(%s)", p->dsyms[s - p->n_syms].sym);
+        }
+    }
+}
+
 static void upper(const char *s, char *out, size_t size)
 {
     size_t i = 0;
@@ -109,6 +126,10 @@ static void io_macros(const cv_kprog *p, const char *N, const char *kind, int i,
  * CV_<N>_DERIVED_<j>(symbolic_dims). */
 static void derived_macros(const cv_kprog *p, const char *N, cv_sb *o)
 {
+    if (p->n_dsyms)
+        cv_sb_printf(o, "/* Dims computed from the symbols: CV_%s_SYM(CV_%s_NUM_SYMBOLS + j) in a\n"
+                        " * SHAPE is CV_%s_DERIVED_j(symbolic_dims); the arena formula uses them. */\n",
+                     N, N, N);
     cv_sb_printf(o, "#define CV_%s_NUM_DERIVED %d\n", N, p->n_dsyms);
     for (int j = 0; j < p->n_dsyms; j++) {
         cv_sb_printf(o, "/* %s */\n#define CV_%s_DERIVED_%d(d) ", p->dsyms[j].sym, N, j);

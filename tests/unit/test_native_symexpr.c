@@ -4,7 +4,7 @@
  * are compiled ONCE and run at several symbol values, each compared with
  * the reference interpreter; the arena is a formula of the symbols that
  * grows once and allocates nothing at a shape already seen; one model runs
- * on AArch64 under qemu. */
+ * on AArch64 under qemu; the C99 backend compiles them too. */
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +16,7 @@
 #include "compiler-core/passes/passes.h"
 #include "compiler-core/runtime/cvrt_internal.h"
 #include "tests/unit/test_backend_util.h"
+#include "tests/unit/test_c99_util.h"
 #include "tests/unit/test_cross_util.h"
 
 /* ---- building models ------------------------------------------------------ */
@@ -113,8 +114,11 @@ static cv_module *decode_model(void)
     cv_value *v = cv_func_add_input(f, "v", &tn);
     cv_value *kk = op(f, "concat", "axis=2", 2, pk, k), *vv = op(f, "concat", "axis=2", 2, pv, v);
     cv_value *y = op(f, "attention", "causal=1", 3, q, kk, vv);
-    cv_value *ret[2] = {y, kk};
-    finish(f, ret, 2);
+    /* the newest keys' softmax over the cache axis: a slice with a
+     * symbolic extent and a softmax over a symbolic axis */
+    cv_value *sl = op(f, "slice", "starts=[1] ends=[1000000] axes=[2]", 1, kk);
+    cv_value *ret[3] = {y, kk, op(f, "softmax", "axis=2", 1, sl)};
+    finish(f, ret, 3);
     return m;
 }
 
@@ -131,7 +135,7 @@ static cv_module *flat_model(void)
     r = op(f, "add", "", 2, r, weight(f, "b", "16", 4));
     r = op(f, "softmax", "axis=1", 1, r);
     cv_value *back = op(f, "reshape", "shape=[0,-1,16]", 1, op(f, "reshape", "shape=[1,-1,16]", 1, r));
-    cv_value *ret[2] = {r, back};
+    cv_value *ret[2] = {r, op(f, "softmax", "axis=1", 1, back)};
     finish(f, ret, 2);
     return m;
 }
@@ -309,17 +313,18 @@ static void *sym(void *dl, const char *name, const char *verb)
 static void run_decode(api *a, void *ctx, int64_t P)
 {
     int64_t dp[4] = {1, 2, P, 8}, dn[4] = {1, 2, 1, 8}, dk[4] = {1, 2, P + 1, 8};
-    cv_tensor t[7];
+    cv_tensor t[8];
     for (int i = 0; i < 5; i++)
         assert_int_equal(cv_tensor_alloc(&t[i], CV_F32, 4, i < 2 ? dp : dn), 0);
     assert_int_equal(cv_tensor_alloc(&t[5], CV_F32, 4, dn), 0);
     assert_int_equal(cv_tensor_alloc(&t[6], CV_F32, 4, dk), 0);
+    assert_int_equal(cv_tensor_alloc(&t[7], CV_F32, 4, dp), 0);
     const void *in[5] = {t[0].data, t[1].data, t[2].data, t[3].data, t[4].data};
-    void *out[2] = {t[5].data, t[6].data};
+    void *out[3] = {t[5].data, t[6].data, t[7].data};
     for (int i = 0; i < 5; i++)
         fill(&t[i], i);
     assert_int_equal(a->run(ctx, in, out, &P), 0);
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 8; i++)
         cv_tensor_free(&t[i]);
 }
 
@@ -392,23 +397,55 @@ static void test_aarch64(void **state)
     const cv_func *f = m->funcs[0];
     static const char *const names[] = {"P"};
     static const int64_t vals[] = {13};
-    cv_tensor in[5], want[2] = {{0}}, got[2] = {{0}};
+    cv_tensor in[5], want[3] = {{0}}, got[3] = {{0}};
     make_inputs(f, names, vals, 1, in);
     cv_diag d;
     cv_diag_init(&d);
     assert_int_equal(cv_interp_run(f, in, 5, want, &d), 0);
     char msg[8192] = "";
-    if (xc_run(&xc_aarch64, m, 2, in, 5, want, 2, got, msg, sizeof msg))
+    if (xc_run(&xc_aarch64, m, 2, in, 5, want, 3, got, msg, sizeof msg))
         fail_msg("%s", msg);
-    compare(got, want, 2, "decode on aarch64");
+    compare(got, want, 3, "decode on aarch64");
     for (int i = 0; i < 5; i++)
         cv_tensor_free(&in[i]);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         cv_tensor_free(&want[i]);
         cv_tensor_free(&got[i]);
     }
     cv_diag_free(&d);
     cv_module_free(m);
+}
+
+/* ---- the C99 backend ---------------------------------------------------------------- */
+
+static void check_c99(cv_module *m, const char *const *names, const int64_t *vals, int ns)
+{
+    const cv_func *f = m->funcs[0];
+    cv_tensor in[8], want[4] = {{0}}, got[4] = {{0}};
+    make_inputs(f, names, vals, ns, in);
+    cv_diag d;
+    cv_diag_init(&d);
+    assert_int_equal(cv_interp_run(f, in, f->n_inputs, want, &d), 0);
+    char msg[8192] = "";
+    if (run_c(m, "cc", in, f->n_inputs, 1, got, msg, sizeof msg))
+        fail_msg("%s", msg);
+    compare(got, want, f->n_returns, f->name);
+    for (int i = 0; i < f->n_inputs; i++)
+        cv_tensor_free(&in[i]);
+    for (int i = 0; i < f->n_returns; i++) {
+        cv_tensor_free(&want[i]);
+        cv_tensor_free(&got[i]);
+    }
+    cv_diag_free(&d);
+    cv_module_free(m);
+}
+
+static void test_c99(void **state)
+{
+    (void)state;
+    static const char *const p[] = {"P"}, *const nhw[] = {"N", "H", "W"};
+    check_c99(decode_model(), p, (const int64_t[]){9}, 1);
+    check_c99(conv_model(), nhw, (const int64_t[]){2, 7, 9}, 3);
 }
 
 int main(void)
@@ -420,6 +457,7 @@ int main(void)
         cmocka_unit_test(test_encoder),
         cmocka_unit_test(test_arena),
         cmocka_unit_test(test_aarch64),
+        cmocka_unit_test(test_c99),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
