@@ -122,6 +122,23 @@ static cv_module *decode_model(void)
     return m;
 }
 
+/* The decode step as exporters write it: q . k^T over the P + 1 keys of
+ * the cache (N = P + 1), a softmax over them, . v (K = P + 1). */
+static cv_module *scores_model(void)
+{
+    cv_module *m = cv_module_new("scores");
+    cv_func *f = cv_func_new(m, "scores");
+    cv_type tp = T(m, "1,2,P,8"), tn = T(m, "1,2,1,8");
+    cv_value *pk = cv_func_add_input(f, "past_k", &tp), *k = cv_func_add_input(f, "k", &tn);
+    cv_value *q = cv_func_add_input(f, "q", &tn);
+    cv_value *kk = op(f, "concat", "axis=2", 2, pk, k);
+    cv_value *sc = op(f, "matmul", "", 2, q, op(f, "transpose", "perm=[0,1,3,2]", 1, kk));
+    cv_value *pr = op(f, "softmax", "axis=-1", 1, sc);
+    cv_value *ret[2] = {sc, op(f, "matmul", "", 2, pr, kk)};
+    finish(f, ret, 2);
+    return m;
+}
+
 /* [N,L,32] flattened to [N*L, 32], a matmul and bias, a softmax over the
  * rows, and back to [N, L, 16]. */
 static cv_module *flat_model(void)
@@ -135,8 +152,10 @@ static cv_module *flat_model(void)
     r = op(f, "add", "", 2, r, weight(f, "b", "16", 4));
     r = op(f, "softmax", "axis=1", 1, r);
     cv_value *back = op(f, "reshape", "shape=[0,-1,16]", 1, op(f, "reshape", "shape=[1,-1,16]", 1, r));
-    cv_value *ret[2] = {r, op(f, "softmax", "axis=1", 1, back)};
-    finish(f, ret, 2);
+    /* a batched matmul with symbolic batch, M and N: [N,L,16] x [N,16,L] */
+    cv_value *g = op(f, "matmul", "", 2, back, op(f, "transpose", "perm=[0,2,1]", 1, back));
+    cv_value *ret[3] = {r, op(f, "softmax", "axis=1", 1, back), g};
+    finish(f, ret, 3);
     return m;
 }
 
@@ -266,6 +285,17 @@ static void test_decode_kv_cache(void **state)
     static const char *const names[] = {"P"};
     static const int64_t vals[] = {0, 1, 7, 31, 200, 7};
     check_sizes(m, names, vals, 1, 6);
+    cv_module_free(m);
+}
+
+static void test_matmul_scores(void **state)
+{
+    (void)state;
+    cv_module *m = scores_model();
+    assert_string_equal(m->funcs[0]->returns[0]->type.shape.d[3].sym, "P + 1");
+    static const char *const names[] = {"P"};
+    static const int64_t vals[] = {0, 5, 64, 300};
+    check_sizes(m, names, vals, 1, 4);
     cv_module_free(m);
 }
 
@@ -453,6 +483,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_stride2),
         cmocka_unit_test(test_decode_kv_cache),
+        cmocka_unit_test(test_matmul_scores),
         cmocka_unit_test(test_flatten),
         cmocka_unit_test(test_encoder),
         cmocka_unit_test(test_arena),
