@@ -23,8 +23,8 @@ typedef struct io_desc {
     cv_dtype dtype;
     int rank;
     int64_t dims[CV_MAX_RANK];  /* >= 0, or -1 - symbol index */
-    char *expr[CV_MAX_RANK];    /* owned: an output dim computed from the symbols
-                                   (dims[k] is then -1 - n_syms), else NULL */
+    char *expr[CV_MAX_RANK];    /* owned: a dim computed from the symbols (dims[k]
+                                   is then -1 - n_syms), else NULL */
 } io_desc;
 
 struct cv_native {
@@ -48,7 +48,7 @@ static int bad_manifest(cv_diag *d, const char *dir, const char *what)
     return cv_diag_error(d, 5030, (cv_span){.file = dir}, "%s/manifest.json: %s", dir, what), -1;
 }
 
-static int parse_io(json_t *arr, io_desc **iop, int *n, json_t *syms, bool outputs)
+static int parse_io(json_t *arr, io_desc **iop, int *n, json_t *syms)
 {
     if (!json_is_array(arr) || json_array_size(arr) > MAX_IO)
         return -1;
@@ -76,9 +76,9 @@ static int parse_io(json_t *arr, io_desc **iop, int *n, json_t *syms, bool outpu
                     io[i].dims[k] = -1 - (int64_t)s;
             if (json_is_integer(dim) && io[i].dims[k] < 0)
                 return -1;
-            /* An expression over the symbols (P + 1): outputs only. */
+            /* An expression over the symbols (P + 1, 2*N + 1). */
             if (json_is_string(dim) && !sym) {
-                if (!outputs || !(io[i].expr[k] = strdup(json_string_value(dim))))
+                if (!(io[i].expr[k] = strdup(json_string_value(dim))))
                     return -1;
                 io[i].dims[k] = -1 - (int64_t)json_array_size(syms);
             }
@@ -243,8 +243,8 @@ static int open_manifest(const char *dir, const char *mpath, int threads, cv_nat
     if (!n)
         cv_diag_error(d, 9002, (cv_span){.file = dir}, "out of memory");
     else if (!name || strlen(name) > 200 || !json_is_array(syms) || json_array_size(syms) > MAX_SYMS ||
-             parse_io(json_object_get(m, "inputs"), &n->in, &n->n_in, syms, false) ||
-             parse_io(json_object_get(m, "outputs"), &n->out, &n->n_out, syms, true))
+             parse_io(json_object_get(m, "inputs"), &n->in, &n->n_in, syms) ||
+             parse_io(json_object_get(m, "outputs"), &n->out, &n->n_out, syms))
         bad_manifest(d, dir, "not a cuvil artifact manifest");
     else if (run_buffers(n, syms))
         cv_diag_error(d, 9002, (cv_span){.file = dir}, "out of memory");
@@ -295,6 +295,9 @@ static const char *expr_of(const cv_native *n, cv_native_io io, int k)
     for (int i = 0; i < n->n_out; i++)
         if (n->out[i].dims == io.dims)
             return n->out[i].expr[k];
+    for (int i = 0; i < n->n_in; i++)
+        if (n->in[i].dims == io.dims)
+            return n->in[i].expr[k];
     return NULL;
 }
 
@@ -359,34 +362,6 @@ static int input_error(const cv_native *n, int i, const cv_tensor *got, const ch
                          n->in[i].name, want, have, why), -1;
 }
 
-static int bind_inputs(const cv_native *n, const cv_tensor *in, int64_t *syms, cv_diag *d)
-{
-    bool *bound = n->bound;
-    memset(bound, 0, (size_t)n->n_syms * sizeof *bound);
-    char why[300];
-    for (int i = 0; i < n->n_in; i++) {
-        const io_desc *io = &n->in[i];
-        if (in[i].dtype != io->dtype || in[i].rank != io->rank)
-            return input_error(n, i, &in[i], "", d);
-        for (int k = 0; k < io->rank; k++) {
-            int64_t want = io->dims[k], got = in[i].dims[k];
-            int s = (int)(-1 - want);
-            if (want >= 0 && want != got)
-                return input_error(n, i, &in[i], "", d);
-            if (want < 0 && bound[s] && syms[s] != got) {
-                snprintf(why, sizeof why, " (%s is %lld in an earlier input)", n->sym_names[s],
-                         (long long)syms[s]);
-                return input_error(n, i, &in[i], why, d);
-            }
-            if (want < 0) {
-                syms[s] = got;
-                bound[s] = true;
-            }
-        }
-    }
-    return 0;
-}
-
 typedef struct sym_env {
     const cv_native *n;
     const int64_t *syms;
@@ -401,6 +376,59 @@ static bool look_sym(void *ctx, const char *sym, int64_t *v)
             return true;
         }
     return false;
+}
+
+/* An input dim that is an expression of the symbols must equal its value
+ * once every bare symbol is bound. */
+static int check_input_exprs(const cv_native *n, const cv_tensor *in, const int64_t *syms,
+                             cv_diag *d)
+{
+    sym_env env = {n, syms};
+    char why[300];
+    for (int i = 0; i < n->n_in; i++)
+        for (int k = 0; k < n->in[i].rank; k++) {
+            const char *e = n->in[i].expr[k];
+            int64_t want;
+            if (!e)
+                continue;
+            if (cv_dim_eval((cv_dim){CV_DIM_EXPR, e}, look_sym, &env, &want))
+                want = -1;
+            if (want != in[i].dims[k]) {
+                snprintf(why, sizeof why, " (%s is %lld here)", e, (long long)want);
+                return input_error(n, i, &in[i], why, d);
+            }
+        }
+    return 0;
+}
+
+static int bind_inputs(const cv_native *n, const cv_tensor *in, int64_t *syms, cv_diag *d)
+{
+    bool *bound = n->bound;
+    memset(bound, 0, (size_t)n->n_syms * sizeof *bound);
+    char why[300];
+    for (int i = 0; i < n->n_in; i++) {
+        const io_desc *io = &n->in[i];
+        if (in[i].dtype != io->dtype || in[i].rank != io->rank)
+            return input_error(n, i, &in[i], "", d);
+        for (int k = 0; k < io->rank; k++) {
+            int64_t want = io->dims[k], got = in[i].dims[k];
+            int s = (int)(-1 - want);
+            if (io->expr[k])
+                continue;   /* checked once every symbol is bound */
+            if (want >= 0 && want != got)
+                return input_error(n, i, &in[i], "", d);
+            if (want < 0 && bound[s] && syms[s] != got) {
+                snprintf(why, sizeof why, " (%s is %lld in an earlier input)", n->sym_names[s],
+                         (long long)syms[s]);
+                return input_error(n, i, &in[i], why, d);
+            }
+            if (want < 0) {
+                syms[s] = got;
+                bound[s] = true;
+            }
+        }
+    }
+    return 0;
 }
 
 static int alloc_outputs(const cv_native *n, const int64_t *syms, cv_tensor *out, cv_diag *d)
@@ -439,7 +467,8 @@ int cv_native_run(cv_native *n, const cv_tensor *inputs, int n_inputs, cv_tensor
     if (n_inputs != n->n_in)
         return cv_diag_error(d, 2024, (cv_span){0}, "the model takes %d inputs, got %d",
                              n->n_in, n_inputs), -1;
-    if (bind_inputs(n, inputs, syms, d) || alloc_outputs(n, syms, outputs, d))
+    if (bind_inputs(n, inputs, syms, d) || check_input_exprs(n, inputs, syms, d) ||
+        alloc_outputs(n, syms, outputs, d))
         return -1;
     for (int i = 0; i < n->n_in; i++)
         ins[i] = inputs[i].data;

@@ -23,9 +23,11 @@
 
 static cv_dim D(cv_module *m, const char *s)
 {
-    if (s[0] >= '0' && s[0] <= '9')
-        return (cv_dim){strtoll(s, NULL, 10), NULL};
-    return (cv_dim){0, cv_module_intern(m, s, strlen(s))};
+    cv_dim d;
+    const char *err;
+    size_t at;
+    assert_int_equal(cv_dim_parse(m, s, strlen(s), &d, &err, &at), 0);
+    return d;
 }
 
 /* "N,3,H,W" as an f32 type. */
@@ -195,19 +197,33 @@ static void fill(cv_tensor *t, int seed)
         ((float *)t->data)[i] = (float)((i * 37 + seed * 11) % 29 - 14) / 9.0f;
 }
 
+typedef struct binding {
+    const char *const *names;
+    const int64_t *vals;
+    int n;
+} binding;
+
+static bool look(void *ctx, const char *sym, int64_t *v)
+{
+    const binding *b = ctx;
+    for (int j = 0; j < b->n; j++)
+        if (strcmp(sym, b->names[j]) == 0) {
+            *v = b->vals[j];
+            return true;
+        }
+    return false;
+}
+
 /* Inputs for the symbol values vals (names[i] = vals[i]). */
 static void make_inputs(const cv_func *f, const char *const *names, const int64_t *vals, int ns,
                         cv_tensor *in)
 {
+    binding b = {names, vals, ns};
     for (int i = 0; i < f->n_inputs; i++) {
         const cv_shape *s = &f->inputs[i]->type.shape;
         int64_t dims[CV_MAX_RANK];
-        for (int k = 0; k < s->rank; k++) {
-            dims[k] = s->d[k].n;
-            for (int j = 0; s->d[k].sym && j < ns; j++)
-                if (strcmp(s->d[k].sym, names[j]) == 0)
-                    dims[k] = vals[j];
-        }
+        for (int k = 0; k < s->rank; k++)
+            assert_int_equal(cv_dim_eval(s->d[k], look, &b, &dims[k]), 0);
         assert_int_equal(cv_tensor_alloc(&in[i], CV_F32, s->rank, dims), 0);
         fill(&in[i], i + (int)vals[0]);
     }
@@ -318,6 +334,44 @@ static void test_encoder(void **state)
     static const char *const names[] = {"L"};
     static const int64_t vals[] = {1, 8, 33, 100};
     check_sizes(m, names, vals, 1, 4);
+    cv_module_free(m);
+}
+
+/* An input whose dim is an expression of another input's symbol: the
+ * native run binds N from x and checks y's 2*N + 1 rows. */
+static void test_expr_input(void **state)
+{
+    (void)state;
+    cv_module *m = cv_module_new("exin");
+    cv_func *f = cv_func_new(m, "exin");
+    cv_type tx = T(m, "N,4"), ty = T(m, "2*N + 1,4");
+    cv_value *x = cv_func_add_input(f, "x", &tx), *y = cv_func_add_input(f, "y", &ty);
+    cv_value *ret[1] = {op(f, "relu", "", 1, op(f, "concat", "axis=0", 2, x, y))};
+    finish(f, ret, 1);
+    static const char *const names[] = {"N"};
+    static const int64_t vals[] = {3, 1, 0};
+    check_sizes(m, names, vals, 1, 3);
+    /* y with 6 rows at N = 3 is refused, naming the expression */
+    char msg[4096] = "";
+    char *dir = bk_compile(m, "native", 2, CV_EMIT_SO, msg, sizeof msg);
+    if (!dir)
+        fail_msg("%s", msg);
+    cv_native *nat = NULL;
+    cv_diag d;
+    cv_diag_init(&d);
+    assert_int_equal(cv_native_open(dir, 1, &nat, &d), 0);
+    cv_tensor in[2], out[1] = {{0}};
+    assert_int_equal(cv_tensor_alloc(&in[0], CV_F32, 2, (int64_t[]){3, 4}), 0);
+    assert_int_equal(cv_tensor_alloc(&in[1], CV_F32, 2, (int64_t[]){6, 4}), 0);
+    assert_int_equal(cv_native_run(nat, in, 2, out, &d), -1);
+    assert_int_equal(d.v[d.n - 1].code, 2024);
+    if (!strstr(d.v[d.n - 1].msg, "2*N + 1 is 7"))
+        fail_msg("%s", d.v[d.n - 1].msg);
+    cv_tensor_free(&in[0]);
+    cv_tensor_free(&in[1]);
+    cv_native_close(nat);
+    cv_diag_free(&d);
+    cv_tmpdir_remove(dir);
     cv_module_free(m);
 }
 
@@ -486,6 +540,7 @@ int main(void)
         cmocka_unit_test(test_matmul_scores),
         cmocka_unit_test(test_flatten),
         cmocka_unit_test(test_encoder),
+        cmocka_unit_test(test_expr_input),
         cmocka_unit_test(test_arena),
         cmocka_unit_test(test_aarch64),
         cmocka_unit_test(test_c99),
