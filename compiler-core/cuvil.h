@@ -188,7 +188,9 @@ typedef struct cv_native_io {
     const char *name;       /* owned by the cv_native */
     cv_dtype dtype;
     int rank;
-    const int64_t *dims;    /* rank entries: >= 0, or -1 - k for symbolic dim k */
+    const int64_t *dims;    /* rank entries: >= 0, or -1 - k for symbolic dim k, or
+                               -1 - (number of symbols) for an expression of them
+                               (cv_native_io_format prints its text) */
 } cv_native_io;
 int cv_native_num_inputs(const cv_native *n);
 int cv_native_num_outputs(const cv_native *n);
