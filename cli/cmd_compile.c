@@ -159,6 +159,10 @@ static void print_stats(const cv_compile_info *info)
     printf("arena      %lld bytes (peak-live bound %lld, ratio %.3f; symbolic dims = 1)\n",
            (long long)info->arena_bytes, (long long)info->peak_bytes,
            info->peak_bytes ? (double)info->arena_bytes / (double)info->peak_bytes : 1.0);
+    if (info->arena_formula[0])
+        printf("arena      = %s bytes: %lld, %lld, %lld at every symbol = 1, 16, 128\n",
+               info->arena_formula, (long long)info->arena_at[0], (long long)info->arena_at[1],
+               (long long)info->arena_at[2]);
     printf("time       passes %.1f ms, codegen %.1f ms, llvm %.1f ms, link %.1f ms\n",
            info->ms_passes, info->ms_codegen, info->ms_llvm, info->ms_link);
 }

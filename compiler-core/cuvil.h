@@ -136,6 +136,10 @@ typedef struct cv_compile_info {
     int pass_dead_ops, pass_dead_params;
     int pass_attention, pass_layer_norms, pass_gelus;  /* chains made one op (issue 26) */
     int64_t arena_bytes, peak_bytes;  /* with every symbolic dim = 1 */
+    /* The arena as a formula of the symbols ("4096*L + 64*(P + 1)"; empty
+     * when static) and its size at every symbol = 1, 16 and 128. */
+    char arena_formula[512];
+    int64_t arena_at[3];
     double ms_passes, ms_codegen, ms_llvm, ms_link;
     bool linked_so;         /* false for a cross target whose linker is missing */
     /* Reduced precision: which ops ran in which type, SQNR per output and
@@ -176,7 +180,9 @@ typedef struct cv_native_io {
     const char *name;       /* owned by the cv_native */
     cv_dtype dtype;
     int rank;
-    const int64_t *dims;    /* rank entries: >= 0, or -1 - k for symbolic dim k */
+    const int64_t *dims;    /* rank entries: >= 0, or -1 - k for symbolic dim k, or
+                               -1 - (number of symbols) for an expression of them
+                               (cv_native_io_format prints its text) */
 } cv_native_io;
 int cv_native_num_inputs(const cv_native *n);
 int cv_native_num_outputs(const cv_native *n);

@@ -152,6 +152,26 @@ static json_t *requires_json(const char *target)
     return arr;
 }
 
+/* --stats: the arena's formula and its value at sample sizes. */
+static void arena_samples(const cv_kprog *p, cv_compile_info *info)
+{
+    static const int64_t at[3] = {1, 16, 128};
+    cv_sb f = CV_SB_INIT;
+    if (p->n_syms)
+        cv_artifact_arena_formula(p, &f);
+    snprintf(info->arena_formula, sizeof info->arena_formula, "%s", cv_sb_str(&f));
+    cv_sb_free(&f);
+    int64_t *syms = calloc((size_t)p->n_syms + 1, sizeof *syms), peak;
+    for (int k = 0; k < 3; k++) {
+        for (int i = 0; syms && i < p->n_syms; i++)
+            syms[i] = at[k];
+        info->arena_at[k] = -1;
+        if (syms)
+            cv_memplan_stats(p, syms, &info->arena_at[k], &peak);
+    }
+    free(syms);
+}
+
 static json_t *manifest(const cv_kprog *p, const cv_llvm_out *lo, const cv_compile_opts *o,
                         json_t *files)
 {
@@ -428,6 +448,7 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info
         info->pass_layer_norms = ps.layer_norms_fused;
         info->pass_gelus = ps.gelus_fused;
         cv_memplan_stats(p, NULL, &info->arena_bytes, &info->peak_bytes);
+        arena_samples(p, info);
         info->ms_passes = t0 - tp;
         info->ms_codegen = t1 - t0;
         info->ms_llvm = t2 - t1;

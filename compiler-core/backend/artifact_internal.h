@@ -24,6 +24,8 @@ int cv_link_shared(const char *linker, const char *obj, const char *so, const ch
 void cv_artifact_header(const cv_kprog *p, const char *target, int opt, cv_sb *out);
 /* "128 + 192*d[0]": the arena size as a C expression over an array `arr`. */
 void cv_artifact_arena_expr(const cv_kprog *p, const char *arr, cv_sb *out);
+/* The same with the symbols' names and derived dims' texts, for people. */
+void cv_artifact_arena_formula(const cv_kprog *p, cv_sb *out);
 /* The names of the API functions (static strings in a buffer of the caller's). */
 int cv_artifact_symbols(const cv_kprog *p, char names[][160], int max);
 

@@ -64,13 +64,16 @@ int cv_cg_transpose(cv_codegen_ctx *c)
 /* Whether the part of x with y's shape at start[] / step[] is one block:
  * every axis after the last narrowed one is whole, the narrowed one has
  * unit step, and every axis before it has extent 1. */
-static bool contiguous_part(const cv_kten *x, const cv_shape *y, const int64_t *start,
-                            const int64_t *step)
+static bool contiguous_part(const cv_kten *x, const cv_shape *xsh, const cv_shape *y,
+                            const cv_kexpr *const *start, const int64_t *step)
 {
     int a = -1;
     for (int d = 0; d < x->rank; d++) {
-        int64_t yd = y->d[d].sym ? -1 : y->d[d].n;
-        bool whole = start[d] == 0 && step[d] == 1 && yd == x->sdim[d];
+        int64_t yd = y->d[d].sym ? -1 : y->d[d].n, s0;
+        bool at0 = cv_k_is_const(start[d], &s0) && s0 == 0;
+        /* a symbolic axis is whole when the result keeps the same dim */
+        bool same = yd >= 0 ? yd == x->sdim[d] : cv_dim_equal(y->d[d], xsh->d[d]);
+        bool whole = at0 && step[d] == 1 && same;
         if (!whole)
             a = d;
     }
@@ -86,34 +89,33 @@ static bool contiguous_part(const cv_kten *x, const cv_shape *y, const int64_t *
 
 /* Result `res` = the part of operand 0 at start[] with steps step[]: a view
  * when contiguous, else a strided copy. */
-static int part_of(cv_codegen_ctx *c, int res, const cv_kten *x, const int64_t *start,
+static int part_of(cv_codegen_ctx *c, int res, const cv_kten *x, const cv_kexpr *const *start,
                    const int64_t *step)
 {
     const cv_kexpr *xs[CV_MAX_RANK], *st[CV_MAX_RANK], *off = cv_k_i64(c, 0);
     strides_of(c, x, xs);
     for (int d = 0; d < x->rank; d++) {
-        off = cv_k_add(c, off, cv_k_mul(c, cv_k_i64(c, start[d]), xs[d]));
+        off = cv_k_add(c, off, cv_k_mul(c, start[d], xs[d]));
         st[d] = cv_k_mul(c, cv_k_i64(c, step[d]), xs[d]);
     }
-    if (contiguous_part(x, &c->op->results[res]->type.shape, start, step))
+    if (contiguous_part(x, &c->op->operands[0]->type.shape, &c->op->results[res]->type.shape,
+                        start, step))
         return cv_cg_view(c, res, 0, off);
     cv_kten y = cv_cg_out(c, res);
     strided_copy(c, &y, x, st, off);
     return 0;
 }
 
-/* ONNX Slice on one axis of static extent d (as the reference kernel). */
-static void slice_axis(int64_t d, int64_t start, int64_t end, int64_t step, int64_t *s0)
+/* ONNX Slice's first index on one axis of extent d (as the reference
+ * kernel), computed at run time when d is symbolic. */
+static const cv_kexpr *slice_axis(cv_codegen_ctx *c, const cv_kexpr *d, int64_t start,
+                                  int64_t step)
 {
+    const cv_kexpr *s = cv_k_i64(c, start), *zero = cv_k_i64(c, 0);
     if (start < 0)
-        start += d;
-    if (end < 0)
-        end += d;
-    if (step > 0)
-        start = start < 0 ? 0 : start > d ? d : start;
-    else
-        start = start < 0 ? 0 : start > d - 1 ? d - 1 : start;
-    *s0 = start;
+        s = cv_k_add(c, s, d);
+    const cv_kexpr *hi = step > 0 ? d : cv_k_sub(c, d, cv_k_i64(c, 1));
+    return cv_k_max(c, zero, cv_k_min(c, cv_k_max(c, s, zero), hi));
 }
 
 int cv_cg_slice(cv_codegen_ctx *c)
@@ -124,14 +126,16 @@ int cv_cg_slice(cv_codegen_ctx *c)
     cv_op_ints(c->op, "ends", en, CV_MAX_RANK + 1);
     int na = cv_op_ints(c->op, "axes", ax, CV_MAX_RANK + 1);
     int ns = cv_op_ints(c->op, "steps", sp, CV_MAX_RANK + 1);
-    int64_t start[CV_MAX_RANK] = {0}, step[CV_MAX_RANK];
-    for (int d = 0; d < x.rank; d++)
+    const cv_kexpr *start[CV_MAX_RANK];
+    int64_t step[CV_MAX_RANK];
+    for (int d = 0; d < x.rank; d++) {
         step[d] = 1;
+        start[d] = cv_k_i64(c, 0);
+    }
     for (int i = 0; i < n; i++) {
         int a = (int)(na >= 0 ? (ax[i] < 0 ? ax[i] + x.rank : ax[i]) : i);
         step[a] = ns >= 0 ? sp[i] : 1;
-        if (x.sdim[a] >= 0)
-            slice_axis(x.sdim[a], st[i], en[i], step[a], &start[a]);
+        start[a] = slice_axis(c, x.dim[a], st[i], step[a]);
     }
     return part_of(c, 0, &x, start, step);
 }
@@ -142,13 +146,18 @@ int cv_cg_split(cv_codegen_ctx *c)
     int64_t a = cv_op_int(c->op, "axis", 0), sizes[64];
     int axis = (int)(a < 0 ? a + x.rank : a);
     int n = cv_op_ints(c->op, "sizes", sizes, 64);
-    int64_t start[CV_MAX_RANK] = {0}, step[CV_MAX_RANK];
-    for (int d = 0; d < x.rank; d++)
+    const cv_kexpr *start[CV_MAX_RANK];
+    int64_t step[CV_MAX_RANK];
+    for (int d = 0; d < x.rank; d++) {
         step[d] = 1;
+        start[d] = cv_k_i64(c, 0);
+    }
+    int64_t at = 0;
     for (int k = 0; k < n && k < c->op->n_results; k++) {
+        start[axis] = cv_k_i64(c, at);
         if (part_of(c, k, &x, start, step))
             return -1;
-        start[axis] += sizes[k];
+        at += sizes[k];
     }
     return 0;
 }

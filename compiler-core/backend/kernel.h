@@ -161,11 +161,14 @@ typedef struct cv_kstore {
 } cv_kstore;
 
 /* A size class of the arena: storages whose byte size is a constant times
- * one monomial of the symbolic dims (1, N, N*N, N*H...).  Each class is
- * planned on its own at compile time; the classes are laid end to end. */
+ * one monomial of the symbolic dims (1, N, N*N, N*H...) and of the derived
+ * dims (expressions such as P + 1 or (H + 1) floordiv 2, each one factor).
+ * Each class is planned on its own at compile time; the classes are laid end
+ * to end. */
 typedef struct cv_kclass {
     int degree;
-    int syms[CV_MAX_RANK * 2];  /* the monomial: symbol indices, sorted */
+    int syms[CV_MAX_RANK * 2];  /* the monomial: extended symbol indices, sorted
+                                   (< n_syms: a symbol; else a derived dim) */
     int64_t units;              /* planned size, in bytes per unit of the monomial */
     int64_t peak_units;         /* the largest sum of simultaneously live sizes */
 } cv_kclass;
@@ -189,6 +192,11 @@ typedef struct cv_kprog {
     int n_reorders;             /* layout conversions between plain and blocked tensors */
     cv_kclass *classes;
     int n_classes;
+    /* Derived dims: the expression dims of storages, computed once per run
+     * from the symbols; extended symbol index n_syms + j (dimlower.c). */
+    cv_dim *dsyms;
+    const cv_kexpr **dsym_expr; /* each as a kernel expression over the symbols */
+    int n_dsyms, cap_dsyms;
     bool debug;                 /* backends attach debug info (cuvil compile -g) */
     bool weights_file;          /* constants live in <name>.weights.bin (weights_file.c) */
     bool half_weights;          /* -p fp16/bf16 weights may be read 16-bit by the runtime

@@ -23,6 +23,8 @@ typedef struct io_desc {
     cv_dtype dtype;
     int rank;
     int64_t dims[CV_MAX_RANK];  /* >= 0, or -1 - symbol index */
+    char *expr[CV_MAX_RANK];    /* owned: a dim computed from the symbols (dims[k]
+                                   is then -1 - n_syms), else NULL */
 } io_desc;
 
 struct cv_native {
@@ -68,11 +70,18 @@ static int parse_io(json_t *arr, io_desc **iop, int *n, json_t *syms)
         for (int k = 0; k < io[i].rank; k++) {
             json_t *dim = json_array_get(shape, (size_t)k);
             io[i].dims[k] = json_is_integer(dim) ? json_integer_value(dim) : -1;
-            for (size_t s = 0; json_is_string(dim) && s < json_array_size(syms); s++)
-                if (json_equal(dim, json_array_get(syms, s)))
+            bool sym = false;
+            for (size_t s = 0; json_is_string(dim) && s < json_array_size(syms) && !sym; s++)
+                if ((sym = json_equal(dim, json_array_get(syms, s))))
                     io[i].dims[k] = -1 - (int64_t)s;
             if (json_is_integer(dim) && io[i].dims[k] < 0)
                 return -1;
+            /* An expression over the symbols (P + 1, 2*N + 1). */
+            if (json_is_string(dim) && !sym) {
+                if (!(io[i].expr[k] = strdup(json_string_value(dim))))
+                    return -1;
+                io[i].dims[k] = -1 - (int64_t)json_array_size(syms);
+            }
         }
     }
     return 0;
@@ -194,8 +203,11 @@ static int run_buffers(cv_native *n, json_t *syms)
 
 static void free_io(io_desc *io, int n)
 {
-    for (int i = 0; io && i < n; i++)
+    for (int i = 0; io && i < n; i++) {
         free(io[i].name);
+        for (int k = 0; k < CV_MAX_RANK; k++)
+            free(io[i].expr[k]);
+    }
     free(io);
 }
 
@@ -277,12 +289,27 @@ cv_native_io cv_native_output(const cv_native *n, int i)
     return io_of(&n->out[i]);
 }
 
+/* The expression text of io's dim k, or NULL (io comes from in[] or out[]). */
+static const char *expr_of(const cv_native *n, cv_native_io io, int k)
+{
+    for (int i = 0; i < n->n_out; i++)
+        if (n->out[i].dims == io.dims)
+            return n->out[i].expr[k];
+    for (int i = 0; i < n->n_in; i++)
+        if (n->in[i].dims == io.dims)
+            return n->in[i].expr[k];
+    return NULL;
+}
+
 void cv_native_io_format(const cv_native *n, cv_native_io io, char *buf, size_t size)
 {
     size_t at = (size_t)snprintf(buf, size, "%s[", cv_dtype_name(io.dtype));
     for (int k = 0; k < io.rank && at < size; k++) {
         int64_t v = io.dims[k];
-        if (v >= 0)
+        const char *expr = expr_of(n, io, k);
+        if (expr)
+            at += (size_t)snprintf(buf + at, size - at, "%s%s", k ? "," : "", expr);
+        else if (v >= 0)
             at += (size_t)snprintf(buf + at, size - at, "%s%lld", k ? "," : "", (long long)v);
         else
             at += (size_t)snprintf(buf + at, size - at, "%s%s", k ? "," : "",
@@ -335,6 +362,45 @@ static int input_error(const cv_native *n, int i, const cv_tensor *got, const ch
                         n->in[i].name, want, have, why);
 }
 
+typedef struct sym_env {
+    const cv_native *n;
+    const int64_t *syms;
+} sym_env;
+
+static bool look_sym(void *ctx, const char *sym, int64_t *v)
+{
+    const sym_env *e = ctx;
+    for (int i = 0; i < e->n->n_syms; i++)
+        if (strcmp(e->n->sym_names[i], sym) == 0) {
+            *v = e->syms[i];
+            return true;
+        }
+    return false;
+}
+
+/* An input dim that is an expression of the symbols must equal its value
+ * once every bare symbol is bound. */
+static int check_input_exprs(const cv_native *n, const cv_tensor *in, const int64_t *syms,
+                             cv_diag *d)
+{
+    sym_env env = {n, syms};
+    char why[300];
+    for (int i = 0; i < n->n_in; i++)
+        for (int k = 0; k < n->in[i].rank; k++) {
+            const char *e = n->in[i].expr[k];
+            int64_t want;
+            if (!e)
+                continue;
+            if (cv_dim_eval((cv_dim){CV_DIM_EXPR, e}, look_sym, &env, &want))
+                want = -1;
+            if (want != in[i].dims[k]) {
+                snprintf(why, sizeof why, " (%s is %lld here)", e, (long long)want);
+                return input_error(n, i, &in[i], why, d);
+            }
+        }
+    return 0;
+}
+
 static int bind_inputs(const cv_native *n, const cv_tensor *in, int64_t *syms, cv_diag *d)
 {
     bool *bound = n->bound;
@@ -347,6 +413,8 @@ static int bind_inputs(const cv_native *n, const cv_tensor *in, int64_t *syms, c
         for (int k = 0; k < io->rank; k++) {
             int64_t want = io->dims[k], got = in[i].dims[k];
             int s = (int)(-1 - want);
+            if (io->expr[k])
+                continue;   /* checked once every symbol is bound */
             if (want >= 0 && want != got)
                 return input_error(n, i, &in[i], "", d);
             if (want < 0 && bound[s] && syms[s] != got) {
@@ -365,12 +433,18 @@ static int bind_inputs(const cv_native *n, const cv_tensor *in, int64_t *syms, c
 
 static int alloc_outputs(const cv_native *n, const int64_t *syms, cv_tensor *out, cv_diag *d)
 {
+    sym_env env = {n, syms};
     for (int i = 0; i < n->n_out; i++) {
         const io_desc *io = &n->out[i];
         int64_t dims[CV_MAX_RANK];
         bool same = out[i].data && out[i].dtype == io->dtype && out[i].rank == io->rank;
         for (int k = 0; k < io->rank; k++) {
-            dims[k] = io->dims[k] >= 0 ? io->dims[k] : syms[-1 - io->dims[k]];
+            dims[k] = io->dims[k] >= 0 ? io->dims[k] : io->expr[k] ? -1 : syms[-1 - io->dims[k]];
+            if (io->expr[k] && (cv_dim_eval((cv_dim){CV_DIM_EXPR, io->expr[k]}, look_sym, &env,
+                                            &dims[k]) || dims[k] < 0))
+                return cv_diag_fail(d, CV_E_RUNTIME_SHAPE, (cv_span){0}, "output %s: dimension %s is %lld "
+                                    "at these inputs' dims", io->name, io->expr[k],
+                                    (long long)dims[k]);
             same = same && out[i].dims[k] == dims[k];
         }
         if (same)
@@ -393,7 +467,8 @@ int cv_native_run(cv_native *n, const cv_tensor *inputs, int n_inputs, cv_tensor
     if (n_inputs != n->n_in)
         return cv_diag_fail(d, CV_E_INPUT_MISMATCH, (cv_span){0}, "the model takes %d inputs, got %d",
                             n->n_in, n_inputs);
-    if (bind_inputs(n, inputs, syms, d) || alloc_outputs(n, syms, outputs, d))
+    if (bind_inputs(n, inputs, syms, d) || check_input_exprs(n, inputs, syms, d) ||
+        alloc_outputs(n, syms, outputs, d))
         return -1;
     for (int i = 0; i < n->n_in; i++)
         ins[i] = inputs[i].data;

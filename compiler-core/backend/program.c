@@ -35,32 +35,19 @@ int cv_kp_root(const cv_kprog *p, int store)
     return p->stores[store].kind == CV_KST_VIEW ? p->stores[store].base : store;
 }
 
-static int sym_index(const cv_kprog *p, const char *sym)
-{
-    for (int i = 0; i < p->n_syms; i++)
-        if (strcmp(p->sym_names[i], sym) == 0)
-            return i;
-    return -1;
-}
-
 cv_kten cv_cg_tensor(cv_codegen_ctx *c, int store, const cv_type *t)
 {
     cv_kten k = {.store = store, .dtype = t->dtype, .rank = t->shape.rank};
     for (int i = 0; i < k.rank; i++) {
         cv_dim d = t->shape.d[i];
         k.sdim[i] = d.sym ? -1 : d.n;
-        if (!d.sym) {
-            k.dim[i] = cv_k_i64(c, d.n);
-            continue;
-        }
-        int s = sym_index(c->prog, d.sym);
-        if (s < 0)
-            cv_kp_bug(c, "a symbolic dimension no input binds");
-        cv_kexpr *e = cv_kp_alloc(c->prog, sizeof *e);
-        if (e) {
-            *e = (cv_kexpr){.kind = CV_KE_SYM, .ty = CV_KTY_I64, .id = s < 0 ? 0 : s};
-            k.dim[i] = e;
-        } else {
+        /* Symbols are read at run time; expressions computed from them. */
+        k.dim[i] = cv_kp_dim(c, d);
+        if (!k.dim[i]) {
+            char txt[256];
+            cv_dim_format(d, txt, sizeof txt);
+            cv_cg_error(c, CV_E_BACKEND_DIM_EXPRESSION, "dimension %s cannot be computed at run time (it names a "
+                        "symbol no input binds, or divides by a symbol)", txt);
             k.dim[i] = cv_k_i64(c, 0);
         }
     }

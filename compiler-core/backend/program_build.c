@@ -17,22 +17,6 @@ static cv_span func_span(const cv_func *f)
     return s;
 }
 
-/* Expression dims (2*N, (L + 1) floordiv 2) need run-time evaluation the
- * kernels do not have yet: refused by name instead of mis-bound. */
-static int refuse_dim_exprs(const cv_func *f, cv_diag *d)
-{
-    for (int i = 0; i < f->n_values; i++) {
-        const cv_value *v = f->values[i];
-        for (int k = 0; k < v->type.shape.rank; k++)
-            if (cv_dim_is_expr(v->type.shape.d[k]))
-                return cv_diag_fail(d, CV_E_BACKEND_DIM_EXPRESSION, func_span(f),
-                                    "value %%%s has dimension %d = %s: this backend does not yet "
-                                    "compile dimension expressions (the interpreter runs them)",
-                                    v->name, k, v->type.shape.d[k].sym);
-    }
-    return 0;
-}
-
 static int collect_syms(cv_kprog *p, const cv_func *f)
 {
     p->sym_names = cv_kp_alloc(p, sizeof *p->sym_names * (size_t)(f->n_inputs * CV_MAX_RANK + 1));
@@ -41,12 +25,39 @@ static int collect_syms(cv_kprog *p, const cv_func *f)
     for (int i = 0; i < f->n_inputs; i++) {
         const cv_shape *s = &f->inputs[i]->type.shape;
         for (int k = 0; k < s->rank; k++) {
-            const char *sym = s->d[k].sym;
+            const char *sym = cv_dim_is_symbol(s->d[k]) ? s->d[k].sym : NULL;
             bool seen = false;
             for (int j = 0; sym && j < p->n_syms && !seen; j++)
                 seen = strcmp(p->sym_names[j], sym) == 0;
             if (sym && !seen)
                 p->sym_names[p->n_syms++] = sym;
+        }
+    }
+    return 0;
+}
+
+/* An input dim may be an expression (f32[2*N + 1, 4]) when every symbol in
+ * it is some input's bare dim: the caller binds those, and the expression
+ * is checked (cv_native_run) rather than solved. */
+static void note_sym(void *ctx, const char *name, size_t n)
+{
+    const void **a = ctx;
+    if (!a[1] && cv_kp_sym_index(a[0], name, n) < 0)
+        a[1] = name;
+}
+
+static int check_input_exprs(const cv_kprog *p, const cv_func *f, cv_diag *d)
+{
+    for (int i = 0; i < f->n_inputs; i++) {
+        const cv_value *v = f->inputs[i];
+        for (int k = 0; k < v->type.shape.rank; k++) {
+            const void *a[2] = {p, NULL};
+            if (cv_dim_is_expr(v->type.shape.d[k]) &&
+                (cv_dim_symbols(v->type.shape.d[k], note_sym, a) || a[1]))
+                return cv_diag_fail(d, CV_E_BACKEND_DIM_EXPRESSION, func_span(f),
+                                    "input %%%s has dimension %d = %s, with a symbol that no "
+                                    "input has as a dimension of its own: the caller could "
+                                    "not give it", v->name, k, v->type.shape.d[k].sym);
         }
     }
     return 0;
@@ -207,7 +218,7 @@ static int build_body(cv_kprog *p, const cv_func *f, int blk, cv_diag *d)
         return -1;
     for (int i = 0; i < f->n_values; i++)
         p->value_store[i] = -1;
-    if (refuse_dim_exprs(f, d) || collect_syms(p, f) || bind_signature(p, f))
+    if (collect_syms(p, f) || check_input_exprs(p, f, d) || bind_signature(p, f))
         return -1;
     int *next = cv_kp_alloc(p, sizeof *next * (size_t)(f->n_ops + 1));
     int *link = cv_kp_alloc(p, sizeof *link * (size_t)(f->n_ops + 1));

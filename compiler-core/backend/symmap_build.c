@@ -7,6 +7,7 @@
 
 #include "common/strbuf.h"
 #include "compiler-core/backend/debug_internal.h"
+#include "compiler-core/backend/kernel_internal.h"
 #include "symbols/symbols.h"
 
 static const cv_loc *first_loc(const cv_op *op)
@@ -93,11 +94,25 @@ static int64_t bytes_at_ones(const cv_type *t)
     return n;
 }
 
-static void put_mono(cv_sb *sb, const cv_kclass *c, int64_t units)
+static void put_mono(const cv_kprog *p, cv_sb *sb, const cv_kclass *c, int64_t units)
 {
     cv_sb_printf(sb, "%lld", (long long)units);
-    for (int i = 0; i < c->degree; i++)
-        cv_sb_printf(sb, "*d[%d]", c->syms[i]);
+    for (int i = 0; i < c->degree; i++) {
+        if (c->syms[i] < p->n_syms) {
+            cv_sb_printf(sb, "*d[%d]", c->syms[i]);
+            continue;
+        }
+        cv_sb_putc(sb, '*');
+        cv_kp_sym_c(p, c->syms[i], "d", sb);
+    }
+}
+
+static int64_t mono_at_ones(const cv_kprog *p, const cv_kclass *c, const int64_t *ext)
+{
+    int64_t v = 1;
+    for (int i = 0; ext && i < c->degree; i++)
+        v *= ext[c->syms[i]];
+    return v;
 }
 
 /* An arena storage's byte offset: at every symbolic dim = 1, and as an
@@ -106,16 +121,24 @@ static void arena_offset(cv_symmap *m, const cv_kprog *p, const cv_kstore *s, cv
 {
     cv_sb sb = CV_SB_INIT;
     int64_t at_ones = 0;
+    int64_t *ext = calloc((size_t)(p->n_syms + p->n_dsyms) + 1, sizeof *ext);
+    if (ext && cv_kp_sym_values(p, NULL, ext)) {
+        free(ext);
+        ext = NULL;
+    }
     for (int c = 0; c < s->cls && c < p->n_classes; c++) {
-        at_ones += p->classes[c].units;
-        put_mono(&sb, &p->classes[c], p->classes[c].units);
+        at_ones += p->classes[c].units * mono_at_ones(p, &p->classes[c], ext);
+        put_mono(p, &sb, &p->classes[c], p->classes[c].units);
         cv_sb_puts(&sb, " + ");
     }
-    if (s->cls >= 0 && s->cls < p->n_classes)
-        put_mono(&sb, &p->classes[s->cls], s->offset);
-    t->offset = at_ones + s->offset;
+    if (s->cls >= 0 && s->cls < p->n_classes) {
+        put_mono(p, &sb, &p->classes[s->cls], s->offset);
+        at_ones += s->offset * mono_at_ones(p, &p->classes[s->cls], ext);
+    }
+    t->offset = at_ones;
     t->offset_expr = cv_symmap_str(m, cv_sb_str(&sb));
     cv_sb_free(&sb);
+    free(ext);
 }
 
 static const char *storage_name(cv_kstore_kind k)

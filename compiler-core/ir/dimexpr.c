@@ -1022,6 +1022,34 @@ int cv_dim_symbols(cv_dim d, void (*fn)(void *ctx, const char *name, size_t n), 
     return rc;
 }
 
+static void *fold_node(const node *n, const cv_dim_folder *f)
+{
+    switch (n->kind) {
+    case N_INT: return f->num(f->ctx, n->v);
+    case N_SYM: return f->sym(f->ctx, n->name, n->len);
+    case N_BIN: {
+        void *a = fold_node(n->a, f), *b = a ? fold_node(n->b, f) : NULL;
+        return b ? f->bin(f->ctx, n->op, a, b) : NULL;
+    }
+    }
+    return NULL;
+}
+
+void *cv_dim_fold(cv_dim d, const cv_dim_folder *f)
+{
+    if (!d.sym)
+        return f->num(f->ctx, d.n);
+    if (!cv_dim_is_expr(d))
+        return f->sym(f->ctx, d.sym, strlen(d.sym));
+    cv_arena ar;
+    cv_arena_init(&ar);
+    parser P;
+    node *t = parse_all(&P, d.sym, strlen(d.sym), &ar);
+    void *r = t ? fold_node(t, f) : NULL;
+    cv_arena_free(&ar);
+    return r;
+}
+
 void cv_dim_format(cv_dim d, char *buf, size_t size)
 {
     if (!size)

@@ -81,6 +81,16 @@ typedef bool (*cv_dim_lookup)(void *ctx, const char *sym, int64_t *v);
 int cv_dim_eval(cv_dim d, cv_dim_lookup look, void *ctx, int64_t *out);
 /* Calls fn for each symbol occurrence in d (name not NUL-terminated). */
 int cv_dim_symbols(cv_dim d, void (*fn)(void *ctx, const char *name, size_t n), void *ctx);
+/* Folds d's expression tree bottom-up through the callbacks (a symbol's
+ * name is not NUL-terminated); returns the root's value, or NULL when d does
+ * not parse or a callback returns NULL.  Backends lower dims with it. */
+typedef struct cv_dim_folder {
+    void *ctx;
+    void *(*num)(void *ctx, int64_t v);
+    void *(*sym)(void *ctx, const char *name, size_t n);
+    void *(*bin)(void *ctx, cv_dim_op op, void *a, void *b);
+} cv_dim_folder;
+void *cv_dim_fold(cv_dim d, const cv_dim_folder *f);
 /* The dim for messages: its integer, symbol name or expression text. */
 void cv_dim_format(cv_dim d, char *buf, size_t size);
 

@@ -6,7 +6,13 @@
  * monomial, so the class can be planned at compile time as if it were
  * static: largest first, each at the lowest offset where it overlaps no
  * placed storage whose lifetime overlaps its own.  The classes are laid end
- * to end; the run function computes their bases from the symbols. */
+ * to end; the run function computes their bases from the symbols.
+ *
+ * Dimension expressions: a dim that is a monomial of symbols (32*L*N, from
+ * a flatten) joins the symbols' classes; any other expression (P + 1,
+ * (H + 1) floordiv 2) is a derived dim, one more factor a monomial may
+ * carry, computed once per run (backend/dimlower.c).  So the arena is
+ * sum(units_c * monomial_c) over classes, a formula of the symbols. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,14 +30,38 @@ typedef struct item {
     int64_t key;        /* the sort key of the order being tried */
 } item;
 
-static int sym_of(const cv_kprog *p, const char *s)
+/* Adds extended symbol k to the monomial (false: too many factors). */
+static bool mono_add(cv_kclass *mono, int k)
 {
-    for (int i = 0; i < p->n_syms; i++)
-        if (strcmp(p->sym_names[i], s) == 0)
-            return i;
-    /* program building checked every symbol */
-    CV_ASSERT_RET(NULL, !"a storage names no symbol of its program", 0);
-    return 0;
+    if (mono->degree == (int)(sizeof mono->syms / sizeof mono->syms[0]))
+        return false;
+    int j = mono->degree++;
+    while (j > 0 && mono->syms[j - 1] > k) {
+        mono->syms[j] = mono->syms[j - 1];
+        j--;
+    }
+    mono->syms[j] = k;
+    return true;
+}
+
+/* One dim's factor: an integer, a symbol, a monomial of symbols (32*L*N)
+ * or a derived dim (an expression, registered by register_dims). */
+static bool dim_factor(const cv_kprog *p, cv_dim d, int64_t *bytes, cv_kclass *mono)
+{
+    int syms[CV_MAX_RANK * 2], n;
+    int64_t coef;
+    if (!d.sym)
+        return cv_mul_i64(*bytes, d.n, bytes);
+    if (!cv_dim_is_expr(d))
+        return mono_add(mono, cv_kp_sym_index(p, d.sym, strlen(d.sym)));
+    if ((n = cv_kp_dim_monomial(p, d, &coef, syms)) >= 0) {
+        for (int i = 0; i < n; i++)
+            if (!mono_add(mono, syms[i]))
+                return false;
+        return cv_mul_i64(*bytes, coef, bytes);
+    }
+    int k = cv_kp_dsym_find(p, d);
+    return k >= 0 && mono_add(mono, k);
 }
 
 /* Bytes per unit (aligned) and the monomial of a storage. */
@@ -39,21 +69,27 @@ static int64_t storage_units(const cv_kprog *p, const cv_kstore *s, cv_kclass *m
 {
     int64_t bytes = (int64_t)cv_dtype_size(s->dtype);
     memset(mono, 0, sizeof *mono);
-    for (int i = 0; i < s->shape.rank; i++) {
-        if (s->shape.d[i].sym) {
-            int k = sym_of(p, s->shape.d[i].sym), j = mono->degree++;
-            while (j > 0 && mono->syms[j - 1] > k) {
-                mono->syms[j] = mono->syms[j - 1];
-                j--;
-            }
-            mono->syms[j] = k;
-        } else if (!cv_mul_i64(bytes, s->shape.d[i].n, &bytes)) {
+    for (int i = 0; i < s->shape.rank; i++)
+        if (!dim_factor(p, s->shape.d[i], &bytes, mono))
             return -1;
-        }
-    }
     if (bytes > INT64_MAX - ALIGN)
         return -1;
     return (bytes + ALIGN - 1) / ALIGN * ALIGN;
+}
+
+/* Every expression dim of a storage becomes a derived dim: the run function
+ * computes it once (and refuses a negative one); arena classes use it. */
+static int register_dims(cv_kprog *p, cv_diag *d)
+{
+    for (int i = 0; i < p->n_stores; i++) {
+        const cv_shape *sh = &p->stores[i].shape;
+        for (int k = 0; k < sh->rank; k++)
+            if (cv_dim_is_expr(sh->d[k]) && cv_kp_dsym(p, sh->d[k]) < 0)
+                return cv_diag_fail(d, CV_E_BACKEND_DIM_EXPRESSION, (cv_span){.file = p->f->module->path},
+                                    "dimension %s cannot be computed at run time",
+                                    sh->d[k].sym);
+    }
+    return 0;
 }
 
 static int class_cmp(const cv_kclass *a, const cv_kclass *b)
@@ -196,6 +232,10 @@ int cv_memplan(cv_kprog *p, cv_diag *d)
         rc = -1;
         goto done;
     }
+    if (register_dims(p, d)) {
+        rc = -1;
+        goto done;
+    }
     for (int i = 0; i < p->n_stores; i++) {
         cv_kstore *s = &p->stores[i];
         if (s->kind != CV_KST_ARENA || s->first < 0)
@@ -233,11 +273,11 @@ done:
     return rc;
 }
 
-static int64_t mono_value(const cv_kclass *c, const int64_t *syms)
+static int64_t mono_value(const cv_kclass *c, const int64_t *ext)
 {
     int64_t v = 1;
     for (int i = 0; i < c->degree; i++)
-        v *= syms ? syms[c->syms[i]] : 1;
+        v *= ext[c->syms[i]];
     return v;
 }
 
@@ -245,8 +285,14 @@ void cv_memplan_stats(const cv_kprog *p, const int64_t *syms, int64_t *arena, in
 {
     *arena = 0;
     *peak = 0;
+    int64_t *ext = calloc((size_t)(p->n_syms + p->n_dsyms) + 1, sizeof *ext);
+    if (!ext || cv_kp_sym_values(p, syms, ext)) {
+        free(ext);
+        *arena = *peak = -1;
+        return;
+    }
     for (int c = 0; c < p->n_classes; c++)
-        *arena += p->classes[c].units * mono_value(&p->classes[c], syms);
+        *arena += p->classes[c].units * mono_value(&p->classes[c], ext);
     /* The exact bound across classes: the live sum at each launch, by
      * adding each storage where its life starts and taking it away after it
      * ends (summing every storage at every launch was quadratic: 5 s of a
@@ -254,6 +300,7 @@ void cv_memplan_stats(const cv_kprog *p, const int64_t *syms, int64_t *arena, in
     int64_t *delta = calloc((size_t)p->n_launches + 1, sizeof *delta);
     if (!delta) {
         *peak = *arena;   /* out of memory: the plan itself is an upper bound */
+        free(ext);
         return;
     }
     for (int i = 0; i < p->n_stores; i++) {
@@ -262,7 +309,7 @@ void cv_memplan_stats(const cv_kprog *p, const int64_t *syms, int64_t *arena, in
         if (s->kind != CV_KST_ARENA || s->first < 0 || s->first > last)
             continue;
         cv_kclass mono;
-        int64_t units = storage_units(p, s, &mono) * mono_value(&mono, syms);
+        int64_t units = storage_units(p, s, &mono) * mono_value(&mono, ext);
         delta[s->first] += units;
         delta[last + 1] -= units;
     }
@@ -273,4 +320,5 @@ void cv_memplan_stats(const cv_kprog *p, const int64_t *syms, int64_t *arena, in
             *peak = live;
     }
     free(delta);
+    free(ext);
 }

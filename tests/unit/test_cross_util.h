@@ -102,7 +102,8 @@ XC_FN int xc_bind_syms(const cv_func *fn, const cv_tensor *ins, int64_t *syms, i
     int ns = 0;
     for (int i = 0; i < fn->n_inputs; i++)
         for (int k = 0; k < fn->inputs[i]->type.shape.rank; k++) {
-            const char *s = fn->inputs[i]->type.shape.d[k].sym;
+            cv_dim dk = fn->inputs[i]->type.shape.d[k];
+            const char *s = cv_dim_is_symbol(dk) ? dk.sym : NULL;
             bool seen = false;
             for (int j = 0; s && j < ns; j++)
                 seen |= strcmp(names[j], s) == 0;

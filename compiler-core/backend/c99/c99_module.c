@@ -7,6 +7,7 @@
 
 #include "compiler-core/backend/artifact_internal.h"
 #include "compiler-core/backend/c99/c99_internal.h"
+#include "compiler-core/backend/kernel_internal.h"
 
 static void prologue(const cv_kprog *p, cv_sb *o)
 {
@@ -36,12 +37,15 @@ typedef struct run_state {
     bool arena, inputs, outputs;
 } run_state;
 
-/* " + units * syms[a] * syms[b]": a class's monomial scaled. */
-static void mono_term(cv_sb *o, int64_t units, const cv_kclass *c)
+/* " + units * syms[a] * syms[b]": a class's monomial scaled (a derived
+ * dim is its expression over syms). */
+static void mono_term(const cv_kprog *p, cv_sb *o, int64_t units, const cv_kclass *c)
 {
     cv_sb_printf(o, " + (int64_t)%lld", (long long)units);
-    for (int i = 0; i < c->degree; i++)
-        cv_sb_printf(o, " * syms[%d]", c->syms[i]);
+    for (int i = 0; i < c->degree; i++) {
+        cv_sb_puts(o, " * ");
+        cv_kp_sym_c(p, c->syms[i], "syms", o);
+    }
 }
 
 /* The byte offset of arena storage s: the classes before its own, then its
@@ -56,7 +60,7 @@ static void arena_offset(const cv_kprog *p, const cv_kstore *s, cv_sb *o)
         if (k->degree == 0)
             constant += units;
         else if (units)
-            mono_term(&terms, units, k);
+            mono_term(p, &terms, units, k);
     }
     cv_sb_printf(o, "arena + (int64_t)%lld%s", (long long)constant, cv_sb_str(&terms));
     cv_sb_free(&terms);
@@ -130,8 +134,11 @@ static int define_run(const cv_kprog *p, bool *need, cv_sb *o)
         cv_sb_puts(o, "    (void)inputs;\n");
     if (!r.outputs)
         cv_sb_puts(o, "    (void)outputs;\n");
-    for (int i = 0; i < p->n_syms; i++)
-        cv_sb_printf(o, "    if (syms[%d] < 0)\n        return -1;\n", i);
+    for (int i = 0; i < p->n_syms + p->n_dsyms; i++) {
+        cv_sb_puts(o, "    if (");
+        cv_kp_sym_c(p, i, "syms", o);
+        cv_sb_puts(o, " < 0)\n        return -1;\n");
+    }
     cv_sb_printf(o, "    %scvrt_arena(rt, cv_%s_arena_bytes(syms))%s\n        return -2;\n",
                  r.arena ? "arena = " : "if (!", n, r.arena ? ";\n    if (!arena)" : ")");
     cv_sb_add(o, body.buf, body.len);

@@ -320,6 +320,11 @@ static int define_model(hostgen *g, const char *ptx, size_t ptx_len, int sm, LLV
     const cv_kprog *p = g->p;
     int64_t io[1024], cls[1024], wlen = 0;
     int n_io = io_table(p, io, 1024), n_cls = class_table(p, cls, 1024);
+    /* The host runtime (host/cuhost.c) multiplies symbols only. */
+    if (p->n_dsyms)
+        return cv_diag_fail(d, CV_E_BACKEND_DIM_EXPRESSION, (cv_span){0}, "%s: dimension %s is an expression of the "
+                            "symbols, which the CUDA backend does not compile yet (the CPU "
+                            "targets do)", p->name, p->dsyms[0].sym);
     if (n_io < 0 || n_cls < 0 || p->f->n_inputs > 64 || p->f->n_returns > 64 || p->n_syms > 64)
         return cv_diag_fail(d, CV_E_CUDA_CODEGEN_FAILED, (cv_span){0}, "%s: too many inputs, outputs, "
                             "symbols or arena classes for the CUDA host runtime", p->name);

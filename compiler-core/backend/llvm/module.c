@@ -67,14 +67,19 @@ static LLVMValueRef mono(LLVMBuilderRef b, modgen *g, const cv_kclass *c, LLVMVa
     return v;
 }
 
-/* Loads the symbol values from a user array (NULL-safe when there are none). */
+/* Loads the symbol values from a user array (NULL-safe when there are none)
+ * and computes the derived dims after them (extended indices, kernel.h). */
 static LLVMValueRef *load_syms(LLVMBuilderRef b, modgen *g, LLVMValueRef arr)
 {
-    LLVMValueRef *sym = calloc((size_t)g->p->n_syms + 1, sizeof *sym);
-    for (int i = 0; sym && i < g->p->n_syms; i++) {
+    const cv_kprog *p = g->p;
+    LLVMValueRef *sym = calloc((size_t)(p->n_syms + p->n_dsyms) + 1, sizeof *sym);
+    for (int i = 0; sym && i < p->n_syms; i++) {
         LLVMValueRef idx = LLVMConstInt(g->i64, (unsigned long long)i, 0);
         sym[i] = LLVMBuildLoad2(b, g->i64, LLVMBuildGEP2(b, g->i64, arr, &idx, 1, ""), "");
     }
+    cv_llvm_fn f = {.ctx = g->ctx, .mod = g->mod, .b = b, .prog = p, .sym = sym};
+    for (int j = 0; sym && j < p->n_dsyms; j++)
+        sym[p->n_syms + j] = cv_llvm_expr(&f, p->dsym_expr[j]);
     return sym;
 }
 
@@ -169,11 +174,12 @@ static LLVMValueRef store_ptr(cv_llvm_fn *f, int id)
     return v;
 }
 
-/* Returns -1 from the run function when a symbolic dim is negative. */
+/* Returns -1 from the run function when a symbolic dim, or a dim computed
+ * from them (L - 3 at L = 2), is negative. */
 static void check_syms(cv_llvm_fn *f, run_state *r)
 {
     modgen *g = r->g;
-    for (int i = 0; i < g->p->n_syms; i++) {
+    for (int i = 0; i < g->p->n_syms + g->p->n_dsyms; i++) {
         LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(g->ctx, f->fn, "bad_dim");
         LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(g->ctx, f->fn, "dim_ok");
         LLVMBuildCondBr(f->b, LLVMBuildICmp(f->b, LLVMIntSLT, r->sym[i], LLVMConstInt(g->i64, 0, 0), ""),
