@@ -166,7 +166,7 @@ static int run_op(interp *it, const cv_op *op)
         tensor_type(ins[k], &in[k]);
     }
     memset(out, 0, sizeof out);
-    if (cv_infer_op(op, in, out, op->func->module, it->d))
+    if (cv_infer_op_bound(op, in, out, op->func->module, lookup_sym, it, it->d))
         return -1;
     for (int r = 0; r < op->n_results; r++)
         if (check_result_dims(it, op, r, &out[r]))

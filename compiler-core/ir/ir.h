@@ -100,7 +100,12 @@ typedef struct cv_loc {
 
 typedef enum cv_attr_kind {
     CV_ATTR_NONE = 0,
-    CV_ATTR_INT, CV_ATTR_FLOAT, CV_ATTR_STRING, CV_ATTR_INTS, CV_ATTR_FLOATS, CV_ATTR_DTYPE
+    CV_ATTR_INT, CV_ATTR_FLOAT, CV_ATTR_STRING, CV_ATTR_INTS, CV_ATTR_FLOATS, CV_ATTR_DTYPE,
+    /* A list of dimensions, some symbolic ([N, L, (L + 1) floordiv 2, -1]): a
+     * target shape known only as a formula of the symbols.  An attribute
+     * whose entries are all integers is stored as INTS; a DIMS schema
+     * accepts both (read it with cv_op_dims). */
+    CV_ATTR_DIMS
 } cv_attr_kind;
 
 typedef struct cv_attr {
@@ -111,6 +116,7 @@ typedef struct cv_attr {
     const char *s;      /* STRING */
     int64_t *ints;      /* INTS, n entries */
     double *floats;     /* FLOATS, n entries */
+    cv_dim *dims;       /* DIMS, n entries */
     int n;
     cv_dtype dt;        /* DTYPE */
     cv_span span;       /* position in text, if parsed */
@@ -234,6 +240,9 @@ void cv_op_set_string(cv_op *op, const char *name, const char *v);
 void cv_op_set_ints(cv_op *op, const char *name, const int64_t *v, int n);
 void cv_op_set_floats(cv_op *op, const char *name, const double *v, int n);
 void cv_op_set_dtype(cv_op *op, const char *name, cv_dtype v);
+/* Stores INTS when every entry is an integer, else DIMS (symbols interned
+ * in the op's module). */
+void cv_op_set_dims(cv_op *op, const char *name, const cv_dim *v, int n);
 /* Adds (or replaces) an attribute; keeps schema order. */
 cv_attr *cv_op_put_attr(cv_op *op, const cv_attr *a);
 void cv_op_add_loc(cv_op *op, const char *file, int line, int col);
@@ -267,6 +276,8 @@ double cv_op_float(const cv_op *op, const char *name, double dflt);
 const char *cv_op_string(const cv_op *op, const char *name, const char *dflt);
 /* Copies up to max ints; returns the count, or -1 when absent. */
 int cv_op_ints(const cv_op *op, const char *name, int64_t *out, int max);
+/* An INTS or DIMS attribute as dims (up to max); the count, or -1 when absent. */
+int cv_op_dims(const cv_op *op, const char *name, cv_dim *out, int max);
 
 void cv_func_count_uses(cv_func *f);
 
@@ -287,6 +298,11 @@ typedef struct cv_infer_ctx {
     cv_module *module;      /* for interning symbols; may be NULL at run time */
     cv_diag *diag;
     int first_diag;         /* id of the first diagnostic raised, 0 if none */
+    /* At run time (the interpreter): the symbols' values, so that a shape
+     * written with symbols in an attribute (reshape's shape=[N, L, 4, 8],
+     * range's length) becomes integers.  NULL at compile time. */
+    cv_dim_lookup look;
+    void *look_ctx;
 } cv_infer_ctx;
 
 /* Reports a shape/type error for the op being inferred and returns -1. */
@@ -338,6 +354,9 @@ const cv_attr_schema *cv_op_def_attr(const cv_op_def *def, const char *name, int
 
 /* Runs the shape function of op with operand types `in` into `out`. */
 int cv_infer_op(const cv_op *op, const cv_type *in, cv_type *out, cv_module *m, cv_diag *d);
+/* The same with the symbols' run-time values (see cv_infer_ctx.look). */
+int cv_infer_op_bound(const cv_op *op, const cv_type *in, cv_type *out, cv_module *m,
+                      cv_dim_lookup look, void *look_ctx, cv_diag *d);
 
 /* ---- tensors ------------------------------------------------------------ */
 

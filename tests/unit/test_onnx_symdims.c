@@ -1,7 +1,7 @@
 /* ONNX import of shape computations with symbols and of constant subgraphs
  * (issue 26): the generic interpreter fold, symbolic shape arithmetic,
- * Cast keeping symbols, ConstantOfShape over a symbolic shape, and the
- * coded refusal of a Range over a symbol. */
+ * Cast keeping symbols, ConstantOfShape over a symbolic shape, a Range
+ * over a symbol, and the coded refusal of a Range over tensor data. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -87,27 +87,116 @@ static void test_symbolic_arithmetic_folds(void **state)
     tb_free(&b);
 }
 
-/* torch.arange(x.shape[1]) exports Shape -> Gather -> Cast -> Range: the
- * Cast kept a placeholder and dropped the symbol, so the Range had 0 rows. */
-static void test_range_over_symbol_refused(void **state)
+/* torch.arange(x.shape[0]) exports Shape -> Gather -> Cast -> Range: a
+ * CU-IR range of length N, which the interpreter fills at several N. */
+static void test_range_over_symbol(void **state)
 {
     (void)state;
     tb b;
     tb_init(&b, 14);
-    int64_t dx[2] = {TB_N, 4}, zero = 0, one = 1;
+    int64_t dx[2] = {TB_N, 4}, zero = 0, one = 1, three = 3;
     tb_input(&b, "x", TB_FLOAT, 2, dx);
     tb_output(&b, "y", TB_INT64, -1, NULL);
     tb_init_tensor(&b, "i0", TB_INT64, 0, NULL, &zero, true);
+    tb_init_tensor(&b, "three", TB_INT64, 0, NULL, &three, true);
     tb_init_tensor(&b, "one", TB_INT64, 0, NULL, &one, true);
     tb_node(&b, "Shape", "shape", "x", "s");
     tb_node(&b, "Gather", "g", "s,i0", "n");
     Onnx__NodeProto *cast = tb_node(&b, "Cast", "cast", "n", "nc");
     tb_attr_i(&b, cast, "to", TB_INT64);
-    tb_node(&b, "Range", "positions", "i0,nc,one", "y");
+    tb_node(&b, "Range", "positions", "three,nc,one", "y");
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_module *m = load_ok(&b, &d);
+    assert_int_equal(cv_verify(m, 0, &d), 0);
+    const cv_type *t = &m->funcs[0]->returns[0]->type;
+    assert_true(cv_dim_is_expr(t->shape.d[0]));   /* max(N - 3, 0) */
+    for (int64_t n = 1; n <= 7; n += 3) {
+        cv_tensor in, out;
+        int64_t dims[2] = {n, 4};
+        assert_int_equal(cv_tensor_alloc(&in, CV_F32, 2, dims), 0);
+        assert_int_equal(cv_interp_run(m->funcs[0], &in, 1, &out, &d), 0);
+        assert_int_equal(out.numel, n > 3 ? n - 3 : 0);
+        for (int64_t i = 0; i < out.numel; i++)
+            assert_int_equal(cv_tensor_get_i64(&out, i), 3 + i);
+        cv_tensor_free(&in);
+        cv_tensor_free(&out);
+    }
+    cv_module_free(m);
+    cv_diag_free(&d);
+    tb_free(&b);
+}
+
+/* A range up to a value read from a tensor's data stays refused, naming
+ * the node. */
+static void test_range_over_data_refused(void **state)
+{
+    (void)state;
+    tb b;
+    tb_init(&b, 14);
+    int64_t zero = 0, one = 1;
+    tb_input(&b, "n", TB_INT64, 0, NULL);
+    tb_output(&b, "y", TB_INT64, -1, NULL);
+    tb_init_tensor(&b, "i0", TB_INT64, 0, NULL, &zero, true);
+    tb_init_tensor(&b, "one", TB_INT64, 0, NULL, &one, true);
+    tb_node(&b, "Range", "positions", "i0,n,one", "y");
     cv_diag d;
     cv_diag_init(&d);
     assert_null(tb_load(&b, &d));
     assert_true(tb_has_error(&d, 4305, "positions"));
+    cv_diag_free(&d);
+    tb_free(&b);
+}
+
+/* x[N, L, 8].reshape(L, N, 2, 4): two symbolic entries, which the 0/-1
+ * form cannot say, stay a DIMS attribute; it prints and parses back, and
+ * the parsed module runs at several (N, L). */
+static void test_reshape_symbolic_round_trip(void **state)
+{
+    (void)state;
+    tb b;
+    tb_init(&b, 14);
+    int64_t dx[3] = {TB_N, TB_L, 8}, zero = 0, one = 1, one1[1] = {1}, tail[2] = {2, 4};
+    int64_t d2[1] = {2};
+    tb_input(&b, "x", TB_FLOAT, 3, dx);
+    tb_output(&b, "y", TB_FLOAT, -1, NULL);
+    tb_init_tensor(&b, "i0", TB_INT64, 1, one1, &zero, true);
+    tb_init_tensor(&b, "i1", TB_INT64, 1, one1, &one, true);
+    tb_init_tensor(&b, "tail", TB_INT64, 1, d2, tail, true);
+    tb_node(&b, "Shape", "shape", "x", "s");
+    tb_node(&b, "Gather", "gn", "s,i0", "n");
+    tb_node(&b, "Gather", "gl", "s,i1", "l");
+    Onnx__NodeProto *cat = tb_node(&b, "Concat", "cat", "l,n,tail", "target");
+    tb_attr_i(&b, cat, "axis", 0);
+    tb_node(&b, "Reshape", "r", "x,target", "y");
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_module *m = load_ok(&b, &d);
+    char *text = cv_module_print(m, CV_PRINT_NO_LOC);
+    assert_non_null(strstr(text, "shape=[L,N,2,4]"));
+    cv_module *p = cv_cuir_parse(text, strlen(text), "rt.cuir", &d);
+    assert_non_null(p);
+    assert_int_equal(cv_verify(p, 0, &d), 0);
+    char *again = cv_module_print(p, CV_PRINT_NO_LOC);
+    assert_string_equal(text, again);
+    for (int64_t n = 1; n <= 3; n += 2) {
+        int64_t l = n + 4, dims[3] = {n, l, 8};
+        cv_tensor in, out;
+        assert_int_equal(cv_tensor_alloc(&in, CV_F32, 3, dims), 0);
+        for (int64_t i = 0; i < in.numel; i++)
+            ((float *)in.data)[i] = (float)i;
+        assert_int_equal(cv_interp_run(p->funcs[0], &in, 1, &out, &d), 0);
+        assert_int_equal(out.rank, 4);
+        assert_int_equal(out.dims[0], l);
+        assert_int_equal(out.dims[1], n);
+        assert_int_equal(memcmp(in.data, out.data, cv_tensor_nbytes(&in)), 0);
+        cv_tensor_free(&in);
+        cv_tensor_free(&out);
+    }
+    free(text);
+    free(again);
+    cv_module_free(p);
+    cv_module_free(m);
     cv_diag_free(&d);
     tb_free(&b);
 }
@@ -156,7 +245,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_constant_subgraph_evaluated),
         cmocka_unit_test(test_symbolic_arithmetic_folds),
-        cmocka_unit_test(test_range_over_symbol_refused),
+        cmocka_unit_test(test_range_over_symbol),
+        cmocka_unit_test(test_range_over_data_refused),
+        cmocka_unit_test(test_reshape_symbolic_round_trip),
         cmocka_unit_test(test_constant_of_symbolic_shape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
