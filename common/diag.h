@@ -16,6 +16,11 @@
 
 typedef enum { CV_SEV_NOTE, CV_SEV_WARNING, CV_SEV_ERROR } cv_severity;
 
+/* Codes named at more than one place (the registry is common/diag_codes.c). */
+enum {
+    CV_DIAG_SYMBOL_BOUND = 3013,   /* an input's symbol beyond a bound the model implies */
+};
+
 typedef struct cv_span {
     const char *file;   /* not owned by the span; cv_diag copies it */
     int line, col;      /* 1-based; 0 = unknown */

@@ -128,6 +128,7 @@ static const cv_diag_code_info codes[] = {
     {3010, "runtime-shape", "a run-time input's shape does not match the declared shape"},
     {3011, "unknown-shape", "a shape cannot be computed because an operand's shape is unknown"},
     {3012, "index-out-of-range", "a gather index is outside its axis at run time"},
+    {3013, "symbol-bound", "an input binds a symbol beyond a bound the model implies (a positional table indexed by arange(L) holds only L <= its rows)"},
     {3020, "rank-too-large", "a tensor type has more dimensions than CU-IR allows (8)"},
     {3101, "channel-mismatch", "a convolution's input channels differ from what its weight expects"},
     {3102, "inner-dimension-mismatch", "a matrix product's inner dimensions differ"},

@@ -266,6 +266,8 @@ static int interp_body(interp *it, const cv_tensor *inputs, int n_inputs, cv_ten
     for (int i = 0; i < f->n_inputs; i++)
         if (check_input_exprs(it, f->inputs[i], &inputs[i]))
             return -1;
+    if (cv_func_check_facts(f, lookup_sym, it, it->d))
+        return -1;
     for (int i = 0; i < f->n_params; i++)
         if (bind_param(it, f->params[i]))
             return -1;

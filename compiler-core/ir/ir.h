@@ -193,6 +193,16 @@ typedef struct cv_func {
     cv_span span, ret_span;
 } cv_func;
 
+/* A fact a model implies about one of its symbols: it holds only for
+ * sym <= max (a 64-row positional table indexed by range(L): L <= 64).
+ * Checked before a run (the interpreter: CV3013), printed in the text
+ * form as `bound L 64 "why"`.  See ir/facts.c. */
+typedef struct cv_sym_fact {
+    const char *sym;        /* interned */
+    int64_t max;
+    const char *why;        /* what implies it (a param, the op, its node) */
+} cv_sym_fact;
+
 typedef struct cv_module {
     cv_arena arena;
     int version;            /* text format version (1) */
@@ -203,6 +213,8 @@ typedef struct cv_module {
                              * symbol and location names; see cv_module_intern */
     int n_interned, cap_interned;
     struct cv_module_resource *resources;  /* released by cv_module_free (mapped weights) */
+    cv_sym_fact *facts;     /* arena; see cv_module_facts */
+    int n_facts;
 } cv_module;
 
 /* ---- builder (used by every front end) ---------------------------------- */
@@ -372,6 +384,21 @@ void cv_tensor_set_i64(cv_tensor *t, int64_t i, int64_t v);
 /* All elements as doubles in a scratch arena. */
 double *cv_tensor_to_f64(const cv_tensor *t, cv_arena *a);
 void cv_tensor_from_f64(cv_tensor *t, const double *v);
+
+/* ---- facts about symbols (ir/facts.c) ----------------------------------- */
+
+/* Records sym <= max (keeping the tightest bound per symbol).  -1 on OOM. */
+int cv_module_add_fact(cv_module *m, const char *sym, int64_t max, const char *why);
+/* The module's facts (*out valid until the module is freed); the count. */
+int cv_module_facts(const cv_module *m, const cv_sym_fact **out);
+/* Derives the facts f's ops imply: a gather from a param of static extent E
+ * whose indices are range(S) (through reshape/unsqueeze/expand) implies
+ * start + (S-1)*delta < E.  Returns the number added, -1 on OOM. */
+int cv_func_derive_facts(cv_func *f);
+/* Checks the facts against the symbols' values (look); the first one
+ * broken is CV3013 naming the input that binds the symbol (found in f's
+ * signature), the symbol and the bound. */
+int cv_func_check_facts(const cv_func *f, cv_dim_lookup look, void *ctx, cv_diag *d);
 
 /* ---- text form, verifier, interpreter ----------------------------------- */
 

@@ -227,6 +227,16 @@ char *cv_module_print(const cv_module *m, unsigned flags)
 {
     cv_sb sb = CV_SB_INIT;
     cv_sb_printf(&sb, "cuir %d\n", m->version);
+    for (int i = 0; i < m->n_facts; i++) {   /* bound L 64 "why" */
+        cv_sb_puts(&sb, "bound ");
+        if (cv_cuir_is_ident(m->facts[i].sym))
+            cv_sb_puts(&sb, m->facts[i].sym);
+        else
+            put_quoted(&sb, m->facts[i].sym);
+        cv_sb_printf(&sb, " %lld ", (long long)m->facts[i].max);
+        put_quoted(&sb, m->facts[i].why);
+        cv_sb_putc(&sb, '\n');
+    }
     for (int i = 0; i < m->n_funcs; i++) {
         if (i)
             cv_sb_putc(&sb, '\n');

@@ -201,6 +201,71 @@ static void test_reshape_symbolic_round_trip(void **state)
     tb_free(&b);
 }
 
+/* table[arange(L)] with a 4-row table implies L <= 4: the fact is
+ * recorded at import, survives the text round trip, and a run with L = 5
+ * is CV3013 naming the input, the symbol and the bound (not CV3012 from
+ * inside the gather). */
+static void test_positional_bound(void **state)
+{
+    (void)state;
+    tb b;
+    tb_init(&b, 14);
+    int64_t dx[2] = {TB_N, TB_L}, zero = 0, one = 1, one1[1] = {1}, dt[2] = {4, 2};
+    float table[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    tb_input(&b, "ids", TB_INT64, 2, dx);
+    tb_output(&b, "y", TB_FLOAT, -1, NULL);
+    tb_init_tensor(&b, "i0", TB_INT64, 0, NULL, &zero, true);
+    tb_init_tensor(&b, "one", TB_INT64, 0, NULL, &one, true);
+    tb_init_tensor(&b, "ax0", TB_INT64, 1, one1, &zero, true);
+    tb_init_tensor(&b, "table", TB_FLOAT, 2, dt, table, false);
+    tb_node(&b, "Shape", "shape", "ids", "s");
+    tb_node(&b, "Gather", "g", "s,one", "l");
+    tb_node(&b, "Range", "positions", "i0,l,one", "pos");
+    tb_node(&b, "Unsqueeze", "u", "pos,ax0", "pos2");
+    tb_node(&b, "Gather", "lookup", "table,pos2", "y");
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_module *m = load_ok(&b, &d);
+    const cv_sym_fact *facts;
+    assert_int_equal(cv_module_facts(m, &facts), 1);
+    assert_string_equal(facts[0].sym, "L");
+    assert_int_equal(facts[0].max, 4);
+    assert_non_null(strstr(facts[0].why, "lookup"));
+    char *text = cv_module_print(m, CV_PRINT_NO_LOC);
+    assert_non_null(strstr(text, "\nbound L 4 \""));
+    cv_module *p = cv_cuir_parse(text, strlen(text), "rt.cuir", &d);
+    assert_non_null(p);
+    assert_int_equal(cv_verify(p, 0, &d), 0);
+    assert_int_equal(cv_module_facts(p, &facts), 1);
+    assert_int_equal(facts[0].max, 4);
+    for (int64_t l = 3; l <= 5; l++) {
+        int64_t dims[2] = {2, l};
+        cv_tensor in, out;
+        assert_int_equal(cv_tensor_alloc(&in, CV_I64, 2, dims), 0);
+        cv_diag run;
+        cv_diag_init(&run);
+        int rc = cv_interp_run(p->funcs[0], &in, 1, &out, &run);
+        if (l <= 4) {
+            assert_int_equal(rc, 0);
+            assert_int_equal(out.numel, l * 2);
+            for (int64_t i = 0; i < out.numel; i++)
+                assert_true(((float *)out.data)[i] == (float)i);
+            cv_tensor_free(&out);
+        } else {
+            assert_int_not_equal(rc, 0);
+            assert_true(tb_has_error(&run, 3013, "%ids binds L = 5"));
+            assert_true(tb_has_error(&run, 3013, "L <= 4"));
+        }
+        cv_diag_free(&run);
+        cv_tensor_free(&in);
+    }
+    free(text);
+    cv_module_free(p);
+    cv_module_free(m);
+    cv_diag_free(&d);
+    tb_free(&b);
+}
+
 /* ConstantOfShape(Shape(x)) with a symbolic N becomes ops over x's extent;
  * the interpreter fills it at several N. */
 static void test_constant_of_symbolic_shape(void **state)
@@ -248,6 +313,7 @@ int main(void)
         cmocka_unit_test(test_range_over_symbol),
         cmocka_unit_test(test_range_over_data_refused),
         cmocka_unit_test(test_reshape_symbolic_round_trip),
+        cmocka_unit_test(test_positional_bound),
         cmocka_unit_test(test_constant_of_symbolic_shape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
