@@ -25,6 +25,7 @@ extern const cv_op_family cv_ops_resize;       /* ops_resize.c: resize */
 extern const cv_op_family cv_ops_shape;        /* ops_shape.c: reshape, flatten, squeeze, ... constant */
 extern const cv_op_family cv_ops_layout;       /* ops_layout.c: transpose, concat, split, slice, gather, pad */
 extern const cv_op_family cv_ops_attention;    /* ops_attention.c: attention */
+extern const cv_op_family cv_ops_rnn;          /* ops_rnn.c: rnn (LSTM/GRU over a symbolic length) */
 
 /* Shape-function helpers (ops_shapeutil.c). */
 int cv_infer_broadcast(cv_infer_ctx *c, const cv_shape *a, const cv_shape *b, cv_shape *out);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -266,6 +267,92 @@ static void test_positional_bound(void **state)
     tb_free(&b);
 }
 
+/* An LSTM or GRU over x[T, 2, 3], T the symbol L or a static length, with
+ * the same pseudo-random weights and initial state. */
+static void build_rnn(tb *b, const char *op, int64_t t, const char *dir, int lbr)
+{
+    enum { B = 2, I = 3, H = 4 };
+    int g = !strcmp(op, "LSTM") ? 4 : 3, dirs = !strcmp(dir, "bidirectional") ? 2 : 1;
+    int64_t dx[3] = {t, B, I}, dw[3] = {dirs, g * H, I}, dr[3] = {dirs, g * H, H};
+    int64_t db[2] = {dirs, 2 * g * H}, dh[3] = {dirs, B, H};
+    static float w[2 * 4 * 4 * 4 * 2];
+    uint32_t seed = 12345;
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        seed = seed * 1103515245u + 12345u;
+        w[i] = (float)((seed >> 8) % 2001) / 2000.0f - 0.5f;
+    }
+    tb_init(b, 14);
+    tb_input(b, "x", TB_FLOAT, 3, dx);
+    tb_output(b, "y", TB_FLOAT, -1, NULL);
+    tb_output(b, "yh", TB_FLOAT, -1, NULL);
+    if (g == 4)
+        tb_output(b, "yc", TB_FLOAT, -1, NULL);
+    tb_init_tensor(b, "W", TB_FLOAT, 3, dw, w, false);
+    tb_init_tensor(b, "R", TB_FLOAT, 3, dr, w + 7, false);
+    tb_init_tensor(b, "Bias", TB_FLOAT, 2, db, w + 11, false);
+    tb_init_tensor(b, "h0", TB_FLOAT, 3, dh, w + 13, false);
+    tb_init_tensor(b, "c0", TB_FLOAT, 3, dh, w + 17, false);
+    Onnx__NodeProto *n = tb_node(b, op, "rnn", g == 4 ? "x,W,R,Bias,,h0,c0" : "x,W,R,Bias,,h0",
+                                 g == 4 ? "y,yh,yc" : "y,yh");
+    tb_attr_i(b, n, "hidden_size", H);
+    if (lbr)
+        tb_attr_i(b, n, "linear_before_reset", 1);
+    Onnx__AttributeProto *a = tb_attr(b, n, "direction",
+                                      ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    a->has_s = 1;
+    a->s.data = (uint8_t *)tb_str(b, dir);
+    a->s.len = strlen(dir);
+}
+
+/* The rnn op over a symbolic length (ops_rnn.c) against the importer's
+ * unrolling at static lengths 1, 3 and 6: two implementations of the ONNX
+ * formulas that must agree, for LSTM and GRU in each direction. */
+static void test_rnn_symbolic_matches_unrolled(void **state)
+{
+    (void)state;
+    static const struct { const char *op, *dir; int lbr; } cases[] = {
+        {"LSTM", "forward", 0}, {"LSTM", "bidirectional", 0}, {"GRU", "forward", 0},
+        {"GRU", "reverse", 1}, {"GRU", "bidirectional", 0}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        tb b;
+        cv_diag d;
+        cv_diag_init(&d);
+        build_rnn(&b, cases[k].op, TB_L, cases[k].dir, cases[k].lbr);
+        cv_module *m = load_ok(&b, &d);
+        tb_free(&b);
+        bool has_rnn = false;
+        for (int i = 0; i < m->funcs[0]->n_ops; i++)
+            has_rnn |= !strcmp(m->funcs[0]->ops[i]->name, "rnn");
+        assert_true(has_rnn);
+        for (int64_t t = 1; t <= 6; t += t == 1 ? 2 : 3) {
+            build_rnn(&b, cases[k].op, t, cases[k].dir, cases[k].lbr);
+            cv_module *u = load_ok(&b, &d);
+            tb_free(&b);
+            int64_t dims[3] = {t, 2, 3};
+            cv_tensor in, got[3], want[3];
+            assert_int_equal(cv_tensor_alloc(&in, CV_F32, 3, dims), 0);
+            for (int64_t i = 0; i < in.numel; i++)
+                ((float *)in.data)[i] = (float)((i * 37) % 11) / 5.0f - 1.0f;
+            assert_int_equal(cv_interp_run(m->funcs[0], &in, 1, got, &d), 0);
+            assert_int_equal(cv_interp_run(u->funcs[0], &in, 1, want, &d), 0);
+            for (int r = 0; r < m->funcs[0]->n_returns; r++) {
+                assert_int_equal(got[r].numel, want[r].numel);
+                for (int64_t i = 0; i < got[r].numel; i++)
+                    if (fabs(cv_tensor_get(&got[r], i) - cv_tensor_get(&want[r], i)) > 1e-5)
+                        fail_msg("%s %s T=%lld output %d [%lld]: %g, unrolled %g", cases[k].op,
+                                 cases[k].dir, (long long)t, r, (long long)i,
+                                 cv_tensor_get(&got[r], i), cv_tensor_get(&want[r], i));
+                cv_tensor_free(&got[r]);
+                cv_tensor_free(&want[r]);
+            }
+            cv_tensor_free(&in);
+            cv_module_free(u);
+        }
+        cv_module_free(m);
+        cv_diag_free(&d);
+    }
+}
+
 /* ConstantOfShape(Shape(x)) with a symbolic N becomes ops over x's extent;
  * the interpreter fills it at several N. */
 static void test_constant_of_symbolic_shape(void **state)
@@ -314,6 +401,7 @@ int main(void)
         cmocka_unit_test(test_range_over_data_refused),
         cmocka_unit_test(test_reshape_symbolic_round_trip),
         cmocka_unit_test(test_positional_bound),
+        cmocka_unit_test(test_rnn_symbolic_matches_unrolled),
         cmocka_unit_test(test_constant_of_symbolic_shape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

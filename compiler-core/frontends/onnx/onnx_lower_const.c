@@ -194,6 +194,14 @@ static int symbolic_fill(onnx_ctx *c, const onnx_const *k, cv_dtype dt, const vo
     if (o)
         cv_op_set_ints(o, "shape", st, rank);
     acc = onnx_finish(c, o);
+    /* The zeros must have exactly the wanted extents: a value whose other
+     * axes are symbolic too gives N*min(1, frames) for N (a frame axis of
+     * 0 would empty it).  Otherwise: a constant op sized at run time. */
+    cv_shape want = {.rank = rank};
+    for (int i = 0; i < rank; i++)
+        want.d[i] = onnx_const_dim(k, i);
+    if (acc && !cv_shape_equal(&acc->type.shape, &want))
+        return constant_dims(c, k, dt, value);
     double v = value ? cv_dtype_load(dt, value, 0) : 0;
     if (acc && v != 0)
         acc = onnx_binary(c, "add", acc, onnx_scalar(c, dt, v));
