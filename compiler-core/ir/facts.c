@@ -59,10 +59,37 @@ static const cv_op *range_source(const cv_value *v)
     return NULL;
 }
 
-static double attr_num(const cv_op *op, const char *name, double dflt)
+/* The fact a gather from x (static extent E on its axis) by range r
+ * implies: indices start + i*delta, i < S, all in [0, E).  With a symbolic
+ * length S: S <= (E - 1 - start)/delta + 1; with a symbolic start P and a
+ * static length: P <= E - 1 - (S - 1)*delta. */
+static int gather_fact(cv_func *f, const cv_op *op, const cv_op *r, int64_t extent)
 {
-    const cv_attr *a = cv_op_attr(op, name);
-    return !a ? dflt : a->kind == CV_ATTR_INT ? (double)a->i : a->f;
+    cv_dim len[2], start[2] = {{0, NULL}};
+    int64_t delta = cv_op_int(r, "delta", 1);
+    if (cv_op_dims(r, "length", len, 2) != 1 || cv_op_dims(r, "start", start, 2) > 1 ||
+        delta < 1 || delta > extent)
+        return 0;
+    const char *sym;
+    int64_t max;
+    if (cv_dim_is_symbol(len[0]) && !start[0].sym && start[0].n >= 0 && start[0].n < extent) {
+        sym = len[0].sym;
+        max = (extent - 1 - start[0].n) / delta + 1;
+    } else if (cv_dim_is_symbol(start[0]) && !len[0].sym && len[0].n >= 1 &&
+               len[0].n <= extent) {
+        sym = start[0].sym;
+        max = extent - 1 - (len[0].n - 1) * delta;
+    } else {
+        return 0;
+    }
+    if (max < 0)
+        return 0;
+    char why[256], path[160];
+    cv_op_path(op, path, sizeof path);
+    snprintf(why, sizeof why, "%%%s has %lld entries on axis %lld, indexed by a range over %s at %s",
+             op->operands[0]->name, (long long)extent, (long long)cv_op_int(op, "axis", 0), sym,
+             path);
+    return cv_module_add_fact(f->module, sym, max, why) ? -1 : 1;
 }
 
 int cv_func_derive_facts(cv_func *f)
@@ -78,21 +105,10 @@ int cv_func_derive_facts(cv_func *f)
         axis = axis < 0 ? axis + x->type.shape.rank : axis;
         if (!r || axis < 0 || axis >= x->type.shape.rank || x->type.shape.d[axis].sym)
             continue;
-        cv_dim len[2];
-        double start = attr_num(r, "start", 0), delta = attr_num(r, "delta", 1);
-        int64_t extent = x->type.shape.d[axis].n;
-        /* indices start + i*delta, i < S: all in [0, E) iff S <= (E-1-start)/delta + 1 */
-        if (cv_op_dims(r, "length", len, 2) != 1 || !cv_dim_is_symbol(len[0]) || start < 0 ||
-            delta < 1 || start >= (double)extent || delta != (int64_t)delta)
-            continue;
-        int64_t max = (extent - 1 - (int64_t)start) / (int64_t)delta + 1;
-        char why[256], path[160];
-        cv_op_path(op, path, sizeof path);
-        snprintf(why, sizeof why, "%%%s has %lld entries on axis %lld, indexed by range(%s) at %s",
-                 x->name, (long long)extent, (long long)axis, len[0].sym, path);
-        if (cv_module_add_fact(f->module, len[0].sym, max, why))
+        int rc = gather_fact(f, op, r, x->type.shape.d[axis].n);
+        if (rc < 0)
             return -1;
-        added++;
+        added += rc;
     }
     return added;
 }

@@ -338,6 +338,8 @@ typedef struct cv_eval_ctx {
     int n_out;
     cv_arena *scratch;      /* freed after the op */
     cv_diag *diag;
+    cv_dim_lookup look;     /* the symbols' values (range's symbolic start), or NULL */
+    void *look_ctx;
 } cv_eval_ctx;
 
 struct cv_codegen_ctx;

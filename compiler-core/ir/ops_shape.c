@@ -281,7 +281,7 @@ static int constant_eval(cv_eval_ctx *c)
     return 0;
 }
 
-/* start + i * delta for i < length; integer dtypes exactly, in int64. */
+/* start + i * delta for i < length, integers (in int64). */
 static int range_infer(cv_infer_ctx *c)
 {
     cv_dim len[2];
@@ -292,8 +292,8 @@ static int range_infer(cv_infer_ctx *c)
         return cv_infer_error(c, 3007, "range: 'length' must be one non-negative dim");
     const cv_attr *dt = cv_op_attr(c->op, "dtype");
     cv_dtype t = dt && dt->kind == CV_ATTR_DTYPE ? dt->dt : CV_I64;
-    if (!(CV_DT_BIT(t) & CV_DT_ALL) || t == CV_BOOL)
-        return cv_infer_error(c, 4002, "range does not support element type %s",
+    if (!cv_dtype_is_int(t) || t == CV_BOOL)
+        return cv_infer_error(c, 4002, "range does not support element type %s (integers only)",
                               cv_dtype_name(t));
     c->out[0] = (cv_type){t, {.rank = 1, .d = {len[0]}}};
     return 0;
@@ -302,16 +302,15 @@ static int range_infer(cv_infer_ctx *c)
 static int range_eval(cv_eval_ctx *c)
 {
     cv_tensor *y = &c->out[0];
-    const cv_attr *sa = cv_op_attr(c->op, "start"), *da = cv_op_attr(c->op, "delta");
-    double start = sa ? (sa->kind == CV_ATTR_INT ? (double)sa->i : sa->f) : 0;
-    double delta = da ? (da->kind == CV_ATTR_INT ? (double)da->i : da->f) : 1;
-    for (int64_t i = 0; i < y->numel; i++) {
-        if (cv_dtype_is_int(y->dtype))   /* wraps like the element type, never UB */
-            cv_tensor_set_i64(y, i, (int64_t)((uint64_t)(int64_t)start +
-                                               (uint64_t)i * (uint64_t)(int64_t)delta));
-        else   /* accumulates in the element type, as ONNX Range does */
-            cv_tensor_set(y, i, start + (double)i * delta);
+    cv_dim sd;
+    int64_t start = 0, delta = cv_op_int(c->op, "delta", 1);
+    if (cv_op_dims(c->op, "start", &sd, 1) == 1) {
+        start = sd.n;
+        if (sd.sym && (!c->look || cv_dim_eval(sd, c->look, c->look_ctx, &start)))
+            return cv_nn_eval_error(c, 3010, "range: start %s has no value at run time", sd.sym);
     }
+    for (int64_t i = 0; i < y->numel; i++)   /* wraps like the element type, never UB */
+        cv_tensor_set_i64(y, i, (int64_t)((uint64_t)start + (uint64_t)i * (uint64_t)delta));
     return 0;
 }
 
@@ -331,9 +330,10 @@ static int range_eval(cv_eval_ctx *c)
  *   for value, i64 for ints), shape DIMS (default [number of values]; [] is a
  *   scalar)}: one value fills the whole shape; ints keep i64 exact.  A
  *   symbolic shape ([N, L]) takes one value.
- * range() {length DIMS required (one dim), start FLOAT = 0, delta FLOAT = 1,
- *   dtype DTYPE = i64} -> dtype[length]: start + i*delta (ONNX Range over a
- *   symbolic limit; integer dtypes computed in int64). */
+ * range() {length DIMS required (one dim), start DIMS = [0] (one dim: an
+ *   integer or a symbol, evaluated at run time), delta INT = 1, dtype DTYPE =
+ *   i64 (an integer type)} -> dtype[length]: start + i*delta (ONNX Range over
+ *   a symbolic start or limit: arange(L), arange(P, P + 1)). */
 static const cv_attr_schema reshape_attrs[] = {
     {"shape", CV_ATTR_DIMS, true}, {NULL, CV_ATTR_NONE, false}};
 static const cv_attr_schema flatten_attrs[] = {
@@ -353,8 +353,8 @@ static const cv_attr_schema constant_attrs[] = {
 };
 static const cv_attr_schema range_attrs[] = {
     {"length", CV_ATTR_DIMS, true},
-    {"start", CV_ATTR_FLOAT, false},
-    {"delta", CV_ATTR_FLOAT, false},
+    {"start", CV_ATTR_DIMS, false},
+    {"delta", CV_ATTR_INT, false},
     {"dtype", CV_ATTR_DTYPE, false},
     {NULL, CV_ATTR_NONE, false},
 };

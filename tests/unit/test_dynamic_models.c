@@ -238,12 +238,18 @@ static void test_bert_small_bound(void **state)
  * kernel yet either. */
 static void test_speech_lstm(void **state) { (void)state; check_model("speech_lstm", -1, true); }
 
+/* One decode step past caches of P = 0, 5, 17 and 63 tokens (present
+ * outputs P + 1: CV4005 natively for now); the 64-row position table
+ * indexed by arange(P, P + 1) bounds P <= 63. */
+static void test_gpt_decode(void **state) { (void)state; check_model("gpt_decode", 2, true); }
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bert_small),
         cmocka_unit_test(test_bert_small_bound),
         cmocka_unit_test(test_speech_lstm),
+        cmocka_unit_test(test_gpt_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

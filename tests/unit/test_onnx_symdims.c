@@ -353,6 +353,54 @@ static void test_rnn_symbolic_matches_unrolled(void **state)
     }
 }
 
+/* table[arange(L, L + 2)] (a decode step's positions past a cache of L):
+ * a range from a symbolic start, and the fact L <= 2 for a 4-row table. */
+static void test_range_from_symbol(void **state)
+{
+    (void)state;
+    tb b;
+    tb_init(&b, 14);
+    int64_t dx[2] = {TB_N, TB_L}, one = 1, two = 2, dt[2] = {4, 2};
+    float table[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    tb_input(&b, "past", TB_INT64, 2, dx);
+    tb_output(&b, "y", TB_FLOAT, -1, NULL);
+    tb_init_tensor(&b, "one", TB_INT64, 0, NULL, &one, true);
+    tb_init_tensor(&b, "two", TB_INT64, 0, NULL, &two, true);
+    tb_init_tensor(&b, "table", TB_FLOAT, 2, dt, table, false);
+    tb_node(&b, "Shape", "shape", "past", "s");
+    tb_node(&b, "Gather", "g", "s,one", "l");
+    tb_node(&b, "Add", "end", "l,two", "l2");
+    tb_node(&b, "Range", "positions", "l,l2,one", "pos");
+    tb_node(&b, "Gather", "lookup", "table,pos", "y");
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_module *m = load_ok(&b, &d);
+    const cv_sym_fact *facts;
+    assert_int_equal(cv_module_facts(m, &facts), 1);
+    assert_string_equal(facts[0].sym, "L");
+    assert_int_equal(facts[0].max, 2);
+    for (int64_t l = 0; l <= 3; l++) {
+        int64_t dims[2] = {1, l};
+        cv_tensor in, out;
+        assert_int_equal(cv_tensor_alloc(&in, CV_I64, 2, dims), 0);
+        cv_diag run;
+        cv_diag_init(&run);
+        int rc = cv_interp_run(m->funcs[0], &in, 1, &out, &run);
+        assert_int_equal(rc != 0, l > 2);
+        if (rc)
+            assert_true(tb_has_error(&run, 3013, "%past binds L = 3"));
+        for (int64_t i = 0; !rc && i < out.numel; i++)
+            assert_true(((float *)out.data)[i] == (float)(2 * l + i));
+        if (!rc)
+            cv_tensor_free(&out);
+        cv_diag_free(&run);
+        cv_tensor_free(&in);
+    }
+    cv_module_free(m);
+    cv_diag_free(&d);
+    tb_free(&b);
+}
+
 /* ConstantOfShape(Shape(x)) with a symbolic N becomes ops over x's extent;
  * the interpreter fills it at several N. */
 static void test_constant_of_symbolic_shape(void **state)
@@ -401,6 +449,7 @@ int main(void)
         cmocka_unit_test(test_range_over_data_refused),
         cmocka_unit_test(test_reshape_symbolic_round_trip),
         cmocka_unit_test(test_positional_bound),
+        cmocka_unit_test(test_range_from_symbol),
         cmocka_unit_test(test_rnn_symbolic_matches_unrolled),
         cmocka_unit_test(test_constant_of_symbolic_shape),
     };

@@ -246,9 +246,10 @@ static int lower_constant_of_shape(onnx_ctx *c)
     return onnx_bind_const(c, 0, k);
 }
 
-/* Range(start, limit, delta) over a symbolic start or limit (arange over a
- * sequence length): a CU-IR range op of length max(ceildiv(limit - start,
- * delta), 0), evaluated when the symbols are known. */
+/* Range(start, limit, delta) over a symbolic start or limit (arange(L),
+ * arange(P, P + 1) past a cache): a CU-IR range op of length
+ * max(ceildiv(limit - start, delta), 0), evaluated when the symbols are
+ * known. */
 static int symbolic_range(onnx_ctx *c, const onnx_const *s, const onnx_const *l,
                           const onnx_const *d)
 {
@@ -270,14 +271,11 @@ static int symbolic_range(onnx_ctx *c, const onnx_const *s, const onnx_const *l,
     if (rc)
         return onnx_err(c, ONNX_E_DATA_DEPENDENT, "the length of a range over the symbolic %s "
                         "is not expressible", s->syms && s->syms[0] ? s->syms[0] : l->syms[0]);
-    if (start.sym)   /* start + i*delta: the offset is a symbol, added at run time */
-        return onnx_err(c, ONNX_E_DATA_DEPENDENT, "a range from the symbolic %s (only the "
-                        "limit may be symbolic)", start.sym);
     cv_op *o = onnx_op(c, "range", NULL, 0);
     if (o) {
         cv_op_set_dims(o, "length", &len, 1);
-        cv_op_set_float(o, "start", (double)start.n);
-        cv_op_set_float(o, "delta", (double)delta);
+        cv_op_set_dims(o, "start", &start, 1);
+        cv_op_set_int(o, "delta", delta);
         cv_op_set_dtype(o, "dtype", s->dt);
     }
     return onnx_bind_value(c, 0, onnx_finish(c, o));
