@@ -45,11 +45,11 @@ static bool op_is(const cv_value *v, const char *name)
     return v->kind == CV_VAL_RESULT && v->def && v->def->def && !strcmp(v->def->def->name, name);
 }
 
-/* The range op whose values v holds unchanged (reshaped or broadcast). */
+/* The arange op whose values v holds unchanged (reshaped or broadcast). */
 static const cv_op *range_source(const cv_value *v)
 {
     for (int hops = 0; hops < 16; hops++) {
-        if (op_is(v, "range"))
+        if (op_is(v, "arange"))
             return v->def;
         if (!(op_is(v, "reshape") || op_is(v, "unsqueeze") || op_is(v, "squeeze") ||
               op_is(v, "expand") || op_is(v, "flatten")))

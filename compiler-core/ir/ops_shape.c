@@ -330,7 +330,7 @@ static int range_eval(cv_eval_ctx *c)
  *   for value, i64 for ints), shape DIMS (default [number of values]; [] is a
  *   scalar)}: one value fills the whole shape; ints keep i64 exact.  A
  *   symbolic shape ([N, L]) takes one value.
- * range() {length DIMS required (one dim), start DIMS = [0] (one dim: an
+ * arange() {length DIMS required (one dim), start DIMS = [0] (one dim: an
  *   integer or a symbol, evaluated at run time), delta INT = 1, dtype DTYPE =
  *   i64 (an integer type)} -> dtype[length]: start + i*delta (ONNX Range over
  *   a symbolic start or limit: arange(L), arange(P, P + 1)). */
@@ -372,7 +372,7 @@ static const cv_op_def defs[] = {
      CV_OPF_SHAPE_ONLY},
     {"shape", 1, 1, 1, 1, shape_attrs, shape_infer, shape_eval, cv_cg_shape, 0},
     {"constant", 0, 0, 1, 1, constant_attrs, constant_infer, constant_eval, NULL, 0},
-    {"range", 0, 0, 1, 1, range_attrs, range_infer, range_eval, NULL, 0},
+    {"arange", 0, 0, 1, 1, range_attrs, range_infer, range_eval, NULL, 0},
 };
 
 const cv_op_family cv_ops_shape = {defs, (int)(sizeof defs / sizeof defs[0])};

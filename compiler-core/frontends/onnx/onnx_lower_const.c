@@ -247,7 +247,7 @@ static int lower_constant_of_shape(onnx_ctx *c)
 }
 
 /* Range(start, limit, delta) over a symbolic start or limit (arange(L),
- * arange(P, P + 1) past a cache): a CU-IR range op of length
+ * arange(P, P + 1) past a cache): a CU-IR arange op of length
  * max(ceildiv(limit - start, delta), 0), evaluated when the symbols are
  * known. */
 static int symbolic_range(onnx_ctx *c, const onnx_const *s, const onnx_const *l,
@@ -271,7 +271,7 @@ static int symbolic_range(onnx_ctx *c, const onnx_const *s, const onnx_const *l,
     if (rc)
         return onnx_err(c, ONNX_E_DATA_DEPENDENT, "the length of a range over the symbolic %s "
                         "is not expressible", s->syms && s->syms[0] ? s->syms[0] : l->syms[0]);
-    cv_op *o = onnx_op(c, "range", NULL, 0);
+    cv_op *o = onnx_op(c, "arange", NULL, 0);
     if (o) {
         cv_op_set_dims(o, "length", &len, 1);
         cv_op_set_dims(o, "start", &start, 1);
@@ -564,7 +564,7 @@ static const onnx_op_entry entries[] = {
     {"Constant", 1, lower_constant, NULL, 0},
     {"NonZero", 9, lower_non_zero, NULL, 0x1u},
     {"ConstantOfShape", 9, lower_constant_of_shape, "constant", 1u},
-    {"Range", 11, lower_range, "range", 0x7u},
+    {"Range", 11, lower_range, "arange", 0x7u},
     {"Shape", 1, lower_shape, NULL, 0},
     {"Size", 1, lower_size, NULL, 0},
     {"EyeLike", 9, lower_eye_like, NULL, 0},
