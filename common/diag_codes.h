@@ -131,6 +131,7 @@
     X(CV_E_RUNTIME_SHAPE, 3010, "runtime-shape", "a run-time input's shape does not match the declared shape") \
     X(CV_E_UNKNOWN_SHAPE, 3011, "unknown-shape", "a shape cannot be computed because an operand's shape is unknown") \
     X(CV_E_INDEX_OUT_OF_RANGE, 3012, "index-out-of-range", "a gather index is outside its axis at run time") \
+    X(CV_E_SYMBOL_BOUND, 3013, "symbol-bound", "an input binds a symbol beyond a bound the model implies (a positional table indexed by arange(L) holds only L <= its rows)") \
     X(CV_E_RANK_TOO_LARGE, 3020, "rank-too-large", "a tensor type has more dimensions than CU-IR allows (8)") \
     X(CV_E_CHANNEL_MISMATCH, 3101, "channel-mismatch", "a convolution's input channels differ from what its weight expects") \
     X(CV_E_INNER_DIMENSION_MISMATCH, 3102, "inner-dimension-mismatch", "a matrix product's inner dimensions differ") \

@@ -418,6 +418,28 @@ void cv_op_set_dtype(cv_op *op, const char *name, cv_dtype v)
     cv_op_put_attr(op, &a);
 }
 
+void cv_op_set_dims(cv_op *op, const char *name, const cv_dim *v, int n)
+{
+    bool sym = false;
+    for (int i = 0; i < n; i++)
+        sym |= v[i].sym != NULL;
+    if (!sym) {
+        int64_t ints[CV_MAX_RANK];
+        for (int i = 0; i < n && i < CV_MAX_RANK; i++)
+            ints[i] = v[i].n;
+        cv_op_set_ints(op, name, ints, n < CV_MAX_RANK ? n : CV_MAX_RANK);
+        return;
+    }
+    cv_module *m = op->func->module;
+    cv_attr a = attr_named(op, name, CV_ATTR_DIMS);
+    a.dims = cv_arena_alloc_array(&m->arena, (size_t)n + 1, sizeof *a.dims);
+    for (int i = 0; a.dims && i < n; i++)
+        a.dims[i] = (cv_dim){v[i].n, v[i].sym ? cv_module_intern(m, v[i].sym, strlen(v[i].sym))
+                                              : NULL};
+    a.n = a.dims ? n : 0;
+    cv_op_put_attr(op, &a);
+}
+
 void cv_op_add_loc(cv_op *op, const char *file, int line, int col)
 {
     cv_arena *ar = &op->func->module->arena;

@@ -166,7 +166,7 @@ static int run_op(interp *it, const cv_op *op)
         tensor_type(ins[k], &in[k]);
     }
     memset(out, 0, sizeof out);
-    if (cv_infer_op(op, in, out, op->func->module, it->d))
+    if (cv_infer_op_bound(op, in, out, op->func->module, lookup_sym, it, it->d))
         return -1;
     for (int r = 0; r < op->n_results; r++)
         if (check_result_dims(it, op, r, &out[r]))
@@ -187,7 +187,8 @@ static int run_op(interp *it, const cv_op *op)
     cv_arena scratch;
     cv_arena_init(&scratch);
     cv_eval_ctx c = {.op = op, .in = ins, .n_in = op->n_operands, .out = res,
-                     .n_out = op->n_results, .scratch = &scratch, .diag = it->d};
+                     .n_out = op->n_results, .scratch = &scratch, .diag = it->d,
+                     .look = lookup_sym, .look_ctx = it};
     int errors_before = it->d->n_errors;
     int rc = op->def->eval ? op->def->eval(&c) : -1;
     cv_arena_free(&scratch);
@@ -266,6 +267,8 @@ static int interp_body(interp *it, const cv_tensor *inputs, int n_inputs, cv_ten
     for (int i = 0; i < f->n_inputs; i++)
         if (check_input_exprs(it, f->inputs[i], &inputs[i]))
             return -1;
+    if (cv_func_check_facts(f, lookup_sym, it, it->d))
+        return -1;
     for (int i = 0; i < f->n_params; i++)
         if (bind_param(it, f->params[i]))
             return -1;
@@ -317,6 +320,9 @@ static bool mark_cone(const cv_func *f, const cv_value *v, bool *need, int *budg
     const cv_op *op = v->def;
     if (!op || !op->def || !op->def->eval || --*budget < 0)
         return false;
+    for (int i = 0; i < op->n_attrs; i++)   /* range(P, P + 1): static, yet symbolic */
+        if (op->attrs[i].kind == CV_ATTR_DIMS)
+            return false;
     if (need[op->id])
         return true;
     need[op->id] = true;

@@ -110,7 +110,12 @@ typedef struct cv_loc {
 
 typedef enum cv_attr_kind {
     CV_ATTR_NONE = 0,
-    CV_ATTR_INT, CV_ATTR_FLOAT, CV_ATTR_STRING, CV_ATTR_INTS, CV_ATTR_FLOATS, CV_ATTR_DTYPE
+    CV_ATTR_INT, CV_ATTR_FLOAT, CV_ATTR_STRING, CV_ATTR_INTS, CV_ATTR_FLOATS, CV_ATTR_DTYPE,
+    /* A list of dimensions, some symbolic ([N, L, (L + 1) floordiv 2, -1]): a
+     * target shape known only as a formula of the symbols.  An attribute
+     * whose entries are all integers is stored as INTS; a DIMS schema
+     * accepts both (read it with cv_op_dims). */
+    CV_ATTR_DIMS
 } cv_attr_kind;
 
 typedef struct cv_attr {
@@ -121,6 +126,7 @@ typedef struct cv_attr {
     const char *s;      /* STRING */
     int64_t *ints;      /* INTS, n entries */
     double *floats;     /* FLOATS, n entries */
+    cv_dim *dims;       /* DIMS, n entries */
     int n;
     cv_dtype dt;        /* DTYPE */
     cv_span span;       /* position in text, if parsed */
@@ -197,6 +203,16 @@ typedef struct cv_func {
     cv_span span, ret_span;
 } cv_func;
 
+/* A fact a model implies about one of its symbols: it holds only for
+ * sym <= max (a 64-row positional table indexed by range(L): L <= 64).
+ * Checked before a run (the interpreter: CV3013), printed in the text
+ * form as `bound L 64 "why"`.  See ir/facts.c. */
+typedef struct cv_sym_fact {
+    const char *sym;        /* interned */
+    int64_t max;
+    const char *why;        /* what implies it (a param, the op, its node) */
+} cv_sym_fact;
+
 typedef struct cv_module {
     cv_arena arena;
     int version;            /* text format version (1) */
@@ -207,6 +223,8 @@ typedef struct cv_module {
                              * symbol and location names; see cv_module_intern */
     int n_interned, cap_interned;
     struct cv_module_resource *resources;  /* released by cv_module_free (mapped weights) */
+    cv_sym_fact *facts;     /* arena; see cv_module_facts */
+    int n_facts;
 } cv_module;
 
 /* ---- builder (used by every front end) ---------------------------------- */
@@ -244,6 +262,9 @@ void cv_op_set_string(cv_op *op, const char *name, const char *v);
 void cv_op_set_ints(cv_op *op, const char *name, const int64_t *v, int n);
 void cv_op_set_floats(cv_op *op, const char *name, const double *v, int n);
 void cv_op_set_dtype(cv_op *op, const char *name, cv_dtype v);
+/* Stores INTS when every entry is an integer, else DIMS (symbols interned
+ * in the op's module). */
+void cv_op_set_dims(cv_op *op, const char *name, const cv_dim *v, int n);
 /* Adds (or replaces) an attribute; keeps schema order. */
 cv_attr *cv_op_put_attr(cv_op *op, const cv_attr *a);
 void cv_op_add_loc(cv_op *op, const char *file, int line, int col);
@@ -277,6 +298,8 @@ double cv_op_float(const cv_op *op, const char *name, double dflt);
 const char *cv_op_string(const cv_op *op, const char *name, const char *dflt);
 /* Copies up to max ints; returns the count, or -1 when absent. */
 int cv_op_ints(const cv_op *op, const char *name, int64_t *out, int max);
+/* An INTS or DIMS attribute as dims (up to max); the count, or -1 when absent. */
+int cv_op_dims(const cv_op *op, const char *name, cv_dim *out, int max);
 
 void cv_func_count_uses(cv_func *f);
 
@@ -297,6 +320,11 @@ typedef struct cv_infer_ctx {
     cv_module *module;      /* for interning symbols; may be NULL at run time */
     cv_diag *diag;
     int first_diag;         /* id of the first diagnostic raised, 0 if none */
+    /* At run time (the interpreter): the symbols' values, so that a shape
+     * written with symbols in an attribute (reshape's shape=[N, L, 4, 8],
+     * range's length) becomes integers.  NULL at compile time. */
+    cv_dim_lookup look;
+    void *look_ctx;
 } cv_infer_ctx;
 
 /* Reports a shape/type error for the op being inferred and returns -1. */
@@ -320,6 +348,8 @@ typedef struct cv_eval_ctx {
     int n_out;
     cv_arena *scratch;      /* freed after the op */
     cv_diag *diag;
+    cv_dim_lookup look;     /* the symbols' values (range's symbolic start), or NULL */
+    void *look_ctx;
 } cv_eval_ctx;
 
 struct cv_codegen_ctx;
@@ -348,6 +378,9 @@ const cv_attr_schema *cv_op_def_attr(const cv_op_def *def, const char *name, int
 
 /* Runs the shape function of op with operand types `in` into `out`. */
 int cv_infer_op(const cv_op *op, const cv_type *in, cv_type *out, cv_module *m, cv_diag *d);
+/* The same with the symbols' run-time values (see cv_infer_ctx.look). */
+int cv_infer_op_bound(const cv_op *op, const cv_type *in, cv_type *out, cv_module *m,
+                      cv_dim_lookup look, void *look_ctx, cv_diag *d);
 
 /* ---- tensors ------------------------------------------------------------ */
 
@@ -363,6 +396,21 @@ void cv_tensor_set_i64(cv_tensor *t, int64_t i, int64_t v);
 /* All elements as doubles in a scratch arena. */
 double *cv_tensor_to_f64(const cv_tensor *t, cv_arena *a);
 void cv_tensor_from_f64(cv_tensor *t, const double *v);
+
+/* ---- facts about symbols (ir/facts.c) ----------------------------------- */
+
+/* Records sym <= max (keeping the tightest bound per symbol).  -1 on OOM. */
+int cv_module_add_fact(cv_module *m, const char *sym, int64_t max, const char *why);
+/* The module's facts (*out valid until the module is freed); the count. */
+int cv_module_facts(const cv_module *m, const cv_sym_fact **out);
+/* Derives the facts f's ops imply: a gather from a param of static extent E
+ * whose indices are range(S) (through reshape/unsqueeze/expand) implies
+ * start + (S-1)*delta < E.  Returns the number added, -1 on OOM. */
+int cv_func_derive_facts(cv_func *f);
+/* Checks the facts against the symbols' values (look); the first one
+ * broken is CV3013 naming the input that binds the symbol (found in f's
+ * signature), the symbol and the bound. */
+int cv_func_check_facts(const cv_func *f, cv_dim_lookup look, void *ctx, cv_diag *d);
 
 /* ---- text form, verifier, interpreter ----------------------------------- */
 

@@ -50,6 +50,16 @@ int cv_op_ints(const cv_op *op, const char *name, int64_t *out, int max)
     return a->n;
 }
 
+int cv_op_dims(const cv_op *op, const char *name, cv_dim *out, int max)
+{
+    const cv_attr *a = cv_op_attr(op, name);
+    if (!a || (a->kind != CV_ATTR_INTS && a->kind != CV_ATTR_DIMS))
+        return -1;
+    for (int i = 0; i < a->n && i < max; i++)
+        out[i] = a->kind == CV_ATTR_DIMS ? a->dims[i] : (cv_dim){a->ints[i], NULL};
+    return a->n;
+}
+
 void cv_func_count_uses(cv_func *f)
 {
     for (int i = 0; i < f->n_values; i++)

@@ -59,7 +59,8 @@ static bool kind_accepts(cv_attr_kind want, cv_attr_kind got)
         return true;
     /* An integer literal is a fine float, and a one-element list a fine scalar. */
     return (want == CV_ATTR_FLOAT && got == CV_ATTR_INT) ||
-           (want == CV_ATTR_FLOATS && got == CV_ATTR_INTS);
+           (want == CV_ATTR_FLOATS && got == CV_ATTR_INTS) ||
+           (want == CV_ATTR_DIMS && got == CV_ATTR_INTS);
 }
 
 static int check_count(cv_diag *d, cv_span sp, const char *path, int code, const char *what,
@@ -142,11 +143,17 @@ int cv_infer_error(cv_infer_ctx *c, int code, const char *fmt, ...)
 
 int cv_infer_op(const cv_op *op, const cv_type *in, cv_type *out, cv_module *m, cv_diag *d)
 {
+    return cv_infer_op_bound(op, in, out, m, NULL, NULL, d);
+}
+
+int cv_infer_op_bound(const cv_op *op, const cv_type *in, cv_type *out, cv_module *m,
+                      cv_dim_lookup look, void *look_ctx, cv_diag *d)
+{
     if (!op->def || !op->def->infer)
         return -1;
     cv_infer_ctx c = {
         .op = op, .in = in, .n_in = op->n_operands, .out = out, .n_out = op->n_results,
-        .module = m, .diag = d,
+        .module = m, .diag = d, .look = look, .look_ctx = look_ctx,
     };
     int rc = op->def->infer(&c);
     if (rc == 0) {

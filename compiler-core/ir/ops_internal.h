@@ -25,12 +25,17 @@ extern const cv_op_family cv_ops_resize;       /* ops_resize.c: resize */
 extern const cv_op_family cv_ops_shape;        /* ops_shape.c: reshape, flatten, squeeze, ... constant */
 extern const cv_op_family cv_ops_layout;       /* ops_layout.c: transpose, concat, split, slice, gather, pad */
 extern const cv_op_family cv_ops_attention;    /* ops_attention.c: attention */
+extern const cv_op_family cv_ops_rnn;          /* ops_rnn.c: rnn (LSTM/GRU over a symbolic length) */
 
 /* Shape-function helpers (ops_shapeutil.c). */
 int cv_infer_broadcast(cv_infer_ctx *c, const cv_shape *a, const cv_shape *b, cv_shape *out);
 /* a op b (ir/dimexpr.c) for a shape function; CV3009 naming the op when
  * the result is not expressible. */
 int cv_infer_dim(cv_infer_ctx *c, cv_dim_op op, cv_dim a, cv_dim b, cv_dim *out);
+/* An INTS or DIMS attribute as dims (cv_op_dims); at run time (c->look set)
+ * each symbolic entry is evaluated, CV3010 when it cannot be or is negative.
+ * Returns the count, -1 when absent or after an error (c->first_diag). */
+int cv_infer_attr_dims(cv_infer_ctx *c, const char *name, cv_dim *out, int max);
 /* Maps a possibly negative axis into [0, rank); reports CV3006 otherwise. */
 int cv_infer_axis(cv_infer_ctx *c, int64_t axis, int rank, int *out);
 /* Checks operand i's dtype against a CV_DT_BIT mask; reports CV2009/4002. */

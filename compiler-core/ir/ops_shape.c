@@ -30,22 +30,25 @@ static int reshape_solve(cv_infer_ctx *c, cv_dim in, cv_dim out, cv_dim *hole)
 static int reshape_infer(cv_infer_ctx *c)
 {
     const cv_shape *in = &c->in[0].shape;
-    int64_t want[CV_MAX_RANK + 1];
-    int n = cv_op_ints(c->op, "shape", want, CV_MAX_RANK + 1);
+    cv_dim want[CV_MAX_RANK + 1];
+    int n = cv_infer_attr_dims(c, "shape", want, CV_MAX_RANK + 1);
+    if (n < 0 && c->first_diag)
+        return -1;
     if (n < 0 || n > CV_MAX_RANK)
         return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "reshape: 'shape' must list 0 to %d dims", CV_MAX_RANK);
     cv_shape o = {.rank = n};
     int hole = -1;
     cv_dim ti = {1, NULL}, to = {1, NULL};
     for (int i = 0; i < n; i++) {
-        if (want[i] == -1 && hole < 0) {
+        int64_t w = want[i].n;
+        if (!want[i].sym && w == -1 && hole < 0) {
             hole = i;
             continue;
         }
-        if (want[i] < 0 || (want[i] == 0 && i >= in->rank))
+        if (!want[i].sym && (w < 0 || (w == 0 && i >= in->rank)))
             return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "reshape: shape[%d] = %lld is invalid%s", i,
-                                  (long long)want[i], want[i] == -1 ? " (a second -1)" : "");
-        o.d[i] = want[i] == 0 ? in->d[i] : (cv_dim){want[i], NULL};
+                                  (long long)w, w == -1 ? " (a second -1)" : "");
+        o.d[i] = !want[i].sym && w == 0 ? in->d[i] : want[i];
         if (cv_infer_dim(c, CV_DIM_MUL, to, o.d[i], &to))
             return -1;
     }
@@ -160,16 +163,18 @@ static int copy_eval(cv_eval_ctx *c)
 
 static int expand_infer(cv_infer_ctx *c)
 {
-    int64_t v[CV_MAX_RANK + 1];
-    int n = cv_op_ints(c->op, "shape", v, CV_MAX_RANK + 1);
+    cv_dim v[CV_MAX_RANK + 1];
+    int n = cv_infer_attr_dims(c, "shape", v, CV_MAX_RANK + 1);
+    if (n < 0 && c->first_diag)
+        return -1;
     if (n < 0 || n > CV_MAX_RANK)
         return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "expand: 'shape' must list 0 to %d dims", CV_MAX_RANK);
     cv_shape s = {.rank = n};
     for (int i = 0; i < n; i++) {
-        if (v[i] < 0)
+        if (!v[i].sym && v[i].n < 0)
             return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "expand: shape[%d] = %lld is negative", i,
-                                  (long long)v[i]);
-        s.d[i] = (cv_dim){v[i], NULL};
+                                  (long long)v[i].n);
+        s.d[i] = v[i];
     }
     c->out[0].dtype = c->in[0].dtype;
     return cv_infer_broadcast(c, &c->in[0].shape, &s, &c->out[0].shape);
@@ -228,21 +233,28 @@ static int constant_infer(cv_infer_ctx *c)
     if (!(CV_DT_BIT(t) & CV_DT_ALL))
         return cv_infer_error(c, CV_E_UNSUPPORTED_DTYPE, "constant does not support element type %s",
                               cv_dtype_name(t));
-    int64_t dims[CV_MAX_RANK + 1];
-    int rank = cv_op_ints(c->op, "shape", dims, CV_MAX_RANK + 1);
+    cv_dim dims[CV_MAX_RANK + 1];
+    int rank = cv_infer_attr_dims(c, "shape", dims, CV_MAX_RANK + 1);
+    if (rank < 0 && c->first_diag)
+        return -1;
     if (rank < 0) {
         rank = 1;
-        dims[0] = nv;
+        dims[0] = (cv_dim){nv, NULL};
     }
     if (rank > CV_MAX_RANK)
         return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "constant: 'shape' has more than %d dims", CV_MAX_RANK);
     cv_type *o = &c->out[0];
     *o = (cv_type){t, {.rank = rank}};
     for (int i = 0; i < rank; i++) {
-        if (dims[i] < 0)
+        if (!dims[i].sym && dims[i].n < 0)
             return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "constant: shape[%d] = %lld is negative", i,
-                                  (long long)dims[i]);
-        o->shape.d[i].n = dims[i];
+                                  (long long)dims[i].n);
+        o->shape.d[i] = dims[i];
+    }
+    if (!cv_shape_is_static(&o->shape)) {   /* a fill of symbolic extent */
+        if (nv != 1)
+            return cv_infer_error(c, CV_E_ELEMENT_COUNT_MISMATCH, "constant: a symbolic shape takes one fill value");
+        return 0;
     }
     int64_t numel = cv_shape_numel(&o->shape);
     if (numel < 0)
@@ -269,8 +281,42 @@ static int constant_eval(cv_eval_ctx *c)
     return 0;
 }
 
-/* reshape(x) {shape INTS required}: ONNX Reshape with allowzero=0: 0 copies
- *   the input dim at that position, one -1 takes what is left: the element
+/* start + i * delta for i < length, integers (in int64). */
+static int range_infer(cv_infer_ctx *c)
+{
+    cv_dim len[2];
+    int n = cv_infer_attr_dims(c, "length", len, 2);
+    if (n < 0 && c->first_diag)
+        return -1;
+    if (n != 1 || (!len[0].sym && len[0].n < 0))
+        return cv_infer_error(c, CV_E_INVALID_SHAPE_ATTRIBUTE, "range: 'length' must be one non-negative dim");
+    const cv_attr *dt = cv_op_attr(c->op, "dtype");
+    cv_dtype t = dt && dt->kind == CV_ATTR_DTYPE ? dt->dt : CV_I64;
+    if (!cv_dtype_is_int(t) || t == CV_BOOL)
+        return cv_infer_error(c, CV_E_UNSUPPORTED_DTYPE, "range does not support element type %s (integers only)",
+                              cv_dtype_name(t));
+    c->out[0] = (cv_type){t, {.rank = 1, .d = {len[0]}}};
+    return 0;
+}
+
+static int range_eval(cv_eval_ctx *c)
+{
+    cv_tensor *y = &c->out[0];
+    cv_dim sd;
+    int64_t start = 0, delta = cv_op_int(c->op, "delta", 1);
+    if (cv_op_dims(c->op, "start", &sd, 1) == 1) {
+        start = sd.n;
+        if (sd.sym && (!c->look || cv_dim_eval(sd, c->look, c->look_ctx, &start)))
+            return cv_nn_eval_error(c, CV_E_RUNTIME_SHAPE, "range: start %s has no value at run time", sd.sym);
+    }
+    for (int64_t i = 0; i < y->numel; i++)   /* wraps like the element type, never UB */
+        cv_tensor_set_i64(y, i, (int64_t)((uint64_t)start + (uint64_t)i * (uint64_t)delta));
+    return 0;
+}
+
+/* reshape(x) {shape DIMS required}: ONNX Reshape with allowzero=0: 0 copies
+ *   the input dim at that position, a symbol or expression is that extent
+ *   ([N, L, 4, 8]: evaluated at run time), one -1 takes what is left: the element
  *   counts divided exactly, symbolically too ([N,3,4] -> [-1,12] is [N,12],
  *   [N,L,768] -> [-1,768] is [L*N,768]); a count that does not provably
  *   divide is CV3009.
@@ -278,13 +324,18 @@ static int constant_eval(cv_eval_ctx *c)
  * squeeze(x) {axes INTS optional}: drops the listed axes (each must be 1) or,
  *   without axes, every static 1.
  * unsqueeze(x) {axes INTS required}: axes index the result (negative allowed).
- * expand(x) {shape INTS required}: numpy broadcast of x with shape (both ways).
+ * expand(x) {shape DIMS required}: numpy broadcast of x with shape (both ways).
  * shape(x) {start INT = 0, end INT = rank} -> i64[end-start]: the run-time dims.
  * constant() {value FLOATS | ints INTS (exactly one), dtype DTYPE (default f32
- *   for value, i64 for ints), shape INTS (default [number of values]; [] is a
- *   scalar)}: one value fills the whole shape; ints keep i64 exact. */
+ *   for value, i64 for ints), shape DIMS (default [number of values]; [] is a
+ *   scalar)}: one value fills the whole shape; ints keep i64 exact.  A
+ *   symbolic shape ([N, L]) takes one value.
+ * arange() {length DIMS required (one dim), start DIMS = [0] (one dim: an
+ *   integer or a symbol, evaluated at run time), delta INT = 1, dtype DTYPE =
+ *   i64 (an integer type)} -> dtype[length]: start + i*delta (ONNX Range over
+ *   a symbolic start or limit: arange(L), arange(P, P + 1)). */
 static const cv_attr_schema reshape_attrs[] = {
-    {"shape", CV_ATTR_INTS, true}, {NULL, CV_ATTR_NONE, false}};
+    {"shape", CV_ATTR_DIMS, true}, {NULL, CV_ATTR_NONE, false}};
 static const cv_attr_schema flatten_attrs[] = {
     {"axis", CV_ATTR_INT, false}, {NULL, CV_ATTR_NONE, false}};
 static const cv_attr_schema squeeze_attrs[] = {
@@ -297,7 +348,14 @@ static const cv_attr_schema constant_attrs[] = {
     {"value", CV_ATTR_FLOATS, false},
     {"ints", CV_ATTR_INTS, false},
     {"dtype", CV_ATTR_DTYPE, false},
-    {"shape", CV_ATTR_INTS, false},
+    {"shape", CV_ATTR_DIMS, false},
+    {NULL, CV_ATTR_NONE, false},
+};
+static const cv_attr_schema range_attrs[] = {
+    {"length", CV_ATTR_DIMS, true},
+    {"start", CV_ATTR_DIMS, false},
+    {"delta", CV_ATTR_INT, false},
+    {"dtype", CV_ATTR_DTYPE, false},
     {NULL, CV_ATTR_NONE, false},
 };
 
@@ -314,6 +372,7 @@ static const cv_op_def defs[] = {
      CV_OPF_SHAPE_ONLY},
     {"shape", 1, 1, 1, 1, shape_attrs, shape_infer, shape_eval, cv_cg_shape, 0},
     {"constant", 0, 0, 1, 1, constant_attrs, constant_infer, constant_eval, NULL, 0},
+    {"arange", 0, 0, 1, 1, range_attrs, range_infer, range_eval, NULL, 0},
 };
 
 const cv_op_family cv_ops_shape = {defs, (int)(sizeof defs / sizeof defs[0])};

@@ -27,6 +27,21 @@ int cv_infer_broadcast(cv_infer_ctx *c, const cv_shape *a, const cv_shape *b, cv
     return 0;
 }
 
+int cv_infer_attr_dims(cv_infer_ctx *c, const char *name, cv_dim *out, int max)
+{
+    int n = cv_op_dims(c->op, name, out, max);
+    for (int i = 0; c->look && i < n && i < max; i++) {
+        int64_t v;
+        if (!out[i].sym)
+            continue;
+        if (cv_dim_eval(out[i], c->look, c->look_ctx, &v) || v < 0)
+            return cv_infer_error(c, CV_E_RUNTIME_SHAPE, "%s: %s[%d] = %s has no non-negative value at run "
+                                  "time", c->op->name, name, i, out[i].sym);
+        out[i] = (cv_dim){v, NULL};
+    }
+    return n;
+}
+
 int cv_infer_dim(cv_infer_ctx *c, cv_dim_op op, cv_dim a, cv_dim b, cv_dim *out)
 {
     static const char *const names[] = {"+", "-", "*", "floordiv", "ceildiv", "mod", "min",

@@ -9,6 +9,7 @@ static const cv_op_family *const families[] = {
     &cv_ops_elementwise, &cv_ops_reduce, &cv_ops_nn, &cv_ops_matmul, &cv_ops_pool,
     &cv_ops_resize, &cv_ops_shape, &cv_ops_layout,
     &cv_ops_activation, &cv_ops_norm, &cv_ops_quant, &cv_ops_math, &cv_ops_attention,
+    &cv_ops_rnn,
 };
 
 static const cv_op_def *all_defs[256];

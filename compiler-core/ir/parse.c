@@ -554,6 +554,36 @@ static void parse_model(cv_parser *P)
         close_model(P);
 }
 
+/* bound SYMBOL INT "why": a fact the model implies (ir/facts.c). */
+static bool parse_bound(cv_parser *P)
+{
+    cv_p_next(P);
+    const cv_token *t = &P->cur;
+    char sym[256];
+    if (t->kind == TK_IDENT && t->n < sizeof sym)
+        memcpy(sym, t->p, t->n), sym[t->n] = 0;
+    else if (t->kind == TK_STRING && t->slen > 0 && t->slen < sizeof sym && !memchr(t->s, 0, t->slen))
+        memcpy(sym, t->s, t->slen), sym[t->slen] = 0;
+    else
+        return cv_p_fail(P, t, CV_E_UNEXPECTED_TOKEN, "expected a symbol after 'bound'");
+    cv_p_next(P);
+    if (P->cur.kind != TK_INT || P->cur.overflow || P->cur.i < 0)
+        return cv_p_fail(P, &P->cur, CV_E_UNEXPECTED_TOKEN, "expected the bound (a non-negative integer) of %s",
+                         sym);
+    int64_t max = P->cur.i;
+    cv_p_next(P);
+    if (P->cur.kind != TK_STRING || memchr(P->cur.s, 0, P->cur.slen))
+        return cv_p_fail(P, &P->cur, CV_E_UNEXPECTED_TOKEN, "expected a string saying why %s <= %lld", sym,
+                         (long long)max);
+    char *why = cv_arena_strndup(&P->scratch, P->cur.s, P->cur.slen);
+    if (!why || cv_module_add_fact(P->m, sym, max, why))
+        return cv_p_fail(P, &P->cur, CV_E_OUT_OF_MEMORY, "out of memory");
+    cv_p_next(P);
+    if (P->cur.kind != TK_NEWLINE && P->cur.kind != TK_EOF)
+        return cv_p_fail(P, &P->cur, CV_E_UNEXPECTED_TOKEN, "expected the end of the line after a bound");
+    return true;
+}
+
 static bool parse_header(cv_parser *P)
 {
     skip_newlines(P);
@@ -646,6 +676,11 @@ cv_module *cv_cuir_parse(const char *text, size_t len, const char *filename, cv_
             break;
         if (cv_tok_is(&P.cur, "model")) {
             parse_model(&P);
+            continue;
+        }
+        if (cv_tok_is(&P.cur, "bound")) {
+            if (!parse_bound(&P))
+                recover(&P);
             continue;
         }
         char got[64];

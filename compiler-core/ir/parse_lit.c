@@ -265,8 +265,50 @@ static bool parse_num(cv_parser *P, num *out, const char *what)
     return true;
 }
 
+/* A DIMS list ([N, -1, (L + 1) floordiv 2]): INTS when every entry is an
+ * integer, as cv_op_set_dims stores it. */
+static bool parse_dim_list(cv_parser *P, cv_attr *a)
+{
+    cv_vec *items = &P->list;
+    items->n = 0;
+    cv_p_next(P);  /* '[' */
+    bool done = P->cur.kind == TK_RBRACK, sym = false;
+    if (done)
+        cv_p_next(P);
+    while (!done) {
+        cv_dim *d = cv_vec_push(items, sizeof *d);
+        if (!d)
+            return cv_p_fail(P, &P->cur, CV_E_OUT_OF_MEMORY, "out of memory");
+        *d = (cv_dim){0, NULL};
+        if (!parse_dim(P, d))
+            return false;
+        sym |= d->sym != NULL;
+        if (!cv_p_list_sep(P, TK_RBRACK, "',' or ']' in the list", &done))
+            return false;
+    }
+    a->n = items->n;
+    a->kind = sym ? CV_ATTR_DIMS : CV_ATTR_INTS;
+    cv_arena *ar = &P->m->arena;
+    if (sym)
+        a->dims = cv_arena_alloc_array(ar, (size_t)a->n + 1, sizeof *a->dims);
+    else
+        a->ints = cv_arena_alloc_array(ar, (size_t)a->n + 1, sizeof *a->ints);
+    if (!a->dims && !a->ints)
+        return cv_p_fail(P, &P->cur, CV_E_OUT_OF_MEMORY, "out of memory");
+    for (int k = 0; k < a->n; k++) {
+        const cv_dim *d = &CV_VEC_AT(*items, cv_dim, k);
+        if (sym)
+            a->dims[k] = *d;
+        else
+            a->ints[k] = d->n;
+    }
+    return true;
+}
+
 static bool parse_list(cv_parser *P, cv_attr_kind want, cv_attr *a)
 {
+    if (want == CV_ATTR_DIMS)
+        return parse_dim_list(P, a);
     cv_arena *ar = &P->m->arena;
     cv_vec *items = &P->list;
     items->n = 0;

@@ -44,12 +44,12 @@ static void put_float(cv_sb *sb, cv_dtype t, double v)
     cv_sb_puts(sb, buf);
 }
 
-static void put_type(cv_sb *sb, const cv_type *t)
+/* "[N,3,(L + 1) floordiv 2]": a type's shape or a DIMS attribute. */
+static void put_dims(cv_sb *sb, const cv_dim *dims, int n)
 {
-    cv_sb_puts(sb, cv_dtype_name(t->dtype));
     cv_sb_putc(sb, '[');
-    for (int i = 0; i < t->shape.rank; i++) {
-        const cv_dim *d = &t->shape.d[i];
+    for (int i = 0; i < n; i++) {
+        const cv_dim *d = &dims[i];
         if (i)
             cv_sb_putc(sb, ',');
         if (!d->sym)
@@ -60,6 +60,12 @@ static void put_type(cv_sb *sb, const cv_type *t)
             put_quoted(sb, d->sym);
     }
     cv_sb_putc(sb, ']');
+}
+
+static void put_type(cv_sb *sb, const cv_type *t)
+{
+    cv_sb_puts(sb, cv_dtype_name(t->dtype));
+    put_dims(sb, t->shape.d, t->shape.rank);
 }
 
 static void put_attr(cv_sb *sb, const cv_attr *a)
@@ -84,6 +90,7 @@ static void put_attr(cv_sb *sb, const cv_attr *a)
         }
         cv_sb_putc(sb, ']');
         break;
+    case CV_ATTR_DIMS: put_dims(sb, a->dims, a->n); break;
     default: cv_sb_puts(sb, "?"); break;
     }
 }
@@ -220,6 +227,16 @@ char *cv_module_print(const cv_module *m, unsigned flags)
 {
     cv_sb sb = CV_SB_INIT;
     cv_sb_printf(&sb, "cuir %d\n", m->version);
+    for (int i = 0; i < m->n_facts; i++) {   /* bound L 64 "why" */
+        cv_sb_puts(&sb, "bound ");
+        if (cv_cuir_is_ident(m->facts[i].sym))
+            cv_sb_puts(&sb, m->facts[i].sym);
+        else
+            put_quoted(&sb, m->facts[i].sym);
+        cv_sb_printf(&sb, " %lld ", (long long)m->facts[i].max);
+        put_quoted(&sb, m->facts[i].why);
+        cv_sb_putc(&sb, '\n');
+    }
     for (int i = 0; i < m->n_funcs; i++) {
         if (i)
             cv_sb_putc(&sb, '\n');

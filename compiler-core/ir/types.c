@@ -68,6 +68,7 @@ void cv_type_format(const cv_type *t, char *buf, size_t size)
 
 const char *cv_attr_kind_name(cv_attr_kind k)
 {
-    static const char *names[] = {"none", "int", "float", "string", "int list", "float list", "dtype"};
-    return (k >= CV_ATTR_NONE && k <= CV_ATTR_DTYPE) ? names[k] : "?";
+    static const char *names[] = {"none", "int", "float", "string", "int list", "float list",
+                                  "dtype", "dim list"};
+    return (k >= CV_ATTR_NONE && k <= CV_ATTR_DIMS) ? names[k] : "?";
 }

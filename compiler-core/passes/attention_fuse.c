@@ -13,7 +13,10 @@
  *
  * q, k and v that are transpose(x, [0,2,1,3]) of a projection's [B,S,H,D]
  * are read in place (bshd flags), and so is a result whose one use is that
- * transpose back.  Each link of the chain must have no other use; anything
+ * transpose back.  q may be scaled before the product instead (q / c).
+ * torch's nn.MultiheadAttention exports the chain at rank 3 over [B*H, S, D]
+ * (transposes [1,0,2] of [S, B*H, D], kT by [1,2,0]): it becomes the same op
+ * on a batch of 1 with B*H heads, between unsqueeze and squeeze of axis 0.  Each link of the chain must have no other use; anything
  * else leaves the ops as they are.  Runs after cse, before dce (which drops
  * the chain's dead ops). */
 #include <math.h>
@@ -29,6 +32,7 @@ typedef struct att_match {
     bool causal;
     cv_op *pv;              /* the final matmul */
     cv_op *out_t;           /* the transpose of the result absorbed, or NULL */
+    bool rank3;             /* torch's [B*H, S, D] chain: B*H heads of a batch of 1 */
 } att_match;
 
 static bool is_op(const cv_value *v, const char *name)
@@ -74,15 +78,46 @@ static bool is_tril(const cv_value *v, int64_t sq, int64_t sk)
     return true;
 }
 
+static bool perm3_is(const cv_op *op, int64_t a, int64_t b, int64_t c)
+{
+    int64_t p[CV_MAX_RANK + 1];
+    return cv_op_ints(op, "perm", p, CV_MAX_RANK + 1) == 3 && p[0] == a && p[1] == b && p[2] == c;
+}
+
+/* The head swap of a rank-4 chain ([0,2,1,3]) or of torch's rank-3
+ * multi-head attention ([1,0,2]: [S, B*H, D] <-> [B*H, S, D]). */
+static bool swaps_heads(const cv_op *op, int rank)
+{
+    return rank == 4 ? perm_is(op, 0, 2, 1, 3) : perm3_is(op, 1, 0, 2);
+}
+
 /* q/k/v operand x read in place when it is transpose(y, [0,2,1,3]). */
 static cv_value *through_heads(cv_value *x, int64_t *flag)
 {
+    int rank = x->type.shape.rank;
     *flag = 0;
-    if (is_op(x, "transpose") && perm_is(x->def, 0, 2, 1, 3)) {
+    if (is_op(x, "transpose") && swaps_heads(x->def, rank)) {
         *flag = 1;
         return x->def->operands[0];
     }
     return x;
+}
+
+/* q scaled before the product (torch's q / sqrt(D)): the scale moves into
+ * the op. */
+static cv_value *through_scale(cv_value *q, const int *uses, double *scale)
+{
+    double c;
+    if (uses[q->id] != 1 || !(is_op(q, "div") || is_op(q, "mul")))
+        return q;
+    cv_op *d = q->def;
+    bool div = !strcmp(d->def->name, "div");
+    int chain = !div && scalar_const(d->operands[0], &c) ? 1 : 0;
+    if (!scalar_const(d->operands[1 - chain], &c) || (div && c == 0) ||
+        !cv_shape_equal(&d->operands[chain]->type.shape, &q->type.shape))
+        return q;
+    *scale *= div ? 1.0 / c : c;
+    return d->operands[chain];
 }
 
 /* The score-side links, walked back from the softmax input s.  Returns
@@ -145,40 +180,68 @@ static bool match(cv_op *sm, const int *uses, cv_op *const *user, att_match *m)
     m->scale = 1;
     cv_value *p = sm->results[0];
     const cv_shape *ps = &p->type.shape;
-    if (p->type.dtype != CV_F32 || ps->rank != 4 || uses[p->id] != 1 ||
-        (cv_op_int(sm, "axis", -1) != -1 && cv_op_int(sm, "axis", -1) != 3))
+    int rank = ps->rank;
+    if (p->type.dtype != CV_F32 || (rank != 4 && rank != 3) || uses[p->id] != 1 ||
+        (cv_op_int(sm, "axis", -1) != -1 && cv_op_int(sm, "axis", -1) != rank - 1))
         return false;
     cv_op *pv = user[p->id];
     if (!pv || !pv->def || strcmp(pv->def->name, "matmul") || pv->operands[0] != p ||
-        pv->operands[1]->type.shape.rank != 4)
+        pv->operands[1]->type.shape.rank != rank)
         return false;
     cv_op *qk = scores(sm->operands[0], uses, m);
-    if (!qk || qk->operands[0]->type.shape.rank != 4)
+    if (!qk || qk->operands[0]->type.shape.rank != rank)
         return false;
     cv_value *kt = qk->operands[1];
-    if (is_op(kt, "transpose") && perm_is(kt->def, 0, 1, 3, 2)) {
+    bool t_last = is_op(kt, "transpose") &&
+                  (rank == 4 ? perm_is(kt->def, 0, 1, 3, 2) : perm3_is(kt->def, 0, 2, 1));
+    bool t_heads = is_op(kt, "transpose") &&
+                   (rank == 4 ? perm_is(kt->def, 0, 2, 3, 1) : perm3_is(kt->def, 1, 2, 0));
+    if (t_last) {
         m->k = through_heads(kt->def->operands[0], &m->bshd[1]);
-    } else if (is_op(kt, "transpose") && perm_is(kt->def, 0, 2, 3, 1)) {
+    } else if (t_heads) {
         m->k = kt->def->operands[0];
         m->bshd[1] = 1;
     } else {
         return false;
     }
-    m->q = through_heads(qk->operands[0], &m->bshd[0]);
+    m->rank3 = rank == 3;
+    m->q = through_heads(through_scale(qk->operands[0], uses, &m->scale), &m->bshd[0]);
     m->v = through_heads(pv->operands[1], &m->bshd[2]);
     m->pv = pv;
     cv_value *y = pv->results[0];
     cv_op *t = uses[y->id] == 1 ? user[y->id] : NULL;
-    if (t && t->def && !strcmp(t->def->name, "transpose") && perm_is(t, 0, 2, 1, 3)) {
+    if (t && t->def && !strcmp(t->def->name, "transpose") && swaps_heads(t, rank)) {
         m->out_t = t;
         m->bshd[3] = 1;
     }
     return true;
 }
 
+/* unsqueeze or squeeze of axis 0 (a rank-3 chain as a batch of 1), placed
+ * at *at; NULL when it does not type-check. */
+static cv_value *axis0(cv_func *f, const char *opname, cv_value *x, const cv_op *loc, int *at)
+{
+    static const int64_t zero[1] = {0};
+    cv_op *op = cv_op_new(f, opname, &x, 1);
+    if (!op)
+        return NULL;
+    cv_op_set_ints(op, "axes", zero, 1);
+    cv_pass_merge_locs(op, loc);
+    cv_diag quiet;
+    cv_diag_init(&quiet);
+    int rc = cv_op_finish(op, 1, &quiet);
+    cv_diag_free(&quiet);
+    cv_pass_move_last_op(f, (*at)++);
+    return rc ? NULL : op->results[0];
+}
+
 static int rewrite(cv_func *f, const att_match *m, int *fused, cv_diag *d)
 {
     cv_value *ops[4] = {m->q, m->k, m->v, m->mask};
+    int at = m->pv->id;
+    for (int i = 0; m->rank3 && i < 3; i++)
+        if (!(ops[i] = axis0(f, "unsqueeze", ops[i], m->pv, &at)))
+            return 0;
     cv_op *op = cv_op_new(f, "attention", ops, m->mask ? 4 : 3);
     if (!op)
         return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory fusing attention");
@@ -192,7 +255,13 @@ static int rewrite(cv_func *f, const att_match *m, int *fused, cv_diag *d)
     int rc = cv_op_finish(op, 1, &quiet);
     cv_diag_free(&quiet);
     cv_op *replaced = m->out_t ? m->out_t : m->pv;
-    cv_pass_move_last_op(f, m->pv->id);
+    cv_pass_move_last_op(f, at++);
+    if (m->rank3 && !rc) {
+        cv_value *y = axis0(f, "squeeze", op->results[0], m->pv, &at);
+        if (!y)
+            return 0;
+        op = y->def;
+    }
     /* A shape the op does not accept (it should not happen: the chain
      * type-checked) leaves the original ops in use; dce drops the new one. */
     if (rc || !cv_type_equal(&op->results[0]->type, &replaced->results[0]->type))

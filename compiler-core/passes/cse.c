@@ -48,6 +48,8 @@ static uint64_t hash_attr(uint64_t h, const cv_attr *a)
     case CV_ATTR_INTS: return hash_bytes(h, a->ints, sizeof *a->ints * (size_t)a->n);
     case CV_ATTR_FLOATS: return hash_bytes(h, a->floats, sizeof *a->floats * (size_t)a->n);
     case CV_ATTR_DTYPE: return mix(h, (uint64_t)a->dt);
+    case CV_ATTR_DIMS:   /* symbols are interned: equal dims, equal pointers */
+        return hash_bytes(h, a->dims, sizeof *a->dims * (size_t)a->n);
     default: return h;
     }
 }
@@ -76,6 +78,11 @@ static bool attr_equal(const cv_attr *a, const cv_attr *b)
     case CV_ATTR_FLOATS:
         return !a->n || memcmp(a->floats, b->floats, sizeof *a->floats * (size_t)a->n) == 0;
     case CV_ATTR_DTYPE: return a->dt == b->dt;
+    case CV_ATTR_DIMS:
+        for (int i = 0; i < a->n; i++)
+            if (!cv_dim_equal(a->dims[i], b->dims[i]))
+                return false;
+        return true;
     default: return true;
     }
 }

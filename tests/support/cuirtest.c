@@ -142,6 +142,11 @@ static bool attr_eq(const cv_attr *a, const cv_attr *b)
     case CV_ATTR_STRING: return str_eq(a->s, b->s);
     case CV_ATTR_DTYPE: return a->dt == b->dt;
     case CV_ATTR_INTS: return a->n == 0 || memcmp(a->ints, b->ints, (size_t)a->n * 8) == 0;
+    case CV_ATTR_DIMS:
+        for (int i = 0; i < a->n; i++)
+            if (!cv_dim_equal(a->dims[i], b->dims[i]))
+                return false;
+        return true;
     case CV_ATTR_FLOATS:
         for (int i = 0; i < a->n; i++)
             if (!dbl_eq(a->floats[i], b->floats[i]))

@@ -146,6 +146,8 @@ static int set_attr(cv_op *op, const char *name, const char *v, char *msg, size_
 {
     const cv_attr_schema *s = op->def ? cv_op_def_attr(op->def, name, NULL) : NULL;
     cv_attr_kind k = s ? s->kind : guess_kind(v), g = guess_kind(v);
+    if (k == CV_ATTR_DIMS)   /* integer dims (a shape) are stored as ints */
+        k = CV_ATTR_INTS;
     /* Text that does not fit the schema keeps its own kind (error tests). */
     bool fits = k == g || k == CV_ATTR_STRING || (k == CV_ATTR_FLOAT && g == CV_ATTR_INT) ||
                 (k == CV_ATTR_FLOATS && g == CV_ATTR_INTS);

@@ -16,6 +16,15 @@ $(BUILD)/models/transformers.stamp: tests/tools/export_transformers_static.py
 	$(Q)/usr/bin/python3 tests/tools/export_transformers_static.py $(@D) && touch $@ || \
 	  echo "warning: transformer export skipped (python3-torch missing?)"
 
+# The small exports with dynamic axes (issue 26: bert_small, speech_lstm,
+# gpt_decode, each with reference outputs at several shapes) for
+# test_dynamic_models; skipped when PyTorch is missing.
+TEST_DATA += $(BUILD)/models/dynamic/dynamic.stamp
+$(BUILD)/models/dynamic/dynamic.stamp: tests/tools/export_transformers.py
+	@mkdir -p $(@D)
+	$(Q)/usr/bin/python3 tests/tools/export_transformers.py $(@D) small >/dev/null 2>&1 && \
+	  touch $@ || echo "warning: dynamic transformer export skipped (python3-torch missing?)"
+
 # Two tiny PyTorch exports (tests/unit/test_artifact_names.c), both graphs
 # named "torch_jit"; the tests skip when PyTorch is not installed.
 TEST_DATA += $(BUILD)/models/tiny/tiny.stamp

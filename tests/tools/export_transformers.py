@@ -49,6 +49,56 @@ class Speech(nn.Module):
         return self.out(y)
 
 
+class GptBlock(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+
+class GptDecode(nn.Module):
+    """One GPT-2-style decode step with a key/value cache of dynamic past
+    length P: ids [N, 1], past_k/past_v [layers, N, heads, P, d/heads] ->
+    logits [N, 1, vocab], present_k/present_v [layers, N, heads, P+1, d/heads].
+    Positions are arange(P, P+1) into a 64-row table; attention by hand."""
+
+    def __init__(self, vocab=100, d=32, heads=4, layers=2, max_len=64):
+        super().__init__()
+        self.d, self.heads = d, heads
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(max_len, d)
+        self.blocks = nn.ModuleList([GptBlock(d, heads) for _ in range(layers)])
+        self.lnf = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, ids, past_k, past_v):
+        n, t, p = ids.shape[0], ids.shape[1], past_k.shape[3]
+        x = self.tok(ids) + self.pos(torch.arange(p, p + t).unsqueeze(0))
+        hd = self.d // self.heads
+        pk, pv = [], []
+        for i, blk in enumerate(self.blocks):
+            q, k, v = blk.qkv(blk.ln1(x)).split(self.d, dim=2)
+            q, k, v = [z.reshape(n, t, self.heads, hd).transpose(1, 2) for z in (q, k, v)]
+            k = torch.cat([past_k[i], k], dim=2)
+            v = torch.cat([past_v[i], v], dim=2)
+            pk.append(k)
+            pv.append(v)
+            att = torch.softmax(q @ k.transpose(-2, -1) / hd ** 0.5, dim=-1)
+            y = (att @ v).transpose(1, 2).reshape(n, t, self.d)
+            x = x + blk.proj(y)
+            x = x + blk.mlp(blk.ln2(x))
+        return self.head(self.lnf(x)), torch.stack(pk), torch.stack(pv)
+
+
+def gpt_case(n, p, layers=2, heads=4, hd=8):
+    past = (layers, n, heads, p, hd)
+    return [("ids", "int", (n, 1)), ("past_k", "float", past), ("past_v", "float", past)]
+
+
 def vit_b_16():
     import torchvision
     m = torchvision.models.vit_b_16(weights=None)
@@ -64,6 +114,10 @@ def models(kind):
                        {"ids": {0: "N", 1: "L"}}, 14),
         "speech_lstm": (Speech(), [("x", "float", (1, 16, 20)), ("x", "float", (2, 16, 37))],
                         {"x": {0: "N", 2: "frames"}}, 14),
+        "gpt_decode": (GptDecode(), [gpt_case(1, 0), gpt_case(1, 5), gpt_case(2, 17),
+                                     gpt_case(1, 63)],
+                       {"ids": {0: "N"}, "past_k": {1: "N", 3: "P"},
+                        "past_v": {1: "N", 3: "P"}}, 14),
     }
     large = {
         "vit_b_16": (vit_b_16(),
@@ -82,32 +136,49 @@ def models(kind):
     return {k: table[k] for k in kind}
 
 
+def make_inputs(rng, case):
+    """One shape case: a list of (name, kind, shape), or one such tuple."""
+    if isinstance(case, tuple):
+        case = [case]
+    ins = []
+    for (_, kind, shape) in case:
+        if kind == "int":
+            ins.append(torch.from_numpy(rng.integers(0, 100, size=shape).astype(np.int64)))
+        else:
+            ins.append(torch.from_numpy(rng.standard_normal(shape).astype(np.float32)))
+    return [c[0] for c in case], ins
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     for name, (m, shapes, dyn, opset) in models(sys.argv[2:] or ["small"]).items():
         m.eval()
         rng = np.random.default_rng(1)
-        ins = []
-        for (iname, kind, shape) in shapes:
-            if kind == "int":
-                ins.append(torch.from_numpy(rng.integers(0, 100, size=shape).astype(np.int64)))
-            else:
-                ins.append(torch.from_numpy(rng.standard_normal(shape).astype(np.float32)))
+        cases = [make_inputs(rng, c) for c in shapes]
+        names = cases[0][0]
         path = os.path.join(out, name + ".onnx")
         # Outside no_grad, and ViT in train mode (its dropouts are 0): torch's
         # fused encoder / multi-head-attention fast paths do not export.
         train = name.startswith("vit")
         m.train(train)
-        torch.onnx.export(m, (ins[0],), path, input_names=[shapes[0][0]],
-                          output_names=["y"], opset_version=opset, dynamic_axes=dyn,
+        # Exported from the largest case: torch 1.13 folds a zero-length past.
+        big = max(range(len(cases)), key=lambda k: sum(x.numel() for x in cases[k][1]))
+        outs = m(*cases[big][1])
+        n_out = len(outs) if isinstance(outs, tuple) else 1
+        out_names = ["y"] if n_out == 1 else ["y"] + ["out%d" % i for i in range(1, n_out)]
+        torch.onnx.export(m, tuple(cases[big][1]), path, input_names=names,
+                          output_names=out_names, opset_version=opset, dynamic_axes=dyn,
                           training=torch.onnx.TrainingMode.PRESERVE)
         m.eval()
         with torch.no_grad():
-            for k, x in enumerate(ins):
-                np.save(os.path.join(out, "%s.%d.in0.npy" % (name, k)), x.numpy())
-                np.save(os.path.join(out, "%s.%d.out0.npy" % (name, k)), m(x).numpy())
-        print("exported", path, [tuple(x.shape) for x in ins])
+            for k, (_, ins) in enumerate(cases):
+                for i, x in enumerate(ins):
+                    np.save(os.path.join(out, "%s.%d.in%d.npy" % (name, k, i)), x.numpy())
+                res = m(*ins)
+                for j, y in enumerate(res if isinstance(res, tuple) else (res,)):
+                    np.save(os.path.join(out, "%s.%d.out%d.npy" % (name, k, j)), y.numpy())
+        print("exported", path, [[tuple(x.shape) for x in ins] for _, ins in cases])
 
 
 if __name__ == "__main__":

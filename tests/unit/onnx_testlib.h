@@ -14,6 +14,7 @@
 
 enum { TB_FLOAT = 1, TB_INT64 = 7, TB_BOOL = 9, TB_DOUBLE = 11 };
 #define TB_N (-1)   /* a dim written as dim_param "N" */
+#define TB_L (-2)   /* a dim written as dim_param "L" */
 
 typedef struct tb {
     cv_arena a;
@@ -99,9 +100,9 @@ static inline Onnx__ValueInfoProto *tb_vi(tb *b, const char *name, int elem, int
     for (int i = 0; i < rank; i++) {
         Onnx__TensorShapeProto__Dimension *d = tb_alloc(b, sizeof *d);
         onnx__tensor_shape_proto__dimension__init(d);
-        if (dims[i] == TB_N) {
+        if (dims[i] == TB_N || dims[i] == TB_L) {
             d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-            d->dim_param = tb_str(b, "N");
+            d->dim_param = tb_str(b, dims[i] == TB_N ? "N" : "L");
         } else {
             d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
             d->dim_value = dims[i];

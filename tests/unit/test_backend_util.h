@@ -137,6 +137,7 @@ BK_FN int bk_set_attr(cv_op *op, const char *name, const char *v)
     case CV_ATTR_STRING: cv_op_set_string(op, name, v); return 0;
     case CV_ATTR_DTYPE: cv_op_set_dtype(op, name, cv_dtype_parse(v, strlen(v))); return 0;
     case CV_ATTR_INTS:
+    case CV_ATTR_DIMS:   /* integer dims (a shape) are stored as ints */
         if ((n = bk_parse_list(v, NULL, iv, 32)) < 0)
             return -1;
         cv_op_set_ints(op, name, iv, n);

@@ -197,13 +197,16 @@ static int convert(dsl_sema *s, const op_call *c, int idx, dsl_attr *out)
     const cv_attr_schema *sc = &c->def->attrs[idx];
     const dsl_val *v = c->attr_val[idx];
     const dsl_node *node = c->attr_node[idx];
+    /* The model language writes shapes as ints; symbolic extents come from
+     * tensors' .shape (cvl.reshape of a DIMS attribute takes ints here). */
+    cv_attr_kind kind = sc->kind == CV_ATTR_DIMS ? CV_ATTR_INTS : sc->kind;
     memset(out, 0, sizeof *out);
     out->name = sc->name;
-    out->kind = sc->kind;
+    out->kind = kind;
     int err = 0;
     bool ok = false;
     bool seq = v->kind == DSL_V_TUPLE || v->kind == DSL_V_LIST;
-    switch (sc->kind) {
+    switch (kind) {
     case CV_ATTR_INT: ok = is_int(v); out->i = v->i; break;
     case CV_ATTR_FLOAT: ok = dsl_v_is_number(v); out->f = dsl_v_num(v); break;
     case CV_ATTR_STRING:
@@ -211,7 +214,7 @@ static int convert(dsl_sema *s, const op_call *c, int idx, dsl_attr *out)
         out->str = ok ? cv_arena_strndup(s->a, v->s, v->slen) : NULL;
         break;
     case CV_ATTR_INTS: case CV_ATTR_FLOATS: {
-        bool ints = sc->kind == CV_ATTR_INTS;
+        bool ints = kind == CV_ATTR_INTS;
         if (seq) {
             ok = list_values(s, v, ints, out, &err, node);
         } else if (ints ? is_int(v) : dsl_v_is_number(v)) {
@@ -251,7 +254,7 @@ static int convert(dsl_sema *s, const op_call *c, int idx, dsl_attr *out)
         return dsl_error(s, CV_E_DSL_SYMBOLIC_DIM, node, "attribute '%s' of cvl.%s needs a number, but %s is only "
                          "known at run time", sc->name, c->def->name, d);
     return dsl_error(s, CV_E_DSL_ATTRIBUTE_VALUE, node, "attribute '%s' of cvl.%s takes %s, got %s", sc->name, c->def->name,
-                     kind_text(sc->kind), d);
+                     kind_text(kind), d);
 }
 
 /* ---- the call ------------------------------------------------------------- */

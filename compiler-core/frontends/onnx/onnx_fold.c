@@ -150,7 +150,7 @@ static int64_t apply_i(const char *op, int64_t x, int64_t y)
 
 /* Element i of a shape value as a dim: an integer, or its symbol or
  * expression text (onnx_fold_shape stores a dim's sym verbatim). */
-static cv_dim elem_dim(const onnx_const *k, int64_t i)
+cv_dim onnx_const_dim(const onnx_const *k, int64_t i)
 {
     const char *s = k->syms ? k->syms[i] : NULL;
     if (!s)
@@ -184,10 +184,10 @@ static onnx_const *fold_symbolic(onnx_ctx *c, const char *op, const onnx_const *
     bool any = false;
     for (int64_t i = 0; i < k->numel; i++) {
         cv_dim r;
-        if (cv_dim_arith(c->m, map[which].op, elem_dim(a, pa), elem_dim(b, pb), &r))
+        if (cv_dim_arith(c->m, map[which].op, onnx_const_dim(a, pa), onnx_const_dim(b, pb), &r))
             return NULL;
         if (eq) {
-            int cmp = cv_dim_compare(elem_dim(a, pa), elem_dim(b, pb));
+            int cmp = cv_dim_compare(onnx_const_dim(a, pa), onnx_const_dim(b, pb));
             if (cmp == CV_DIM_UNKNOWN || cmp == CV_DIM_LE || cmp == CV_DIM_GE)
                 return NULL;
             r = (cv_dim){cmp == CV_DIM_EQ, NULL};

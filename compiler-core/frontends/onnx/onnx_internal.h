@@ -180,6 +180,9 @@ onnx_const *onnx_fold_concat(onnx_ctx *c, const onnx_const *const *in, int n, in
 onnx_const *onnx_fold_gather(onnx_ctx *c, const onnx_const *src, const onnx_const *idx, int axis);
 /* ONNX Shape of a value of type t (symbolic dims become symbolic elements). */
 onnx_const *onnx_fold_shape(onnx_ctx *c, const cv_type *t, int64_t start, int64_t end);
+/* Element i of an integer shape value as a dim: its integer, or the symbol
+ * or expression it holds. */
+cv_dim onnx_const_dim(const onnx_const *k, int64_t i);
 /* numpy broadcast of two static shapes; -1 when incompatible. */
 int onnx_broadcast_dims(int ra, const int64_t *da, int rb, const int64_t *db, int *rank,
                         int64_t *out);

@@ -153,6 +153,23 @@ static cv_value *zeros_along(onnx_ctx *c, cv_dtype dt, const char *sym, int j, i
     return onnx_finish(c, o);
 }
 
+/* A fill of a shape no value of the graph has (an expression such as
+ * P + 1): a constant op with a DIMS shape, sized at run time. */
+static int constant_dims(onnx_ctx *c, const onnx_const *k, cv_dtype dt, const void *value)
+{
+    cv_dim dims[CV_MAX_RANK];
+    for (int i = 0; i < k->numel; i++)
+        dims[i] = onnx_const_dim(k, i);
+    double v = value ? cv_dtype_load(dt, value, 0) : 0;
+    cv_op *o = onnx_op(c, "constant", NULL, 0);
+    if (o) {
+        cv_op_set_floats(o, "value", &v, 1);
+        cv_op_set_dtype(o, "dtype", dt);
+        cv_op_set_dims(o, "shape", dims, (int)k->numel);
+    }
+    return onnx_bind_value(c, 0, onnx_finish(c, o));
+}
+
 /* ConstantOfShape of a shape value with symbolic entries: zeros along each
  * symbolic axis, broadcast together, expanded over the static ones, plus
  * the fill value. */
@@ -170,14 +187,21 @@ static int symbolic_fill(onnx_ctx *c, const onnx_const *k, cv_dtype dt, const vo
             continue;
         cv_value *z = zeros_along(c, dt, k->syms[i], i, rank);
         if (!z)
-            return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "shape[%d] is %s, the extent of no value "
-                            "of the graph", i, k->syms[i]);
+            return constant_dims(c, k, dt, value);
         acc = acc ? onnx_binary(c, "add", acc, z) : z;
     }
     cv_op *o = acc ? onnx_op(c, "expand", &acc, 1) : NULL;
     if (o)
         cv_op_set_ints(o, "shape", st, rank);
     acc = onnx_finish(c, o);
+    /* The zeros must have exactly the wanted extents: a value whose other
+     * axes are symbolic too gives N*min(1, frames) for N (a frame axis of
+     * 0 would empty it).  Otherwise: a constant op sized at run time. */
+    cv_shape want = {.rank = rank};
+    for (int i = 0; i < rank; i++)
+        want.d[i] = onnx_const_dim(k, i);
+    if (acc && !cv_shape_equal(&acc->type.shape, &want))
+        return constant_dims(c, k, dt, value);
     double v = value ? cv_dtype_load(dt, value, 0) : 0;
     if (acc && v != 0)
         acc = onnx_binary(c, "add", acc, onnx_scalar(c, dt, v));
@@ -222,18 +246,52 @@ static int lower_constant_of_shape(onnx_ctx *c)
     return onnx_bind_const(c, 0, k);
 }
 
+/* Range(start, limit, delta) over a symbolic start or limit (arange(L),
+ * arange(P, P + 1) past a cache): a CU-IR arange op of length
+ * max(ceildiv(limit - start, delta), 0), evaluated when the symbols are
+ * known. */
+static int symbolic_range(onnx_ctx *c, const onnx_const *s, const onnx_const *l,
+                          const onnx_const *d)
+{
+    if (!onnx_const_is_int(s) || (d->syms && d->syms[0]))
+        return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "a range over the symbolic %s needs integer "
+                        "bounds and a known delta", s->syms && s->syms[0] ? s->syms[0]
+                                                                          : l->syms[0]);
+    int64_t delta = onnx_const_i64(d, 0);
+    cv_dim start = onnx_const_dim(s, 0), limit = onnx_const_dim(l, 0), span, len;
+    if (delta == 0)
+        return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "range has a zero delta");
+    int rc = delta > 0 ? cv_dim_sub(c->m, limit, start, &span) : cv_dim_sub(c->m, start, limit,
+                                                                             &span);
+    rc = rc ? rc : cv_dim_arith(c->m, CV_DIM_CEILDIV, span, (cv_dim){delta > 0 ? delta : -delta,
+                                                                       NULL}, &len);
+    int cmp = rc ? CV_DIM_UNKNOWN : cv_dim_compare(len, (cv_dim){0, NULL});
+    if (!rc && cmp != CV_DIM_EQ && cmp != CV_DIM_GT && cmp != CV_DIM_GE)
+        rc = cv_dim_arith(c->m, CV_DIM_MAX, len, (cv_dim){0, NULL}, &len);
+    if (rc)
+        return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "the length of a range over the symbolic %s "
+                        "is not expressible", s->syms && s->syms[0] ? s->syms[0] : l->syms[0]);
+    cv_op *o = onnx_op(c, "arange", NULL, 0);
+    if (o) {
+        cv_op_set_dims(o, "length", &len, 1);
+        cv_op_set_dims(o, "start", &start, 1);
+        cv_op_set_int(o, "delta", delta);
+        cv_op_set_dtype(o, "dtype", s->dt);
+    }
+    return onnx_bind_value(c, 0, onnx_finish(c, o));
+}
+
 static int lower_range(onnx_ctx *c)
 {
     const onnx_const *s = onnx_in_const(c, 0, "start"), *l = onnx_in_const(c, 1, "limit"),
                      *d = onnx_in_const(c, 2, "delta");
     if (!s || !l || !d)
         return -1;
-    if ((s->syms && s->numel == 1 && s->syms[0]) || (l->syms && l->numel == 1 && l->syms[0]))
-        return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "a range up to the symbolic %s has a length "
-                        "known only at run time", s->syms && s->syms[0] ? s->syms[0] : l->syms[0]);
     if (s->numel != 1 || l->numel != 1 || d->numel != 1 || s->dt != l->dt || s->dt != d->dt)
         return onnx_err(c, CV_E_ONNX_SHAPE_VALUE, "start, limit and delta must be known scalars of "
                         "one type");
+    if ((s->syms && s->syms[0]) || (l->syms && l->syms[0]))
+        return symbolic_range(c, s, l, d);
     double start = onnx_const_f64(s, 0), delta = onnx_const_f64(d, 0);
     double count = ceil((onnx_const_f64(l, 0) - start) / delta);
     if (delta == 0 || !(count < (1 << 24)))
@@ -506,7 +564,7 @@ static const onnx_op_entry entries[] = {
     {"Constant", 1, lower_constant, NULL, 0},
     {"NonZero", 9, lower_non_zero, NULL, 0x1u},
     {"ConstantOfShape", 9, lower_constant_of_shape, "constant", 1u},
-    {"Range", 11, lower_range, NULL, 0x7u},
+    {"Range", 11, lower_range, "arange", 0x7u},
     {"Shape", 1, lower_shape, NULL, 0},
     {"Size", 1, lower_size, NULL, 0},
     {"EyeLike", 9, lower_eye_like, NULL, 0},

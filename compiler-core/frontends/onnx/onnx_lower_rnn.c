@@ -2,7 +2,8 @@
  * gemm, elementwise and slice ops: one step per time index and direction,
  * with the gate formulas of the ONNX operator specification.  Weights may
  * be run-time values; sequence_lens, when given, must be known and equal
- * the sequence length (no padding). */
+ * the sequence length (no padding).  Over a symbolic sequence (or batch),
+ * an LSTM or GRU becomes one CU-IR rnn op (ir/ops_rnn.c) instead. */
 #include <string.h>
 
 #include "compiler-core/frontends/onnx/onnx_internal.h"
@@ -272,12 +273,88 @@ static cv_value *stack_dirs(rnn *s, cv_value *const *v, int64_t layout)
     return layout && r ? transpose(s->c, r, 3, perm) : r;
 }
 
+/* Zeros of shape [dirs, batch, hid] (batch maybe symbolic). */
+static cv_value *zero_state(rnn *s, cv_dim batch)
+{
+    cv_dim dims[3] = {{s->dirs, NULL}, batch, {s->hid, NULL}};
+    double zero = 0;
+    cv_op *o = onnx_op(s->c, "constant", NULL, 0);
+    if (o) {
+        cv_op_set_floats(o, "value", &zero, 1);
+        cv_op_set_dims(o, "shape", dims, 3);
+    }
+    return onnx_finish(s->c, o);
+}
+
+/* An LSTM or GRU over a symbolic sequence (or batch): one CU-IR rnn op
+ * (ops_rnn.c), run step by step at run time, instead of the unrolling. */
+static int lower_symbolic(rnn *s, int64_t layout)
+{
+    onnx_ctx *c = s->c;
+    onnx_val *xv = onnx_in(c, 0);
+    if (s->gates == 1 || onnx_in(c, 4) || onnx_in(c, 7) || onnx_attr(c, "activations") ||
+        !onnx_in(c, 1) || !onnx_in(c, 2) || xv->type.dtype != CV_F32 ||
+        xv->type.shape.rank != 3 || xv->type.shape.d[2].sym)
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "over a symbolic sequence: only LSTM and GRU "
+                        "of static input size with the default activations, no sequence_lens "
+                        "and no peepholes");
+    static const int64_t perm[3] = {1, 0, 2}, yperm[4] = {2, 0, 1, 3};
+    cv_value *x = onnx_in_value(c, 0);
+    if (x && layout)
+        x = transpose(c, x, 3, perm);
+    cv_dim batch = xv->type.shape.d[layout ? 0 : 1];
+    cv_value *ops[6] = {x, onnx_in_value(c, 1), onnx_in_value(c, 2), NULL, NULL, NULL};
+    if (onnx_in(c, 3)) {
+        ops[3] = onnx_in_value(c, 3);
+    } else {
+        int64_t bd[2] = {s->dirs, 2 * s->gates * s->hid};
+        ops[3] = onnx_const_value(c, onnx_const_new(c, CV_F32, 2, bd), "bias");
+    }
+    int n_ops = s->gates == 4 ? 6 : 5;
+    for (int i = 4; i < n_ops; i++) {
+        cv_value *v = onnx_in(c, i + 1) ? onnx_in_value(c, i + 1) : zero_state(s, batch);
+        ops[i] = v && layout && onnx_in(c, i + 1) ? transpose(c, v, 3, perm) : v;
+    }
+    cv_op *o = onnx_op(c, "rnn", ops, n_ops);
+    if (o) {
+        cv_op_set_string(o, "cell", s->gates == 4 ? "lstm" : "gru");
+        cv_op_set_string(o, "direction", s->dirs == 2 ? "bidirectional"
+                                         : s->reverse ? "reverse" : "forward");
+        if (s->lbr)
+            cv_op_set_int(o, "linear_before_reset", 1);
+        if (s->clip > 0)
+            cv_op_set_float(o, "clip", s->clip);
+    }
+    cv_value *res[3] = {NULL, NULL, NULL};
+    int n_res = s->gates == 4 ? 3 : 2;
+    if (onnx_finish_n(c, o, n_res, res) < 0)
+        return -1;
+    int rc = 0;
+    for (int i = 0; i < n_res && rc == 0; i++) {
+        cv_value *v = res[i];
+        if (layout)
+            v = i == 0 ? transpose(c, v, 4, yperm) : transpose(c, v, 3, perm);
+        rc = onnx_bind_value(c, i, v);
+    }
+    return rc;
+}
+
+static bool static_x(onnx_ctx *c)
+{
+    onnx_val *x = onnx_in(c, 0);
+    return !x || cv_shape_is_static(&x->type.shape);
+}
+
 static int lower_rnn(onnx_ctx *c)
 {
     const char *op = c->node->op_type;
     rnn s = {.c = c, .gates = !strcmp(op, "RNN") ? 1 : !strcmp(op, "GRU") ? 3 : 4};
     int64_t layout;
-    if (read_attrs(&s, &layout) < 0 || read_shapes(&s, layout) < 0)
+    if (read_attrs(&s, &layout) < 0)
+        return -1;
+    if (!static_x(c))
+        return lower_symbolic(&s, layout);
+    if (read_shapes(&s, layout) < 0)
         return -1;
     cv_value *x = onnx_in_value(c, 0);
     static const int64_t perm[3] = {1, 0, 2};
@@ -332,9 +409,9 @@ static int lower_rnn(onnx_ctx *c)
 
 static const onnx_op_entry entries[] = {
     {"RNN", 7, lower_rnn, "slice reshape transpose concat gemm add sigmoid tanh relu clip", 0x10u},
-    {"GRU", 7, lower_rnn, "slice reshape transpose concat gemm add sub mul sigmoid tanh relu clip",
-     0x10u},
-    {"LSTM", 7, lower_rnn, "slice reshape transpose concat gemm add mul sigmoid tanh relu clip",
+    {"GRU", 7, lower_rnn, "slice reshape transpose concat gemm add sub mul sigmoid tanh relu clip "
+     "rnn", 0x10u},
+    {"LSTM", 7, lower_rnn, "slice reshape transpose concat gemm add mul sigmoid tanh relu clip rnn",
      0x10u},
 };
 

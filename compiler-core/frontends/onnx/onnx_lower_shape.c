@@ -40,6 +40,16 @@ static int emit_ints_op(onnx_ctx *c, const char *op, const char *attr, const int
     return onnx_bind_value(c, 0, onnx_finish(c, o));
 }
 
+/* op(x) with one DIMS attribute (a target shape holding symbols). */
+static int emit_dims_op(onnx_ctx *c, const char *op, const char *attr, const cv_dim *v, int n)
+{
+    cv_value *x = onnx_in_value(c, 0);
+    cv_op *o = onnx_op(c, op, &x, 1);
+    if (o)
+        cv_op_set_dims(o, attr, v, n);
+    return onnx_bind_value(c, 0, onnx_finish(c, o));
+}
+
 /* ---- Reshape ------------------------------------------------------------- */
 
 static bool static_empty(const cv_shape *s)
@@ -80,10 +90,26 @@ static int reshape_target(onnx_ctx *c, const onnx_val *x, const onnx_const *sk, 
                             (long long)want[i]);
         holes += want[i] == -1;
     }
-    if (holes > 1)
+    return holes > 1 ? -2 - holes : (int)sk->numel;
+}
+
+/* A target shape with several symbolic entries ([N, L, 4, 8] of a
+ * [N*L, 32]): the entries stay symbols and expressions in a DIMS attribute,
+ * 0 still copies the input extent and a literal -1 still fills. */
+static int reshape_symbolic(onnx_ctx *c, const onnx_val *x, const onnx_const *sk, int holes)
+{
+    cv_dim want[CV_MAX_RANK];
+    int fill = 0;
+    for (int i = 0; i < sk->numel; i++) {
+        want[i] = onnx_const_dim(sk, i);
+        fill += !want[i].sym && want[i].n == -1;
+        if (!want[i].sym && want[i].n == 0 && i >= x->type.shape.rank)
+            fill = 2;
+    }
+    if (fill > 1)
         return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "the target shape has %d entries unknown at "
                         "import time (at most one can be inferred)", holes);
-    return (int)sk->numel;
+    return emit_dims_op(c, "reshape", "shape", want, (int)sk->numel);
 }
 
 /* Static result dims of reshaping k to want[n] (0 copies, -1 fills). */
@@ -119,6 +145,11 @@ static int lower_reshape(onnx_ctx *c)
     if (!x || !sk || onnx_attr_int(c, "allowzero", 0, &allowzero) < 0)
         return -1;
     int n = reshape_target(c, x, sk, allowzero != 0, want);
+    if (n < -2 && !allowzero)
+        return reshape_symbolic(c, x, sk, -2 - n);
+    if (n < -2)
+        return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "the target shape has %d entries unknown at "
+                        "import time (at most one with allowzero=1)", -2 - n);
     if (n < 0)
         return -1;
     const onnx_const *k = foldable(x);
@@ -220,15 +251,19 @@ static int lower_expand(onnx_ctx *c)
                         "%d entries", CV_MAX_RANK);
     int n = (int)sk->numel, off = n - x->type.shape.rank;
     int64_t want[CV_MAX_RANK];
+    cv_dim dims_want[CV_MAX_RANK];
+    bool new_sym = false;
     for (int i = 0; i < n; i++) {
         const char *sym = sk->syms ? sk->syms[i] : NULL;
         const cv_dim *d = i - off >= 0 ? &x->type.shape.d[i - off] : NULL;
         want[i] = onnx_const_i64(sk, i);
-        if (sym && !(d && d->sym && !strcmp(d->sym, sym)))
-            return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "shape[%d] is the symbolic %s", i, sym);
+        dims_want[i] = onnx_const_dim(sk, i);
+        new_sym |= sym && !(d && d->sym && !strcmp(d->sym, sym));
         if (sym)
             want[i] = 1;   /* broadcasting keeps the input's symbol */
     }
+    if (new_sym)   /* a symbolic extent the input lacks: a DIMS attribute */
+        return emit_dims_op(c, "expand", "shape", dims_want, n);
     const onnx_const *k = foldable(x);
     int r;
     int64_t dims[CV_MAX_RANK], numel = 1;

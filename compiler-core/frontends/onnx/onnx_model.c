@@ -136,6 +136,10 @@ static int import_model(onnx_ctx *c, const Onnx__ModelProto *mp)
     int rc = onnx_check_graph(c, g, order);
     if (rc == 0)
         rc = onnx_lower_graph(c, g, order);
+    /* L <= 64 from a 64-row positional table indexed by range(L): checked
+     * before each run instead of reading past the table. */
+    if (rc == 0 && cv_func_derive_facts(c->f) < 0)
+        rc = onnx_err(c, CV_E_OUT_OF_MEMORY, "out of memory");
     free(order);
     return rc;
 }
