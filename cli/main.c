@@ -4,21 +4,6 @@
 
 #include "cli/cli.h"
 
-#ifdef __SANITIZE_ADDRESS__
-/* The sanitized cuvil every test runs: LeakSanitizer (GCC 12) records a
- * bogus dynamic-TLS range for artifacts and LLVM libraries dlopened and
- * dlclosed in one process, and its tracer then crashes at exit reading it
- * ("Tracer caught signal 11", exit 1 after a successful compile --force in
- * test_artifact_names).  Leaks are still checked; only thread-local storage
- * is not scanned for pointers, which could report a leak too many, never
- * hide one (as tests/unit/test_cuda_util.h does for the test binaries). */
-const char *__lsan_default_options(void);
-const char *__lsan_default_options(void)
-{
-    return "use_tls=0";
-}
-#endif
-
 int main(int argc, char **argv)
 {
     if (argc < 2) {

@@ -134,6 +134,17 @@ static void wait_built(fx *f, const char *hex, int timeout_s, cv_rev_summary *ou
         usleep(200000);
     }
     free(db_path);
+    /* What each process was doing, for the report. */
+    const char *logs[] = {"controller.log", "worker-a.log", "worker-a2.log", "worker-b.log"};
+    for (size_t i = 0; i < sizeof logs / sizeof logs[0]; i++) {
+        char *path = cv_tmpdir_path(f->dir, logs[i]);
+        size_t len;
+        char *text = cv_tmpdir_read_file(path, &len);
+        if (text)
+            fprintf(stderr, "--- the end of %s:\n%s\n", logs[i], len > 2000 ? text + len - 2000 : text);
+        free(text);
+        free(path);
+    }
     fail_msg("revision %s was not built in %d s", rev, timeout_s);
 }
 
@@ -360,7 +371,12 @@ static void test_controller_two_workers_and_a_kill(void **state)
     kill(f->controller, SIGTERM);
     int st;
     assert_int_equal(waitpid(f->controller, &st, 0), f->controller);
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        size_t len;
+        char *text = cv_tmpdir_read_file(ctl_log, &len);
+        fail_msg("the controller ended with status %#x after SIGTERM; its log ends:\n%s", st,
+                 text ? (len > 1500 ? text + len - 1500 : text) : "(no log)");
+    }
     f->controller = 0;
     waitpid(f->worker_b, NULL, 0);
     f->worker_b = 0;
