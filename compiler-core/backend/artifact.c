@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "compiler-core/backend/kernel_internal.h"
 #include "common/fs.h"
 #include "common/jsonutil.h"
 #include "compiler-core/backend/artifact_internal.h"
@@ -172,6 +173,21 @@ static void arena_samples(const cv_kprog *p, cv_compile_info *info)
     free(syms);
 }
 
+/* {"L": {"max": 64, "why": ...}}: what the run checks (-4), for the loader's
+ * message (cv_native_run: CV3013). */
+static json_t *bounds_json(const cv_kprog *p)
+{
+    int sym[CV_MAX_RANK * 4];
+    int64_t max[CV_MAX_RANK * 4];
+    const char *why[CV_MAX_RANK * 4];
+    int nb = cv_kp_sym_bounds(p, sym, max, why, CV_MAX_RANK * 4);
+    json_t *o = json_object();
+    for (int i = 0; o && i < nb; i++)
+        json_object_set_new(o, p->sym_names[sym[i]],
+                            json_pack("{s:I, s:s}", "max", (json_int_t)max[i], "why", why[i]));
+    return o;
+}
+
 static json_t *manifest(const cv_kprog *p, const cv_llvm_out *lo, const cv_compile_opts *o,
                         json_t *files)
 {
@@ -199,6 +215,10 @@ static json_t *manifest(const cv_kprog *p, const cv_llvm_out *lo, const cv_compi
                           "bytes_at_ones", (json_int_t)arena,
                           "peak_live_bytes_at_ones", (json_int_t)peak,
                           "kernels", p->n_kernels, "files", files);
+    json_t *bounds = bounds_json(p);
+    if (m && json_object_size(bounds))
+        json_object_set(m, "symbol_bounds", bounds);
+    json_decref(bounds);
     cv_sb_free(&expr);
     return m;
 }

@@ -121,6 +121,20 @@ static void io_macros(const cv_kprog *p, const char *N, const char *kind, int i,
     cv_sb_puts(o, t->shape.rank ? "}\n" : "0}\n");
 }
 
+/* The largest value each symbol may take (-1: any), from the model's facts. */
+static void symbol_max_macro(const cv_kprog *p, const char *N, cv_sb *o)
+{
+    cv_sb_printf(o, "#define CV_%s_SYMBOL_MAX {", N);
+    for (int k = 0; k < p->n_syms; k++) {
+        long long m = -1;
+        for (int i = 0; i < p->n_bounds; i++)
+            if (p->bound_sym[i] == k)
+                m = (long long)p->bound_max[i];
+        cv_sb_printf(o, "%s%lld", k ? ", " : "", m);
+    }
+    cv_sb_puts(o, p->n_syms ? "}\n" : "0}\n");
+}
+
 /* Dims computed from the symbols (an output's P + 1, a derived factor of
  * the arena formula): CV_<N>_SYM(NUM_SYMBOLS + j) in a SHAPE stands for
  * CV_<N>_DERIVED_<j>(symbolic_dims). */
@@ -148,7 +162,10 @@ void cv_artifact_header(const cv_kprog *p, const char *target, int opt, cv_sb *o
     cv_sb_puts(o, " * inputs[i] and outputs[i] point to dense row-major tensors that do not\n"
                   " * overlap; symbolic_dims[k] gives the symbol CV_<NAME>_SYM(k) (may be NULL\n"
                   " * when there are none).  run returns 0, -1 for a negative dim (or a\n"
-                  " * negative dim computed from them), -2 when the arena cannot grow.\n"
+                  " * negative dim computed from them), -2 when the arena cannot grow, -4\n"
+                  " * when a symbol exceeds a bound the model implies (CV_<NAME>_SYMBOL_MAX:\n"
+                  " * a positional table of 64 rows indexed by arange(L) holds only for\n"
+                  " * L <= 64; -1 there: no bound).\n"
                   " * The arena: CV_<NAME>_ARENA_BYTES(d) bytes, a formula of the symbols\n"
                   " * (classes of tensors laid end to end, each a constant times a product\n"
                   " * of symbols and derived dims).  A run grows the arena when the formula\n"
@@ -169,6 +186,7 @@ void cv_artifact_header(const cv_kprog *p, const char *target, int opt, cv_sb *o
         cv_sb_puts(o, "\"");
     }
     cv_sb_puts(o, p->n_syms ? "}\n" : "0}\n");
+    symbol_max_macro(p, N, o);
     derived_macros(p, N, o);
     for (int i = 0; i < f->n_inputs; i++)
         io_macros(p, N, "INPUT", i, f->inputs[i], o);

@@ -184,6 +184,8 @@ void cv_cg_pads2d(const cv_op *op, int64_t out[4]);
 int cv_cg_reshape(cv_codegen_ctx *c);   /* also flatten, squeeze, unsqueeze */
 int cv_cg_expand(cv_codegen_ctx *c);
 int cv_cg_shape(cv_codegen_ctx *c);
+int cv_cg_arange(cv_codegen_ctx *c);
+int cv_cg_constant(cv_codegen_ctx *c);
 int cv_cg_transpose(cv_codegen_ctx *c);
 int cv_cg_slice(cv_codegen_ctx *c);
 int cv_cg_split(cv_codegen_ctx *c);

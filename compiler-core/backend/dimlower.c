@@ -23,6 +23,23 @@ int cv_kp_sym_index(const cv_kprog *p, const char *name, size_t n)
     return -1;
 }
 
+int cv_kp_sym_bounds(const cv_kprog *p, int *sym, int64_t *max, const char **why, int cap)
+{
+    const cv_sym_fact *facts;
+    int n = 0, nf = cv_module_facts(p->f->module, &facts);
+    for (int i = 0; i < nf && n < cap; i++) {
+        int k = cv_kp_sym_index(p, facts[i].sym, strlen(facts[i].sym));
+        if (k < 0)
+            continue;   /* a symbol no input binds: nothing to check */
+        sym[n] = k;
+        max[n] = facts[i].max;
+        if (why)
+            why[n] = facts[i].why;
+        n++;
+    }
+    return n;
+}
+
 /* ---- to kernel expressions ------------------------------------------------------ */
 
 static void *k_num(void *ctx, int64_t v)

@@ -197,6 +197,11 @@ typedef struct cv_kprog {
     cv_dim *dsyms;
     const cv_kexpr **dsym_expr; /* each as a kernel expression over the symbols */
     int n_dsyms, cap_dsyms;
+    /* The bounds the module's facts put on the symbols (ir/facts.c): symbol
+     * bound_sym[i] may be at most bound_max[i]; run returns -4 beyond. */
+    int n_bounds;
+    int *bound_sym;
+    int64_t *bound_max;
     bool debug;                 /* backends attach debug info (cuvil compile -g) */
     bool weights_file;          /* constants live in <name>.weights.bin (weights_file.c) */
     bool half_weights;          /* -p fp16/bf16 weights may be read 16-bit by the runtime

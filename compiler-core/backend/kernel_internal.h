@@ -21,6 +21,10 @@ int cv_kp_add_store(cv_kprog *p, const cv_kstore *s);
 /* ---- dimension expressions (dimlower.c) ---- */
 /* The index of symbol name[0..n), or -1. */
 int cv_kp_sym_index(const cv_kprog *p, const char *name, size_t n);
+/* The bounds the module's facts put on the program's symbols (ir/facts.c):
+ * symbol index, largest valid value and what implies it (why may be NULL);
+ * returns how many (at most cap).  A run checks them before anything else. */
+int cv_kp_sym_bounds(const cv_kprog *p, int *sym, int64_t *max, const char **why, int cap);
 /* d as a run-time expression (floor semantics of ir/dimexpr.c); NULL when
  * it names an unknown symbol or divides by a non-constant. */
 const cv_kexpr *cv_kp_dim(cv_codegen_ctx *c, cv_dim d);

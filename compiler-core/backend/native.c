@@ -38,6 +38,8 @@ struct cv_native {
     io_desc *in, *out;          /* owned: n_in, n_out entries */
     int64_t *syms;              /* owned: n_syms entries, bound by a run */
     char **sym_names;           /* owned: n_syms entries */
+    int64_t *sym_max;           /* owned: n_syms entries, the model's bound or -1 */
+    char **sym_why;             /* owned: n_syms entries, what implies it (or NULL) */
     bool *bound;
     const void **ins;           /* owned: the run's pointers */
     void **outs;
@@ -184,7 +186,21 @@ static int check_cpu(json_t *target, const char *dir, cv_diag *d)
 static int open_manifest(const char *dir, const char *mpath, int threads, cv_native **out,
                          cv_diag *d);
 
-static int run_buffers(cv_native *n, json_t *syms)
+/* The manifest's "symbol_bounds" ({"L": {"max": 64, "why": "..."}}): the
+ * facts the run itself checks (-4); read here to name them (CV3013). */
+static void read_bounds(cv_native *n, json_t *bounds)
+{
+    for (int i = 0; i < n->n_syms; i++) {
+        json_t *b = json_object_get(bounds, n->sym_names[i]);
+        json_t *max = json_object_get(b, "max");
+        const char *why = json_string_value(json_object_get(b, "why"));
+        n->sym_max[i] = json_is_integer(max) && json_integer_value(max) >= 0
+                            ? (int64_t)json_integer_value(max) : -1;
+        n->sym_why[i] = why && n->sym_max[i] >= 0 ? strndup(why, 1024) : NULL;
+    }
+}
+
+static int run_buffers(cv_native *n, json_t *syms, json_t *bounds)
 {
     int n_syms = (int)json_array_size(syms);
     n->n_syms = n_syms;
@@ -195,10 +211,15 @@ static int run_buffers(cv_native *n, json_t *syms)
             return -1;
     }
     n->syms = calloc((size_t)n_syms + 1, sizeof *n->syms);
+    n->sym_max = calloc((size_t)n_syms + 1, sizeof *n->sym_max);
+    n->sym_why = calloc((size_t)n_syms + 1, sizeof *n->sym_why);
     n->bound = calloc((size_t)n_syms + 1, sizeof *n->bound);
     n->ins = calloc((size_t)n->n_in + 1, sizeof *n->ins);
     n->outs = calloc((size_t)n->n_out + 1, sizeof *n->outs);
-    return n->sym_names && n->syms && n->bound && n->ins && n->outs ? 0 : -1;
+    if (!n->sym_names || !n->syms || !n->sym_max || !n->sym_why || !n->bound || !n->ins || !n->outs)
+        return -1;
+    read_bounds(n, bounds);
+    return 0;
 }
 
 static void free_io(io_desc *io, int n)
@@ -246,7 +267,7 @@ static int open_manifest(const char *dir, const char *mpath, int threads, cv_nat
              parse_io(json_object_get(m, "inputs"), &n->in, &n->n_in, syms) ||
              parse_io(json_object_get(m, "outputs"), &n->out, &n->n_out, syms))
         bad_manifest(d, dir, "not a cuvil artifact manifest");
-    else if (run_buffers(n, syms))
+    else if (run_buffers(n, syms, json_object_get(m, "symbol_bounds")))
         cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){.file = dir}, "out of memory");
     else if (check_cpu(json_object_get(m, "target"), dir, d) == 0 &&
              load_symbols(n, dir, name, &create, d) == 0) {
@@ -334,6 +355,10 @@ void cv_native_close(cv_native *n)
     for (int i = 0; n->sym_names && i < n->n_syms; i++)
         free(n->sym_names[i]);
     free(n->sym_names);
+    for (int i = 0; n->sym_why && i < n->n_syms; i++)
+        free(n->sym_why[i]);
+    free(n->sym_why);
+    free(n->sym_max);
     free(n->syms);
     free(n->bound);
     free(n->ins);
@@ -457,6 +482,27 @@ static int alloc_outputs(const cv_native *n, const int64_t *syms, cv_tensor *out
     return 0;
 }
 
+/* The bounds the model implies (a positional table of 64 rows indexed by
+ * arange(L): L <= 64), as the interpreter checks them (CV3013). */
+static int check_bounds(const cv_native *n, const int64_t *syms, cv_diag *d)
+{
+    for (int s = 0; s < n->n_syms; s++) {
+        if (n->sym_max[s] < 0 || syms[s] <= n->sym_max[s])
+            continue;
+        const char *input = "?";
+        for (int i = 0; i < n->n_in && input[0] == '?'; i++)
+            for (int k = 0; k < n->in[i].rank; k++)
+                if (n->in[i].dims[k] == -1 - s)
+                    input = n->in[i].name;
+        return cv_diag_fail(d, CV_E_SYMBOL_BOUND, (cv_span){0},
+                            "input %%%s binds %s = %lld, but the model holds only for %s <= %lld%s%s%s",
+                            input, n->sym_names[s], (long long)syms[s], n->sym_names[s],
+                            (long long)n->sym_max[s], n->sym_why[s] ? " (" : "",
+                            n->sym_why[s] ? n->sym_why[s] : "", n->sym_why[s] ? ")" : "");
+    }
+    return 0;
+}
+
 int cv_native_run(cv_native *n, const cv_tensor *inputs, int n_inputs, cv_tensor *outputs,
                   cv_diag *d)
 {
@@ -468,7 +514,7 @@ int cv_native_run(cv_native *n, const cv_tensor *inputs, int n_inputs, cv_tensor
         return cv_diag_fail(d, CV_E_INPUT_MISMATCH, (cv_span){0}, "the model takes %d inputs, got %d",
                             n->n_in, n_inputs);
     if (bind_inputs(n, inputs, syms, d) || check_input_exprs(n, inputs, syms, d) ||
-        alloc_outputs(n, syms, outputs, d))
+        check_bounds(n, syms, d) || alloc_outputs(n, syms, outputs, d))
         return -1;
     for (int i = 0; i < n->n_in; i++)
         ins[i] = inputs[i].data;
@@ -476,7 +522,9 @@ int cv_native_run(cv_native *n, const cv_tensor *inputs, int n_inputs, cv_tensor
         outs[i] = outputs[i].data;
     int rc = n->run(n->ctx, ins, outs, syms);
     if (rc)
-        return cv_diag_fail(d, rc == -2 ? CV_E_OUT_OF_MEMORY : CV_E_RUNTIME_SHAPE, (cv_span){0},
-                            "the compiled model's run returned %d", rc);
+        return cv_diag_fail(d, rc == -2   ? CV_E_OUT_OF_MEMORY
+                               : rc == -4 ? CV_E_SYMBOL_BOUND
+                                          : CV_E_RUNTIME_SHAPE,
+                            (cv_span){0}, "the compiled model's run returned %d", rc);
     return 0;
 }

@@ -63,6 +63,17 @@ static int check_input_exprs(const cv_kprog *p, const cv_func *f, cv_diag *d)
     return 0;
 }
 
+static int collect_bounds(cv_kprog *p)
+{
+    int cap = p->n_syms * 2 + 1;
+    p->bound_sym = cv_kp_alloc(p, sizeof *p->bound_sym * (size_t)cap);
+    p->bound_max = cv_kp_alloc(p, sizeof *p->bound_max * (size_t)cap);
+    if (!p->bound_sym || !p->bound_max)
+        return -1;
+    p->n_bounds = cv_kp_sym_bounds(p, p->bound_sym, p->bound_max, NULL, cap);
+    return 0;
+}
+
 static const char *c_identifier(cv_kprog *p, const char *name)
 {
     size_t n = strlen(name) + 2;
@@ -103,7 +114,8 @@ static int bind_signature(cv_kprog *p, const cv_func *f)
     return 0;
 }
 
-/* An op without operands (constant) is evaluated now and embedded. */
+/* An op without operands (constant) is evaluated now and embedded; one
+ * that depends on the symbols runs its hook instead (known_now). */
 static int fold_op(cv_kprog *p, const cv_op *op, cv_diag *d)
 {
     const cv_value *v = op->results[0];
@@ -146,10 +158,24 @@ static void set_chain(cv_codegen_ctx *c, const cv_func *f, const int *next, cons
     }
 }
 
+/* An op without operands is known at compile time unless its result or a
+ * dim-list attribute (arange's start, constant's shape) names a symbol. */
+static bool known_now(const cv_op *op)
+{
+    for (int r = 0; r < op->n_results; r++)
+        if (!cv_shape_is_static(&op->results[r]->type.shape))
+            return false;
+    for (int i = 0; i < op->n_attrs; i++)
+        if (op->attrs[i].kind == CV_ATTR_DIMS)
+            return false;   /* all-integer lists are stored as INTS */
+    return true;
+}
+
 static int lower_op(cv_kprog *p, const cv_op *op, int index, const int *next, const int *link,
                     bool *done, cv_nchwc *nc, cv_diag *d)
 {
-    if (op->n_operands == 0 && op->def && op->def->eval)
+    if (op->n_operands == 0 && op->def && op->def->eval &&
+        (known_now(op) || !cv_cg_hook_for(op->def)))
         return fold_op(p, op, d);
     cv_codegen_fn hook = op->def ? cv_cg_hook_for(op->def) : NULL;
     if (!hook) {
@@ -218,7 +244,8 @@ static int build_body(cv_kprog *p, const cv_func *f, int blk, cv_diag *d)
         return -1;
     for (int i = 0; i < f->n_values; i++)
         p->value_store[i] = -1;
-    if (collect_syms(p, f) || check_input_exprs(p, f, d) || bind_signature(p, f))
+    if (collect_syms(p, f) || collect_bounds(p) || check_input_exprs(p, f, d) ||
+        bind_signature(p, f))
         return -1;
     int *next = cv_kp_alloc(p, sizeof *next * (size_t)(f->n_ops + 1));
     int *link = cv_kp_alloc(p, sizeof *link * (size_t)(f->n_ops + 1));

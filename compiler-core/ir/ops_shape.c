@@ -371,8 +371,8 @@ static const cv_op_def defs[] = {
     {"expand", 1, 1, 1, 1, reshape_attrs, expand_infer, expand_eval, cv_cg_expand,
      CV_OPF_SHAPE_ONLY},
     {"shape", 1, 1, 1, 1, shape_attrs, shape_infer, shape_eval, cv_cg_shape, 0},
-    {"constant", 0, 0, 1, 1, constant_attrs, constant_infer, constant_eval, NULL, 0},
-    {"arange", 0, 0, 1, 1, range_attrs, range_infer, range_eval, NULL, 0},
+    {"constant", 0, 0, 1, 1, constant_attrs, constant_infer, constant_eval, cv_cg_constant, 0},
+    {"arange", 0, 0, 1, 1, range_attrs, range_infer, range_eval, cv_cg_arange, 0},
 };
 
 const cv_op_family cv_ops_shape = {defs, (int)(sizeof defs / sizeof defs[0])};

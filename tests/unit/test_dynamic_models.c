@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include "common/npy.h"
@@ -122,22 +123,19 @@ static void run_interp(const char *name, const cv_func *f, shape_case *sc, int n
     cv_diag_free(&d);
 }
 
-/* One native compile, run at every shape; or, for models whose shapes hold
- * dimension expressions, the backend's CV4005 refusal. */
+/* One native compile, run at every shape; or, for a model with an op the
+ * native backend has no kernel for, that refusal (its code). */
 static void run_native(const char *name, cv_module *m, shape_case *sc, int n_shapes,
-                       bool expect_cv4005)
+                       const char *refusal)
 {
     char msg[4096] = "";
     char *dir = bk_compile(m, "native", 2, CV_EMIT_SO, msg, sizeof msg);
-    if (expect_cv4005) {
-        /* For now: the native backend refuses dimension expressions (4*N,
-         * P + 1).  Flip to a native run at every shape once it compiles
-         * them (issue 26, branch i26-native). */
+    if (refusal) {
         if (dir)
             cv_tmpdir_remove(dir);
         assert_null(dir);
-        if (!strstr(msg, "CV4005"))
-            fail_msg("%s: expected CV4005, got: %s", name, msg);
+        if (!strstr(msg, refusal))
+            fail_msg("%s: expected %s, got: %s", name, refusal, msg);
         return;
     }
     if (!dir)
@@ -165,7 +163,7 @@ static void run_native(const char *name, cv_module *m, shape_case *sc, int n_sha
 }
 
 /* attention: attention ops the pass pipeline must fuse (-1: not checked). */
-static void check_model(const char *name, int attention, bool expect_cv4005)
+static void check_model(const char *name, int attention, const char *native_refusal)
 {
     char *onnx = model_file(name, -1, NULL, 0);
     bool have = access(onnx, R_OK) == 0;
@@ -191,14 +189,62 @@ static void check_model(const char *name, int attention, bool expect_cv4005)
     if (attention >= 0)
         assert_int_equal(st.attention_fused, attention);
     run_interp(name, fused->funcs[0], sc, n_shapes);
-    run_native(name, m, sc, n_shapes, expect_cv4005);
+    run_native(name, m, sc, n_shapes, native_refusal);
     free_shapes(sc, n_shapes);
     cv_module_free(m);
     cv_module_free(fused);
     cv_diag_free(&d);
 }
 
-static void test_bert_small(void **state) { (void)state; check_model("bert_small", 2, true); }
+/* One native compile runs at (1,8), (4,8) and (2,33). */
+static void test_bert_small(void **state) { (void)state; check_model("bert_small", 2, NULL); }
+
+/* The compiled model checks the bound too: cv_native_run names it
+ * (CV3013), and the artifact's own run returns -4 (CV_<N>_SYMBOL_MAX). */
+static void check_native_bound(cv_module *m, cv_diag *d)
+{
+    char msg[4096] = "";
+    char *dir = bk_compile(m, "native", 2, CV_EMIT_SO | CV_EMIT_H, msg, sizeof msg);
+    if (!dir)
+        fail_msg("bert_small: %s", msg);
+    cv_native *nat = NULL;
+    assert_int_equal(cv_native_open(dir, 1, &nat, d), 0);
+    int64_t dims[2] = {1, 65};
+    cv_tensor in, out = {0};
+    assert_int_equal(cv_tensor_alloc(&in, CV_I64, 2, dims), 0);
+    assert_int_not_equal(cv_native_run(nat, &in, 1, &out, d), 0);
+    assert_int_equal(d->v[0].code, 3013);
+    assert_non_null(strstr(d->v[0].msg, "%ids binds L = 65"));
+    cv_native_close(nat);
+    /* The library alone, as a C program calls it. */
+    char *lib = cv_tmpdir_path(dir, "libbert_small.so"), *hdr = cv_tmpdir_path(dir, "bert_small.h");
+    size_t len;
+    char *text = cv_tmpdir_read_file(hdr, &len);
+    assert_non_null(strstr(text, "#define CV_BERT_SMALL_SYMBOL_MAX {-1, 64}"));
+    void *dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(dl);
+    void *(*create)(int);
+    int (*run)(void *, const void *const *, void *const *, const int64_t *);
+    void (*destroy)(void *);
+    *(void **)&create = dlsym(dl, "cv_bert_small_create");
+    *(void **)&run = dlsym(dl, "cv_bert_small_run");
+    *(void **)&destroy = dlsym(dl, "cv_bert_small_destroy");
+    void *ctx = create(1);
+    float y[65 * 32];
+    const void *ins[1] = {in.data};
+    void *outs[1] = {y};
+    int64_t syms[2] = {1, 65};
+    assert_int_equal(run(ctx, ins, outs, syms), -4);
+    syms[1] = 64;
+    assert_int_equal(run(ctx, ins, outs, syms), 0);
+    destroy(ctx);
+    dlclose(dl);
+    cv_tensor_free(&in);
+    free(text);
+    free(hdr);
+    free(lib);
+    cv_tmpdir_remove(dir);
+}
 
 /* The 64-row positional table bounds L: L = 65 is CV3013 naming the input,
  * before any op runs (not an out-of-range gather). */
@@ -229,19 +275,24 @@ static void test_bert_small_bound(void **state)
     assert_int_equal(d.v[0].code, 3013);
     assert_non_null(strstr(d.v[0].msg, "%ids binds L = 65"));
     assert_non_null(strstr(d.v[0].msg, "L <= 64"));
+    cv_diag_clear(&d);
+    check_native_bound(m, &d);
     cv_module_free(m);
     cv_diag_free(&d);
 }
 
 /* speech_lstm's LSTM over (frames + 1) floordiv 2 steps is one rnn op in
- * the interpreter; natively CV4005 for now, and the rnn op has no native
- * kernel yet either. */
-static void test_speech_lstm(void **state) { (void)state; check_model("speech_lstm", -1, true); }
+ * the interpreter; the rnn op has no native kernel yet (CV5001). */
+static void test_speech_lstm(void **state)
+{
+    (void)state;
+    check_model("speech_lstm", -1, "CV5001");
+}
 
 /* One decode step past caches of P = 0, 5, 17 and 63 tokens (present
- * outputs P + 1: CV4005 natively for now); the 64-row position table
- * indexed by arange(P, P + 1) bounds P <= 63. */
-static void test_gpt_decode(void **state) { (void)state; check_model("gpt_decode", 2, true); }
+ * outputs P + 1), one native compile; the 64-row position table indexed
+ * by arange(P, P + 1) bounds P <= 63. */
+static void test_gpt_decode(void **state) { (void)state; check_model("gpt_decode", 2, NULL); }
 
 int main(void)
 {

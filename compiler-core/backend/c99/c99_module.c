@@ -139,6 +139,9 @@ static int define_run(const cv_kprog *p, bool *need, cv_sb *o)
         cv_kp_sym_c(p, i, "syms", o);
         cv_sb_puts(o, " < 0)\n        return -1;\n");
     }
+    for (int i = 0; i < p->n_bounds; i++)
+        cv_sb_printf(o, "    if (syms[%d] > %lld)\n        return -4;\n", p->bound_sym[i],
+                     (long long)p->bound_max[i]);
     cv_sb_printf(o, "    %scvrt_arena(rt, cv_%s_arena_bytes(syms))%s\n        return -2;\n",
                  r.arena ? "arena = " : "if (!", n, r.arena ? ";\n    if (!arena)" : ")");
     cv_sb_add(o, body.buf, body.len);

@@ -188,6 +188,17 @@ static void check_syms(cv_llvm_fn *f, run_state *r)
         LLVMBuildRet(f->b, LLVMConstInt(g->i32, (unsigned long long)-1, 1));
         LLVMPositionBuilderAtEnd(f->b, ok);
     }
+    const int *sym = g->p->bound_sym;
+    const int64_t *max = g->p->bound_max;
+    for (int i = 0; i < g->p->n_bounds; i++) {  /* beyond a bound the model implies: -4 */
+        LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(g->ctx, f->fn, "over_bound");
+        LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(g->ctx, f->fn, "bound_ok");
+        LLVMValueRef lim = LLVMConstInt(g->i64, (unsigned long long)max[i], 1);
+        LLVMBuildCondBr(f->b, LLVMBuildICmp(f->b, LLVMIntSGT, r->sym[sym[i]], lim, ""), bad, ok);
+        LLVMPositionBuilderAtEnd(f->b, bad);
+        LLVMBuildRet(f->b, LLVMConstInt(g->i32, (unsigned long long)-4, 1));
+        LLVMPositionBuilderAtEnd(f->b, ok);
+    }
 }
 
 static void bind_all_stores(cv_llvm_fn *f)
