@@ -214,9 +214,11 @@ def compile(model_path, target="native", precision="fp32", out=None, cache=True,
         if r.returncode != 0:
             diags = _parse_diagnostics(r.stderr)
             first = next((d for d in diags if d.severity == "error"), None)
-            raise CompileError(first.code if first else 9000,
-                               first.message if first else r.stderr.strip() or "compile failed",
-                               diags)
+            if first:
+                raise CompileError(first.code, first.message, diags)
+            # A usage error of the CLI has no code of its own.
+            msg = (r.stderr.strip().splitlines() or ["compile failed"])[0]
+            raise CompileError(5010 if "unknown target" in msg else 5002, msg, diags)
         return load(out, threads)
     finally:
         if tmp:
@@ -231,7 +233,7 @@ def validate(path):
     try:
         doc = json.loads(r.stdout)
     except ValueError:
-        raise Error(9000, "cuvil validate: %s" % (r.stderr.strip() or "no JSON")) from None
+        raise Error(9004, "cuvil validate: %s" % (r.stderr.strip() or "no JSON")) from None
     files = doc.get("files", []) if isinstance(doc, dict) else doc
     return [Diagnostic(d["code"], d["severity"], d["file"], d["line"], d["col"], d["message"])
             for f in files for d in f["diagnostics"]]
