@@ -80,7 +80,7 @@ def _convert(x, dtype, name):
     return _np.ascontiguousarray(a, dtype=want)
 
 
-_cuvil._setup(Error, InputError, _convert, _np.empty)
+_cuvil._setup(Error, InputError, _convert, _np.empty, _np.dtype)
 
 
 class Module:

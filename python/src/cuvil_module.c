@@ -25,9 +25,9 @@
 
 enum { CODE_INPUT = 2024, CODE_OOM = 9002 };
 
-/* Set by cuvil/__init__.py (_setup): the exception classes, the converter
- * and numpy.empty. */
-static PyObject *g_error, *g_input_error, *g_convert, *g_np_empty;
+/* Set by cuvil/__init__.py (_setup): the exception classes, the converter,
+ * numpy.empty and numpy.dtype. */
+static PyObject *g_error, *g_input_error, *g_convert, *g_np_empty, *g_np_dtype;
 
 typedef struct {
     PyObject_HEAD
@@ -35,6 +35,7 @@ typedef struct {
     pthread_mutex_t lock;   /* one cv_native_run at a time */
     int n_in, n_out;
     uintptr_t *last_in;     /* the input addresses of the last run (tests) */
+    PyObject **out_dtypes;  /* numpy dtype objects of the outputs (owned) */
 } NativeObject;
 
 /* numpy's dtype name and the buffer protocol's format character. */
@@ -129,10 +130,16 @@ static int native_init(PyObject *self_, PyObject *args, PyObject *kw)
     self->n_in = cv_native_num_inputs(self->n);
     self->n_out = cv_native_num_outputs(self->n);
     self->last_in = calloc((size_t)self->n_in + 1, sizeof *self->last_in);
-    if (!self->last_in) {
+    self->out_dtypes = calloc((size_t)self->n_out + 1, sizeof *self->out_dtypes);
+    if (!self->last_in || !self->out_dtypes) {
         PyErr_NoMemory();
         return -1;
     }
+    /* Made once: numpy parses a dtype name far slower than an output is made. */
+    for (int i = 0; i < self->n_out; i++)
+        if (!(self->out_dtypes[i] = PyObject_CallFunction(
+                  g_np_dtype, "s", np_name(cv_native_output(self->n, i).dtype))))
+            return -1;
     return 0;
 }
 
@@ -142,6 +149,9 @@ static void native_dealloc(PyObject *self_)
     PyTypeObject *tp = Py_TYPE(self_);
     cv_native_close(self->n);
     free(self->last_in);
+    for (int i = 0; self->out_dtypes && i < self->n_out; i++)
+        Py_XDECREF(self->out_dtypes[i]);
+    free(self->out_dtypes);
     pthread_mutex_destroy(&self->lock);
     freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
     f(self_);
@@ -357,7 +367,9 @@ static int take_output(NativeObject *self, run_state *s, int i, PyObject *given)
         PyObject *shape = PyTuple_New(io.rank);
         for (int k = 0; shape && k < io.rank; k++)
             PyTuple_SetItem(shape, k, PyLong_FromLongLong(t->dims[k]));
-        arr = shape ? PyObject_CallFunction(g_np_empty, "Ns", shape, np_name(io.dtype)) : NULL;
+        arr = shape ? PyObject_CallFunctionObjArgs(g_np_empty, shape, self->out_dtypes[i], NULL)
+                    : NULL;
+        Py_XDECREF(shape);
         if (!arr)
             return -1;
     }
@@ -441,12 +453,12 @@ out:
 
 static PyObject *mod_setup(PyObject *mod, PyObject *args)
 {
-    PyObject *err, *ierr, *conv, *empty;
-    if (!PyArg_ParseTuple(args, "OOOO", &err, &ierr, &conv, &empty))
+    PyObject *err, *ierr, *conv, *empty, *dtype;
+    if (!PyArg_ParseTuple(args, "OOOOO", &err, &ierr, &conv, &empty, &dtype))
         return NULL;
-    PyObject **slots[] = {&g_error, &g_input_error, &g_convert, &g_np_empty};
-    PyObject *vals[] = {err, ierr, conv, empty};
-    for (int i = 0; i < 4; i++) {
+    PyObject **slots[] = {&g_error, &g_input_error, &g_convert, &g_np_empty, &g_np_dtype};
+    PyObject *vals[] = {err, ierr, conv, empty, dtype};
+    for (int i = 0; i < 5; i++) {
         PyObject *old = *slots[i];
         *slots[i] = Py_NewRef(vals[i]);
         Py_XDECREF(old);
@@ -483,7 +495,7 @@ static PyType_Spec native_spec = {
 };
 
 static PyMethodDef mod_methods[] = {
-    {"_setup", mod_setup, METH_VARARGS, "_setup(Error, InputError, convert, numpy.empty)"},
+    {"_setup", mod_setup, METH_VARARGS, "_setup(Error, InputError, convert, numpy.empty, numpy.dtype)"},
     {"host_target", mod_host_target, METH_NOARGS,
      "host_target() -> str: the best named target this CPU runs (x86_64-avx512...)"},
     {NULL, NULL, 0, NULL},
