@@ -15,6 +15,7 @@
 #include <Python.h>
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +71,8 @@ static int format_is(const Py_buffer *v, cv_dtype t)
 static void raise_coded(PyObject *cls, int code, const char *msg, const char *io,
                         const char *want, const char *have)
 {
+    if (!cls)   /* _cuvil used without the package's _setup */
+        cls = PyExc_RuntimeError;
     PyObject *e = io ? PyObject_CallFunction(cls, "issss", code, msg, io, want, have)
                      : PyObject_CallFunction(cls, "is", code, msg);
     if (e) {
@@ -303,7 +306,10 @@ static int take_input(NativeObject *self, run_state *s, int i, PyObject *obj)
     }
 done:
     if (v->ndim > CV_MAX_RANK) {
-        PyErr_Format(g_input_error, "input '%s': rank %d is too large", io.name, v->ndim);
+        char msg[400];
+        snprintf(msg, sizeof msg, "input '%s' has rank %d, more than any model takes (%d)",
+                 io.name, v->ndim, CV_MAX_RANK);
+        raise_coded(g_input_error, CODE_INPUT, msg, io.name, "", "");
         return -1;
     }
     cv_tensor *t = &s->tin[i];
@@ -394,6 +400,33 @@ static int take_output(NativeObject *self, run_state *s, int i, PyObject *given)
     return 0;
 }
 
+static bool overlaps(const Py_buffer *a, const Py_buffer *b)
+{
+    uintptr_t a0 = (uintptr_t)a->buf, b0 = (uintptr_t)b->buf;
+    return a->len > 0 && b->len > 0 && a0 < b0 + (uintptr_t)b->len &&
+           b0 < a0 + (uintptr_t)a->len;
+}
+
+/* The model reads its inputs while it writes its outputs: an out= array
+ * sharing memory with an input or another output would give garbage. */
+static int check_overlap(NativeObject *self, const run_state *s, int i)
+{
+    for (int j = 0; j < s->n_in + i; j++) {
+        const Py_buffer *other = j < s->n_in ? &s->in[j] : &s->out[j - s->n_in];
+        if (!overlaps(&s->out[i], other))
+            continue;
+        char msg[600];
+        const char *oname = cv_native_output(self->n, i).name;
+        snprintf(msg, sizeof msg, "out= for output '%s' shares memory with %s '%s'", oname,
+                 j < s->n_in ? "input" : "output",
+                 j < s->n_in ? cv_native_input(self->n, j).name
+                             : cv_native_output(self->n, j - s->n_in).name);
+        raise_coded(g_input_error, CODE_INPUT, msg, oname, "", "");
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *native_run(PyObject *self_, PyObject *args)
 {
     NativeObject *self = (NativeObject *)self_;
@@ -423,7 +456,8 @@ static PyObject *native_run(PyObject *self_, PyObject *args)
     if (bind_symbols(self, &s))
         goto out;
     for (int i = 0; i < s.n_out; i++)
-        if (take_output(self, &s, i, outs == Py_None ? NULL : PyTuple_GetItem(outs, i)))
+        if (take_output(self, &s, i, outs == Py_None ? NULL : PyTuple_GetItem(outs, i)) ||
+            (outs != Py_None && check_overlap(self, &s, i)))
             goto out;
     for (int i = 0; i < s.n_in; i++)
         self->last_in[i] = (uintptr_t)s.tin[i].data;

@@ -124,6 +124,10 @@ class Classifier(unittest.TestCase):
         self.assertEqual(c.exception.input, "logits")
         with self.assertRaises(cuvil.InputError):
             self.m(self.x(2), out=np.zeros((2, 3), np.float64))
+        big = np.zeros(12, np.float32)
+        with self.assertRaises(cuvil.InputError) as c:  # out= over the input's memory
+            self.m(big[:8].reshape(2, 4), out=big[6:].reshape(2, 3))
+        self.assertIn("shares memory with input 'features'", str(c.exception))
 
     def test_threads_each_running_a_model(self):
         xs = [self.x(n, seed=n) for n in range(1, 9)]
