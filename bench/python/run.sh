@@ -5,6 +5,10 @@
 # overhead should be within noise).  Both sides run the same lib<name>.so on
 # one thread; Python makes a new numpy output per call (and, third column,
 # writes into out=).  Models come from $BUILD/models (made by `make test`).
+# Last, in the same run, ONNX Runtime's Python-free path on resnet18
+# (onnxruntime-node 1.20.1 through bench/models/ort_bench.js, one thread,
+# median) when node_modules/onnxruntime-node is installed:
+#   npm install --ignore-scripts --no-save onnxruntime-node@1.20.1
 # Env: BUILD (default build), ROUNDS (7), TINY_ITERS (200000), R18_ITERS (20).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,3 +24,10 @@ cc -O2 -o "$work/c_run" "$here/c_run.c" -ldl
 PYTHONPATH=$build/python "$py" "$here/bench.py" "$build/cuvil" "$work/c_run" "$work" \
   "$build/models/tiny/classifier.onnx:1:${TINY_ITERS:-200000}" \
   "$build/models/resnet18.onnx:1:${R18_ITERS:-20}"
+if [ -f "$root/node_modules/onnxruntime-node/package.json" ] && command -v node >/dev/null; then
+    printf '%-28s %12s  (onnxruntime-node, 1 thread, median of %s)\n' "resnet18 (1) ORT" \
+      "$(cd "$root" && node bench/models/ort_bench.js "$build/models/resnet18.onnx" 1 "${R18_ITERS:-20}") ms" \
+      "${R18_ITERS:-20}"
+else
+    echo "(onnxruntime-node not installed: no ORT row)"
+fi
