@@ -70,5 +70,10 @@ static inline const float *cvrt_grid_row(const cvrt_gemm_job *j, int64_t c, int6
 
 /* Runs the job across the pool (returns when C is complete). */
 void cvrt_gemm_run(cvrt_ctx *rt, const cvrt_gemm_job *job);
+/* Rows below which cvrt_sgemm takes the few-rows path (cvrt_sgemm.c): half
+ * the micro-kernel's tile, which depends on the target variant. */
+int64_t cvrt_gemm_min_rows(void);
+/* dst[i] = src[i] widened from the 16-bit type kind (CVRT_W_F16 or CVRT_W_BF16). */
+void cvrt_gemm_widen(float *restrict dst, const uint16_t *restrict src, int64_t n, int64_t kind);
 
 #endif
