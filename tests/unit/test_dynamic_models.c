@@ -19,6 +19,7 @@
 #include "compiler-core/frontends/onnx/onnx_import.h"
 #include "compiler-core/passes/passes.h"
 #include "tests/unit/test_backend_util.h"
+#include "tests/unit/test_model_refs.h"
 
 enum { MAX_IO = 8, MAX_SHAPES = 8 };
 
@@ -38,42 +39,23 @@ static char *model_file(const char *model, int k, const char *kind, int i)
 static int read_all(const char *model, int k, const char *kind, cv_tensor *t)
 {
     int n = 0;
-    cv_diag d;
-    cv_diag_init(&d);
     for (; n < MAX_IO; n++) {
         char *p = model_file(model, k, kind, n);
-        cv_npy x;
-        bool have = access(p, R_OK) == 0;
-        if (have)
-            assert_int_equal(cv_npy_read(p, &x, &d), 0);
+        bool have = tm_read_npy(p, &t[n]);
         free(p);
         if (!have)
             break;
-        assert_int_equal(cv_tensor_alloc(&t[n], x.dtype, x.rank, x.dims), 0);
-        memcpy(t[n].data, x.data, x.nbytes);
-        cv_npy_free(&x);
     }
-    cv_diag_free(&d);
     return n;
 }
 
-/* Max abs error of got against want, within 1e-4 or 1e-4 of want's range. */
+/* Same shape, then within tolerance (tm_compare). */
 static void compare(const char *what, int k, const cv_tensor *got, const cv_tensor *want)
 {
     assert_int_equal(got->rank, want->rank);
     for (int i = 0; i < want->rank; i++)
         assert_int_equal(got->dims[i], want->dims[i]);
-    double err = 0, lo = INFINITY, hi = -INFINITY;
-    for (int64_t i = 0; i < want->numel; i++) {
-        double w = cv_tensor_get(want, i), e = fabs(cv_tensor_get(got, i) - w);
-        err = e > err || e != e ? e : err;
-        lo = w < lo ? w : lo;
-        hi = w > hi ? w : hi;
-    }
-    double tol = fmax(1e-4, 1e-4 * (hi - lo));
-    printf("%s output %d: max abs error %.3g (range %.3g)\n", what, k, err, hi - lo);
-    if (!(err <= tol))
-        fail_msg("%s output %d: max abs error %.3g > %.3g", what, k, err, tol);
+    tm_compare(what, k, got, want);
 }
 
 typedef struct shape_case {

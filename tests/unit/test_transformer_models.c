@@ -18,6 +18,7 @@
 #include "compiler-core/frontends/onnx/onnx_import.h"
 #include "compiler-core/passes/passes.h"
 #include "tests/unit/test_backend_util.h"
+#include "tests/unit/test_model_refs.h"
 
 enum { MAX_IO = 32 };
 
@@ -36,40 +37,14 @@ static char *model_file(const char *model, const char *suffix, int i)
 static int read_all(const char *model, const char *kind, cv_tensor *t)
 {
     int n = 0;
-    cv_diag d;
-    cv_diag_init(&d);
     for (; n < MAX_IO; n++) {
         char *p = model_file(model, kind, n);
-        cv_npy x;
-        bool have = access(p, R_OK) == 0;
-        if (have)
-            assert_int_equal(cv_npy_read(p, &x, &d), 0);
+        bool have = tm_read_npy(p, &t[n]);
         free(p);
         if (!have)
             break;
-        assert_int_equal(cv_tensor_alloc(&t[n], x.dtype, x.rank, x.dims), 0);
-        memcpy(t[n].data, x.data, x.nbytes);
-        cv_npy_free(&x);
     }
-    cv_diag_free(&d);
     return n;
-}
-
-/* Max abs error of got against want, within 1e-4 or 1e-4 of want's range. */
-static void compare(const char *what, int k, const cv_tensor *got, const cv_tensor *want)
-{
-    assert_int_equal(got->numel, want->numel);
-    double err = 0, lo = INFINITY, hi = -INFINITY;
-    for (int64_t i = 0; i < want->numel; i++) {
-        double w = cv_tensor_get(want, i), e = fabs(cv_tensor_get(got, i) - w);
-        err = e > err || e != e ? e : err;
-        lo = w < lo ? w : lo;
-        hi = w > hi ? w : hi;
-    }
-    double tol = fmax(1e-4, 1e-4 * (hi - lo));
-    printf("%s output %d: max abs error %.3g (range %.3g)\n", what, k, err, hi - lo);
-    if (!(err <= tol))
-        fail_msg("%s output %d: max abs error %.3g > %.3g", what, k, err, tol);
 }
 
 static void check_model(const char *name, int layers)
@@ -101,7 +76,7 @@ static void check_model(const char *name, int layers)
     char what[64];
     snprintf(what, sizeof what, "%s interpreter", name);
     for (int k = 0; k < n_out; k++) {
-        compare(what, k, &got[k], &want[k]);
+        tm_compare(what, k, &got[k], &want[k]);
         cv_tensor_free(&got[k]);
     }
     char msg[2048] = "";
@@ -117,7 +92,7 @@ static void check_model(const char *name, int layers)
         cv_native_close(nat);
         snprintf(what, sizeof what, "%s native, %d thread(s)", name, threads);
         for (int k = 0; k < n_out; k++) {
-            compare(what, k, &got[k], &want[k]);
+            tm_compare(what, k, &got[k], &want[k]);
             cv_tensor_free(&got[k]);
         }
     }
