@@ -2,6 +2,7 @@
  * Leases compile jobs from the queue and runs each in a sandboxed child. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/log.h"
@@ -84,10 +85,25 @@ static int set_flag(const flag *f, const char *v, cv_worker_opts *o)
     return 0;
 }
 
-static int parse_args(int argc, char **argv, cv_worker_opts *o, const char **kafka_kv, int *n_kv)
+/* What the worker runs itself as for one job or one sync (internal flags,
+ * added by worker/ to the worker's own command line). */
+typedef struct child_role {
+    const char *job_dir, *sync_list;
+} child_role;
+
+static int parse_args(int argc, char **argv, cv_worker_opts *o, const char **kafka_kv, int *n_kv,
+                      child_role *child)
 {
     *n_kv = 0;
     for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--job-child") == 0 && i + 1 < argc) {
+            child->job_dir = argv[++i];
+            continue;
+        }
+        if (strcmp(argv[i], "--sync-child") == 0 && i + 1 < argc) {
+            child->sync_list = argv[++i];
+            continue;
+        }
         if (strcmp(argv[i], "--kafka-config") == 0) {
             if (i + 1 >= argc)
                 return cv_cli_usage_error(&cv_cmd_worker, "--kafka-config needs KEY=VALUE");
@@ -112,7 +128,7 @@ static int parse_args(int argc, char **argv, cv_worker_opts *o, const char **kaf
         if (rc)
             return rc;
     }
-    if (!o->queue_url)
+    if (!o->queue_url && !child->job_dir && !child->sync_list)
         return cv_cli_usage_error(&cv_cmd_worker, "--queue is required");
     return CV_EXIT_OK;
 }
@@ -124,9 +140,20 @@ static int run_worker(int argc, char **argv)
     cv_worker_opts o = {0};
     const char *kafka_kv[CV_CLI_KAFKA_CONFIG_MAX];
     int n_kv;
-    int rc = parse_args(argc, argv, &o, kafka_kv, &n_kv);
+    child_role child = {0};
+    int rc = parse_args(argc, argv, &o, kafka_kv, &n_kv, &child);
     if (rc)
         return rc;
+    if (child.job_dir || child.sync_list) {
+        /* Ends as the forked children always did, without the exit
+         * handlers: the sanitized build's leak check at exit crashes in
+         * its tracer after LLVM has run threads ("Tracer caught signal
+         * 11"), and would turn a good result into an internal error. */
+        rc = child.job_dir ? cv_worker_job_child(&o, child.job_dir)
+                           : cv_worker_sync_child(child.sync_list);
+        fflush(NULL);
+        _exit(rc & 0xff);
+    }
     cv_diag d;
     cv_diag_init(&d);
     char *url = NULL;
@@ -141,9 +168,17 @@ static int run_worker(int argc, char **argv)
         cv_diag_free(&d);
         return CV_EXIT_INTERNAL;
     }
+    /* Each job runs in a fresh image of this command (see cv_worker_opts) */
+    char **self = calloc((size_t)argc + 2, sizeof *self);
+    if (self) {
+        self[0] = "/proc/self/exe";
+        memcpy(self + 1, argv, (size_t)argc * sizeof *self);
+    }
+    o.self_argv = self;
     cv_worker_stats st;
     rc = cv_worker_run(&o, &st, &d);
     free(url);
+    free(self);
     cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
     cv_diag_free(&d);
     fprintf(stderr, "cuvil worker: %d %s: %d ok, %d failed, %d ice, %d timeout, %d oom, "

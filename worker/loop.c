@@ -234,7 +234,7 @@ static void finished(cv_queue *q, cv_lease *l, cv_sb_outcome *so, const char *di
 {
     if (so->end != CV_SB_EXITED || so->code != 0) {
         record(q, l, so, w, st);
-    } else if (cv_wk_sync_start(&h->sync, dir) == 1) {
+    } else if (cv_wk_sync_start(&h->sync, dir, w->o.self_argv) == 1) {
         h->on = true;
         h->lease = *l;
         h->so = *so;
@@ -291,7 +291,7 @@ static void run_job(cv_queue *q, cv_lease *l, const wopts *w, held *h, cv_worker
     char name[64];
     snprintf(name, sizeof name, "cuvil-job-%ld-XXXXXX", (long)getpid());
     char *dir = cv_fs_join(w->scratch, name);
-    cv_sb_outcome so;
+    cv_sb_outcome so = {0};
     cv_diag d;
     cv_diag_init(&d);
     st->jobs++;
@@ -309,10 +309,16 @@ static void run_job(cv_queue *q, cv_lease *l, const wopts *w, held *h, cv_worker
     cv_sb_spec spec = {.timeout_ms = w->o.job_timeout_ms, .cpu_limit_s = w->o.cpu_limit_s,
                        .memory_limit = w->o.memory_limit, .tick_ms = 100, .tick = tick,
                        .tick_ctx = &tc, .body = cv_wk_job_body, .body_ctx = &jc};
+    char **argv = NULL;
+    if (w->o.self_argv && cv_wk_job_exec_argv(&w->o, l, dir, &argv, &d) == 0) {
+        spec.exec_path = w->o.self_argv[0];
+        spec.exec_argv = argv;
+    }
     cv_log_info("%s: compiling %s for %s (attempt %d)", l->job.job_id, l->job.model_path,
                 l->job.target, l->attempt);
     presence(q, w->id, l->job.job_id, false);
-    int ran = cv_wk_sandbox_run(&spec, &so, &d);
+    int ran = w->o.self_argv && !argv ? -1 : cv_wk_sandbox_run(&spec, &so, &d);
+    free(argv);
     held_finish(q, h, w, st); /* the job before is reported first */
     if (ran != 0) {
         cv_queue_fail(q, l, CV_QUEUE_FAIL_INFRA, d.n ? d.v[0].msg : "spawn failed", NULL);

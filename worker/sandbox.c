@@ -42,20 +42,34 @@ static uint64_t address_space_now(void)
     return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
+void cv_wk_limit_address_space(uint64_t added)
+{
+    if (added == 0)
+        return;
+    uint64_t now = address_space_now();
+    rlim_t lim = now + added < now ? RLIM_INFINITY : (rlim_t)(now + added);
+    struct rlimit as = {lim, lim};
+    setrlimit(RLIMIT_AS, &as);
+}
+
 static void set_limits(const cv_sb_spec *s)
 {
     struct rlimit core = {0, 0};
     setrlimit(RLIMIT_CORE, &core);
-    if (s->cpu_limit_s > 0) {
+    if (s->cpu_limit_s > 0) {   /* CPU time already spent carries over an exec */
         struct rlimit cpu = {(rlim_t)s->cpu_limit_s, (rlim_t)s->cpu_limit_s + 2};
         setrlimit(RLIMIT_CPU, &cpu);
     }
-    if (s->memory_limit > 0) {
-        uint64_t now = address_space_now();
-        rlim_t lim = now + s->memory_limit < now ? RLIM_INFINITY : (rlim_t)(now + s->memory_limit);
-        struct rlimit as = {lim, lim};
-        setrlimit(RLIMIT_AS, &as);
-    }
+    if (!s->exec_path)
+        cv_wk_limit_address_space(s->memory_limit);
+}
+
+/* Moves fd to CV_WORKER_REPORT_FD without the close-on-exec flag. */
+static int report_fd_for_exec(int fd)
+{
+    if (fd == CV_WORKER_REPORT_FD)
+        return fcntl(fd, F_SETFD, 0);
+    return dup2(fd, CV_WORKER_REPORT_FD) < 0 ? -1 : 0;
 }
 
 static void reset_signals(void)
@@ -79,6 +93,13 @@ static void child(const cv_sb_spec *s, pid_t parent, int rep, int err)
     if (null < 0 || dup2(null, 0) < 0 || dup2(err, 1) < 0 || dup2(err, 2) < 0)
         _exit(126);
     set_limits(s);
+    if (s->exec_path) {
+        if (report_fd_for_exec(rep) != 0)
+            _exit(126);
+        execv(s->exec_path, s->exec_argv);
+        dprintf(2, "cannot run %s: %s\n", s->exec_path, strerror(errno));
+        _exit(127);
+    }
     int rc = s->body(s->body_ctx, rep);
     fflush(NULL);
     _exit(rc & 0xff);

@@ -25,8 +25,10 @@ enum { LIST_MAX = 1 << 20 };
 /* The syncing runs in a child process, not a thread: the worker forks
  * its next compile meanwhile, and a fork while another thread holds a
  * lock (the allocator's, SQLite's) would hand the child that lock held
- * forever.  Forking from the single-threaded worker is safe; the child
- * logs what failed and exits with 1. */
+ * forever.  For the same reason a worker that has threads of its own (the
+ * Kafka client's) starts the syncer as a fresh image of itself: the sync
+ * allocates and starts threads.  The child logs what failed and exits
+ * with 1. */
 static int sync_now(char *const *paths, int n)
 {
     cv_diag d;
@@ -38,13 +40,21 @@ static int sync_now(char *const *paths, int n)
     return rc ? 1 : 0;
 }
 
-static pid_t spawn_syncer(char *const *paths, int n)
+static pid_t spawn_syncer(const cv_wk_sync *s, char *const *self_argv)
 {
+    char **argv = s->list ? cv_wk_self_argv(self_argv, "--sync-child", s->list) : NULL;
+    if (s->list && !argv)
+        return -1;
     pid_t pid = fork();
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        _exit(sync_now(paths, n));
+        if (argv) {
+            execv(argv[0], argv);
+            _exit(127);
+        }
+        _exit(sync_now(s->paths, s->n));
     }
+    free(argv);
     return pid;
 }
 
@@ -81,36 +91,69 @@ static int parse_list(char *text, char ***out, int *n)
     return 0;
 }
 
-int cv_wk_sync_start(cv_wk_sync *s, const char *dir)
+/* Reads the list at path into s; -1 when there is none or it cannot be
+ * read (s->error says so when it is there but unreadable). */
+static int read_list(cv_wk_sync *s, const char *path)
 {
-    memset(s, 0, sizeof *s);
-    char *path = cv_fs_join(dir, CV_WK_UNSYNCED);
     char *text = NULL;
     size_t len = 0;
     cv_diag d;
     cv_diag_init(&d);
-    int rc = path && access(path, F_OK) == 0 ? cv_fs_read_file(path, LIST_MAX, &text, &len, &d)
-                                             : -1;
-    free(path);
+    int rc = access(path, F_OK) == 0 ? cv_fs_read_file(path, LIST_MAX, &text, &len, &d) : -1;
     if (rc != 0 && d.n) /* a list there but unreadable: its files cannot be vouched for */
         snprintf(s->error, sizeof s->error, "%s", d.v[0].msg);
     cv_diag_free(&d);
     if (rc != 0)
-        return 0; /* no list: the child synced what it stored (or stored nothing) */
+        return -1;
     rc = parse_list(text, &s->paths, &s->n);
     free(text);
-    if (rc != 0) {
+    if (rc != 0)
         snprintf(s->error, sizeof s->error, "out of memory reading the files to sync");
-        return 0;
+    return rc;
+}
+
+/* The list moves beside dir ("<dir>.unsynced"), out of the way of dir's
+ * removal, for a --sync-child to read. */
+static char *move_list(const char *path, const char *dir)
+{
+    size_t n = strlen(dir) + sizeof ".unsynced";
+    char *to = malloc(n);
+    if (to)
+        snprintf(to, n, "%s.unsynced", dir);
+    if (to && rename(path, to) != 0) {
+        free(to);
+        return NULL;
     }
-    if (!s->n)
-        return 0;
-    if ((s->pid = spawn_syncer(s->paths, s->n)) > 0) {
+    return to;
+}
+
+int cv_wk_sync_start(cv_wk_sync *s, const char *dir, char *const *self_argv)
+{
+    memset(s, 0, sizeof *s);
+    char *path = cv_fs_join(dir, CV_WK_UNSYNCED);
+    int rc = path ? read_list(s, path) : -1;
+    if (rc == 0 && s->n && self_argv)
+        s->list = move_list(path, dir);
+    free(path);
+    if (rc != 0 || !s->n)
+        return 0; /* no list: the child synced what it stored (or stored nothing) */
+    if ((!self_argv || s->list) && (s->pid = spawn_syncer(s, self_argv)) > 0) {
         s->running = true;
         return 1;
     }
     note_status(s, sync_now(s->paths, s->n) == 0); /* no process: here and now */
     return 0;
+}
+
+int cv_worker_sync_child(const char *list)
+{
+    cv_wk_sync s;
+    memset(&s, 0, sizeof s);
+    int rc = read_list(&s, list) == 0 ? sync_now(s.paths, s.n) : 1;
+    if (rc && s.error[0])
+        cv_log_error("%s", s.error);
+    cv_cache_paths_free(s.paths, s.n);
+    return rc;
 }
 
 bool cv_wk_sync_done(cv_wk_sync *s)
@@ -129,6 +172,10 @@ int cv_wk_sync_finish(cv_wk_sync *s)
         ;
     if (s->running)
         note_status(s, got == s->pid && exited_ok(status));
+    if (s->list)
+        unlink(s->list);
+    free(s->list);
+    s->list = NULL;
     cv_cache_paths_free(s->paths, s->n);
     s->paths = NULL;
     s->n = 0;

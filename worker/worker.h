@@ -62,6 +62,13 @@ typedef struct cv_worker_opts {
     bool once;                  /* stop when no job is ready */
     bool allow_test_faults;     /* honour CUVIL_TEST_FAULT in the compile child */
     bool explain;               /* explain cache misses (cv_build_opts.explain) */
+    /* The worker's own command line (NULL-terminated; [0] is the program
+     * executed, `cuvil worker` gives /proc/self/exe).  When set, each job
+     * runs in a fresh image of this program, `self_argv... --job-child
+     * DIR`, which calls cv_worker_job_child: needed once the worker has
+     * threads (the Kafka client's), which a bare fork would leave holding
+     * locks in the child.  NULL: the forked child compiles directly. */
+    char *const *self_argv;
 } cv_worker_opts;
 
 typedef struct cv_worker_stats {
@@ -74,6 +81,15 @@ typedef struct cv_worker_stats {
  * empty, or o->max_jobs are done.  Returns 0, or -1 when the queue cannot
  * be used at all. */
 int cv_worker_run(const cv_worker_opts *o, cv_worker_stats *st, cv_diag *d);
+
+/* The job child of a worker given self_argv: runs the job that worker
+ * left in dir with the options it was started with (o), writes the result
+ * to CV_WORKER_REPORT_FD, and returns the exit status. */
+int cv_worker_job_child(const cv_worker_opts *o, const char *dir);
+#define CV_WORKER_REPORT_FD 3
+/* The syncer of such a worker: fsyncs the cache files named in list (one
+ * path a line); 0, or 1 when a sync failed (logged). */
+int cv_worker_sync_child(const char *list);
 
 /* Async-signal-safe: asks the running loop to finish or release its job
  * and return. */

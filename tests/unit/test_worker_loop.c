@@ -177,33 +177,48 @@ static void one_fault(const char *fault, cv_worker_opts *o, fixture *f, results 
 /* ------------------------------------------------------------------ tests */
 
 /* The files a compile child stored unsynced are synced by the worker in
- * the background; one that cannot be synced fails the sync, so the job is
- * not reported as done (the loop fails it as infrastructure trouble). */
-static void test_syncer(void **state)
+ * the background (a forked process, or with self_argv a fresh image of
+ * the worker: `cuvil worker --sync-child LIST`); one that cannot be synced
+ * fails the sync, so the job is not reported as done (the loop fails it as
+ * infrastructure trouble). */
+static void syncer_case(const char *name, char *const *self_argv)
 {
-    (void)state;
-    char *dir = cv_tmpdir_path(g_dir, "syncer");
+    char *dir = cv_tmpdir_path(g_dir, name);
     assert_int_equal(mkdir(dir, 0755), 0);
     cv_wk_sync s;
-    assert_int_equal(cv_wk_sync_start(&s, dir), 0); /* no list: nothing to do */
+    assert_int_equal(cv_wk_sync_start(&s, dir, self_argv), 0); /* no list: nothing to do */
     assert_int_equal(s.error[0], 0);
     char *a = cv_tmpdir_path(dir, "a"), *b = cv_tmpdir_path(dir, "b");
     assert_int_equal(cv_tmpdir_write(dir, "a", "aaa", 3), 0);
     assert_int_equal(cv_tmpdir_write(dir, "b", "bbb", 3), 0);
-    char list[2 * 4096 + 32];
+    char list[2 * 4096 + 32], moved[4200];
+    snprintf(moved, sizeof moved, "%s.unsynced", dir);
     snprintf(list, sizeof list, "%s\n%s\n%s/gone\n", a, b, dir);
     assert_int_equal(cv_tmpdir_write(dir, CV_WK_UNSYNCED, list, strlen(list)), 0);
-    assert_int_equal(cv_wk_sync_start(&s, dir), 1);
+    assert_int_equal(cv_wk_sync_start(&s, dir, self_argv), 1);
     assert_int_equal(s.n, 3);
+    assert_int_equal(access(moved, F_OK) == 0, self_argv != NULL);
     assert_int_equal(cv_wk_sync_finish(&s), 0); /* a file gone meanwhile needs nothing */
+    assert_int_not_equal(access(moved, F_OK), 0);
     snprintf(list, sizeof list, "%s\n/proc/version\n", a); /* /proc refuses fsync */
     assert_int_equal(cv_tmpdir_write(dir, CV_WK_UNSYNCED, list, strlen(list)), 0);
-    assert_int_equal(cv_wk_sync_start(&s, dir), 1);
+    assert_int_equal(cv_wk_sync_start(&s, dir, self_argv), 1);
     assert_int_equal(cv_wk_sync_finish(&s), -1);
     assert_non_null(strstr(s.error, "sync"));
     free(a);
     free(b);
     free(dir);
+}
+
+static void test_syncer(void **state)
+{
+    (void)state;
+    syncer_case("syncer", NULL);
+    const char *bin = getenv("CUVIL_BIN");
+    if (bin && *bin) {
+        char *const self[] = {(char *)bin, "worker", NULL};
+        syncer_case("syncer-exec", self);
+    }
 }
 
 static void test_ok_and_failed(void **state)
@@ -575,6 +590,90 @@ static void test_cli(void **state)
     fixture_close(&f);
 }
 
+/* A program run in place of the body: its report pipe is fd
+ * CV_WORKER_REPORT_FD, and it runs although another thread of this
+ * process holds a lock for the whole time (a forked body that took the
+ * lock would never return). */
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int holding, release_lock;
+
+static void *hold_lock(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&held_lock);
+    atomic_store(&holding, 1);
+    while (!atomic_load(&release_lock))
+        usleep(1000);
+    pthread_mutex_unlock(&held_lock);
+    return NULL;
+}
+
+static void test_exec_child(void **state)
+{
+    (void)state;
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, hold_lock, NULL), 0);
+    while (!atomic_load(&holding))
+        usleep(1000);
+    char *const argv[] = {"sh", "-c", "printf 'report %s' \"$0\" >&3; echo note >&2; exit 7",
+                          "x", NULL};
+    cv_sb_spec spec = {.timeout_ms = 30000, .exec_path = "/bin/sh", .exec_argv = argv};
+    cv_sb_outcome so;
+    cv_diag d;
+    cv_diag_init(&d);
+    assert_int_equal(cv_wk_sandbox_run(&spec, &so, &d), 0);
+    atomic_store(&release_lock, 1);
+    pthread_join(t, NULL);
+    assert_int_equal(so.end, CV_SB_EXITED);
+    assert_int_equal(so.code, 7);
+    assert_int_equal(so.report_len, strlen("report x"));
+    assert_memory_equal(so.report, "report x", so.report_len);
+    assert_non_null(strstr(so.err_tail, "note"));
+    cv_wk_sandbox_outcome_free(&so);
+
+    char *const missing[] = {"nothing", NULL};   /* cannot run: a plain failed child */
+    spec.exec_path = "/nonexistent/program";
+    spec.exec_argv = missing;
+    assert_int_equal(cv_wk_sandbox_run(&spec, &so, &d), 0);
+    assert_int_equal(so.code, 127);
+    assert_non_null(strstr(so.err_tail, "cannot run /nonexistent/program"));
+    cv_wk_sandbox_outcome_free(&so);
+    cv_diag_free(&d);
+}
+
+/* The command-line worker runs each job in a fresh image of itself
+ * (`--job-child`), which applies the memory limit to itself: a compile
+ * that runs out of it is an OOM result, and a crash is an ICE. */
+static void test_cli_job_child(void **state)
+{
+    (void)state;
+    const char *bin = getenv("CUVIL_BIN");
+    if (!bin || !*bin) {
+        skip();
+        return;
+    }
+    static const struct { const char *fault; cv_result_status status; } cases[] = {
+        {"oom", CV_RESULT_OOM}, {"segv", CV_RESULT_ICE}, {"none", CV_RESULT_OK}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fixture f;
+        fixture_open(&f);
+        enqueue(&f, cases[i].fault, "models/tiny.cvl.py", NULL);
+        const char *argv[] = {bin, "worker", "--queue", f.queue_url, "--cache", f.cache_dir,
+                              "--models", g_models, "--scratch", g_dir, "--once", "--poll-ms",
+                              "10", "--timeout", "60s", "--memory-limit", "256Mi",
+                              "--allow-test-faults", NULL};
+        setenv("CUVIL_TEST_FAULT", cases[i].fault, 1);
+        assert_int_equal(cv_run_argv(argv, "/dev/null", NULL), 0);
+        unsetenv("CUVIL_TEST_FAULT");
+        results r;
+        poll_results(&f, &r);
+        assert_int_equal(r.n, 1);
+        assert_int_equal(r.m[0].status, cases[i].status);
+        results_free(&r);
+        fixture_close(&f);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -588,6 +687,8 @@ int main(void)
         cmocka_unit_test(test_killed_worker),
         cmocka_unit_test(test_sigterm),
         cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_exec_child),
+        cmocka_unit_test(test_cli_job_child),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
