@@ -35,13 +35,15 @@ class Bert(nn.Module):
 
 
 class Speech(nn.Module):
-    """Conv1d stem (stride 2) + LSTM over a dynamic number of frames."""
+    """Conv1d stem (stride 2) + LSTM (or a bidirectional GRU) over a dynamic
+    number of frames."""
 
-    def __init__(self, feats=16, hidden=24):
+    def __init__(self, feats=16, hidden=24, gru=False):
         super().__init__()
         self.conv = nn.Conv1d(feats, hidden, 3, stride=2, padding=1)
-        self.lstm = nn.LSTM(hidden, hidden, batch_first=True)
-        self.out = nn.Linear(hidden, 10)
+        self.lstm = (nn.GRU(hidden, hidden, batch_first=True, bidirectional=True) if gru
+                     else nn.LSTM(hidden, hidden, batch_first=True))
+        self.out = nn.Linear(2 * hidden if gru else hidden, 10)
 
     def forward(self, x):              # x: [N, feats, frames]
         y = torch.relu(self.conv(x)).transpose(1, 2)
@@ -112,8 +114,12 @@ def models(kind):
         "bert_small": (Bert(), [("ids", "int", (1, 8)), ("ids", "int", (4, 8)),
                                 ("ids", "int", (2, 33))],
                        {"ids": {0: "N", 1: "L"}}, 14),
-        "speech_lstm": (Speech(), [("x", "float", (1, 16, 20)), ("x", "float", (2, 16, 37))],
+        "speech_lstm": (Speech(), [("x", "float", (1, 16, 20)), ("x", "float", (2, 16, 37)),
+                                   ("x", "float", (1, 16, 1)), ("x", "float", (3, 16, 64))],
                         {"x": {0: "N", 2: "frames"}}, 14),
+        "speech_gru": (Speech(gru=True), [("x", "float", (1, 16, 20)), ("x", "float", (2, 16, 37)),
+                                          ("x", "float", (1, 16, 3))],
+                       {"x": {0: "N", 2: "frames"}}, 14),
         "gpt_decode": (GptDecode(), [gpt_case(1, 0), gpt_case(1, 5), gpt_case(2, 17),
                                      gpt_case(1, 63)],
                        {"ids": {0: "N"}, "past_k": {1: "N", 3: "P"},

@@ -560,32 +560,80 @@ static int lower_pad(onnx_ctx *c)
     return onnx_bind_value(c, 0, onnx_finish(c, o));
 }
 
-/* Tile: each repeated axis becomes a concat of copies. */
+/* v reshaped or expanded (op) to the dims d[n], which may hold symbols. */
+static cv_value *dims_op(onnx_ctx *c, const char *op, cv_value *v, const cv_dim *d, int n)
+{
+    cv_op *o = onnx_op(c, op, &v, 1);
+    if (o)
+        cv_op_set_dims(o, "shape", d, n);
+    return onnx_finish(c, o);
+}
+
+/* Tiling axis a of v r times, r a symbol or expression (torch's
+ * x.repeat(y.shape[0], 1)): [.., X, ..] becomes [.., 1, X, ..], expanded
+ * to [.., r, X, ..], reshaped to [.., r*X, ..]; an axis of extent 1 is
+ * just expanded. */
+static cv_value *tile_symbolic(onnx_ctx *c, cv_value *v, int a, cv_dim r)
+{
+    cv_shape s = v->type.shape;
+    cv_dim d[CV_MAX_RANK], prod;
+    if (!s.d[a].sym && s.d[a].n == 1) {
+        s.d[a] = r;
+        return dims_op(c, "expand", v, s.d, s.rank);
+    }
+    if (s.rank >= CV_MAX_RANK) {
+        onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "a symbolic repeat of a rank-%d input (at most "
+                 "rank %d)", s.rank, CV_MAX_RANK - 1);
+        return NULL;
+    }
+    for (int i = 0, j = 0; i <= s.rank; i++)
+        d[i] = i == a ? (cv_dim){.n = 1} : s.d[j++];
+    v = dims_op(c, "reshape", v, d, s.rank + 1);
+    d[a] = r;
+    v = v ? dims_op(c, "expand", v, d, s.rank + 1) : NULL;
+    if (!v || cv_dim_mul(c->m, r, s.d[a], &prod))
+        return NULL;
+    s.d[a] = prod;
+    return dims_op(c, "reshape", v, s.d, s.rank);
+}
+
+/* Tile: each repeated axis becomes a concat of copies, or for a symbolic
+ * repeat count (a shape value) an expand (tile_symbolic). */
 static int lower_tile(onnx_ctx *c)
 {
     onnx_val *x = data_in(c);
+    const onnx_const *rk = NULL;
+    if (!x || (c->opset >= 6 && !(rk = onnx_in_const(c, 1, "repeats"))))
+        return -1;
+    bool sym = rk && rk->syms;
     int64_t reps[CV_MAX_RANK];
-    int n = onnx_ints_arg(c, 1, "repeats", 6, reps, CV_MAX_RANK);
-    if (!x || n == -2)
+    int n = !sym ? onnx_ints_arg(c, 1, "repeats", 6, reps, CV_MAX_RANK)
+        : onnx_const_is_int(rk) && rk->rank == 1 && rk->numel <= CV_MAX_RANK ? (int)rk->numel : -1;
+    if (n == -2)
         return -1;
     if (n != x->type.shape.rank)
         return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "'repeats' has %d entries for rank %d", n,
                         x->type.shape.rank);
     cv_value *v = onnx_in_value(c, 0), *copies[256];
     for (int a = 0; a < n && v; a++) {
-        if (reps[a] < 1 || reps[a] > 256)
-            return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "repeats[%d] = %lld (supported: 1 to 256)",
-                            a, (long long)reps[a]);
-        if (reps[a] == 1)
+        cv_dim r = sym ? onnx_const_dim(rk, a) : (cv_dim){.n = reps[a]};
+        if (r.sym) {
+            v = tile_symbolic(c, v, a, r);
             continue;
-        for (int i = 0; i < reps[a]; i++)
+        }
+        if (r.n < 1 || r.n > 256)
+            return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "repeats[%d] = %lld (supported: 1 to 256)",
+                            a, (long long)r.n);
+        if (r.n == 1)
+            continue;
+        for (int i = 0; i < r.n; i++)
             copies[i] = v;
-        cv_op *o = onnx_op(c, "concat", copies, (int)reps[a]);
+        cv_op *o = onnx_op(c, "concat", copies, (int)r.n);
         if (o)
             cv_op_set_int(o, "axis", a);
         v = onnx_finish(c, o);
     }
-    return onnx_bind_value(c, 0, v);
+    return v ? onnx_bind_value(c, 0, v) : -1;
 }
 
 static const onnx_op_entry entries[] = {
@@ -600,7 +648,7 @@ static const onnx_op_entry entries[] = {
     {"Slice", 1, lower_slice, "slice", 0x1eu},
     {"Gather", 1, lower_gather, "gather", 0},
     {"Pad", 2, lower_pad, "pad", 0xeu},
-    {"Tile", 6, lower_tile, "concat", 1u << 1},
+    {"Tile", 6, lower_tile, "concat reshape expand", 1u << 1},
 };
 
 const onnx_op_family onnx_ops_shape = {entries, sizeof entries / sizeof entries[0]};
