@@ -130,6 +130,12 @@ def models(kind):
                      [("x", "float", (1, 3, 224, 224))], None, 14),
         "swin_t": (torchvision.models.swin_t(weights=None),
                    [("x", "float", (1, 3, 224, 224))], None, 14),
+        # GPT-2-small-sized decode step over a dynamic past (cuvil bench --dim P=...).
+        "gpt2_decode": (GptDecode(vocab=50257, d=768, heads=12, layers=12, max_len=1024),
+                        [gpt_case(1, 128, 12, 12, 64), gpt_case(1, 16, 12, 12, 64),
+                         gpt_case(1, 512, 12, 12, 64)],
+                        {"ids": {0: "N"}, "past_k": {1: "N", 3: "P"},
+                         "past_v": {1: "N", 3: "P"}}, 14),
         "bert_base": (Bert(vocab=1000, d=768, heads=12, layers=12, max_len=512),
                       [("ids", "int", (1, 8)), ("ids", "int", (1, 128)), ("ids", "int", (4, 128))],
                       {"ids": {0: "N", 1: "L"}}, 14),

@@ -13,11 +13,13 @@
 #include <cmocka.h>
 
 #include <dlfcn.h>
+#include <jansson.h>
 #include <unistd.h>
 
 #include "common/npy.h"
 #include "compiler-core/frontends/onnx/onnx_import.h"
 #include "compiler-core/passes/passes.h"
+#include "tests/support/pyrun.h"
 #include "tests/unit/test_backend_util.h"
 #include "tests/unit/test_model_refs.h"
 
@@ -277,6 +279,56 @@ static void test_speech_gru(void **state) { (void)state; check_model("speech_gru
  * by arange(P, P + 1) bounds P <= 63. */
 static void test_gpt_decode(void **state) { (void)state; check_model("gpt_decode", 2, NULL); }
 
+/* cuvil bench on the compiled decoder: --dim P=17 sets the past length,
+ * --batch 2 the sequences; one decode step per run makes 2 tokens, and
+ * tokens/s is 2 over the p50.  A --dim naming no symbol is CV2024 naming
+ * the model's symbols. */
+static void test_gpt_decode_bench(void **state)
+{
+    (void)state;
+    const char *bin = getenv("CUVIL_BIN");
+    char *onnx = model_file("gpt_decode", -1, NULL, 0);
+    bool have = access(onnx, R_OK) == 0 && bin && access(bin, X_OK) == 0;
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_module *m = have ? cv_onnx_load(onnx, &d) : NULL;
+    free(onnx);
+    if (!have) {
+        cv_diag_free(&d);
+        skip();
+    }
+    assert_non_null(m);
+    char msg[4096] = "";
+    char *dir = bk_compile(m, "native", 2, CV_EMIT_SO | CV_EMIT_H, msg, sizeof msg);
+    if (!dir)
+        fail_msg("gpt_decode: %s", msg);
+    char *err = cv_tmpdir_path(dir, "stderr.txt"), *out = NULL;
+    const char *argv[] = {bin, "bench", dir, "--batch", "2", "--dim", "P=17", "--iters", "3",
+                          "--warmup", "0", "--json", NULL};
+    assert_int_equal(cv_run_argv(argv, err, &out), 0);
+    json_t *j = json_loads(out, 0, NULL);
+    assert_non_null(j);
+    assert_int_equal(json_integer_value(json_object_get(j, "tokens_per_run")), 2);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "dims"), "P")), 17);
+    double p50 = json_real_value(json_object_get(j, "p50_ms"));
+    double tps = json_real_value(json_object_get(j, "tokens_per_s"));
+    assert_true(p50 > 0 && fabs(tps - 2000.0 / p50) <= 1e-6 * tps);
+    json_decref(j);
+    free(out);
+    const char *bad[] = {bin, "bench", dir, "--dim", "Q=3", "--iters", "1", NULL};
+    assert_int_equal(cv_run_argv(bad, err, &out), 1);
+    free(out);
+    size_t len;
+    char *text = cv_tmpdir_read_file(err, &len);
+    assert_non_null(strstr(text, "error[CV2024]"));
+    assert_non_null(strstr(text, "no symbol Q (they have: N, P)"));
+    free(text);
+    free(err);
+    cv_tmpdir_remove(dir);
+    cv_module_free(m);
+    cv_diag_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -285,6 +337,7 @@ int main(void)
         cmocka_unit_test(test_speech_lstm),
         cmocka_unit_test(test_speech_gru),
         cmocka_unit_test(test_gpt_decode),
+        cmocka_unit_test(test_gpt_decode_bench),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
