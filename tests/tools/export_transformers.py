@@ -96,6 +96,37 @@ class GptDecode(nn.Module):
         return self.head(self.lnf(x)), torch.stack(pk), torch.stack(pv)
 
 
+class CausalCache(nn.Module):
+    """nanoGPT-style causal self-attention over T new tokens past a cache of
+    P: the mask is the slice bias[:, :, P:P+T, :P+T] of a 64x64 lower
+    triangle, applied with masked_fill (symbolic T and P)."""
+
+    def __init__(self, d=32, heads=4, max_len=64):
+        super().__init__()
+        self.h = heads
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        tril = torch.tril(torch.ones(max_len, max_len))
+        self.register_buffer("bias", tril.view(1, 1, max_len, max_len))
+
+    def forward(self, x, past_k, past_v):
+        b, t, c = x.shape
+        p = past_k.shape[2]
+        q, k, v = self.qkv(x).split(c, dim=2)
+        q, k, v = [z.view(b, t, self.h, c // self.h).transpose(1, 2) for z in (q, k, v)]
+        k = torch.cat([past_k, k], dim=2)
+        v = torch.cat([past_v, v], dim=2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (c // self.h) ** 0.5)
+        att = att.masked_fill(self.bias[:, :, p:p + t, :p + t] == 0, float("-inf"))
+        y = (torch.softmax(att, dim=-1) @ v).transpose(1, 2).reshape(b, t, c)
+        return self.proj(y)
+
+
+def causal_case(n, t, p):
+    return [("x", "float", (n, t, 32)), ("past_k", "float", (n, 4, p, 8)),
+            ("past_v", "float", (n, 4, p, 8))]
+
+
 def gpt_case(n, p, layers=2, heads=4, hd=8):
     past = (layers, n, heads, p, hd)
     return [("ids", "int", (n, 1)), ("past_k", "float", past), ("past_v", "float", past)]
@@ -124,6 +155,10 @@ def models(kind):
                                      gpt_case(1, 63)],
                        {"ids": {0: "N"}, "past_k": {1: "N", 3: "P"},
                         "past_v": {1: "N", 3: "P"}}, 14),
+        "gpt_causal": (CausalCache(), [causal_case(2, 9, 3), causal_case(1, 1, 0),
+                                       causal_case(1, 1, 12), causal_case(1, 30, 20)],
+                       {"x": {0: "N", 1: "T"}, "past_k": {0: "N", 2: "P"},
+                        "past_v": {0: "N", 2: "P"}}, 14),
     }
     large = {
         "vit_b_16": (vit_b_16(),

@@ -5,7 +5,8 @@
  * error <= 1e-4, or 1e-4 of the output's range).  bert_small has dynamic
  * batch N and length L (positions from arange(L) into a 64-row table),
  * speech_lstm (speech_gru) a dynamic number of frames through a stride-2
- * Conv1d and an LSTM (a bidirectional GRU), gpt_decode a dynamic past length P (present outputs P+1). */
+ * Conv1d and an LSTM (a bidirectional GRU), gpt_decode a dynamic past
+ * length P (present outputs P+1), gpt_causal T new tokens past P. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -279,6 +280,12 @@ static void test_speech_gru(void **state) { (void)state; check_model("speech_gru
  * by arange(P, P + 1) bounds P <= 63. */
 static void test_gpt_decode(void **state) { (void)state; check_model("gpt_decode", 2, NULL); }
 
+/* nanoGPT's causal attention past a cache: masked_fill by the slice
+ * bias[:, :, P:P+T, :P+T] of a lower triangle over symbolic T and P is
+ * one causal attention op; at (N,T,P) = (2,9,3), (1,1,0), (1,1,12) and
+ * (1,30,20), natively and in the interpreter. */
+static void test_gpt_causal(void **state) { (void)state; check_model("gpt_causal", 1, NULL); }
+
 /* cuvil bench on the compiled decoder: --dim P=17 sets the past length,
  * --batch 2 the sequences; one decode step per run makes 2 tokens, and
  * tokens/s is 2 over the p50.  A --dim naming no symbol is CV2024 naming
@@ -338,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_speech_gru),
         cmocka_unit_test(test_gpt_decode),
         cmocka_unit_test(test_gpt_decode_bench),
+        cmocka_unit_test(test_gpt_causal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

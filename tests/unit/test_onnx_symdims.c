@@ -1,7 +1,8 @@
 /* ONNX import of shape computations with symbols and of constant subgraphs
  * (issue 26): the generic interpreter fold, symbolic shape arithmetic,
  * Cast keeping symbols, ConstantOfShape over a symbolic shape, a Range
- * over a symbol, Tile by a symbolic count, and the coded refusal of a Range
+ * over a symbol, Tile by a symbolic count, Slice to a symbolic end, and the
+ * coded refusal of a Range
  * over tensor data. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -500,6 +501,52 @@ static void test_tile_symbolic_repeats(void **state)
     tb_free(&b);
 }
 
+/* table[:x.shape[0]] (nanoGPT's bias[:, :, :T, :T]): a Slice whose end
+ * is a symbol becomes a gather by arange(N), so N <= 6 is a fact, and the
+ * interpreter reads the first N rows. */
+static void test_slice_symbolic_end(void **state)
+{
+    (void)state;
+    tb b;
+    tb_init(&b, 14);
+    int64_t dx[2] = {TB_N, 4}, zero = 0, one1[1] = {1}, dt[2] = {6, 3};
+    float table[18];
+    for (int i = 0; i < 18; i++)
+        table[i] = (float)i;
+    tb_input(&b, "x", TB_FLOAT, 2, dx);
+    tb_output(&b, "y", TB_FLOAT, -1, NULL);
+    tb_init_tensor(&b, "i0", TB_INT64, 0, NULL, &zero, true);
+    tb_init_tensor(&b, "ax", TB_INT64, 1, one1, &zero, true);
+    tb_init_tensor(&b, "table", TB_FLOAT, 2, dt, table, true);
+    tb_node(&b, "Shape", "shape", "x", "s");
+    tb_node(&b, "Gather", "g", "s,i0", "n");
+    tb_node(&b, "Unsqueeze", "u", "n,ax", "end");
+    tb_node(&b, "Slice", "rows", "table,ax,end,ax", "y");
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_module *m = load_ok(&b, &d);
+    assert_int_equal(cv_verify(m, 0, &d), 0);
+    assert_string_equal(m->funcs[0]->returns[0]->type.shape.d[0].sym, "N");
+    const cv_sym_fact *facts;
+    assert_int_equal(cv_module_facts(m, &facts), 1);
+    assert_string_equal(facts[0].sym, "N");
+    assert_int_equal(facts[0].max, 6);
+    for (int64_t n = 1; n <= 6; n += 5) {
+        cv_tensor in, out;
+        int64_t dims[2] = {n, 4};
+        assert_int_equal(cv_tensor_alloc(&in, CV_F32, 2, dims), 0);
+        assert_int_equal(cv_interp_run(m->funcs[0], &in, 1, &out, &d), 0);
+        assert_int_equal(out.dims[0], n);
+        for (int64_t i = 0; i < out.numel; i++)
+            assert_true(((float *)out.data)[i] == (float)i);
+        cv_tensor_free(&in);
+        cv_tensor_free(&out);
+    }
+    cv_module_free(m);
+    cv_diag_free(&d);
+    tb_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -513,6 +560,7 @@ int main(void)
         cmocka_unit_test(test_rnn_symbolic_matches_unrolled),
         cmocka_unit_test(test_constant_of_symbolic_shape),
         cmocka_unit_test(test_tile_symbolic_repeats),
+        cmocka_unit_test(test_slice_symbolic_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

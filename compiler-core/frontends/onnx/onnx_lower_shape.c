@@ -463,10 +463,86 @@ static int slice_fold(onnx_ctx *c, const onnx_const *k, const slice_args *s)
     return onnx_bind_const(c, 0, onnx_fold_view(c, k, k->rank, dims, st, off));
 }
 
+/* Whether Slice input i (starts, ends) holds a symbol. */
+static bool sym_arg(onnx_ctx *c, int i)
+{
+    onnx_val *v = c->opset >= 10 ? onnx_in(c, i) : NULL;
+    if (!v || !v->c || !v->c->syms)
+        return false;
+    for (int64_t k = 0; k < v->c->numel; k++)
+        if (v->c->syms[k])
+            return true;
+    return false;
+}
+
+/* Slice bound b of an axis of extent d as an index in [0, d] where static
+ * (negative counts from the end; past the end clamps). */
+static int slice_bound(onnx_ctx *c, cv_dim b, cv_dim d, cv_dim *out)
+{
+    *out = b;
+    if (b.sym)
+        return 0;
+    if (b.n < 0)
+        return b.n < -(1LL << 40) ? (*out = (cv_dim){0, NULL}, 0) : cv_dim_add(c->m, d, b, out);
+    if (b.n > (1LL << 40) || (!d.sym && b.n > d.n))
+        *out = d;
+    return 0;
+}
+
+/* x[..., b:e, ...] for symbolic b or e (torch's bias[:, :, :T, :T]): a
+ * gather by arange(b, max(e - b, 0)) on each such axis (step 1), so the
+ * facts pass bounds the symbol by the axis' extent. */
+static int slice_symbolic(onnx_ctx *c, onnx_val *x)
+{
+    const onnx_const *st = onnx_in_const(c, 1, "starts"), *en = onnx_in_const(c, 2, "ends");
+    int64_t axes[CV_MAX_RANK], steps[CV_MAX_RANK];
+    int na = onnx_ints_arg(c, 3, "axes", 10, axes, CV_MAX_RANK);
+    int nt = onnx_ints_arg(c, 4, "steps", 10, steps, CV_MAX_RANK);
+    if (!st || !en || na == -2 || nt == -2)
+        return -1;
+    int n = (int)st->numel, rank = x->type.shape.rank;
+    if (st->rank != 1 || en->numel != n || n > CV_MAX_RANK || (na >= 0 && na != n) ||
+        (nt >= 0 && nt != n))
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "starts, ends, axes and steps must have one entry "
+                        "per sliced axis");
+    cv_value *v = onnx_in_value(c, 0);
+    for (int i = 0; i < n && v; i++) {
+        int a;
+        cv_dim b = onnx_const_dim(st, i), e = onnx_const_dim(en, i), len;
+        int64_t step = nt >= 0 ? steps[i] : 1;
+        if (norm_axis(c, na >= 0 ? axes[i] : i, rank, &a) < 0)
+            return -1;
+        if (step != 1)
+            return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "a slice with symbolic bounds must "
+                            "have step 1 (axis %d has %lld)", a, (long long)step);
+        cv_dim d = v->type.shape.d[a];
+        if (slice_bound(c, b, d, &b) || slice_bound(c, e, d, &e) || cv_dim_sub(c->m, e, b, &len))
+            return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "the slice's extent is not expressible");
+        int cmp = cv_dim_compare(len, (cv_dim){0, NULL});
+        if (cmp != CV_DIM_EQ && cmp != CV_DIM_GT && cmp != CV_DIM_GE &&
+            cv_dim_arith(c->m, CV_DIM_MAX, len, (cv_dim){0, NULL}, &len))
+            return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "the slice's extent is not expressible");
+        cv_op *r = onnx_op(c, "arange", NULL, 0);
+        if (r) {
+            cv_op_set_dims(r, "length", &len, 1);
+            cv_op_set_dims(r, "start", &b, 1);
+            cv_op_set_dtype(r, "dtype", CV_I64);
+        }
+        cv_value *ops[2] = {v, onnx_finish(c, r)};
+        cv_op *g = ops[1] ? onnx_op(c, "gather", ops, 2) : NULL;
+        if (g)
+            cv_op_set_int(g, "axis", a);
+        v = onnx_finish(c, g);
+    }
+    return v ? onnx_bind_value(c, 0, v) : -1;
+}
+
 static int lower_slice(onnx_ctx *c)
 {
     onnx_val *x = data_in(c);
     slice_args s;
+    if (x && (sym_arg(c, 1) || sym_arg(c, 2)))
+        return slice_symbolic(c, x);
     if (!x || slice_read(c, &s) < 0)
         return -1;
     const onnx_const *k = foldable(x);
@@ -645,7 +721,7 @@ static const onnx_op_entry entries[] = {
     {"Transpose", 1, lower_transpose, "transpose", 0},
     {"Concat", 4, lower_concat, "concat", 0},
     {"Split", 2, lower_split, "split", 1u << 1},
-    {"Slice", 1, lower_slice, "slice", 0x1eu},
+    {"Slice", 1, lower_slice, "slice gather arange", 0x1eu},
     {"Gather", 1, lower_gather, "gather", 0},
     {"Pad", 2, lower_pad, "pad", 0xeu},
     {"Tile", 6, lower_tile, "concat reshape expand", 1u << 1},
