@@ -231,22 +231,30 @@ static void check_native_bound(cv_module *m, cv_diag *d)
     cv_tmpdir_remove(dir);
 }
 
+/* The export `name` imported, or the test skipped when it is missing (or
+ * when need is false). */
+static cv_module *load_or_skip(const char *name, bool need, cv_diag *d)
+{
+    char *onnx = model_file(name, -1, NULL, 0);
+    bool have = need && access(onnx, R_OK) == 0;
+    cv_module *m = have ? cv_onnx_load(onnx, d) : NULL;
+    free(onnx);
+    if (!have) {
+        cv_diag_free(d);
+        skip();
+    }
+    assert_non_null(m);
+    return m;
+}
+
 /* The 64-row positional table bounds L: L = 65 is CV3013 naming the input,
  * before any op runs (not an out-of-range gather). */
 static void test_bert_small_bound(void **state)
 {
     (void)state;
-    char *onnx = model_file("bert_small", -1, NULL, 0);
-    bool have = access(onnx, R_OK) == 0;
     cv_diag d;
     cv_diag_init(&d);
-    cv_module *m = have ? cv_onnx_load(onnx, &d) : NULL;
-    free(onnx);
-    if (!have) {
-        cv_diag_free(&d);
-        skip();
-    }
-    assert_non_null(m);
+    cv_module *m = load_or_skip("bert_small", true, &d);
     for (int64_t l = 64; l <= 65; l++) {
         int64_t dims[2] = {1, l};
         cv_tensor in, out = {0};
@@ -294,17 +302,9 @@ static void test_gpt_decode_bench(void **state)
 {
     (void)state;
     const char *bin = getenv("CUVIL_BIN");
-    char *onnx = model_file("gpt_decode", -1, NULL, 0);
-    bool have = access(onnx, R_OK) == 0 && bin && access(bin, X_OK) == 0;
     cv_diag d;
     cv_diag_init(&d);
-    cv_module *m = have ? cv_onnx_load(onnx, &d) : NULL;
-    free(onnx);
-    if (!have) {
-        cv_diag_free(&d);
-        skip();
-    }
-    assert_non_null(m);
+    cv_module *m = load_or_skip("gpt_decode", bin && access(bin, X_OK) == 0, &d);
     char msg[4096] = "";
     char *dir = bk_compile(m, "native", 2, CV_EMIT_SO | CV_EMIT_H, msg, sizeof msg);
     if (!dir)
