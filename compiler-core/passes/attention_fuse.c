@@ -124,19 +124,23 @@ static bool range_window(const cv_value *r, cv_dim len, cv_dim *start)
  * the causal window (nanoGPT's bias[:, :, P:P+T, :P+T] over symbols). */
 static bool causal_window(cv_module *mod, const cv_value *x, cv_dim sq, cv_dim sk)
 {
-    cv_dim r0 = {-1, NULL}, c0 = {-1, NULL}, off;
+    cv_dim r0, c0, off;
+    bool rows = false, cols = false;
     for (int hop = 0; hop < 2; hop++) {
         if (!is_op(x, "gather") || x->def->n_operands != 2)
             return false;
         int rank = x->def->operands[0]->type.shape.rank;
         int64_t a = cv_op_int(x->def, "axis", 0);
         a = a < 0 ? a + rank : a;
-        if (a == rank - 2 ? !range_window(x->def->operands[1], sq, &r0)
-            : a == rank - 1 ? !range_window(x->def->operands[1], sk, &c0) : true)
+        if (a == rank - 2 && !rows)
+            rows = range_window(x->def->operands[1], sq, &r0);
+        else if (a == rank - 1 && !cols)
+            cols = range_window(x->def->operands[1], sk, &c0);
+        else
             return false;
         x = x->def->operands[0];
     }
-    return is_tril_table(x) && r0.n >= 0 && !c0.sym && c0.n == 0 &&
+    return rows && cols && is_tril_table(x) && !c0.sym && c0.n == 0 &&
            cv_dim_sub(mod, sk, sq, &off) == 0 && cv_dim_equal(off, r0);
 }
 
