@@ -1,5 +1,9 @@
 /* cuvil bench MODEL|ARTIFACT_DIR [--threads N] [--iters K] [--warmup W] [--batch B]
- * Times native runs on deterministic random inputs and prints p50/p90/p99. */
+ *             [--dim SYM=V]...
+ * Times native runs on deterministic random inputs and prints p50/p90/p99,
+ * and for a model over token ids (an integer first input) tokens per second:
+ * a decoder with a key/value cache (--dim P=128) makes one token per
+ * sequence per run. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,12 +15,21 @@
 
 extern const cv_cli_command cv_cmd_bench;
 
-enum { MAX_ITERS = 1000000 };
+enum { MAX_ITERS = 1000000, MAX_DIMS = 8, MAX_DIM_VALUE = 1 << 24 };
+
+typedef struct bench_dim {
+    const char *name;           /* points into argv, len bytes */
+    size_t len;
+    int64_t value;
+    bool used;
+} bench_dim;
 
 typedef struct bench_opts {
     const char *model;
     int threads, iters, warmup;
     int64_t batch;
+    bench_dim dims[MAX_DIMS];
+    int n_dims;
     bool json;
 } bench_opts;
 
@@ -39,6 +52,13 @@ static int parse_args(bench_opts *o, int argc, char **argv)
         long v;
         if (strcmp(a, "--json") == 0) {
             o->json = true;
+        } else if (i + 1 < argc && strcmp(a, "--dim") == 0) {
+            const char *eq = strchr(argv[++i], '=');
+            if (!eq || eq == argv[i] || o->n_dims == MAX_DIMS ||
+                int_arg(eq + 1, 0, MAX_DIM_VALUE, &v))
+                return cv_cli_usage_error(cmd, "--dim takes SYMBOL=VALUE (VALUE from 0 to %d, at "
+                                          "most %d of them)", MAX_DIM_VALUE, MAX_DIMS);
+            o->dims[o->n_dims++] = (bench_dim){argv[i], (size_t)(eq - argv[i]), v, false};
         } else if (i + 1 < argc && (strcmp(a, "--threads") == 0 || strcmp(a, "--iters") == 0 ||
                                     strcmp(a, "--warmup") == 0 || strcmp(a, "--batch") == 0)) {
             long hi = a[2] == 't' ? 256 : MAX_ITERS;
@@ -64,15 +84,47 @@ static int parse_args(bench_opts *o, int argc, char **argv)
     return o->model ? 0 : cv_cli_usage_error(cmd, "no model given");
 }
 
-/* Inputs of the manifest's shapes (symbolic dims = batch), values in [-1, 1]. */
-static int make_inputs(const cv_native *n, int64_t batch, cv_tensor *ins)
+/* The value of symbolic dim `dim` (-1 - k): its --dim, else the batch. */
+static int64_t symbol_value(const cv_native *n, bench_opts *o, int64_t dim)
+{
+    const char *name = cv_native_symbol_name(n, (int)(-1 - dim));
+    for (int i = 0; name && i < o->n_dims; i++)
+        if (strlen(name) == o->dims[i].len && !strncmp(name, o->dims[i].name, o->dims[i].len)) {
+            o->dims[i].used = true;
+            return o->dims[i].value;
+        }
+    return o->batch;
+}
+
+/* A --dim naming no symbol of the model is an error naming the symbols. */
+static int check_dims(const cv_native *n, const bench_opts *o, cv_diag *d)
+{
+    for (int i = 0; i < o->n_dims; i++) {
+        if (o->dims[i].used)
+            continue;
+        char names[512] = "";
+        size_t at = 0;
+        for (int k = 0; k < cv_native_num_symbols(n) && at < sizeof names; k++)
+            at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", k ? ", " : "",
+                                   cv_native_symbol_name(n, k));
+        return cv_diag_fail(d, CV_E_INPUT_MISMATCH, (cv_span){.file = o->model}, "--dim %.*s: the "
+                            "model's inputs have no symbol %.*s (they have: %s)", (int)o->dims[i].len,
+                            o->dims[i].name, (int)o->dims[i].len, o->dims[i].name,
+                            names[0] ? names : "none");
+    }
+    return 0;
+}
+
+/* Inputs of the manifest's shapes (symbolic dims from --dim, else the
+ * batch), values in [-1, 1]. */
+static int make_inputs(const cv_native *n, bench_opts *o, cv_tensor *ins)
 {
     uint64_t s = 0x9E3779B97F4A7C15ull;
     for (int i = 0; i < cv_native_num_inputs(n); i++) {
         cv_native_io io = cv_native_input(n, i);
         int64_t dims[CV_MAX_RANK];
         for (int k = 0; k < io.rank; k++)
-            dims[k] = io.dims[k] >= 0 ? io.dims[k] : batch;
+            dims[k] = io.dims[k] >= 0 ? io.dims[k] : symbol_value(n, o, io.dims[k]);
         if (cv_tensor_alloc(&ins[i], io.dtype, io.rank, dims))
             return -1;
         for (int64_t e = 0; e < ins[i].numel; e++) {
@@ -115,14 +167,27 @@ static double pct(const double *ms, int n, double p)
     return ms[i < 0 ? 0 : i >= n ? n - 1 : i];
 }
 
-static void report(const bench_opts *o, const double *ms, double compile_ms)
+/* tokens: token ids per run (0: the model does not read ids). */
+static void report(const bench_opts *o, const double *ms, double compile_ms, int64_t tokens)
 {
     double p50 = pct(ms, o->iters, 0.5), p90 = pct(ms, o->iters, 0.9), p99 = pct(ms, o->iters, 0.99);
+    double tok_s = tokens && p50 > 0 ? (double)tokens * 1000.0 / p50 : 0;
     if (o->json) {
         json_t *j = json_pack("{s:s, s:i, s:i, s:I, s:f, s:f, s:f, s:f, s:f}", "model", o->model,
                               "threads", o->threads, "iters", o->iters, "batch", (json_int_t)o->batch,
                               "p50_ms", p50, "p90_ms", p90, "p99_ms", p99, "min_ms", ms[0],
                               "compile_ms", compile_ms);
+        json_t *dims = json_object();
+        for (int i = 0; i < o->n_dims; i++) {
+            char name[256];
+            snprintf(name, sizeof name, "%.*s", (int)o->dims[i].len, o->dims[i].name);
+            json_object_set_new(dims, name, json_integer(o->dims[i].value));
+        }
+        json_object_set_new(j, "dims", dims);
+        if (tokens) {
+            json_object_set_new(j, "tokens_per_run", json_integer(tokens));
+            json_object_set_new(j, "tokens_per_s", json_real(tok_s));
+        }
         json_dumpf(j, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
         json_decref(j);
@@ -133,6 +198,9 @@ static void report(const bench_opts *o, const double *ms, double compile_ms)
     printf("latency  p50 %.3f ms  p90 %.3f ms  p99 %.3f ms  min %.3f ms  (%d iters, %d thread%s, "
            "batch %lld)\n", p50, p90, p99, ms[0], o->iters, o->threads, o->threads > 1 ? "s" : "",
            (long long)o->batch);
+    if (tokens)
+        printf("tokens   %.1f tokens/s at p50 (%lld token id%s per run)\n", tok_s, (long long)tokens,
+               tokens > 1 ? "s" : "");
 }
 
 static int run_bench(int argc, char **argv)
@@ -149,19 +217,22 @@ static int run_bench(int argc, char **argv)
     char *tmp = NULL;
     double compile_ms = 0, *ms = calloc((size_t)o.iters, sizeof *ms);
     cv_tensor *ins = NULL;
+    int64_t tokens = 0;
     rc = CV_EXIT_INPUT;
     if (ms && cv_cli_open_native(o.model, o.threads, &n, &tmp, &compile_ms, &d) == 0) {
         ins = calloc((size_t)cv_native_num_inputs(n) + 1, sizeof *ins);
-        if (!ins || make_inputs(n, o.batch, ins))
+        if (!ins || make_inputs(n, &o, ins))
             cv_diag_error(&d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "cannot make the inputs");
-        else if (time_runs(n, &o, ins, ms, &d) == 0)
+        else if (check_dims(n, &o, &d) == 0 && time_runs(n, &o, ins, ms, &d) == 0)
             rc = CV_EXIT_OK;
+        if (ins && cv_native_num_inputs(n) > 0 && cv_dtype_is_int(ins[0].dtype))
+            tokens = ins[0].numel;
         for (int i = 0; ins && i < cv_native_num_inputs(n); i++)
             cv_tensor_free(&ins[i]);
         free(ins);
     }
     if (rc == CV_EXIT_OK)
-        report(&o, ms, compile_ms);
+        report(&o, ms, compile_ms, tokens);
     cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
     cv_diag_free(&d);
     cv_native_close(n);
@@ -172,10 +243,15 @@ static int run_bench(int argc, char **argv)
 
 const cv_cli_command cv_cmd_bench = {
     "bench", "time native runs of a model (latency percentiles)",
-    "cuvil bench MODEL|ARTIFACT_DIR [--threads N] [--iters K] [--warmup W] [--batch B] [--json]\n"
+    "cuvil bench MODEL|ARTIFACT_DIR [--threads N] [--iters K] [--warmup W] [--batch B]\n"
+    "            [--dim SYM=V]... [--json]\n"
     "  compiles MODEL for this machine (-O2) unless given an artifact directory, then\n"
     "  times K runs (default 50) after W warm-up runs (default 5) on random inputs\n"
-    "  whose symbolic dims are B (default 1); prints p50/p90/p99 latency\n"
-    "  --threads N   thread pool size (default 1)\n",
+    "  whose symbolic dims are B (default 1); prints p50/p90/p99 latency, and for a\n"
+    "  model whose first input is integer token ids, tokens per second (ids per run\n"
+    "  over the p50: one decode step of a key/value-cache decoder makes B tokens)\n"
+    "  --threads N   thread pool size (default 1)\n"
+    "  --dim SYM=V   the symbolic dim SYM is V instead of B (a decoder's past\n"
+    "                length: --dim P=128)\n",
     run_bench,
 };

@@ -188,6 +188,9 @@ int cv_native_num_inputs(const cv_native *n);
 int cv_native_num_outputs(const cv_native *n);
 cv_native_io cv_native_input(const cv_native *n, int i);
 cv_native_io cv_native_output(const cv_native *n, int i);
+/* The model's symbols (dim -1 - k of an input is symbol k), by name. */
+int cv_native_num_symbols(const cv_native *n);
+const char *cv_native_symbol_name(const cv_native *n, int k);
 /* "f32[batch,4]": an input's or output's type with its symbols' names. */
 void cv_native_io_format(const cv_native *n, cv_native_io io, char *buf, size_t size);
 void cv_native_close(cv_native *n);

@@ -172,6 +172,7 @@ int cv_cg_qconv2d(cv_codegen_ctx *c);
 int cv_cg_matmul(cv_codegen_ctx *c);
 int cv_cg_gemm(cv_codegen_ctx *c);
 int cv_cg_attention(cv_codegen_ctx *c);    /* codegen_attention.c */
+int cv_cg_rnn(cv_codegen_ctx *c);          /* codegen_rnn.c */
 int cv_cg_conv2d(cv_codegen_ctx *c);
 int cv_cg_conv_transpose2d(cv_codegen_ctx *c);
 int cv_cg_max_pool2d(cv_codegen_ctx *c);

@@ -86,6 +86,13 @@ static const uint8_t nchwc_pool2d_args[] = {
     CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64,         /* sh sw pt pl */
     CV_KTY_I64, CV_KTY_I64, CV_KTY_I64,                     /* OH OW kind */
 };
+static const uint8_t rnn_args[] = {
+    CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR,         /* x w r bias */
+    CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR, /* h0 c0 y yh yc */
+    CV_KTY_PTR, CV_KTY_PTR,                                 /* scratch: xg hg */
+    CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64,         /* T B I H */
+    CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_F32,         /* gates dirs flags clip */
+};
 
 static const cv_krt_info rt_info[CV_KRT__COUNT] = {
     [CV_KRT_SGEMM] = {"cvrt_sgemm", (int)sizeof sgemm_args, sgemm_args},
@@ -105,6 +112,7 @@ static const cv_krt_info rt_info[CV_KRT__COUNT] = {
     [CV_KRT_QDWCONV2D] = {"cvrt_qdwconv2d", (int)sizeof qdwconv2d_args, qdwconv2d_args},
     [CV_KRT_NCHWC_CONV2D_H] = {"cvrt_nchwc_conv2d_h", (int)sizeof nchwc_conv2d_args,
                                nchwc_conv2d_args},
+    [CV_KRT_RNN] = {"cvrt_rnn", (int)sizeof rnn_args, rnn_args},
 };
 
 const cv_krt_info *cv_krt_get(cv_krt fn)

@@ -285,6 +285,16 @@ static int open_manifest(const char *dir, const char *mpath, int threads, cv_nat
     return 0;
 }
 
+int cv_native_num_symbols(const cv_native *n)
+{
+    return n->n_syms;
+}
+
+const char *cv_native_symbol_name(const cv_native *n, int k)
+{
+    return k >= 0 && k < n->n_syms ? n->sym_names[k] : NULL;
+}
+
 int cv_native_num_inputs(const cv_native *n)
 {
     return n->n_in;

@@ -1,7 +1,8 @@
 /* Op family fragment: recurrent layers over a sequence whose length may be
  * symbolic (issue 26: an LSTM over a dynamic number of frames).  The ONNX
  * importer unrolls a static sequence into gemm and elementwise ops; a
- * symbolic one becomes this op, which the interpreter runs step by step.
+ * symbolic one becomes this op, which the interpreter runs step by step and
+ * native code hands to the runtime (backend/codegen_rnn.c, runtime/cvrt_rnn.c).
  *
  * rnn(x [T,B,I], w [D,G*H,I], r [D,G*H,H], b [D,2*G*H], h0 [D,B,H], c0 [D,B,H]?)
  *   -> y [T,D,B,H], y_h [D,B,H] (, y_c [D,B,H] for an LSTM)
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "compiler-core/ir/ops_nnutil.h"
+#include "compiler-core/backend/codegen.h"
 
 static int rnn_gates(const cv_op *op)
 {
@@ -176,7 +178,7 @@ static const cv_attr_schema rnn_attrs[] = {
 };
 
 static const cv_op_def defs[] = {
-    {"rnn", 5, 6, 2, 3, rnn_attrs, rnn_infer, rnn_eval, NULL, 0},
+    {"rnn", 5, 6, 2, 3, rnn_attrs, rnn_infer, rnn_eval, cv_cg_rnn, 0},
 };
 
 const cv_op_family cv_ops_rnn = {defs, (int)(sizeof defs / sizeof defs[0])};

@@ -7,7 +7,12 @@
  *   s = add(s, mask) | add(mask, s)   optional, mask broadcasting to s
  *   s = where(tril, s, fill)          optional: a constant lower-triangular
  *                                     condition and a constant fill <= -1e4
- *                                     (GPT-2's causal mask) -> causal = 1
+ *                                     (GPT-2's causal mask) -> causal = 1;
+ *       where(masked, fill, s)        or torch's masked_fill: the strict upper
+ *                                     triangle, or over symbolic lengths
+ *                                     equal(window, 0) of a lower-triangular
+ *                                     table gathered by aranges (nanoGPT's
+ *                                     bias[:, :, P:P+T, :P+T])
  *   p = softmax(s, axis=-1)
  *   y = matmul(p, v)
  *
@@ -60,9 +65,10 @@ static bool scalar_const(const cv_value *v, double *out)
     return true;
 }
 
-/* A [.., Sq, Sk] bool constant with 1 exactly where j <= i + Sk - Sq,
+/* A [.., Sq, Sk] bool constant with 1 exactly where j <= i + Sk - Sq
+ * (keep), or exactly where j > i + Sk - Sq (!keep: the masked entries),
  * leading dims all 1. */
-static bool is_tril(const cv_value *v, int64_t sq, int64_t sk)
+static bool is_tril(const cv_value *v, int64_t sq, int64_t sk, bool keep)
 {
     const cv_shape *s = &v->type.shape;
     if (v->kind != CV_VAL_PARAM || !v->param || !v->param->data || v->type.dtype != CV_BOOL ||
@@ -73,9 +79,94 @@ static bool is_tril(const cv_value *v, int64_t sq, int64_t sk)
     const uint8_t *b = v->param->data;
     for (int64_t i = 0; i < sq; i++)
         for (int64_t j = 0; j < sk; j++)
-            if ((b[i * sk + j] != 0) != (j <= i + sk - sq))
+            if ((b[i * sk + j] != 0) != ((j <= i + sk - sq) == keep))
                 return false;
     return true;
+}
+
+/* A constant [1.., M, M'] (f32 or bool) nonzero exactly where j <= i. */
+static bool is_tril_table(const cv_value *v)
+{
+    const cv_shape *s = &v->type.shape;
+    size_t es = v->type.dtype == CV_F32 ? 4 : v->type.dtype == CV_BOOL ? 1 : 0;
+    if (v->kind != CV_VAL_PARAM || !v->param || !v->param->data || !es || s->rank < 2 ||
+        !cv_shape_is_static(s))
+        return false;
+    int64_t rows = s->d[s->rank - 2].n, cols = s->d[s->rank - 1].n;
+    if (cv_shape_numel(s) != rows * cols || v->param->nbytes != (size_t)(rows * cols) * es)
+        return false;
+    const uint8_t *b = v->param->data;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) {
+            float f = 0;
+            if (es == 4)
+                memcpy(&f, b + (i * cols + j) * 4, 4);
+            if ((es == 4 ? f != 0 : b[i * cols + j] != 0) != (j <= i))
+                return false;
+        }
+    return true;
+}
+
+/* The arange r gathers by: its start (length and delta 1 checked). */
+static bool range_window(const cv_value *r, cv_dim len, cv_dim *start)
+{
+    cv_dim l[2], st[2] = {{0, NULL}};
+    if (!is_op(r, "arange") || cv_op_int(r->def, "delta", 1) != 1 ||
+        cv_op_dims(r->def, "length", l, 2) != 1 || cv_op_dims(r->def, "start", st, 2) > 1 ||
+        !cv_dim_equal(l[0], len))
+        return false;
+    *start = st[0];
+    return true;
+}
+
+/* x = gather(gather(T, rows, axis -2), cols, axis -1) (either order) of a
+ * lower-triangular table T, rows from Sk - Sq and cols from 0: exactly
+ * the causal window (nanoGPT's bias[:, :, P:P+T, :P+T] over symbols). */
+static bool causal_window(cv_module *mod, const cv_value *x, cv_dim sq, cv_dim sk)
+{
+    cv_dim r0, c0, off;
+    bool rows = false, cols = false;
+    for (int hop = 0; hop < 2; hop++) {
+        if (!is_op(x, "gather") || x->def->n_operands != 2)
+            return false;
+        int rank = x->def->operands[0]->type.shape.rank;
+        int64_t a = cv_op_int(x->def, "axis", 0);
+        a = a < 0 ? a + rank : a;
+        if (a == rank - 2 && !rows)
+            rows = range_window(x->def->operands[1], sq, &r0);
+        else if (a == rank - 1 && !cols)
+            cols = range_window(x->def->operands[1], sk, &c0);
+        else
+            return false;
+        x = x->def->operands[0];
+    }
+    return rows && cols && is_tril_table(x) && !c0.sym && c0.n == 0 &&
+           cv_dim_sub(mod, sk, sq, &off) == 0 && cv_dim_equal(off, r0);
+}
+
+/* cond of where(cond, s, fill) (keep) or where(cond, fill, s) (!keep)
+ * selects exactly the causal window of a [.., Sq, Sk] score matrix: a
+ * constant triangle, or equal(window, 0) over symbolic lengths. */
+static bool causal_cond(cv_module *mod, const cv_value *cond, const cv_shape *s, bool keep)
+{
+    cv_dim sq = s->d[s->rank - 2], sk = s->d[s->rank - 1];
+    double z;
+    if (!sq.sym && !sk.sym)
+        return sk.n >= sq.n && is_tril(cond, sq.n, sk.n, keep);
+    return !keep && is_op(cond, "equal") && scalar_const(cond->def->operands[1], &z) && z == 0 &&
+           causal_window(mod, cond->def->operands[0], sq, sk);
+}
+
+/* The operand of a causal where that carries the scores (1 or 2), or 0. */
+static int causal_where(cv_module *mod, const cv_op *w, const cv_shape *s)
+{
+    double fill;
+    for (int chain = 1; chain <= 2; chain++)
+        if (scalar_const(w->operands[3 - chain], &fill) && fill <= -1e4 &&
+            cv_shape_equal(&w->operands[chain]->type.shape, s) &&
+            causal_cond(mod, w->operands[0], s, chain == 1))
+            return chain;
+    return 0;
 }
 
 static bool perm3_is(const cv_op *op, int64_t a, int64_t b, int64_t c)
@@ -124,18 +215,14 @@ static cv_value *through_scale(cv_value *q, const int *uses, double *scale)
  * the q.kT matmul or NULL. */
 static cv_op *scores(cv_value *s, const int *uses, att_match *m)
 {
-    int64_t sq = s->type.shape.d[2].n, sk = s->type.shape.d[3].n;
     if (uses[s->id] != 1)
         return NULL;
     if (is_op(s, "where")) {
-        cv_op *w = s->def;
-        double fill;
-        if (s->type.shape.d[2].sym || s->type.shape.d[3].sym || sk < sq ||
-            !is_tril(w->operands[0], sq, sk) || !scalar_const(w->operands[2], &fill) ||
-            !(fill <= -1e4) || !cv_shape_equal(&w->operands[1]->type.shape, &s->type.shape))
+        int chain = causal_where(s->def->func->module, s->def, &s->type.shape);
+        if (!chain)
             return NULL;
         m->causal = true;
-        s = w->operands[1];
+        s = s->def->operands[chain];
         if (uses[s->id] != 1)
             return NULL;
     }

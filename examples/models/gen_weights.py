@@ -64,7 +64,23 @@ def kws(rng):
             "classifier": linear(rng, 12, 32)}
 
 
-MODELS = {"lenet": lenet, "mlp": mlp, "resblock": resblock, "kws": kws}
+def layer_norm(rng, c):
+    return {"weight": rng.uniform(0.5, 1.5, (c,)), "bias": rng.uniform(-0.2, 0.2, (c,))}
+
+
+def encoder(rng, feats=16, d=32, ff=64, out=8, layers=2):
+    attn = lambda: {k: linear(rng, d, d) for k in ("q", "k", "v", "out")}
+    return {"proj": linear(rng, d, feats),
+            "layers": {str(i): {"ln1": layer_norm(rng, d), "attn": attn(),
+                                "ln2": layer_norm(rng, d), "fc1": linear(rng, ff, d),
+                                "fc2": linear(rng, d, ff)} for i in range(layers)},
+            "norm": layer_norm(rng, d), "head": linear(rng, out, d)}
+
+
+MODELS = {"lenet": lenet, "mlp": mlp, "resblock": resblock, "kws": kws, "encoder": encoder}
+# Each model's seed is its place here: new models go at the end, so the
+# others keep their weights.
+SEED_ORDER = ["kws", "lenet", "mlp", "resblock", "encoder"]
 
 
 def write_safetensors(path, tensors):
@@ -92,7 +108,7 @@ def main(argv):
     out = argv[1]
     os.makedirs(out, exist_ok=True)
     for i, name in enumerate(argv[2:] or sorted(MODELS)):
-        rng = np.random.default_rng(1234 + sorted(MODELS).index(name))
+        rng = np.random.default_rng(1234 + SEED_ORDER.index(name))
         write_safetensors(os.path.join(out, name + ".safetensors"), flatten("", MODELS[name](rng), {}))
         print(os.path.join(out, name + ".safetensors"))
 

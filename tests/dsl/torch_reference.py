@@ -1,10 +1,10 @@
 """PyTorch reference networks for the DSL equivalence tests.
 
-usage: torch_reference.py MODEL WEIGHTS.safetensors
-Builds MODEL (lenet or resblock) with torch.nn, loads the safetensors
-weights (the same files the .cvl.py models use), runs a seeded random
-input and writes the input then the output to stdout as little-endian
-float32 bytes."""
+usage: torch_reference.py MODEL WEIGHTS.safetensors [DIM...]
+Builds MODEL (lenet, resblock or encoder) with torch.nn, loads the
+safetensors weights (the same files the .cvl.py models use), runs a seeded
+random input (of shape DIM... when given) and writes the input then the
+output to stdout as little-endian float32 bytes."""
 import json
 import sys
 
@@ -59,10 +59,55 @@ class ResBlock(torch.nn.Module):
         return F.relu(x + y)
 
 
+class Attention(torch.nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.q, self.k, self.v, self.out = [torch.nn.Linear(d, d) for _ in range(4)]
+
+    def forward(self, x):
+        n, length, d = x.shape
+        q, k, v = [p(x).view(n, length, self.heads, d // self.heads).transpose(1, 2)
+                   for p in (self.q, self.k, self.v)]
+        att = torch.softmax(q @ k.transpose(-2, -1) / (d // self.heads) ** 0.5, dim=-1)
+        return self.out((att @ v).transpose(1, 2).reshape(n, length, d))
+
+
+class Block(torch.nn.Module):
+    def __init__(self, d, heads, ff):
+        super().__init__()
+        self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.attn = Attention(d, heads)
+        self.fc1, self.fc2 = torch.nn.Linear(d, ff), torch.nn.Linear(ff, d)
+
+    def forward(self, h):
+        h = h + self.attn(self.ln1(h))
+        return h + self.fc2(F.gelu(self.fc1(self.ln2(h))))
+
+
+class Encoder(torch.nn.Module):
+    """examples/models/encoder.cvl.py, attention written out."""
+
+    def __init__(self, feats=16, d=32, heads=4, ff=64, out=8, layers=2):
+        super().__init__()
+        self.proj = torch.nn.Linear(feats, d)
+        self.layers = torch.nn.ModuleList([Block(d, heads, ff) for _ in range(layers)])
+        self.norm = torch.nn.LayerNorm(d)
+        self.head = torch.nn.Linear(d, out)
+
+    def forward(self, x):
+        h = self.proj(x)
+        for blk in self.layers:
+            h = blk(h)
+        return self.head(self.norm(h))
+
+
 def main():
     model, weights = sys.argv[1], sys.argv[2]
     torch.manual_seed(0)
-    net, x = {"lenet": (LeNet, (3, 1, 28, 28)), "resblock": (ResBlock, (2, 16, 8, 8))}[model]
+    net, x = {"lenet": (LeNet, (3, 1, 28, 28)), "resblock": (ResBlock, (2, 16, 8, 8)),
+              "encoder": (Encoder, (2, 5, 16))}[model]
+    x = tuple(int(v) for v in sys.argv[3:]) or x
     net = net()
     missing, unexpected = net.load_state_dict(load(weights), strict=False)
     assert not unexpected and all(k.endswith("num_batches_tracked") for k in missing), (missing, unexpected)

@@ -35,13 +35,15 @@ class Bert(nn.Module):
 
 
 class Speech(nn.Module):
-    """Conv1d stem (stride 2) + LSTM over a dynamic number of frames."""
+    """Conv1d stem (stride 2) + LSTM (or a bidirectional GRU) over a dynamic
+    number of frames."""
 
-    def __init__(self, feats=16, hidden=24):
+    def __init__(self, feats=16, hidden=24, gru=False):
         super().__init__()
         self.conv = nn.Conv1d(feats, hidden, 3, stride=2, padding=1)
-        self.lstm = nn.LSTM(hidden, hidden, batch_first=True)
-        self.out = nn.Linear(hidden, 10)
+        self.lstm = (nn.GRU(hidden, hidden, batch_first=True, bidirectional=True) if gru
+                     else nn.LSTM(hidden, hidden, batch_first=True))
+        self.out = nn.Linear(2 * hidden if gru else hidden, 10)
 
     def forward(self, x):              # x: [N, feats, frames]
         y = torch.relu(self.conv(x)).transpose(1, 2)
@@ -94,6 +96,37 @@ class GptDecode(nn.Module):
         return self.head(self.lnf(x)), torch.stack(pk), torch.stack(pv)
 
 
+class CausalCache(nn.Module):
+    """nanoGPT-style causal self-attention over T new tokens past a cache of
+    P: the mask is the slice bias[:, :, P:P+T, :P+T] of a 64x64 lower
+    triangle, applied with masked_fill (symbolic T and P)."""
+
+    def __init__(self, d=32, heads=4, max_len=64):
+        super().__init__()
+        self.h = heads
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        tril = torch.tril(torch.ones(max_len, max_len))
+        self.register_buffer("bias", tril.view(1, 1, max_len, max_len))
+
+    def forward(self, x, past_k, past_v):
+        b, t, c = x.shape
+        p = past_k.shape[2]
+        q, k, v = self.qkv(x).split(c, dim=2)
+        q, k, v = [z.view(b, t, self.h, c // self.h).transpose(1, 2) for z in (q, k, v)]
+        k = torch.cat([past_k, k], dim=2)
+        v = torch.cat([past_v, v], dim=2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (c // self.h) ** 0.5)
+        att = att.masked_fill(self.bias[:, :, p:p + t, :p + t] == 0, float("-inf"))
+        y = (torch.softmax(att, dim=-1) @ v).transpose(1, 2).reshape(b, t, c)
+        return self.proj(y)
+
+
+def causal_case(n, t, p):
+    return [("x", "float", (n, t, 32)), ("past_k", "float", (n, 4, p, 8)),
+            ("past_v", "float", (n, 4, p, 8))]
+
+
 def gpt_case(n, p, layers=2, heads=4, hd=8):
     past = (layers, n, heads, p, hd)
     return [("ids", "int", (n, 1)), ("past_k", "float", past), ("past_v", "float", past)]
@@ -112,18 +145,32 @@ def models(kind):
         "bert_small": (Bert(), [("ids", "int", (1, 8)), ("ids", "int", (4, 8)),
                                 ("ids", "int", (2, 33))],
                        {"ids": {0: "N", 1: "L"}}, 14),
-        "speech_lstm": (Speech(), [("x", "float", (1, 16, 20)), ("x", "float", (2, 16, 37))],
+        "speech_lstm": (Speech(), [("x", "float", (1, 16, 20)), ("x", "float", (2, 16, 37)),
+                                   ("x", "float", (1, 16, 1)), ("x", "float", (3, 16, 64))],
                         {"x": {0: "N", 2: "frames"}}, 14),
+        "speech_gru": (Speech(gru=True), [("x", "float", (1, 16, 20)), ("x", "float", (2, 16, 37)),
+                                          ("x", "float", (1, 16, 3))],
+                       {"x": {0: "N", 2: "frames"}}, 14),
         "gpt_decode": (GptDecode(), [gpt_case(1, 0), gpt_case(1, 5), gpt_case(2, 17),
                                      gpt_case(1, 63)],
                        {"ids": {0: "N"}, "past_k": {1: "N", 3: "P"},
                         "past_v": {1: "N", 3: "P"}}, 14),
+        "gpt_causal": (CausalCache(), [causal_case(2, 9, 3), causal_case(1, 1, 0),
+                                       causal_case(1, 1, 12), causal_case(1, 30, 20)],
+                       {"x": {0: "N", 1: "T"}, "past_k": {0: "N", 2: "P"},
+                        "past_v": {0: "N", 2: "P"}}, 14),
     }
     large = {
         "vit_b_16": (vit_b_16(),
                      [("x", "float", (1, 3, 224, 224))], None, 14),
         "swin_t": (torchvision.models.swin_t(weights=None),
                    [("x", "float", (1, 3, 224, 224))], None, 14),
+        # GPT-2-small-sized decode step over a dynamic past (cuvil bench --dim P=...).
+        "gpt2_decode": (GptDecode(vocab=50257, d=768, heads=12, layers=12, max_len=1024),
+                        [gpt_case(1, 128, 12, 12, 64), gpt_case(1, 16, 12, 12, 64),
+                         gpt_case(1, 512, 12, 12, 64)],
+                        {"ids": {0: "N"}, "past_k": {1: "N", 3: "P"},
+                         "past_v": {1: "N", 3: "P"}}, 14),
         "bert_base": (Bert(vocab=1000, d=768, heads=12, layers=12, max_len=512),
                       [("ids", "int", (1, 8)), ("ids", "int", (1, 128)), ("ids", "int", (4, 128))],
                       {"ids": {0: "N", 1: "L"}}, 14),

@@ -84,6 +84,20 @@ static const char gpt_chain[] =
     "  %6 = matmul(%5, %v) : f32[1,2,4,8]\n"
     "  return %6\n}\n";
 
+/* torch's masked_fill: where(masked, fill, s) with the strict upper
+ * triangle (static nanoGPT), a key past the query hidden. */
+static const char masked_fill_chain[] =
+    "cuir 1\nmodel @mf(%q: f32[1,2,3,8], %k: f32[1,2,3,8], %v: f32[1,2,3,8]) -> (f32[1,2,3,8]) {\n"
+    "  param %t: bool[1,1,3,3] = dense(false, true, true, false, false, true, false, false, "
+    "false)\n"
+    "  param %f: f32[] = dense(-inf)\n"
+    "  %1 = transpose(%k) {perm=[0,1,3,2]} : f32[1,2,8,3]\n"
+    "  %2 = matmul(%q, %1) : f32[1,2,3,3]\n"
+    "  %4 = where(%t, %f, %2) : f32[1,2,3,3]\n"
+    "  %5 = softmax(%4) {axis=-1} : f32[1,2,3,3]\n"
+    "  %6 = matmul(%5, %v) : f32[1,2,3,8]\n"
+    "  return %6\n}\n";
+
 /* Not a causal triangle (the last row hides a key): the where stays. */
 static const char not_causal[] =
     "cuir 1\nmodel @gpt(%q: f32[1,2,3,8], %k: f32[1,2,3,8], %v: f32[1,2,3,8]) -> (f32[1,2,3,8]) {\n"
@@ -187,6 +201,7 @@ static void check_chain(const char *text, int want_fused, int want_transposes)
 static void test_bert_chain(void **state) { (void)state; check_chain(bert_chain, 1, 0); }
 static void test_gpt_chain(void **state) { (void)state; check_chain(gpt_chain, 1, 0); }
 static void test_unscaled(void **state) { (void)state; check_chain(unscaled, 1, 0); }
+static void test_masked_fill(void **state) { (void)state; check_chain(masked_fill_chain, 1, 0); }
 static void test_not_causal(void **state) { (void)state; check_chain(not_causal, 0, 1); }
 static void test_scores_used(void **state) { (void)state; check_chain(scores_used, 0, 1); }
 
@@ -217,6 +232,7 @@ int main(void)
         cmocka_unit_test(test_bert_chain),
         cmocka_unit_test(test_gpt_chain),
         cmocka_unit_test(test_unscaled),
+        cmocka_unit_test(test_masked_fill),
         cmocka_unit_test(test_not_causal),
         cmocka_unit_test(test_scores_used),
         cmocka_unit_test(test_native),

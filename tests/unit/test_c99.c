@@ -272,6 +272,12 @@ static const bk_case sweep_nn[] = {
     BK("global_avg_pool", NULL, "f32[N:2,2,3,2,2]"),
     BK("resize", "scales=[1,1,2,2] mode=linear", "f32[1,2,3,3]"),
     BK("resize", "scales=[2,3] nearest_mode=round_prefer_ceil", "i32[3,2]"),
+    BKN("rnn", "cell=lstm direction=bidirectional clip=0.9", 3, 2, "f32[T:4,2,3]", "f32[2,8,3]",
+        "f32[2,8,2]", "f32[2,16]", "f32[2,2,2]", "f32[2,2,2]"),
+    BKN("rnn", "cell=gru", 2, 0, "f32[T:5,2,3]", "f32[1,6,3]", "f32[1,6,2]", "f32[1,12]",
+        "f32[1,2,2]"),
+    BKN("rnn", "cell=gru linear_before_reset=1 direction=reverse", 2, 1, "f32[3,1,3]",
+        "f32[1,6,3]", "f32[1,6,2]", "f32[1,12]", "f32[1,1,2]"),
 };
 
 static const bk_case sweep_red[] = {

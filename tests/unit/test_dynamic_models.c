@@ -4,8 +4,9 @@
  * and run at every exported shape, against PyTorch's outputs (max abs
  * error <= 1e-4, or 1e-4 of the output's range).  bert_small has dynamic
  * batch N and length L (positions from arange(L) into a 64-row table),
- * speech_lstm a dynamic number of frames through a stride-2 Conv1d and an
- * LSTM, gpt_decode a dynamic past length P (present outputs P+1). */
+ * speech_lstm (speech_gru) a dynamic number of frames through a stride-2
+ * Conv1d and an LSTM (a bidirectional GRU), gpt_decode a dynamic past
+ * length P (present outputs P+1), gpt_causal T new tokens past P. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -13,11 +14,13 @@
 #include <cmocka.h>
 
 #include <dlfcn.h>
+#include <jansson.h>
 #include <unistd.h>
 
 #include "common/npy.h"
 #include "compiler-core/frontends/onnx/onnx_import.h"
 #include "compiler-core/passes/passes.h"
+#include "tests/support/pyrun.h"
 #include "tests/unit/test_backend_util.h"
 #include "tests/unit/test_model_refs.h"
 
@@ -228,22 +231,30 @@ static void check_native_bound(cv_module *m, cv_diag *d)
     cv_tmpdir_remove(dir);
 }
 
+/* The export `name` imported, or the test skipped when it is missing (or
+ * when need is false). */
+static cv_module *load_or_skip(const char *name, bool need, cv_diag *d)
+{
+    char *onnx = model_file(name, -1, NULL, 0);
+    bool have = need && access(onnx, R_OK) == 0;
+    cv_module *m = have ? cv_onnx_load(onnx, d) : NULL;
+    free(onnx);
+    if (!have) {
+        cv_diag_free(d);
+        skip();
+    }
+    assert_non_null(m);
+    return m;
+}
+
 /* The 64-row positional table bounds L: L = 65 is CV3013 naming the input,
  * before any op runs (not an out-of-range gather). */
 static void test_bert_small_bound(void **state)
 {
     (void)state;
-    char *onnx = model_file("bert_small", -1, NULL, 0);
-    bool have = access(onnx, R_OK) == 0;
     cv_diag d;
     cv_diag_init(&d);
-    cv_module *m = have ? cv_onnx_load(onnx, &d) : NULL;
-    free(onnx);
-    if (!have) {
-        cv_diag_free(&d);
-        skip();
-    }
-    assert_non_null(m);
+    cv_module *m = load_or_skip("bert_small", true, &d);
     for (int64_t l = 64; l <= 65; l++) {
         int64_t dims[2] = {1, l};
         cv_tensor in, out = {0};
@@ -263,18 +274,67 @@ static void test_bert_small_bound(void **state)
     cv_diag_free(&d);
 }
 
-/* speech_lstm's LSTM over (frames + 1) floordiv 2 steps is one rnn op in
- * the interpreter; the rnn op has no native kernel yet (CV5001). */
-static void test_speech_lstm(void **state)
-{
-    (void)state;
-    check_model("speech_lstm", -1, "CV5001");
-}
+/* speech_lstm's LSTM over (frames + 1) floordiv 2 steps is one rnn op,
+ * run by the interpreter and, after one native compile, by the runtime's
+ * cvrt_rnn at 20, 37, 1 and 64 frames (batch 1 to 3). */
+static void test_speech_lstm(void **state) { (void)state; check_model("speech_lstm", -1, NULL); }
+
+/* The same stem with a bidirectional GRU (linear_before_reset, as PyTorch
+ * exports it): both directions of one rnn op, at 20, 37 and 3 frames. */
+static void test_speech_gru(void **state) { (void)state; check_model("speech_gru", -1, NULL); }
 
 /* One decode step past caches of P = 0, 5, 17 and 63 tokens (present
  * outputs P + 1), one native compile; the 64-row position table indexed
  * by arange(P, P + 1) bounds P <= 63. */
 static void test_gpt_decode(void **state) { (void)state; check_model("gpt_decode", 2, NULL); }
+
+/* nanoGPT's causal attention past a cache: masked_fill by the slice
+ * bias[:, :, P:P+T, :P+T] of a lower triangle over symbolic T and P is
+ * one causal attention op; at (N,T,P) = (2,9,3), (1,1,0), (1,1,12) and
+ * (1,30,20), natively and in the interpreter. */
+static void test_gpt_causal(void **state) { (void)state; check_model("gpt_causal", 1, NULL); }
+
+/* cuvil bench on the compiled decoder: --dim P=17 sets the past length,
+ * --batch 2 the sequences; one decode step per run makes 2 tokens, and
+ * tokens/s is 2 over the p50.  A --dim naming no symbol is CV2024 naming
+ * the model's symbols. */
+static void test_gpt_decode_bench(void **state)
+{
+    (void)state;
+    const char *bin = getenv("CUVIL_BIN");
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_module *m = load_or_skip("gpt_decode", bin && access(bin, X_OK) == 0, &d);
+    char msg[4096] = "";
+    char *dir = bk_compile(m, "native", 2, CV_EMIT_SO | CV_EMIT_H, msg, sizeof msg);
+    if (!dir)
+        fail_msg("gpt_decode: %s", msg);
+    char *err = cv_tmpdir_path(dir, "stderr.txt"), *out = NULL;
+    const char *argv[] = {bin, "bench", dir, "--batch", "2", "--dim", "P=17", "--iters", "3",
+                          "--warmup", "0", "--json", NULL};
+    assert_int_equal(cv_run_argv(argv, err, &out), 0);
+    json_t *j = json_loads(out, 0, NULL);
+    assert_non_null(j);
+    assert_int_equal(json_integer_value(json_object_get(j, "tokens_per_run")), 2);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "dims"), "P")), 17);
+    double p50 = json_real_value(json_object_get(j, "p50_ms"));
+    double tps = json_real_value(json_object_get(j, "tokens_per_s"));
+    assert_true(p50 > 0 && fabs(tps - 2000.0 / p50) <= 1e-6 * tps);
+    json_decref(j);
+    free(out);
+    const char *bad[] = {bin, "bench", dir, "--dim", "Q=3", "--iters", "1", NULL};
+    assert_int_equal(cv_run_argv(bad, err, &out), 1);
+    free(out);
+    size_t len;
+    char *text = cv_tmpdir_read_file(err, &len);
+    assert_non_null(strstr(text, "error[CV2024]"));
+    assert_non_null(strstr(text, "no symbol Q (they have: N, P)"));
+    free(text);
+    free(err);
+    cv_tmpdir_remove(dir);
+    cv_module_free(m);
+    cv_diag_free(&d);
+}
 
 int main(void)
 {
@@ -282,7 +342,10 @@ int main(void)
         cmocka_unit_test(test_bert_small),
         cmocka_unit_test(test_bert_small_bound),
         cmocka_unit_test(test_speech_lstm),
+        cmocka_unit_test(test_speech_gru),
         cmocka_unit_test(test_gpt_decode),
+        cmocka_unit_test(test_gpt_decode_bench),
+        cmocka_unit_test(test_gpt_causal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,9 @@
 /* ONNX import of shape computations with symbols and of constant subgraphs
  * (issue 26): the generic interpreter fold, symbolic shape arithmetic,
  * Cast keeping symbols, ConstantOfShape over a symbolic shape, a Range
- * over a symbol, and the coded refusal of a Range over tensor data. */
+ * over a symbol, Tile by a symbolic count, Slice to a symbolic end, and the
+ * coded refusal of a Range
+ * over tensor data. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -440,6 +442,111 @@ static void test_constant_of_symbolic_shape(void **state)
     tb_free(&b);
 }
 
+/* torch's t.repeat(x.shape[0], 2) exports Tile with repeats
+ * Concat(Unsqueeze(Gather(Shape(x))), [2]): the symbolic count folds into
+ * an expand over N (a [2,3] table becomes [2*N, 6]; a [1,3] row, repeated
+ * N times, [N, 3]), which the interpreter fills at several N. */
+static void test_tile_symbolic_repeats(void **state)
+{
+    (void)state;
+    tb b;
+    tb_init(&b, 14);
+    int64_t dx[2] = {TB_N, 4}, zero = 0, one1[1] = {1}, two = 2, one = 1;
+    int64_t dt[2] = {2, 3}, dr[2] = {1, 3};
+    float tv[6] = {1, 2, 3, 4, 5, 6}, rv[3] = {7, 8, 9};
+    tb_input(&b, "x", TB_FLOAT, 2, dx);
+    tb_output(&b, "y", TB_FLOAT, -1, NULL);
+    tb_output(&b, "z", TB_FLOAT, -1, NULL);
+    tb_init_tensor(&b, "i0", TB_INT64, 0, NULL, &zero, true);
+    tb_init_tensor(&b, "ax", TB_INT64, 1, one1, &zero, true);
+    tb_init_tensor(&b, "two1", TB_INT64, 1, one1, &two, true);
+    tb_init_tensor(&b, "one1", TB_INT64, 1, one1, &one, true);
+    tb_init_tensor(&b, "t", TB_FLOAT, 2, dt, tv, true);
+    tb_init_tensor(&b, "row", TB_FLOAT, 2, dr, rv, true);
+        tb_node(&b, "Shape", "shape", "x", "s");
+    tb_node(&b, "Gather", "g", "s,i0", "n");
+    tb_node(&b, "Unsqueeze", "u", "n,ax", "nv");
+    Onnx__NodeProto *cat = tb_node(&b, "Concat", "cat", "nv,two1", "reps");
+    tb_attr_i(&b, cat, "axis", 0);
+    Onnx__NodeProto *cat1 = tb_node(&b, "Concat", "cat1", "nv,one1", "reps1");
+    tb_attr_i(&b, cat1, "axis", 0);
+    tb_node(&b, "Tile", "tile", "t,reps", "y");
+    tb_node(&b, "Tile", "tile_row", "row,reps1", "z");
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_module *m = load_ok(&b, &d);
+    assert_int_equal(cv_verify(m, 0, &d), 0);
+    const cv_type *t = &m->funcs[0]->returns[0]->type;
+    assert_string_equal(t->shape.d[0].sym, "2*N");
+    assert_int_equal(t->shape.d[1].n, 6);
+    assert_string_equal(m->funcs[0]->returns[1]->type.shape.d[0].sym, "N");
+    for (int64_t n = 1; n <= 5; n += 2) {
+        cv_tensor in, out[2];
+        int64_t dims[2] = {n, 4};
+        assert_int_equal(cv_tensor_alloc(&in, CV_F32, 2, dims), 0);
+        assert_int_equal(cv_interp_run(m->funcs[0], &in, 1, out, &d), 0);
+        assert_int_equal(out[0].dims[0], 2 * n);
+        assert_int_equal(out[0].dims[1], 6);
+        for (int64_t i = 0; i < out[0].numel; i++)
+            assert_true(((float *)out[0].data)[i] == tv[(i / 6 % 2) * 3 + i % 3]);
+        assert_int_equal(out[1].dims[0], n);
+        for (int64_t i = 0; i < out[1].numel; i++)
+            assert_true(((float *)out[1].data)[i] == rv[i % 3]);
+        cv_tensor_free(&in);
+        cv_tensor_free(&out[0]);
+        cv_tensor_free(&out[1]);
+    }
+    cv_module_free(m);
+    cv_diag_free(&d);
+    tb_free(&b);
+}
+
+/* table[:x.shape[0]] (nanoGPT's bias[:, :, :T, :T]): a Slice whose end
+ * is a symbol becomes a gather by arange(N), so N <= 6 is a fact, and the
+ * interpreter reads the first N rows. */
+static void test_slice_symbolic_end(void **state)
+{
+    (void)state;
+    tb b;
+    tb_init(&b, 14);
+    int64_t dx[2] = {TB_N, 4}, zero = 0, one1[1] = {1}, dt[2] = {6, 3};
+    float table[18];
+    for (int i = 0; i < 18; i++)
+        table[i] = (float)i;
+    tb_input(&b, "x", TB_FLOAT, 2, dx);
+    tb_output(&b, "y", TB_FLOAT, -1, NULL);
+    tb_init_tensor(&b, "i0", TB_INT64, 0, NULL, &zero, true);
+    tb_init_tensor(&b, "ax", TB_INT64, 1, one1, &zero, true);
+    tb_init_tensor(&b, "table", TB_FLOAT, 2, dt, table, true);
+    tb_node(&b, "Shape", "shape", "x", "s");
+    tb_node(&b, "Gather", "g", "s,i0", "n");
+    tb_node(&b, "Unsqueeze", "u", "n,ax", "end");
+    tb_node(&b, "Slice", "rows", "table,ax,end,ax", "y");
+    cv_diag d;
+    cv_diag_init(&d);
+    cv_module *m = load_ok(&b, &d);
+    assert_int_equal(cv_verify(m, 0, &d), 0);
+    assert_string_equal(m->funcs[0]->returns[0]->type.shape.d[0].sym, "N");
+    const cv_sym_fact *facts;
+    assert_int_equal(cv_module_facts(m, &facts), 1);
+    assert_string_equal(facts[0].sym, "N");
+    assert_int_equal(facts[0].max, 6);
+    for (int64_t n = 1; n <= 6; n += 5) {
+        cv_tensor in, out;
+        int64_t dims[2] = {n, 4};
+        assert_int_equal(cv_tensor_alloc(&in, CV_F32, 2, dims), 0);
+        assert_int_equal(cv_interp_run(m->funcs[0], &in, 1, &out, &d), 0);
+        assert_int_equal(out.dims[0], n);
+        for (int64_t i = 0; i < out.numel; i++)
+            assert_true(((float *)out.data)[i] == (float)i);
+        cv_tensor_free(&in);
+        cv_tensor_free(&out);
+    }
+    cv_module_free(m);
+    cv_diag_free(&d);
+    tb_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -452,6 +559,8 @@ int main(void)
         cmocka_unit_test(test_range_from_symbol),
         cmocka_unit_test(test_rnn_symbolic_matches_unrolled),
         cmocka_unit_test(test_constant_of_symbolic_shape),
+        cmocka_unit_test(test_tile_symbolic_repeats),
+        cmocka_unit_test(test_slice_symbolic_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -589,6 +589,68 @@ static const helper helpers[CV_C99_H__COUNT] = {
         "                   c + j0, ldc, accumulate, bias ? bias + j0 * bias_cs : NULL, bias_rs,\n"
         "                   bias_cs, bias_scale, res ? res + j0 : NULL, res_ld, act, lo, hi);\n"
         "    }\n}\n\n"},
+    /* runtime/cvrt_rnn.c: per direction the input side of every step in
+     * one product, then per step the state's product and the gates. */
+    [CV_C99_H_RNN] = {CV_C99_H_SGEMM, NO,
+        "static float cvrt_rnn_clamp(float v, float clip)\n{\n"
+        "    return clip <= 0.0f ? v : v < -clip ? -clip : v > clip ? clip : v;\n}\n\n"
+        "static float cvrt_rnn_sigm(float v)\n{\n    return 1.0f / (1.0f + expf(-v));\n}\n\n"
+        "static void cvrt_rnn(cvrt_ctx *rt, const void *x_, const void *w_, const void *r_,\n"
+        "    const void *bias_, const void *h0_, const void *c0_, void *y_, void *yh_, void *yc_,\n"
+        "    void *xg_, void *hg_, int64_t T, int64_t B, int64_t I, int64_t H, int64_t G,\n"
+        "    int64_t dirs, int64_t flags, float clip)\n{\n"
+        "    const float *w = (const float *)w_, *r = (const float *)r_;\n"
+        "    const float *bias = (const float *)bias_, *h0 = (const float *)h0_;\n"
+        "    const float *c0 = (const float *)c0_;\n"
+        "    float *y = (float *)y_, *yh = (float *)yh_, *yc = (float *)yc_;\n"
+        "    float *xg = (float *)xg_, *hg = (float *)hg_;\n"
+        "    int64_t GH = G * H, BH = B * H, d, i, b, j;\n"
+        "    float *rh = hg + B * GH;\n"
+        "    for (d = 0; d < dirs; d++) {\n"
+        "        const float *wd = w + d * GH * I, *rd = r + d * GH * H, *wb = bias + d * 2 * GH;\n"
+        "        float *h = yh + d * BH, *cell = G == 4 ? yc + d * BH : NULL;\n"
+        "        int rev = (flags & 1) || d == 1, lbr = (flags & 2) != 0;\n"
+        "        for (j = 0; j < BH; j++) {\n"
+        "            h[j] = h0[d * BH + j];\n"
+        "            if (cell)\n                cell[j] = c0[d * BH + j];\n"
+        "        }\n"
+        "        cvrt_sgemm(rt, T * B, GH, I, 1.0f, x_, I, 1, wd, 1, I, xg, GH, 0, wb, 0, 1,\n"
+        "                   1.0f, NULL, 0, 0, 0.0f, 0.0f);\n"
+        "        for (i = 0; i < T; i++) {\n"
+        "            int64_t t = rev ? T - 1 - i : i;\n"
+        "            cvrt_sgemm(rt, B, GH, H, 1.0f, h, H, 1, rd, 1, H, hg, GH, 0, wb + GH, 0, 1,\n"
+        "                       1.0f, NULL, 0, 0, 0.0f, 0.0f);\n"
+        "            for (b = 0; b < B; b++) {\n"
+        "                const float *xr = xg + (t * B + b) * GH;\n"
+        "                float *hr = hg + b * GH, *hb = h + b * H;\n"
+        "                for (j = 0; G == 4 && j < H; j++) {\n"
+        "                    float ig = cvrt_rnn_sigm(cvrt_rnn_clamp(xr[j] + hr[j], clip));\n"
+        "                    float og = cvrt_rnn_sigm(cvrt_rnn_clamp(xr[H + j] + hr[H + j], clip));\n"
+        "                    float fg = cvrt_rnn_sigm(cvrt_rnn_clamp(xr[2 * H + j] + hr[2 * H + j], clip));\n"
+        "                    float gg = tanhf(cvrt_rnn_clamp(xr[3 * H + j] + hr[3 * H + j], clip));\n"
+        "                    cell[b * H + j] = fg * cell[b * H + j] + ig * gg;\n"
+        "                    hb[j] = og * tanhf(cell[b * H + j]);\n"
+        "                }\n"
+        "                for (j = 0; G == 3 && j < 2 * H; j++)\n"
+        "                    hr[j] = cvrt_rnn_sigm(cvrt_rnn_clamp(xr[j] + hr[j], clip));\n"
+        "                for (j = 0; G == 3 && !lbr && j < H; j++)\n"
+        "                    rh[b * H + j] = hr[H + j] * hb[j];\n"
+        "            }\n"
+        "            if (G == 3 && !lbr)\n"
+        "                cvrt_sgemm(rt, B, H, H, 1.0f, rh, H, 1, rd + 2 * H * H, 1, H, hg + 2 * H, GH,\n"
+        "                           0, wb + GH + 2 * H, 0, 1, 1.0f, NULL, 0, 0, 0.0f, 0.0f);\n"
+        "            for (b = 0; G == 3 && b < B; b++) {\n"
+        "                const float *xr = xg + (t * B + b) * GH, *hr = hg + b * GH;\n"
+        "                float *hb = h + b * H;\n"
+        "                for (j = 0; j < H; j++) {\n"
+        "                    float z = hr[j], rg = hr[H + j], rec = hr[2 * H + j];\n"
+        "                    float n = tanhf(cvrt_rnn_clamp(xr[2 * H + j] + (lbr ? rg * rec : rec), clip));\n"
+        "                    hb[j] = (1.0f - z) * n + z * hb[j];\n"
+        "                }\n"
+        "            }\n"
+        "            for (j = 0; j < BH; j++)\n                y[(t * dirs + d) * BH + j] = h[j];\n"
+        "        }\n"
+        "    }\n}\n\n"},
 };
 
 void cv_c99_runtime(bool *need, cv_sb *out)
@@ -622,6 +684,7 @@ const char *cv_c99_rt_name(cv_krt fn, bool *need)
     case CV_KRT_CONV2D_P8H: need[CV_C99_H_CONV2D_P8H] = true; return "cvrt_conv2d_p8h";
     case CV_KRT_SGEMM_H: need[CV_C99_H_SGEMM_H] = true; return "cvrt_sgemm_h";
     case CV_KRT_SGEMM_PB: need[CV_C99_H_SGEMM_PB] = true; return "cvrt_sgemm_pb";
+    case CV_KRT_RNN: need[CV_C99_H_RNN] = true; return "cvrt_rnn";
     case CV_KRT_NCHWC_CONV2D_H:
         need[CV_C99_H_NCHWC_CONV2D_H] = true;
         return "cvrt_nchwc_conv2d_h";

@@ -463,10 +463,86 @@ static int slice_fold(onnx_ctx *c, const onnx_const *k, const slice_args *s)
     return onnx_bind_const(c, 0, onnx_fold_view(c, k, k->rank, dims, st, off));
 }
 
+/* Whether Slice input i (starts, ends) holds a symbol. */
+static bool sym_arg(onnx_ctx *c, int i)
+{
+    onnx_val *v = c->opset >= 10 ? onnx_in(c, i) : NULL;
+    if (!v || !v->c || !v->c->syms)
+        return false;
+    for (int64_t k = 0; k < v->c->numel; k++)
+        if (v->c->syms[k])
+            return true;
+    return false;
+}
+
+/* Slice bound b of an axis of extent d as an index in [0, d] where static
+ * (negative counts from the end; past the end clamps). */
+static int slice_bound(onnx_ctx *c, cv_dim b, cv_dim d, cv_dim *out)
+{
+    *out = b;
+    if (b.sym)
+        return 0;
+    if (b.n < 0)
+        return b.n < -(1LL << 40) ? (*out = (cv_dim){0, NULL}, 0) : cv_dim_add(c->m, d, b, out);
+    if (b.n > (1LL << 40) || (!d.sym && b.n > d.n))
+        *out = d;
+    return 0;
+}
+
+/* x[..., b:e, ...] for symbolic b or e (torch's bias[:, :, :T, :T]): a
+ * gather by arange(b, max(e - b, 0)) on each such axis (step 1), so the
+ * facts pass bounds the symbol by the axis' extent. */
+static int slice_symbolic(onnx_ctx *c, onnx_val *x)
+{
+    const onnx_const *st = onnx_in_const(c, 1, "starts"), *en = onnx_in_const(c, 2, "ends");
+    int64_t axes[CV_MAX_RANK], steps[CV_MAX_RANK];
+    int na = onnx_ints_arg(c, 3, "axes", 10, axes, CV_MAX_RANK);
+    int nt = onnx_ints_arg(c, 4, "steps", 10, steps, CV_MAX_RANK);
+    if (!st || !en || na == -2 || nt == -2)
+        return -1;
+    int n = (int)st->numel, rank = x->type.shape.rank;
+    if (st->rank != 1 || en->numel != n || n > CV_MAX_RANK || (na >= 0 && na != n) ||
+        (nt >= 0 && nt != n))
+        return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "starts, ends, axes and steps must have one entry "
+                        "per sliced axis");
+    cv_value *v = onnx_in_value(c, 0);
+    for (int i = 0; i < n && v; i++) {
+        int a;
+        cv_dim b = onnx_const_dim(st, i), e = onnx_const_dim(en, i), len;
+        int64_t step = nt >= 0 ? steps[i] : 1;
+        if (norm_axis(c, na >= 0 ? axes[i] : i, rank, &a) < 0)
+            return -1;
+        if (step != 1)
+            return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "a slice with symbolic bounds must "
+                            "have step 1 (axis %d has %lld)", a, (long long)step);
+        cv_dim d = v->type.shape.d[a];
+        if (slice_bound(c, b, d, &b) || slice_bound(c, e, d, &e) || cv_dim_sub(c->m, e, b, &len))
+            return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "the slice's extent is not expressible");
+        int cmp = cv_dim_compare(len, (cv_dim){0, NULL});
+        if (cmp != CV_DIM_EQ && cmp != CV_DIM_GT && cmp != CV_DIM_GE &&
+            cv_dim_arith(c->m, CV_DIM_MAX, len, (cv_dim){0, NULL}, &len))
+            return onnx_err(c, CV_E_ONNX_DATA_DEPENDENT_SHAPE, "the slice's extent is not expressible");
+        cv_op *r = onnx_op(c, "arange", NULL, 0);
+        if (r) {
+            cv_op_set_dims(r, "length", &len, 1);
+            cv_op_set_dims(r, "start", &b, 1);
+            cv_op_set_dtype(r, "dtype", CV_I64);
+        }
+        cv_value *ops[2] = {v, onnx_finish(c, r)};
+        cv_op *g = ops[1] ? onnx_op(c, "gather", ops, 2) : NULL;
+        if (g)
+            cv_op_set_int(g, "axis", a);
+        v = onnx_finish(c, g);
+    }
+    return v ? onnx_bind_value(c, 0, v) : -1;
+}
+
 static int lower_slice(onnx_ctx *c)
 {
     onnx_val *x = data_in(c);
     slice_args s;
+    if (x && (sym_arg(c, 1) || sym_arg(c, 2)))
+        return slice_symbolic(c, x);
     if (!x || slice_read(c, &s) < 0)
         return -1;
     const onnx_const *k = foldable(x);
@@ -560,32 +636,80 @@ static int lower_pad(onnx_ctx *c)
     return onnx_bind_value(c, 0, onnx_finish(c, o));
 }
 
-/* Tile: each repeated axis becomes a concat of copies. */
+/* v reshaped or expanded (op) to the dims d[n], which may hold symbols. */
+static cv_value *dims_op(onnx_ctx *c, const char *op, cv_value *v, const cv_dim *d, int n)
+{
+    cv_op *o = onnx_op(c, op, &v, 1);
+    if (o)
+        cv_op_set_dims(o, "shape", d, n);
+    return onnx_finish(c, o);
+}
+
+/* Tiling axis a of v r times, r a symbol or expression (torch's
+ * x.repeat(y.shape[0], 1)): [.., X, ..] becomes [.., 1, X, ..], expanded
+ * to [.., r, X, ..], reshaped to [.., r*X, ..]; an axis of extent 1 is
+ * just expanded. */
+static cv_value *tile_symbolic(onnx_ctx *c, cv_value *v, int a, cv_dim r)
+{
+    cv_shape s = v->type.shape;
+    cv_dim d[CV_MAX_RANK], prod;
+    if (!s.d[a].sym && s.d[a].n == 1) {
+        s.d[a] = r;
+        return dims_op(c, "expand", v, s.d, s.rank);
+    }
+    if (s.rank >= CV_MAX_RANK) {
+        onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "a symbolic repeat of a rank-%d input (at most "
+                 "rank %d)", s.rank, CV_MAX_RANK - 1);
+        return NULL;
+    }
+    for (int i = 0, j = 0; i <= s.rank; i++)
+        d[i] = i == a ? (cv_dim){.n = 1} : s.d[j++];
+    v = dims_op(c, "reshape", v, d, s.rank + 1);
+    d[a] = r;
+    v = v ? dims_op(c, "expand", v, d, s.rank + 1) : NULL;
+    if (!v || cv_dim_mul(c->m, r, s.d[a], &prod))
+        return NULL;
+    s.d[a] = prod;
+    return dims_op(c, "reshape", v, s.d, s.rank);
+}
+
+/* Tile: each repeated axis becomes a concat of copies, or for a symbolic
+ * repeat count (a shape value) an expand (tile_symbolic). */
 static int lower_tile(onnx_ctx *c)
 {
     onnx_val *x = data_in(c);
+    const onnx_const *rk = NULL;
+    if (!x || (c->opset >= 6 && !(rk = onnx_in_const(c, 1, "repeats"))))
+        return -1;
+    bool sym = rk && rk->syms;
     int64_t reps[CV_MAX_RANK];
-    int n = onnx_ints_arg(c, 1, "repeats", 6, reps, CV_MAX_RANK);
-    if (!x || n == -2)
+    int n = !sym ? onnx_ints_arg(c, 1, "repeats", 6, reps, CV_MAX_RANK)
+        : onnx_const_is_int(rk) && rk->rank == 1 && rk->numel <= CV_MAX_RANK ? (int)rk->numel : -1;
+    if (n == -2)
         return -1;
     if (n != x->type.shape.rank)
         return onnx_err(c, CV_E_ONNX_ATTRIBUTE_VALUE, "'repeats' has %d entries for rank %d", n,
                         x->type.shape.rank);
     cv_value *v = onnx_in_value(c, 0), *copies[256];
     for (int a = 0; a < n && v; a++) {
-        if (reps[a] < 1 || reps[a] > 256)
-            return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "repeats[%d] = %lld (supported: 1 to 256)",
-                            a, (long long)reps[a]);
-        if (reps[a] == 1)
+        cv_dim r = sym ? onnx_const_dim(rk, a) : (cv_dim){.n = reps[a]};
+        if (r.sym) {
+            v = tile_symbolic(c, v, a, r);
             continue;
-        for (int i = 0; i < reps[a]; i++)
+        }
+        if (r.n < 1 || r.n > 256)
+            return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "repeats[%d] = %lld (supported: 1 to 256)",
+                            a, (long long)r.n);
+        if (r.n == 1)
+            continue;
+        for (int i = 0; i < r.n; i++)
             copies[i] = v;
-        cv_op *o = onnx_op(c, "concat", copies, (int)reps[a]);
+        cv_op *o = onnx_op(c, "concat", copies, (int)r.n);
         if (o)
             cv_op_set_int(o, "axis", a);
         v = onnx_finish(c, o);
     }
-    return onnx_bind_value(c, 0, v);
+    return v ? onnx_bind_value(c, 0, v) : -1;
 }
 
 static const onnx_op_entry entries[] = {
@@ -597,10 +721,10 @@ static const onnx_op_entry entries[] = {
     {"Transpose", 1, lower_transpose, "transpose", 0},
     {"Concat", 4, lower_concat, "concat", 0},
     {"Split", 2, lower_split, "split", 1u << 1},
-    {"Slice", 1, lower_slice, "slice", 0x1eu},
+    {"Slice", 1, lower_slice, "slice gather arange", 0x1eu},
     {"Gather", 1, lower_gather, "gather", 0},
     {"Pad", 2, lower_pad, "pad", 0xeu},
-    {"Tile", 6, lower_tile, "concat", 1u << 1},
+    {"Tile", 6, lower_tile, "concat reshape expand", 1u << 1},
 };
 
 const onnx_op_family onnx_ops_shape = {entries, sizeof entries / sizeof entries[0]};
