@@ -34,7 +34,7 @@ typedef struct bctx {
     cv_wk_source src;           /* src.dir owned */
     cv_wk_deps deps;            /* owned */
     bool deps_stored;           /* the deps entry matched what the front end read */
-    cv_cache_key deps_key, l1_key, l2_key;   /* owned */
+    cv_cache_key deps_key, l1_key, l2_key, code_key;   /* owned */
     cv_wk_l1_value l1v;
     bool have_l1v;
     cv_module *m;               /* owned */
@@ -47,6 +47,7 @@ static void bctx_free(bctx *b)
     cv_cache_key_free(&b->deps_key);
     cv_cache_key_free(&b->l1_key);
     cv_cache_key_free(&b->l2_key);
+    cv_cache_key_free(&b->code_key);
     cv_module_free(b->m);
 }
 
@@ -482,6 +483,76 @@ static int l2_lookup(bctx *b)
     return rc;
 }
 
+/* ---------------------------------------------------------------- code */
+
+/* Cache trouble on the code level is a warning, as on the others. */
+static void warn_from(bctx *b, cv_diag *scratch)
+{
+    for (int i = 0; i < scratch->n; i++)
+        cv_diag_add(b->d, CV_SEV_WARNING, scratch->v[i].code, (cv_span){0}, NULL, "%s",
+                    scratch->v[i].msg);
+    cv_diag_free(scratch);
+}
+
+/* cv_code_cache.lookup: the code level, keyed by the unoptimised module. */
+static int code_lookup(void *ctx, const void *module, size_t len, void **obj, size_t *obj_len)
+{
+    bctx *b = ctx;
+    cv_build_level *lv = &b->r->code;
+    cv_diag scratch;
+    cv_diag_init(&scratch);
+    cv_digest md, od;
+    cv_wk_target desc;
+    cv_cache_sha256(module, len, &md);
+    cv_cache_key_free(&b->code_key);
+    lv->outcome = CV_CACHE_MISS;
+    int rc = 0;
+    if (cv_wk_target_describe(b->target, &desc, &scratch) == 0 &&
+        cv_wk_code_key(b->c, &md, b->target, &desc, b->o->opt_level, &b->code_key, &scratch) == 0) {
+        void *val = NULL;
+        size_t vlen = 0;
+        uint64_t size = 0;
+        cv_cache_lookup info = {0};
+        cv_wk_hex(&b->code_key.digest, lv->key);
+        int hit = cv_cache_get_action(b->c, CV_CACHE_CODE, &b->code_key, &val, &vlen, &info,
+                                      &scratch);
+        lv->ms = info.ms;
+        if (hit == 1 && cv_wk_code_decode(val, vlen, &od, &size) == 0 &&
+            cv_cache_get_blob(b->c, &od, obj, obj_len, NULL, &scratch) == 1 && *obj_len == size) {
+            lv->outcome = outcome_of(&info);
+            rc = 1;
+        } else {
+            free(*obj);
+            *obj = NULL;
+            snprintf(lv->reason, sizeof lv->reason, "%s",
+                     hit == 1 ? "its object is no longer stored"
+                              : reason_text(info.reason, "structure changed"));
+        }
+        free(val);
+    }
+    warn_from(b, &scratch);
+    return rc;
+}
+
+/* cv_code_cache.store: the object made after a code miss. */
+static void code_store(void *ctx, const void *obj, size_t len)
+{
+    bctx *b = ctx;
+    if (!b->code_key.manifest)
+        return;
+    double t0 = cv_clock_mono_ms_f();
+    cv_diag scratch;
+    cv_diag_init(&scratch);
+    cv_digest dg;
+    char *val = NULL;
+    if (cv_cache_put_blob(b->c, obj, len, &dg, &scratch) == 0 &&
+        (val = cv_wk_code_encode(&dg, len)) != NULL)
+        cv_cache_put_action(b->c, CV_CACHE_CODE, &b->code_key, val, strlen(val), &scratch);
+    free(val);
+    warn_from(b, &scratch);
+    b->r->ms_upload += cv_clock_mono_ms_f() - t0;
+}
+
 static int backend(bctx *b)
 {
     if (check_out_dir(b, b->m->n_funcs ? b->m->funcs[0]->name : ""))
@@ -498,6 +569,9 @@ static int backend(bctx *b)
     co.sym_locs = !b->c || (b->emit & CV_EMIT_CUIR);
     co.fingerprint = b->r->fingerprint[0] ? b->r->fingerprint : NULL;
     co.name = b->o->name;
+    cv_code_cache cc = {.ctx = b, .lookup = code_lookup, .store = code_store};
+    if (b->c)
+        co.code_cache = &cc;
     if (cv_compile_native(b->m, &co, &b->r->info, b->d))
         return -1;
     b->r->compiled = true;
@@ -625,14 +699,16 @@ int cv_build(cv_cache *c, const cv_build_opts *o, cv_build_result *r, cv_diag *d
 
 void cv_build_cache_line(const cv_build_result *r, char *buf, size_t size)
 {
-    const cv_build_level *lv[2] = {&r->l1, &r->l2};
+    const cv_build_level *lv[3] = {&r->l1, &r->l2, &r->code};
+    static const char *const names[3] = {"l1", "l2", "code"};
     size_t at = (size_t)snprintf(buf, size, "cache:");
-    for (int i = 0; i < 2 && at < size; i++) {
+    /* The code level is looked up only when the artifact is compiled. */
+    for (int i = 0; i < (r->code.outcome != CV_CACHE_NONE ? 3 : 2) && at < size; i++) {
         const cv_build_level *l = lv[i];
         const char *what = l->outcome == CV_CACHE_HIT ? "hit"
                          : l->outcome == CV_CACHE_REMOTE_HIT ? "hit (remote)"
                          : l->outcome == CV_CACHE_MISS ? "miss" : "not used";
-        at += (size_t)snprintf(buf + at, size - at, "%s l%d %s", i ? "," : "", i + 1, what);
+        at += (size_t)snprintf(buf + at, size - at, "%s %s %s", i ? "," : "", names[i], what);
         if (at < size && l->outcome != CV_CACHE_HIT && l->outcome != CV_CACHE_REMOTE_HIT &&
             l->reason[0])
             at += (size_t)snprintf(buf + at, size - at, " (%s)", l->reason);

@@ -65,6 +65,8 @@ typedef struct cv_build_level {
 
 typedef struct cv_build_result {
     cv_build_level l1, l2;
+    cv_build_level code;        /* generated code apart from weights: looked up only when
+                                   the artifact is compiled (an L2 miss); a hit skips LLVM */
     char artifact_manifest[CV_DIGEST_HEX + 1]; /* blob digest of the file list; "" = none */
     char ir_digest[CV_DIGEST_HEX + 1];
     char fingerprint[CV_DIGEST_HEX + 1];       /* symbol-table fingerprint */

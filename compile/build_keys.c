@@ -220,6 +220,26 @@ int cv_wk_l2_key(cv_cache *c, const cv_wk_l2_in *in, cv_cache_key *out, cv_diag 
     return cv_cache_keyb_finish(kb, out, d);
 }
 
+/* The generated code's key: the unoptimised module (which holds the
+ * structure and the small constants, never the split weights) and what
+ * turns it into an object.  Precision, calibration and layout options need
+ * no field: whatever of them reaches the code is in the module. */
+int cv_wk_code_key(cv_cache *c, const cv_digest *module, const char *target,
+                   const cv_wk_target *desc, cv_opt_level opt, cv_cache_key *out, cv_diag *d)
+{
+    cv_cache_keyb *kb = cv_cache_keyb_new("cuvil-code");
+    if (kb) {
+        cv_cache_keyb_digest(kb, "module", module);
+        cv_cache_keyb_str(kb, "target", target);
+        cv_cache_keyb_str(kb, "target_triple", desc->triple);
+        cv_cache_keyb_str(kb, "target_features", desc->features);
+        cv_cache_keyb_str(kb, "opt_level", cv_opt_level_name(opt));
+        cv_cache_keyb_str(kb, "compiler_build_id", cv_build_compiler_id(c));
+        cv_cache_keyb_str(kb, "llvm_version", cv_wk_llvm_version());
+    }
+    return cv_cache_keyb_finish(kb, out, d);
+}
+
 void cv_wk_ir_digest(const char *text, size_t len, const cv_wk_deps *x, cv_digest *out)
 {
     cv_cache_hasher *h = cv_cache_hasher_new();

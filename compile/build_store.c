@@ -73,6 +73,31 @@ int cv_wk_l1_decode(const void *buf, size_t len, cv_wk_l1_value *v)
     return rc;
 }
 
+/* ----------------------------------------------------------- code value */
+
+char *cv_wk_code_encode(const cv_digest *obj, size_t size)
+{
+    json_t *o = json_pack("{s:s, s:I}", "format", "cuvil-code/1", "size", (json_int_t)size);
+    if (o)
+        set_digest(o, "object", obj);
+    return canonical(o);
+}
+
+int cv_wk_code_decode(const void *buf, size_t len, cv_digest *obj, uint64_t *size)
+{
+    json_t *o = parse(buf, len);
+    const char *fmt = json_string_value(json_object_get(o, "format"));
+    json_t *sz = json_object_get(o, "size");
+    int rc = fmt && strcmp(fmt, "cuvil-code/1") == 0 && json_is_integer(sz) &&
+                     json_integer_value(sz) >= 0 && (size_t)json_integer_value(sz) <= MAX_FILE_BYTES &&
+                     get_digest(o, "object", obj) == 0
+                 ? 0 : -1;
+    if (rc == 0)
+        *size = (uint64_t)json_integer_value(sz);
+    json_decref(o);
+    return rc;
+}
+
 /* ------------------------------------------------------------ deps list */
 
 char *cv_wk_deps_encode(const cv_wk_deps *x)

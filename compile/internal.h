@@ -62,6 +62,11 @@ typedef struct cv_wk_l2_in {
 } cv_wk_l2_in;
 int  cv_wk_l2_key(cv_cache *c, const cv_wk_l2_in *in, cv_cache_key *out, cv_diag *d);
 
+/* The code level's key (generated code apart from weights): the
+ * unoptimised LLVM module's digest, target, opt level, compiler, LLVM. */
+int  cv_wk_code_key(cv_cache *c, const cv_digest *module, const char *target,
+                    const cv_wk_target *desc, cv_opt_level opt, cv_cache_key *out, cv_diag *d);
+
 /* sha256("cuvil-ir/1" || text || (dep name, dep digest)*): what the L2
  * key knows of the program, weights included. */
 void cv_wk_ir_digest(const char *text, size_t len, const cv_wk_deps *x, cv_digest *out);
@@ -81,6 +86,9 @@ typedef struct cv_wk_l1_value {
 char *cv_wk_l1_encode(const cv_wk_l1_value *v);         /* malloc'd JSON */
 int   cv_wk_l1_decode(const void *buf, size_t len, cv_wk_l1_value *v);
 char *cv_wk_deps_encode(const cv_wk_deps *x);           /* malloc'd JSON */
+/* The code level's value: the object's blob digest and size. */
+char *cv_wk_code_encode(const cv_digest *obj, size_t size);   /* malloc'd JSON */
+int   cv_wk_code_decode(const void *buf, size_t len, cv_digest *obj, uint64_t *size);
 int   cv_wk_deps_decode(const void *buf, size_t len, cv_wk_deps *x);
 
 /* Stores every file the artifact in dir lists (its manifest.json too) as
