@@ -116,6 +116,16 @@ int  cv_build_probe(cv_cache *c, const cv_build_opts *o, bool run_frontend, cv_b
                     cv_diag *d);
 void cv_build_keys_free(cv_build_keys *k);
 
+/* Of the differences between the L2 key manifest `manifest` and the closest
+ * stored one: when only weight fields (and the IR digest) differ, "structure
+ * unchanged, weights changed (n of m tensors)" into buf, and true. */
+bool cv_build_explain_weights(const cv_cache_diffs *diffs, const char *manifest, char *buf,
+                              size_t size);
+/* Whether the code level holds the code the last compile of l2's structure
+ * used (the L2 key without its weights): 1 yes, 0 no, -1 error.  For
+ * `cuvil cache explain`, which does not compile. */
+int cv_build_code_stored(cv_cache *c, const cv_cache_key *l2, cv_diag *d);
+
 /* The planner's cache look-up (controller/planner.h cv_planner_lookup_fn) for a
  * farm whose models are files under models_dir: the job's L2 key from the
  * deps and L1 entries, without running a front end.  A model L1 does not

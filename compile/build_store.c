@@ -46,9 +46,11 @@ static char *canonical(json_t *v)
 
 char *cv_wk_l1_encode(const cv_wk_l1_value *v)
 {
-    json_t *o = json_pack("{s:s, s:s}", "format", "cuvil-l1/1", "name", v->name);
+    json_t *o = json_pack("{s:s, s:s}", "format", "cuvil-l1/2", "name", v->name);
     if (!o)
         return NULL;
+    set_digest(o, "structure", &v->structure);
+    set_digest(o, "weights", &v->weights);
     set_digest(o, "ir_text", &v->ir_blob);
     set_digest(o, "ir_digest", &v->ir);
     set_digest(o, "ir_loc_digest", &v->ir_loc);
@@ -62,7 +64,8 @@ int cv_wk_l1_decode(const void *buf, size_t len, cv_wk_l1_value *v)
     const char *fmt = json_string_value(json_object_get(o, "format"));
     const char *name = json_string_value(json_object_get(o, "name"));
     int rc = -1;
-    if (fmt && strcmp(fmt, "cuvil-l1/1") == 0 && name && strlen(name) < sizeof v->name &&
+    if (fmt && strcmp(fmt, "cuvil-l1/2") == 0 && name && strlen(name) < sizeof v->name &&
+        get_digest(o, "structure", &v->structure) == 0 && get_digest(o, "weights", &v->weights) == 0 &&
         get_digest(o, "ir_text", &v->ir_blob) == 0 && get_digest(o, "ir_digest", &v->ir) == 0 &&
         get_digest(o, "ir_loc_digest", &v->ir_loc) == 0 &&
         get_digest(o, "fingerprint", &v->fingerprint) == 0) {

@@ -75,6 +75,15 @@ int cv_calib_method_parse(const char *s);
  * int8 artifact depends on beyond the model (an L2 cache key field). */
 int cv_calib_digest(const cv_quant_opts *q, char hex[65], cv_diag *d);
 
+/* Constants of at most this many bytes (one scalar: an epsilon, a scale, a
+ * clip bound) stay in the generated code of the CPU targets, where the
+ * optimiser folds them into instructions, so their values are part of the
+ * code's cache key; every larger constant (a bias of a few channels too: a
+ * retrain changes those) goes to the weights object <name>_weights.o, whose
+ * bytes the code never sees.  compile/ draws the same line between a
+ * model's structure and its weights. */
+enum { CV_INLINE_CONST_MAX = 8 };
+
 /* A cache for generated code, handed in by compile-with-cache (compile/);
  * the compiler core itself knows no caching.  The key is the unoptimised
  * LLVM module: with split weights (the CPU targets) it holds the program's

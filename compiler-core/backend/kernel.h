@@ -337,12 +337,8 @@ void cv_k_call(cv_codegen_ctx *c, cv_krt fn, const cv_kexpr *const *args, int n)
 int64_t cv_weights_layout(const cv_kprog *p, int64_t *offsets);
 int cv_weights_image(const cv_kprog *p, char **data, size_t *len);
 
-/* Split weights (p->split_weights): constants of at most this many bytes
- * (one scalar: an epsilon, a scale, a clip bound) stay in the code object,
- * where the optimiser folds them into instructions, so their values are
- * part of the code's cache key; every larger constant (a bias of a few
- * channels too: a retrain changes those) goes to the weights image. */
-enum { CV_INLINE_CONST_MAX = 8 };
+/* Split weights (p->split_weights): constants of at most
+ * CV_INLINE_CONST_MAX bytes (cuvil.h) stay in the code object. */
 /* Whether storage id lives in the weights image of a split program. */
 bool cv_weights_split_store(const cv_kprog *p, int id);
 /* Offsets (-1 for the others) and size of the split weights image; its bytes. */

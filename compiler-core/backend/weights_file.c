@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "compiler-core/backend/kernel.h"
+#include "compiler-core/cuvil.h"
 
 #define WEIGHTS_ALIGN 64
 
