@@ -18,6 +18,8 @@ static const ctr_map counters[] = {
     {"l1.hit.local", F(hits_local[0])}, {"l2.hit.local", F(hits_local[1])},
     {"l1.hit.remote", F(hits_remote[0])}, {"l2.hit.remote", F(hits_remote[1])},
     {"l1.miss", F(misses[0])}, {"l2.miss", F(misses[1])},
+    {"code.hit.local", F(hits_local[2])}, {"code.hit.remote", F(hits_remote[2])},
+    {"code.miss", F(misses[2])},
     {"miss_reason.not_found", F(miss_reasons[CV_MISS_NOT_FOUND])},
     {"miss_reason.evicted", F(miss_reasons[CV_MISS_EVICTED])},
     {"miss_reason.corrupt", F(miss_reasons[CV_MISS_CORRUPT])},
@@ -88,9 +90,10 @@ struct json_t *cv_cache_stats_json(const cv_cache_stats *st)
             json_object_set_new(reasons, cv_cache_miss_reason_name((cv_cache_miss_reason)r),
                                 json_integer((json_int_t)st->miss_reasons[r]));
     return json_pack(
-        "{so so so s{sI sI sI} s{sI sI sI sI} s{sI sI sI} sI s{sI sI sI} s{sf sf sI sI}"
+        "{so so so so s{sI sI sI} s{sI sI sI sI} s{sI sI sI} sI s{sI sI sI} s{sf sf sI sI}"
         " s{sI sI sI}}",
-        "l1", level_json(st, 0), "l2", level_json(st, 1), "miss_reasons", reasons,
+        "l1", level_json(st, 0), "l2", level_json(st, 1), "code", level_json(st, 2),
+        "miss_reasons", reasons,
         "blobs", "hits_local", (json_int_t)st->blob_hits_local, "hits_remote",
         (json_int_t)st->blob_hits_remote, "misses", (json_int_t)st->blob_misses,
         "store", "bytes", (json_int_t)st->bytes_stored, "max_size", (json_int_t)st->max_size,

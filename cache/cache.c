@@ -333,6 +333,7 @@ static const char *level_counter(cv_cache_level lv, cv_cache_source src)
     static const char *const names[CV_CACHE_NLEVELS][3] = {
         {"l1.miss", "l1.hit.local", "l1.hit.remote"},
         {"l2.miss", "l2.hit.local", "l2.hit.remote"},
+        {"code.miss", "code.hit.local", "code.hit.remote"},
     };
     return names[lv][src];
 }

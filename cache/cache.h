@@ -121,6 +121,7 @@ void cv_cache_diffs_free(cv_cache_diffs *ds);
 typedef enum cv_cache_level {
     CV_CACHE_L1 = 0,
     CV_CACHE_L2 = 1,
+    CV_CACHE_CODE = 2,       /* generated code apart from weights (compile/: a retrain hits it) */
     CV_CACHE_NLEVELS
 } cv_cache_level;
 

@@ -119,14 +119,16 @@ static void print_stats(json_t *j)
 {
     printf("%-22s %s\n", "dir", json_string_value(json_object_get(j, "dir")));
     static const struct { const char *key, *label; } groups[] = {
-        {"l1", "(front end)"}, {"l2", "(artifact)"}, {"miss_reasons", NULL}, {"blobs", NULL},
+        {"l1", "(front end)"}, {"l2", "(artifact)"}, {"code", "(generated code)"},
+        {"miss_reasons", NULL}, {"blobs", NULL},
         {"store", NULL}, {"eviction", NULL}, {"corrupt", NULL}, {"remote", NULL},
         {"lookup_time_ms", NULL}, {"file_memo", NULL},
     };
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
         json_t *o = json_object_get(j, groups[i].key);
         print_group(groups[i].key, groups[i].label, o);
-        if (groups[i].key[0] == 'l' && groups[i].key[1] != 'o') {
+        if ((groups[i].key[0] == 'l' && groups[i].key[1] != 'o') ||
+            strcmp(groups[i].key, "code") == 0) {
             uint64_t hits = field(o, "hits_local") + field(o, "hits_remote");
             printf(" (%.1f%% hit rate)", pct(hits, hits + field(o, "misses")));
         } else if (strcmp(groups[i].key, "store") == 0) {

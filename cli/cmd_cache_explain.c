@@ -10,6 +10,23 @@
 #include "queue/jobmsg.h"
 #include "compile/build.h"
 
+/* A retrain: the code part and the weights part apart. */
+static bool explain_retrain(cv_cache *c, const char *name, const cv_cache_key *key,
+                            const cv_cache_diffs *diffs, cv_diag *d)
+{
+    char why[160];
+    if (!cv_build_explain_weights(diffs, key->manifest, why, sizeof why))
+        return false;
+    printf("%s: miss; %s\n", name, why);
+    const char *weights = strstr(why, "weights changed");
+    if (cv_build_code_stored(c, key, d) == 1)
+        printf("code: hit (structure unchanged), %s\n", weights ? weights : why);
+    else
+        printf("code: miss (the code of this structure is not stored), %s\n",
+               weights ? weights : why);
+    return true;
+}
+
 static void explain_level(cv_cache *c, cv_cache_level lv, const char *name,
                           const cv_cache_key *key, bool hit, cv_diag *d)
 {
@@ -23,6 +40,8 @@ static void explain_level(cv_cache *c, cv_cache_level lv, const char *name,
         printf("%s: miss (nothing comparable stored)\n", name);
     } else if (cv_cache_explain(closest, key->manifest, &diffs, d) == 0 && diffs.n == 0) {
         printf("%s: miss; the closest stored entry has the same key fields\n", name);
+    } else if (lv == CV_CACHE_L2 && explain_retrain(c, name, key, &diffs, d)) {
+        ;
     } else if (diffs.n > 0) {
         printf("%s: miss; the closest stored entry differs in %d field%s:\n", name, diffs.n,
                diffs.n == 1 ? "" : "s");

@@ -34,9 +34,10 @@ typedef struct bctx {
     cv_wk_source src;           /* src.dir owned */
     cv_wk_deps deps;            /* owned */
     bool deps_stored;           /* the deps entry matched what the front end read */
-    cv_cache_key deps_key, l1_key, l2_key;   /* owned */
+    cv_cache_key deps_key, l1_key, l2_key, code_key;   /* owned */
     cv_wk_l1_value l1v;
     bool have_l1v;
+    json_t *weights;            /* owned: the weights list of l1v (canonical.c) */
     cv_module *m;               /* owned */
 } bctx;
 
@@ -47,6 +48,8 @@ static void bctx_free(bctx *b)
     cv_cache_key_free(&b->deps_key);
     cv_cache_key_free(&b->l1_key);
     cv_cache_key_free(&b->l2_key);
+    cv_cache_key_free(&b->code_key);
+    json_decref(b->weights);
     cv_module_free(b->m);
 }
 
@@ -98,7 +101,10 @@ static void explain(bctx *b, cv_cache_level lv, const cv_cache_key *key, cv_buil
         return;
     }
     size_t at = strlen(out->reason);
-    for (int i = 0; i < diffs.n && at + 8 < sizeof out->reason; i++)
+    char why[160] = "";
+    if (lv == CV_CACHE_L2 && cv_build_explain_weights(&diffs, key->manifest, why, sizeof why))
+        snprintf(out->reason + at, sizeof out->reason - at, ": %s", why);
+    for (int i = 0; i < diffs.n && at + 8 < sizeof out->reason && !why[0]; i++)
         at += (size_t)snprintf(out->reason + at, sizeof out->reason - at, "%s%s",
                                i ? "; " : ": ", diffs.v[i].text);
     cv_cache_diffs_free(&diffs);
@@ -106,6 +112,19 @@ static void explain(bctx *b, cv_cache_level lv, const cv_cache_key *key, cv_buil
 }
 
 /* ------------------------------------------------------------------ L1 */
+
+/* The weights list an L1 entry names (a blob of its own). */
+static int load_weights_list(bctx *b)
+{
+    void *list = NULL;
+    size_t len = 0;
+    json_decref(b->weights);
+    b->weights = NULL;
+    if (cv_cache_get_blob(b->c, &b->l1v.weights, &list, &len, NULL, b->d) == 1 && len < (64u << 20))
+        b->weights = json_loadb(list, len, JSON_REJECT_DUPLICATES, NULL);
+    free(list);
+    return json_is_object(b->weights) ? 0 : -1;
+}
 
 /* The counted L1 look-up, once the key is known. */
 static int l1_lookup(bctx *b, const char *not_found)
@@ -118,7 +137,7 @@ static int l1_lookup(bctx *b, const char *not_found)
     cv_wk_hex(&b->l1_key.digest, b->r->l1.key);
     int hit = cv_cache_get_action(b->c, CV_CACHE_L1, &b->l1_key, &val, &len, &info, b->d);
     b->r->l1.ms += info.ms;
-    if (hit == 1 && cv_wk_l1_decode(val, len, &b->l1v) == 0) {
+    if (hit == 1 && cv_wk_l1_decode(val, len, &b->l1v) == 0 && load_weights_list(b) == 0) {
         b->have_l1v = true;
         b->r->l1.outcome = outcome_of(&info);
         b->r->l1.reason[0] = 0;
@@ -247,70 +266,15 @@ static int frontend(bctx *b)
     return b->m ? 0 : -1;
 }
 
-enum { BIG_DENSE = 64 };    /* bytes: larger dense params are printed by digest */
-#define DENSE_REF "cuvil-dense:sha256"
-
-/* Prints the module with every dense param larger than BIG_DENSE written
- * as weights("cuvil-dense:sha256", "<digest of its bytes>"): the same
- * identity as printing every number, at a fraction of the cost (an ONNX
- * model holds millions).  The params are restored before returning. */
-static int print_canonical(cv_module *m, char **loc, char **noloc)
-{
-    int n = 0;
-    for (int f = 0; f < m->n_funcs; f++)
-        n += m->funcs[f]->n_params;
-    typedef struct saved {
-        cv_param *p;
-        const char *file, *key;
-        char hex[CV_DIGEST_HEX + 1];
-    } saved;
-    saved *sv = calloc(n ? (size_t)n : 1, sizeof *sv);   /* owned */
-    if (!sv)
-        return -1;
-    int k = 0;
-    for (int f = 0; f < m->n_funcs; f++)
-        for (int i = 0; i < m->funcs[f]->n_params; i++) {
-            cv_param *p = m->funcs[f]->params[i];
-            if (p->kind != CV_PARAM_DENSE || p->nbytes <= BIG_DENSE)
-                continue;
-            cv_digest dg;
-            cv_cache_sha256(p->data, p->nbytes, &dg);
-            sv[k] = (saved){.p = p, .file = p->file, .key = p->key};
-            cv_wk_hex(&dg, sv[k].hex);
-            p->kind = CV_PARAM_WEIGHTS;
-            p->file = DENSE_REF;
-            p->key = sv[k++].hex;
-        }
-    *loc = cv_module_print(m, 0);
-    *noloc = cv_module_print(m, CV_PRINT_NO_LOC);
-    for (int i = 0; i < k; i++) {
-        sv[i].p->kind = CV_PARAM_DENSE;
-        sv[i].p->file = sv[i].file;
-        sv[i].p->key = sv[i].key;
-    }
-    free(sv);
-    return *loc && *noloc ? 0 : -1;
-}
-
-/* What L1 stores for the module just loaded.  text: the canonical text
- * (malloc'd) for the blob. */
+/* What L1 stores for the module just loaded (canonical.c).  text: the
+ * canonical text (malloc'd) for the blob; b->weights: the weights list. */
 static int describe_module(bctx *b, const cv_wk_deps *x, cv_wk_l1_value *v, char **text)
 {
-    char *loc = NULL;
-    *text = NULL;
-    if (print_canonical(b->m, &loc, text)) {
-        free(loc);
-        free(*text);
-        *text = NULL;
-        return cv_diag_fail(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory printing the IR");
-    }
-    memset(v, 0, sizeof *v);
-    cv_wk_ir_digest(*text, strlen(*text), x, &v->ir);
-    cv_wk_ir_digest(loc, strlen(loc), x, &v->ir_loc);
-    cv_wk_fingerprint(b->m, &v->fingerprint);
-    snprintf(v->name, sizeof v->name, "%s", b->m->n_funcs ? b->m->funcs[0]->name : "");
-    free(loc);
-    return 0;
+    json_decref(b->weights);
+    b->weights = NULL;
+    if (cv_wk_describe(b->m, x, v, text, &b->weights) == 0)
+        return 0;
+    return cv_diag_fail(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory printing the IR");
 }
 
 static void store_l1(bctx *b, const cv_wk_l1_value *v, const char *text)
@@ -318,8 +282,11 @@ static void store_l1(bctx *b, const cv_wk_l1_value *v, const char *text)
     double t0 = cv_clock_mono_ms_f();
     cv_wk_l1_value sv = *v;
     char *deps = cv_wk_deps_encode(&b->deps);
-    char *val = NULL;
-    if (cv_cache_put_blob(b->c, text, strlen(text), &sv.ir_blob, b->d) == 0 &&
+    char *val = NULL, *list = cv_json_canonical(b->weights);
+    cv_digest ldg;
+    if (list && cv_cache_put_blob(b->c, list, strlen(list), &ldg, b->d) == 0 &&
+        cv_cache_digest_eq(&ldg, &sv.weights) &&
+        cv_cache_put_blob(b->c, text, strlen(text), &sv.ir_blob, b->d) == 0 &&
         (val = cv_wk_l1_encode(&sv)) != NULL && deps) {
         if (!b->deps_stored)
             cv_cache_put_aux(b->c, &b->deps_key, deps, strlen(deps), b->d);
@@ -327,6 +294,7 @@ static void store_l1(bctx *b, const cv_wk_l1_value *v, const char *text)
     }
     free(deps);
     free(val);
+    free(list);
     b->r->ms_upload += cv_clock_mono_ms_f() - t0;
 }
 
@@ -402,7 +370,8 @@ static int l2_key(bctx *b)
         return -1;
     bool locs = b->o->debug || (b->emit & CV_EMIT_CUIR);
     cv_wk_l2_in in = {.ir = locs ? b->l1v.ir_loc : b->l1v.ir, .target = b->target,
-                      .desc = &desc, .o = b->o, .emit = b->emit};
+                      .desc = &desc, .o = b->o, .emit = b->emit,
+                      .structure = b->l1v.structure, .weights = b->weights};
     cv_wk_hex(&in.ir, b->r->ir_digest);
     cv_wk_hex(&b->l1v.fingerprint, b->r->fingerprint);
     cv_cache_key_free(&b->l2_key);
@@ -482,6 +451,76 @@ static int l2_lookup(bctx *b)
     return rc;
 }
 
+/* ---------------------------------------------------------------- code */
+
+/* Cache trouble on the code level is a warning, as on the others. */
+static void warn_from(bctx *b, cv_diag *scratch)
+{
+    for (int i = 0; i < scratch->n; i++)
+        cv_diag_add(b->d, CV_SEV_WARNING, scratch->v[i].code, (cv_span){0}, NULL, "%s",
+                    scratch->v[i].msg);
+    cv_diag_free(scratch);
+}
+
+/* cv_code_cache.lookup: the code level, keyed by the unoptimised module. */
+static int code_lookup(void *ctx, const void *module, size_t len, void **obj, size_t *obj_len)
+{
+    bctx *b = ctx;
+    cv_build_level *lv = &b->r->code;
+    cv_diag scratch;
+    cv_diag_init(&scratch);
+    cv_digest md, od;
+    cv_wk_target desc;
+    cv_cache_sha256(module, len, &md);
+    cv_cache_key_free(&b->code_key);
+    lv->outcome = CV_CACHE_MISS;
+    int rc = 0;
+    if (cv_wk_target_describe(b->target, &desc, &scratch) == 0 &&
+        cv_wk_code_key(b->c, &md, b->target, &desc, b->o->opt_level, &b->code_key, &scratch) == 0) {
+        void *val = NULL;
+        size_t vlen = 0;
+        uint64_t size = 0;
+        cv_cache_lookup info = {0};
+        cv_wk_hex(&b->code_key.digest, lv->key);
+        int hit = cv_cache_get_action(b->c, CV_CACHE_CODE, &b->code_key, &val, &vlen, &info,
+                                      &scratch);
+        lv->ms = info.ms;
+        if (hit == 1 && cv_wk_code_decode(val, vlen, &od, &size) == 0 &&
+            cv_cache_get_blob(b->c, &od, obj, obj_len, NULL, &scratch) == 1 && *obj_len == size) {
+            lv->outcome = outcome_of(&info);
+            rc = 1;
+        } else {
+            free(*obj);
+            *obj = NULL;
+            snprintf(lv->reason, sizeof lv->reason, "%s",
+                     hit == 1 ? "its object is no longer stored"
+                              : reason_text(info.reason, "structure or a constant in code changed"));
+        }
+        free(val);
+    }
+    warn_from(b, &scratch);
+    return rc;
+}
+
+/* cv_code_cache.store: the object made after a code miss. */
+static void code_store(void *ctx, const void *obj, size_t len)
+{
+    bctx *b = ctx;
+    if (!b->code_key.manifest)
+        return;
+    double t0 = cv_clock_mono_ms_f();
+    cv_diag scratch;
+    cv_diag_init(&scratch);
+    cv_digest dg;
+    char *val = NULL;
+    if (cv_cache_put_blob(b->c, obj, len, &dg, &scratch) == 0 &&
+        (val = cv_wk_code_encode(&dg, len)) != NULL)
+        cv_cache_put_action(b->c, CV_CACHE_CODE, &b->code_key, val, strlen(val), &scratch);
+    free(val);
+    warn_from(b, &scratch);
+    b->r->ms_upload += cv_clock_mono_ms_f() - t0;
+}
+
 static int backend(bctx *b)
 {
     if (check_out_dir(b, b->m->n_funcs ? b->m->funcs[0]->name : ""))
@@ -498,6 +537,9 @@ static int backend(bctx *b)
     co.sym_locs = !b->c || (b->emit & CV_EMIT_CUIR);
     co.fingerprint = b->r->fingerprint[0] ? b->r->fingerprint : NULL;
     co.name = b->o->name;
+    cv_code_cache cc = {.ctx = b, .lookup = code_lookup, .store = code_store};
+    if (b->c)
+        co.code_cache = &cc;
     if (cv_compile_native(b->m, &co, &b->r->info, b->d))
         return -1;
     b->r->compiled = true;
@@ -524,6 +566,21 @@ static int store_l2(bctx *b)
     free(list);
     b->r->ms_upload += cv_clock_mono_ms_f() - t0;
     return rc < 0 ? -1 : 0;
+}
+
+/* The link from this structure to the code it compiled to, for `cache
+ * explain` (explain_code.c); trouble is a warning. */
+static void link_code(bctx *b)
+{
+    if (!b->r->code.key[0] || !b->l2_key.manifest)
+        return;
+    cv_diag scratch;
+    cv_diag_init(&scratch);
+    cv_cache_key link = {0};
+    if (cv_wk_code_link_key(b->l2_key.manifest, &link, &scratch) == 0)
+        cv_cache_put_aux(b->c, &link, b->r->code.key, CV_DIGEST_HEX, &scratch);
+    cv_cache_key_free(&link);
+    warn_from(b, &scratch);
 }
 
 /* ------------------------------------------------------------ the build */
@@ -562,7 +619,10 @@ static int cached(bctx *b)
         if (!cv_cache_digest_eq(&before, &b->l2_key.digest) && (rc = l2_lookup(b)) != 0)
             return rc < 0 ? -1 : 0;
     }
-    return backend(b) || store_l2(b) ? -1 : 0;
+    if (backend(b) || store_l2(b))
+        return -1;
+    link_code(b);
+    return 0;
 }
 
 /* One compile's stores go to the disk together (cv_cache_batch_begin); an
@@ -625,14 +685,16 @@ int cv_build(cv_cache *c, const cv_build_opts *o, cv_build_result *r, cv_diag *d
 
 void cv_build_cache_line(const cv_build_result *r, char *buf, size_t size)
 {
-    const cv_build_level *lv[2] = {&r->l1, &r->l2};
+    const cv_build_level *lv[3] = {&r->l1, &r->l2, &r->code};
+    static const char *const names[3] = {"l1", "l2", "code"};
     size_t at = (size_t)snprintf(buf, size, "cache:");
-    for (int i = 0; i < 2 && at < size; i++) {
+    /* The code level is looked up only when the artifact is compiled. */
+    for (int i = 0; i < (r->code.outcome != CV_CACHE_NONE ? 3 : 2) && at < size; i++) {
         const cv_build_level *l = lv[i];
         const char *what = l->outcome == CV_CACHE_HIT ? "hit"
                          : l->outcome == CV_CACHE_REMOTE_HIT ? "hit (remote)"
                          : l->outcome == CV_CACHE_MISS ? "miss" : "not used";
-        at += (size_t)snprintf(buf + at, size - at, "%s l%d %s", i ? "," : "", i + 1, what);
+        at += (size_t)snprintf(buf + at, size - at, "%s %s %s", i ? "," : "", names[i], what);
         if (at < size && l->outcome != CV_CACHE_HIT && l->outcome != CV_CACHE_REMOTE_HIT &&
             l->reason[0])
             at += (size_t)snprintf(buf + at, size - at, " (%s)", l->reason);

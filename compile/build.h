@@ -65,6 +65,8 @@ typedef struct cv_build_level {
 
 typedef struct cv_build_result {
     cv_build_level l1, l2;
+    cv_build_level code;        /* generated code apart from weights: looked up only when
+                                   the artifact is compiled (an L2 miss); a hit skips LLVM */
     char artifact_manifest[CV_DIGEST_HEX + 1]; /* blob digest of the file list; "" = none */
     char ir_digest[CV_DIGEST_HEX + 1];
     char fingerprint[CV_DIGEST_HEX + 1];       /* symbol-table fingerprint */
@@ -113,6 +115,16 @@ typedef struct cv_build_keys {
 int  cv_build_probe(cv_cache *c, const cv_build_opts *o, bool run_frontend, cv_build_keys *k,
                     cv_diag *d);
 void cv_build_keys_free(cv_build_keys *k);
+
+/* Of the differences between the L2 key manifest `manifest` and the closest
+ * stored one: when only weight fields (and the IR digest) differ, "structure
+ * unchanged, weights changed (n of m tensors)" into buf, and true. */
+bool cv_build_explain_weights(const cv_cache_diffs *diffs, const char *manifest, char *buf,
+                              size_t size);
+/* Whether the code level holds the code the last compile of l2's structure
+ * used (the L2 key without its weights): 1 yes, 0 no, -1 error.  For
+ * `cuvil cache explain`, which does not compile. */
+int cv_build_code_stored(cv_cache *c, const cv_cache_key *l2, cv_diag *d);
 
 /* The planner's cache look-up (controller/planner.h cv_planner_lookup_fn) for a
  * farm whose models are files under models_dir: the job's L2 key from the

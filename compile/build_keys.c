@@ -187,6 +187,36 @@ static const char *emit_text(unsigned emit, char *buf, size_t size)
     return buf;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* One "weight:<param>" field per entry of the weights list, by name (a
+ * list read back from the cache and one just made iterate alike). */
+static void weight_fields(cv_cache_keyb *kb, json_t *weights)
+{
+    size_t n = json_object_size(weights), k = 0;
+    const char **names = calloc(n ? n : 1, sizeof *names);
+    const char *name;
+    json_t *v;
+    json_object_foreach(names ? weights : NULL, name, v)
+        names[k++] = name;
+    if (names)
+        qsort(names, k, sizeof *names, cmp_str);
+    for (size_t i = 0; i < k; i++) {
+        char field[300];
+        cv_digest dg;
+        snprintf(field, sizeof field, "weight:%.200s", names[i]);
+        for (char *c = field; *c; c++)     /* a name from the model file: any bytes */
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                *c = '?';
+        if (cv_cache_digest_parse(json_string_value(json_object_get(weights, names[i])), &dg) == 0)
+            cv_cache_keyb_digest(kb, field, &dg);
+    }
+    free(names);
+}
+
 /* DESIGN.md's L2 key plus the target's -t name (the artifact's manifest
  * records it) and the emitted file set. */
 int cv_wk_l2_key(cv_cache *c, const cv_wk_l2_in *in, cv_cache_key *out, cv_diag *d)
@@ -195,6 +225,10 @@ int cv_wk_l2_key(cv_cache *c, const cv_wk_l2_in *in, cv_cache_key *out, cv_diag 
     cv_cache_keyb *kb = cv_cache_keyb_new("cuvil-l2");
     if (kb) {
         cv_cache_keyb_digest(kb, "ir_digest", &in->ir);
+        /* Implied by the IR digest; there for explain: a retrain differs in
+         * weight fields only (cv_build_explain_weights). */
+        cv_cache_keyb_digest(kb, "structure", &in->structure);
+        weight_fields(kb, in->weights);
         cv_cache_keyb_str(kb, "target", in->target);
         cv_cache_keyb_str(kb, "target_triple", in->desc->triple);
         cv_cache_keyb_str(kb, "target_features", in->desc->features);
@@ -214,6 +248,26 @@ int cv_wk_l2_key(cv_cache *c, const cv_wk_l2_in *in, cv_cache_key *out, cv_diag 
         if (in->o->name)                /* --name: the files and symbols it names */
             cv_cache_keyb_str(kb, "artifact_name", in->o->name);
         cv_cache_keyb_str(kb, "emit", emit_text(in->emit, emit, sizeof emit));
+        cv_cache_keyb_str(kb, "compiler_build_id", cv_build_compiler_id(c));
+        cv_cache_keyb_str(kb, "llvm_version", cv_wk_llvm_version());
+    }
+    return cv_cache_keyb_finish(kb, out, d);
+}
+
+/* The generated code's key: the unoptimised module (which holds the
+ * structure and the small constants, never the split weights) and what
+ * turns it into an object.  Precision, calibration and layout options need
+ * no field: whatever of them reaches the code is in the module. */
+int cv_wk_code_key(cv_cache *c, const cv_digest *module, const char *target,
+                   const cv_wk_target *desc, cv_opt_level opt, cv_cache_key *out, cv_diag *d)
+{
+    cv_cache_keyb *kb = cv_cache_keyb_new("cuvil-code");
+    if (kb) {
+        cv_cache_keyb_digest(kb, "module", module);
+        cv_cache_keyb_str(kb, "target", target);
+        cv_cache_keyb_str(kb, "target_triple", desc->triple);
+        cv_cache_keyb_str(kb, "target_features", desc->features);
+        cv_cache_keyb_str(kb, "opt_level", cv_opt_level_name(opt));
         cv_cache_keyb_str(kb, "compiler_build_id", cv_build_compiler_id(c));
         cv_cache_keyb_str(kb, "llvm_version", cv_wk_llvm_version());
     }

@@ -46,9 +46,11 @@ static char *canonical(json_t *v)
 
 char *cv_wk_l1_encode(const cv_wk_l1_value *v)
 {
-    json_t *o = json_pack("{s:s, s:s}", "format", "cuvil-l1/1", "name", v->name);
+    json_t *o = json_pack("{s:s, s:s}", "format", "cuvil-l1/2", "name", v->name);
     if (!o)
         return NULL;
+    set_digest(o, "structure", &v->structure);
+    set_digest(o, "weights", &v->weights);
     set_digest(o, "ir_text", &v->ir_blob);
     set_digest(o, "ir_digest", &v->ir);
     set_digest(o, "ir_loc_digest", &v->ir_loc);
@@ -62,13 +64,39 @@ int cv_wk_l1_decode(const void *buf, size_t len, cv_wk_l1_value *v)
     const char *fmt = json_string_value(json_object_get(o, "format"));
     const char *name = json_string_value(json_object_get(o, "name"));
     int rc = -1;
-    if (fmt && strcmp(fmt, "cuvil-l1/1") == 0 && name && strlen(name) < sizeof v->name &&
+    if (fmt && strcmp(fmt, "cuvil-l1/2") == 0 && name && strlen(name) < sizeof v->name &&
+        get_digest(o, "structure", &v->structure) == 0 && get_digest(o, "weights", &v->weights) == 0 &&
         get_digest(o, "ir_text", &v->ir_blob) == 0 && get_digest(o, "ir_digest", &v->ir) == 0 &&
         get_digest(o, "ir_loc_digest", &v->ir_loc) == 0 &&
         get_digest(o, "fingerprint", &v->fingerprint) == 0) {
         snprintf(v->name, sizeof v->name, "%s", name);
         rc = 0;
     }
+    json_decref(o);
+    return rc;
+}
+
+/* ----------------------------------------------------------- code value */
+
+char *cv_wk_code_encode(const cv_digest *obj, size_t size)
+{
+    json_t *o = json_pack("{s:s, s:I}", "format", "cuvil-code/1", "size", (json_int_t)size);
+    if (o)
+        set_digest(o, "object", obj);
+    return canonical(o);
+}
+
+int cv_wk_code_decode(const void *buf, size_t len, cv_digest *obj, uint64_t *size)
+{
+    json_t *o = parse(buf, len);
+    const char *fmt = json_string_value(json_object_get(o, "format"));
+    json_t *sz = json_object_get(o, "size");
+    int rc = fmt && strcmp(fmt, "cuvil-code/1") == 0 && json_is_integer(sz) &&
+                     json_integer_value(sz) >= 0 && (size_t)json_integer_value(sz) <= MAX_FILE_BYTES &&
+                     get_digest(o, "object", obj) == 0
+                 ? 0 : -1;
+    if (rc == 0)
+        *size = (uint64_t)json_integer_value(sz);
     json_decref(o);
     return rc;
 }

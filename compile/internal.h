@@ -59,8 +59,15 @@ typedef struct cv_wk_l2_in {
     const cv_wk_target *desc;
     const cv_build_opts *o;
     unsigned emit;
+    cv_digest structure;        /* the L1 value's */
+    json_t *weights;            /* the weights list: one "weight:<name>" field each */
 } cv_wk_l2_in;
 int  cv_wk_l2_key(cv_cache *c, const cv_wk_l2_in *in, cv_cache_key *out, cv_diag *d);
+
+/* The code level's key (generated code apart from weights): the
+ * unoptimised LLVM module's digest, target, opt level, compiler, LLVM. */
+int  cv_wk_code_key(cv_cache *c, const cv_digest *module, const char *target,
+                    const cv_wk_target *desc, cv_opt_level opt, cv_cache_key *out, cv_diag *d);
 
 /* sha256("cuvil-ir/1" || text || (dep name, dep digest)*): what the L2
  * key knows of the program, weights included. */
@@ -68,12 +75,20 @@ void cv_wk_ir_digest(const char *text, size_t len, const cv_wk_deps *x, cv_diges
 
 void cv_wk_hex(const cv_digest *dg, char out[CV_DIGEST_HEX + 1]);
 
+/* ---- explain_code.c */
+
+/* The key of the link from a structure (an L2 key manifest without its IR
+ * digest and weight fields) to the code key its compile used. */
+int cv_wk_code_link_key(const char *l2_manifest, cv_cache_key *out, cv_diag *d);
+
 /* ---- build_store.c */
 
 /* What L1 stores for a program. */
 typedef struct cv_wk_l1_value {
     cv_digest ir_blob;          /* canonical text without locations */
     cv_digest ir, ir_loc;       /* IR digests without / with locations */
+    cv_digest structure;        /* the IR with the weights blank (canonical.c) */
+    cv_digest weights;          /* the weights list ({param: digest}): its blob digest */
     cv_digest fingerprint;
     char name[128];
 } cv_wk_l1_value;
@@ -81,6 +96,9 @@ typedef struct cv_wk_l1_value {
 char *cv_wk_l1_encode(const cv_wk_l1_value *v);         /* malloc'd JSON */
 int   cv_wk_l1_decode(const void *buf, size_t len, cv_wk_l1_value *v);
 char *cv_wk_deps_encode(const cv_wk_deps *x);           /* malloc'd JSON */
+/* The code level's value: the object's blob digest and size. */
+char *cv_wk_code_encode(const cv_digest *obj, size_t size);   /* malloc'd JSON */
+int   cv_wk_code_decode(const void *buf, size_t len, cv_digest *obj, uint64_t *size);
 int   cv_wk_deps_decode(const void *buf, size_t len, cv_wk_deps *x);
 
 /* Stores every file the artifact in dir lists (its manifest.json too) as
@@ -98,5 +116,13 @@ int  cv_wk_artifact_materialise(cv_cache *c, const void *list, size_t len, const
 /* Same, checking only that every blob is stored (dir NULL is allowed). */
 int  cv_wk_artifact_check(cv_cache *c, const void *list, size_t len, char name[128],
                           char *reason, size_t rsize, cv_diag *d);
+
+/* ---- canonical.c */
+
+/* v (all but ir_blob) and the canonical text (malloc'd) of a loaded
+ * module, and *weights, {param name: digest} of its constants over
+ * CV_INLINE_CONST_MAX bytes (owned by the caller).  x: its files, or NULL. */
+int cv_wk_describe(cv_module *m, const cv_wk_deps *x, cv_wk_l1_value *v, char **text,
+                   json_t **weights);
 
 #endif

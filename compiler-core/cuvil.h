@@ -75,6 +75,30 @@ int cv_calib_method_parse(const char *s);
  * int8 artifact depends on beyond the model (an L2 cache key field). */
 int cv_calib_digest(const cv_quant_opts *q, char hex[65], cv_diag *d);
 
+/* Constants of at most this many bytes (one scalar: an epsilon, a scale, a
+ * clip bound) stay in the generated code of the CPU targets, where the
+ * optimiser folds them into instructions, so their values are part of the
+ * code's cache key; every larger constant (a bias of a few channels too: a
+ * retrain changes those) goes to the weights object <name>_weights.o, whose
+ * bytes the code never sees.  compile/ draws the same line between a
+ * model's structure and its weights. */
+enum { CV_INLINE_CONST_MAX = 8 };
+
+/* A cache for generated code, handed in by compile-with-cache (compile/);
+ * the compiler core itself knows no caching.  The key is the unoptimised
+ * LLVM module: with split weights (the CPU targets) it holds the program's
+ * structure and the constants small enough to be folded into code, never
+ * the large weights, so a retrained model finds its code again.
+ *   lookup  module: the bitcode the optimiser would start from.  1 with the
+ *           object file (malloc'd into *obj) on a hit, 0 on a miss.
+ *   store   the object made after that miss.
+ * Either may be NULL. */
+typedef struct cv_code_cache {
+    void *ctx;
+    int (*lookup)(void *ctx, const void *module, size_t len, void **obj, size_t *obj_len);
+    void (*store)(void *ctx, const void *obj, size_t len);
+} cv_code_cache;
+
 typedef struct cv_compile_opts {
     const char *target;     /* x86_64, x86_64-avx2, x86_64-avx512, aarch64-linux-gnu,
                                riscv64-linux-gnu, native (NULL) */
@@ -95,6 +119,7 @@ typedef struct cv_compile_opts {
     /* The artifact's C name (lib<name>.so, cv_<name>_run); NULL: the model's
      * own (cv_artifact_name_ok must hold). */
     const char *name;
+    const cv_code_cache *code_cache;    /* NULL: none (used without -emit llvm, CPU targets) */
 } cv_compile_opts;
 
 /* Ops a compiled model may have (cuvil compile --max-ops raises or lowers it,

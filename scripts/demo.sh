@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # make demo: the embedded farm on a real git repository made from
 # examples/ (examples/models-repo/make-repo.sh), built at two commits: the
-# second changes one model and only a comment of another, so only the first
-# is compiled again.  Then a tour of the single-model commands: validate,
+# second retrains one model (new weights) and changes only a comment of
+# another, so only the first is compiled again, and that compile is a code
+# hit (the cache's code level: its generated code is reused, its weights
+# packed and linked).  Then a tour of the single-model commands: validate,
 # run with the interpreter, compile through the cache, run natively.
 #
 # DEMO_BREAK=1 adds a third commit that breaks two models and shows how the
@@ -25,10 +27,17 @@ examples/models-repo/make-repo.sh "$demo/models-repo"
 farm_up
 echo "== commit 2: tinyconv.onnx retrained, a comment added to mlp.cvl.py"
 examples/models-repo/make-repo.sh "$demo/models-repo" --commit 2
+"$cuvil" cache stats --zero >/dev/null
 farm_up
 "$cuvil" status --state "$demo/farm" --json > "$demo/status2.json"
-/usr/bin/python3 - "$demo/status2.json" <<'PY'
+"$cuvil" cache stats --json > "$demo/stats2.json"
+/usr/bin/python3 - "$demo/status2.json" "$demo/stats2.json" <<'PY'
 import json, sys
+code = json.load(open(sys.argv[2]))["code"]
+code_hits = code["hits_local"] + code["hits_remote"]
+print("   code level: %d hits, %d misses (the retrained model reused its generated code:"
+      " only its weights were packed and linked)" % (code_hits, code["misses"]))
+assert code_hits >= 1 and code["misses"] == 0, code
 rev = json.load(open(sys.argv[1]))["revision"]
 jobs = rev["jobsList"]
 compiled = sorted({j["model"] for j in jobs if j["state"] == "ok" and j["l2"] == "miss"})

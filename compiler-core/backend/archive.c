@@ -1,5 +1,6 @@
 /* Static archives written directly (GNU ar format with a symbol index,
- * zero timestamps and ids, so two archives of the same object are equal). */
+ * zero timestamps and ids, so two archives of the same objects are equal):
+ * the code object and, with split weights, the weights object. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,45 +23,65 @@ static void put_be32(cv_sb *sb, uint32_t v)
     cv_sb_add(sb, b, 4);
 }
 
-int cv_archive_write(const char *path, const char *member, const void *obj, size_t len,
-                     const char *const *syms, int n_syms, cv_diag *d)
+int cv_archive_write(const char *path, const cv_ar_member *m, int n, cv_diag *d)
 {
-    /* The symbol index comes first, so its size fixes the member's offset. */
-    size_t names = 0;
-    for (int i = 0; i < n_syms; i++)
-        names += strlen(syms[i]) + 1;
-    size_t index_size = 4 + 4 * (size_t)n_syms + names;
+    /* The symbol index comes first, so its size fixes the members' offsets;
+     * names over 15 characters go to the "//" table. */
+    size_t names = 0, n_syms = 0, table = 0;
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < m[i].n_syms; k++)
+            names += strlen(m[i].syms[k]) + 1;
+        n_syms += (size_t)m[i].n_syms;
+        if (strlen(m[i].name) > 15)
+            table += strlen(m[i].name) + 2;         /* "name/\n" */
+    }
+    size_t index_size = 4 + 4 * n_syms + names;
     index_size += index_size & 1;
-    size_t mlen = strlen(member);
-    bool long_name = mlen > 15;
-    size_t table_size = long_name ? mlen + 2 : 0;   /* "name/\n" */
-    table_size += table_size & 1;
-    size_t member_off = 8 + 60 + index_size + (long_name ? 60 + table_size : 0);
+    size_t table_size = table + (table & 1);
+    size_t off[16], at = 8 + 60 + index_size + (table ? 60 + table_size : 0);
+    if (n > 16)
+        return cv_diag_fail(d, CV_E_INTERNAL_ERROR, (cv_span){.file = path}, "too many members");
+    for (int i = 0; i < n; i++) {
+        off[i] = at;
+        at += 60 + m[i].len + (m[i].len & 1);
+    }
     cv_sb sb = CV_SB_INIT;
     cv_sb_add(&sb, "!<arch>\n", 8);
     ar_header(&sb, "/", index_size);
     put_be32(&sb, (uint32_t)n_syms);
-    for (int i = 0; i < n_syms; i++)
-        put_be32(&sb, (uint32_t)member_off);
-    for (int i = 0; i < n_syms; i++)
-        cv_sb_add(&sb, syms[i], strlen(syms[i]) + 1);
-    if ((4 + 4 * (size_t)n_syms + names) & 1)
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < m[i].n_syms; k++)
+            put_be32(&sb, (uint32_t)off[i]);
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < m[i].n_syms; k++)
+            cv_sb_add(&sb, m[i].syms[k], strlen(m[i].syms[k]) + 1);
+    if ((4 + 4 * n_syms + names) & 1)
         cv_sb_putc(&sb, 0);
-    char field[32];
-    if (long_name) {
+    if (table) {
         ar_header(&sb, "//", table_size);
-        cv_sb_add(&sb, member, mlen);
-        cv_sb_add(&sb, "/\n", 2);
-        if ((mlen + 2) & 1)
+        for (int i = 0; i < n; i++)
+            if (strlen(m[i].name) > 15) {
+                cv_sb_add(&sb, m[i].name, strlen(m[i].name));
+                cv_sb_add(&sb, "/\n", 2);
+            }
+        if (table & 1)
             cv_sb_putc(&sb, '\n');
-        snprintf(field, sizeof field, "/0");
-    } else {
-        snprintf(field, sizeof field, "%s/", member);
     }
-    ar_header(&sb, field, len);
-    cv_sb_add(&sb, obj, len);
-    if (len & 1)
-        cv_sb_putc(&sb, '\n');
+    size_t at_table = 0;
+    for (int i = 0; i < n; i++) {
+        char field[32];
+        size_t mlen = strlen(m[i].name);
+        if (mlen > 15) {
+            snprintf(field, sizeof field, "/%zu", at_table);
+            at_table += mlen + 2;
+        } else {
+            snprintf(field, sizeof field, "%s/", m[i].name);
+        }
+        ar_header(&sb, field, m[i].len);
+        cv_sb_add(&sb, m[i].data, m[i].len);
+        if (m[i].len & 1)
+            cv_sb_putc(&sb, '\n');
+    }
     int rc = sb.oom ? cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){.file = path}, "out of memory"), -1
                     : cv_fs_write_replace(path, sb.buf, sb.len, d);
     cv_sb_free(&sb);

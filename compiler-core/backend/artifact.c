@@ -1,5 +1,6 @@
 /* cv_compile_native: a verified module to an artifact directory
- *   <name>.o  lib<name>.a  lib<name>.so  <name>.h  [<name>.ll  <name>.cuir]  manifest.json
+ *   <name>.o  [<name>_weights.o]  lib<name>.a  lib<name>.so  <name>.h  [<name>.ll  <name>.cuir]
+ *   manifest.json
  * Every file is a function of the inputs only (no timestamps, no paths), so
  * two compiles of one model give byte-identical artifacts. */
 #include <ctype.h>
@@ -223,47 +224,96 @@ static json_t *manifest(const cv_kprog *p, const cv_llvm_out *lo, const cv_compi
     return m;
 }
 
-static int write_library(writer *w, const cv_kprog *p, const cv_llvm_out *lo, unsigned emit,
-                         cv_compile_info *info)
+/* The weights object of a split program (weights_obj.c); none when no
+ * constant is large enough to leave the code. */
+static int weights_object(const cv_kprog *p, const cv_llvm_out *lo, unsigned char **obj,
+                          size_t *len, cv_diag *d)
 {
-    char obj[200], lib[200];
-    snprintf(obj, sizeof obj, "%s.o", p->name);
-    if ((emit & (CV_EMIT_OBJ | CV_EMIT_SO)) && put_file(w, obj, lo->obj, lo->obj_len))
-        return -1;
-    char syms[8][160];
-    int ns = cv_artifact_symbols(p, syms, 8);
-    const char *sp[8];
-    for (int i = 0; i < ns; i++)
-        sp[i] = syms[i];
-    snprintf(lib, sizeof lib, "lib%s.a", p->name);
-    if ((emit & CV_EMIT_A)) {
-        char *path = cv_fs_join(w->dir, lib);
-        int rc = cv_archive_write(path, obj, lo->obj, lo->obj_len, sp, ns, w->d);
-        free(path);
-        if (rc || record_file(w, lib))
-            return -1;
-    }
-    if (!(emit & CV_EMIT_SO))
+    *obj = NULL;
+    *len = 0;
+    if (!p->split_weights || cv_weights_split_layout(p, NULL) == 0)
         return 0;
+    char *image = NULL, sym[200];
+    size_t n = 0;
+    if (cv_weights_split_image(p, &image, &n))
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
+    snprintf(sym, sizeof sym, "cv_%s_weights", p->name);
+    int rc = cv_weights_object(lo->obj, lo->obj_len, sym, image, n, obj, len, d);
+    free(image);
+    return rc;
+}
+
+/* lib<name>.so from the objects written as files (removed again unless
+ * --emit obj asked for them). */
+static int write_shared(writer *w, const cv_kprog *p, const cv_llvm_out *lo, unsigned emit,
+                        const char *const *objs, int n, cv_compile_info *info)
+{
     double t0 = cv_clock_mono_ms_f();
     char so[200];
     snprintf(so, sizeof so, "lib%s.so", p->name);
-    char *objp = cv_fs_join(w->dir, obj), *sop = cv_fs_join(w->dir, so);
+    char *paths[2] = {NULL, NULL}, *sop = cv_fs_join(w->dir, so);
+    for (int i = 0; i < n; i++)
+        paths[i] = cv_fs_join(w->dir, objs[i]);
     bool missing = false;
-    int rc = cv_link_shared(lo->linker, objp, sop, so, w->d, &missing);
+    int rc = sop && paths[0] && (n < 2 || paths[1])
+                 ? cv_link_shared(lo->linker, (const char *const *)paths, n, sop, so, w->d, &missing)
+                 : cv_diag_fail(w->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     info->ms_link = cv_clock_mono_ms_f() - t0;
     if (rc == 0)
         rc = record_file(w, so);
     else if (missing)
         rc = 0;     /* a cross target without its toolchain: .o and .a only */
     info->linked_so = rc == 0 && !missing;
-    if (!(emit & CV_EMIT_OBJ)) {
-        unlink(objp);
-        json_object_del(w->files, obj);
+    for (int i = 0; i < n && !(emit & CV_EMIT_OBJ); i++) {
+        if (paths[i])
+            unlink(paths[i]);
+        json_object_del(w->files, objs[i]);
     }
-    free(objp);
+    free(paths[0]);
+    free(paths[1]);
     free(sop);
     return rc;
+}
+
+/* <name>.o (the code), <name>_weights.o (split weights), lib<name>.a with
+ * both, lib<name>.so linked from both. */
+static int write_library(writer *w, const cv_kprog *p, const cv_llvm_out *lo, unsigned emit,
+                         cv_compile_info *info)
+{
+    char obj[200], wobj[200], lib[200], wsym[200];
+    snprintf(obj, sizeof obj, "%s.o", p->name);
+    snprintf(wobj, sizeof wobj, "%s_weights.o", p->name);
+    snprintf(wsym, sizeof wsym, "cv_%s_weights", p->name);
+    unsigned char *wdata = NULL;
+    size_t wlen = 0;
+    if (weights_object(p, lo, &wdata, &wlen, w->d))
+        return -1;
+    int n = wdata ? 2 : 1;
+    const char *objs[2] = {obj, wobj};
+    int rc = 0;
+    if (emit & (CV_EMIT_OBJ | CV_EMIT_SO)) {
+        rc = put_file(w, obj, lo->obj, lo->obj_len);
+        if (rc == 0 && wdata)
+            rc = put_file(w, wobj, wdata, wlen);
+    }
+    char syms[8][160];
+    int ns = cv_artifact_symbols(p, syms, 8);
+    const char *sp[8], *wsp[1] = {wsym};
+    for (int i = 0; i < ns; i++)
+        sp[i] = syms[i];
+    snprintf(lib, sizeof lib, "lib%s.a", p->name);
+    if (rc == 0 && (emit & CV_EMIT_A)) {
+        cv_ar_member m[2] = {{obj, lo->obj, lo->obj_len, sp, ns}, {wobj, wdata, wlen, wsp, 1}};
+        char *path = cv_fs_join(w->dir, lib);
+        rc = cv_archive_write(path, m, n, w->d);
+        free(path);
+        if (rc == 0)
+            rc = record_file(w, lib);
+    }
+    free(wdata);
+    if (rc || !(emit & CV_EMIT_SO))
+        return rc;
+    return write_shared(w, p, lo, emit, objs, n, info);
 }
 
 /* The C99 backend's files (c99/c99.h). */
@@ -435,6 +485,10 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info
         p->name = o.name;
     p->debug = o.debug;
     p->weights_file = (emit & CV_EMIT_WEIGHTS) != 0;
+    /* CPU targets keep the large weights out of the code object, so the
+     * code is a function of the program's structure (cv_code_cache); the
+     * CUDA targets keep theirs in the library. */
+    p->split_weights = !p->weights_file && !cv_target_is_cuda(o.target);
     /* Debug info of a model without source lines points into its listing. */
     if (o.debug && cv_debug_needs_listing(p))
         emit |= CV_EMIT_CUIR;
@@ -446,7 +500,8 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info
     cv_llvm_out lo = {.triple = "c99", .cpu = "generic"};
     /* --emit c alone needs no LLVM (nor its plugin). */
     bool llvm = (emit & (CV_EMIT_OBJ | CV_EMIT_A | CV_EMIT_SO | CV_EMIT_LLVM)) != 0;
-    int rc = llvm ? cv_llvm_compile(p, o.target, o.opt_level, (emit & CV_EMIT_LLVM) != 0, &lo, d)
+    int rc = llvm ? cv_llvm_compile(p, o.target, o.opt_level, (emit & CV_EMIT_LLVM) != 0,
+                                    p->split_weights ? o.code_cache : NULL, &lo, d)
                   : 0;
     double t2 = cv_clock_mono_ms_f();
     if (rc == 0) {

@@ -8,18 +8,25 @@
 #include "common/strbuf.h"
 #include "compiler-core/backend/kernel.h"
 
-/* A static archive holding one object, with an index of syms. */
-int cv_archive_write(const char *path, const char *member, const void *obj, size_t len,
-                     const char *const *syms, int n_syms, cv_diag *d);
+/* A static archive of n (at most 16) objects, with an index of each
+ * one's syms. */
+typedef struct cv_ar_member {
+    const char *name;
+    const void *data;
+    size_t len;
+    const char *const *syms;
+    int n_syms;
+} cv_ar_member;
+int cv_archive_write(const char *path, const cv_ar_member *m, int n, cv_diag *d);
 /* Runs argv (PATH lookup, no shell), stdout and stderr into out (bounded,
  * NUL-terminated).  Returns the exit status, or -errno when it cannot start. */
 int cv_spawn_capture(char *const *argv, char *out, size_t out_size);
-/* Links obj into the shared object so (link.c): with the binutils linker
+/* Links objs[0..n) (n <= 4) into the shared object so (link.c): with the binutils linker
  * behind the C driver `linker` directly where it and libgcc are found, else
  * with `linker -shared ... -lm -lpthread`.  *missing is set (and nothing is
  * reported) when the linker is not installed. */
-int cv_link_shared(const char *linker, const char *obj, const char *so, const char *soname,
-                   cv_diag *d, bool *missing);
+int cv_link_shared(const char *linker, const char *const *objs, int n, const char *so,
+                   const char *soname, cv_diag *d, bool *missing);
 /* The C header of the artifact's API. */
 void cv_artifact_header(const cv_kprog *p, const char *target, int opt, cv_sb *out);
 /* "128 + 192*d[0]": the arena size as a C expression over an array `arr`. */

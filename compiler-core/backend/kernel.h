@@ -205,6 +205,8 @@ typedef struct cv_kprog {
     int64_t *bound_max;
     bool debug;                 /* backends attach debug info (cuvil compile -g) */
     bool weights_file;          /* constants live in <name>.weights.bin (weights_file.c) */
+    bool split_weights;         /* constants over CV_INLINE_CONST_MAX bytes live in the
+                                   data object <name>_weights.o, not in the code's */
     bool half_weights;          /* -p fp16/bf16 weights may be read 16-bit by the runtime
                                    (codegen_half.c); false for backends without its routines */
     int n_half_ops;             /* ops that read them so (no widened copy) */
@@ -335,5 +337,18 @@ void cv_k_call(cv_codegen_ctx *c, cv_krt fn, const cv_kexpr *const *args, int n)
  * file's size; and the file's bytes (malloc'd into *data). */
 int64_t cv_weights_layout(const cv_kprog *p, int64_t *offsets);
 int cv_weights_image(const cv_kprog *p, char **data, size_t *len);
+
+/* Split weights (p->split_weights): constants of at most
+ * CV_INLINE_CONST_MAX bytes (cuvil.h) stay in the code object. */
+/* Whether storage id lives in the weights image of a split program. */
+bool cv_weights_split_store(const cv_kprog *p, int id);
+/* Offsets (-1 for the others) and size of the split weights image; its bytes. */
+int64_t cv_weights_split_layout(const cv_kprog *p, int64_t *offsets);
+int cv_weights_split_image(const cv_kprog *p, char **data, size_t *len);
+/* weights_obj.c: the relocatable ELF object holding image as one hidden
+ * read-only symbol sym, for the machine (class, data, e_machine, e_flags)
+ * of the code object code_obj, so the two link together.  *out malloc'd. */
+int cv_weights_object(const void *code_obj, size_t code_len, const char *sym, const void *image,
+                      size_t len, unsigned char **out, size_t *out_len, cv_diag *d);
 
 #endif

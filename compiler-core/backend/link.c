@@ -1,4 +1,4 @@
-/* Shared objects: the artifact's object linked with -lm and libc.
+/* Shared objects: the artifact's objects (code, weights) linked with -lm and libc.
  *
  * The target's C compiler driver ("cc", "aarch64-linux-gnu-gcc") would
  * run collect2 and the linker with GCC's LTO plugin: three processes and
@@ -109,19 +109,35 @@ static bool find_libgcc(const char *triple, bool cross, char *out, size_t cap)
     return best >= 0;
 }
 
+/* argv with objs[0..n) spliced in at the slot holding OBJS. */
+static void splice_objs(char **argv, int at, const char *const *objs, int n, char **out)
+{
+    int k = 0;
+    for (int i = 0; argv[i]; i++) {
+        if (i == at)
+            for (int j = 0; j < n; j++)
+                out[k++] = (char *)objs[j];
+        else
+            out[k++] = argv[i];
+    }
+    out[k] = NULL;
+}
+
 /* 0 linked; -ENOENT when the direct way is not available here (then the
  * driver links); else the linker's exit status, its output in out. */
-static int link_direct(const char *driver, const char *obj, const char *so, const char *soname,
-                       char *out, size_t cap)
+static int link_direct(const char *driver, const char *const *objs, int n, const char *so,
+                       const char *soname, char *out, size_t cap)
 {
     char triple[64], ld[80], libgcc[PATH_MAX];
     bool cross;
     if (!driver_triple(driver, triple, sizeof triple, &cross) ||
         !find_libgcc(triple, cross, libgcc, sizeof libgcc))
         return -ENOENT;
-    char *argv[] = {ld, "-shared", "-o", (char *)so, (char *)obj, "-soname", (char *)soname,
+    char *argv[] = {ld, "-shared", "-o", (char *)so, "OBJS", "-soname", (char *)soname,
                     "--build-id", "--eh-frame-hdr", "-z", "relro", "-z", "noexecstack",
                     "--hash-style=gnu", "-lm", "-lc", libgcc, NULL};
+    char *args[sizeof argv / sizeof argv[0] + 4];
+    splice_objs(argv, 4, objs, n, args);
     /* gold links a small artifact in ~60% of the CPU time of ld.bfd (most
      * of a link is the linker starting up); binutils without gold (riscv64,
      * newer Debian without binutils-gold) falls back to bfd. */
@@ -132,22 +148,26 @@ static int link_direct(const char *driver, const char *obj, const char *so, cons
             snprintf(ld, sizeof ld, "%s-ld%s", triple, flavours[i]);
         else
             snprintf(ld, sizeof ld, "ld%s", flavours[i]);
-        rc = cv_spawn_capture(argv, out, cap);
+        rc = cv_spawn_capture(args, out, cap);
     }
     return rc;
 }
 
-int cv_link_shared(const char *linker, const char *obj, const char *so, const char *soname,
-                   cv_diag *d, bool *missing)
+int cv_link_shared(const char *linker, const char *const *objs, int n, const char *so,
+                   const char *soname, cv_diag *d, bool *missing)
 {
     char out[4096];
-    int rc = link_direct(linker, obj, so, soname, out, sizeof out);
+    if (n < 1 || n > 4)
+        return cv_diag_fail(d, CV_E_INTERNAL_ERROR, (cv_span){.file = so}, "cannot link %d objects", n);
+    int rc = link_direct(linker, objs, n, so, soname, out, sizeof out);
     if (rc == -ENOENT) {
         char sonameopt[300];
         snprintf(sonameopt, sizeof sonameopt, "-Wl,-soname,%s", soname);
-        char *argv[] = {(char *)linker, "-shared", "-o", (char *)so, (char *)obj, sonameopt,
+        char *argv[] = {(char *)linker, "-shared", "-o", (char *)so, "OBJS", sonameopt,
                         "-Wl,-z,noexecstack", "-Wl,--hash-style=gnu", "-lm", "-lpthread", NULL};
-        rc = cv_spawn_capture(argv, out, sizeof out);
+        char *args[sizeof argv / sizeof argv[0] + 4];
+        splice_objs(argv, 4, objs, n, args);
+        rc = cv_spawn_capture(args, out, sizeof out);
     }
     *missing = rc == -ENOENT;
     if (rc == 0)

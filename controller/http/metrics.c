@@ -322,16 +322,17 @@ static void controller_and_source(cv_http *h, cv_sb *o, int64_t now_ms, cv_diag 
 
 static void cache_levels(const cv_cache_stats *st, cv_sb *o)
 {
+    static const char *const level[CV_CACHE_NLEVELS] = {"l1", "l2", "code"};
     help(o, "cuvil_farm_cache_hits_total", "counter",
          "Hits in the farm's cache, by level and location.");
     for (int lv = 0; lv < CV_CACHE_NLEVELS; lv++)
         for (int remote = 0; remote < 2; remote++)
-            cv_sb_printf(o, "cuvil_farm_cache_hits_total{level=\"l%d\",location=\"%s\"} %llu\n",
-                         lv + 1, remote ? "remote" : "local",
+            cv_sb_printf(o, "cuvil_farm_cache_hits_total{level=\"%s\",location=\"%s\"} %llu\n",
+                         level[lv], remote ? "remote" : "local",
                          (unsigned long long)(remote ? st->hits_remote[lv] : st->hits_local[lv]));
     help(o, "cuvil_farm_cache_misses_total", "counter", "Misses in the farm's cache, by level.");
     for (int lv = 0; lv < CV_CACHE_NLEVELS; lv++)
-        cv_sb_printf(o, "cuvil_farm_cache_misses_total{level=\"l%d\"} %llu\n", lv + 1,
+        cv_sb_printf(o, "cuvil_farm_cache_misses_total{level=\"%s\"} %llu\n", level[lv],
                      (unsigned long long)st->misses[lv]);
 }
 

@@ -6,8 +6,10 @@
 Writes OUT_DIR/<model>.onnx (opset 13, batch dimension exported as the
 symbol N), OUT_DIR/<model>.input.npy and OUT_DIR/<model>.output.npy (what
 PyTorch computes for that input).  Weights are random (weights=None) from a
-fixed seed; BatchNorm running statistics are randomised too, so that the
-normalisation is not an identity.  Generated data, never committed.
+fixed seed (CUVIL_EXPORT_SEED, default 0: another seed is the same model
+retrained, for bench/cache); BatchNorm running statistics are randomised
+too, so that the normalisation is not an identity.  Generated data, never
+committed.
 """
 import os
 import sys
@@ -30,8 +32,9 @@ def randomise_bn(model, gen):
 
 
 def export(name, out_dir):
-    torch.manual_seed(0)
-    gen = torch.Generator().manual_seed(1)
+    seed = int(os.environ.get("CUVIL_EXPORT_SEED", "0"))
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(1 + seed)
     model = getattr(torchvision.models, name)(weights=None).eval()
     with torch.no_grad():
         randomise_bn(model, gen)

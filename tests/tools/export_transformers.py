@@ -7,7 +7,8 @@ usage: export_transformers.py OUTDIR [small|large|NAME...]
 For each model NAME it writes OUTDIR/NAME.onnx and, for each shape tried,
 OUTDIR/NAME.<k>.in<i>.npy and OUTDIR/NAME.<k>.out0.npy (PyTorch's output).
 "small" models are sized for `make test`; "large" ones (ViT-B/16, Swin-T)
-for `make conformance`/bench."""
+for `make conformance`/bench.  CUVIL_EXPORT_SEED (default 0) seeds the
+weights: another seed is the same model retrained (bench/cache)."""
 import os
 import sys
 
@@ -15,7 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-torch.manual_seed(0)
+torch.manual_seed(int(os.environ.get("CUVIL_EXPORT_SEED", "0")))
 
 
 class Bert(nn.Module):

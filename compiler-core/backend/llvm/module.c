@@ -40,10 +40,26 @@ static void add_weights(modgen *g)
         cv_weights_layout(p, g->wofs);
         return;
     }
+    /* Split weights: the large constants are offsets into the data
+     * object's one hidden symbol, whose bytes the optimiser never sees. */
+    LLVMValueRef image = NULL;
+    if (p->split_weights && cv_weights_split_layout(p, g->wofs) > 0) {
+        char sym[200];
+        snprintf(sym, sizeof sym, "cv_%s_weights", p->name);
+        image = LLVMAddGlobal(g->mod, LLVMArrayType2(g->i8, 0), sym);
+        LLVMSetGlobalConstant(image, 1);
+        LLVMSetVisibility(image, LLVMHiddenVisibility);
+        LLVMSetAlignment(image, 64);
+    }
     for (int i = 0; i < p->n_stores; i++) {
         const cv_kstore *s = &p->stores[i];
         if (s->kind != CV_KST_CONST || s->first < 0)
             continue;
+        if (image && cv_weights_split_store(p, i)) {
+            LLVMValueRef off = LLVMConstInt(g->i64, (unsigned long long)g->wofs[i], 0);
+            g->consts[i] = LLVMConstGEP2(g->i8, image, &off, 1);
+            continue;
+        }
         char name[32];
         snprintf(name, sizeof name, "cv_w%d", i);
         LLVMValueRef init = LLVMConstStringInContext2(g->ctx, s->data ? s->data : "", s->nbytes, 1);
