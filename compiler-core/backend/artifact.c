@@ -280,6 +280,8 @@ static int write_shared(writer *w, const cv_kprog *p, const cv_llvm_out *lo, uns
 static int write_library(writer *w, const cv_kprog *p, const cv_llvm_out *lo, unsigned emit,
                          cv_compile_info *info)
 {
+    if (!(emit & (CV_EMIT_OBJ | CV_EMIT_A | CV_EMIT_SO)))
+        return 0;   /* --emit c, llvm, h: no object */
     char obj[200], wobj[200], lib[200], wsym[200];
     snprintf(obj, sizeof obj, "%s.o", p->name);
     snprintf(wobj, sizeof wobj, "%s_weights.o", p->name);
@@ -488,7 +490,8 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info
     /* CPU targets keep the large weights out of the code object, so the
      * code is a function of the program's structure (cv_code_cache); the
      * CUDA targets keep theirs in the library. */
-    p->split_weights = !p->weights_file && !cv_target_is_cuda(o.target);
+    p->split_weights = !p->weights_file && !cv_target_is_cuda(o.target) &&
+                       (emit & (CV_EMIT_OBJ | CV_EMIT_A | CV_EMIT_SO | CV_EMIT_LLVM));
     /* Debug info of a model without source lines points into its listing. */
     if (o.debug && cv_debug_needs_listing(p))
         emit |= CV_EMIT_CUIR;
