@@ -115,10 +115,11 @@ static int parse_args(compile_args *a, int argc, char **argv)
             a->max_ops = (int)n;
         } else if (strcmp(s, "--timeout") == 0 && i + 1 < argc) {
             a->timeout_text = argv[++i];
-            if (cv_spec_parse_duration(a->timeout_text, &a->timeout_ms) || a->timeout_ms < 1 ||
-                a->timeout_ms > (int64_t)24 * 3600 * 1000)
-                return cv_cli_usage_error(cmd, "--timeout takes a duration up to 24h (90s, 1500ms, "
-                                          "10m), got '%s'", a->timeout_text);
+            if (cv_cli_duration_arg(cmd, s, a->timeout_text, &a->timeout_ms))
+                return CV_EXIT_USAGE;
+            if (a->timeout_ms < 1 || a->timeout_ms > (int64_t)24 * 3600 * 1000)
+                return cv_cli_usage_error(cmd, "--timeout takes 1ms to 24h, got '%s'",
+                                          a->timeout_text);
         } else if (strcmp(s, "--remote-cache") == 0 && i + 1 < argc) {
             a->remote = argv[++i];
         } else if (s[0] == '-') {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/units.h"
 
 extern const cv_cli_command cv_cmd_help, cv_cmd_version, cv_cmd_validate, cv_cmd_run;
 extern const cv_cli_command cv_cmd_compile, cv_cmd_bench;
@@ -69,6 +70,30 @@ int cv_cli_usage_error(const cv_cli_command *cmd, const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "\nusage: %s", cmd->usage);
     return CV_EXIT_USAGE;
+}
+
+static int units_usage_error(const cv_cli_command *cmd, cv_units_kind kind, int code,
+                             const char *flag, const char *v, const cv_units_error *e)
+{
+    char msg[320];
+    cv_units_message(msg, sizeof msg, kind, flag, v, e);
+    return cv_cli_usage_error(cmd, "%s [CV%04d]", msg, code);
+}
+
+int cv_cli_size_arg(const cv_cli_command *cmd, const char *flag, const char *v, uint64_t *out)
+{
+    cv_units_error e;
+    if (cv_units_parse_size(v, out, &e))
+        return units_usage_error(cmd, CV_UNITS_SIZE, CV_E_BAD_SIZE, flag, v, &e);
+    return CV_EXIT_OK;
+}
+
+int cv_cli_duration_arg(const cv_cli_command *cmd, const char *flag, const char *v, int64_t *out)
+{
+    cv_units_error e;
+    if (cv_units_parse_duration(v, out, &e))
+        return units_usage_error(cmd, CV_UNITS_DURATION, CV_E_BAD_DURATION, flag, v, &e);
+    return CV_EXIT_OK;
 }
 
 bool cv_cli_wants_help(const cv_cli_command *cmd, int argc, char **argv)

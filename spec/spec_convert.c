@@ -28,7 +28,7 @@ static int64_t duration(const json_t *obj, const char *key, int64_t dflt)
     int64_t ms = dflt;
     const char *v = json_string_value(json_object_get(obj, key));
     if (v) {
-        int rc = cv_spec_parse_duration(v, &ms);
+        int rc = cv_units_parse_duration(v, &ms, NULL);
         CV_ASSERT_RET(NULL, rc == 0, dflt); /* the walker checked it */
     }
     return ms;
@@ -39,7 +39,7 @@ static uint64_t size(const json_t *obj, const char *key)
     uint64_t b = 0;
     const char *v = json_string_value(json_object_get(obj, key));
     if (v) {
-        int rc = cv_spec_parse_size(v, &b);
+        int rc = cv_units_parse_size(v, &b, NULL);
         CV_ASSERT_RET(NULL, rc == 0, 0); /* the walker checked it */
     }
     return b;

@@ -51,10 +51,12 @@ static int check_glob(spec_walk *w, const spec_field *f, const char *s, cv_span 
 static int check_duration(spec_walk *w, const spec_field *f, const char *s, cv_span sp)
 {
     int64_t ms;
-    if (cv_spec_parse_duration(s, &ms))
-        return spec_error(w, CV_E_SPEC_BAD_DURATION, sp,
-                          "%s: '%s' is not a duration (write e.g. 60s, 10m, 1h30m; units ms s m h)",
-                          w->path, s);
+    cv_units_error e;
+    char msg[320];
+    if (cv_units_parse_duration(s, &ms, &e)) {
+        cv_units_message(msg, sizeof msg, CV_UNITS_DURATION, w->path, s, &e);
+        return spec_error(w, CV_E_SPEC_BAD_DURATION, sp, "%s", msg);
+    }
     if (ms < f->min || ms > f->max)
         return spec_error(w, CV_E_SPEC_OUT_OF_RANGE, sp, "%s: %s is outside %llds to %lldh", w->path, s,
                           (long long)(f->min / SECOND), (long long)(f->max / 3600000));
@@ -64,11 +66,12 @@ static int check_duration(spec_walk *w, const spec_field *f, const char *s, cv_s
 static int check_size(spec_walk *w, const spec_field *f, const char *s, cv_span sp)
 {
     uint64_t b;
-    if (cv_spec_parse_size(s, &b) == 0)
+    cv_units_error e;
+    char msg[320];
+    if (cv_units_parse_size(s, &b, &e) == 0)
         return 0;
-    return spec_error(w, CV_E_SPEC_BAD_SIZE, sp,
-                      "%s: '%s' is not a size (write e.g. 20Gi or 500M; units k M G T P, "
-                      "Ki Mi Gi Ti Pi)", w->path, s);
+    cv_units_message(msg, sizeof msg, CV_UNITS_SIZE, w->path, s, &e);
+    return spec_error(w, CV_E_SPEC_BAD_SIZE, sp, "%s", msg);
 }
 
 static int url_error(spec_walk *w, const char *s, const char *why, cv_span sp)

@@ -10,6 +10,7 @@
 #include "common/arena.h"
 #include "common/diag.h"
 #include "common/strutil.h"
+#include "common/units.h"
 #include "common/yamldoc.h"
 #include "spec/spec.h"
 
