@@ -36,6 +36,9 @@ int cv_cli_duration_arg(const cv_cli_command *cmd, const char *flag, const char 
 /* one or many by n: "1 error", "2 errors", "1 entry", "3 entries". */
 const char *cv_cli_plural(long long n, const char *one, const char *many);
 
+/* "usage: " and the command's usage text, with {targets} replaced by the
+ * target list (common/targets.h). */
+void cv_cli_print_usage(const cv_cli_command *cmd, FILE *f);
 /* True when argv contains -h or --help (prints the usage). */
 bool cv_cli_wants_help(const cv_cli_command *cmd, int argc, char **argv);
 

@@ -487,7 +487,7 @@ static int backend(bctx *b)
     if (check_out_dir(b, b->m->n_funcs ? b->m->funcs[0]->name : ""))
         return -1;
     cv_quant_opts qo = b->o->quant;
-    qo.precision = (cv_qprec)b->o->precision;
+    qo.precision = b->o->precision;
     cv_compile_opts co = {.target = b->target, .emit = b->emit, .out_dir = b->o->out_dir,
                           .quant = &qo,
                           .opt_level = b->o->opt_level == CV_OPT_OS ? 2 : (int)b->o->opt_level};

@@ -114,8 +114,6 @@ int cv_spec_validate_file(const char *path, cv_diag *d);
 /* Whether a repository path is a spec file (cuvil/NAME.yaml or .yml). */
 bool cv_spec_is_spec_path(const char *path);
 
-/* The fixed list of target names; NULL-terminated too. */
-const char *const *cv_spec_targets(size_t *n);
 
 /* Every field the loader accepts, for checking the JSON Schemas in
  * schemas/ against the loader (tests/unit/test_spec.c).  path: "spec.targets",

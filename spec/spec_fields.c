@@ -10,23 +10,11 @@
 #define SECOND INT64_C(1000)
 #define DAY (86400 * SECOND)
 
-static const char *const targets[] = {
-    "x86_64", "x86_64-avx2", "x86_64-avx512", "native", "aarch64-linux-gnu",
-    "riscv64-linux-gnu", "c99", "cuda-sm80", "cuda-sm89", "cuda-sm90", NULL,
-};
 const char *const spec_kind_names[] = {"CuvilBuildCluster", "CuvilPipeline", NULL};
-const char *const spec_precision_names[] = {"fp32", "fp16", "bf16", "int8", NULL};
 const char *const spec_opt_level_names[] = {"O0", "O1", "O2", "O3", NULL};
 static const char *const api_versions[] = {CV_SPEC_API_VERSION, NULL};
 static const char *const queue_kinds[] = {"embedded", "kafka", NULL};
 static const char *const calibration_methods[] = {"minmax", "percentile", "entropy", NULL};
-
-const char *const *cv_spec_targets(size_t *n)
-{
-    if (n)
-        *n = sizeof targets / sizeof targets[0] - 1;
-    return targets;
-}
 
 /* ---- value checks */
 
@@ -180,9 +168,9 @@ static const spec_field cluster_spec[] = {
 };
 
 static const spec_field glob_item = {.type = SK_STRING, .check = check_glob};
-static const spec_field target_item = {.type = SK_STRING, .values = targets,
+static const spec_field target_item = {.type = SK_STRING, .values = cv_target_name_list,
                                        .code = CV_E_SPEC_UNKNOWN_TARGET};
-static const spec_field precision_item = {.type = SK_STRING, .values = spec_precision_names,
+static const spec_field precision_item = {.type = SK_STRING, .values = cv_precision_names,
                                           .code = CV_E_SPEC_UNKNOWN_PRECISION};
 static const spec_field calibration[] = {
     STR("data", .required = true, .check = check_glob),

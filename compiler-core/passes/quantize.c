@@ -326,9 +326,9 @@ int cv_quantize_int8(cv_func *f, const cv_quant_opts *q, char *rep, size_t size,
 int cv_passes_quantize(cv_func *f, const cv_quant_opts *q, char *rep, size_t size, cv_diag *d)
 {
     rep[0] = 0;
-    if (!q || q->precision == CV_QP_FP32)
+    if (!q || q->precision == CV_PRECISION_FP32)
         return 0;
-    if (q->precision == CV_QP_INT8)
+    if (q->precision == CV_PRECISION_INT8)
         return cv_quantize_int8(f, q, rep, size, d);
     return cv_quantize_half(f, q, rep, size, d);
 }

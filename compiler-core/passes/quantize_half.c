@@ -60,7 +60,7 @@ static cv_value *reduced(cv_func *f, const cv_value *w, cv_dtype dt, int at, cv_
 
 int cv_quantize_half(cv_func *f, const cv_quant_opts *q, char *rep, size_t size, cv_diag *d)
 {
-    cv_dtype dt = q->precision == CV_QP_BF16 ? CV_BF16 : CV_F16;
+    cv_dtype dt = q->precision == CV_PRECISION_BF16 ? CV_BF16 : CV_F16;
     int64_t before = 0;
     int n = 0, kinds[4] = {0};
     static const char *const names[] = {"conv2d", "conv_transpose2d", "gemm", "matmul"};

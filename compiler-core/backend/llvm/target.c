@@ -97,12 +97,8 @@ int cv_llvm_target_lookup(const char *name, cv_llvm_target *t, cv_diag *d)
         return t->features ? 0 : -1;
     }
     int id = cv_diag_error(d, CV_E_UNKNOWN_TARGET, (cv_span){0}, "unknown target '%s'", name);
-    char list[256] = "";
-    for (int i = 0; cv_target_at(i); i++) {
-        strcat(list, cv_target_at(i)->name);
-        strcat(list, ", ");
-    }
-    cv_diag_note(d, id, "known targets: %snative", list);
+    char list[512];
+    cv_diag_note(d, id, "known targets: %s", cv_target_names(list, sizeof list));
     return -1;
 }
 
