@@ -31,11 +31,11 @@ typedef struct bctx {
     cv_diag *d;
     const char *target;
     unsigned emit;
-    cv_wk_source src;           /* src.dir owned */
-    cv_wk_deps deps;            /* owned */
+    cv_compile_source src;           /* src.dir owned */
+    cv_compile_deps deps;            /* owned */
     bool deps_stored;           /* the deps entry matched what the front end read */
     cv_cache_key deps_key, l1_key, l2_key;   /* owned */
-    cv_wk_l1_value l1v;
+    cv_compile_l1_value l1v;
     bool have_l1v;
     cv_module *m;               /* owned */
 } bctx;
@@ -43,7 +43,7 @@ typedef struct bctx {
 static void bctx_free(bctx *b)
 {
     free(b->src.dir);
-    cv_wk_deps_free(&b->deps);
+    cv_compile_deps_free(&b->deps);
     cv_cache_key_free(&b->deps_key);
     cv_cache_key_free(&b->l1_key);
     cv_cache_key_free(&b->l2_key);
@@ -113,12 +113,12 @@ static int l1_lookup(bctx *b, const char *not_found)
     void *val = NULL;
     size_t len = 0;
     cv_cache_lookup info = {0};
-    if (cv_wk_l1_key(&b->src, &b->deps, &b->l1_key, b->d))
+    if (cv_compile_l1_key(&b->src, &b->deps, &b->l1_key, b->d))
         return -1;
-    cv_wk_hex(&b->l1_key.digest, b->r->l1.key);
+    cv_compile_hex(&b->l1_key.digest, b->r->l1.key);
     int hit = cv_cache_get_action(b->c, CV_CACHE_L1, &b->l1_key, &val, &len, &info, b->d);
     b->r->l1.ms += info.ms;
-    if (hit == 1 && cv_wk_l1_decode(val, len, &b->l1v) == 0) {
+    if (hit == 1 && cv_compile_l1_decode(val, len, &b->l1v) == 0) {
         b->have_l1v = true;
         b->r->l1.outcome = outcome_of(&info);
         b->r->l1.reason[0] = 0;
@@ -139,24 +139,24 @@ static int l1_probe(bctx *b)
     void *val = NULL;
     size_t len = 0;
     cv_cache_lookup info = {0};
-    if (cv_wk_deps_key(&b->src, &b->deps_key, b->d))
+    if (cv_compile_deps_key(&b->src, &b->deps_key, b->d))
         return -1;
     int hit = cv_cache_get_aux(b->c, &b->deps_key, &val, &len, &info, b->d);
     b->r->l1.ms = info.ms;
     b->r->l1.outcome = CV_CACHE_MISS;
-    if (hit != 1 || cv_wk_deps_decode(val, len, &b->deps) != 0) {
+    if (hit != 1 || cv_compile_deps_decode(val, len, &b->deps) != 0) {
         snprintf(b->r->l1.reason, sizeof b->r->l1.reason, "%s",
                  reason_text(info.reason, "new source"));
         free(val);
         return 0;
     }
     free(val);
-    int ok = cv_wk_deps_digest(b->c, b->src.dir, &b->deps, b->r->l1.reason,
+    int ok = cv_compile_deps_digest(b->c, b->src.dir, &b->deps, b->r->l1.reason,
                                sizeof b->r->l1.reason);
     if (ok < 0)
         return cv_diag_fail(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     if (ok == 0) {
-        cv_wk_deps_free(&b->deps);
+        cv_compile_deps_free(&b->deps);
         return 0;
     }
     b->deps_stored = true;
@@ -202,16 +202,16 @@ static int onnx_files(const char *path, json_t *files)
     close(fd);
     if (p == MAP_FAILED)
         return -1;
-    int rc = cv_wk_onnx_external_files(p, (size_t)st.st_size, files);
+    int rc = cv_compile_onnx_external_files(p, (size_t)st.st_size, files);
     munmap(p, (size_t)st.st_size);
     return rc;
 }
 
 /* The files the module read: weights(...) params and ONNX external data.
  * 1 known, 0 unknown (the model is then compiled without L1). */
-static int deps_of_module(bctx *b, cv_wk_deps *x)
+static int deps_of_module(bctx *b, cv_compile_deps *x)
 {
-    *x = (cv_wk_deps){.files = json_array()};
+    *x = (cv_compile_deps){.files = json_array()};
     if (!x->files)
         return -1;
     for (int f = 0; f < b->m->n_funcs; f++) {
@@ -234,7 +234,7 @@ static int deps_of_module(bctx *b, cv_wk_deps *x)
     if (sort_strings(x->files) != 0)
         return -1;
     char why[256];
-    return cv_wk_deps_digest(b->c, b->src.dir, x, why, sizeof why);
+    return cv_compile_deps_digest(b->c, b->src.dir, x, why, sizeof why);
 }
 
 /* Runs the front end (load, verify, map weights). */
@@ -276,7 +276,7 @@ static int print_canonical(cv_module *m, char **loc, char **noloc)
             cv_digest dg;
             cv_cache_sha256(p->data, p->nbytes, &dg);
             sv[k] = (saved){.p = p, .file = p->file, .key = p->key};
-            cv_wk_hex(&dg, sv[k].hex);
+            cv_compile_hex(&dg, sv[k].hex);
             p->kind = CV_PARAM_WEIGHTS;
             p->file = DENSE_REF;
             p->key = sv[k++].hex;
@@ -294,7 +294,7 @@ static int print_canonical(cv_module *m, char **loc, char **noloc)
 
 /* What L1 stores for the module just loaded.  text: the canonical text
  * (malloc'd) for the blob. */
-static int describe_module(bctx *b, const cv_wk_deps *x, cv_wk_l1_value *v, char **text)
+static int describe_module(bctx *b, const cv_compile_deps *x, cv_compile_l1_value *v, char **text)
 {
     char *loc = NULL;
     *text = NULL;
@@ -305,22 +305,22 @@ static int describe_module(bctx *b, const cv_wk_deps *x, cv_wk_l1_value *v, char
         return cv_diag_fail(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory printing the IR");
     }
     memset(v, 0, sizeof *v);
-    cv_wk_ir_digest(*text, strlen(*text), x, &v->ir);
-    cv_wk_ir_digest(loc, strlen(loc), x, &v->ir_loc);
-    cv_wk_fingerprint(b->m, &v->fingerprint);
+    cv_compile_ir_digest(*text, strlen(*text), x, &v->ir);
+    cv_compile_ir_digest(loc, strlen(loc), x, &v->ir_loc);
+    cv_compile_fingerprint(b->m, &v->fingerprint);
     snprintf(v->name, sizeof v->name, "%s", b->m->n_funcs ? b->m->funcs[0]->name : "");
     free(loc);
     return 0;
 }
 
-static void store_l1(bctx *b, const cv_wk_l1_value *v, const char *text)
+static void store_l1(bctx *b, const cv_compile_l1_value *v, const char *text)
 {
     double t0 = cv_clock_mono_ms_f();
-    cv_wk_l1_value sv = *v;
-    char *deps = cv_wk_deps_encode(&b->deps);
+    cv_compile_l1_value sv = *v;
+    char *deps = cv_compile_deps_encode(&b->deps);
     char *val = NULL;
     if (cv_cache_put_blob(b->c, text, strlen(text), &sv.ir_blob, b->d) == 0 &&
-        (val = cv_wk_l1_encode(&sv)) != NULL && deps) {
+        (val = cv_compile_l1_encode(&sv)) != NULL && deps) {
         if (!b->deps_stored)
             cv_cache_put_aux(b->c, &b->deps_key, deps, strlen(deps), b->d);
         cv_cache_put_action(b->c, CV_CACHE_L1, &b->l1_key, val, strlen(val), b->d);
@@ -336,14 +336,14 @@ static int l1_fill(bctx *b)
 {
     if (frontend(b))
         return -1;
-    cv_wk_deps x;
+    cv_compile_deps x;
     int known = deps_of_module(b, &x);
     if (known < 0) {
-        cv_wk_deps_free(&x);
+        cv_compile_deps_free(&x);
         return cv_diag_fail(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     }
     char *text = NULL;
-    cv_wk_l1_value v;
+    cv_compile_l1_value v;
     int rc = describe_module(b, known ? &x : NULL, &v, &text);
     if (rc == 0 && !known) {
         snprintf(b->r->l1.reason, sizeof b->r->l1.reason,
@@ -351,23 +351,23 @@ static int l1_fill(bctx *b)
         b->r->l1.outcome = CV_CACHE_NONE;
     } else if (rc == 0) {
         bool same = b->deps_stored && json_equal(x.files, b->deps.files);
-        cv_wk_deps_free(&b->deps);
+        cv_compile_deps_free(&b->deps);
         b->deps = x;
-        x = (cv_wk_deps){0};
+        x = (cv_compile_deps){0};
         b->deps_stored = same;
         if (!b->l1_key.manifest) {
             rc = l1_lookup(b, "new source");
         } else if (!same) {     /* the stored deps list was wrong: key it afresh */
             cv_cache_key_free(&b->l1_key);
-            rc = cv_wk_l1_key(&b->src, &b->deps, &b->l1_key, b->d);
-            cv_wk_hex(&b->l1_key.digest, b->r->l1.key);
+            rc = cv_compile_l1_key(&b->src, &b->deps, &b->l1_key, b->d);
+            cv_compile_hex(&b->l1_key.digest, b->r->l1.key);
         }
         b->l1v = v;             /* the fresh value, whatever a late hit held */
         if (rc == 0)
             store_l1(b, &v, text);
     }
     free(text);
-    cv_wk_deps_free(&x);
+    cv_compile_deps_free(&x);
     b->have_l1v = rc == 0 && known;
     return rc;
 }
@@ -378,7 +378,7 @@ static int l1_recheck(bctx *b)
 {
     if (frontend(b))
         return -1;
-    cv_wk_l1_value v;
+    cv_compile_l1_value v;
     char *text = NULL;
     if (describe_module(b, &b->deps, &v, &text))
         return -1;
@@ -397,18 +397,18 @@ static int l1_recheck(bctx *b)
 
 static int l2_key(bctx *b)
 {
-    cv_wk_target desc;
-    if (cv_wk_target_describe(b->target, &desc, b->d))
+    cv_compile_target desc;
+    if (cv_compile_target_describe(b->target, &desc, b->d))
         return -1;
     bool locs = b->o->debug || (b->emit & CV_EMIT_CUIR);
-    cv_wk_l2_in in = {.ir = locs ? b->l1v.ir_loc : b->l1v.ir, .target = b->target,
+    cv_compile_l2_in in = {.ir = locs ? b->l1v.ir_loc : b->l1v.ir, .target = b->target,
                       .desc = &desc, .o = b->o, .emit = b->emit};
-    cv_wk_hex(&in.ir, b->r->ir_digest);
-    cv_wk_hex(&b->l1v.fingerprint, b->r->fingerprint);
+    cv_compile_hex(&in.ir, b->r->ir_digest);
+    cv_compile_hex(&b->l1v.fingerprint, b->r->fingerprint);
     cv_cache_key_free(&b->l2_key);
-    if (cv_wk_l2_key(b->c, &in, &b->l2_key, b->d))
+    if (cv_compile_l2_key(b->c, &in, &b->l2_key, b->d))
         return -1;
-    cv_wk_hex(&b->l2_key.digest, b->r->l2.key);
+    cv_compile_hex(&b->l2_key.digest, b->r->l2.key);
     return 0;
 }
 
@@ -462,15 +462,15 @@ static int l2_lookup(bctx *b)
     } else if (hit == 1) {
         double t0 = cv_clock_mono_ms_f();
         rc = b->o->no_output_on_hit
-                 ? cv_wk_artifact_check(b->c, val, len, b->r->name, b->r->l2.reason,
+                 ? cv_compile_artifact_check(b->c, val, len, b->r->name, b->r->l2.reason,
                                         sizeof b->r->l2.reason, b->d)
-                 : cv_wk_artifact_materialise(b->c, val, len, b->o->out_dir, b->r->name,
+                 : cv_compile_artifact_materialise(b->c, val, len, b->o->out_dir, b->r->name,
                                               b->r->l2.reason, sizeof b->r->l2.reason, b->d);
         b->r->ms_fetch = cv_clock_mono_ms_f() - t0;
         if (rc == 1) {
             cv_digest dg;
             cv_cache_sha256(val, len, &dg);
-            cv_wk_hex(&dg, b->r->artifact_manifest);
+            cv_compile_hex(&dg, b->r->artifact_manifest);
             b->r->l2.outcome = outcome_of(&info);
         }
     } else {
@@ -513,12 +513,12 @@ static int store_l2(bctx *b)
     char *list = NULL, name[128];
     size_t len = 0;
     cv_digest dg;
-    int rc = cv_wk_artifact_store(b->c, b->o->out_dir, !b->o->scratch_out, &list, &len, name,
+    int rc = cv_compile_artifact_store(b->c, b->o->out_dir, !b->o->scratch_out, &list, &len, name,
                                   b->d);
     if (rc == 0)
         rc = cv_cache_put_blob(b->c, list, len, &dg, b->d) == 0 ? 0 : 1;
     if (rc == 0) {
-        cv_wk_hex(&dg, b->r->artifact_manifest);
+        cv_compile_hex(&dg, b->r->artifact_manifest);
         cv_cache_put_action(b->c, CV_CACHE_L2, &b->l2_key, list, len, b->d);
     }
     free(list);
@@ -535,8 +535,8 @@ static int uncached(bctx *b)
     if (frontend(b))
         return -1;
     cv_digest fp;
-    cv_wk_fingerprint(b->m, &fp);
-    cv_wk_hex(&fp, b->r->fingerprint);
+    cv_compile_fingerprint(b->m, &fp);
+    cv_compile_hex(&fp, b->r->fingerprint);
     return backend(b);
 }
 
@@ -651,7 +651,7 @@ int cv_build_materialise(cv_cache *c, const char *manifest_hex, const char *out_
     char name[128], why[256];
     int rc = cv_cache_get_blob(c, &dg, &list, &len, NULL, d);
     if (rc == 1)
-        rc = cv_wk_artifact_materialise(c, list, len, out_dir, name, why, sizeof why, d);
+        rc = cv_compile_artifact_materialise(c, list, len, out_dir, name, why, sizeof why, d);
     free(list);
     return rc;
 }

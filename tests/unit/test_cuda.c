@@ -415,11 +415,11 @@ static void test_l2_key_sm(void **state)
     cv_cache_key k[3];
     const char *targets[3] = {"cuda-sm80", "cuda-sm90", "cuda-sm90"};
     for (int i = 0; i < 3; i++) {
-        cv_wk_target t;
-        assert_int_equal(cv_wk_target_describe(targets[i], &t, &d), 0);
+        cv_compile_target t;
+        assert_int_equal(cv_compile_target_describe(targets[i], &t, &d), 0);
         assert_string_equal(t.triple, "nvptx64-nvidia-cuda");
-        cv_wk_l2_in in = {.target = targets[i], .desc = &t, .o = &o, .emit = CV_EMIT_DEFAULT};
-        assert_int_equal(cv_wk_l2_key(c, &in, &k[i], &d), 0);
+        cv_compile_l2_in in = {.target = targets[i], .desc = &t, .o = &o, .emit = CV_EMIT_DEFAULT};
+        assert_int_equal(cv_compile_l2_key(c, &in, &k[i], &d), 0);
     }
     assert_memory_not_equal(&k[0].digest, &k[1].digest, sizeof k[0].digest);
     assert_memory_equal(&k[1].digest, &k[2].digest, sizeof k[1].digest);
