@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/diag.h"
 #include "common/targets.h"
 #include "common/units.h"
 

@@ -140,11 +140,3 @@ void cv_units_message(char *buf, size_t cap, cv_units_kind kind, const char *wha
         snprintf(buf, cap, "%s: '%.40s' is not %s: %s (at character %d); write e.g. %s", what, s,
                  noun, e->why, e->at + 1, example);
 }
-
-int cv_units_fail(cv_diag *d, int code, cv_span span, cv_units_kind kind, const char *what,
-                  const char *s, const cv_units_error *e)
-{
-    char msg[320];
-    cv_units_message(msg, sizeof msg, kind, what, s, e);
-    return cv_diag_fail(d, code, span, "%s", msg);
-}

@@ -17,8 +17,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/diag.h"
-
 #define CV_UNITS_TEXT_MAX 32
 #define CV_SIZE_MAX_BYTES ((uint64_t)INT64_MAX)
 #define CV_DURATION_MAX_MS INT64_C(1000000000000000)   /* about 31,700 years */
@@ -36,12 +34,10 @@ int cv_units_parse_duration(const char *s, int64_t *ms, cv_units_error *e);
 typedef enum cv_units_kind { CV_UNITS_SIZE, CV_UNITS_DURATION } cv_units_kind;
 
 /* "<what>: '<s>' is not a size: <why> (at character N); write e.g. ..." in
- * buf; `what` names the flag or the field (--memory-limit,
+ * buf, for a diagnostic of the caller's code (CV6013 in a spec, CV1013 on
+ * the command line); `what` names the flag or the field (--memory-limit,
  * workers.memoryLimit).  e may be NULL. */
 void cv_units_message(char *buf, size_t cap, cv_units_kind kind, const char *what, const char *s,
                       const cv_units_error *e);
-/* The same message recorded under code at span; returns -1. */
-int cv_units_fail(cv_diag *d, int code, cv_span span, cv_units_kind kind, const char *what,
-                  const char *s, const cv_units_error *e);
 
 #endif
