@@ -5,6 +5,7 @@
 #include "cache/cache_impl.h"
 #include "cache/cas_sync.h"
 #include "cache/internal.h"
+#include "common/units.h"
 
 #include <limits.h>
 #include <pwd.h>
@@ -84,10 +85,12 @@ int cv_cache_open(const cv_cache_options *opt, cv_cache **out, cv_diag *d)
     c->racy_ns = (int64_t)(o->memo_racy_ms > 0 ? o->memo_racy_ms : 2000) * 1000000;
     c->max_size = o->max_size;
     const char *size = env(o, "CUVIL_CACHE_SIZE");
-    if (!c->max_size && size && cv_cache_parse_size(size, &c->max_size) != 0) {
+    cv_units_error ue;
+    if (!c->max_size && size && cv_units_parse_size(size, &c->max_size, &ue) != 0) {
+        char msg[320];
+        cv_units_message(msg, sizeof msg, CV_UNITS_SIZE, "CUVIL_CACHE_SIZE", size, &ue);
         free(c);
-        return cv_cache_err(d, CV_E_CACHE_BAD_SIZE, "CUVIL_CACHE_SIZE='%.40s' is not a size",
-                            size);
+        return cv_cache_err(d, CV_E_CACHE_BAD_SIZE, "%s", msg);
     }
     if (!c->max_size)
         c->max_size = (uint64_t)10 << 30;

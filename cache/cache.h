@@ -62,9 +62,6 @@ int cv_cache_hash_file(const char *path, cv_digest *sha, uint64_t *xxh3,
 /* XXH3-64 only: the cheap re-check of a file whose stat looks unchanged. */
 int cv_cache_xxh3_file(const char *path, uint64_t *xxh3, cv_diag *d);
 
-/* "20Gi", "500M", "1.5G", "4096" -> bytes (K/M/G/T = 1000^n, Ki/Mi/Gi/Ti =
- * 1024^n, an optional trailing B); 0, or -1 when malformed or too large. */
-int cv_cache_parse_size(const char *s, uint64_t *out);
 /* "1.5 GiB" style; returns out. */
 char *cv_cache_format_size(uint64_t bytes, char out[32]);
 

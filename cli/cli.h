@@ -4,6 +4,7 @@
 #define CV_CLI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 enum {
@@ -28,9 +29,16 @@ bool cv_cli_use_color(FILE *f);
 /* Prints "cuvil <cmd>: message" to stderr and returns CV_EXIT_USAGE. */
 int cv_cli_usage_error(const cv_cli_command *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* A size or duration flag's value in the grammar of common/units.h: 0, or
+ * prints the coded error (CV1013, CV1014) and returns CV_EXIT_USAGE. */
+int cv_cli_size_arg(const cv_cli_command *cmd, const char *flag, const char *v, uint64_t *out);
+int cv_cli_duration_arg(const cv_cli_command *cmd, const char *flag, const char *v, int64_t *out);
 /* one or many by n: "1 error", "2 errors", "1 entry", "3 entries". */
 const char *cv_cli_plural(long long n, const char *one, const char *many);
 
+/* "usage: " and the command's usage text, with {targets} replaced by the
+ * target list (common/targets.h). */
+void cv_cli_print_usage(const cv_cli_command *cmd, FILE *f);
 /* True when argv contains -h or --help (prints the usage). */
 bool cv_cli_wants_help(const cv_cli_command *cmd, int argc, char **argv);
 

@@ -57,9 +57,9 @@ static int parse_args(int argc, char **argv, const char *allowed, cache_args *a)
             if (*end || n < 0 || n > 256)
                 return cv_cli_usage_error(cmd, "%s: '%s' is not a small number", o, v);
             *(o[2] == 't' ? &a->threads : &a->zstd_level) = (int)n;
-        } else if (cv_cache_parse_size(v, strcmp(o, "--max-size") == 0 ? &a->max_size
-                                                                        : &a->max_request) != 0)
-            return cv_cli_usage_error(cmd, "%s: '%s' is not a size (e.g. 20Gi, 500M)", o, v);
+        } else if (cv_cli_size_arg(cmd, o, v, strcmp(o, "--max-size") == 0 ? &a->max_size
+                                                                             : &a->max_request))
+            return CV_EXIT_USAGE;
     }
     return CV_EXIT_OK;
 }

@@ -115,10 +115,11 @@ static int parse_args(compile_args *a, int argc, char **argv)
             a->max_ops = (int)n;
         } else if (strcmp(s, "--timeout") == 0 && i + 1 < argc) {
             a->timeout_text = argv[++i];
-            if (cv_spec_parse_duration(a->timeout_text, &a->timeout_ms) || a->timeout_ms < 1 ||
-                a->timeout_ms > (int64_t)24 * 3600 * 1000)
-                return cv_cli_usage_error(cmd, "--timeout takes a duration up to 24h (90s, 1500ms, "
-                                          "10m), got '%s'", a->timeout_text);
+            if (cv_cli_duration_arg(cmd, s, a->timeout_text, &a->timeout_ms))
+                return CV_EXIT_USAGE;
+            if (a->timeout_ms < 1 || a->timeout_ms > (int64_t)24 * 3600 * 1000)
+                return cv_cli_usage_error(cmd, "--timeout takes 1ms to 24h, got '%s'",
+                                          a->timeout_text);
         } else if (strcmp(s, "--remote-cache") == 0 && i + 1 < argc) {
             a->remote = argv[++i];
         } else if (s[0] == '-') {
@@ -300,9 +301,9 @@ const cv_cli_command cv_cmd_compile = {
     "              [--force] [--emit LIST] [--weights-file] [--stats] [-q] [-v] [--explain]\n"
     "              [--no-cache] [--remote-cache URL] [--no-blocked-layout]\n"
     "              [--calibration GLOB] [--calibration-method M] [--min-sqnr DB]\n"
-    "  -t TARGET     native (default: this machine's CPU), x86_64, x86_64-avx2,\n"
-    "                x86_64-avx512, aarch64-linux-gnu, riscv64-linux-gnu,\n"
-    "                cuda-sm80, cuda-sm89, cuda-sm90 (PTX in an x86-64 host library)\n"
+    "  -t TARGET     {targets}\n"
+    "                (default native: this machine's CPU; cuda-smNN: PTX in an x86-64\n"
+    "                host library)\n"
     "  -O0..-O3      optimisation level (default -O2)\n"
     "  -g            debug info: DWARF mapping each kernel to its model line (for\n"
     "                ONNX models, to its line in the generated <name>.cuir), and\n"

@@ -64,18 +64,20 @@ static int set_value(const cv_cli_command *cmd, farm_args *a, const char *flag, 
                                       CV_FARM_WORKERS_MAX, v);
         a->workers = (int)n;
     } else if (strcmp(flag, "--interval") == 0) {
-        if (cv_spec_parse_duration(v, &a->interval_ms) != 0 || a->interval_ms < 100)
-            return cv_cli_usage_error(cmd, "--interval takes a duration (30s, 5m, 500ms), "
-                                      "got '%s'", v);
+        if (cv_cli_duration_arg(cmd, flag, v, &a->interval_ms))
+            return CV_EXIT_USAGE;
+        if (a->interval_ms < 100)
+            return cv_cli_usage_error(cmd, "--interval takes 100ms or more, got '%s'", v);
     } else if (strcmp(flag, "--job-timeout") == 0) {
-        if (cv_spec_parse_duration(v, &a->policy.job_timeout_ms) != 0 ||
-            a->policy.job_timeout_ms < 1000)
-            return cv_cli_usage_error(cmd, "--job-timeout takes a duration of 1s or more (10m, "
-                                      "1h), got '%s'", v);
+        if (cv_cli_duration_arg(cmd, flag, v, &a->policy.job_timeout_ms))
+            return CV_EXIT_USAGE;
+        if (a->policy.job_timeout_ms < 1000)
+            return cv_cli_usage_error(cmd, "--job-timeout takes 1s or more, got '%s'", v);
     } else if (strcmp(flag, "--memory-limit") == 0) {
-        if (cv_spec_parse_size(v, &a->policy.memory_limit) != 0 || !a->policy.memory_limit)
-            return cv_cli_usage_error(cmd, "--memory-limit takes a size (8Gi, 500M), got '%s'",
-                                      v);
+        if (cv_cli_size_arg(cmd, flag, v, &a->policy.memory_limit))
+            return CV_EXIT_USAGE;
+        if (!a->policy.memory_limit)
+            return cv_cli_usage_error(cmd, "--memory-limit must be more than 0, got '%s'", v);
     } else if (strcmp(flag, "--remote-cache") == 0) {
         cv_diag d;
         cv_diag_init(&d);

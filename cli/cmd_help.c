@@ -96,7 +96,7 @@ static int run_help(int argc, char **argv)
     if (argc >= 2) {
         const cv_cli_command *cmd = cv_cli_find(argv[1]);
         if (cmd) {
-            printf("usage: %s", cmd->usage);
+            cv_cli_print_usage(cmd, stdout);
             return CV_EXIT_OK;
         }
         if (cv_diag_parse_code(argv[1]) >= 0)

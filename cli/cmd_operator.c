@@ -32,15 +32,17 @@ typedef struct op_args {
 static int parse_value(op_args *a, const char *flag, const char *v)
 {
     if (strcmp(flag, "--resync") == 0) {
-        if (cv_spec_parse_duration(v, &a->resync_ms) != 0 || a->resync_ms < 1000)
-            return cv_cli_usage_error(&cv_cmd_operator, "--resync takes a duration of at "
-                                      "least 1s (30s, 5m), got '%s'", v);
+        if (cv_cli_duration_arg(&cv_cmd_operator, flag, v, &a->resync_ms))
+            return CV_EXIT_USAGE;
+        if (a->resync_ms < 1000)
+            return cv_cli_usage_error(&cv_cmd_operator, "--resync takes 1s or more, got '%s'", v);
         return CV_EXIT_OK;
     }
     if (strcmp(flag, "--state-size") == 0) {
-        if (cv_spec_parse_size(v, &a->state_size) != 0 || a->state_size == 0)
-            return cv_cli_usage_error(&cv_cmd_operator, "--state-size takes a size (10Gi), "
-                                      "got '%s'", v);
+        if (cv_cli_size_arg(&cv_cmd_operator, flag, v, &a->state_size))
+            return CV_EXIT_USAGE;
+        if (a->state_size == 0)
+            return cv_cli_usage_error(&cv_cmd_operator, "--state-size must be more than 0");
         return CV_EXIT_OK;
     }
     static const struct { const char *flag; size_t off; } strs[] = {

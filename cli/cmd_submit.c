@@ -248,9 +248,8 @@ static int parse_args(int argc, char **argv, submit_args *a)
         if (slot) {
             *slot = argv[++i];
         } else if (timeout) {
-            if (cv_spec_parse_duration(argv[++i], &a->timeout_ms) != 0)
-                return cv_cli_usage_error(&cv_cmd_submit, "--timeout takes a duration (90s, "
-                                          "10m, 1h), got '%s'", argv[i]);
+            if (cv_cli_duration_arg(&cv_cmd_submit, arg, argv[++i], &a->timeout_ms))
+                return CV_EXIT_USAGE;
         } else if (strcmp(arg, "--wait") == 0) {
             a->wait = true;
         } else if (strcmp(arg, "--markdown") == 0) {

@@ -10,24 +10,6 @@
 
 extern const cv_cli_command cv_cmd_worker;
 
-/* "90", "90s", "1500ms", "10m", "1h" -> milliseconds; -1 when malformed. */
-static int64_t parse_duration_ms(const char *s)
-{
-    char *end;
-    long long n = strtoll(s, &end, 10);
-    if (end == s || n < 0 || n > 100000000LL)
-        return -1;
-    if (*end == 0 || strcmp(end, "s") == 0)
-        return n * 1000;
-    if (strcmp(end, "ms") == 0)
-        return n;
-    if (strcmp(end, "m") == 0)
-        return n * 60000;
-    if (strcmp(end, "h") == 0)
-        return n * 3600000;
-    return -1;
-}
-
 static int parse_int(const char *s, int lo, int hi, int *out)
 {
     char *end;
@@ -65,7 +47,6 @@ static const flag flags[] = {
 static int set_flag(const flag *f, const char *v, cv_worker_opts *o)
 {
     char *at = (char *)o + f->offset;
-    int64_t ms;
     switch (f->kind) {
     case F_STR: *(const char **)at = v; return 0;
     case F_BOOL: *(bool *)at = true; return 0;
@@ -73,14 +54,12 @@ static int set_flag(const flag *f, const char *v, cv_worker_opts *o)
         return parse_int(v, f->lo, f->hi, (int *)at) ? cv_cli_usage_error(&cv_cmd_worker,
                    "%s takes a number from %d to %d, got '%s'", f->name, f->lo, f->hi, v) : 0;
     case F_MS:
-        if ((ms = parse_duration_ms(v)) <= 0)
-            return cv_cli_usage_error(&cv_cmd_worker, "%s takes a duration (90s, 1500ms, 10m), "
-                                      "got '%s'", f->name, v);
-        *(int64_t *)at = ms;
-        return 0;
+        if (cv_cli_duration_arg(&cv_cmd_worker, f->name, v, (int64_t *)at))
+            return CV_EXIT_USAGE;
+        return *(int64_t *)at > 0 ? 0 : cv_cli_usage_error(&cv_cmd_worker, "%s must be more than "
+                                                           "0ms, got '%s'", f->name, v);
     case F_SIZE:
-        return cv_cache_parse_size(v, (uint64_t *)at) ? cv_cli_usage_error(&cv_cmd_worker,
-                   "%s takes a size (8Gi, 500M), got '%s'", f->name, v) : 0;
+        return cv_cli_size_arg(&cv_cmd_worker, f->name, v, (uint64_t *)at);
     }
     return 0;
 }

@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/diag.h"
+#include "common/targets.h"
+#include "common/units.h"
 
 extern const cv_cli_command cv_cmd_help, cv_cmd_version, cv_cmd_validate, cv_cmd_run;
 extern const cv_cli_command cv_cmd_compile, cv_cmd_bench;
@@ -67,8 +70,69 @@ int cv_cli_usage_error(const cv_cli_command *cmd, const char *fmt, ...)
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\nusage: %s", cmd->usage);
+    fputc('\n', stderr);
+    cv_cli_print_usage(cmd, stderr);
     return CV_EXIT_USAGE;
+}
+
+/* "{targets}" in a usage text: the target list (common/targets.h), wrapped
+ * below 80 columns under the column where it stands. */
+static void print_targets(FILE *f, int col)
+{
+    int at = col;
+    for (int i = 0; cv_target_name_list[i]; i++) {
+        const char *name = cv_target_name_list[i];
+        int w = (int)strlen(name) + (cv_target_name_list[i + 1] ? 1 : 0);
+        if (i && at + 1 + w > 79) {
+            fprintf(f, "\n%*s", col, "");
+            at = col;
+        } else if (i) {
+            fputc(' ', f);
+            at++;
+        }
+        fprintf(f, "%s%s", name, cv_target_name_list[i + 1] ? "," : "");
+        at += w;
+    }
+}
+
+void cv_cli_print_usage(const cv_cli_command *cmd, FILE *f)
+{
+    static const char mark[] = "{targets}";
+    const char *u = cmd->usage, *m;
+    fputs("usage: ", f);
+    int col = 7;
+    while ((m = strstr(u, mark))) {
+        for (const char *p = u; p < m; p++)
+            col = *p == '\n' ? 0 : col + 1;
+        fwrite(u, 1, (size_t)(m - u), f);
+        print_targets(f, col);
+        u = m + sizeof mark - 1;
+    }
+    fputs(u, f);
+}
+
+static int units_usage_error(const cv_cli_command *cmd, cv_units_kind kind, int code,
+                             const char *flag, const char *v, const cv_units_error *e)
+{
+    char msg[320];
+    cv_units_message(msg, sizeof msg, kind, flag, v, e);
+    return cv_cli_usage_error(cmd, "%s [CV%04d]", msg, code);
+}
+
+int cv_cli_size_arg(const cv_cli_command *cmd, const char *flag, const char *v, uint64_t *out)
+{
+    cv_units_error e;
+    if (cv_units_parse_size(v, out, &e))
+        return units_usage_error(cmd, CV_UNITS_SIZE, CV_E_BAD_SIZE, flag, v, &e);
+    return CV_EXIT_OK;
+}
+
+int cv_cli_duration_arg(const cv_cli_command *cmd, const char *flag, const char *v, int64_t *out)
+{
+    cv_units_error e;
+    if (cv_units_parse_duration(v, out, &e))
+        return units_usage_error(cmd, CV_UNITS_DURATION, CV_E_BAD_DURATION, flag, v, &e);
+    return CV_EXIT_OK;
 }
 
 bool cv_cli_wants_help(const cv_cli_command *cmd, int argc, char **argv)
@@ -77,7 +141,7 @@ bool cv_cli_wants_help(const cv_cli_command *cmd, int argc, char **argv)
         if (strcmp(argv[i], "--") == 0)
             break;
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            printf("usage: %s", cmd->usage);
+            cv_cli_print_usage(cmd, stdout);
             return true;
         }
     }

@@ -25,6 +25,8 @@
     X(CV_E_UNEXPECTED_EOF, 1010, "unexpected-eof", "the input ends in the middle of a construct (truncated file?)") \
     X(CV_E_INPUT_TOO_LARGE, 1011, "input-too-large", "the input is larger than the configured limit") \
     X(CV_E_INVALID_ESCAPE, 1012, "invalid-escape", "a string literal contains an unknown escape sequence") \
+    X(CV_E_BAD_SIZE, 1013, "bad-size", "a size on the command line or in the environment is malformed or too large (expected e.g. 20Gi, 500M, 1.5GB)") \
+    X(CV_E_BAD_DURATION, 1014, "bad-duration", "a duration on the command line is malformed or too long (expected e.g. 60s, 10m, 1h30m)") \
     X(CV_E_GIT_LFS_POINTER, 1020, "git-lfs-pointer", "the model file is a Git LFS pointer, not the model: fetch the LFS object (git lfs pull)") \
     X(CV_E_NPY_BAD_MAGIC, 1101, "npy-bad-magic", "a .npy file does not start with the NumPy magic string") \
     X(CV_E_NPY_BAD_HEADER, 1102, "npy-bad-header", "a .npy header is malformed") \

@@ -1,4 +1,5 @@
 #include "common/dtype.h"
+#include "common/half_round.h"
 
 #include <math.h>
 #include <string.h>
@@ -62,59 +63,13 @@ bool cv_dtype_int_range(cv_dtype t, int64_t *lo, int64_t *hi)
 static uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
-uint16_t cv_f32_to_f16(float f)
-{
-    uint32_t x = f32_bits(f);
-    uint32_t sign = (x >> 16) & 0x8000u;
-    uint32_t mant = x & 0x7fffffu;
-    int exp = (int)((x >> 23) & 0xff);
-    if (exp == 0xff)  /* inf or nan (keep a quiet nan) */
-        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
-    int e = exp - 127 + 15;
-    if (e >= 0x1f)
-        return (uint16_t)(sign | 0x7c00u);
-    if (e <= 0) {
-        if (e < -10)
-            return (uint16_t)sign;
-        mant |= 0x800000u;
-        int shift = 14 - e;
-        uint32_t half = mant >> shift;
-        uint32_t rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
-        if (rem > mid || (rem == mid && (half & 1)))
-            half++;
-        return (uint16_t)(sign | half);
-    }
-    uint32_t h = sign | ((uint32_t)e << 10) | (mant >> 13);
-    uint32_t rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1)))
-        h++;  /* may carry into the exponent, which is the right rounding */
-    return (uint16_t)h;
-}
+CV_HALF_F32_TO_F16(f32_to_f16, f32_bits)
+CV_HALF_F16_TO_F32(f16_to_f32, bits_f32)
+CV_HALF_F32_TO_BF16(f32_to_bf16, f32_bits)
 
-float cv_f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ffu;
-    if (exp == 0) {
-        if (mant == 0)
-            return bits_f32(sign);
-        float v = ldexpf((float)mant, -24);
-        return sign ? -v : v;
-    }
-    if (exp == 0x1f)
-        return bits_f32(sign | 0x7f800000u | (mant << 13));
-    return bits_f32(sign | ((exp - 15 + 127) << 23) | (mant << 13));
-}
-
-uint16_t cv_f32_to_bf16(float f)
-{
-    uint32_t x = f32_bits(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((x >> 16) | 0x40u);
-    x += 0x7fffu + ((x >> 16) & 1);
-    return (uint16_t)(x >> 16);
-}
-
+uint16_t cv_f32_to_f16(float f) { return f32_to_f16(f); }
+float cv_f16_to_f32(uint16_t h) { return f16_to_f32(h); }
+uint16_t cv_f32_to_bf16(float f) { return f32_to_bf16(f); }
 float cv_bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
 
 double cv_dtype_load(cv_dtype t, const void *base, int64_t i)

@@ -75,7 +75,7 @@ static int materialise(cv_cache *c, const void *list, size_t len, const char *ou
     char name[128], why[256];
     if (!force && check_name_free(c, list, len, out_dir, d) != 0)
         return -2;
-    return cv_wk_artifact_materialise(c, list, len, out_dir, name, why, sizeof why, d);
+    return cv_compile_artifact_materialise(c, list, len, out_dir, name, why, sizeof why, d);
 }
 
 int cv_build_fetch_artifact(cv_cache *c, const char *l2_hex, const char *manifest_hex,

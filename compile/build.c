@@ -31,11 +31,11 @@ typedef struct bctx {
     cv_diag *d;
     const char *target;
     unsigned emit;
-    cv_wk_source src;           /* src.dir owned */
-    cv_wk_deps deps;            /* owned */
+    cv_compile_source src;           /* src.dir owned */
+    cv_compile_deps deps;            /* owned */
     bool deps_stored;           /* the deps entry matched what the front end read */
     cv_cache_key deps_key, l1_key, l2_key, code_key;   /* owned */
-    cv_wk_l1_value l1v;
+    cv_compile_l1_value l1v;
     bool have_l1v;
     json_t *weights;            /* owned: the weights list of l1v (canonical.c) */
     cv_module *m;               /* owned */
@@ -44,7 +44,7 @@ typedef struct bctx {
 static void bctx_free(bctx *b)
 {
     free(b->src.dir);
-    cv_wk_deps_free(&b->deps);
+    cv_compile_deps_free(&b->deps);
     cv_cache_key_free(&b->deps_key);
     cv_cache_key_free(&b->l1_key);
     cv_cache_key_free(&b->l2_key);
@@ -132,12 +132,12 @@ static int l1_lookup(bctx *b, const char *not_found)
     void *val = NULL;
     size_t len = 0;
     cv_cache_lookup info = {0};
-    if (cv_wk_l1_key(&b->src, &b->deps, &b->l1_key, b->d))
+    if (cv_compile_l1_key(&b->src, &b->deps, &b->l1_key, b->d))
         return -1;
-    cv_wk_hex(&b->l1_key.digest, b->r->l1.key);
+    cv_compile_hex(&b->l1_key.digest, b->r->l1.key);
     int hit = cv_cache_get_action(b->c, CV_CACHE_L1, &b->l1_key, &val, &len, &info, b->d);
     b->r->l1.ms += info.ms;
-    if (hit == 1 && cv_wk_l1_decode(val, len, &b->l1v) == 0 && load_weights_list(b) == 0) {
+    if (hit == 1 && cv_compile_l1_decode(val, len, &b->l1v) == 0 && load_weights_list(b) == 0) {
         b->have_l1v = true;
         b->r->l1.outcome = outcome_of(&info);
         b->r->l1.reason[0] = 0;
@@ -158,24 +158,24 @@ static int l1_probe(bctx *b)
     void *val = NULL;
     size_t len = 0;
     cv_cache_lookup info = {0};
-    if (cv_wk_deps_key(&b->src, &b->deps_key, b->d))
+    if (cv_compile_deps_key(&b->src, &b->deps_key, b->d))
         return -1;
     int hit = cv_cache_get_aux(b->c, &b->deps_key, &val, &len, &info, b->d);
     b->r->l1.ms = info.ms;
     b->r->l1.outcome = CV_CACHE_MISS;
-    if (hit != 1 || cv_wk_deps_decode(val, len, &b->deps) != 0) {
+    if (hit != 1 || cv_compile_deps_decode(val, len, &b->deps) != 0) {
         snprintf(b->r->l1.reason, sizeof b->r->l1.reason, "%s",
                  reason_text(info.reason, "new source"));
         free(val);
         return 0;
     }
     free(val);
-    int ok = cv_wk_deps_digest(b->c, b->src.dir, &b->deps, b->r->l1.reason,
+    int ok = cv_compile_deps_digest(b->c, b->src.dir, &b->deps, b->r->l1.reason,
                                sizeof b->r->l1.reason);
     if (ok < 0)
         return cv_diag_fail(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     if (ok == 0) {
-        cv_wk_deps_free(&b->deps);
+        cv_compile_deps_free(&b->deps);
         return 0;
     }
     b->deps_stored = true;
@@ -221,16 +221,16 @@ static int onnx_files(const char *path, json_t *files)
     close(fd);
     if (p == MAP_FAILED)
         return -1;
-    int rc = cv_wk_onnx_external_files(p, (size_t)st.st_size, files);
+    int rc = cv_compile_onnx_external_files(p, (size_t)st.st_size, files);
     munmap(p, (size_t)st.st_size);
     return rc;
 }
 
 /* The files the module read: weights(...) params and ONNX external data.
  * 1 known, 0 unknown (the model is then compiled without L1). */
-static int deps_of_module(bctx *b, cv_wk_deps *x)
+static int deps_of_module(bctx *b, cv_compile_deps *x)
 {
-    *x = (cv_wk_deps){.files = json_array()};
+    *x = (cv_compile_deps){.files = json_array()};
     if (!x->files)
         return -1;
     for (int f = 0; f < b->m->n_funcs; f++) {
@@ -253,7 +253,7 @@ static int deps_of_module(bctx *b, cv_wk_deps *x)
     if (sort_strings(x->files) != 0)
         return -1;
     char why[256];
-    return cv_wk_deps_digest(b->c, b->src.dir, x, why, sizeof why);
+    return cv_compile_deps_digest(b->c, b->src.dir, x, why, sizeof why);
 }
 
 /* Runs the front end (load, verify, map weights). */
@@ -268,26 +268,26 @@ static int frontend(bctx *b)
 
 /* What L1 stores for the module just loaded (canonical.c).  text: the
  * canonical text (malloc'd) for the blob; b->weights: the weights list. */
-static int describe_module(bctx *b, const cv_wk_deps *x, cv_wk_l1_value *v, char **text)
+static int describe_module(bctx *b, const cv_compile_deps *x, cv_compile_l1_value *v, char **text)
 {
     json_decref(b->weights);
     b->weights = NULL;
-    if (cv_wk_describe(b->m, x, v, text, &b->weights) == 0)
+    if (cv_compile_describe(b->m, x, v, text, &b->weights) == 0)
         return 0;
     return cv_diag_fail(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory printing the IR");
 }
 
-static void store_l1(bctx *b, const cv_wk_l1_value *v, const char *text)
+static void store_l1(bctx *b, const cv_compile_l1_value *v, const char *text)
 {
     double t0 = cv_clock_mono_ms_f();
-    cv_wk_l1_value sv = *v;
-    char *deps = cv_wk_deps_encode(&b->deps);
+    cv_compile_l1_value sv = *v;
+    char *deps = cv_compile_deps_encode(&b->deps);
     char *val = NULL, *list = cv_json_canonical(b->weights);
     cv_digest ldg;
     if (list && cv_cache_put_blob(b->c, list, strlen(list), &ldg, b->d) == 0 &&
         cv_cache_digest_eq(&ldg, &sv.weights) &&
         cv_cache_put_blob(b->c, text, strlen(text), &sv.ir_blob, b->d) == 0 &&
-        (val = cv_wk_l1_encode(&sv)) != NULL && deps) {
+        (val = cv_compile_l1_encode(&sv)) != NULL && deps) {
         if (!b->deps_stored)
             cv_cache_put_aux(b->c, &b->deps_key, deps, strlen(deps), b->d);
         cv_cache_put_action(b->c, CV_CACHE_L1, &b->l1_key, val, strlen(val), b->d);
@@ -304,14 +304,14 @@ static int l1_fill(bctx *b)
 {
     if (frontend(b))
         return -1;
-    cv_wk_deps x;
+    cv_compile_deps x;
     int known = deps_of_module(b, &x);
     if (known < 0) {
-        cv_wk_deps_free(&x);
+        cv_compile_deps_free(&x);
         return cv_diag_fail(b->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     }
     char *text = NULL;
-    cv_wk_l1_value v;
+    cv_compile_l1_value v;
     int rc = describe_module(b, known ? &x : NULL, &v, &text);
     if (rc == 0 && !known) {
         snprintf(b->r->l1.reason, sizeof b->r->l1.reason,
@@ -319,23 +319,23 @@ static int l1_fill(bctx *b)
         b->r->l1.outcome = CV_CACHE_NONE;
     } else if (rc == 0) {
         bool same = b->deps_stored && json_equal(x.files, b->deps.files);
-        cv_wk_deps_free(&b->deps);
+        cv_compile_deps_free(&b->deps);
         b->deps = x;
-        x = (cv_wk_deps){0};
+        x = (cv_compile_deps){0};
         b->deps_stored = same;
         if (!b->l1_key.manifest) {
             rc = l1_lookup(b, "new source");
         } else if (!same) {     /* the stored deps list was wrong: key it afresh */
             cv_cache_key_free(&b->l1_key);
-            rc = cv_wk_l1_key(&b->src, &b->deps, &b->l1_key, b->d);
-            cv_wk_hex(&b->l1_key.digest, b->r->l1.key);
+            rc = cv_compile_l1_key(&b->src, &b->deps, &b->l1_key, b->d);
+            cv_compile_hex(&b->l1_key.digest, b->r->l1.key);
         }
         b->l1v = v;             /* the fresh value, whatever a late hit held */
         if (rc == 0)
             store_l1(b, &v, text);
     }
     free(text);
-    cv_wk_deps_free(&x);
+    cv_compile_deps_free(&x);
     b->have_l1v = rc == 0 && known;
     return rc;
 }
@@ -346,7 +346,7 @@ static int l1_recheck(bctx *b)
 {
     if (frontend(b))
         return -1;
-    cv_wk_l1_value v;
+    cv_compile_l1_value v;
     char *text = NULL;
     if (describe_module(b, &b->deps, &v, &text))
         return -1;
@@ -365,19 +365,19 @@ static int l1_recheck(bctx *b)
 
 static int l2_key(bctx *b)
 {
-    cv_wk_target desc;
-    if (cv_wk_target_describe(b->target, &desc, b->d))
+    cv_compile_target desc;
+    if (cv_compile_target_describe(b->target, &desc, b->d))
         return -1;
     bool locs = b->o->debug || (b->emit & CV_EMIT_CUIR);
-    cv_wk_l2_in in = {.ir = locs ? b->l1v.ir_loc : b->l1v.ir, .target = b->target,
+    cv_compile_l2_in in = {.ir = locs ? b->l1v.ir_loc : b->l1v.ir, .target = b->target,
                       .desc = &desc, .o = b->o, .emit = b->emit,
                       .structure = b->l1v.structure, .weights = b->weights};
-    cv_wk_hex(&in.ir, b->r->ir_digest);
-    cv_wk_hex(&b->l1v.fingerprint, b->r->fingerprint);
+    cv_compile_hex(&in.ir, b->r->ir_digest);
+    cv_compile_hex(&b->l1v.fingerprint, b->r->fingerprint);
     cv_cache_key_free(&b->l2_key);
-    if (cv_wk_l2_key(b->c, &in, &b->l2_key, b->d))
+    if (cv_compile_l2_key(b->c, &in, &b->l2_key, b->d))
         return -1;
-    cv_wk_hex(&b->l2_key.digest, b->r->l2.key);
+    cv_compile_hex(&b->l2_key.digest, b->r->l2.key);
     return 0;
 }
 
@@ -431,15 +431,15 @@ static int l2_lookup(bctx *b)
     } else if (hit == 1) {
         double t0 = cv_clock_mono_ms_f();
         rc = b->o->no_output_on_hit
-                 ? cv_wk_artifact_check(b->c, val, len, b->r->name, b->r->l2.reason,
+                 ? cv_compile_artifact_check(b->c, val, len, b->r->name, b->r->l2.reason,
                                         sizeof b->r->l2.reason, b->d)
-                 : cv_wk_artifact_materialise(b->c, val, len, b->o->out_dir, b->r->name,
+                 : cv_compile_artifact_materialise(b->c, val, len, b->o->out_dir, b->r->name,
                                               b->r->l2.reason, sizeof b->r->l2.reason, b->d);
         b->r->ms_fetch = cv_clock_mono_ms_f() - t0;
         if (rc == 1) {
             cv_digest dg;
             cv_cache_sha256(val, len, &dg);
-            cv_wk_hex(&dg, b->r->artifact_manifest);
+            cv_compile_hex(&dg, b->r->artifact_manifest);
             b->r->l2.outcome = outcome_of(&info);
         }
     } else {
@@ -470,22 +470,22 @@ static int code_lookup(void *ctx, const void *module, size_t len, void **obj, si
     cv_diag scratch;
     cv_diag_init(&scratch);
     cv_digest md, od;
-    cv_wk_target desc;
+    cv_compile_target desc;
     cv_cache_sha256(module, len, &md);
     cv_cache_key_free(&b->code_key);
     lv->outcome = CV_CACHE_MISS;
     int rc = 0;
-    if (cv_wk_target_describe(b->target, &desc, &scratch) == 0 &&
-        cv_wk_code_key(b->c, &md, b->target, &desc, b->o->opt_level, &b->code_key, &scratch) == 0) {
+    if (cv_compile_target_describe(b->target, &desc, &scratch) == 0 &&
+        cv_compile_code_key(b->c, &md, b->target, &desc, b->o->opt_level, &b->code_key, &scratch) == 0) {
         void *val = NULL;
         size_t vlen = 0;
         uint64_t size = 0;
         cv_cache_lookup info = {0};
-        cv_wk_hex(&b->code_key.digest, lv->key);
+        cv_compile_hex(&b->code_key.digest, lv->key);
         int hit = cv_cache_get_action(b->c, CV_CACHE_CODE, &b->code_key, &val, &vlen, &info,
                                       &scratch);
         lv->ms = info.ms;
-        if (hit == 1 && cv_wk_code_decode(val, vlen, &od, &size) == 0 &&
+        if (hit == 1 && cv_compile_code_decode(val, vlen, &od, &size) == 0 &&
             cv_cache_get_blob(b->c, &od, obj, obj_len, NULL, &scratch) == 1 && *obj_len == size) {
             lv->outcome = outcome_of(&info);
             rc = 1;
@@ -514,7 +514,7 @@ static void code_store(void *ctx, const void *obj, size_t len)
     cv_digest dg;
     char *val = NULL;
     if (cv_cache_put_blob(b->c, obj, len, &dg, &scratch) == 0 &&
-        (val = cv_wk_code_encode(&dg, len)) != NULL)
+        (val = cv_compile_code_encode(&dg, len)) != NULL)
         cv_cache_put_action(b->c, CV_CACHE_CODE, &b->code_key, val, strlen(val), &scratch);
     free(val);
     warn_from(b, &scratch);
@@ -526,7 +526,7 @@ static int backend(bctx *b)
     if (check_out_dir(b, b->m->n_funcs ? b->m->funcs[0]->name : ""))
         return -1;
     cv_quant_opts qo = b->o->quant;
-    qo.precision = (cv_qprec)b->o->precision;
+    qo.precision = b->o->precision;
     cv_compile_opts co = {.target = b->target, .emit = b->emit, .out_dir = b->o->out_dir,
                           .quant = &qo,
                           .opt_level = b->o->opt_level == CV_OPT_OS ? 2 : (int)b->o->opt_level};
@@ -555,12 +555,12 @@ static int store_l2(bctx *b)
     char *list = NULL, name[128];
     size_t len = 0;
     cv_digest dg;
-    int rc = cv_wk_artifact_store(b->c, b->o->out_dir, !b->o->scratch_out, &list, &len, name,
+    int rc = cv_compile_artifact_store(b->c, b->o->out_dir, !b->o->scratch_out, &list, &len, name,
                                   b->d);
     if (rc == 0)
         rc = cv_cache_put_blob(b->c, list, len, &dg, b->d) == 0 ? 0 : 1;
     if (rc == 0) {
-        cv_wk_hex(&dg, b->r->artifact_manifest);
+        cv_compile_hex(&dg, b->r->artifact_manifest);
         cv_cache_put_action(b->c, CV_CACHE_L2, &b->l2_key, list, len, b->d);
     }
     free(list);
@@ -577,7 +577,7 @@ static void link_code(bctx *b)
     cv_diag scratch;
     cv_diag_init(&scratch);
     cv_cache_key link = {0};
-    if (cv_wk_code_link_key(b->l2_key.manifest, &link, &scratch) == 0)
+    if (cv_compile_code_link_key(b->l2_key.manifest, &link, &scratch) == 0)
         cv_cache_put_aux(b->c, &link, b->r->code.key, CV_DIGEST_HEX, &scratch);
     cv_cache_key_free(&link);
     warn_from(b, &scratch);
@@ -592,8 +592,8 @@ static int uncached(bctx *b)
     if (frontend(b))
         return -1;
     cv_digest fp;
-    cv_wk_fingerprint(b->m, &fp);
-    cv_wk_hex(&fp, b->r->fingerprint);
+    cv_compile_fingerprint(b->m, &fp);
+    cv_compile_hex(&fp, b->r->fingerprint);
     return backend(b);
 }
 
@@ -713,7 +713,7 @@ int cv_build_materialise(cv_cache *c, const char *manifest_hex, const char *out_
     char name[128], why[256];
     int rc = cv_cache_get_blob(c, &dg, &list, &len, NULL, d);
     if (rc == 1)
-        rc = cv_wk_artifact_materialise(c, list, len, out_dir, name, why, sizeof why, d);
+        rc = cv_compile_artifact_materialise(c, list, len, out_dir, name, why, sizeof why, d);
     free(list);
     return rc;
 }

@@ -13,7 +13,7 @@
 #include "cv_version.h"
 #include "compile/internal.h"
 
-void cv_wk_hex(const cv_digest *dg, char out[CV_DIGEST_HEX + 1])
+void cv_compile_hex(const cv_digest *dg, char out[CV_DIGEST_HEX + 1])
 {
     cv_cache_digest_hex(dg, out);
 }
@@ -89,7 +89,7 @@ const char *cv_build_compiler_id(cv_cache *c)
             char hex[CV_DIGEST_HEX + 1];
             if (!files[i] || digest_file(c, files[i], &dg) != 0)
                 continue;
-            cv_wk_hex(&dg, hex);
+            cv_compile_hex(&dg, hex);
             at += snprintf(compiler_id + at, sizeof compiler_id - (size_t)at, ":%.16s", hex);
         }
         free(files[0]);
@@ -101,14 +101,14 @@ const char *cv_build_compiler_id(cv_cache *c)
 
 /* ----------------------------------------------------------------- deps */
 
-void cv_wk_deps_free(cv_wk_deps *x)
+void cv_compile_deps_free(cv_compile_deps *x)
 {
     json_decref(x->files);
     free(x->dg);
-    *x = (cv_wk_deps){0};
+    *x = (cv_compile_deps){0};
 }
 
-int cv_wk_deps_digest(cv_cache *c, const char *model_dir, cv_wk_deps *x, char *reason,
+int cv_compile_deps_digest(cv_cache *c, const char *model_dir, cv_compile_deps *x, char *reason,
                       size_t rsize)
 {
     size_t n = json_array_size(x->files);
@@ -140,7 +140,7 @@ int cv_wk_deps_digest(cv_cache *c, const char *model_dir, cv_wk_deps *x, char *r
 
 /* ----------------------------------------------------------------- keys */
 
-static void source_fields(cv_cache_keyb *kb, const cv_wk_source *s)
+static void source_fields(cv_cache_keyb *kb, const cv_compile_source *s)
 {
     cv_cache_keyb_str(kb, "frontend", s->fe->name);
     cv_cache_keyb_str(kb, "frontend_version", s->fe->version);
@@ -149,7 +149,7 @@ static void source_fields(cv_cache_keyb *kb, const cv_wk_source *s)
     cv_cache_keyb_digest(kb, "source", &s->digest);
 }
 
-int cv_wk_deps_key(const cv_wk_source *s, cv_cache_key *out, cv_diag *d)
+int cv_compile_deps_key(const cv_compile_source *s, cv_cache_key *out, cv_diag *d)
 {
     cv_cache_keyb *kb = cv_cache_keyb_new("cuvil-l1-deps");
     if (kb)
@@ -158,7 +158,7 @@ int cv_wk_deps_key(const cv_wk_source *s, cv_cache_key *out, cv_diag *d)
 }
 
 /* DESIGN.md's L1 key plus the model's base name (DSL locations carry it). */
-int cv_wk_l1_key(const cv_wk_source *s, const cv_wk_deps *x, cv_cache_key *out, cv_diag *d)
+int cv_compile_l1_key(const cv_compile_source *s, const cv_compile_deps *x, cv_cache_key *out, cv_diag *d)
 {
     cv_cache_keyb *kb = cv_cache_keyb_new("cuvil-l1");
     if (kb) {
@@ -219,7 +219,7 @@ static void weight_fields(cv_cache_keyb *kb, json_t *weights)
 
 /* DESIGN.md's L2 key plus the target's -t name (the artifact's manifest
  * records it) and the emitted file set. */
-int cv_wk_l2_key(cv_cache *c, const cv_wk_l2_in *in, cv_cache_key *out, cv_diag *d)
+int cv_compile_l2_key(cv_cache *c, const cv_compile_l2_in *in, cv_cache_key *out, cv_diag *d)
 {
     char emit[64];
     cv_cache_keyb *kb = cv_cache_keyb_new("cuvil-l2");
@@ -249,7 +249,7 @@ int cv_wk_l2_key(cv_cache *c, const cv_wk_l2_in *in, cv_cache_key *out, cv_diag 
             cv_cache_keyb_str(kb, "artifact_name", in->o->name);
         cv_cache_keyb_str(kb, "emit", emit_text(in->emit, emit, sizeof emit));
         cv_cache_keyb_str(kb, "compiler_build_id", cv_build_compiler_id(c));
-        cv_cache_keyb_str(kb, "llvm_version", cv_wk_llvm_version());
+        cv_cache_keyb_str(kb, "llvm_version", cv_compile_llvm_version());
     }
     return cv_cache_keyb_finish(kb, out, d);
 }
@@ -258,8 +258,8 @@ int cv_wk_l2_key(cv_cache *c, const cv_wk_l2_in *in, cv_cache_key *out, cv_diag 
  * structure and the small constants, never the split weights) and what
  * turns it into an object.  Precision, calibration and layout options need
  * no field: whatever of them reaches the code is in the module. */
-int cv_wk_code_key(cv_cache *c, const cv_digest *module, const char *target,
-                   const cv_wk_target *desc, cv_opt_level opt, cv_cache_key *out, cv_diag *d)
+int cv_compile_code_key(cv_cache *c, const cv_digest *module, const char *target,
+                   const cv_compile_target *desc, cv_opt_level opt, cv_cache_key *out, cv_diag *d)
 {
     cv_cache_keyb *kb = cv_cache_keyb_new("cuvil-code");
     if (kb) {
@@ -269,12 +269,12 @@ int cv_wk_code_key(cv_cache *c, const cv_digest *module, const char *target,
         cv_cache_keyb_str(kb, "target_features", desc->features);
         cv_cache_keyb_str(kb, "opt_level", cv_opt_level_name(opt));
         cv_cache_keyb_str(kb, "compiler_build_id", cv_build_compiler_id(c));
-        cv_cache_keyb_str(kb, "llvm_version", cv_wk_llvm_version());
+        cv_cache_keyb_str(kb, "llvm_version", cv_compile_llvm_version());
     }
     return cv_cache_keyb_finish(kb, out, d);
 }
 
-void cv_wk_ir_digest(const char *text, size_t len, const cv_wk_deps *x, cv_digest *out)
+void cv_compile_ir_digest(const char *text, size_t len, const cv_compile_deps *x, cv_digest *out)
 {
     cv_cache_hasher *h = cv_cache_hasher_new();
     if (!h) {

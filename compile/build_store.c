@@ -31,7 +31,7 @@ static int get_digest(json_t *obj, const char *key, cv_digest *out)
 static void set_digest(json_t *obj, const char *key, const cv_digest *dg)
 {
     char hex[CV_DIGEST_HEX + 1];
-    cv_wk_hex(dg, hex);
+    cv_compile_hex(dg, hex);
     json_object_set_new(obj, key, json_string(hex));
 }
 
@@ -44,7 +44,7 @@ static char *canonical(json_t *v)
 
 /* ------------------------------------------------------------- L1 value */
 
-char *cv_wk_l1_encode(const cv_wk_l1_value *v)
+char *cv_compile_l1_encode(const cv_compile_l1_value *v)
 {
     json_t *o = json_pack("{s:s, s:s}", "format", "cuvil-l1/2", "name", v->name);
     if (!o)
@@ -58,7 +58,7 @@ char *cv_wk_l1_encode(const cv_wk_l1_value *v)
     return canonical(o);
 }
 
-int cv_wk_l1_decode(const void *buf, size_t len, cv_wk_l1_value *v)
+int cv_compile_l1_decode(const void *buf, size_t len, cv_compile_l1_value *v)
 {
     json_t *o = parse(buf, len);
     const char *fmt = json_string_value(json_object_get(o, "format"));
@@ -78,7 +78,7 @@ int cv_wk_l1_decode(const void *buf, size_t len, cv_wk_l1_value *v)
 
 /* ----------------------------------------------------------- code value */
 
-char *cv_wk_code_encode(const cv_digest *obj, size_t size)
+char *cv_compile_code_encode(const cv_digest *obj, size_t size)
 {
     json_t *o = json_pack("{s:s, s:I}", "format", "cuvil-code/1", "size", (json_int_t)size);
     if (o)
@@ -86,7 +86,7 @@ char *cv_wk_code_encode(const cv_digest *obj, size_t size)
     return canonical(o);
 }
 
-int cv_wk_code_decode(const void *buf, size_t len, cv_digest *obj, uint64_t *size)
+int cv_compile_code_decode(const void *buf, size_t len, cv_digest *obj, uint64_t *size)
 {
     json_t *o = parse(buf, len);
     const char *fmt = json_string_value(json_object_get(o, "format"));
@@ -103,7 +103,7 @@ int cv_wk_code_decode(const void *buf, size_t len, cv_digest *obj, uint64_t *siz
 
 /* ------------------------------------------------------------ deps list */
 
-char *cv_wk_deps_encode(const cv_wk_deps *x)
+char *cv_compile_deps_encode(const cv_compile_deps *x)
 {
     return canonical(json_pack("{s:s, s:O}", "format", "cuvil-deps/1", "files", x->files));
 }
@@ -119,9 +119,9 @@ static bool plain_relative(const char *s)
     return true;
 }
 
-int cv_wk_deps_decode(const void *buf, size_t len, cv_wk_deps *x)
+int cv_compile_deps_decode(const void *buf, size_t len, cv_compile_deps *x)
 {
-    *x = (cv_wk_deps){0};
+    *x = (cv_compile_deps){0};
     json_t *o = parse(buf, len);
     json_t *files = json_object_get(o, "files");
     const char *fmt = json_string_value(json_object_get(o, "format"));
@@ -228,13 +228,13 @@ static int collect(cv_cache *c, const char *dir, bool remember, char **list, siz
     return rc;
 }
 
-int cv_wk_artifact_store(cv_cache *c, const char *dir, bool remember, char **list, size_t *len,
+int cv_compile_artifact_store(cv_cache *c, const char *dir, bool remember, char **list, size_t *len,
                          char name[128], cv_diag *d)
 {
     return collect(c, dir, remember, list, len, name, d);
 }
 
-int cv_wk_artifact_list(const char *dir, char **list, size_t *len, char name[128], cv_diag *d)
+int cv_compile_artifact_list(const char *dir, char **list, size_t *len, char name[128], cv_diag *d)
 {
     return collect(NULL, dir, false, list, len, name, d);
 }
@@ -307,13 +307,13 @@ static int fetch_all(cv_cache *c, const void *list, size_t len, const char *dir,
     return rc;
 }
 
-int cv_wk_artifact_materialise(cv_cache *c, const void *list, size_t len, const char *dir,
+int cv_compile_artifact_materialise(cv_cache *c, const void *list, size_t len, const char *dir,
                                char name[128], char *reason, size_t rsize, cv_diag *d)
 {
     return fetch_all(c, list, len, dir, name, reason, rsize, d);
 }
 
-int cv_wk_artifact_check(cv_cache *c, const void *list, size_t len, char name[128],
+int cv_compile_artifact_check(cv_cache *c, const void *list, size_t len, char name[128],
                          char *reason, size_t rsize, cv_diag *d)
 {
     return fetch_all(c, list, len, NULL, name, reason, rsize, d);

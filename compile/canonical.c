@@ -55,7 +55,7 @@ static int collect(cv_module *m, params *ps, json_t *weights)
                 continue;
             cv_digest dg;
             cv_cache_sha256(p->data, p->nbytes, &dg);
-            cv_wk_hex(&dg, s->hex);
+            cv_compile_hex(&dg, s->hex);
             const char *name = p->value && p->value->name ? p->value->name : "?";
             if (json_object_set_new(weights, name, json_string(s->hex)) != 0)
                 return -1;
@@ -97,7 +97,7 @@ static void as_structure(params *ps)
     }
 }
 
-int cv_wk_describe(cv_module *m, const cv_wk_deps *x, cv_wk_l1_value *v, char **text,
+int cv_compile_describe(cv_module *m, const cv_compile_deps *x, cv_compile_l1_value *v, char **text,
                    json_t **weights)
 {
     params ps = {0};
@@ -117,14 +117,14 @@ int cv_wk_describe(cv_module *m, const cv_wk_deps *x, cv_wk_l1_value *v, char **
     }
     if (rc == 0) {
         memset(v, 0, sizeof *v);
-        cv_wk_ir_digest(*text, strlen(*text), x, &v->ir);
-        cv_wk_ir_digest(loc, strlen(loc), x, &v->ir_loc);
-        cv_wk_ir_digest(structure, strlen(structure), NULL, &v->structure);
+        cv_compile_ir_digest(*text, strlen(*text), x, &v->ir);
+        cv_compile_ir_digest(loc, strlen(loc), x, &v->ir_loc);
+        cv_compile_ir_digest(structure, strlen(structure), NULL, &v->structure);
         char *list = cv_json_canonical(*weights);
         cv_cache_sha256(list ? list : "", list ? strlen(list) : 0, &v->weights);
         rc = list ? 0 : -1;
         free(list);
-        cv_wk_fingerprint(m, &v->fingerprint);
+        cv_compile_fingerprint(m, &v->fingerprint);
         snprintf(v->name, sizeof v->name, "%s", m->n_funcs ? m->funcs[0]->name : "");
     }
     free(ps.v);

@@ -55,7 +55,7 @@ bool cv_build_explain_weights(const cv_cache_diffs *diffs, const char *manifest,
     return true;
 }
 
-int cv_wk_code_link_key(const char *l2_manifest, cv_cache_key *out, cv_diag *d)
+int cv_compile_code_link_key(const char *l2_manifest, cv_cache_key *out, cv_diag *d)
 {
     json_t *fields = fields_of(l2_manifest), *f;
     if (!fields)
@@ -79,7 +79,7 @@ int cv_build_code_stored(cv_cache *c, const cv_cache_key *l2, cv_diag *d)
     cv_cache_key link = {0};
     void *val = NULL;
     size_t len = 0;
-    int rc = cv_wk_code_link_key(l2->manifest, &link, d);
+    int rc = cv_compile_code_link_key(l2->manifest, &link, d);
     if (rc == 0)
         rc = cv_cache_get_aux(c, &link, &val, &len, NULL, d);
     cv_cache_key code = {0};

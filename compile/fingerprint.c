@@ -46,7 +46,7 @@ static void put_func(cv_sb *sb, const cv_func *f)
     }
 }
 
-void cv_wk_fingerprint(const cv_module *m, cv_digest *out)
+void cv_compile_fingerprint(const cv_module *m, cv_digest *out)
 {
     cv_sb sb = CV_SB_INIT;
     cv_sb_puts(&sb, "cuvil-symtab/1\n");

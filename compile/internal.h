@@ -11,110 +11,110 @@
 
 /* sha256 over inputs, outputs, params (name, dtype, shape) and op
  * signatures (name, operand and result types) in order. */
-void cv_wk_fingerprint(const cv_module *m, cv_digest *out);
+void cv_compile_fingerprint(const cv_module *m, cv_digest *out);
 
 /* ---- onnx_deps.c */
 
 /* The external-data locations an ONNX model names (every TensorProto in
  * its graphs, subgraphs and functions), appended to files (strings,
  * deduplicated).  Returns 0, or -1 when the file is not protobuf. */
-int cv_wk_onnx_external_files(const void *buf, size_t len, json_t *files);
+int cv_compile_onnx_external_files(const void *buf, size_t len, json_t *files);
 
 /* ---- build_keys.c */
 
 /* A model file's dependencies, with their digests. */
-typedef struct cv_wk_deps {
+typedef struct cv_compile_deps {
     json_t *files;              /* array of relative names, sorted (owned) */
     cv_cache_named_digest *dg;  /* one per file (owned; names point into files) */
     int n;
-} cv_wk_deps;
+} cv_compile_deps;
 
-void cv_wk_deps_free(cv_wk_deps *x);
+void cv_compile_deps_free(cv_compile_deps *x);
 /* Digests every file of x->files inside model_dir.  1 ok, 0 when one is
  * missing (why in reason), -1 on out-of-memory. */
-int cv_wk_deps_digest(cv_cache *c, const char *model_dir, cv_wk_deps *x, char *reason,
+int cv_compile_deps_digest(cv_cache *c, const char *model_dir, cv_compile_deps *x, char *reason,
                       size_t rsize);
 
-typedef struct cv_wk_source {
+typedef struct cv_compile_source {
     const cv_frontend *fe;
     const char *name;           /* the model file's base name (in DSL locations) */
     char *dir;                  /* owned: the model's directory */
     char options[64];           /* canonical front-end options */
     cv_digest digest;
-} cv_wk_source;
+} cv_compile_source;
 
-int  cv_wk_deps_key(const cv_wk_source *s, cv_cache_key *out, cv_diag *d);
-int  cv_wk_l1_key(const cv_wk_source *s, const cv_wk_deps *x, cv_cache_key *out, cv_diag *d);
+int  cv_compile_deps_key(const cv_compile_source *s, cv_cache_key *out, cv_diag *d);
+int  cv_compile_l1_key(const cv_compile_source *s, const cv_compile_deps *x, cv_cache_key *out, cv_diag *d);
 
-typedef struct cv_wk_target {
+typedef struct cv_compile_target {
     char triple[64];
     char features[4096];        /* "cpu=<cpu>,<+feature,...>" */
-} cv_wk_target;
-int  cv_wk_target_describe(const char *name, cv_wk_target *t, cv_diag *d);
-const char *cv_wk_llvm_version(void);
+} cv_compile_target;
+int  cv_compile_target_describe(const char *name, cv_compile_target *t, cv_diag *d);
+const char *cv_compile_llvm_version(void);
 
-typedef struct cv_wk_l2_in {
+typedef struct cv_compile_l2_in {
     cv_digest ir;
     const char *target;
-    const cv_wk_target *desc;
+    const cv_compile_target *desc;
     const cv_build_opts *o;
     unsigned emit;
     cv_digest structure;        /* the L1 value's */
     json_t *weights;            /* the weights list: one "weight:<name>" field each */
-} cv_wk_l2_in;
-int  cv_wk_l2_key(cv_cache *c, const cv_wk_l2_in *in, cv_cache_key *out, cv_diag *d);
+} cv_compile_l2_in;
+int  cv_compile_l2_key(cv_cache *c, const cv_compile_l2_in *in, cv_cache_key *out, cv_diag *d);
 
 /* The code level's key (generated code apart from weights): the
  * unoptimised LLVM module's digest, target, opt level, compiler, LLVM. */
-int  cv_wk_code_key(cv_cache *c, const cv_digest *module, const char *target,
-                    const cv_wk_target *desc, cv_opt_level opt, cv_cache_key *out, cv_diag *d);
+int  cv_compile_code_key(cv_cache *c, const cv_digest *module, const char *target,
+                    const cv_compile_target *desc, cv_opt_level opt, cv_cache_key *out, cv_diag *d);
 
 /* sha256("cuvil-ir/1" || text || (dep name, dep digest)*): what the L2
  * key knows of the program, weights included. */
-void cv_wk_ir_digest(const char *text, size_t len, const cv_wk_deps *x, cv_digest *out);
+void cv_compile_ir_digest(const char *text, size_t len, const cv_compile_deps *x, cv_digest *out);
 
-void cv_wk_hex(const cv_digest *dg, char out[CV_DIGEST_HEX + 1]);
+void cv_compile_hex(const cv_digest *dg, char out[CV_DIGEST_HEX + 1]);
 
 /* ---- explain_code.c */
 
 /* The key of the link from a structure (an L2 key manifest without its IR
  * digest and weight fields) to the code key its compile used. */
-int cv_wk_code_link_key(const char *l2_manifest, cv_cache_key *out, cv_diag *d);
+int cv_compile_code_link_key(const char *l2_manifest, cv_cache_key *out, cv_diag *d);
 
 /* ---- build_store.c */
 
 /* What L1 stores for a program. */
-typedef struct cv_wk_l1_value {
+typedef struct cv_compile_l1_value {
     cv_digest ir_blob;          /* canonical text without locations */
     cv_digest ir, ir_loc;       /* IR digests without / with locations */
     cv_digest structure;        /* the IR with the weights blank (canonical.c) */
     cv_digest weights;          /* the weights list ({param: digest}): its blob digest */
     cv_digest fingerprint;
     char name[128];
-} cv_wk_l1_value;
+} cv_compile_l1_value;
 
-char *cv_wk_l1_encode(const cv_wk_l1_value *v);         /* malloc'd JSON */
-int   cv_wk_l1_decode(const void *buf, size_t len, cv_wk_l1_value *v);
-char *cv_wk_deps_encode(const cv_wk_deps *x);           /* malloc'd JSON */
+char *cv_compile_l1_encode(const cv_compile_l1_value *v);         /* malloc'd JSON */
+int   cv_compile_l1_decode(const void *buf, size_t len, cv_compile_l1_value *v);
+char *cv_compile_deps_encode(const cv_compile_deps *x);           /* malloc'd JSON */
 /* The code level's value: the object's blob digest and size. */
-char *cv_wk_code_encode(const cv_digest *obj, size_t size);   /* malloc'd JSON */
-int   cv_wk_code_decode(const void *buf, size_t len, cv_digest *obj, uint64_t *size);
-int   cv_wk_deps_decode(const void *buf, size_t len, cv_wk_deps *x);
+char *cv_compile_code_encode(const cv_digest *obj, size_t size);   /* malloc'd JSON */
+int   cv_compile_code_decode(const void *buf, size_t len, cv_digest *obj, uint64_t *size);
+int   cv_compile_deps_decode(const void *buf, size_t len, cv_compile_deps *x);
 
 /* Stores every file the artifact in dir lists (its manifest.json too) as
  * blobs and returns the file list (canonical JSON, malloc'd) in *list;
  * remember: see cv_cache_put_blob_files. */
-int  cv_wk_artifact_store(cv_cache *c, const char *dir, bool remember, char **list,
+int  cv_compile_artifact_store(cv_cache *c, const char *dir, bool remember, char **list,
                           size_t *len, char name[128], cv_diag *d);
 /* The file list of an artifact directory without storing anything. */
-int  cv_wk_artifact_list(const char *dir, char **list, size_t *len, char name[128],
+int  cv_compile_artifact_list(const char *dir, char **list, size_t *len, char name[128],
                          cv_diag *d);
 /* Writes the files of a stored list into dir.  1 done, 0 when a blob is
  * missing (why in reason), -1 on a write error (in d). */
-int  cv_wk_artifact_materialise(cv_cache *c, const void *list, size_t len, const char *dir,
+int  cv_compile_artifact_materialise(cv_cache *c, const void *list, size_t len, const char *dir,
                                 char name[128], char *reason, size_t rsize, cv_diag *d);
 /* Same, checking only that every blob is stored (dir NULL is allowed). */
-int  cv_wk_artifact_check(cv_cache *c, const void *list, size_t len, char name[128],
+int  cv_compile_artifact_check(cv_cache *c, const void *list, size_t len, char name[128],
                           char *reason, size_t rsize, cv_diag *d);
 
 /* ---- canonical.c */
@@ -122,7 +122,7 @@ int  cv_wk_artifact_check(cv_cache *c, const void *list, size_t len, char name[1
 /* v (all but ir_blob) and the canonical text (malloc'd) of a loaded
  * module, and *weights, {param name: digest} of its constants over
  * CV_INLINE_CONST_MAX bytes (owned by the caller).  x: its files, or NULL. */
-int cv_wk_describe(cv_module *m, const cv_wk_deps *x, cv_wk_l1_value *v, char **text,
+int cv_compile_describe(cv_module *m, const cv_compile_deps *x, cv_compile_l1_value *v, char **text,
                    json_t **weights);
 
 #endif

@@ -15,13 +15,13 @@ static void stand_in(const cv_build_keys *k, const cv_job_msg *job, char out[CV_
      * yet (all zeros), and two such models must not merge into one job. */
     char buf[2 * CV_DIGEST_HEX + CV_MSG_TOKEN_MAX + 64];
     char l1[CV_DIGEST_HEX + 1];
-    cv_wk_hex(&k->l1.digest, l1);
+    cv_compile_hex(&k->l1.digest, l1);
     int n = snprintf(buf, sizeof buf, "cuvil-l2-pending%c%s%c%s%c%s%c%s%c%s", 0, l1, 0,
                      job->model_digest, 0, job->target, 0, cv_precision_name(job->precision), 0,
                      cv_opt_level_name(job->opt_level));
     cv_digest dg;
     cv_cache_sha256(buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf, &dg);
-    cv_wk_hex(&dg, out);
+    cv_compile_hex(&dg, out);
 }
 
 int cv_build_plan_lookup(void *ctx, const cv_job_msg *job, char l2_key[CV_DIGEST_HEX + 1],
@@ -41,13 +41,13 @@ int cv_build_plan_lookup(void *ctx, const cv_job_msg *job, char l2_key[CV_DIGEST
     cv_digest dg;
     char hex[CV_DIGEST_HEX + 1] = "";
     if (rc == 0 && (rc = cv_cache_file_digest(w->cache, model, &dg, &d)) == 0)
-        cv_wk_hex(&dg, hex);
+        cv_compile_hex(&dg, hex);
     if (rc == 0 && strcmp(hex, job->model_digest) != 0)
         rc = -1;                /* the files are not the revision the job was planned on */
     if (rc == 0)
         rc = cv_build_probe(w->cache, &o, false, &k, &d);
     if (rc == 0 && k.have_l2) {
-        cv_wk_hex(&k.l2.digest, l2_key);
+        cv_compile_hex(&k.l2.digest, l2_key);
         *hit = k.l2_hit;
     } else if (rc == 0) {
         stand_in(&k, job, l2_key);

@@ -134,7 +134,7 @@ static int walk(span s, msg_kind k, int depth, json_t *files)
     return 0;
 }
 
-int cv_wk_onnx_external_files(const void *buf, size_t len, json_t *files)
+int cv_compile_onnx_external_files(const void *buf, size_t len, json_t *files)
 {
     span s = {buf, (const uint8_t *)buf + len};
     return walk(s, M_MODEL, 0, files);

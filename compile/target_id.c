@@ -13,7 +13,7 @@
 #include "cv_version.h"
 #include "compile/internal.h"
 
-const char *cv_wk_llvm_version(void)
+const char *cv_compile_llvm_version(void)
 {
     return CV_LLVM_VERSION;
 }
@@ -71,7 +71,7 @@ static int host_features(char *out, size_t size)
     return strlen(out) + 1 < size ? 0 : -1;
 }
 
-int cv_wk_target_describe(const char *name, cv_wk_target *t, cv_diag *d)
+int cv_compile_target_describe(const char *name, cv_compile_target *t, cv_diag *d)
 {
     if (strcmp(name, "native") != 0)
         return cv_target_describe(name, t->triple, t->features, sizeof t->features, d);

@@ -7,6 +7,8 @@
 #ifndef CUVIL_H
 #define CUVIL_H
 
+#include "common/precision.h"
+#include "common/targets.h"   /* cv_target_known, cv_target_names */
 #include "compiler-core/ir/ir.h"
 
 /* A front end: recognises its files and turns them into CU-IR. */
@@ -54,12 +56,12 @@ enum {
     CV_EMIT_DEFAULT = CV_EMIT_OBJ | CV_EMIT_A | CV_EMIT_SO | CV_EMIT_H,
 };
 
-/* Reduced precision (compiler-core/passes/quantize*.c). */
-typedef enum cv_qprec { CV_QP_FP32, CV_QP_FP16, CV_QP_BF16, CV_QP_INT8 } cv_qprec;
+/* Reduced precision (compiler-core/passes/quantize*.c): cv_precision, the
+ * enum job messages and specs use too (common/precision.h). */
 typedef enum cv_calib_method { CV_CALIB_MINMAX, CV_CALIB_PERCENTILE, CV_CALIB_ENTROPY } cv_calib_method;
 
 typedef struct cv_quant_opts {
-    cv_qprec precision;
+    cv_precision precision;
     const char *calibration;    /* int8: a glob of .npy files, one model input each */
     /* Set (farm jobs: the revision's tree): calibration is relative to it and
      * may not leave it (CV9313, CV2016); NULL: as given (the command line). */
@@ -172,10 +174,6 @@ typedef struct cv_compile_info {
     char quant_report[8192];
 } cv_compile_info;
 
-/* "x86_64, x86_64-avx2, ..., cuda-sm90, native": every -t name, into buf. */
-const char *cv_target_names(char *buf, size_t size);
-/* Whether name is a -t target ("native" included). */
-bool cv_target_known(const char *name);
 
 /* "so,a,obj,h,llvm,cuir,c" -> CV_EMIT_* bits; -1 on an unknown name. */
 int cv_emit_parse(const char *list, unsigned *out);

@@ -60,7 +60,7 @@ const cv_cluster_settings *cv_controller_cluster(const cv_controller *c) { retur
 
 /* The tree's cluster spec within the operator's policy (spec errors and
  * refused requests are the planner's to report). */
-static void read_cluster(cv_controller *c, const cv_tree *tree)
+static void read_cluster(cv_controller *c, const cv_gitsource_tree *tree)
 {
     cv_spec_set *s = cv_spec_set_new();
     cv_diag quiet;
@@ -187,7 +187,7 @@ static bool farm_trouble(const cv_diag *why)
 static int plan_head(cv_controller *c, const cv_gitsource_status *st, cv_step_report *r,
                      cv_diag *d)
 {
-    cv_tree *tree = NULL;
+    cv_gitsource_tree *tree = NULL;
     cv_diag content;   /* about the revision's content: stored with it */
     cv_diag_init(&content);
     size_t max_blob = c->o.max_blob_bytes ? c->o.max_blob_bytes : CV_GIT_BLOB_MAX;
@@ -197,7 +197,7 @@ static int plan_head(cv_controller *c, const cv_gitsource_status *st, cv_step_re
                           .tree_diags = &content, .policy = c->o.policy};
     char *dir = cv_fs_join(c->trees_dir, st->commit);
     int rc = dir ? 0 : oom(d);
-    if (rc == 0 && cv_gitsource_tree(c->src, st->commit, &tree, &content) != 0) {
+    if (rc == 0 && cv_gitsource_tree_open(c->src, st->commit, &tree, &content) != 0) {
         rc = farm_trouble(&content) ? -1
              : cv_planner_fail(&po, st->revision, &content, &r->plan, d);
         cv_diag_merge(d, &content);
@@ -216,7 +216,7 @@ static int plan_head(cv_controller *c, const cv_gitsource_status *st, cv_step_re
         snprintf(c->head_revision, sizeof c->head_revision, "%s", st->revision);
     }
     cv_diag_free(&content);
-    cv_tree_free(tree);
+    cv_gitsource_tree_free(tree);
     free(dir);
     return rc;
 }

@@ -17,7 +17,7 @@
 /* Limits on what a revision's tree may hold (docs/security.md).  Beyond
  * the entry count or the total bytes of its paths, the whole tree is
  * refused (CV6056: the revision fails); a file whose path is unusable is
- * left out of the tree and listed with cv_tree_skipped. */
+ * left out of the tree and listed with cv_gitsource_tree_skipped. */
 #define CV_GIT_TREE_MAX_ENTRIES 1000000           /* files and directories */
 #define CV_GIT_TREE_MAX_PATH_BYTES ((size_t)256 << 20)
 #define CV_GIT_PATH_MAX 4096                      /* buffers that hold a path */
@@ -81,32 +81,32 @@ int cv_revision_parse(const char *rev, char ref[CV_REVISION_MAX + 1], char commi
  * twice, or a file that is also a directory).  A tree over
  * CV_GIT_TREE_MAX_ENTRIES entries or CV_GIT_TREE_MAX_PATH_BYTES of paths
  * is CV6056; an unreadable tree CV6054. */
-typedef struct cv_tree cv_tree;   /* opaque; must not outlive its git source */
+typedef struct cv_gitsource_tree cv_gitsource_tree;   /* opaque; must not outlive its git source */
 
-typedef struct cv_tree_entry {
+typedef struct cv_gitsource_tree_entry {
     const char *path;                 /* owned by the tree */
     char blob_id[CV_GIT_HEX + 1];     /* git's id of the contents */
-} cv_tree_entry;
+} cv_gitsource_tree_entry;
 
 /* commit: 40 hex digits, or NULL for the current head. */
-int  cv_gitsource_tree(cv_gitsource *g, const char *commit, cv_tree **out, cv_diag *d);
-void cv_tree_free(cv_tree *t);
-const char *cv_tree_commit(const cv_tree *t);
-size_t cv_tree_count(const cv_tree *t);
-const cv_tree_entry *cv_tree_at(const cv_tree *t, size_t i);
-const cv_tree_entry *cv_tree_find(const cv_tree *t, const char *path);
+int  cv_gitsource_tree_open(cv_gitsource *g, const char *commit, cv_gitsource_tree **out, cv_diag *d);
+void cv_gitsource_tree_free(cv_gitsource_tree *t);
+const char *cv_gitsource_tree_commit(const cv_gitsource_tree *t);
+size_t cv_gitsource_tree_count(const cv_gitsource_tree *t);
+const cv_gitsource_tree_entry *cv_gitsource_tree_at(const cv_gitsource_tree *t, size_t i);
+const cv_gitsource_tree_entry *cv_gitsource_tree_find(const cv_gitsource_tree *t, const char *path);
 /* The files left out, in walk order: the first CV_TREE_SKIPPED_KEPT of
  * them (paths as git has them: any bytes, maybe truncated to
  * CV_GIT_PATH_MAX), with the reason's code; total counts them all. */
 #define CV_TREE_SKIPPED_KEPT 1000
-size_t cv_tree_skipped_count(const cv_tree *t, size_t *total);
-const cv_tree_entry *cv_tree_skipped_at(const cv_tree *t, size_t i, int *code);
+size_t cv_gitsource_tree_skipped_count(const cv_gitsource_tree *t, size_t *total);
+const cv_gitsource_tree_entry *cv_gitsource_tree_skipped_at(const cv_gitsource_tree *t, size_t i, int *code);
 /* The blob's size from its object header, without inflating it. */
-int  cv_tree_size(const cv_tree *t, const cv_tree_entry *e, size_t *size, cv_diag *d);
+int  cv_gitsource_tree_size(const cv_gitsource_tree *t, const cv_gitsource_tree_entry *e, size_t *size, cv_diag *d);
 /* The blob's bytes, malloc'd and NUL-terminated (caller frees); CV6055 if
  * larger than max_bytes, known from the object header before anything is
  * inflated. */
-int  cv_tree_read(const cv_tree *t, const cv_tree_entry *e, size_t max_bytes, char **data,
+int  cv_gitsource_tree_read(const cv_gitsource_tree *t, const cv_gitsource_tree_entry *e, size_t max_bytes, char **data,
                   size_t *len, cv_diag *d);
 
 #endif

@@ -10,15 +10,15 @@
 #include "controller/internal.h"
 
 typedef struct skipped_entry {
-    cv_tree_entry e;
+    cv_gitsource_tree_entry e;
     int code;                   /* why it was left out */
 } skipped_entry;
 
-struct cv_tree {
+struct cv_gitsource_tree {
     cv_gitsource *g;            /* not owned; outlives the tree */
     char commit[CV_GIT_HEX + 1];
     cv_arena arena;             /* the entries' paths */
-    cv_tree_entry *v;           /* owned */
+    cv_gitsource_tree_entry *v;           /* owned */
     size_t n, cap;
     skipped_entry *skip;        /* owned: files left out, the first CV_TREE_SKIPPED_KEPT */
     size_t n_skip, skip_cap, skipped;   /* kept, room, and all of them */
@@ -40,7 +40,7 @@ static bool grow(void **v, size_t *cap, size_t n, size_t size)
 }
 
 /* root + name + suffix in the arena, cut to CV_GIT_PATH_MAX bytes. */
-static char *keep_path(cv_tree *t, const char *root, const char *name, const char *suffix)
+static char *keep_path(cv_gitsource_tree *t, const char *root, const char *name, const char *suffix)
 {
     const char *parts[3] = {root, name, suffix};
     size_t len[3], total = 0;
@@ -59,7 +59,7 @@ static char *keep_path(cv_tree *t, const char *root, const char *name, const cha
 }
 
 /* Lists e as left out (code says why); false when out of memory. */
-static bool skip_entry(cv_tree *t, cv_tree_entry e, int code)
+static bool skip_entry(cv_gitsource_tree *t, cv_gitsource_tree_entry e, int code)
 {
     if (t->skipped++ >= CV_TREE_SKIPPED_KEPT)
         return true;
@@ -70,9 +70,9 @@ static bool skip_entry(cv_tree *t, cv_tree_entry e, int code)
 }
 
 /* One file, or (code set) one file or directory left out. */
-static int add_entry(cv_tree *t, const char *root, const git_tree_entry *ge, int code, bool dir)
+static int add_entry(cv_gitsource_tree *t, const char *root, const git_tree_entry *ge, int code, bool dir)
 {
-    cv_tree_entry e;
+    cv_gitsource_tree_entry e;
     /* a directory left out is listed as "root/name/" */
     e.path = keep_path(t, root, cv_git()->tree_entry_name(ge), dir ? "/" : "");
     cv_git()->oid_tostr(e.blob_id, sizeof e.blob_id, cv_git()->tree_entry_id(ge));
@@ -105,7 +105,7 @@ static int name_problem(const char *root, const char *name, bool dir)
  * also bounds the walk's depth): it is listed as left out instead. */
 static int walk_cb(const char *root, const git_tree_entry *e, void *payload)
 {
-    cv_tree *t = payload;
+    cv_gitsource_tree *t = payload;
     git_filemode_t mode = cv_git()->tree_entry_filemode(e);
     bool dir = mode == GIT_FILEMODE_TREE;
     if (!dir && mode != GIT_FILEMODE_BLOB && mode != GIT_FILEMODE_BLOB_EXECUTABLE)
@@ -126,7 +126,7 @@ static int walk_cb(const char *root, const git_tree_entry *e, void *payload)
 /* Paths a crafted tree can repeat (two entries of one name), or use both
  * as a file and as a directory ("a" and "a/b"): such files are left out,
  * since they cannot all be written.  v is sorted. */
-static int drop_conflicts(cv_tree *t)
+static int drop_conflicts(cv_gitsource_tree *t)
 {
     bool *bad = calloc(t->n + 1, sizeof *bad);
     if (!bad)
@@ -138,7 +138,7 @@ static int drop_conflicts(cv_tree *t)
         char dir[CV_GIT_FILE_PATH_MAX + 1];
         for (const char *s = strchr(p, '/'); s && !bad[i]; s = strchr(s + 1, '/')) {
             snprintf(dir, sizeof dir, "%.*s", (int)(s - p), p);
-            const cv_tree_entry *file = cv_tree_find(t, dir);
+            const cv_gitsource_tree_entry *file = cv_gitsource_tree_find(t, dir);
             if (file)
                 bad[i] = bad[file - t->v] = true;
         }
@@ -161,10 +161,10 @@ static int drop_conflicts(cv_tree *t)
 
 static int cmp_entry(const void *a, const void *b)
 {
-    return strcmp(((const cv_tree_entry *)a)->path, ((const cv_tree_entry *)b)->path);
+    return strcmp(((const cv_gitsource_tree_entry *)a)->path, ((const cv_gitsource_tree_entry *)b)->path);
 }
 
-static void walk_error(const cv_tree *t, cv_diag *d)
+static void walk_error(const cv_gitsource_tree *t, cv_diag *d)
 {
     cv_span sp = {.file = t->g->mirror};
     if (t->err == CV_E_GIT_TREE_TOO_LARGE)
@@ -192,7 +192,7 @@ static int lookup_commit(cv_gitsource *g, const char *hex, git_commit **out, cv_
     return 0;
 }
 
-int cv_gitsource_tree(cv_gitsource *g, const char *commit, cv_tree **out, cv_diag *d)
+int cv_gitsource_tree_open(cv_gitsource *g, const char *commit, cv_gitsource_tree **out, cv_diag *d)
 {
     *out = NULL;
     if (!commit && !g->st.commit[0]) {
@@ -204,7 +204,7 @@ int cv_gitsource_tree(cv_gitsource *g, const char *commit, cv_tree **out, cv_dia
     git_tree *tree = NULL;
     if (lookup_commit(g, commit ? commit : g->st.commit, &c, d))
         return -1;
-    cv_tree *t = calloc(1, sizeof *t);
+    cv_gitsource_tree *t = calloc(1, sizeof *t);
     int rc = t ? cv_git()->commit_tree(&tree, c) : -1;
     if (t && rc) {
         cv_diag_error(d, CV_E_GIT_READ_FAILED, (cv_span){.file = g->mirror}, "cannot read the tree: %s",
@@ -227,14 +227,14 @@ int cv_gitsource_tree(cv_gitsource *g, const char *commit, cv_tree **out, cv_dia
     cv_git()->tree_free(tree);
     cv_git()->commit_free(c);
     if (rc) {
-        cv_tree_free(t);
+        cv_gitsource_tree_free(t);
         return -1;
     }
     *out = t;
     return 0;
 }
 
-void cv_tree_free(cv_tree *t)
+void cv_gitsource_tree_free(cv_gitsource_tree *t)
 {
     if (!t)
         return;
@@ -244,25 +244,25 @@ void cv_tree_free(cv_tree *t)
     free(t);
 }
 
-const char *cv_tree_commit(const cv_tree *t) { return t->commit; }
-size_t cv_tree_count(const cv_tree *t) { return t->n; }
+const char *cv_gitsource_tree_commit(const cv_gitsource_tree *t) { return t->commit; }
+size_t cv_gitsource_tree_count(const cv_gitsource_tree *t) { return t->n; }
 
-const cv_tree_entry *cv_tree_at(const cv_tree *t, size_t i) { return i < t->n ? &t->v[i] : NULL; }
+const cv_gitsource_tree_entry *cv_gitsource_tree_at(const cv_gitsource_tree *t, size_t i) { return i < t->n ? &t->v[i] : NULL; }
 
-const cv_tree_entry *cv_tree_find(const cv_tree *t, const char *path)
+const cv_gitsource_tree_entry *cv_gitsource_tree_find(const cv_gitsource_tree *t, const char *path)
 {
-    cv_tree_entry key = {.path = path};
+    cv_gitsource_tree_entry key = {.path = path};
     return t->n ? bsearch(&key, t->v, t->n, sizeof *t->v, cmp_entry) : NULL;
 }
 
-size_t cv_tree_skipped_count(const cv_tree *t, size_t *total)
+size_t cv_gitsource_tree_skipped_count(const cv_gitsource_tree *t, size_t *total)
 {
     if (total)
         *total = t->skipped;
     return t->n_skip;
 }
 
-const cv_tree_entry *cv_tree_skipped_at(const cv_tree *t, size_t i, int *code)
+const cv_gitsource_tree_entry *cv_gitsource_tree_skipped_at(const cv_gitsource_tree *t, size_t i, int *code)
 {
     if (i >= t->n_skip)
         return NULL;
@@ -270,14 +270,14 @@ const cv_tree_entry *cv_tree_skipped_at(const cv_tree *t, size_t i, int *code)
     return &t->skip[i].e;
 }
 
-static int read_error(const cv_tree_entry *e, cv_diag *d)
+static int read_error(const cv_gitsource_tree_entry *e, cv_diag *d)
 {
     cv_diag_error(d, CV_E_GIT_READ_FAILED, (cv_span){.file = e->path}, "cannot read blob %s: %s",
                   e->blob_id, cv_git()->error_last() ? cv_git()->error_last()->message : "?");
     return -1;
 }
 
-int cv_tree_size(const cv_tree *t, const cv_tree_entry *e, size_t *size, cv_diag *d)
+int cv_gitsource_tree_size(const cv_gitsource_tree *t, const cv_gitsource_tree_entry *e, size_t *size, cv_diag *d)
 {
     git_oid oid;
     git_odb *odb = NULL;
@@ -294,7 +294,7 @@ int cv_tree_size(const cv_tree *t, const cv_tree_entry *e, size_t *size, cv_diag
     return 0;
 }
 
-int cv_tree_read(const cv_tree *t, const cv_tree_entry *e, size_t max_bytes, char **data,
+int cv_gitsource_tree_read(const cv_gitsource_tree *t, const cv_gitsource_tree_entry *e, size_t max_bytes, char **data,
                  size_t *len, cv_diag *d)
 {
     *data = NULL;
@@ -303,7 +303,7 @@ int cv_tree_read(const cv_tree *t, const cv_tree_entry *e, size_t max_bytes, cha
     git_blob *b = NULL;
     cv_span sp = {.file = e->path};
     size_t size;
-    if (cv_tree_size(t, e, &size, d))
+    if (cv_gitsource_tree_size(t, e, &size, d))
         return -1;
     if (size > max_bytes) {
         cv_diag_error(d, CV_E_GIT_BLOB_TOO_LARGE, sp, "%s is %zu bytes; the limit here is %zu",

@@ -27,7 +27,7 @@
 
 typedef struct plan {
     const cv_planner_opts *o;
-    const cv_tree *tree;
+    const cv_gitsource_tree *tree;
     const char *revision;
     int64_t rev_id, now;
     cv_plan_report *r;
@@ -35,12 +35,12 @@ typedef struct plan {
     cv_diag *d;       /* the caller's: infrastructure errors */
 } plan;
 
-int cv_planner_load_specs(const cv_tree *tree, cv_spec_set *s, cv_diag *d)
+int cv_planner_load_specs(const cv_gitsource_tree *tree, cv_spec_set *s, cv_diag *d)
 {
     int before = d->n_errors, files = 0;
     size_t total = 0;
-    for (size_t i = 0; i < cv_tree_count(tree); i++) {
-        const cv_tree_entry *e = cv_tree_at(tree, i);
+    for (size_t i = 0; i < cv_gitsource_tree_count(tree); i++) {
+        const cv_gitsource_tree_entry *e = cv_gitsource_tree_at(tree, i);
         if (!cv_spec_is_spec_path(e->path))
             continue;
         if (++files > CV_SPEC_FILES_MAX) {
@@ -50,7 +50,7 @@ int cv_planner_load_specs(const cv_tree *tree, cv_spec_set *s, cv_diag *d)
         }
         /* the total is checked from the object headers, before reading */
         size_t size;
-        if (cv_tree_size(tree, e, &size, d))
+        if (cv_gitsource_tree_size(tree, e, &size, d))
             continue;
         if (size <= CV_YAML_MAX_BYTES && size > CV_SPEC_BYTES_MAX - total) {
             cv_spec_too_large(d, e->path, total + size);
@@ -58,7 +58,7 @@ int cv_planner_load_specs(const cv_tree *tree, cv_spec_set *s, cv_diag *d)
         }
         char *text;
         size_t len;
-        if (cv_tree_read(tree, e, CV_YAML_MAX_BYTES, &text, &len, d) == 0) {
+        if (cv_gitsource_tree_read(tree, e, CV_YAML_MAX_BYTES, &text, &len, d) == 0) {
             total += len;
             cv_spec_set_add(s, text, len, e->path, false, d);
         }
@@ -110,15 +110,15 @@ static void warn(plan *pl, const cv_spec_pipeline *p, int code, int glob, const 
 
 /* The pipeline's models: tree entries matched by any of its globs, in path
  * order, each once.  *out is malloc'd (caller frees). */
-static int match_models(plan *pl, const cv_spec_pipeline *p, const cv_tree_entry ***out, int *n)
+static int match_models(plan *pl, const cv_spec_pipeline *p, const cv_gitsource_tree_entry ***out, int *n)
 {
     size_t cap = 16;
     int hits[CV_SPEC_LIST_MAX] = {0}, models[CV_SPEC_LIST_MAX] = {0};
-    const cv_tree_entry **v = malloc(cap * sizeof *v);
+    const cv_gitsource_tree_entry **v = malloc(cap * sizeof *v);
     bool oom = !v;
     *n = 0;
-    for (size_t i = 0; !oom && i < cv_tree_count(pl->tree); i++) {
-        const cv_tree_entry *e = cv_tree_at(pl->tree, i);
+    for (size_t i = 0; !oom && i < cv_gitsource_tree_count(pl->tree); i++) {
+        const cv_gitsource_tree_entry *e = cv_gitsource_tree_at(pl->tree, i);
         bool take = false;
         for (int g = 0; g < p->n_models; g++) {
             if (!cv_glob_match(p->models[g], e->path))
@@ -131,7 +131,7 @@ static int match_models(plan *pl, const cv_spec_pipeline *p, const cv_tree_entry
         if (!take)
             continue;
         if ((size_t)*n == cap) {
-            const cv_tree_entry **nv = realloc(v, (cap *= 2) * sizeof *v);
+            const cv_gitsource_tree_entry **nv = realloc(v, (cap *= 2) * sizeof *v);
             oom = !nv;
             if (oom)
                 break;
@@ -158,7 +158,7 @@ static int match_models(plan *pl, const cv_spec_pipeline *p, const cv_tree_entry
 }
 
 /* sha256 of the model's bytes, from the blob memo when git knows the blob. */
-static int model_digest(plan *pl, const cv_tree_entry *e, char out[CV_DIGEST_HEX + 1])
+static int model_digest(plan *pl, const cv_gitsource_tree_entry *e, char out[CV_DIGEST_HEX + 1])
 {
     int rc = cv_builddb_blob_digest_get(pl->o->db, e->blob_id, out, pl->d);
     if (rc) {
@@ -170,7 +170,7 @@ static int model_digest(plan *pl, const cv_tree_entry *e, char out[CV_DIGEST_HEX
     size_t max = pl->o->max_model_bytes ? pl->o->max_model_bytes : CV_GIT_BLOB_MAX;
     cv_diag rd;
     cv_diag_init(&rd);
-    rc = cv_tree_read(pl->tree, e, max, &data, &len, &rd);
+    rc = cv_gitsource_tree_read(pl->tree, e, max, &data, &len, &rd);
     if (rc) {   /* the model's trouble, not the farm's: a revision error */
         const cv_diag_entry *why = cv_diag_get(&rd, 1);
         int code = why && why->code == CV_E_GIT_BLOB_TOO_LARGE ? CV_E_GIT_BLOB_TOO_LARGE : CV_E_PLAN_MODEL_UNREADABLE;
@@ -192,7 +192,7 @@ static int model_digest(plan *pl, const cv_tree_entry *e, char out[CV_DIGEST_HEX
 static void job_id(plan *pl, const cv_job_msg *j, char out[CV_MSG_ID_MAX + 1])
 {
     const char *prec = cv_precision_name(j->precision);
-    int n = snprintf(out, CV_MSG_ID_MAX + 1, "%.12s/%s/%s@%s/%s", cv_tree_commit(pl->tree),
+    int n = snprintf(out, CV_MSG_ID_MAX + 1, "%.12s/%s/%s@%s/%s", cv_gitsource_tree_commit(pl->tree),
                      j->pipeline, j->model_path, j->target, prec);
     bool plain = n > 0 && n <= CV_MSG_ID_MAX;
     for (const char *c = j->model_path; plain && *c; c++)
@@ -201,7 +201,7 @@ static void job_id(plan *pl, const cv_job_msg *j, char out[CV_MSG_ID_MAX + 1])
         return;
     char hex[65];
     cv_ctl_sha256_hex(j->model_path, strlen(j->model_path), hex);
-    snprintf(out, CV_MSG_ID_MAX + 1, "%.12s/%.64s/%.20s@%.64s/%s", cv_tree_commit(pl->tree),
+    snprintf(out, CV_MSG_ID_MAX + 1, "%.12s/%.64s/%.20s@%.64s/%s", cv_gitsource_tree_commit(pl->tree),
              j->pipeline, hex, j->target, prec);
 }
 
@@ -260,7 +260,7 @@ static int add_job(plan *pl, cv_job_msg *j)
     return cv_builddb_job_add(pl->o->db, pl->rev_id, j, false, enq.job_id, pl->now, pl->d);
 }
 
-static int expand_model(plan *pl, const cv_spec_pipeline *p, const cv_tree_entry *e)
+static int expand_model(plan *pl, const cv_spec_pipeline *p, const cv_gitsource_tree_entry *e)
 {
     char id[CV_MSG_ID_MAX + 1];
     cv_job_msg j = {.job_id = id, .revision = (char *)pl->revision, .pipeline = (char *)p->name,
@@ -295,7 +295,7 @@ static int expand_model(plan *pl, const cv_spec_pipeline *p, const cv_tree_entry
 
 static int expand_pipeline(plan *pl, const cv_spec_pipeline *p)
 {
-    const cv_tree_entry **models;
+    const cv_gitsource_tree_entry **models;
     int n, rc = 0;
     if (cv_builddb_pipeline_add(pl->o->db, pl->rev_id, p->name, p->canonical, pl->d) ||
         match_models(pl, p, &models, &n))
@@ -307,10 +307,10 @@ static int expand_pipeline(plan *pl, const cv_spec_pipeline *p)
     return rc;
 }
 
-static bool has_spec_files(const cv_tree *tree)
+static bool has_spec_files(const cv_gitsource_tree *tree)
 {
-    for (size_t i = 0; i < cv_tree_count(tree); i++)
-        if (cv_spec_is_spec_path(cv_tree_at(tree, i)->path))
+    for (size_t i = 0; i < cv_gitsource_tree_count(tree); i++)
+        if (cv_spec_is_spec_path(cv_gitsource_tree_at(tree, i)->path))
             return true;
     return false;
 }
@@ -336,11 +336,11 @@ static bool wanted_model(const cv_spec_set *s, const char *path)
 static void report_skipped(plan *pl, const cv_spec_set *s)
 {
     static const char *const why[] = {"is not valid UTF-8", "is too long", "is unsafe"};
-    size_t total, n = cv_tree_skipped_count(pl->tree, &total);
+    size_t total, n = cv_gitsource_tree_skipped_count(pl->tree, &total);
     char shown[4 * 512 + 4];
     for (size_t i = 0; i < n; i++) {
         int code;
-        const cv_tree_entry *e = cv_tree_skipped_at(pl->tree, i, &code);
+        const cv_gitsource_tree_entry *e = cv_gitsource_tree_skipped_at(pl->tree, i, &code);
         cv_str_printable(e->path, 512, shown);
         bool model = wanted_model(s, e->path), error = model || code == CV_E_GIT_PATH_UNSAFE;
         cv_diag_add(pl->sd, error ? CV_SEV_ERROR : CV_SEV_WARNING, code, (cv_span){.file = shown},
@@ -403,7 +403,7 @@ static int plan_specs(plan *pl)
     return cv_builddb_revision_planned(pl->o->db, pl->rev_id, pl->r->spec_errors, pl->now, pl->d);
 }
 
-int cv_planner_plan(const cv_planner_opts *o, const cv_tree *tree, const char *revision,
+int cv_planner_plan(const cv_planner_opts *o, const cv_gitsource_tree *tree, const char *revision,
                     cv_plan_report *r, cv_diag *d)
 {
     memset(r, 0, sizeof *r);

@@ -49,12 +49,12 @@ typedef struct cv_plan_report {
 } cv_plan_report;
 
 /* Reads the specs of a tree (cuvil/ *.yaml, *.yml) into s and resolves it. */
-int cv_planner_load_specs(const cv_tree *tree, cv_spec_set *s, cv_diag *d);
+int cv_planner_load_specs(const cv_gitsource_tree *tree, cv_spec_set *s, cv_diag *d);
 /* Expands every pipeline of the tree's specs into jobs for `revision`,
  * records hits, enqueues misses and records everything in the build DB.
  * Spec errors are not a failure of this call: they are stored with the
  * revision (which is then failed) and reported in d and r->spec_errors. */
-int cv_planner_plan(const cv_planner_opts *o, const cv_tree *tree, const char *revision,
+int cv_planner_plan(const cv_planner_opts *o, const cv_gitsource_tree *tree, const char *revision,
                     cv_plan_report *r, cv_diag *d);
 /* Records a revision whose content could not be planned at all (its tree
  * is unreadable or over the limits): failed, with why (its errors carry

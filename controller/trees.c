@@ -37,14 +37,14 @@ static int sync_tree(const char *dir, cv_diag *d)
     return rc == 0 ? 0 : fs_error(d, dir, "sync");
 }
 
-static int write_entry(const cv_tree *tree, const char *dir, const cv_tree_entry *e,
+static int write_entry(const cv_gitsource_tree *tree, const char *dir, const cv_gitsource_tree_entry *e,
                        size_t max_blob, cv_diag *d)
 {
     char *path = NULL, *data = NULL;
     size_t len = 0;
     int rc = cv_fs_resolve_inside(dir, e->path, &path, d);
     if (rc == 0)
-        rc = cv_tree_read(tree, e, max_blob, &data, &len, d);
+        rc = cv_gitsource_tree_read(tree, e, max_blob, &data, &len, d);
     char *parent = rc == 0 ? cv_fs_dirname(path) : NULL;
     if (rc == 0 && !parent) {
         cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
@@ -65,7 +65,7 @@ static int write_entry(const cv_tree *tree, const char *dir, const cv_tree_entry
  * model that does is refused by the planner with the same code.  A
  * complete copy is not written again, but what it left out is told again
  * (a revision is planned from scratch after a crash). */
-int cv_ctl_tree_write(const cv_tree *tree, const char *dir, size_t max_blob, cv_diag *skipped,
+int cv_ctl_tree_write(const cv_gitsource_tree *tree, const char *dir, size_t max_blob, cv_diag *skipped,
                       cv_diag *d)
 {
     char *marker = cv_fs_join(dir, TREE_MARKER);
@@ -77,10 +77,10 @@ int cv_ctl_tree_write(const cv_tree *tree, const char *dir, size_t max_blob, cv_
     bool complete = access(marker, F_OK) == 0;
     if (!complete && cv_fs_mkdirs(dir, 0755) != 0)
         rc = fs_error(d, dir, "create");
-    for (size_t i = 0; rc == 0 && i < cv_tree_count(tree); i++) {
-        const cv_tree_entry *e = cv_tree_at(tree, i);
+    for (size_t i = 0; rc == 0 && i < cv_gitsource_tree_count(tree); i++) {
+        const cv_gitsource_tree_entry *e = cv_gitsource_tree_at(tree, i);
         size_t size;
-        rc = cv_tree_size(tree, e, &size, d);
+        rc = cv_gitsource_tree_size(tree, e, &size, d);
         if (rc == 0 && size > max_blob)
             cv_diag_add(skipped, CV_SEV_WARNING, CV_E_GIT_BLOB_TOO_LARGE, (cv_span){.file = e->path},
                         NULL, "%s is %zu bytes, over the limit of %zu for a file: left out of "

@@ -121,18 +121,18 @@ static void result(const uint8_t *data, size_t size)
 
 static void cache_values(const uint8_t *data, size_t size)
 {
-    cv_wk_l1_value v;
+    cv_compile_l1_value v;
     memset(&v, 0, sizeof v);
-    if (cv_wk_l1_decode(data, size, &v) == 0 && !memchr(v.name, 0, sizeof v.name))
+    if (cv_compile_l1_decode(data, size, &v) == 0 && !memchr(v.name, 0, sizeof v.name))
         abort();
-    cv_wk_deps x;
-    if (cv_wk_deps_decode(data, size, &x) == 0) {
+    cv_compile_deps x;
+    if (cv_compile_deps_decode(data, size, &x) == 0) {
         size_t i;
         json_t *f;
         json_array_foreach(x.files, i, f)
             if (!json_is_string(f) || json_string_value(f)[0] == '/')
                 abort();
-        cv_wk_deps_free(&x);
+        cv_compile_deps_free(&x);
     }
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/units.h"
 #include "controller/controller.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -19,9 +20,10 @@ static void check_values(const uint8_t *data, size_t size)
     s[n] = 0;
     int64_t ms;
     uint64_t b;
-    if (cv_spec_parse_duration(s, &ms) == 0 && ms < 0)
+    if (cv_units_parse_duration(s, &ms, NULL) == 0 && (ms < 0 || ms > CV_DURATION_MAX_MS))
         abort();
-    cv_spec_parse_size(s, &b);
+    if (cv_units_parse_size(s, &b, NULL) == 0 && b > CV_SIZE_MAX_BYTES)
+        abort();
     if (cv_glob_check(s, NULL) == 0)
         cv_glob_match(s, "models/vision/a/b/c/lenet.onnx");
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/units.h"
 #include "k8s-operator/internal.h"
 
 #define ATTEMPTS 3
@@ -38,7 +39,7 @@ static uint64_t storage_bytes(const json_t *pvc)
 {
     uint64_t b = 0;
     const char *q = k8s_str(pvc, "spec.resources.requests.storage");
-    return cv_spec_parse_size(q, &b) == 0 ? b : 0;
+    return q && cv_units_parse_size(q, &b, NULL) == 0 ? b : 0;
 }
 
 /* What to send for a volume: its metadata, and the storage request only

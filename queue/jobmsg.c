@@ -27,7 +27,6 @@ static const char *const timing_keys[CV_TIMING__COUNT] = {"queued", "fetch", "fr
 static const char *const diag_keys[] = {"id", "code", "severity", "file", "line", "col",
                                         "end_line", "end_col", "path", "message", "notes",
                                         "root_id"};
-static const char *const precisions[CV_PRECISION__COUNT] = {"fp32", "fp16", "bf16", "int8"};
 static const char *const opt_levels[CV_OPT__COUNT] = {"O0", "O1", "O2", "O3", "Os"};
 static const char *const statuses[CV_RESULT__COUNT] = {"ok", "failed", "ice",
                                                        "timeout", "oom", "infra"};
@@ -41,7 +40,7 @@ static const struct { const char *const *v; size_t n; } lists[CV_MSGLIST__COUNT]
     [CV_MSGLIST_CACHE_KEYS] = {cache_keys, COUNT(cache_keys)},
     [CV_MSGLIST_TIMING_KEYS] = {timing_keys, COUNT(timing_keys)},
     [CV_MSGLIST_DIAG_KEYS] = {diag_keys, COUNT(diag_keys)},
-    [CV_MSGLIST_PRECISIONS] = {precisions, COUNT(precisions)},
+    [CV_MSGLIST_PRECISIONS] = {cv_precision_names, CV_PRECISION__COUNT},
     [CV_MSGLIST_OPT_LEVELS] = {opt_levels, COUNT(opt_levels)},
     [CV_MSGLIST_STATUSES] = {statuses, COUNT(statuses)},
     [CV_MSGLIST_CACHE_OUTCOMES] = {outcomes, COUNT(outcomes)},
@@ -74,12 +73,10 @@ static int index_of(const char *const *v, size_t n, const char *s)
     return -1;
 }
 
-const char *cv_precision_name(cv_precision p) { return name_at(precisions, COUNT(precisions), (int)p); }
 const char *cv_opt_level_name(cv_opt_level o) { return name_at(opt_levels, COUNT(opt_levels), (int)o); }
 const char *cv_result_status_name(cv_result_status s) { return name_at(statuses, COUNT(statuses), (int)s); }
 const char *cv_cache_outcome_name(cv_cache_outcome c) { return name_at(outcomes, COUNT(outcomes), (int)c); }
 const char *cv_timing_name(cv_timing t) { return name_at(timing_keys, COUNT(timing_keys), (int)t); }
-int cv_precision_parse(const char *s) { return index_of(precisions, COUNT(precisions), s); }
 int cv_opt_level_parse(const char *s) { return index_of(opt_levels, COUNT(opt_levels), s); }
 int cv_result_status_parse(const char *s) { return index_of(statuses, COUNT(statuses), s); }
 int cv_cache_outcome_parse(const char *s) { return index_of(outcomes, COUNT(outcomes), s); }
@@ -318,7 +315,7 @@ static int job_from_json(vctx *c, json_t *o, cv_job_msg *m)
     rc |= get_digest(c, o, "model_digest", false, m->model_digest);
     rc |= get_string(c, o, "target", S_TOKEN, false, &m->target);
     int e = 0;
-    rc |= get_enum(c, o, "precision", precisions, COUNT(precisions), &e);
+    rc |= get_enum(c, o, "precision", cv_precision_names, CV_PRECISION__COUNT, &e);
     m->precision = (cv_precision)e;
     rc |= get_enum(c, o, "opt_level", opt_levels, COUNT(opt_levels), &e);
     m->opt_level = (cv_opt_level)e;

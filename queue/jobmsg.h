@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "common/diag.h"
+#include "common/precision.h"
 
 #define CV_MSG_MAX_BYTES   (1u << 20)  /* a whole encoded message */
 #define CV_MSG_STR_MAX     4096        /* any string field outside diagnostics */
@@ -24,11 +25,6 @@
 #define CV_MSG_ATTEMPT_MAX 100
 #define CV_MSG_TIMING_MAX  INT64_C(1000000000000)  /* ms; ~31 years */
 #define CV_DIGEST_HEX      64          /* lowercase hex sha256 */
-
-typedef enum {
-    CV_PRECISION_FP32, CV_PRECISION_FP16, CV_PRECISION_BF16, CV_PRECISION_INT8,
-    CV_PRECISION__COUNT
-} cv_precision;
 
 typedef enum { CV_OPT_O0, CV_OPT_O1, CV_OPT_O2, CV_OPT_O3, CV_OPT_OS, CV_OPT__COUNT } cv_opt_level;
 
@@ -99,13 +95,12 @@ void cv_result_msg_free(cv_result_msg *m);
 /* Deep copy of a job (dst is overwritten, not freed first). */
 int  cv_job_msg_copy(cv_job_msg *dst, const cv_job_msg *src);
 
-/* Names as they appear in messages; parse returns -1 for an unknown name. */
-const char *cv_precision_name(cv_precision p);
+/* Names as they appear in messages; parse returns -1 for an unknown name
+ * (precisions: common/precision.h). */
 const char *cv_opt_level_name(cv_opt_level o);
 const char *cv_result_status_name(cv_result_status s);
 const char *cv_cache_outcome_name(cv_cache_outcome c);
 const char *cv_timing_name(cv_timing t);
-int cv_precision_parse(const char *s);
 int cv_opt_level_parse(const char *s);
 int cv_result_status_parse(const char *s);
 int cv_cache_outcome_parse(const char *s);

@@ -114,13 +114,6 @@ int cv_spec_validate_file(const char *path, cv_diag *d);
 /* Whether a repository path is a spec file (cuvil/NAME.yaml or .yml). */
 bool cv_spec_is_spec_path(const char *path);
 
-/* Values as specs write them.  Durations: one or more <digits><unit>
- * (ms s m h), "90s", "1h30m".  Sizes: <digits>[.<digits>][unit] with k M G
- * T P (powers of 1000) or Ki Mi Gi Ti Pi (powers of 1024).  0, or -1. */
-int cv_spec_parse_duration(const char *s, int64_t *ms);
-int cv_spec_parse_size(const char *s, uint64_t *bytes);
-/* The fixed list of target names; NULL-terminated too. */
-const char *const *cv_spec_targets(size_t *n);
 
 /* Every field the loader accepts, for checking the JSON Schemas in
  * schemas/ against the loader (tests/unit/test_spec.c).  path: "spec.targets",

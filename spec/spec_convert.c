@@ -28,7 +28,7 @@ static int64_t duration(const json_t *obj, const char *key, int64_t dflt)
     int64_t ms = dflt;
     const char *v = json_string_value(json_object_get(obj, key));
     if (v) {
-        int rc = cv_spec_parse_duration(v, &ms);
+        int rc = cv_units_parse_duration(v, &ms, NULL);
         CV_ASSERT_RET(NULL, rc == 0, dflt); /* the walker checked it */
     }
     return ms;
@@ -39,7 +39,7 @@ static uint64_t size(const json_t *obj, const char *key)
     uint64_t b = 0;
     const char *v = json_string_value(json_object_get(obj, key));
     if (v) {
-        int rc = cv_spec_parse_size(v, &b);
+        int rc = cv_units_parse_size(v, &b, NULL);
         CV_ASSERT_RET(NULL, rc == 0, 0); /* the walker checked it */
     }
     return b;
@@ -122,8 +122,8 @@ int spec_convert_pipeline(cv_arena *a, const cv_yaml_doc *doc, const json_t *eff
     out->targets = str_list(&c, json_object_get(eff, "targets"), &out->n_targets);
     const json_t *precs = json_object_get(eff, "precisions");
     for (size_t i = 0; i < json_array_size(precs) && out->n_precisions < CV_PRECISION__COUNT; i++)
-        out->precisions[out->n_precisions++] = (cv_precision)index_of(
-            spec_precision_names, json_string_value(json_array_get(precs, i)));
+        out->precisions[out->n_precisions++] =
+            (cv_precision)cv_precision_parse(json_string_value(json_array_get(precs, i)));
     const char *opt = json_string_value(json_object_get(eff, "optLevel"));
     out->opt_level = opt ? (cv_opt_level)index_of(spec_opt_level_names, opt) : CV_OPT_O2;
     const json_t *cal = json_object_get(eff, "calibration");

@@ -10,23 +10,11 @@
 #define SECOND INT64_C(1000)
 #define DAY (86400 * SECOND)
 
-static const char *const targets[] = {
-    "x86_64", "x86_64-avx2", "x86_64-avx512", "native", "aarch64-linux-gnu",
-    "riscv64-linux-gnu", "c99", "cuda-sm80", "cuda-sm89", "cuda-sm90", NULL,
-};
 const char *const spec_kind_names[] = {"CuvilBuildCluster", "CuvilPipeline", NULL};
-const char *const spec_precision_names[] = {"fp32", "fp16", "bf16", "int8", NULL};
 const char *const spec_opt_level_names[] = {"O0", "O1", "O2", "O3", NULL};
 static const char *const api_versions[] = {CV_SPEC_API_VERSION, NULL};
 static const char *const queue_kinds[] = {"embedded", "kafka", NULL};
 static const char *const calibration_methods[] = {"minmax", "percentile", "entropy", NULL};
-
-const char *const *cv_spec_targets(size_t *n)
-{
-    if (n)
-        *n = sizeof targets / sizeof targets[0] - 1;
-    return targets;
-}
 
 /* ---- value checks */
 
@@ -51,10 +39,12 @@ static int check_glob(spec_walk *w, const spec_field *f, const char *s, cv_span 
 static int check_duration(spec_walk *w, const spec_field *f, const char *s, cv_span sp)
 {
     int64_t ms;
-    if (cv_spec_parse_duration(s, &ms))
-        return spec_error(w, CV_E_SPEC_BAD_DURATION, sp,
-                          "%s: '%s' is not a duration (write e.g. 60s, 10m, 1h30m; units ms s m h)",
-                          w->path, s);
+    cv_units_error e;
+    char msg[320];
+    if (cv_units_parse_duration(s, &ms, &e)) {
+        cv_units_message(msg, sizeof msg, CV_UNITS_DURATION, w->path, s, &e);
+        return spec_error(w, CV_E_SPEC_BAD_DURATION, sp, "%s", msg);
+    }
     if (ms < f->min || ms > f->max)
         return spec_error(w, CV_E_SPEC_OUT_OF_RANGE, sp, "%s: %s is outside %llds to %lldh", w->path, s,
                           (long long)(f->min / SECOND), (long long)(f->max / 3600000));
@@ -64,11 +54,12 @@ static int check_duration(spec_walk *w, const spec_field *f, const char *s, cv_s
 static int check_size(spec_walk *w, const spec_field *f, const char *s, cv_span sp)
 {
     uint64_t b;
-    if (cv_spec_parse_size(s, &b) == 0)
+    cv_units_error e;
+    char msg[320];
+    if (cv_units_parse_size(s, &b, &e) == 0)
         return 0;
-    return spec_error(w, CV_E_SPEC_BAD_SIZE, sp,
-                      "%s: '%s' is not a size (write e.g. 20Gi or 500M; units k M G T P, "
-                      "Ki Mi Gi Ti Pi)", w->path, s);
+    cv_units_message(msg, sizeof msg, CV_UNITS_SIZE, w->path, s, &e);
+    return spec_error(w, CV_E_SPEC_BAD_SIZE, sp, "%s", msg);
 }
 
 static int url_error(spec_walk *w, const char *s, const char *why, cv_span sp)
@@ -177,9 +168,9 @@ static const spec_field cluster_spec[] = {
 };
 
 static const spec_field glob_item = {.type = SK_STRING, .check = check_glob};
-static const spec_field target_item = {.type = SK_STRING, .values = targets,
+static const spec_field target_item = {.type = SK_STRING, .values = cv_target_name_list,
                                        .code = CV_E_SPEC_UNKNOWN_TARGET};
-static const spec_field precision_item = {.type = SK_STRING, .values = spec_precision_names,
+static const spec_field precision_item = {.type = SK_STRING, .values = cv_precision_names,
                                           .code = CV_E_SPEC_UNKNOWN_PRECISION};
 static const spec_field calibration[] = {
     STR("data", .required = true, .check = check_glob),

@@ -10,6 +10,8 @@
 #include "common/arena.h"
 #include "common/diag.h"
 #include "common/strutil.h"
+#include "common/targets.h"
+#include "common/units.h"
 #include "common/yamldoc.h"
 #include "spec/spec.h"
 
@@ -55,7 +57,6 @@ void spec_path_pop(spec_walk *w, size_t mark);
 /* The document tables (spec_fields.c). */
 const spec_field *spec_root_fields(cv_spec_kind k);
 extern const char *const spec_kind_names[];          /* by cv_spec_kind, NULL-terminated */
-extern const char *const spec_precision_names[];     /* NULL-terminated */
 extern const char *const spec_opt_level_names[];
 
 /* Value checks (spec_values.c): NULL when fine, else what is wrong. */

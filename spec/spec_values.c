@@ -1,78 +1,12 @@
-/* Parsers for the value forms specs use: durations, sizes, URLs, host:port
- * lists and image registries.  Each is strict: what it accepts is exactly
- * what the JSON Schema patterns in schemas/ describe. */
+/* Checks for the value forms specs use: URLs, host:port lists and image
+ * registries (sizes and durations: common/units.h).  Each is strict: what it
+ * accepts is exactly what the JSON Schema patterns in schemas/ describe. */
 #include "spec/spec_internal.h"
 
 #include <stdint.h>
 #include <string.h>
 
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-int cv_spec_parse_duration(const char *s, int64_t *ms)
-{
-    static const struct { const char *unit; int64_t ms; } units[] = {
-        {"ms", 1}, {"h", 3600000}, {"m", 60000}, {"s", 1000},
-    };
-    int64_t total = 0;
-    if (!*s)
-        return -1;
-    while (*s) {
-        if (!is_digit(*s))
-            return -1;
-        int64_t v = 0;
-        for (; is_digit(*s); s++) {
-            if (v > INT64_C(1000000000000))
-                return -1;
-            v = v * 10 + (*s - '0');
-        }
-        size_t u = 0;
-        while (u < sizeof units / sizeof units[0] &&
-               strncmp(s, units[u].unit, strlen(units[u].unit)) != 0)
-            u++;
-        if (u == sizeof units / sizeof units[0])
-            return -1;
-        s += strlen(units[u].unit);
-        if (v > INT64_C(1000000000000000) / units[u].ms)
-            return -1;
-        total += v * units[u].ms;
-        if (total > INT64_C(1000000000000000))
-            return -1;
-    }
-    *ms = total;
-    return 0;
-}
-
-int cv_spec_parse_size(const char *s, uint64_t *bytes)
-{
-    static const struct { const char *unit; double mul; } units[] = {
-        {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0}, {"Ti", 1099511627776.0},
-        {"Pi", 1125899906842624.0}, {"k", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12},
-        {"P", 1e15}, {"", 1.0},
-    };
-    if (!is_digit(*s) || strlen(s) > 32)
-        return -1;
-    double v = 0, scale = 1;
-    for (; is_digit(*s); s++)
-        v = v * 10 + (*s - '0');
-    if (*s == '.') {
-        if (!is_digit(*++s))
-            return -1;
-        for (; is_digit(*s); s++) {
-            scale /= 10;
-            v += (*s - '0') * scale;
-        }
-    }
-    for (size_t u = 0; u < sizeof units / sizeof units[0]; u++) {
-        if (strcmp(s, units[u].unit) == 0) {
-            double b = v * units[u].mul;
-            if (!(b < 9.2e18))
-                return -1;
-            *bytes = (uint64_t)b;
-            return 0;
-        }
-    }
-    return -1;
-}
 
 /* host[:port] with a DNS-ish host or [IPv6]; port 1..65535. */
 static bool host_port_ok(const char *s, size_t n, bool need_port)

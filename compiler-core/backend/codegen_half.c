@@ -43,7 +43,7 @@ void cv_cg_pack_p8(void *dst, const void *src, size_t esz, int64_t groups, int64
 static const cv_value *half_source(const cv_value *v)
 {
     const cv_op *op = v->kind == CV_VAL_RESULT ? v->def : NULL;
-    if (!op || !op->def || strcmp(op->def->name, "cast") != 0 || op->n_operands != 1 ||
+    if (!op || !op->def || !cv_op_is(op, CV_OP_CAST) || op->n_operands != 1 ||
         v->type.dtype != CV_F32)
         return NULL;
     const cv_value *w = op->operands[0];
@@ -60,7 +60,7 @@ static const cv_value *half_source(const cv_value *v)
  * group (cv_cg_conv2d's choice, which then folds OCg to a constant). */
 static bool gemm_conv_of(const cv_op *op, const cv_value *v)
 {
-    if (!op->def || strcmp(op->def->name, "conv2d") != 0 || op->n_operands < 2 ||
+    if (!op->def || !cv_op_is(op, CV_OP_CONV2D) || op->n_operands < 2 ||
         op->operands[1] != v || op->operands[0] == v ||
         (op->n_operands > 2 && op->operands[2] == v))
         return false;
@@ -81,7 +81,7 @@ static bool gemm_conv_of(const cv_op *op, const cv_value *v)
  * with an f32 result (cv_cg_gemm then calls the runtime). */
 static bool fc_gemm_of(const cv_op *op, const cv_value *v)
 {
-    return op->def && strcmp(op->def->name, "gemm") == 0 && op->n_operands >= 2 &&
+    return op->def && cv_op_is(op, CV_OP_GEMM) && op->n_operands >= 2 &&
            op->operands[1] == v && op->operands[0] != v &&
            (op->n_operands < 3 || op->operands[2] != v) && cv_op_int(op, "trans_b", 0) != 0 &&
            v->type.shape.rank == 2 && op->results[0]->type.dtype == CV_F32;
@@ -153,7 +153,7 @@ float *cv_cg_half_widen(cv_codegen_ctx *c)
     const cv_value *v = c->op->n_operands > 1 ? c->op->operands[1] : NULL;
     const cv_value *w = v ? half_source(v) : NULL;
     int64_t groups = c->op->n_operands > 1 ? cv_op_int(c->op, "groups", 1) : 0;
-    if (!w || w->type.dtype != CV_F16 || !c->op->def || strcmp(c->op->def->name, "conv2d") != 0 ||
+    if (!w || w->type.dtype != CV_F16 || !c->op->def || !cv_op_is(c->op, CV_OP_CONV2D) ||
         (groups != 1 && w->type.shape.d[1].n != 1))
         return NULL;
     int64_t n = cv_shape_numel(&w->type.shape);

@@ -181,7 +181,7 @@ static bool take_chain(cv_codegen_ctx *c, cv_nchwc *nc, cv_cg_rt_epi *e)
     if (!c->n_epi)
         return false;
     const cv_value *res = NULL, *last = c->epi[c->n_epi - 1]->results[0];
-    if (strcmp(c->epi[0]->name, "add") == 0) {
+    if (cv_op_is(c->epi[0], CV_OP_ADD)) {
         res = c->epi[0]->operands[1 - c->epi_link[0]];
         if (!cv_shape_equal(&res->type.shape, &c->op->results[0]->type.shape))
             return false;
@@ -324,12 +324,11 @@ static int lower_global_avg_pool(cv_codegen_ctx *c, cv_nchwc *nc)
 
 int cv_nchwc_lower(cv_codegen_ctx *c, cv_nchwc *nc)
 {
-    const char *name = c->op->name;
-    if (strcmp(name, "conv2d") == 0)
+    if (cv_op_is(c->op, CV_OP_CONV2D))
         return lower_conv(c, nc);
-    if (strcmp(name, "max_pool2d") == 0)
+    if (cv_op_is(c->op, CV_OP_MAX_POOL2D))
         return lower_max_pool(c, nc);
-    if (strcmp(name, "global_avg_pool") == 0)
+    if (cv_op_is(c->op, CV_OP_GLOBAL_AVG_POOL))
         return lower_global_avg_pool(c, nc);
-    return cv_cg_error(c, CV_E_NCHWC_NO_KERNEL, "%s: no blocked-layout kernel", name);
+    return cv_cg_error(c, CV_E_NCHWC_NO_KERNEL, "%s: no blocked-layout kernel", c->op->name);
 }

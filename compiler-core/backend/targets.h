@@ -1,6 +1,5 @@
-/* The -t targets: names, triples, CPUs and features.  Plain data, usable
- * without loading LLVM (cache keys are computed from it on every compile,
- * including cache hits). */
+/* What the backends add to the target table (common/targets.h): CUDA or
+ * not, and the triple and features a cache key records. */
 #ifndef CV_TARGETS_H
 #define CV_TARGETS_H
 
@@ -8,14 +7,8 @@
 #include <stddef.h>
 
 #include "common/diag.h"
+#include "common/targets.h"
 
-typedef struct cv_target_desc {
-    const char *name, *triple, *cpu, *features, *rt_variant, *abi, *linker;
-} cv_target_desc;
-
-/* NULL for an unknown name (and for "native", which only LLVM can answer). */
-const cv_target_desc *cv_target_find(const char *name);
-const cv_target_desc *cv_target_at(int i);   /* NULL past the end */
 /* A cuda-smNN target (the CUDA backend, backend/cuda/). */
 bool cv_target_is_cuda(const char *name);
 

@@ -372,6 +372,30 @@ enum {
 };
 
 const cv_op_def *cv_op_def_lookup(const char *name);
+
+/* Op identity for passes and backends: the op-table entry, compared by
+ * pointer (cv_op_is), never the name string.  The ops that code tests for
+ * are listed here; each row's name must be in the table (test_ops_math). */
+#define CV_OP_IDS(X) \
+    X(CV_OP_ADD, "add") X(CV_OP_ARANGE, "arange") X(CV_OP_BATCH_NORM, "batch_norm") \
+    X(CV_OP_CAST, "cast") X(CV_OP_EQUAL, "equal") X(CV_OP_GATHER, "gather") \
+    X(CV_OP_CLIP, "clip") X(CV_OP_CONV2D, "conv2d") X(CV_OP_CONV_TRANSPOSE2D, "conv_transpose2d") \
+    X(CV_OP_DIV, "div") X(CV_OP_ERF, "erf") X(CV_OP_GEMM, "gemm") \
+    X(CV_OP_GLOBAL_AVG_POOL, "global_avg_pool") X(CV_OP_MATMUL, "matmul") \
+    X(CV_OP_MAX_POOL2D, "max_pool2d") X(CV_OP_MUL, "mul") X(CV_OP_POW, "pow") \
+    X(CV_OP_QCONV2D, "qconv2d") X(CV_OP_REDUCE_MEAN, "reduce_mean") X(CV_OP_RELU, "relu") \
+    X(CV_OP_SOFTMAX, "softmax") X(CV_OP_TANH, "tanh") X(CV_OP_TRANSPOSE, "transpose") \
+    X(CV_OP_WHERE, "where")
+#define CV_OP_ID_ENUM_(id, name) id,
+typedef enum cv_op_id { CV_OP_IDS(CV_OP_ID_ENUM_) CV_OP_ID__COUNT } cv_op_id;
+#undef CV_OP_ID_ENUM_
+/* The table's entry for id (NULL only if the list above names a missing op). */
+const cv_op_def *cv_op_def_of(cv_op_id id);
+/* Whether op is a `id` op (false for NULL and for unknown ops). */
+bool cv_op_is(const cv_op *op, cv_op_id id);
+/* Whether v is a result of a `id` op. */
+bool cv_value_is(const cv_value *v, cv_op_id id);
+
 int cv_op_def_count(void);
 const cv_op_def *cv_op_def_at(int i);
 const cv_attr_schema *cv_op_def_attr(const cv_op_def *def, const char *name, int *index);

@@ -14,7 +14,23 @@ static const cv_op_family *const families[] = {
 
 static const cv_op_def *all_defs[256];
 static int n_all;
+static const cv_op_def *by_id[CV_OP_ID__COUNT];
 static pthread_once_t index_once = PTHREAD_ONCE_INIT;
+
+static const cv_op_def *find(const char *name)
+{
+    int lo = 0, hi = n_all;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2, c = strcmp(all_defs[mid]->name, name);
+        if (c == 0)
+            return all_defs[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
 
 static int by_name(const void *a, const void *b)
 {
@@ -31,6 +47,25 @@ static void build_index(void)
             all_defs[n++] = &families[f]->defs[i];
     qsort(all_defs, (size_t)n, sizeof all_defs[0], by_name);
     n_all = n;
+#define CV_OP_ID_FIND_(id, name) by_id[id] = find(name);
+    CV_OP_IDS(CV_OP_ID_FIND_)
+#undef CV_OP_ID_FIND_
+}
+
+const cv_op_def *cv_op_def_of(cv_op_id id)
+{
+    pthread_once(&index_once, build_index);
+    return (unsigned)id < CV_OP_ID__COUNT ? by_id[id] : NULL;
+}
+
+bool cv_op_is(const cv_op *op, cv_op_id id)
+{
+    return op && op->def && op->def == cv_op_def_of(id);
+}
+
+bool cv_value_is(const cv_value *v, cv_op_id id)
+{
+    return v && v->kind == CV_VAL_RESULT && cv_op_is(v->def, id);
 }
 
 int cv_op_def_count(void)
@@ -48,17 +83,7 @@ const cv_op_def *cv_op_def_at(int i)
 const cv_op_def *cv_op_def_lookup(const char *name)
 {
     pthread_once(&index_once, build_index);
-    int lo = 0, hi = n_all;
-    while (lo < hi) {
-        int mid = (lo + hi) / 2, c = strcmp(all_defs[mid]->name, name);
-        if (c == 0)
-            return all_defs[mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
+    return find(name);
 }
 
 const cv_attr_schema *cv_op_def_attr(const cv_op_def *def, const char *name, int *index)

@@ -40,12 +40,6 @@ typedef struct att_match {
     bool rank3;             /* torch's [B*H, S, D] chain: B*H heads of a batch of 1 */
 } att_match;
 
-static bool is_op(const cv_value *v, const char *name)
-{
-    return v->kind == CV_VAL_RESULT && v->def && v->def->def &&
-           strcmp(v->def->def->name, name) == 0;
-}
-
 static bool perm_is(const cv_op *op, int64_t a, int64_t b, int64_t c, int64_t d)
 {
     int64_t p[CV_MAX_RANK + 1];
@@ -111,7 +105,7 @@ static bool is_tril_table(const cv_value *v)
 static bool range_window(const cv_value *r, cv_dim len, cv_dim *start)
 {
     cv_dim l[2], st[2] = {{0, NULL}};
-    if (!is_op(r, "arange") || cv_op_int(r->def, "delta", 1) != 1 ||
+    if (!cv_value_is(r, CV_OP_ARANGE) || cv_op_int(r->def, "delta", 1) != 1 ||
         cv_op_dims(r->def, "length", l, 2) != 1 || cv_op_dims(r->def, "start", st, 2) > 1 ||
         !cv_dim_equal(l[0], len))
         return false;
@@ -127,7 +121,7 @@ static bool causal_window(cv_module *mod, const cv_value *x, cv_dim sq, cv_dim s
     cv_dim r0, c0, off;
     bool rows = false, cols = false;
     for (int hop = 0; hop < 2; hop++) {
-        if (!is_op(x, "gather") || x->def->n_operands != 2)
+        if (!cv_value_is(x, CV_OP_GATHER) || x->def->n_operands != 2)
             return false;
         int rank = x->def->operands[0]->type.shape.rank;
         int64_t a = cv_op_int(x->def, "axis", 0);
@@ -153,7 +147,7 @@ static bool causal_cond(cv_module *mod, const cv_value *cond, const cv_shape *s,
     double z;
     if (!sq.sym && !sk.sym)
         return sk.n >= sq.n && is_tril(cond, sq.n, sk.n, keep);
-    return !keep && is_op(cond, "equal") && scalar_const(cond->def->operands[1], &z) && z == 0 &&
+    return !keep && cv_value_is(cond, CV_OP_EQUAL) && scalar_const(cond->def->operands[1], &z) && z == 0 &&
            causal_window(mod, cond->def->operands[0], sq, sk);
 }
 
@@ -187,7 +181,7 @@ static cv_value *through_heads(cv_value *x, int64_t *flag)
 {
     int rank = x->type.shape.rank;
     *flag = 0;
-    if (is_op(x, "transpose") && swaps_heads(x->def, rank)) {
+    if (cv_value_is(x, CV_OP_TRANSPOSE) && swaps_heads(x->def, rank)) {
         *flag = 1;
         return x->def->operands[0];
     }
@@ -199,10 +193,10 @@ static cv_value *through_heads(cv_value *x, int64_t *flag)
 static cv_value *through_scale(cv_value *q, const int *uses, double *scale)
 {
     double c;
-    if (uses[q->id] != 1 || !(is_op(q, "div") || is_op(q, "mul")))
+    if (uses[q->id] != 1 || !(cv_value_is(q, CV_OP_DIV) || cv_value_is(q, CV_OP_MUL)))
         return q;
     cv_op *d = q->def;
-    bool div = !strcmp(d->def->name, "div");
+    bool div = cv_op_is(d, CV_OP_DIV);
     int chain = !div && scalar_const(d->operands[0], &c) ? 1 : 0;
     if (!scalar_const(d->operands[1 - chain], &c) || (div && c == 0) ||
         !cv_shape_equal(&d->operands[chain]->type.shape, &q->type.shape))
@@ -217,7 +211,7 @@ static cv_op *scores(cv_value *s, const int *uses, att_match *m)
 {
     if (uses[s->id] != 1)
         return NULL;
-    if (is_op(s, "where")) {
+    if (cv_value_is(s, CV_OP_WHERE)) {
         int chain = causal_where(s->def->func->module, s->def, &s->type.shape);
         if (!chain)
             return NULL;
@@ -226,12 +220,14 @@ static cv_op *scores(cv_value *s, const int *uses, att_match *m)
         if (uses[s->id] != 1)
             return NULL;
     }
-    if (is_op(s, "add")) {
+    if (cv_value_is(s, CV_OP_ADD)) {
         cv_op *a = s->def;
         int chain = 0;
         for (int o = 1; o >= 0; o--) {
             const cv_value *x = a->operands[o];
-            if ((is_op(x, "matmul") || is_op(x, "div") || is_op(x, "mul")) && uses[x->id] == 1 &&
+            bool scores = cv_value_is(x, CV_OP_MATMUL) || cv_value_is(x, CV_OP_DIV) ||
+                          cv_value_is(x, CV_OP_MUL);
+            if (scores && uses[x->id] == 1 &&
                 cv_shape_equal(&x->type.shape, &s->type.shape))
                 chain = o;
         }
@@ -242,13 +238,13 @@ static cv_op *scores(cv_value *s, const int *uses, att_match *m)
         m->mask = mask;
         s = x;
     }
-    if (is_op(s, "div") || is_op(s, "mul")) {
+    if (cv_value_is(s, CV_OP_DIV) || cv_value_is(s, CV_OP_MUL)) {
         cv_op *d = s->def;
         double c;
-        int chain = !strcmp(d->def->name, "mul") && scalar_const(d->operands[0], &c) ? 1 : 0;
-        if (!scalar_const(d->operands[1 - chain], &c) || (chain == 1 && !strcmp(d->def->name, "div")))
+        int chain = cv_op_is(d, CV_OP_MUL) && scalar_const(d->operands[0], &c) ? 1 : 0;
+        if (!scalar_const(d->operands[1 - chain], &c) || (chain == 1 && cv_op_is(d, CV_OP_DIV)))
             return NULL;
-        if (!strcmp(d->def->name, "div")) {
+        if (cv_op_is(d, CV_OP_DIV)) {
             if (c == 0)
                 return NULL;
             c = 1.0 / c;
@@ -258,7 +254,7 @@ static cv_op *scores(cv_value *s, const int *uses, att_match *m)
         if (uses[s->id] != 1)
             return NULL;
     }
-    return is_op(s, "matmul") ? s->def : NULL;
+    return cv_value_is(s, CV_OP_MATMUL) ? s->def : NULL;
 }
 
 static bool match(cv_op *sm, const int *uses, cv_op *const *user, att_match *m)
@@ -272,16 +268,16 @@ static bool match(cv_op *sm, const int *uses, cv_op *const *user, att_match *m)
         (cv_op_int(sm, "axis", -1) != -1 && cv_op_int(sm, "axis", -1) != rank - 1))
         return false;
     cv_op *pv = user[p->id];
-    if (!pv || !pv->def || strcmp(pv->def->name, "matmul") || pv->operands[0] != p ||
+    if (!pv || !pv->def || !cv_op_is(pv, CV_OP_MATMUL) || pv->operands[0] != p ||
         pv->operands[1]->type.shape.rank != rank)
         return false;
     cv_op *qk = scores(sm->operands[0], uses, m);
     if (!qk || qk->operands[0]->type.shape.rank != rank)
         return false;
     cv_value *kt = qk->operands[1];
-    bool t_last = is_op(kt, "transpose") &&
+    bool t_last = cv_value_is(kt, CV_OP_TRANSPOSE) &&
                   (rank == 4 ? perm_is(kt->def, 0, 1, 3, 2) : perm3_is(kt->def, 0, 2, 1));
-    bool t_heads = is_op(kt, "transpose") &&
+    bool t_heads = cv_value_is(kt, CV_OP_TRANSPOSE) &&
                    (rank == 4 ? perm_is(kt->def, 0, 2, 3, 1) : perm3_is(kt->def, 1, 2, 0));
     if (t_last) {
         m->k = through_heads(kt->def->operands[0], &m->bshd[1]);
@@ -297,7 +293,7 @@ static bool match(cv_op *sm, const int *uses, cv_op *const *user, att_match *m)
     m->pv = pv;
     cv_value *y = pv->results[0];
     cv_op *t = uses[y->id] == 1 ? user[y->id] : NULL;
-    if (t && t->def && !strcmp(t->def->name, "transpose") && swaps_heads(t, rank)) {
+    if (t && t->def && cv_op_is(t, CV_OP_TRANSPOSE) && swaps_heads(t, rank)) {
         m->out_t = t;
         m->bshd[3] = 1;
     }
@@ -375,7 +371,7 @@ int cv_pass_attention_fuse(cv_func *f, int *fused, cv_diag *d)
     for (int i = 0; i < f->n_ops && rc == 0; i++) {
         cv_op *sm = f->ops[i];
         att_match m;
-        if (!sm->def || strcmp(sm->def->name, "softmax") || !match(sm, uses, user, &m))
+        if (!sm->def || !cv_op_is(sm, CV_OP_SOFTMAX) || !match(sm, uses, user, &m))
             continue;
         int before = f->n_ops;
         rc = rewrite(f, &m, fused, d);

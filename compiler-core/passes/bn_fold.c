@@ -149,7 +149,7 @@ static bool fold_one(cv_func *f, cv_op *bn, const int *uses)
     if (!p || !p->def || uses[x->id] != 1 || p->n_results != 1 || x->type.dtype != CV_F32 ||
         x->type.shape.rank < 2 || x->type.shape.d[1].sym)
         return false;
-    bool conv = strcmp(p->def->name, "conv2d") == 0, gemm = strcmp(p->def->name, "gemm") == 0;
+    bool conv = cv_op_is(p, CV_OP_CONV2D), gemm = cv_op_is(p, CV_OP_GEMM);
     int64_t n = x->type.shape.d[1].n;
     if (!(conv || gemm) || n <= 0)
         return false;
@@ -172,7 +172,7 @@ int cv_pass_bn_fold(cv_func *f, cv_pass_stats *st, cv_diag *d)
         return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory folding batch norms");
     for (int i = 0; i < f->n_ops; i++) {
         cv_op *op = f->ops[i];
-        if (op->def && strcmp(op->def->name, "batch_norm") == 0 && fold_one(f, op, uses))
+        if (op->def && cv_op_is(op, CV_OP_BATCH_NORM) && fold_one(f, op, uses))
             st->bn_folded++;
     }
     free(uses);

@@ -39,11 +39,6 @@
 
 enum { K_NONE, K_DENSE, K_PLAIN_IN, K_DEPTHWISE, K_POOL, K_GAP };
 
-static bool is(const cv_op *op, const char *name)
-{
-    return op->def && strcmp(op->name, name) == 0;
-}
-
 /* f32, rank 4, C/H/W static (N may be symbolic). */
 static bool image(const cv_value *v)
 {
@@ -72,7 +67,7 @@ static bool const_f16_cast(const cv_value *v)
 {
     const cv_op *d = v->kind == CV_VAL_RESULT ? v->def : NULL;
     const cv_value *p = d && d->n_operands == 1 ? d->operands[0] : NULL;
-    return p && d->def && strcmp(d->def->name, "cast") == 0 && v->type.dtype == CV_F32 &&
+    return p && d->def && cv_op_is(d, CV_OP_CAST) && v->type.dtype == CV_F32 &&
            p->kind == CV_VAL_PARAM && p->type.dtype == CV_F16 && p->param && p->param->data;
 }
 
@@ -125,15 +120,15 @@ static int op_kind(const cv_op *op, int blk, double *gain)
     *gain = 0;
     if (op->n_results != 1)
         return K_NONE;
-    if (is(op, "conv2d"))
+    if (cv_op_is(op, CV_OP_CONV2D))
         return conv_kind(op, blk, gain);
-    if (is(op, "max_pool2d") && image(op->operands[0]) && image(op->results[0])) {
+    if (cv_op_is(op, CV_OP_MAX_POOL2D) && image(op->operands[0]) && image(op->results[0])) {
         int64_t dil[2] = {1, 1};
         cv_op_ints(op, "dilation", dil, 2);
         *gain = NS_POOL * (double)numel(op->results[0]);
         return dil[0] == 1 && dil[1] == 1 ? K_POOL : K_NONE;
     }
-    if (is(op, "global_avg_pool") && image(op->operands[0]))
+    if (cv_op_is(op, CV_OP_GLOBAL_AVG_POOL) && image(op->operands[0]))
         return K_GAP;
     return K_NONE;
 }
@@ -144,7 +139,7 @@ static int chain_len(const cv_func *f, const int *next, int i)
 {
     int n = 0, k = i;
     const cv_value *run = f->ops[i]->results[0];
-    if (next[k] >= 0 && is(f->ops[next[k]], "add")) {
+    if (next[k] >= 0 && cv_op_is(f->ops[next[k]], CV_OP_ADD)) {
         const cv_op *a = f->ops[next[k]];
         const cv_value *other = a->operands[a->operands[0] == run ? 1 : 0];
         if (!cv_shape_equal(&other->type.shape, &run->type.shape) || other->type.dtype != CV_F32)
@@ -152,7 +147,8 @@ static int chain_len(const cv_func *f, const int *next, int i)
         k = next[k];
         n++;
     }
-    if (next[k] >= 0 && (is(f->ops[next[k]], "relu") || is(f->ops[next[k]], "clip"))) {
+    const cv_op *act = next[k] >= 0 ? f->ops[next[k]] : NULL;
+    if (cv_op_is(act, CV_OP_RELU) || cv_op_is(act, CV_OP_CLIP)) {
         k = next[k];
         n++;
     }

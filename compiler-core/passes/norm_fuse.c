@@ -28,12 +28,6 @@ typedef struct nf_ctx {
     cv_op **user;           /* the last op using each value (the only one when uses is 1) */
 } nf_ctx;
 
-static bool is_op(const cv_value *v, const char *name)
-{
-    return v && v->kind == CV_VAL_RESULT && v->def && v->def->def &&
-           strcmp(v->def->def->name, name) == 0;
-}
-
 static bool scalar_is(const cv_value *v, double want)
 {
     if (!v || v->kind != CV_VAL_PARAM || !v->param || !v->param->data ||
@@ -80,7 +74,7 @@ static cv_op *only_user(const nf_ctx *c, const cv_value *v, const char *name)
 /* mul(a, s) or mul(s, a) with s the scalar `k`: returns a. */
 static cv_value *mul_by(const cv_value *v, double k)
 {
-    if (!is_op(v, "mul"))
+    if (!cv_value_is(v, CV_OP_MUL))
         return NULL;
     const cv_op *m = v->def;
     if (scalar_is(m->operands[1], k))
@@ -94,7 +88,7 @@ static bool last_axis_mean(const cv_op *op)
 {
     int64_t axes[CV_MAX_RANK + 1];
     int rank = op->operands[0]->type.shape.rank;
-    return op->def && !strcmp(op->def->name, "reduce_mean") &&
+    return op->def && cv_op_is(op, CV_OP_REDUCE_MEAN) &&
            cv_op_ints(op, "axes", axes, CV_MAX_RANK + 1) == 1 &&
            (axes[0] == -1 || axes[0] == rank - 1) && cv_op_int(op, "keepdims", 1) == 1;
 }
@@ -135,14 +129,14 @@ static int layer_norm(nf_ctx *c, cv_op *m1)
         cv_op *o = c->f->ops[i];
         for (int k = 0; k < o->n_operands; k++)
             if (o->operands[k] == d && o->def) {
-                if (!strcmp(o->def->name, "div") && k == 0)
+                if (cv_op_is(o, CV_OP_DIV) && k == 0)
                     dv = o;
-                else if ((!strcmp(o->def->name, "pow") && k == 0 && scalar_is(o->operands[1], 2)) ||
-                         (!strcmp(o->def->name, "mul") && o->operands[0] == d && o->operands[1] == d))
+                else if ((cv_op_is(o, CV_OP_POW) && k == 0 && scalar_is(o->operands[1], 2)) ||
+                         (cv_op_is(o, CV_OP_MUL) && o->operands[0] == d && o->operands[1] == d))
                     sq = o;
             }
     }
-    int d_uses = sq && !strcmp(sq->def->name, "mul") ? 3 : 2;
+    int d_uses = sq && cv_op_is(sq, CV_OP_MUL) ? 3 : 2;
     if (!sq || !dv || c->uses[d->id] != d_uses)
         return 0;
     cv_op *m2 = only_user(c, sq->results[0], "reduce_mean");
@@ -198,25 +192,25 @@ static cv_op *gelu_tail(nf_ctx *c, cv_op *a1, cv_value *x)
 
 static int gelu(nf_ctx *c, cv_op *t)
 {
-    bool tanh_form = !strcmp(t->def->name, "tanh");
+    bool tanh_form = cv_op_is(t, CV_OP_TANH);
     cv_value *arg = t->operands[0], *x = NULL;
     if (t->results[0]->type.dtype != CV_F32 || c->uses[arg->id] != 1)
         return 0;
     if (!tanh_form) {
-        if (is_op(arg, "div") && scalar_is(arg->def->operands[1], M_SQRT2))
+        if (cv_value_is(arg, CV_OP_DIV) && scalar_is(arg->def->operands[1], M_SQRT2))
             x = arg->def->operands[0];
         else
             x = mul_by(arg, M_SQRT1_2);
     } else {
         /* sqrt(2/pi) * (x + 0.044715 * x^3) */
         cv_value *s = mul_by(arg, sqrt(2 / M_PI));
-        if (!s || !is_op(s, "add") || c->uses[s->id] != 1)
+        if (!s || !cv_value_is(s, CV_OP_ADD) || c->uses[s->id] != 1)
             return 0;
         for (int k = 0; k < 2 && !x; k++) {
             cv_value *cube = mul_by(s->def->operands[1 - k], 0.044715);
             cv_value *cand = s->def->operands[k];
             if (cube && c->uses[s->def->operands[1 - k]->id] == 1 && c->uses[cube->id] == 1 &&
-                is_op(cube, "pow") && cube->def->operands[0] == cand &&
+                cv_value_is(cube, CV_OP_POW) && cube->def->operands[0] == cand &&
                 scalar_is(cube->def->operands[1], 3))
                 x = cand;
         }
@@ -263,9 +257,9 @@ int cv_pass_norm_fuse(cv_func *f, int *layer_norms, int *gelus, cv_diag *d)
         if (!op->def)
             continue;
         int r = 0;
-        if (!strcmp(op->def->name, "reduce_mean") && (r = layer_norm(&c, op)) > 0)
+        if (cv_op_is(op, CV_OP_REDUCE_MEAN) && (r = layer_norm(&c, op)) > 0)
             (*layer_norms)++;
-        else if ((!strcmp(op->def->name, "erf") || !strcmp(op->def->name, "tanh")) &&
+        else if ((cv_op_is(op, CV_OP_ERF) || cv_op_is(op, CV_OP_TANH)) &&
                  (r = gelu(&c, op)) > 0)
             (*gelus)++;
         if (r < 0 || (r > 0 && index_uses(&c)))

@@ -39,7 +39,7 @@ static bool depthwise(const cv_op *op)
 
 static bool candidate(const cv_op *op)
 {
-    if (strcmp(op->def->name, "conv2d") != 0)
+    if (!cv_op_is(op, CV_OP_CONV2D))
         return false;
     const cv_value *x = op->operands[0], *w = op->operands[1], *y = op->results[0];
     const cv_value *b = op->n_operands > 2 ? op->operands[2] : NULL;
@@ -144,7 +144,7 @@ static int rewrite(cv_func *f, cv_op *op, const double range[2], cv_op **qop, cv
     if (!(scale > 0))
         scale = 1;
     double zp = fmin(fmax(nearbyint(-range[0] / scale), 0), 255);
-    if (strcmp(op->def->name, "conv2d") != 0)
+    if (!cv_op_is(op, CV_OP_CONV2D))
         return cv_qlin_rewrite(f, op, (float)scale, (int64_t)zp, qop, d);
     *qop = op;
     cv_value *wq, *ws;
@@ -190,16 +190,16 @@ static void list_f32(const cv_func *f, char *rep, size_t size)
     say(rep, size, "  ran in f32:");
     int shown = 0;
     for (int i = 0; i < f->n_ops; i++) {
-        const char *nm = f->ops[i]->def->name;
-        bool seen = strcmp(nm, "qconv2d") == 0;
+        const cv_op_def *def = f->ops[i]->def;
+        bool seen = cv_op_is(f->ops[i], CV_OP_QCONV2D);
         for (int j = 0; j < i && !seen; j++)
-            seen = strcmp(f->ops[j]->def->name, nm) == 0;
+            seen = f->ops[j]->def == def;
         if (seen)
             continue;
         int cnt = 0;
         for (int j = i; j < f->n_ops; j++)
-            cnt += strcmp(f->ops[j]->def->name, nm) == 0;
-        say(rep, size, "%s %s x%d", shown++ ? "," : "", nm, cnt);
+            cnt += f->ops[j]->def == def;
+        say(rep, size, "%s %s x%d", shown++ ? "," : "", def->name, cnt);
     }
     say(rep, size, "%s\n", shown ? "" : " nothing");
 }
@@ -326,9 +326,9 @@ int cv_quantize_int8(cv_func *f, const cv_quant_opts *q, char *rep, size_t size,
 int cv_passes_quantize(cv_func *f, const cv_quant_opts *q, char *rep, size_t size, cv_diag *d)
 {
     rep[0] = 0;
-    if (!q || q->precision == CV_QP_FP32)
+    if (!q || q->precision == CV_PRECISION_FP32)
         return 0;
-    if (q->precision == CV_QP_INT8)
+    if (q->precision == CV_PRECISION_INT8)
         return cv_quantize_int8(f, q, rep, size, d);
     return cv_quantize_half(f, q, rep, size, d);
 }

@@ -11,11 +11,15 @@
 
 #include "compiler-core/passes/quantize.h"
 
+/* The ops whose weights (operand 1) are stored reduced. */
+static const cv_op_id weight_ops[] = {CV_OP_CONV2D, CV_OP_CONV_TRANSPOSE2D, CV_OP_GEMM,
+                                      CV_OP_MATMUL};
+#define N_WEIGHT_OPS (sizeof weight_ops / sizeof weight_ops[0])
+
 static bool weight_op(const cv_op *op)
 {
-    static const char *const names[] = {"conv2d", "conv_transpose2d", "gemm", "matmul"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(op->def->name, names[i]) == 0)
+    for (size_t i = 0; i < N_WEIGHT_OPS; i++)
+        if (cv_op_is(op, weight_ops[i]))
             return true;
     return false;
 }
@@ -60,10 +64,9 @@ static cv_value *reduced(cv_func *f, const cv_value *w, cv_dtype dt, int at, cv_
 
 int cv_quantize_half(cv_func *f, const cv_quant_opts *q, char *rep, size_t size, cv_diag *d)
 {
-    cv_dtype dt = q->precision == CV_QP_BF16 ? CV_BF16 : CV_F16;
+    cv_dtype dt = q->precision == CV_PRECISION_BF16 ? CV_BF16 : CV_F16;
     int64_t before = 0;
-    int n = 0, kinds[4] = {0};
-    static const char *const names[] = {"conv2d", "conv_transpose2d", "gemm", "matmul"};
+    int n = 0, kinds[N_WEIGHT_OPS] = {0};
     for (int i = 0; i < f->n_ops; i++) {
         cv_op *op = f->ops[i];
         if (!weight_op(op) || op->n_operands < 2)
@@ -78,8 +81,8 @@ int cv_quantize_half(cv_func *f, const cv_quant_opts *q, char *rep, size_t size,
         op->operands[1] = r;
         before += cv_shape_numel(&w->type.shape) * 4;
         n++;
-        for (int k = 0; k < 4; k++)
-            kinds[k] += strcmp(op->def->name, names[k]) == 0;
+        for (size_t k = 0; k < N_WEIGHT_OPS; k++)
+            kinds[k] += cv_op_is(op, weight_ops[k]);
         i++;    /* the cast now sits at i */
     }
     cv_pass_stats st = {0};
@@ -88,9 +91,10 @@ int cv_quantize_half(cv_func *f, const cv_quant_opts *q, char *rep, size_t size,
     int at = snprintf(rep, size, "precision %s: weights of %d ops stored as %s (%.2f MB -> "
                       "%.2f MB):", cv_dtype_name(dt), n, cv_dtype_name(dt), before / 1e6,
                       before / 2e6);
-    for (int k = 0; k < 4 && at > 0 && (size_t)at < size; k++)
+    for (size_t k = 0; k < N_WEIGHT_OPS && at > 0 && (size_t)at < size; k++)
         if (kinds[k])
-            at += snprintf(rep + at, size - (size_t)at, " %s x%d", names[k], kinds[k]);
+            at += snprintf(rep + at, size - (size_t)at, " %s x%d",
+                           cv_op_def_of(weight_ops[k])->name, kinds[k]);
     if (at > 0 && (size_t)at < size)
         snprintf(rep + at, size - (size_t)at, "; every other op (softmax, norms, reductions, "
                  "exp/log included) computes in f32; the codegen lines below say how "

@@ -26,15 +26,15 @@ static bool static_f32_param(const cv_value *v, int rank)
 static void dims_nk(const cv_op *op, int64_t *n, int64_t *k)
 {
     const cv_shape *b = &op->operands[1]->type.shape;
-    bool tb = strcmp(op->def->name, "gemm") == 0 && cv_op_int(op, "trans_b", 0) != 0;
+    bool tb = cv_op_is(op, CV_OP_GEMM) && cv_op_int(op, "trans_b", 0) != 0;
     *n = b->d[tb ? 0 : 1].n;
     *k = b->d[tb ? 1 : 0].n;
 }
 
 bool cv_qlin_candidate(const cv_op *op)
 {
-    bool gemm = strcmp(op->def->name, "gemm") == 0;
-    if ((!gemm && strcmp(op->def->name, "matmul") != 0) || op->n_operands < 2)
+    bool gemm = cv_op_is(op, CV_OP_GEMM);
+    if ((!gemm && !cv_op_is(op, CV_OP_MATMUL)) || op->n_operands < 2)
         return false;
     const cv_value *x = op->operands[0];
     const cv_shape *xs = &x->type.shape;
@@ -90,7 +90,7 @@ static cv_value *weights_nk11(cv_func *f, const cv_op *op)
 {
     int64_t n, k;
     dims_nk(op, &n, &k);
-    bool tb = strcmp(op->def->name, "gemm") == 0 && cv_op_int(op, "trans_b", 0) != 0;
+    bool tb = cv_op_is(op, CV_OP_GEMM) && cv_op_int(op, "trans_b", 0) != 0;
     int64_t dims[4] = {n, k, 1, 1};
     cv_tensor t;
     if (cv_tensor_alloc(&t, CV_F32, 4, dims))
@@ -108,7 +108,7 @@ static cv_value *weights_nk11(cv_func *f, const cv_op *op)
 /* gemm's c as a [N] constant (NULL: none; *oom on failure). */
 static cv_value *bias_n(cv_func *f, const cv_op *op, bool *oom)
 {
-    const cv_value *c = strcmp(op->def->name, "gemm") == 0 && op->n_operands > 2
+    const cv_value *c = cv_op_is(op, CV_OP_GEMM) && op->n_operands > 2
                             ? op->operands[2] : NULL;
     if (!c)
         return NULL;

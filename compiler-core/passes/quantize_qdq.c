@@ -107,7 +107,7 @@ int cv_pass_qdq(cv_func *f, int *fused, cv_diag *d)
         cv_value *wq, *ws;
         double scale;
         int64_t zp;
-        if (!op->def || strcmp(op->def->name, "conv2d") != 0 ||
+        if (!op->def || !cv_op_is(op, CV_OP_CONV2D) ||
             !activation_qdq(op->operands[0], &x, &scale, &zp) ||
             !fits(op, op->operands[0], op->operands[1]) || zp < 0 || zp > 255 ||
             !weight_dq(f, op->operands[1], &wq, &ws))

@@ -17,7 +17,7 @@
 
 static bool is_q(const cv_op *op)
 {
-    return op->def && strcmp(op->def->name, "qconv2d") == 0;
+    return op->def && cv_op_is(op, CV_OP_QCONV2D);
 }
 
 static bool named(const cv_op *op, const char *name)

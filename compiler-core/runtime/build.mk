@@ -10,7 +10,7 @@ endif
 CVRT_CLANG   ?= clang-19
 CVRT_LINK    ?= llvm-link-19
 CVRT_SRCS    := $(sort $(wildcard compiler-core/runtime/*.c))
-CVRT_HDRS    := $(wildcard compiler-core/runtime/*.h)
+CVRT_HDRS    := $(wildcard compiler-core/runtime/*.h) common/half_round.h
 CVRT_DIR     := $(BUILD)/gen/cvrt
 CVRT_FLAGS   := -std=c17 -O2 -ffreestanding -fPIC -fno-stack-protector -fno-asynchronous-unwind-tables \
                 -Wall -Wextra -Werror -I. -emit-llvm

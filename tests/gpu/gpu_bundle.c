@@ -72,7 +72,7 @@ static int add_case_q(const char *tag, cv_module *m, const cv_tensor *ins, int n
         if (ref)
             rtol[i] = 0, atol[i] = ref->atol;
         else if (quant)
-            rtol[i] = atol[i] = quant->precision == CV_QP_BF16 ? 5e-2 : 1e-2;
+            rtol[i] = atol[i] = quant->precision == CV_PRECISION_BF16 ? 5e-2 : 1e-2;
     }
     if (rc == 0 && (rc = gpu_case_write(dir, info.name, ins, n_in, want, n_out, rtol, atol)) == 0)
         fprintf(g_list, "%s\n", tag);
@@ -217,7 +217,7 @@ int main(int argc, char **argv)
     const char *tv_dir = NULL, *tv_models = "mobilenet_v2", *pos[2] = {NULL, "cuda-sm90"};
     int n_pos = 0;
     bool core = true, fp16 = false;
-    static const cv_quant_opts half = {.precision = CV_QP_FP16};
+    static const cv_quant_opts half = {.precision = CV_PRECISION_FP16};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--no-core"))
             core = false;
@@ -252,7 +252,7 @@ int main(int argc, char **argv)
     }
     for (int g = 0; core && g < CUDA_N_GROUPS; g++)
         bad += group(&cuda_groups[g], NULL, false, "") != 0;
-    static const cv_quant_opts bf16 = {.precision = CV_QP_BF16};
+    static const cv_quant_opts bf16 = {.precision = CV_PRECISION_BF16};
     static const cuda_group halfg = CUDA_GROUP("half", cuda_half);
     if (core) {
         bad += group(&halfg, NULL, true, "_f32") != 0;

@@ -515,17 +515,17 @@ static void test_plan_lookup(void **state)
 static void test_targets(void **state)
 {
     (void)state;
-    cv_wk_target t;
-    assert_int_equal(cv_wk_target_describe("x86_64-avx2", &t, NULL), 0);
+    cv_compile_target t;
+    assert_int_equal(cv_compile_target_describe("x86_64-avx2", &t, NULL), 0);
     assert_string_equal(t.triple, "x86_64-unknown-linux-gnu");
     assert_string_equal(t.features, "cpu=x86-64-v3");
-    assert_int_equal(cv_wk_target_describe("native", &t, NULL), 0);
+    assert_int_equal(cv_compile_target_describe("native", &t, NULL), 0);
     assert_non_null(strstr(t.triple, "-unknown-linux-gnu"));
     assert_int_equal(strncmp(t.features, "cpu=host:", 9), 0);
     assert_non_null(strstr(t.features, ",+"));
     cv_diag d;
     cv_diag_init(&d);
-    assert_int_equal(cv_wk_target_describe("cuda-sm0", &t, &d), -1);
+    assert_int_equal(cv_compile_target_describe("cuda-sm0", &t, &d), -1);
     assert_int_equal(d.v[0].code, 5010);
     cv_diag_free(&d);
 }
@@ -569,12 +569,12 @@ static void test_onnx_scan(void **state)
     memcpy(model + m, graph, g);
     m += g;
     json_t *files = json_array();
-    assert_int_equal(cv_wk_onnx_external_files(model, m, files), 0);
+    assert_int_equal(cv_compile_onnx_external_files(model, m, files), 0);
     assert_int_equal(json_array_size(files), 2);
     assert_string_equal(json_string_value(json_array_get(files, 0)), "w.bin");
     json_decref(files);
     files = json_array();
-    assert_int_equal(cv_wk_onnx_external_files(model, m - 3, files), -1);  /* truncated */
+    assert_int_equal(cv_compile_onnx_external_files(model, m - 3, files), -1);  /* truncated */
     json_decref(files);
 }
 

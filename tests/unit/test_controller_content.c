@@ -361,19 +361,19 @@ static void test_blob_size_from_header(void **state)
     commit_tree(m, NULL, &root, hex);
     git_repository_free(m);
 
-    cv_tree *t;
-    assert_int_equal(cv_gitsource_tree(g, hex, &t, &f->d), 0);
-    const cv_tree_entry *e = cv_tree_find(t, "big.bin");
+    cv_gitsource_tree *t;
+    assert_int_equal(cv_gitsource_tree_open(g, hex, &t, &f->d), 0);
+    const cv_gitsource_tree_entry *e = cv_gitsource_tree_find(t, "big.bin");
     assert_non_null(e);
     size_t size = 0;
-    assert_int_equal(cv_tree_size(t, e, &size, &f->d), 0);
+    assert_int_equal(cv_gitsource_tree_size(t, e, &size, &f->d), 0);
     assert_true(size == (size_t)3 << 30);
     char *data = NULL;
     size_t len;
-    assert_int_equal(cv_tree_read(t, e, CV_GIT_BLOB_MAX, &data, &len, &f->d), -1);
+    assert_int_equal(cv_gitsource_tree_read(t, e, CV_GIT_BLOB_MAX, &data, &len, &f->d), -1);
     assert_null(data);
     assert_int_equal(cv_diag_get(&f->d, f->d.n)->code, 6055);
-    cv_tree_free(t);
+    cv_gitsource_tree_free(t);
     cv_gitsource_close(g);
 }
 

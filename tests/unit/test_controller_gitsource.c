@@ -93,26 +93,26 @@ static void test_poll_fetch_and_tree(void **state)
     assert_int_equal(st.polls, 2);
     assert_int_equal(st.fetches, 1);
 
-    cv_tree *t = NULL;
-    assert_int_equal(cv_gitsource_tree(g, NULL, &t, &f->d), 0);
-    assert_string_equal(cv_tree_commit(t), c1);
-    assert_int_equal(cv_tree_count(t), 4);   /* the symlink is left out */
-    assert_string_equal(cv_tree_at(t, 0)->path, "cuvil/farm.yaml");
-    assert_string_equal(cv_tree_at(t, 1)->path, "models/kws/tiny.cvl.py");
-    assert_string_equal(cv_tree_at(t, 3)->path, "scripts/gen.sh");
-    assert_null(cv_tree_find(t, "models/latest"));
-    const cv_tree_entry *e = cv_tree_find(t, "models/vision/lenet.onnx");
+    cv_gitsource_tree *t = NULL;
+    assert_int_equal(cv_gitsource_tree_open(g, NULL, &t, &f->d), 0);
+    assert_string_equal(cv_gitsource_tree_commit(t), c1);
+    assert_int_equal(cv_gitsource_tree_count(t), 4);   /* the symlink is left out */
+    assert_string_equal(cv_gitsource_tree_at(t, 0)->path, "cuvil/farm.yaml");
+    assert_string_equal(cv_gitsource_tree_at(t, 1)->path, "models/kws/tiny.cvl.py");
+    assert_string_equal(cv_gitsource_tree_at(t, 3)->path, "scripts/gen.sh");
+    assert_null(cv_gitsource_tree_find(t, "models/latest"));
+    const cv_gitsource_tree_entry *e = cv_gitsource_tree_find(t, "models/vision/lenet.onnx");
     assert_non_null(e);
     char blob[41];
     trepo_blob_id("onnx-bytes-1", blob);
     assert_string_equal(e->blob_id, blob);
     char *data;
     size_t len;
-    assert_int_equal(cv_tree_read(t, e, 100, &data, &len, &f->d), 0);
+    assert_int_equal(cv_gitsource_tree_read(t, e, 100, &data, &len, &f->d), 0);
     assert_int_equal(len, 12);
     assert_string_equal(data, "onnx-bytes-1");
     free(data);
-    assert_int_equal(cv_tree_read(t, e, 5, &data, &len, &f->d), -1);
+    assert_int_equal(cv_gitsource_tree_read(t, e, 5, &data, &len, &f->d), -1);
     assert_int_equal(cv_diag_get(&f->d, f->d.n)->code, 6055);
     assert_null(data);
 
@@ -127,31 +127,31 @@ static void test_poll_fetch_and_tree(void **state)
     cv_gitsource_status_get(g, &st);
     assert_string_equal(st.commit, c2);
     assert_int_equal(st.fetches, 2);
-    cv_tree *t2 = NULL;
-    assert_int_equal(cv_gitsource_tree(g, c2, &t2, &f->d), 0);
-    assert_int_equal(cv_tree_count(t2), 4);
-    assert_null(cv_tree_find(t2, "models/kws/tiny.cvl.py"));
-    assert_string_not_equal(cv_tree_find(t2, "models/vision/lenet.onnx")->blob_id, blob);
+    cv_gitsource_tree *t2 = NULL;
+    assert_int_equal(cv_gitsource_tree_open(g, c2, &t2, &f->d), 0);
+    assert_int_equal(cv_gitsource_tree_count(t2), 4);
+    assert_null(cv_gitsource_tree_find(t2, "models/kws/tiny.cvl.py"));
+    assert_string_not_equal(cv_gitsource_tree_find(t2, "models/vision/lenet.onnx")->blob_id, blob);
     /* unchanged files keep their blob id across commits */
-    assert_string_equal(cv_tree_find(t2, "cuvil/farm.yaml")->blob_id,
-                        cv_tree_find(t, "cuvil/farm.yaml")->blob_id);
+    assert_string_equal(cv_gitsource_tree_find(t2, "cuvil/farm.yaml")->blob_id,
+                        cv_gitsource_tree_find(t, "cuvil/farm.yaml")->blob_id);
     /* the old commit is still readable from the mirror */
-    cv_tree *t1 = NULL;
-    assert_int_equal(cv_gitsource_tree(g, c1, &t1, &f->d), 0);
-    assert_non_null(cv_tree_find(t1, "models/kws/tiny.cvl.py"));
-    cv_tree_free(t1);
-    cv_tree_free(t2);
-    cv_tree_free(t);
+    cv_gitsource_tree *t1 = NULL;
+    assert_int_equal(cv_gitsource_tree_open(g, c1, &t1, &f->d), 0);
+    assert_non_null(cv_gitsource_tree_find(t1, "models/kws/tiny.cvl.py"));
+    cv_gitsource_tree_free(t1);
+    cv_gitsource_tree_free(t2);
+    cv_gitsource_tree_free(t);
 
     /* no checkout: the mirror is bare */
     char *git_dir_file = cv_tmpdir_path(cv_gitsource_mirror(g), "HEAD");
     struct stat sb;
     assert_int_equal(stat(git_dir_file, &sb), 0);
     free(git_dir_file);
-    assert_int_equal(cv_gitsource_tree(g, "0123456789012345678901234567890123456789", &t, &f->d),
+    assert_int_equal(cv_gitsource_tree_open(g, "0123456789012345678901234567890123456789", &t, &f->d),
                      -1);
     assert_int_equal(cv_diag_get(&f->d, f->d.n)->code, 6053);
-    assert_int_equal(cv_gitsource_tree(g, "nothex", &t, &f->d), -1);
+    assert_int_equal(cv_gitsource_tree_open(g, "nothex", &t, &f->d), -1);
     cv_gitsource_close(g);
 }
 
@@ -278,8 +278,8 @@ static void test_missing_ref_and_bad_input(void **state)
     cv_gitsource *g = open_src(f, f->upstream, "release");
     assert_int_equal(cv_gitsource_poll(g, false, &f->d), -1);
     assert_int_equal(cv_diag_get(&f->d, f->d.n)->code, 6052);
-    cv_tree *t;
-    assert_int_equal(cv_gitsource_tree(g, NULL, &t, &f->d), -1);   /* no head yet */
+    cv_gitsource_tree *t;
+    assert_int_equal(cv_gitsource_tree_open(g, NULL, &t, &f->d), -1);   /* no head yet */
     cv_gitsource_close(g);
     cv_gitsource_opts o = {.url = "", .state_dir = f->state};
     assert_int_equal(cv_gitsource_open(&o, &g, &f->d), -1);

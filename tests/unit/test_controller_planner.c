@@ -145,14 +145,14 @@ static cv_plan_report commit_and_plan(fx *f, const trepo_file *files, int n, cha
     cv_gitsource_status st;
     cv_gitsource_status_get(f->src, &st);
     snprintf(rev, 513, "%s", st.revision);
-    cv_tree *t;
-    assert_int_equal(cv_gitsource_tree(f->src, NULL, &t, &f->d), 0);
+    cv_gitsource_tree *t;
+    assert_int_equal(cv_gitsource_tree_open(f->src, NULL, &t, &f->d), 0);
     cv_plan_report r;
     int rc = cv_planner_plan(&f->po, t, rev, &r, &f->d);
     if (rc)
         cv_diag_print(&f->d, stderr, false);
     assert_int_equal(rc, 0);
-    cv_tree_free(t);
+    cv_gitsource_tree_free(t);
     return r;
 }
 
@@ -273,14 +273,14 @@ static void test_expand_run_and_rebuild_changed_only(void **state)
     assert_string_equal(man, "");   /* a hit */
 
     /* planning the same revision again does nothing */
-    cv_tree *t;
-    assert_int_equal(cv_gitsource_tree(f->src, NULL, &t, &f->d), 0);
+    cv_gitsource_tree *t;
+    assert_int_equal(cv_gitsource_tree_open(f->src, NULL, &t, &f->d), 0);
     int lookups = f->cache.lookups;
     assert_int_equal(cv_planner_plan(&f->po, t, rev2, &r, &f->d), 0);
     assert_true(r.already_planned);
     assert_int_equal(r.jobs, 0);
     assert_int_equal(f->cache.lookups, lookups);
-    cv_tree_free(t);
+    cv_gitsource_tree_free(t);
     assert_int_equal(f->d.n_errors, 0);
 }
 

@@ -221,13 +221,13 @@ static void test_fake_constants(void **state)
  * run on the fake driver with CUVIL_CUDA_NHWC=nhwc: its launch log, every
  * launch with in-bounds pointers (malloc'd). */
 static char *half_run(const bk_model *b, const char *fake, const char *(*log)(void),
-                      cv_qprec prec, const char *nhwc)
+                      cv_precision prec, const char *nhwc)
 {
     char msg[1024];
     char *dir = cv_tmpdir_make("cuda-half");
     cv_quant_opts q = {.precision = prec};
     cv_compile_opts o = {.target = "cuda-sm90", .opt_level = 2, .emit = CV_EMIT_SO,
-                         .out_dir = dir, .quant = prec == CV_QP_FP32 ? NULL : &q};
+                         .out_dir = dir, .quant = prec == CV_PRECISION_FP32 ? NULL : &q};
     cv_compile_info info;
     cv_diag d;
     cv_diag_init(&d);
@@ -276,8 +276,8 @@ static void test_fake_half(void **state)
     bk_model b;
     if (bk_build(&b, "cuda_half", g.cases, g.n, msg, sizeof msg) || cuda_bake_params(&b))
         fail_msg("%s", msg);
-    for (int prec = CV_QP_FP16; prec <= CV_QP_BF16; prec++) {
-        char *run = half_run(&b, fake, log, (cv_qprec)prec, "");
+    for (int prec = CV_PRECISION_FP16; prec <= CV_PRECISION_BF16; prec++) {
+        char *run = half_run(&b, fake, log, (cv_precision)prec, "");
         assert_int_equal(count(run, "launch cvdk_conv2d_p8h_tc "), 8);
         assert_int_equal(count(run, "launch cvdk_conv2d_p8h_tc2 "), 2);
         assert_int_equal(count(run, "launch cvdk_conv2d_p8h_t "), 1);
@@ -290,7 +290,7 @@ static void test_fake_half(void **state)
         {"launch cvdk_conv2d_p8_nc ", "launch cvdk_conv2d_p8_nc2 ", "launch cvdk_conv2d_p8_t "},
         {"launch cvdk_conv2d_p8h_nc ", "launch cvdk_conv2d_p8h_nc2 ", "launch cvdk_conv2d_p8h_t "}};
     for (int half = 0; half < 2; half++) {
-        char *run = half_run(&b, fake, log, half ? CV_QP_FP16 : CV_QP_FP32, "1");
+        char *run = half_run(&b, fake, log, half ? CV_PRECISION_FP16 : CV_PRECISION_FP32, "1");
         assert_int_equal(count(run, nc[half][0]), 8);
         assert_int_equal(count(run, nc[half][1]), 2);
         assert_int_equal(count(run, nc[half][2]), 1);
@@ -415,11 +415,11 @@ static void test_l2_key_sm(void **state)
     cv_cache_key k[3];
     const char *targets[3] = {"cuda-sm80", "cuda-sm90", "cuda-sm90"};
     for (int i = 0; i < 3; i++) {
-        cv_wk_target t;
-        assert_int_equal(cv_wk_target_describe(targets[i], &t, &d), 0);
+        cv_compile_target t;
+        assert_int_equal(cv_compile_target_describe(targets[i], &t, &d), 0);
         assert_string_equal(t.triple, "nvptx64-nvidia-cuda");
-        cv_wk_l2_in in = {.target = targets[i], .desc = &t, .o = &o, .emit = CV_EMIT_DEFAULT};
-        assert_int_equal(cv_wk_l2_key(c, &in, &k[i], &d), 0);
+        cv_compile_l2_in in = {.target = targets[i], .desc = &t, .o = &o, .emit = CV_EMIT_DEFAULT};
+        assert_int_equal(cv_compile_l2_key(c, &in, &k[i], &d), 0);
     }
     assert_memory_not_equal(&k[0].digest, &k[1].digest, sizeof k[0].digest);
     assert_memory_equal(&k[1].digest, &k[2].digest, sizeof k[1].digest);

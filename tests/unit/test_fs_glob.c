@@ -126,7 +126,7 @@ static void test_calibration_digest_confined(void **state)
     char hex[65];
     cv_diag d;
     cv_diag_init(&d);
-    cv_quant_opts q = {.precision = CV_QP_INT8, .calibration = "../outside/*.npy",
+    cv_quant_opts q = {.precision = CV_PRECISION_INT8, .calibration = "../outside/*.npy",
                        .calibration_root = f->repo};
     assert_int_equal(cv_calib_digest(&q, hex, &d), -1);
     assert_int_equal(d.v[0].code, 9313);

@@ -72,7 +72,7 @@ static void check(bool blocked)
     int64_t dims[4] = {2, 3, 20, 20};
     assert_int_equal(cv_tensor_alloc(&in, CV_F32, 4, dims), 0);
     cv_npref_fill(&in, 3, -1, 1);
-    cv_quant_opts q = {.precision = CV_QP_FP16};
+    cv_quant_opts q = {.precision = CV_PRECISION_FP16};
     cv_compile_opts o = {.target = "native", .opt_level = 1, .emit = CV_EMIT_SO, .out_dir = dir,
                          .quant = &q, .no_blocked_layout = !blocked};
     cv_compile_info info;

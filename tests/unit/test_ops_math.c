@@ -75,6 +75,26 @@ static void test_every_op_has_a_case(void **state)
     }
 }
 
+/* The op ids passes and backends compare (CV_OP_IDS in ir.h) name ops of
+ * the table, each its own entry; cv_op_is compares the entry, not a name. */
+static void test_op_ids(void **state)
+{
+    (void)state;
+#define CHECK_ID_(id, nm)                                                    \
+    assert_non_null(cv_op_def_of(id));                                       \
+    assert_ptr_equal(cv_op_def_of(id), cv_op_def_lookup(nm));                \
+    assert_string_equal(cv_op_def_of(id)->name, nm);
+    CV_OP_IDS(CHECK_ID_)
+#undef CHECK_ID_
+    assert_null(cv_op_def_of(CV_OP_ID__COUNT));
+    cv_op op = {.def = cv_op_def_of(CV_OP_MUL), .name = "div"};
+    assert_true(cv_op_is(&op, CV_OP_MUL));   /* identity, not the written name */
+    assert_false(cv_op_is(&op, CV_OP_DIV));
+    assert_false(cv_op_is(NULL, CV_OP_MUL));
+    op.def = NULL;
+    assert_false(cv_op_is(&op, CV_OP_MUL));
+}
+
 /* Float operands only; the result keeps the operand's type. */
 static void test_infer(void **state)
 {
@@ -94,6 +114,7 @@ int main(void)
         cmocka_unit_test(test_acosh), cmocka_unit_test(test_atanh), cmocka_unit_test(test_floor),
         cmocka_unit_test(test_ceil), cmocka_unit_test(test_round),
         cmocka_unit_test(test_every_op_has_a_case), cmocka_unit_test(test_infer),
+        cmocka_unit_test(test_op_ids),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

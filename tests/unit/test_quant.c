@@ -209,8 +209,8 @@ static void test_int8_fp16_accuracy(void **state)
     cv_tensor in, ref = {0}, q8 = {0}, h16 = {0};
     random_batch(&in, 200, 3, 32, 32, 77);
     cv_compile_info info;
-    cv_quant_opts qi = {.precision = CV_QP_INT8, .calibration = glob};
-    cv_quant_opts qh = {.precision = CV_QP_FP16};
+    cv_quant_opts qi = {.precision = CV_PRECISION_INT8, .calibration = glob};
+    cv_quant_opts qh = {.precision = CV_PRECISION_FP16};
     cv_module *m = mini_cnn(&d);
     assert_int_equal(compile_run(m, dir, "fp32", NULL, &in, &ref, &info, &d), 0);
     cv_module_free(m);
@@ -236,7 +236,7 @@ static void test_int8_fp16_accuracy(void **state)
     m = mini_cnn(&d);
     assert_int_equal(compile_run(m, dir, "fp16n", &qh, &in8, &n16, &info, &d), 0);
     cv_module_free(m);
-    cv_quant_opts qb = {.precision = CV_QP_BF16};
+    cv_quant_opts qb = {.precision = CV_PRECISION_BF16};
     m = mini_cnn(&d);
     assert_int_equal(compile_run(m, dir, "bf16n", &qb, &in8, &b16, &info, &d), 0);
     assert_non_null(strstr(info.quant_report, "stored as bf16"));
@@ -324,7 +324,7 @@ static void int8_case_begin(int8_case *t, const char *tag, int64_t n, int64_t c,
     t->dir = cv_tmpdir_make(tag);
     t->glob = calibration(t->dir, c, h, w);
     random_batch(&t->in, n, c, h, w, seed);
-    t->qi = (cv_quant_opts){.precision = CV_QP_INT8, .calibration = t->glob};
+    t->qi = (cv_quant_opts){.precision = CV_PRECISION_INT8, .calibration = t->glob};
 }
 
 static void int8_case_check(int8_case *t, cv_module *(*build)(cv_diag *), const char *what)
@@ -382,7 +382,7 @@ static void test_bf16_compute_matches_interp(void **state)
     cv_tensor in, got = {0}, want = {0};
     random_batch(&in, 3, 5, 9, 7, 5);
     cv_compile_info info;
-    cv_quant_opts qb = {.precision = CV_QP_BF16};
+    cv_quant_opts qb = {.precision = CV_PRECISION_BF16};
     cv_module *m = awkward(&d);
     assert_int_equal(compile_run(m, dir, "bf16", &qb, &in, &got, &info, &d), 0);
     bool native = strstr(info.quant_report, "bf16 compute, f32 accumulation: conv2d x4") != NULL;
@@ -513,7 +513,7 @@ static int compile_code(cv_module *m, const char *dir, const char *spec)
     cv_diag d;
     cv_diag_init(&d);
     cv_compile_info info;
-    cv_quant_opts q = {.precision = CV_QP_INT8, .calibration = spec};
+    cv_quant_opts q = {.precision = CV_PRECISION_INT8, .calibration = spec};
     int rc = compile_run(m, dir, "bad", &q, NULL, NULL, &info, &d);
     int code = rc && d.n_errors ? d.v[0].code : 0;
     cv_diag_free(&d);
@@ -543,7 +543,7 @@ static void test_int8_gemm_matmul_inputs(void **state)
     cv_module *m = fc_net(&d);
     assert_int_equal(cv_interp_run(m->funcs[0], in, 3, ref, &d), 0);
     cv_compile_info info;
-    cv_quant_opts q = {.precision = CV_QP_INT8, .calibration = spec};
+    cv_quant_opts q = {.precision = CV_PRECISION_INT8, .calibration = spec};
     char *out_dir = cv_tmpdir_path(dir, "int8");
     cv_compile_opts o = {.target = "native", .opt_level = 1, .emit = CV_EMIT_SO,
                          .out_dir = out_dir, .quant = &q};

@@ -1,6 +1,6 @@
 /* Spec loading: the error corpus in tests/specs (each file names its
  * expected code and line:col in its first line), every CV60xx spec code
- * covered, `extends` merging, defaults, value parsers, globs, validating
+ * covered, `extends` merging, defaults, globs, validating
  * one file with its directory as context, and the JSON Schemas in schemas/
  * checked against the loader's own field tables. */
 #include <stdarg.h>
@@ -18,6 +18,7 @@
 #include "common/diag.h"
 #include "common/fs.h"
 #include "common/strbuf.h"
+#include "common/targets.h"
 #include "common/yamldoc.h"
 #include "controller/controller.h"
 #include "tests/support/pyrun.h"
@@ -164,7 +165,7 @@ static void test_extends_merge(void **state)
     cv_spec_set *s = cv_spec_set_new();
     const char *base =
         "apiVersion: cuvil.dev/v1\nkind: CuvilPipeline\nmetadata: {name: base}\n"
-        "spec:\n  models: [\"models/**/*.onnx\", \"extra/*.cuir\"]\n  targets: [x86_64, c99]\n"
+        "spec:\n  models: [\"models/**/*.onnx\", \"extra/*.cuir\"]\n  targets: [x86_64, aarch64-linux-gnu]\n"
         "  precisions: [fp32]\n  optLevel: O3\n"
         "  calibration: {data: \"calib/*.npy\", method: minmax}\n";
     const char *mid =
@@ -368,34 +369,24 @@ static void test_validate_file_uses_directory(void **state)
 
 /* ---- values and globs */
 
-static void test_durations_and_sizes(void **state)
+/* Sizes and durations: tests/unit/test_units.c. */
+static void test_targets(void **state)
 {
-    int64_t ms;
-    uint64_t b;
-    assert_int_equal(cv_spec_parse_duration("60s", &ms), 0);
-    assert_int_equal(ms, 60000);
-    assert_int_equal(cv_spec_parse_duration("10m", &ms), 0);
-    assert_int_equal(ms, 600000);
-    assert_int_equal(cv_spec_parse_duration("1h30m15s250ms", &ms), 0);
-    assert_int_equal(ms, 5415250);
-    static const char *const bad_d[] = {"", "60", "s", "1d", "1.5h", "-1s", "1 s", "99999999999999999h"};
-    for (size_t i = 0; i < sizeof bad_d / sizeof bad_d[0]; i++)
-        assert_int_equal(cv_spec_parse_duration(bad_d[i], &ms), -1);
-    assert_int_equal(cv_spec_parse_size("20Gi", &b), 0);
-    assert_int_equal(b, UINT64_C(20) << 30);
-    assert_int_equal(cv_spec_parse_size("500M", &b), 0);
-    assert_int_equal(b, 500000000);
-    assert_int_equal(cv_spec_parse_size("1.5Ki", &b), 0);
-    assert_int_equal(b, 1536);
-    assert_int_equal(cv_spec_parse_size("4096", &b), 0);
-    assert_int_equal(b, 4096);
-    static const char *const bad_s[] = {"", "20GB", "Gi", "1.Gi", "20 Gi", "-1", "99999999999P", "1e3"};
-    for (size_t i = 0; i < sizeof bad_s / sizeof bad_s[0]; i++)
-        assert_int_equal(cv_spec_parse_size(bad_s[i], &b), -1);
-    size_t n;
-    const char *const *t = cv_spec_targets(&n);
-    assert_int_equal(n, 10);
-    assert_null(t[n]);
+    /* The loader reads the one target list: each name is accepted and
+     * compile -t knows it. */
+    size_t n = 0;
+    for (; cv_target_name_list[n]; n++)
+        assert_true(cv_target_known(cv_target_name_list[n]));
+    assert_int_equal(n, 9);
+    /* and `cuvil compile --help` prints it */
+    const char *bin = getenv("CUVIL_BIN") ? getenv("CUVIL_BIN") : "build/asan/cuvil";
+    const char *argv[] = {bin, "compile", "--help", NULL};
+    char *out = NULL;
+    assert_int_equal(cv_run_argv(argv, NULL, &out), 0);
+    for (size_t i = 0; i < n; i++)
+        if (!strstr(out, cv_target_name_list[i]))
+            fail_msg("cuvil compile --help does not name %s:\n%s", cv_target_name_list[i], out);
+    free(out);
 }
 
 static void test_globs(void **state)
@@ -680,7 +671,7 @@ int main(void)
         cmocka_unit_test(test_cluster_defaults),
         cmocka_unit_test(test_empty_and_context),
         cmocka_unit_test(test_validate_file_uses_directory),
-        cmocka_unit_test(test_durations_and_sizes),
+        cmocka_unit_test(test_targets),
         cmocka_unit_test(test_globs),
         cmocka_unit_test(test_schemas_match_loader),
         cmocka_unit_test(test_schemas_validate_corpus),

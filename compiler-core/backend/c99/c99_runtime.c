@@ -5,6 +5,10 @@
  * min/max, and the GEMM / convolution contracts of cvrt.h in plain loops. */
 #include "compiler-core/backend/c99/c99_internal.h"
 
+#include <string.h>
+
+#include "common/half_round.h"
+
 typedef struct helper {
     int dep, dep2;              /* the helpers it calls, or -1 */
     const char *text;
@@ -96,48 +100,15 @@ static const helper helpers[CV_C99_H__COUNT] = {
     [CV_C99_H_BITSF] = {NO, NO,
         "static float cv_bitsf(uint32_t u)\n{\n"
         "    float f;\n    memcpy(&f, &u, 4);\n    return f;\n}\n\n"},
-    /* IEEE half, round to nearest even (common/dtype.c's algorithm). */
-    [CV_C99_H_F2H] = {CV_C99_H_FBITS, NO,
-        "static uint16_t cv_f2h(float f)\n{\n"
-        "    uint32_t x = cv_fbits(f);\n"
-        "    uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu, h, rem;\n"
-        "    int e, exp = (int)((x >> 23) & 0xff);\n"
-        "    if (exp == 0xff)\n"
-        "        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));\n"
-        "    e = exp - 127 + 15;\n"
-        "    if (e >= 0x1f)\n        return (uint16_t)(sign | 0x7c00u);\n"
-        "    if (e <= 0) {\n"
-        "        int shift = 14 - e;\n"
-        "        uint32_t half, mid;\n"
-        "        if (e < -10)\n            return (uint16_t)sign;\n"
-        "        mant |= 0x800000u;\n"
-        "        half = mant >> shift;\n"
-        "        rem = mant & ((1u << shift) - 1);\n"
-        "        mid = 1u << (shift - 1);\n"
-        "        if (rem > mid || (rem == mid && (half & 1)))\n            half++;\n"
-        "        return (uint16_t)(sign | half);\n"
-        "    }\n"
-        "    h = sign | ((uint32_t)e << 10) | (mant >> 13);\n"
-        "    rem = mant & 0x1fffu;\n"
-        "    if (rem > 0x1000u || (rem == 0x1000u && (h & 1)))\n        h++;\n"
-        "    return (uint16_t)h;\n}\n\n"},
-    [CV_C99_H_H2F] = {CV_C99_H_BITSF, NO,
-        "static float cv_h2f(uint16_t h)\n{\n"
-        "    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;\n"
-        "    uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;\n"
-        "    if (exp == 0) {\n"
-        "        float v = (float)mant * (1.0f / 16777216.0f);\n"
-        "        return mant == 0 ? cv_bitsf(sign) : sign ? -v : v;\n"
-        "    }\n"
-        "    if (exp == 0x1f)\n        return cv_bitsf(sign | 0x7f800000u | (mant << 13));\n"
-        "    return cv_bitsf(sign | ((exp - 15 + 127) << 23) | (mant << 13));\n}\n\n"},
+    /* IEEE half and bfloat16 rounding: common/half_round.h's text, the
+     * interpreter's and the native runtime's code (one line, reflowed). */
+    [CV_C99_H_F2H] = {CV_C99_H_FBITS, NO, CV_HALF_TEXT(CV_HALF_F32_TO_F16(cv_f2h, cv_fbits))},
+    [CV_C99_H_H2F] = {CV_C99_H_BITSF, NO, CV_HALF_TEXT(CV_HALF_F16_TO_F32(cv_h2f, cv_bitsf))},
+    [CV_C99_H_F2BF] = {CV_C99_H_FBITS, NO, CV_HALF_TEXT(CV_HALF_F32_TO_BF16(cv_f2bf, cv_fbits))},
     /* bfloat16 round to nearest even, kept as a float (NaN stays quiet). */
-    [CV_C99_H_BFROUND] = {CV_C99_H_FBITS, CV_C99_H_BITSF,
+    [CV_C99_H_BFROUND] = {CV_C99_H_F2BF, CV_C99_H_BITSF,
         "static float cv_bfround(float f)\n{\n"
-        "    uint32_t u = cv_fbits(f);\n"
-        "    if ((u & 0x7fffffffu) > 0x7f800000u)\n        u |= 0x400000u;\n"
-        "    else\n        u += 0x7fffu + ((u >> 16) & 1u);\n"
-        "    return cv_bitsf(u & 0xffff0000u);\n}\n\n"},
+        "    return cv_bitsf((uint32_t)cv_f2bf(f) << 16);\n}\n\n"},
     [CV_C99_H_BF2F] = {CV_C99_H_BITSF, NO,
         "static float cv_bf2f(uint16_t h)\n"
         "{\n    return cv_bitsf((uint32_t)h << 16);\n}\n\n"},
@@ -653,6 +624,30 @@ static const helper helpers[CV_C99_H__COUNT] = {
         "    }\n}\n\n"},
 };
 
+/* A helper whose text is one line (a stringised macro): a line after each
+ * '{', ';' and '}' outside parentheses, four spaces a brace level. */
+static void reflow(const char *t, cv_sb *out)
+{
+    int depth = 0, parens = 0;
+    bool bol = true;
+    for (; *t; t++) {
+        if (bol && *t == ' ')
+            continue;
+        if (bol)
+            for (int i = 0; i < depth - (*t == '}'); i++)
+                cv_sb_puts(out, "    ");
+        bol = false;
+        cv_sb_putc(out, *t);
+        parens += (*t == '(') - (*t == ')');
+        depth += (*t == '{') - (*t == '}');
+        if (!parens && (*t == '{' || *t == ';' || *t == '}')) {
+            cv_sb_puts(out, "\n");
+            bol = true;
+        }
+    }
+    cv_sb_puts(out, "\n");
+}
+
 void cv_c99_runtime(bool *need, cv_sb *out)
 {
     /* Dependencies point to earlier entries: one backward pass closes them. */
@@ -662,9 +657,14 @@ void cv_c99_runtime(bool *need, cv_sb *out)
         if (need[h] && helpers[h].dep2 >= 0)
             need[helpers[h].dep2] = true;
     }
-    for (int h = 0; h < CV_C99_H__COUNT; h++)
-        if (need[h])
+    for (int h = 0; h < CV_C99_H__COUNT; h++) {
+        if (!need[h])
+            continue;
+        if (strchr(helpers[h].text, '\n'))
             cv_sb_puts(out, helpers[h].text);
+        else
+            reflow(helpers[h].text, out);
+    }
 }
 
 const char *cv_c99_rt_name(cv_krt fn, bool *need)

@@ -3,7 +3,6 @@
  * embedded) to an x86-64 object that the artifact links into lib<name>.so
  * like a CPU artifact's.  Shared steps: linking embedded runtime bitcode,
  * internalising, optimising. */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,37 +96,11 @@ int cv_cuda_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt, cv_dia
     return 0;
 }
 
-static pthread_once_t nvptx_once = PTHREAD_ONCE_INIT;
-
-static void init_nvptx(void)
-{
-    LLVMInitializeNVPTXTargetInfo();
-    LLVMInitializeNVPTXTarget();
-    LLVMInitializeNVPTXTargetMC();
-    LLVMInitializeNVPTXAsmPrinter();
-}
-
+/* PTX: not position-independent code, the driver loads it. */
 static LLVMTargetMachineRef nvptx_machine(const cv_target_desc *t, int opt, cv_diag *d)
 {
-    pthread_once(&nvptx_once, init_nvptx);
-    LLVMTargetRef target;
-    char *err = NULL;
-    if (LLVMGetTargetFromTriple(t->triple, &target, &err)) {
-        cv_diag_error(d, CV_E_UNKNOWN_TARGET, (cv_span){0}, "LLVM has no target for %s: %s", t->triple,
-                      err ? err : "?");
-        LLVMDisposeMessage(err);
-        return NULL;
-    }
-    static const LLVMCodeGenOptLevel levels[] = {LLVMCodeGenLevelNone, LLVMCodeGenLevelLess,
-                                                 LLVMCodeGenLevelDefault,
-                                                 LLVMCodeGenLevelAggressive};
-    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, t->triple, t->cpu, t->features,
-                                                      levels[opt < 0 ? 0 : opt > 3 ? 3 : opt],
-                                                      LLVMRelocDefault, LLVMCodeModelDefault);
-    if (!tm)
-        cv_diag_error(d, CV_E_UNKNOWN_TARGET, (cv_span){0}, "LLVM cannot make a target machine for %s (%s)",
-                      t->name, t->cpu);
-    return tm;
+    cv_llvm_machine_spec s = {t->name, t->triple, t->cpu, t->features, NULL, false};
+    return cv_llvm_make_machine(&s, opt, d);
 }
 
 static void cuda_out_free(cv_llvm_out *o)

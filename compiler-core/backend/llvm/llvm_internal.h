@@ -27,6 +27,18 @@ int cv_llvm_plugin_describe_native(char triple[64], char cpu[64], char **feature
 /* A target machine for t at opt level 0-3 (PIC: artifacts are shared objects). */
 LLVMTargetMachineRef cv_llvm_target_machine(const cv_llvm_target *t, int opt, cv_diag *d);
 
+/* The LLVM set-up the CPU and CUDA backends share: every target Cuvil
+ * names (X86, AArch64, RISC-V, NVPTX) registered once, and a target
+ * machine made from a description (CV_E_UNKNOWN_TARGET into d when LLVM
+ * has none). */
+void cv_llvm_init_targets(void);
+typedef struct cv_llvm_machine_spec {
+    const char *name, *triple, *cpu, *features;
+    const char *abi;    /* or NULL */
+    bool pic;           /* position-independent code (shared objects) */
+} cv_llvm_machine_spec;
+LLVMTargetMachineRef cv_llvm_make_machine(const cv_llvm_machine_spec *t, int opt, cv_diag *d);
+
 /* Lowering state for one function being generated. */
 typedef struct cv_llvm_fn {
     LLVMContextRef ctx;

@@ -29,6 +29,15 @@ static void init_llvm(void)
     LLVMInitializeRISCVTargetMC();
     LLVMInitializeRISCVAsmPrinter();
     LLVMInitializeRISCVAsmParser();
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+}
+
+void cv_llvm_init_targets(void)
+{
+    pthread_once(&init_once, init_llvm);
 }
 
 static bool has_feature(const char *features, const char *f)
@@ -78,7 +87,7 @@ static bool host_is(const char *triple)
 
 int cv_llvm_target_lookup(const char *name, cv_llvm_target *t, cv_diag *d)
 {
-    pthread_once(&init_once, init_llvm);
+    cv_llvm_init_targets();
     memset(t, 0, sizeof *t);
     if (strcmp(name, "native") == 0) {
         t->name = "native";
@@ -97,12 +106,8 @@ int cv_llvm_target_lookup(const char *name, cv_llvm_target *t, cv_diag *d)
         return t->features ? 0 : -1;
     }
     int id = cv_diag_error(d, CV_E_UNKNOWN_TARGET, (cv_span){0}, "unknown target '%s'", name);
-    char list[256] = "";
-    for (int i = 0; cv_target_at(i); i++) {
-        strcat(list, cv_target_at(i)->name);
-        strcat(list, ", ");
-    }
-    cv_diag_note(d, id, "known targets: %snative", list);
+    char list[512];
+    cv_diag_note(d, id, "known targets: %s", cv_target_names(list, sizeof list));
     return -1;
 }
 
@@ -128,6 +133,13 @@ void cv_llvm_target_free(cv_llvm_target *t)
 
 LLVMTargetMachineRef cv_llvm_target_machine(const cv_llvm_target *t, int opt, cv_diag *d)
 {
+    cv_llvm_machine_spec s = {t->name, t->triple, t->cpu, t->features, t->abi, true};
+    return cv_llvm_make_machine(&s, opt, d);
+}
+
+LLVMTargetMachineRef cv_llvm_make_machine(const cv_llvm_machine_spec *t, int opt, cv_diag *d)
+{
+    cv_llvm_init_targets();
     LLVMTargetRef target;
     char *err = NULL;
     if (LLVMGetTargetFromTriple(t->triple, &target, &err)) {
@@ -145,7 +157,8 @@ LLVMTargetMachineRef cv_llvm_target_machine(const cv_llvm_target *t, int opt, cv
     if (t->abi)
         LLVMTargetMachineOptionsSetABI(o, t->abi);
     LLVMTargetMachineOptionsSetCodeGenOptLevel(o, levels[opt < 0 ? 0 : opt > 3 ? 3 : opt]);
-    LLVMTargetMachineOptionsSetRelocMode(o, LLVMRelocPIC);
+    if (t->pic)
+        LLVMTargetMachineOptionsSetRelocMode(o, LLVMRelocPIC);
     LLVMTargetMachineRef tm = LLVMCreateTargetMachineWithOptions(target, t->triple, o);
     LLVMDisposeTargetMachineOptions(o);
     if (!tm)
