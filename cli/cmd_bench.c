@@ -1,5 +1,6 @@
-/* cuvil bench MODEL|ARTIFACT_DIR [--threads N] [--iters K] [--warmup W] [--batch B]
- * Times native runs on deterministic random inputs and prints p50/p90/p99. */
+/* cuvil bench MODEL|ARTIFACT_DIR [--threads N] [--iters K] [--warmup W] [--batch B] [--profile]
+ * Times native runs on deterministic random inputs and prints p50/p90/p99;
+ * --profile then times each kernel over as many runs (cli/bench_profile.c). */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,7 @@ typedef struct bench_opts {
     const char *model;
     int threads, iters, warmup;
     int64_t batch;
-    bool json;
+    bool json, profile;
 } bench_opts;
 
 static int int_arg(const char *s, long lo, long hi, long *out)
@@ -39,6 +40,8 @@ static int parse_args(bench_opts *o, int argc, char **argv)
         long v;
         if (strcmp(a, "--json") == 0) {
             o->json = true;
+        } else if (strcmp(a, "--profile") == 0) {
+            o->profile = true;
         } else if (i + 1 < argc && (strcmp(a, "--threads") == 0 || strcmp(a, "--iters") == 0 ||
                                     strcmp(a, "--warmup") == 0 || strcmp(a, "--batch") == 0)) {
             long hi = a[2] == 't' ? 256 : MAX_ITERS;
@@ -115,7 +118,7 @@ static double pct(const double *ms, int n, double p)
     return ms[i < 0 ? 0 : i >= n ? n - 1 : i];
 }
 
-static void report(const bench_opts *o, const double *ms, double compile_ms)
+static void report(const bench_opts *o, const double *ms, double compile_ms, json_t *prof)
 {
     double p50 = pct(ms, o->iters, 0.5), p90 = pct(ms, o->iters, 0.9), p99 = pct(ms, o->iters, 0.99);
     if (o->json) {
@@ -123,6 +126,8 @@ static void report(const bench_opts *o, const double *ms, double compile_ms)
                               "threads", o->threads, "iters", o->iters, "batch", (json_int_t)o->batch,
                               "p50_ms", p50, "p90_ms", p90, "p99_ms", p99, "min_ms", ms[0],
                               "compile_ms", compile_ms);
+        if (prof)
+            json_object_set(j, "profile", prof);
         json_dumpf(j, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
         json_decref(j);
@@ -133,6 +138,8 @@ static void report(const bench_opts *o, const double *ms, double compile_ms)
     printf("latency  p50 %.3f ms  p90 %.3f ms  p99 %.3f ms  min %.3f ms  (%d iters, %d thread%s, "
            "batch %lld)\n", p50, p90, p99, ms[0], o->iters, o->threads, o->threads > 1 ? "s" : "",
            (long long)o->batch);
+    if (prof)
+        cv_cli_bench_profile_print(prof, stdout);
 }
 
 static int run_bench(int argc, char **argv)
@@ -149,19 +156,23 @@ static int run_bench(int argc, char **argv)
     char *tmp = NULL;
     double compile_ms = 0, *ms = calloc((size_t)o.iters, sizeof *ms);
     cv_tensor *ins = NULL;
+    json_t *prof = NULL;
     rc = CV_EXIT_INPUT;
     if (ms && cv_cli_open_native(o.model, o.threads, &n, &tmp, &compile_ms, &d) == 0) {
         ins = calloc((size_t)cv_native_num_inputs(n) + 1, sizeof *ins);
         if (!ins || make_inputs(n, o.batch, ins))
             cv_diag_error(&d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "cannot make the inputs");
-        else if (time_runs(n, &o, ins, ms, &d) == 0)
+        else if (time_runs(n, &o, ins, ms, &d) == 0 &&
+                 (!o.profile || cv_cli_bench_profile(n, tmp ? tmp : o.model, o.iters, ins, &prof,
+                                                     &d) == 0))
             rc = CV_EXIT_OK;
         for (int i = 0; ins && i < cv_native_num_inputs(n); i++)
             cv_tensor_free(&ins[i]);
         free(ins);
     }
     if (rc == CV_EXIT_OK)
-        report(&o, ms, compile_ms);
+        report(&o, ms, compile_ms, prof);
+    json_decref(prof);
     cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
     cv_diag_free(&d);
     cv_native_close(n);
@@ -173,9 +184,13 @@ static int run_bench(int argc, char **argv)
 const cv_cli_command cv_cmd_bench = {
     "bench", "time native runs of a model (latency percentiles)",
     "cuvil bench MODEL|ARTIFACT_DIR [--threads N] [--iters K] [--warmup W] [--batch B] [--json]\n"
+    "          [--profile]\n"
     "  compiles MODEL for this machine (-O2) unless given an artifact directory, then\n"
     "  times K runs (default 50) after W warm-up runs (default 5) on random inputs\n"
     "  whose symbolic dims are B (default 1); prints p50/p90/p99 latency\n"
-    "  --threads N   thread pool size (default 1)\n",
+    "  --threads N   thread pool size (default 1)\n"
+    "  --profile     then K more runs timing each kernel: milliseconds a run and\n"
+    "                share of the total, slowest first, with the ops it runs and\n"
+    "                their model locations (ONNX node names when compiled here)\n",
     run_bench,
 };
