@@ -9,6 +9,7 @@
 #   make chaos      kill -9 workers and controller mid-build, full disk, killed remote cache
 #   make ci-extra   what CI adds to make test: every fuzz target for CI_FUZZ_SECONDS
 #   make bench      run every benchmark under bench/
+#   make bench-zoo  the model zoo: 26 torchvision models vs ONNX Runtime and PyTorch
 #   make docs       regenerate docs/ops.md from the op tables
 #   make conformance, make install PREFIX=..., make clean
 #
@@ -94,7 +95,7 @@ TEST_BINS   := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(TEST_SRCS))
 # (a bare .SECONDARY: would also stop new component sources being compiled).
 .SECONDARY: $(patsubst tests/unit/%.c,$(BUILD)/asan/obj/tests/unit/%.o,$(TEST_SRCS)) \
             $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(TEST_SUPPORT))
-.PHONY: all deps test unit-test integration demo bench fuzz conformance install clean help
+.PHONY: all deps test unit-test integration demo bench bench-zoo fuzz conformance install clean help
 .PHONY: fuzz-long chaos ci-extra docs
 # The model-language examples validate and compile where they stand: their
 # (small, deterministic) weights are generated next to them, not shipped.
@@ -176,6 +177,11 @@ demo: deps
 
 bench: all
 	$(Q)for b in bench/*/run.sh; do echo "== $$b"; BUILD=$(BUILD) $$b || exit 1; done
+
+# The model zoo (issue 30): Cuvil vs ONNX Runtime vs PyTorch on 26 torchvision
+# models at 1 and 2 threads; ZOO_ARGS="--models a,b --rounds 5" narrows it.
+bench-zoo: all
+	$(Q)BUILD=$(BUILD) bench/models/run.sh --zoo $(ZOO_ARGS)
 
 # ---- fuzzing: clang libFuzzer, every fuzz/fuzz_*.c against the sources it names
 FUZZ_SRCS   := $(sort $(wildcard fuzz/fuzz_*.c))

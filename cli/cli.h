@@ -53,6 +53,19 @@ void cv_cli_remove_tmpdir(char *dir);
 /* A fresh $TMPDIR/cuvil-run-XXXXXX (malloc'd), or NULL. */
 char *cv_cli_make_tmpdir(void);
 
+/* cuvil bench --profile (cli/bench_profile.c): runs the opened artifact in
+ * dir `runs` times on ins with per-kernel timing on, and gives (*out, a new
+ * reference) {"runs", "run_ms", "kernel_ms", "kernels": [{"kernel", "ops",
+ * "at", "ms", "share"}...]}: milliseconds a run, slowest kernel first, ops
+ * and model locations from the artifact's symbol map.  CV5038 when the
+ * artifact cannot profile. */
+struct cv_tensor;
+struct json_t;
+int cv_cli_bench_profile(struct cv_native *n, const char *dir, int runs,
+                         const struct cv_tensor *ins, struct json_t **out, struct cv_diag *d);
+/* The profile as a table on out. */
+void cv_cli_bench_profile_print(const struct json_t *p, FILE *out);
+
 /* cuvil cache explain (cli/cmd_cache_explain.c); argv[0] is "explain". */
 int cv_cli_cache_explain(const cv_cli_command *cmd, int argc, char **argv);
 

@@ -1,9 +1,10 @@
 /* cuvil bench MODEL|ARTIFACT_DIR [--threads N] [--iters K] [--warmup W] [--batch B]
- *             [--dim SYM=V]...
+ *             [--dim SYM=V]... [--profile]
  * Times native runs on deterministic random inputs and prints p50/p90/p99,
  * and for a model over token ids (an integer first input) tokens per second:
  * a decoder with a key/value cache (--dim P=128) makes one token per
- * sequence per run. */
+ * sequence per run.  --profile then times each kernel over as many runs
+ * (cli/bench_profile.c). */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,7 @@ typedef struct bench_opts {
     int64_t batch;
     bench_dim dims[MAX_DIMS];
     int n_dims;
-    bool json;
+    bool json, profile;
 } bench_opts;
 
 static int int_arg(const char *s, long lo, long hi, long *out)
@@ -59,6 +60,8 @@ static int parse_args(bench_opts *o, int argc, char **argv)
                 return cv_cli_usage_error(cmd, "--dim takes SYMBOL=VALUE (VALUE from 0 to %d, at "
                                           "most %d of them)", MAX_DIM_VALUE, MAX_DIMS);
             o->dims[o->n_dims++] = (bench_dim){argv[i], (size_t)(eq - argv[i]), v, false};
+        } else if (strcmp(a, "--profile") == 0) {
+            o->profile = true;
         } else if (i + 1 < argc && (strcmp(a, "--threads") == 0 || strcmp(a, "--iters") == 0 ||
                                     strcmp(a, "--warmup") == 0 || strcmp(a, "--batch") == 0)) {
             long hi = a[2] == 't' ? 256 : MAX_ITERS;
@@ -167,8 +170,10 @@ static double pct(const double *ms, int n, double p)
     return ms[i < 0 ? 0 : i >= n ? n - 1 : i];
 }
 
-/* tokens: token ids per run (0: the model does not read ids). */
-static void report(const bench_opts *o, const double *ms, double compile_ms, int64_t tokens)
+/* tokens: token ids per run (0: the model does not read ids); prof: the
+ * kernel profile or NULL. */
+static void report(const bench_opts *o, const double *ms, double compile_ms, int64_t tokens,
+                   json_t *prof)
 {
     double p50 = pct(ms, o->iters, 0.5), p90 = pct(ms, o->iters, 0.9), p99 = pct(ms, o->iters, 0.99);
     double tok_s = tokens && p50 > 0 ? (double)tokens * 1000.0 / p50 : 0;
@@ -188,6 +193,8 @@ static void report(const bench_opts *o, const double *ms, double compile_ms, int
             json_object_set_new(j, "tokens_per_run", json_integer(tokens));
             json_object_set_new(j, "tokens_per_s", json_real(tok_s));
         }
+        if (prof)
+            json_object_set(j, "profile", prof);
         json_dumpf(j, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
         json_decref(j);
@@ -201,6 +208,8 @@ static void report(const bench_opts *o, const double *ms, double compile_ms, int
     if (tokens)
         printf("tokens   %.1f tokens/s at p50 (%lld token id%s per run)\n", tok_s, (long long)tokens,
                tokens > 1 ? "s" : "");
+    if (prof)
+        cv_cli_bench_profile_print(prof, stdout);
 }
 
 static int run_bench(int argc, char **argv)
@@ -218,12 +227,15 @@ static int run_bench(int argc, char **argv)
     double compile_ms = 0, *ms = calloc((size_t)o.iters, sizeof *ms);
     cv_tensor *ins = NULL;
     int64_t tokens = 0;
+    json_t *prof = NULL;
     rc = CV_EXIT_INPUT;
     if (ms && cv_cli_open_native(o.model, o.threads, &n, &tmp, &compile_ms, &d) == 0) {
         ins = calloc((size_t)cv_native_num_inputs(n) + 1, sizeof *ins);
         if (!ins || make_inputs(n, &o, ins))
             cv_diag_error(&d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "cannot make the inputs");
-        else if (check_dims(n, &o, &d) == 0 && time_runs(n, &o, ins, ms, &d) == 0)
+        else if (check_dims(n, &o, &d) == 0 && time_runs(n, &o, ins, ms, &d) == 0 &&
+                 (!o.profile || cv_cli_bench_profile(n, tmp ? tmp : o.model, o.iters, ins, &prof,
+                                                     &d) == 0))
             rc = CV_EXIT_OK;
         if (ins && cv_native_num_inputs(n) > 0 && cv_dtype_is_int(ins[0].dtype))
             tokens = ins[0].numel;
@@ -232,7 +244,8 @@ static int run_bench(int argc, char **argv)
         free(ins);
     }
     if (rc == CV_EXIT_OK)
-        report(&o, ms, compile_ms, tokens);
+        report(&o, ms, compile_ms, tokens, prof);
+    json_decref(prof);
     cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
     cv_diag_free(&d);
     cv_native_close(n);
@@ -244,7 +257,7 @@ static int run_bench(int argc, char **argv)
 const cv_cli_command cv_cmd_bench = {
     "bench", "time native runs of a model (latency percentiles)",
     "cuvil bench MODEL|ARTIFACT_DIR [--threads N] [--iters K] [--warmup W] [--batch B]\n"
-    "            [--dim SYM=V]... [--json]\n"
+    "            [--dim SYM=V]... [--json] [--profile]\n"
     "  compiles MODEL for this machine (-O2) unless given an artifact directory, then\n"
     "  times K runs (default 50) after W warm-up runs (default 5) on random inputs\n"
     "  whose symbolic dims are B (default 1); prints p50/p90/p99 latency, and for a\n"
@@ -252,6 +265,9 @@ const cv_cli_command cv_cmd_bench = {
     "  over the p50: one decode step of a key/value-cache decoder makes B tokens)\n"
     "  --threads N   thread pool size (default 1)\n"
     "  --dim SYM=V   the symbolic dim SYM is V instead of B (a decoder's past\n"
-    "                length: --dim P=128)\n",
+    "                length: --dim P=128)\n"
+    "  --profile     then K more runs timing each kernel: milliseconds a run and\n"
+    "                share of the total, slowest first, with the ops it runs and\n"
+    "                their model locations (ONNX node names when compiled here)\n",
     run_bench,
 };

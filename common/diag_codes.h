@@ -194,6 +194,7 @@
     X(CV_E_ARTIFACT_NAME_TAKEN, 5035, "artifact-name-taken", "the output directory holds an artifact of that name made from another model (use --name, another -o, or --force)") \
     X(CV_E_CPU_FEATURES_MISSING, 5036, "cpu-features-missing", "this CPU lacks instruction-set features the artifact was compiled for (AVX-512...): compile for native or the target named") \
     X(CV_E_BAD_ARTIFACT_NAME, 5037, "bad-artifact-name", "--name is not a C identifier ([A-Za-z_][A-Za-z0-9_]*, at most 64 characters)") \
+    X(CV_E_ARTIFACT_NO_PROFILE, 5038, "artifact-no-profile", "the artifact exports no per-kernel profile (built before cuvil bench --profile existed, or for CUDA): recompile it") \
     X(CV_E_BACKEND_UNAVAILABLE, 5040, "backend-unavailable", "the LLVM backend plugin (lib/cuvil/libcv_llvm.so) could not be loaded") \
     X(CV_E_C99_NO_RUNTIME_ROUTINE, 5041, "c99-no-runtime-routine", "a kernel calls a runtime routine the C99 backend has no version of") \
     X(CV_E_C99_BUILD_FAILED, 5042, "c99-build-failed", "the C compiler rejected or could not build the C99 backend's output") \

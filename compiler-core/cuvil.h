@@ -217,5 +217,10 @@ const char *cv_native_symbol_name(const cv_native *n, int k);
 /* "f32[batch,4]": an input's or output's type with its symbols' names. */
 void cv_native_io_format(const cv_native *n, cv_native_io io, char *buf, size_t size);
 void cv_native_close(cv_native *n);
+/* cuvil bench --profile: while ns is not NULL, each run adds every kernel's
+ * wall time in nanoseconds to ns[k] (k < n_kernels, the kernel index of the
+ * artifact's <name>.cvsym); NULL stops.  -1 when the artifact cannot
+ * profile (built before profiling existed, or CUDA). */
+int cv_native_profile(cv_native *n, uint64_t *ns, int64_t n_kernels);
 
 #endif

@@ -12,6 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # --precision: fp32 vs fp16 vs int8 (issue 14), bench/models/precision.sh.
 [ "${1:-}" = --precision ] && exec bench/models/precision.sh
+# --zoo: 26 torchvision models of every family vs ORT and PyTorch (issue 30),
+# bench/models/zoo.py (its options follow --zoo); make bench-zoo.
+[ "${1:-}" = --zoo ] && { shift; exec /usr/bin/python3 bench/models/zoo.py "$@"; }
 build=${BUILD:-build}
 cuvil="$build/cuvil"
 iters=${ITERS:-20}

@@ -222,6 +222,10 @@ void cv_artifact_header(const cv_kprog *p, const char *target, int opt, cv_sb *o
                       " * naming them, on a CPU without the instruction-set features the\n"
                       " * artifact was compiled for; last_error is 0 otherwise. */\n");
         cv_sb_printf(o, "int cv_%s_last_error(const char **message);\n\n", n);
+        cv_sb_puts(o, "/* Profiling (cuvil bench --profile): while ns is not NULL, every run adds\n"
+                      " * each kernel's wall time in nanoseconds to ns[k] (k < n, the kernel\n"
+                      " * index of <name>.cvsym); profile(ctx, NULL, 0) stops. */\n");
+        cv_sb_printf(o, "void cv_%s_profile(cv_%s_ctx *ctx, uint64_t *ns, int64_t n);\n\n", n, n);
     }
     if (cv_target_is_cuda(target)) {
         cv_sb_puts(o, "/* CUDA: run copies the inputs to the GPU and the outputs back, and returns\n"

@@ -32,6 +32,7 @@ struct cv_native {
     void *ctx;                  /* owned: destroy */
     int (*run)(void *, const void *const *, void *const *, const int64_t *);
     void (*destroy)(void *);
+    void (*profile)(void *, uint64_t *, int64_t);   /* NULL: none exported */
     void *weights;              /* owned: munmap (--weights-file artifacts) */
     size_t weights_len;
     int n_in, n_out, n_syms;
@@ -106,6 +107,8 @@ static int load_symbols(cv_native *n, const char *dir, const char *name, void *(
     *(void **)&n->run = dlsym(n->dl, fn);
     snprintf(fn, sizeof fn, "cv_%s_destroy", name);
     *(void **)&n->destroy = dlsym(n->dl, fn);
+    snprintf(fn, sizeof fn, "cv_%s_profile", name);
+    *(void **)&n->profile = dlsym(n->dl, fn);
     if (!*create || !n->run || !n->destroy)
         return cv_diag_fail(d, CV_E_ARTIFACT_LOAD_FAILED, (cv_span){.file = dir}, "%s/%s lacks the cv_%s_* API",
                             dir, file, name);
@@ -536,5 +539,13 @@ int cv_native_run(cv_native *n, const cv_tensor *inputs, int n_inputs, cv_tensor
                                : rc == -4 ? CV_E_SYMBOL_BOUND
                                           : CV_E_RUNTIME_SHAPE,
                             (cv_span){0}, "the compiled model's run returned %d", rc);
+    return 0;
+}
+
+int cv_native_profile(cv_native *n, uint64_t *ns, int64_t n_kernels)
+{
+    if (!n->profile)
+        return -1;
+    n->profile(n->ctx, ns, ns ? n_kernels : 0);
     return 0;
 }

@@ -43,6 +43,14 @@ int cvrt_threads(const cvrt_ctx *rt);
 void cvrt_set_weights(cvrt_ctx *rt, const void *w);
 const char *cvrt_weights(const cvrt_ctx *rt);
 
+/* cuvil bench --profile: every launch of kernel k adds its wall time in
+ * nanoseconds to ns[k] (k < n) until profiling is set off (ns NULL).  The
+ * generated run brackets each launch with prof_begin/prof_end, which cost
+ * a load and a branch while profiling is off. */
+void cvrt_profile(cvrt_ctx *rt, uint64_t *ns, int64_t n);
+int64_t cvrt_prof_begin(cvrt_ctx *rt);
+void cvrt_prof_end(cvrt_ctx *rt, int64_t k, int64_t t0);
+
 /* The activation arena, at least `bytes` long and 64-byte aligned; NULL when
  * it cannot grow. */
 char *cvrt_arena(cvrt_ctx *rt, int64_t bytes);

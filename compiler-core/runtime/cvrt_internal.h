@@ -38,6 +38,10 @@ struct cvrt_ctx {
     float **pack_a;             /* owned: one packed A block per thread */
     float **pack_b;             /* owned: one packed B block per thread */
     const void *weights;        /* the caller's: an artifact's weights file (--weights-file) */
+    /* cuvil bench --profile: nanoseconds per kernel index, the caller's
+     * (NULL: off, and a launch pays one load and branch). */
+    uint64_t *prof;
+    int64_t n_prof;
 };
 
 /* Runs task over [0, n) in chunks of `chunk` items on every thread. */

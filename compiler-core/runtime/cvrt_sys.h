@@ -29,4 +29,9 @@ void *calloc(size_t n, size_t size);
 void free(void *p);
 int posix_memalign(void **p, size_t align, size_t size);
 
+/* struct timespec of every LP64 Linux target. */
+struct cvrt_timespec { long sec, nsec; };
+int clock_gettime(int clock, struct cvrt_timespec *ts);
+#define CVRT_CLOCK_MONOTONIC 1
+
 #endif

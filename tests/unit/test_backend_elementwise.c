@@ -67,6 +67,13 @@ static const bk_case activations[] = {
     BK("relu", NULL, "i32[6]"),
     BK("sqrt", NULL, "f32[6] @0:9"),
     BK("exp", NULL, "f32[2,5]"),
+    /* f32 exp and erf are inline polynomials (backend/llvm/lower_math.c):
+     * the whole range, vector-wide, and the edges. */
+    BK("exp", NULL, "f32[67] @-104:88.7"),
+    BK("exp", NULL, "f32[12] =nan,inf,-inf,88.72,88.8,-87.3,-103,-120,0,-0,1e-8,0.5"),
+    BK("erf", NULL, "f32[67] @-6:6"),
+    BK("erf", NULL, "f32[9] =nan,inf,-inf,0,3.99,4.5,-5,1e-4,-0.7"),
+    BK("sigmoid", NULL, "f32[6] =nan,inf,-inf,100,-100,0"),
     BK("log", NULL, "f32[8] @0.01:10"),
     BK("tanh", NULL, "f32[9]"),
     BK("erf", NULL, "f32[9]"),

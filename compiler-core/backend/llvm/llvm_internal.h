@@ -79,6 +79,9 @@ void cv_llvm_stmts(cv_llvm_fn *f, const cv_kstmt *s);
 /* Converts a compute value to a tensor element of dtype dt (and back). */
 LLVMValueRef cv_llvm_to_storage(cv_llvm_fn *f, LLVMValueRef v, cv_dtype dt);
 /* The declaration of a named function (added on first use). */
+/* f32 exp and erf as vectorizable arithmetic (lower_math.c). */
+LLVMValueRef cv_llvm_expf(cv_llvm_fn *f, LLVMValueRef x);
+LLVMValueRef cv_llvm_erff(cv_llvm_fn *f, LLVMValueRef x);
 LLVMValueRef cv_llvm_declare(cv_llvm_fn *f, const char *name, LLVMTypeRef ret,
                              LLVMTypeRef *params, int n);
 LLVMValueRef cv_llvm_call(cv_llvm_fn *f, const char *name, LLVMTypeRef ret,

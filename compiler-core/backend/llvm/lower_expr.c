@@ -112,6 +112,7 @@ static LLVMValueRef round_even(cv_llvm_fn *f, LLVMValueRef x)
 static LLVMValueRef lower_un(cv_llvm_fn *f, cv_kop op, LLVMValueRef x)
 {
     LLVMBuilderRef b = f->b;
+    bool single = LLVMGetTypeKind(LLVMTypeOf(x)) == LLVMFloatTypeKind;
     switch (op) {
     case CV_KOP_NEG: return is_fp(x) ? LLVMBuildFNeg(b, x, "") : LLVMBuildNeg(b, x, "");
     case CV_KOP_ABS:
@@ -121,10 +122,10 @@ static LLVMValueRef lower_un(cv_llvm_fn *f, cv_kop op, LLVMValueRef x)
                                LLVMBuildNeg(b, x, ""), x, "");
     case CV_KOP_NOT: return LLVMBuildNot(b, x, "");
     case CV_KOP_SQRT: return intrinsic1(f, "llvm.sqrt", x);
-    case CV_KOP_EXP: return intrinsic1(f, "llvm.exp", x);
+    case CV_KOP_EXP: return single ? cv_llvm_expf(f, x) : intrinsic1(f, "llvm.exp", x);
     case CV_KOP_LOG: return intrinsic1(f, "llvm.log", x);
     case CV_KOP_TANH: return libm1(f, "tanh", x);
-    case CV_KOP_ERF: return libm1(f, "erf", x);
+    case CV_KOP_ERF: return single ? cv_llvm_erff(f, x) : libm1(f, "erf", x);
     case CV_KOP_SIN: return libm1(f, "sin", x);
     case CV_KOP_COS: return libm1(f, "cos", x);
     case CV_KOP_TAN: return libm1(f, "tan", x);

@@ -137,16 +137,21 @@ static void emit_launch(cv_llvm_fn *f, const cv_kstmt *s)
     }
     LLVMValueRef kfn = f->kernel_fns[s->id];
     LLVMValueRef syms = LLVMGetParam(f->fn, 3);
+    /* cuvil bench --profile (cvrt_profile): a load and a branch when off. */
+    LLVMValueRef t0 = cv_llvm_call(f, "cvrt_prof_begin", i64, &ptr, &f->rt, 1);
     if (!s->a) {
         LLVMValueRef args[5] = {f->rt, f->bufs, syms, LLVMConstInt(i64, 0, 0),
                                 LLVMConstInt(i64, 1, 0)};
         LLVMBuildCall2(f->b, LLVMGlobalGetValueType(kfn), kfn, args, 5, "");
-        return;
+    } else {
+        LLVMTypeRef params[6] = {ptr, i64, i64, ptr, ptr, ptr};
+        LLVMValueRef args[6] = {f->rt, cv_llvm_expr(f, s->a), cv_llvm_expr(f, s->b), kfn, f->bufs,
+                                syms};
+        cv_llvm_call(f, "cvrt_launch", LLVMVoidTypeInContext(ctx), params, args, 6);
     }
-    LLVMTypeRef params[6] = {ptr, i64, i64, ptr, ptr, ptr};
-    LLVMValueRef args[6] = {f->rt, cv_llvm_expr(f, s->a), cv_llvm_expr(f, s->b), kfn, f->bufs,
-                            syms};
-    cv_llvm_call(f, "cvrt_launch", LLVMVoidTypeInContext(ctx), params, args, 6);
+    LLVMTypeRef pp[3] = {ptr, i64, i64};
+    LLVMValueRef pa[3] = {f->rt, LLVMConstInt(i64, (unsigned long long)s->id, 0), t0};
+    cv_llvm_call(f, "cvrt_prof_end", LLVMVoidTypeInContext(ctx), pp, pa, 3);
 }
 
 void cv_llvm_stmts(cv_llvm_fn *f, const cv_kstmt *s)

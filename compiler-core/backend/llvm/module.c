@@ -396,6 +396,13 @@ static void define_small_api(modgen *g)
     fn = api_fn(g, "arena_bytes", g->i64, &g->ptr, 1);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));
     LLVMBuildRet(b, call_arena_bytes(b, g, LLVMGetParam(fn, 0)));
+    /* void profile(ctx, uint64_t *ns, int64_t n): cuvil bench --profile */
+    LLVMTypeRef pp[3] = {g->ptr, g->ptr, g->i64};
+    fn = api_fn(g, "profile", g->vd, pp, 3);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));
+    LLVMValueRef pa[3] = {LLVMGetParam(fn, 0), LLVMGetParam(fn, 1), LLVMGetParam(fn, 2)};
+    rt_call(b, g, "cvrt_profile", g->vd, pp, pa, 3);
+    LLVMBuildRetVoid(b);
     if (g->cpu) {   /* int last_error(const char **message): why create refused */
         fn = api_fn(g, "last_error", g->i32, &g->ptr, 1);
         signext(g->ctx, fn, LLVMAttributeReturnIndex);
