@@ -1,4 +1,4 @@
-/* The example models (examples/models/*.cvl.py): each parses, lowers to a
+/* The example models (every examples/models/ model): each parses, lowers to a
  * verified CU-IR module with the expected signature and locations, and
  * runs in the reference interpreter; lenet and the residual block match
  * the same networks in PyTorch (Debian's python3-torch) with the same

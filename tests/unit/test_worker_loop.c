@@ -498,8 +498,9 @@ static void test_killed_worker(void **state)
     assert_int_equal(cv_queue_stats_get(f.q, &qs, NULL), 0);
     assert_int_equal(qs.expired, 1);
     assert_int_equal(qs.completed, 1);
-    /* One artifact: deps, L1 and L2 entries, nothing twice. */
-    assert_int_equal(action_entries(f.cache_dir), 3);
+    /* One artifact: deps, L1, L2, code and code-of link entries, nothing
+     * twice. */
+    assert_int_equal(action_entries(f.cache_dir), 5);
     /* The killed worker's job directory was cleaned up by the next one. */
     char prefix[64];
     snprintf(prefix, sizeof prefix, "cuvil-job-%ld-", (long)a);
