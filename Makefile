@@ -193,7 +193,7 @@ FUZZ_FLAGS  := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover
 
 $(BUILD)/fuzz/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(Q)$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_FLAGS) $(PKG_CFLAGS) $(EXTRA_CFLAGS) -DCV_FUZZING -c $< -o $@
+	$(Q)$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_FLAGS) $(PKG_CFLAGS) $(EXTRA_CFLAGS) -DCV_FUZZING -MMD -MP -c $< -o $@
 
 $(BUILD)/fuzz/%: fuzz/%.c $(FUZZ_OBJS) $(wildcard fuzz/*.h)
 	$(Q)$(FUZZ_CC) $(BASE_CFLAGS) -fsanitize=fuzzer,address,undefined -g -O1 $(PKG_CFLAGS) $(filter-out %.h,$^) -o $@ $(PKG_LIBS) $(SYS_LIBS)
