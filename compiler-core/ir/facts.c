@@ -40,19 +40,15 @@ int cv_module_facts(const cv_module *m, const cv_sym_fact **out)
     return m->n_facts;
 }
 
-static bool op_is(const cv_value *v, const char *name)
-{
-    return v->kind == CV_VAL_RESULT && v->def && v->def->def && !strcmp(v->def->def->name, name);
-}
-
 /* The arange op whose values v holds unchanged (reshaped or broadcast). */
 static const cv_op *range_source(const cv_value *v)
 {
     for (int hops = 0; hops < 16; hops++) {
-        if (op_is(v, "arange"))
+        if (cv_value_is(v, CV_OP_ARANGE))
             return v->def;
-        if (!(op_is(v, "reshape") || op_is(v, "unsqueeze") || op_is(v, "squeeze") ||
-              op_is(v, "expand") || op_is(v, "flatten")))
+        if (!(cv_value_is(v, CV_OP_RESHAPE) || cv_value_is(v, CV_OP_UNSQUEEZE) ||
+              cv_value_is(v, CV_OP_SQUEEZE) || cv_value_is(v, CV_OP_EXPAND) ||
+              cv_value_is(v, CV_OP_FLATTEN)))
             return NULL;
         v = v->def->operands[0];
     }
@@ -97,7 +93,7 @@ int cv_func_derive_facts(cv_func *f)
     int added = 0;
     for (int i = 0; i < f->n_ops; i++) {
         const cv_op *op = f->ops[i];
-        if (!op->def || strcmp(op->def->name, "gather") || op->n_operands != 2)
+        if (!cv_op_is(op, CV_OP_GATHER) || op->n_operands != 2)
             continue;
         const cv_value *x = op->operands[0];
         const cv_op *r = range_source(op->operands[1]);

@@ -378,7 +378,9 @@ const cv_op_def *cv_op_def_lookup(const char *name);
  * are listed here; each row's name must be in the table (test_ops_math). */
 #define CV_OP_IDS(X) \
     X(CV_OP_ADD, "add") X(CV_OP_ARANGE, "arange") X(CV_OP_BATCH_NORM, "batch_norm") \
-    X(CV_OP_CAST, "cast") X(CV_OP_EQUAL, "equal") X(CV_OP_GATHER, "gather") \
+    X(CV_OP_CAST, "cast") X(CV_OP_EQUAL, "equal") X(CV_OP_EXPAND, "expand") \
+    X(CV_OP_FLATTEN, "flatten") X(CV_OP_GATHER, "gather") X(CV_OP_RESHAPE, "reshape") \
+    X(CV_OP_SQUEEZE, "squeeze") X(CV_OP_UNSQUEEZE, "unsqueeze") \
     X(CV_OP_CLIP, "clip") X(CV_OP_CONV2D, "conv2d") X(CV_OP_CONV_TRANSPOSE2D, "conv_transpose2d") \
     X(CV_OP_DIV, "div") X(CV_OP_ERF, "erf") X(CV_OP_GEMM, "gemm") \
     X(CV_OP_GLOBAL_AVG_POOL, "global_avg_pool") X(CV_OP_MATMUL, "matmul") \
