@@ -87,14 +87,20 @@ $(foreach c,$(PRESENT),$(eval $(call flavour,$(BUILD),$(c))))
 $(foreach c,$(PRESENT),$(eval $(call flavour,$(BUILD)/asan,$(c))))
 
 CLI_SRCS    := $(sort $(wildcard cli/*.c))
-TEST_SRCS   := $(sort $(wildcard tests/unit/test_*.c))
+# Unit tests live in one folder per component (tests/unit/<component>/,
+# compiler-core by stage); each test_<name>.c becomes build/asan/tests/test_<name>,
+# so test names are unique across folders.
+TEST_SRCS   := $(sort $(shell find tests/unit -name 'test_*.c'))
 TEST_SUPPORT:= $(sort $(wildcard tests/support/*.c))
-TEST_BINS   := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(TEST_SRCS))
+test_bin     = $(BUILD)/asan/tests/$(basename $(notdir $(1)))
+TEST_BINS   := $(foreach t,$(TEST_SRCS),$(call test_bin,$(t)))
+ifneq ($(words $(TEST_BINS)),$(words $(sort $(TEST_BINS))))
+  $(error two unit tests share a name: $(sort $(foreach b,$(TEST_BINS),$(if $(filter 1,$(words $(filter $(b),$(TEST_BINS)))),,$(notdir $(b))))))
+endif
 
 # Test objects come from a chain of pattern rules; keep them between runs
 # (a bare .SECONDARY: would also stop new component sources being compiled).
-.SECONDARY: $(patsubst tests/unit/%.c,$(BUILD)/asan/obj/tests/unit/%.o,$(TEST_SRCS)) \
-            $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(TEST_SUPPORT))
+.SECONDARY: $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(TEST_SRCS) $(TEST_SUPPORT))
 .PHONY: all deps test unit-test integration demo bench bench-zoo fuzz conformance install clean help
 .PHONY: fuzz-long chaos ci-extra docs
 # The model-language examples validate and compile where they stand: their
@@ -142,9 +148,12 @@ $(BUILD)/cuvil: $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS)) $(LIBS_NORMAL) | $(
 $(BUILD)/asan/cuvil: $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(CLI_SRCS)) $(LIBS_ASAN) | $(BUILD)/asan/lib/cuvil/libcv_llvm.so
 	$(Q)$(CC) $(SAN_CFLAGS) -o $@ $(filter %.o,$^) $(link_all) $(PKG_LIBS) $(SYS_LIBS)
 
-$(BUILD)/asan/tests/%: $(BUILD)/asan/obj/tests/unit/%.o $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(TEST_SUPPORT)) $(LIBS_ASAN) | $(BUILD)/asan/lib/cuvil/libcv_llvm.so
-	@mkdir -p $(@D)
-	$(Q)$(CC) $(SAN_CFLAGS) -o $@ $(filter %.o,$^) $(link_all) $(PKG_LIBS) $(TEST_LIBS) $(SYS_LIBS)
+define test_rule
+$(call test_bin,$(1)): $(BUILD)/asan/obj/$(1:.c=.o) $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(TEST_SUPPORT)) $(LIBS_ASAN) | $(BUILD)/asan/lib/cuvil/libcv_llvm.so
+	@mkdir -p $$(@D)
+	$$(Q)$$(CC) $$(SAN_CFLAGS) -o $$@ $$(filter %.o,$$^) $$(link_all) $$(PKG_LIBS) $$(TEST_LIBS) $$(SYS_LIBS)
+endef
+$(foreach t,$(TEST_SRCS),$(eval $(call test_rule,$(t))))
 
 # The LLVM backend plugin, one per flavour.
 $(BUILD)/lib/cuvil/libcv_llvm.so: $(patsubst %.c,$(BUILD)/obj/%.o,$(LLVM_PLUGIN_SRCS))
@@ -206,7 +215,7 @@ fuzz-long: deps
 	$(Q)$(MAKE) --no-print-directory $(FUZZ_BINS)
 	$(Q)fuzz/run-long.sh $(BUILD) $(FUZZ_CPU_SECONDS) $(FUZZ_BINS)
 
-# The short chaos tests are unit tests (tests/unit/test_chaos_*.c); this runs
+# The short chaos tests are unit tests (tests/unit/*/test_chaos_*.c); this runs
 # the long ones (tests/chaos/run.sh; the disk-full case needs root).
 chaos: all $(BUILD)/asan/tests/test_chaos_cache $(BUILD)/tools/kafka-mock
 	$(Q)tests/chaos/run.sh $(BUILD)

@@ -8,7 +8,7 @@
 #   fp16 and bf16 max abs error <= 1e-2 of the fp32 output range (bf16
 #   computes in bf16 where the CPU has AVX512_BF16: AMX or vdpbf16ps).
 # Too slow for make test (the calibration runs the reference interpreter:
-# about a minute for resnet18); tests/unit/test_quant.c checks a small CNN.
+# about a minute for resnet18); tests/unit/compiler-core/passes/test_quant.c checks a small CNN.
 #
 #   BUILD=build tests/conformance/quant_models.sh [MODEL...] [--method M]
 set -euo pipefail

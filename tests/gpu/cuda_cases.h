@@ -1,11 +1,11 @@
 /* The single-op sweep for CUDA artifacts: each group is built into one
- * model (tests/unit/test_backend_util.h's bk_build).  tests/unit/test_cuda.c
+ * model (tests/support/backend_testlib.h's bk_build).  tests/unit/compiler-core/backend/test_cuda.c
  * compiles every group for cuda-sm90 and checks the PTX; the GPU bundle
  * (tests/gpu/gpu_bundle.c) runs them on the GPU against the interpreter. */
 #ifndef CV_TESTS_CUDA_CASES_H
 #define CV_TESTS_CUDA_CASES_H
 
-#include "tests/unit/test_backend_util.h"
+#include "tests/support/backend_testlib.h"
 
 static const bk_case cuda_elementwise[] = {
     BK("add", NULL, "f32[N:3,4,5]", "f32[5]"),

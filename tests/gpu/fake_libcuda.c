@@ -1,5 +1,5 @@
 /* A stand-in for libcuda.so.1 for the unit tests of CUDA artifacts on
- * machines without a GPU (tests/unit/test_cuda.c loads artifacts with
+ * machines without a GPU (tests/unit/compiler-core/backend/test_cuda.c loads artifacts with
  * CUVIL_CUDA_DRIVER pointing here).  Device memory is host memory; kernels
  * do not run: a launch checks its function against the loaded PTX (the
  * .entry exists, the grid is sane) and every pointer parameter against the

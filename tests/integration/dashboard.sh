@@ -7,7 +7,7 @@
 # and the failures page.  Their DOM must show the figures the JSON API
 # reports, and the screenshots are saved as $CUVIL_BUILD/dashboard-*.png
 # for review.  The ONNX exports and compiles take minutes, so this runs
-# under `make integration` (tests/unit/test_controller_http_browser.c covers the pages
+# under `make integration` (tests/unit/controller/test_controller_http_browser.c covers the pages
 # in `make test` over a farm with a stand-in worker).
 #
 # Env: CUVIL_BIN (default build/cuvil), CUVIL_BUILD (default build).

@@ -1,5 +1,5 @@
 # Test-only tools.  kafka-mock: a librdkafka mock cluster that the Kafka queue
-# tests (tests/unit/test_queue_kafka.c) and bench/queue start as a child.
+# tests (tests/unit/queue/test_queue_kafka.c) and bench/queue start as a child.
 TEST_DATA += $(BUILD)/tools/kafka-mock
 
 $(BUILD)/tools/kafka-mock: tests/tools/kafka-mock.c
@@ -25,7 +25,7 @@ $(BUILD)/models/dynamic/dynamic.stamp: tests/tools/export_transformers.py
 	$(Q)/usr/bin/python3 tests/tools/export_transformers.py $(@D) small >/dev/null 2>&1 && \
 	  touch $@ || echo "warning: dynamic transformer export skipped (python3-torch missing?)"
 
-# Two tiny PyTorch exports (tests/unit/test_artifact_names.c), both graphs
+# Two tiny PyTorch exports (tests/unit/cli/test_artifact_names.c), both graphs
 # named "torch_jit"; the tests skip when PyTorch is not installed.
 TEST_DATA += $(BUILD)/models/tiny/tiny.stamp
 $(BUILD)/models/tiny/tiny.stamp: tests/tools/export_tiny_torch.py

@@ -16,7 +16,7 @@ Attention is written by hand (MatMul / Div / Add / Softmax / MatMul over the
 LayerNorm exports decomposed at opset 14; BERT's GELU is the erf form and
 GPT-2's the tanh form.  Writes OUT_DIR/<name>.onnx, <name>.in<i>.npy for
 each input and <name>.out<i>.npy for each output (what PyTorch computes);
-tests/unit/test_transformer_models.c and bench/models/transformers.sh check
+tests/unit/compiler-core/test_transformer_models.c and bench/models/transformers.sh check
 Cuvil against those.
 Generated data, never committed.
 """

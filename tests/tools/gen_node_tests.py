@@ -9,7 +9,7 @@ the six the whole set takes:
 MODULE names a file of onnx/backend/test/case/node/ (relu, conv, gemm, ...);
 importing it runs the exports of its test classes (onnx seeds numpy before
 each, so the data is the same as the whole set's).  Used by the cross-target tests
-(tests/unit/test_backend_cross_onnx.c).  Generated data, never committed.
+(tests/unit/compiler-core/backend/test_backend_cross_onnx.c).  Generated data, never committed.
 """
 import importlib
 import os
