@@ -5,7 +5,7 @@
  * Codes are integers printed as CV<code>, each with a name (CV_E_<SLUG>):
  * the one list is common/diag_codes.h, which makes the enum below and the
  * registry (common/diag_codes.c).  Code passes the name, never a bare number
- * (tests/unit/test_diag_codes.c checks the tree). */
+ * (tests/unit/common/test_diag_codes.c checks the tree). */
 #ifndef CV_DIAG_H
 #define CV_DIAG_H
 

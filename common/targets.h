@@ -1,7 +1,7 @@
 /* The targets Cuvil compiles for: the one list that `cuvil compile -t`, its
  * --help, the spec loader (CuvilPipeline targets), job messages and the
  * backends read.  schemas/cuvilpipeline.schema.json repeats the names for
- * other tools; tests/unit/test_spec.c checks that it equals this list.
+ * other tools; tests/unit/spec/test_spec.c checks that it equals this list.
  * Plain data, usable without loading LLVM (cache keys are computed from it
  * on every compile, including cache hits). */
 #ifndef CV_COMMON_TARGETS_H

@@ -106,7 +106,7 @@ int cv_result_status_parse(const char *s);
 int cv_cache_outcome_parse(const char *s);
 
 /* The codec's key and enum lists, so that the JSON Schemas can be checked
- * against them (tests/unit/test_queue_jobmsg.c). */
+ * against them (tests/unit/queue/test_queue_jobmsg.c). */
 typedef enum {
     CV_MSGLIST_JOB_KEYS, CV_MSGLIST_RESULT_KEYS, CV_MSGLIST_CACHE_KEYS,
     CV_MSGLIST_TIMING_KEYS, CV_MSGLIST_DIAG_KEYS, CV_MSGLIST_PRECISIONS,

@@ -116,7 +116,7 @@ bool cv_spec_is_spec_path(const char *path);
 
 
 /* Every field the loader accepts, for checking the JSON Schemas in
- * schemas/ against the loader (tests/unit/test_spec.c).  path: "spec.targets",
+ * schemas/ against the loader (tests/unit/spec/test_spec.c).  path: "spec.targets",
  * "spec.targets[]" (list items), "metadata.labels{}" (map values); type:
  * "object" "array" "string" "integer" "boolean"; values: the allowed values
  * of an enumerated string (NULL-terminated) or NULL. */

@@ -1,7 +1,7 @@
 /* The loader's schema: one field table per document kind, with the value
  * checks each field needs.  schemas/cuvilbuildcluster.schema.json and
  * schemas/cuvilpipeline.schema.json describe the same fields for other
- * tools; tests/unit/test_spec.c checks that the two agree. */
+ * tools; tests/unit/spec/test_spec.c checks that the two agree. */
 #include "spec/spec_internal.h"
 
 #include <stdio.h>

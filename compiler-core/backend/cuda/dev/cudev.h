@@ -26,7 +26,7 @@ static inline int64_t cvd_gstride(void)
     return (int64_t)__nvvm_read_ptx_sreg_nctaid_x() * __nvvm_read_ptx_sreg_ntid_x();
 }
 #else
-/* Compiled for the host (tests/unit/test_cuda.c checks the kernels'
+/* Compiled for the host (tests/unit/compiler-core/backend/test_cuda.c checks the kernels'
  * arithmetic on the CPU): one thread does every item. */
 static inline int64_t cvd_gid(void) { return 0; }
 static inline int64_t cvd_gstride(void) { return 1; }

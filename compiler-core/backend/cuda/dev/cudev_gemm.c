@@ -13,7 +13,7 @@
  *
  * The host runtime (host/cuhost_rt.c) launches these with one block per
  * tile; the one-thread-per-output kernels of cudev_rt.c remain for
- * CUVIL_CUDA_NAIVE=1 and are what tests/unit/test_cuda.c checks on the
+ * CUVIL_CUDA_NAIVE=1 and are what tests/unit/compiler-core/backend/test_cuda.c checks on the
  * CPU. */
 #include "compiler-core/backend/cuda/dev/cudev_gemm.h"
 
