@@ -79,8 +79,7 @@ typedef struct writer {
     const char *dir;
     json_t *files;      /* {name: {sha256, size}} */
     cv_diag *d;
-    char *so;           /* owned: the linked library's bytes, read once (record_so) */
-    size_t so_len;
+    cv_fs_view so;      /* owned: the linked library's bytes, read once (record_so) */
 } writer;
 
 static void record(writer *w, const char *name, const char *hex, size_t len)
@@ -115,15 +114,14 @@ static int put_file(writer *w, const char *name, const void *data, size_t len)
 static int record_so(writer *w, const char *name)
 {
     char *path = cv_fs_join(w->dir, name);
-    free(w->so);
-    w->so = NULL;
-    int rc = path ? cv_fs_read_file(path, (size_t)1 << 34, &w->so, &w->so_len, w->d) : -1;
-    cv_fs_part part = {w->so, w->so_len};
+    cv_fs_view_free(&w->so);
+    int rc = path ? cv_fs_view_file(path, (size_t)1 << 34, &w->so, w->d) : -1;
+    cv_fs_part part = {w->so.data, w->so.len};
     char hex[65];
     if (rc == 0 && sha256_parts(&part, 1, hex) != 0)
         rc = cv_diag_fail(w->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     if (rc == 0)
-        record(w, name, hex, w->so_len);
+        record(w, name, hex, w->so.len);
     free(path);
     return rc;
 }
@@ -391,11 +389,11 @@ static int write_symbols(writer *w, const cv_kprog *p, const cv_compile_opts *o,
     char so[200], name[200], listing[200];
     snprintf(so, sizeof so, "lib%s.so", p->name);
     snprintf(listing, sizeof listing, "%s.cuir", p->name);
-    bool linked = info->linked_so && w->so;
+    bool linked = info->linked_so && w->so.data;
     bool in_listing = o->debug && (emit & CV_EMIT_CUIR) && cv_debug_needs_listing(p);
     char *json = cv_debug_symmap_json(p, o->debug || o->sym_locs, o->fingerprint,
-                                      linked ? so : NULL, linked ? w->so : NULL,
-                                      linked ? w->so_len : 0, in_listing ? listing : NULL);
+                                      linked ? so : NULL, linked ? w->so.data : NULL,
+                                      linked ? w->so.len : 0, in_listing ? listing : NULL);
     snprintf(name, sizeof name, "%s.cvsym", p->name);
     int rc = json ? put_file(w, name, json, strlen(json))
                   : (cv_diag_error(w->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory"), -1);
@@ -452,7 +450,7 @@ static int write_artifact(const cv_module *m, const cv_kprog *p, const cv_llvm_o
         json_decref(man);
     }
     json_decref(w.files);
-    free(w.so);
+    cv_fs_view_free(&w.so);
     return rc;
 }
 
