@@ -7,8 +7,9 @@
  * storage's bytes where the kernel program holds them, written (and hashed)
  * straight from there, so a retrained model (a code hit) pays one write of
  * its weights instead of an LLVM pass over tens of megabytes of constants
- * (and, before the pieces, two copies and their page faults).  The machine fields come from the code object, so the two
- * objects always link together (riscv64's float-ABI flags included).
+ * (and, before the pieces, two copies and their page faults).  The machine
+ * fields come from the code object, so the two objects always link together
+ * (riscv64's float-ABI flags included).
  *
  *   [ELF header][image, 64-aligned][.symtab][.strtab][.shstrtab][sections]
  *
