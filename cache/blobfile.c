@@ -230,7 +230,8 @@ typedef struct put_file {
     char abs[PATH_MAX];
     size_t max_bytes;
     struct stat before;
-    char *data;         /* owned */
+    cv_fs_view view;    /* owned: the file's bytes */
+    const char *data;   /* view.data */
     size_t len;
     bool read_ok;
     cv_cache_put put;
@@ -252,8 +253,12 @@ static void persist_file(void *files, int i)
         cv_cache_err(d, CV_E_CACHE_IO_ERROR, "cannot read %s: %s", f->abs, strerror(errno));
         return;
     }
-    if (cv_fs_read_file(f->abs, f->max_bytes, &f->data, &f->len, d) != 0)
+    /* Mapped: an artifact's .a and .so are tens of MB each, and a read
+     * into fresh memory per file and thread was most of their store. */
+    if (cv_fs_view_file(f->abs, f->max_bytes, &f->view, d) != 0)
         return;
+    f->data = f->view.data;
+    f->len = f->view.len;
     f->read_ok = true;
     f->put.data = f->data;
     f->put.len = f->len;
@@ -309,7 +314,7 @@ int cv_cache_put_blob_files(cv_cache *c, const char *const *paths, int n, size_t
             sizes[i] = f[i].len;
         }
         cv_diag_free(&f[i].put.diag);
-        free(f[i].data);
+        cv_fs_view_free(&f[i].view);
     }
     free(f);
     return rc == 0 && cv_cache_enabled(c) ? cv_cache_enforce_limit(c, d) : rc;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,6 +88,35 @@ int cv_fs_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
     if (len)
         *len = n;
     return 0;
+}
+
+int cv_fs_view_file(const char *path, size_t max_bytes, cv_fs_view *v, cv_diag *d)
+{
+    memset(v, 0, sizeof *v);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+        (uint64_t)st.st_size <= max_bytes) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p != MAP_FAILED) {
+            close(fd);
+            *v = (cv_fs_view){.data = p, .len = (size_t)st.st_size, .map = p};
+            return 0;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    int rc = cv_fs_read_file(path, max_bytes, &v->copy, &v->len, d);
+    v->data = v->copy;
+    return rc;
+}
+
+void cv_fs_view_free(cv_fs_view *v)
+{
+    if (v->map)
+        munmap(v->map, v->len);
+    free(v->copy);
+    memset(v, 0, sizeof *v);
 }
 
 static int write_all(int fd, const void *data, size_t len)

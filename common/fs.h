@@ -14,6 +14,21 @@
  * errors with CV9004. */
 int cv_fs_read_file(const char *path, size_t max_bytes, char **out, size_t *len, cv_diag *d);
 
+/* A whole file's bytes to read through once (hash, copy out): a regular
+ * file is mapped read-only (no copy, no page faults on fresh memory: a
+ * model's weights are tens of MB), anything else read as cv_fs_read_file,
+ * whose limits and diagnostics apply.  Not NUL-terminated.  A file
+ * truncated while mapped faults (SIGBUS): for files this process wrote
+ * or owns, not for shared input. */
+typedef struct cv_fs_view {
+    const char *data;
+    size_t len;
+    void *map;          /* owned: munmap(map, len), or NULL */
+    char *copy;         /* owned: free, or NULL */
+} cv_fs_view;
+int  cv_fs_view_file(const char *path, size_t max_bytes, cv_fs_view *v, cv_diag *d);
+void cv_fs_view_free(cv_fs_view *v);
+
 /* Writes to a temporary file in the same directory, fsyncs it and renames
  * it over path, so readers see the old or the new contents, never a mix.
  * The file gets mode 0644. */

@@ -11,6 +11,7 @@
  * cache entry is reported (CV9311) and the entry replaced. */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -663,8 +664,27 @@ static int name_manifest(bctx *b)
     return rc;
 }
 
+/* A compile moves a model's weights through buffers of tens of MB (the
+ * file, the packed weights, the objects, the library, the cache's copies).
+ * glibc maps each allocation over its mmap threshold (at most 32 MB)
+ * afresh and unmaps it on free, so every such buffer faults in its pages
+ * again: in a VM, a third of a retrain's time (resnet18, bench/cache/NOTES.md).
+ * From the heap instead, a freed buffer's pages serve the next one.  The
+ * processes that compile are short-lived (cuvil compile, a worker's job
+ * child), so keeping the heap at its peak costs nothing afterwards. */
+static void tune_malloc(void)
+{
+    static bool done;
+    if (done)
+        return;
+    done = true;
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
 int cv_build(cv_cache *c, const cv_build_opts *o, cv_build_result *r, cv_diag *d)
 {
+    tune_malloc();
     double t0 = cv_clock_mono_ms_f();
     memset(r, 0, sizeof *r);
     bctx b = {.c = cv_cache_enabled(c) ? c : NULL, .o = o, .r = r, .d = d,

@@ -53,47 +53,76 @@ int cv_emit_parse(const char *list, unsigned *out)
     return *out ? 0 : -1;
 }
 
-static void sha256_hex(const void *data, size_t len, char hex[65])
+static void hex_of(const unsigned char md[32], char hex[65])
 {
-    unsigned char md[32];
-    unsigned int n = 0;
-    EVP_Digest(data, len, md, &n, EVP_sha256(), NULL);
     for (int i = 0; i < 32; i++)
         snprintf(hex + 2 * i, 3, "%02x", md[i]);
+}
+
+/* SHA-256 of pieces in order, as of their concatenation. */
+static int sha256_parts(const cv_fs_part *parts, int n, char hex[65])
+{
+    unsigned char md[32];
+    unsigned int len = 0;
+    EVP_MD_CTX *x = EVP_MD_CTX_new();
+    int ok = x && EVP_DigestInit_ex(x, EVP_sha256(), NULL);
+    for (int i = 0; ok && i < n; i++)
+        ok = EVP_DigestUpdate(x, parts[i].data, parts[i].len);
+    ok = ok && EVP_DigestFinal_ex(x, md, &len);
+    EVP_MD_CTX_free(x);
+    if (ok)
+        hex_of(md, hex);
+    return ok ? 0 : -1;
 }
 
 typedef struct writer {
     const char *dir;
     json_t *files;      /* {name: {sha256, size}} */
     cv_diag *d;
+    cv_fs_view so;      /* owned: the linked library's bytes, read once (record_so) */
 } writer;
+
+static void record(writer *w, const char *name, const char *hex, size_t len)
+{
+    json_object_set_new(w->files, name, json_pack("{s:s, s:I}", "sha256", hex, "size", (json_int_t)len));
+}
+
+/* A file written from pieces, hashed from the same pieces (no read-back). */
+static int put_parts(writer *w, const char *name, const cv_fs_part *parts, int n)
+{
+    char *path = cv_fs_join(w->dir, name), hex[65];
+    int rc = path ? cv_fs_write_replace_parts(path, parts, n, w->d) : -1;
+    free(path);
+    if (rc == 0 && sha256_parts(parts, n, hex) != 0)
+        rc = cv_diag_fail(w->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        len += parts[i].len;
+    if (rc == 0)
+        record(w, name, hex, len);
+    return rc;
+}
 
 static int put_file(writer *w, const char *name, const void *data, size_t len)
 {
-    char *path = cv_fs_join(w->dir, name);
-    int rc = path ? cv_fs_write_replace(path, data, len, w->d) : -1;
-    free(path);
-    if (rc)
-        return -1;
-    char hex[65];
-    sha256_hex(data, len, hex);
-    json_object_set_new(w->files, name, json_pack("{s:s, s:I}", "sha256", hex, "size", (json_int_t)len));
-    return 0;
+    cv_fs_part part = {data, len};
+    return put_parts(w, name, &part, 1);
 }
 
-/* Records a file something else wrote (the linked .so). */
-static int record_file(writer *w, const char *name)
+/* Records the linked .so, which the linker wrote; its bytes stay in w for
+ * the symbol map's code ranges (write_symbols), so it is read once. */
+static int record_so(writer *w, const char *name)
 {
-    char *path = cv_fs_join(w->dir, name), *data = NULL;
-    size_t len = 0;
-    int rc = path ? cv_fs_read_file(path, (size_t)1 << 34, &data, &len, w->d) : -1;
-    if (rc == 0) {
-        char hex[65];
-        sha256_hex(data, len, hex);
-        json_object_set_new(w->files, name, json_pack("{s:s, s:I}", "sha256", hex, "size", (json_int_t)len));
-    }
+    char *path = cv_fs_join(w->dir, name);
+    cv_fs_view_free(&w->so);
+    int rc = path ? cv_fs_view_file(path, (size_t)1 << 34, &w->so, w->d) : -1;
+    cv_fs_part part = {w->so.data, w->so.len};
+    char hex[65];
+    if (rc == 0 && sha256_parts(&part, 1, hex) != 0)
+        rc = cv_diag_fail(w->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
+    if (rc == 0)
+        record(w, name, hex, w->so.len);
     free(path);
-    free(data);
     return rc;
 }
 
@@ -224,23 +253,17 @@ static json_t *manifest(const cv_kprog *p, const cv_llvm_out *lo, const cv_compi
     return m;
 }
 
-/* The weights object of a split program (weights_obj.c); none when no
- * constant is large enough to leave the code. */
-static int weights_object(const cv_kprog *p, const cv_llvm_out *lo, unsigned char **obj,
-                          size_t *len, cv_diag *d)
+/* The weights object of a split program (weights_obj.c); none (len 0)
+ * when no constant is large enough to leave the code. */
+static int weights_object(const cv_kprog *p, const cv_llvm_out *lo, cv_weights_obj *wo,
+                          cv_diag *d)
 {
-    *obj = NULL;
-    *len = 0;
+    memset(wo, 0, sizeof *wo);
     if (!p->split_weights || cv_weights_split_layout(p, NULL) == 0)
         return 0;
-    char *image = NULL, sym[200];
-    size_t n = 0;
-    if (cv_weights_split_image(p, &image, &n))
-        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
+    char sym[200];
     snprintf(sym, sizeof sym, "cv_%s_weights", p->name);
-    int rc = cv_weights_object(lo->obj, lo->obj_len, sym, image, n, obj, len, d);
-    free(image);
-    return rc;
+    return cv_weights_split_object(p, lo->obj, lo->obj_len, sym, wo, d);
 }
 
 /* lib<name>.so from the objects written as files (removed again unless
@@ -260,7 +283,7 @@ static int write_shared(writer *w, const cv_kprog *p, const cv_llvm_out *lo, uns
                  : cv_diag_fail(w->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     info->ms_link = cv_clock_mono_ms_f() - t0;
     if (rc == 0)
-        rc = record_file(w, so);
+        rc = record_so(w, so);
     else if (missing)
         rc = 0;     /* a cross target without its toolchain: .o and .a only */
     info->linked_so = rc == 0 && !missing;
@@ -275,6 +298,31 @@ static int write_shared(writer *w, const cv_kprog *p, const cv_llvm_out *lo, uns
     return rc;
 }
 
+/* lib<name>.a: the code object and the weights object, written from where
+ * their bytes are. */
+static int write_archive(writer *w, const cv_kprog *p, const cv_llvm_out *lo,
+                         const cv_weights_obj *wo, const char *const *objs, int n)
+{
+    char syms[8][160], lib[200], wsym[200];
+    int ns = cv_artifact_symbols(p, syms, 8);
+    const char *sp[8], *wsp[1] = {wsym};
+    for (int i = 0; i < ns; i++)
+        sp[i] = syms[i];
+    snprintf(lib, sizeof lib, "lib%s.a", p->name);
+    snprintf(wsym, sizeof wsym, "cv_%s_weights", p->name);
+    cv_fs_part code = {lo->obj, lo->obj_len}, *parts = NULL;
+    cv_ar_member m[2] = {{objs[0], &code, 1, lo->obj_len, sp, ns},
+                         {objs[1], wo->parts, wo->n_parts, wo->len, wsp, 1}};
+    cv_sb glue = CV_SB_INIT;
+    int np = 0;
+    int rc = cv_archive_parts(m, n, &glue, &parts, &np) == 0
+                 ? put_parts(w, lib, parts, np)
+                 : cv_diag_fail(w->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
+    free(parts);
+    cv_sb_free(&glue);
+    return rc;
+}
+
 /* <name>.o (the code), <name>_weights.o (split weights), lib<name>.a with
  * both, lib<name>.so linked from both. */
 static int write_library(writer *w, const cv_kprog *p, const cv_llvm_out *lo, unsigned emit,
@@ -282,37 +330,23 @@ static int write_library(writer *w, const cv_kprog *p, const cv_llvm_out *lo, un
 {
     if (!(emit & (CV_EMIT_OBJ | CV_EMIT_A | CV_EMIT_SO)))
         return 0;   /* --emit c, llvm, h: no object */
-    char obj[200], wobj[200], lib[200], wsym[200];
+    char obj[200], wobj[200];
     snprintf(obj, sizeof obj, "%s.o", p->name);
     snprintf(wobj, sizeof wobj, "%s_weights.o", p->name);
-    snprintf(wsym, sizeof wsym, "cv_%s_weights", p->name);
-    unsigned char *wdata = NULL;
-    size_t wlen = 0;
-    if (weights_object(p, lo, &wdata, &wlen, w->d))
+    cv_weights_obj wo;
+    if (weights_object(p, lo, &wo, w->d))
         return -1;
-    int n = wdata ? 2 : 1;
+    int n = wo.len ? 2 : 1;
     const char *objs[2] = {obj, wobj};
     int rc = 0;
     if (emit & (CV_EMIT_OBJ | CV_EMIT_SO)) {
         rc = put_file(w, obj, lo->obj, lo->obj_len);
-        if (rc == 0 && wdata)
-            rc = put_file(w, wobj, wdata, wlen);
+        if (rc == 0 && wo.len)
+            rc = put_parts(w, wobj, wo.parts, wo.n_parts);
     }
-    char syms[8][160];
-    int ns = cv_artifact_symbols(p, syms, 8);
-    const char *sp[8], *wsp[1] = {wsym};
-    for (int i = 0; i < ns; i++)
-        sp[i] = syms[i];
-    snprintf(lib, sizeof lib, "lib%s.a", p->name);
-    if (rc == 0 && (emit & CV_EMIT_A)) {
-        cv_ar_member m[2] = {{obj, lo->obj, lo->obj_len, sp, ns}, {wobj, wdata, wlen, wsp, 1}};
-        char *path = cv_fs_join(w->dir, lib);
-        rc = cv_archive_write(path, m, n, w->d);
-        free(path);
-        if (rc == 0)
-            rc = record_file(w, lib);
-    }
-    free(wdata);
+    if (rc == 0 && (emit & CV_EMIT_A))
+        rc = write_archive(w, p, lo, &wo, objs, n);
+    cv_weights_obj_free(&wo);
     if (rc || !(emit & CV_EMIT_SO))
         return rc;
     return write_shared(w, p, lo, emit, objs, n, info);
@@ -347,29 +381,23 @@ static int write_weights(writer *w, const cv_kprog *p)
     return rc;
 }
 
-/* <name>.cvsym, with the code ranges from the linked library. */
+/* <name>.cvsym, with the code ranges from the linked library (its bytes
+ * kept by record_so). */
 static int write_symbols(writer *w, const cv_kprog *p, const cv_compile_opts *o, unsigned emit,
                          const cv_compile_info *info)
 {
     char so[200], name[200], listing[200];
     snprintf(so, sizeof so, "lib%s.so", p->name);
     snprintf(listing, sizeof listing, "%s.cuir", p->name);
-    char *path = info->linked_so ? cv_fs_join(w->dir, so) : NULL, *data = NULL;
-    size_t len = 0;
-    if (path && cv_fs_read_file(path, (size_t)1 << 34, &data, &len, w->d)) {
-        free(path);
-        return -1;
-    }
+    bool linked = info->linked_so && w->so.data;
     bool in_listing = o->debug && (emit & CV_EMIT_CUIR) && cv_debug_needs_listing(p);
     char *json = cv_debug_symmap_json(p, o->debug || o->sym_locs, o->fingerprint,
-                                      info->linked_so ? so : NULL, data, len,
-                                      in_listing ? listing : NULL);
+                                      linked ? so : NULL, linked ? w->so.data : NULL,
+                                      linked ? w->so.len : 0, in_listing ? listing : NULL);
     snprintf(name, sizeof name, "%s.cvsym", p->name);
     int rc = json ? put_file(w, name, json, strlen(json))
                   : (cv_diag_error(w->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory"), -1);
     free(json);
-    free(data);
-    free(path);
     return rc;
 }
 
@@ -422,6 +450,7 @@ static int write_artifact(const cv_module *m, const cv_kprog *p, const cv_llvm_o
         json_decref(man);
     }
     json_decref(w.files);
+    cv_fs_view_free(&w.so);
     return rc;
 }
 

@@ -12,12 +12,16 @@
  * one's syms. */
 typedef struct cv_ar_member {
     const char *name;
-    const void *data;
-    size_t len;
+    const cv_fs_part *parts;    /* the member's bytes, in pieces */
+    int n_parts;
+    size_t len;                 /* their total */
     const char *const *syms;
     int n_syms;
 } cv_ar_member;
-int cv_archive_write(const char *path, const cv_ar_member *m, int n, cv_diag *d);
+/* The archive of m[0..n) (n <= 16) as pieces in order (*parts malloc'd):
+ * its headers in glue, the members' bytes where they are.  0, or -1 (out
+ * of memory, or too many members). */
+int cv_archive_parts(const cv_ar_member *m, int n, cv_sb *glue, cv_fs_part **parts, int *n_parts);
 /* Runs argv (PATH lookup, no shell), stdout and stderr into out (bounded,
  * NUL-terminated).  Returns the exit status, or -errno when it cannot start. */
 int cv_spawn_capture(char *const *argv, char *out, size_t out_size);

@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/fs.h"
 #include "compiler-core/ir/ir.h"
 
 typedef enum cv_kty {
@@ -342,13 +343,23 @@ int cv_weights_image(const cv_kprog *p, char **data, size_t *len);
  * CV_INLINE_CONST_MAX bytes (cuvil.h) stay in the code object. */
 /* Whether storage id lives in the weights image of a split program. */
 bool cv_weights_split_store(const cv_kprog *p, int id);
-/* Offsets (-1 for the others) and size of the split weights image; its bytes. */
+/* Offsets (-1 for the others) and size of the split weights image. */
 int64_t cv_weights_split_layout(const cv_kprog *p, int64_t *offsets);
-int cv_weights_split_image(const cv_kprog *p, char **data, size_t *len);
-/* weights_obj.c: the relocatable ELF object holding image as one hidden
- * read-only symbol sym, for the machine (class, data, e_machine, e_flags)
- * of the code object code_obj, so the two link together.  *out malloc'd. */
-int cv_weights_object(const void *code_obj, size_t code_len, const char *sym, const void *image,
-                      size_t len, unsigned char **out, size_t *out_len, cv_diag *d);
+/* weights_obj.c: the relocatable ELF object holding the split image as one
+ * hidden read-only symbol sym, for the machine (class, data, e_machine,
+ * e_flags) of the code object code_obj, so the two link together.  As
+ * pieces in order (parts: its headers, zero padding and the storages'
+ * bytes, which stay where p holds them: p must outlive o), len bytes. */
+typedef struct cv_weights_obj {
+    cv_fs_part *parts;          /* owned array */
+    int n_parts;
+    size_t len;
+    unsigned char head[64];
+    unsigned char *tail;        /* owned */
+    size_t tail_len;
+} cv_weights_obj;
+int cv_weights_split_object(const cv_kprog *p, const void *code_obj, size_t code_len,
+                            const char *sym, cv_weights_obj *o, cv_diag *d);
+void cv_weights_obj_free(cv_weights_obj *o);
 
 #endif

@@ -73,8 +73,3 @@ int64_t cv_weights_split_layout(const cv_kprog *p, int64_t *offsets)
 {
     return layout(p, CV_INLINE_CONST_MAX, offsets);
 }
-
-int cv_weights_split_image(const cv_kprog *p, char **data, size_t *len)
-{
-    return image(p, CV_INLINE_CONST_MAX, data, len);
-}

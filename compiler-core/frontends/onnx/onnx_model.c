@@ -294,6 +294,14 @@ cv_module *cv_onnx_load(const char *path, cv_diag *d)
                     (long long)st.st_size);
         return NULL;
     }
+    /* Mapped where it can be: the unpacking copies every tensor anyway, and
+     * a read would be one more pass over (and page faults for) the weights. */
+    onnx_file_map *fm = map_file(path);   /* owned */
+    if (fm) {
+        cv_module *m = cv_onnx_load_mem(fm->p, fm->len, path, d);
+        unmap_file(fm);
+        return m;
+    }
     char *buf = NULL;   /* owned */
     size_t len = 0;
     if (cv_fs_read_file(path, CV_ONNX_MAX_FILE, &buf, &len, d) < 0)

@@ -5,7 +5,9 @@
  * gives the artifact a cold compile gives, byte for byte; a weight change
  * that steers code generation (a scalar folded into code, two weights that
  * CSE merges only while they are equal) must miss, and then also gives the
- * cold compile's artifact. */
+ * cold compile's artifact.  int8: a recalibration that moves an activation
+ * scale (an immediate in the code) misses; one that keeps the scales, and
+ * a retrain under the same calibration, hit with the cold compile's bytes. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -14,11 +16,13 @@
 
 #include <dirent.h>
 
-#include "tests/support/worker_testlib.h"
+#include "common/npy.h"
+#include "test_worker_util.h"
 #include "compile/internal.h"
 
 static char *g_dir;
 static int g_n;         /* numbering output and cold-cache directories */
+static const cv_quant_opts *g_quant;    /* set: build() compiles int8 with it */
 
 static int group_setup(void **state)
 {
@@ -55,6 +59,10 @@ static char *build(cv_cache *c, const char *model, unsigned emit, cv_build_resul
     char *out = fresh("out");
     cv_build_opts o = {.model = model, .precision = CV_PRECISION_FP32, .opt_level = CV_OPT_O0,
                        .emit = emit, .out_dir = out};
+    if (g_quant) {
+        o.precision = CV_PRECISION_INT8;
+        o.quant = *g_quant;
+    }
     cv_diag d;
     cv_diag_init(&d);
     int rc = cv_build(c, &o, r, &d);
@@ -301,6 +309,71 @@ static void test_explain_retrain(void **state)
     free(text), free(out), free(model), free(mdir);
 }
 
+/* int8: calibration gives the activations' scales, which the kernels take
+ * as immediates (x_scale, y_scale: codegen_quant.c), and, with the weights,
+ * the per-channel combined scales, which are weights (constants of the
+ * weights image).  Eight calibration inputs x (1 x 8) spanning [-range,
+ * range]; shift moves the values inside that span but not its ends. */
+static void write_calib(const char *dir, float range, float shift)
+{
+    for (int f = 0; f < 8; f++) {
+        float x[8];
+        for (int i = 0; i < 8; i++)
+            x[i] = range * (float)((i + f) % 8 - 4) / 4.0f + (i == 3 ? shift : 0.0f);
+        x[0] = f % 2 ? range : -range;
+        char name[32];
+        snprintf(name, sizeof name, "cal%d.npy", f);
+        char *path = cv_tmpdir_path(dir, name);
+        cv_diag d;
+        cv_diag_init(&d);
+        assert_int_equal(cv_npy_write(path, CV_F32, 2, (const int64_t[]){1, 8}, x, &d), 0);
+        cv_diag_free(&d);
+        free(path);
+    }
+}
+
+/* One int8 step: new calibration and weights; the code level's outcome,
+ * and a hit gives the cold compile's artifact. */
+static cv_cache_outcome int8_step(cv_cache *c, const char *dir, const char *model, float range,
+                                  float shift, float seed)
+{
+    write_calib(dir, range, shift);
+    assert_int_equal(twu_write_weights(dir, "tiny.safetensors", seed), 0);
+    cv_build_result r;
+    char *warm = build(c, model, 0, &r), *cold = NULL;
+    assert_true(r.compiled);
+    cv_cache_outcome code = r.code.outcome;
+    if (code == CV_CACHE_HIT) {
+        cold = build(NULL, model, 0, &r);
+        assert_same_dir(cold, warm);
+    }
+    free(warm), free(cold);
+    return code;
+}
+
+static void test_int8_calibration(void **state)
+{
+    (void)state;
+    char *mdir = twu_model_dir(g_dir, "int8", "tiny.cvl.py", "1.0", NULL, 1.0f);
+    char *model = cv_tmpdir_path(mdir, "tiny.cvl.py"), *glob = cv_tmpdir_path(mdir, "cal*.npy");
+    cv_quant_opts q = {.precision = CV_PRECISION_INT8, .calibration = glob};
+    g_quant = &q;
+    cv_cache *c = twu_cache(mdir, "cache");
+    assert_non_null(c);
+    assert_int_equal(int8_step(c, mdir, model, 1.0f, 0.0f, 1.0f), CV_CACHE_MISS);
+    /* The input's range tripled: x_scale, an immediate, changed. */
+    assert_int_equal(int8_step(c, mdir, model, 3.0f, 0.0f, 1.0f), CV_CACHE_MISS);
+    /* Other calibration values in the same range: the same scales. */
+    assert_int_equal(int8_step(c, mdir, model, 3.0f, 0.5f, 1.0f), CV_CACHE_HIT);
+    /* Retrains under that calibration: new weights, weight scales, combined
+     * scales (all data), the same code, and the cold compile's bytes. */
+    assert_int_equal(int8_step(c, mdir, model, 3.0f, 0.5f, 0.5f), CV_CACHE_HIT);
+    assert_int_equal(int8_step(c, mdir, model, 3.0f, 0.5f, 2.0f), CV_CACHE_HIT);
+    g_quant = NULL;
+    cv_cache_close(c);
+    free(glob), free(model), free(mdir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -309,6 +382,7 @@ int main(void)
         cmocka_unit_test(test_retrain_c99),
         cmocka_unit_test(test_steering_values_miss),
         cmocka_unit_test(test_explain_retrain),
+        cmocka_unit_test(test_int8_calibration),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
