@@ -17,7 +17,7 @@
 #include <dirent.h>
 
 #include "common/npy.h"
-#include "test_worker_util.h"
+#include "tests/support/worker_testlib.h"
 #include "compile/internal.h"
 
 static char *g_dir;
