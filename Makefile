@@ -146,6 +146,9 @@ $(BUILD)/asan/tests/%: $(BUILD)/asan/obj/tests/unit/%.o $(patsubst %.c,$(BUILD)/
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(SAN_CFLAGS) -o $@ $(filter %.o,$^) $(link_all) $(PKG_LIBS) $(TEST_LIBS) $(SYS_LIBS)
 
+# test_cli_options drives the commands' option tables: it links cli/ but main.
+$(BUILD)/asan/tests/test_cli_options: $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(filter-out cli/main.c,$(CLI_SRCS)))
+
 # The LLVM backend plugin, one per flavour.
 $(BUILD)/lib/cuvil/libcv_llvm.so: $(patsubst %.c,$(BUILD)/obj/%.o,$(LLVM_PLUGIN_SRCS))
 	@mkdir -p $(@D)
