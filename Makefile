@@ -155,6 +155,9 @@ $(call test_bin,$(1)): $(BUILD)/asan/obj/$(1:.c=.o) $(patsubst %.c,$(BUILD)/asan
 endef
 $(foreach t,$(TEST_SRCS),$(eval $(call test_rule,$(t))))
 
+# test_cli_options drives the commands' option tables: it links cli/ but main.
+$(BUILD)/asan/tests/test_cli_options: $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(filter-out cli/main.c,$(CLI_SRCS)))
+
 # The LLVM backend plugin, one per flavour.
 $(BUILD)/lib/cuvil/libcv_llvm.so: $(patsubst %.c,$(BUILD)/obj/%.o,$(LLVM_PLUGIN_SRCS))
 	@mkdir -p $(@D)

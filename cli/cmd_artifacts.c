@@ -20,29 +20,13 @@ typedef struct artifacts_args {
     bool force;
 } artifacts_args;
 
-static int parse_args(int argc, char **argv, artifacts_args *a)
+static int pos_arg(const char *arg, void *args)
 {
-    *a = (artifacts_args){.state = cv_cli_default_state()};
-    for (int i = 2; i < argc; i++) {
-        const char **slot = strcmp(argv[i], "--state") == 0          ? &a->state
-                            : strcmp(argv[i], "--cache") == 0        ? &a->cache
-                            : strcmp(argv[i], "--remote-cache") == 0 ? &a->remote
-                            : strcmp(argv[i], "--verify-key") == 0   ? &a->verify_key
-                            : strcmp(argv[i], "-o") == 0             ? &a->out
-                                                                     : NULL;
-        if (strcmp(argv[i], "--force") == 0) {
-            a->force = true;
-        } else if (slot) {
-            if (i + 1 >= argc)
-                return cv_cli_usage_error(&cv_cmd_artifacts, "%s needs a value", argv[i]);
-            *slot = argv[++i];
-        } else if (argv[i][0] == '-' || a->n_pos == 4) {
-            return cv_cli_usage_error(&cv_cmd_artifacts, "unexpected argument '%s'", argv[i]);
-        } else {
-            a->pos[a->n_pos++] = argv[i];
-        }
-    }
-    return CV_EXIT_OK;
+    artifacts_args *a = args;
+    if (a->n_pos == 4)
+        return cv_cli_usage_error(&cv_cmd_artifacts, "unexpected argument '%s'", arg);
+    a->pos[a->n_pos++] = arg;
+    return 0;
 }
 
 static const char *remote_of(const artifacts_args *a)
@@ -138,8 +122,8 @@ static int run_artifacts(int argc, char **argv)
     bool list = argc >= 2 && strcmp(argv[1], "list") == 0;
     if (!get && !list)
         return cv_cli_usage_error(&cv_cmd_artifacts, "expected 'get' or 'list'");
-    artifacts_args a;
-    int rc = parse_args(argc, argv, &a);
+    artifacts_args a = {.state = cv_cli_default_state()};
+    int rc = cv_cli_parse(&cv_cmd_artifacts, argv[1], argc, argv, 2, &a);
     if (rc)
         return rc;
     if (get && (a.n_pos < 3 || !a.out))
@@ -158,22 +142,34 @@ static int run_artifacts(int argc, char **argv)
     return rc;
 }
 
+static const cv_cli_opt options[] = {
+    {.short_name = 'o', .value = "DIR", .kind = CV_OPT_STR, .subs = "get",
+     .at = offsetof(artifacts_args, out), .help = "where the artifact's files are written"},
+    {.name = "force", .kind = CV_OPT_FLAG, .subs = "get", .at = offsetof(artifacts_args, force),
+     .help = "replace an artifact of the same name made from another model in DIR (CV5035 "
+             "otherwise)"},
+    CV_CLI_STR(0, "state", "DIR", artifacts_args, state,
+               "the farm's state directory (default $CUVIL_FARM_STATE or .cuvil-farm)"),
+    {.name = "cache", .value = "DIR", .kind = CV_OPT_STR, .subs = "get",
+     .at = offsetof(artifacts_args, cache),
+     .help = "the cache (default $CUVIL_CACHE_DIR or ~/.cache/cuvil)"},
+    {.name = "remote-cache", .value = "URL", .kind = CV_OPT_STR, .subs = "get",
+     .at = offsetof(artifacts_args, remote),
+     .help = "also look in a shared cache (default $CUVIL_REMOTE_CACHE)"},
+    {.name = "verify-key", .value = "PEM", .kind = CV_OPT_STR, .subs = "get",
+     .at = offsetof(artifacts_args, verify_key),
+     .help = "the farm's action-cache verify key, required with a remote (default "
+             "$CUVIL_REMOTE_CACHE_VERIFY_KEY, else STATE/keys/ac-verify.pem): unsigned or "
+             "foreign entries are refused (CV9314)"},
+    CV_CLI_END,
+};
+
 const cv_cli_command cv_cmd_artifacts = {
     "artifacts", "list or fetch the artifacts a farm built",
     "cuvil artifacts get REVISION MODEL TARGET [PRECISION] -o DIR [options]\n"
     "cuvil artifacts list [REVISION] [--state DIR]\n"
-    "  REVISION            ref@sha1:COMMIT, a commit id or prefix, or latest\n"
-    "  MODEL               the model's path in the repository\n"
-    "  PRECISION           fp32 (default), fp16, bf16, int8\n"
-    "  -o DIR              where the artifact's files are written\n"
-    "  --force             replace an artifact of the same name made from another\n"
-    "                      model in DIR (CV5035 otherwise)\n"
-    "  --state DIR         the farm's state directory (default $CUVIL_FARM_STATE or .cuvil-farm)\n"
-    "  --cache DIR         the cache (default $CUVIL_CACHE_DIR or ~/.cache/cuvil)\n"
-    "  --remote-cache URL  also look in a shared cache (default $CUVIL_REMOTE_CACHE)\n"
-    "  --verify-key PEM    the farm's action-cache verify key, required with a remote\n"
-    "                      (default $CUVIL_REMOTE_CACHE_VERIFY_KEY, else\n"
-    "                      STATE/keys/ac-verify.pem): unsigned or foreign entries are\n"
-    "                      refused (CV9314)\n",
-    run_artifacts,
+    "  REVISION   ref@sha1:COMMIT, a commit id or prefix, or latest\n"
+    "  MODEL      the model's path in the repository\n"
+    "  PRECISION  fp32 (default), fp16, bf16, int8\n",
+    run_artifacts, options, NULL, pos_arg, sizeof(artifacts_args), "get list", NULL, 0,
 };

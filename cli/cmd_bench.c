@@ -27,64 +27,34 @@ typedef struct bench_dim {
 
 typedef struct bench_opts {
     const char *model;
-    int threads, iters, warmup;
-    int64_t batch;
+    int threads, iters, warmup, batch;
     bench_dim dims[MAX_DIMS];
     int n_dims;
     bool json, profile;
 } bench_opts;
 
-static int int_arg(const char *s, long lo, long hi, long *out)
+/* --dim SYM=V: the name points into argv. */
+static int dim_arg(const cv_cli_command *cmd, const cv_cli_opt *opt, const char *v, void *args)
 {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == 0 || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
+    (void)opt;
+    bench_opts *o = args;
+    const char *eq = strchr(v, '=');
+    char *end = NULL;
+    long n = eq ? strtol(eq + 1, &end, 10) : -1;
+    if (!eq || eq == v || o->n_dims == MAX_DIMS || !eq[1] || *end || n < 0 || n > MAX_DIM_VALUE)
+        return cv_cli_usage_error(cmd, "--dim takes SYMBOL=VALUE (VALUE from 0 to %d, at most %d "
+                                  "of them)", MAX_DIM_VALUE, MAX_DIMS);
+    o->dims[o->n_dims++] = (bench_dim){v, (size_t)(eq - v), n, false};
     return 0;
 }
 
 static int parse_args(bench_opts *o, int argc, char **argv)
 {
-    const cv_cli_command *cmd = &cv_cmd_bench;
     *o = (bench_opts){.threads = 1, .iters = 50, .warmup = 5, .batch = 1};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        long v;
-        if (strcmp(a, "--json") == 0) {
-            o->json = true;
-        } else if (i + 1 < argc && strcmp(a, "--dim") == 0) {
-            const char *eq = strchr(argv[++i], '=');
-            if (!eq || eq == argv[i] || o->n_dims == MAX_DIMS ||
-                int_arg(eq + 1, 0, MAX_DIM_VALUE, &v))
-                return cv_cli_usage_error(cmd, "--dim takes SYMBOL=VALUE (VALUE from 0 to %d, at "
-                                          "most %d of them)", MAX_DIM_VALUE, MAX_DIMS);
-            o->dims[o->n_dims++] = (bench_dim){argv[i], (size_t)(eq - argv[i]), v, false};
-        } else if (strcmp(a, "--profile") == 0) {
-            o->profile = true;
-        } else if (i + 1 < argc && (strcmp(a, "--threads") == 0 || strcmp(a, "--iters") == 0 ||
-                                    strcmp(a, "--warmup") == 0 || strcmp(a, "--batch") == 0)) {
-            long hi = a[2] == 't' ? 256 : MAX_ITERS;
-            if (int_arg(argv[++i], a[2] == 'w' ? 0 : 1, hi, &v))
-                return cv_cli_usage_error(cmd, "%s takes a number from %d to %ld", a,
-                                          a[2] == 'w' ? 0 : 1, hi);
-            if (a[2] == 't')
-                o->threads = (int)v;
-            else if (a[2] == 'i')
-                o->iters = (int)v;
-            else if (a[2] == 'w')
-                o->warmup = (int)v;
-            else
-                o->batch = v;
-        } else if (a[0] == '-') {
-            return cv_cli_usage_error(cmd, "unknown or incomplete option '%s'", a);
-        } else if (!o->model) {
-            o->model = a;
-        } else {
-            return cv_cli_usage_error(cmd, "more than one model given ('%s')", a);
-        }
-    }
-    return o->model ? 0 : cv_cli_usage_error(cmd, "no model given");
+    int rc = cv_cli_parse(&cv_cmd_bench, NULL, argc, argv, 1, o);
+    if (rc)
+        return rc;
+    return o->model ? 0 : cv_cli_usage_error(&cv_cmd_bench, "no model given");
 }
 
 /* The value of symbolic dim `dim` (-1 - k): its --dim, else the batch. */
@@ -96,7 +66,7 @@ static int64_t symbol_value(const cv_native *n, bench_opts *o, int64_t dim)
             o->dims[i].used = true;
             return o->dims[i].value;
         }
-    return o->batch;
+    return (int64_t)o->batch;
 }
 
 /* A --dim naming no symbol of the model is an error naming the symbols. */
@@ -254,20 +224,32 @@ static int run_bench(int argc, char **argv)
     return rc;
 }
 
+static const cv_cli_opt options[] = {
+    CV_CLI_INT(0, "threads", "N", bench_opts, threads, 1, 256, "thread pool size (default 1)"),
+    CV_CLI_INT(0, "iters", "K", bench_opts, iters, 1, MAX_ITERS, "timed runs (default 50)"),
+    CV_CLI_INT(0, "warmup", "W", bench_opts, warmup, 0, MAX_ITERS,
+               "untimed runs first (default 5)"),
+    CV_CLI_INT(0, "batch", "B", bench_opts, batch, 1, MAX_ITERS,
+               "the value of every symbolic dim (default 1)"),
+    {.name = "dim", .value = "SYM=V", .kind = CV_OPT_CALL, .call = dim_arg, .example = "P=128",
+     .help = "the symbolic dim SYM is V instead of B (a decoder's past length: --dim P=128)"},
+    CV_CLI_FLAG(0, "json", bench_opts, json, "the figures as one JSON object"),
+    CV_CLI_FLAG(0, "profile", bench_opts, profile,
+                "then K more runs timing each kernel: milliseconds a run and share of the "
+                "total, slowest first, with the ops it runs and their model locations (ONNX "
+                "node names when compiled here)"),
+    CV_CLI_END,
+};
+
 const cv_cli_command cv_cmd_bench = {
     "bench", "time native runs of a model (latency percentiles)",
-    "cuvil bench MODEL|ARTIFACT_DIR [--threads N] [--iters K] [--warmup W] [--batch B]\n"
-    "            [--dim SYM=V]... [--json] [--profile]\n"
+    "cuvil bench MODEL|ARTIFACT_DIR [--threads N] [--iters K] [--warmup W]\n"
+    "            [--batch B] [--dim SYM=V]... [--json] [--profile]\n"
     "  compiles MODEL for this machine (-O2) unless given an artifact directory, then\n"
     "  times K runs (default 50) after W warm-up runs (default 5) on random inputs\n"
     "  whose symbolic dims are B (default 1); prints p50/p90/p99 latency, and for a\n"
     "  model whose first input is integer token ids, tokens per second (ids per run\n"
-    "  over the p50: one decode step of a key/value-cache decoder makes B tokens)\n"
-    "  --threads N   thread pool size (default 1)\n"
-    "  --dim SYM=V   the symbolic dim SYM is V instead of B (a decoder's past\n"
-    "                length: --dim P=128)\n"
-    "  --profile     then K more runs timing each kernel: milliseconds a run and\n"
-    "                share of the total, slowest first, with the ops it runs and\n"
-    "                their model locations (ONNX node names when compiled here)\n",
-    run_bench,
+    "  over the p50: one decode step of a key/value-cache decoder makes B tokens)\n",
+    run_bench, options, NULL, NULL, sizeof(bench_opts), NULL, "model",
+    offsetof(bench_opts, model),
 };

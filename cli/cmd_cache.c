@@ -14,54 +14,24 @@
 extern const cv_cli_command cv_cmd_cache;
 
 typedef struct cache_args {
+    const char *sub;            /* the subcommand */
     const char *dir, *listen, *tokens;
     uint64_t max_size, max_request;
     bool json, zero;
     int threads, zstd_level;
+    const char *model, *target, *precision;   /* explain */
+    int opt_level;
 } cache_args;
 
-static bool opt_allowed(const char *allowed, const char *o)
+static int model_arg(const char *arg, void *args)
 {
-    size_t n = strlen(o);
-    for (const char *p = allowed; (p = strstr(p, o)); p += n)
-        if ((p == allowed || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
-            return true;
-    return false;
-}
-
-/* Options shared by the subcommands; each subcommand says which it takes. */
-static int parse_args(int argc, char **argv, const char *allowed, cache_args *a)
-{
-    const cv_cli_command *cmd = &cv_cmd_cache;
-    for (int i = 2; i < argc; i++) {
-        const char *o = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (o[0] != '-' || !opt_allowed(allowed, o))
-            return cv_cli_usage_error(cmd, "%s: unknown argument '%s'", argv[1], o);
-        if (strcmp(o, "--json") == 0 || strcmp(o, "--zero") == 0 || strcmp(o, "-z") == 0) {
-            *(o[2] == 'j' ? &a->json : &a->zero) = true;
-            continue;
-        }
-        if (!v)
-            return cv_cli_usage_error(cmd, "%s needs a value", o);
-        i++;
-        if (strcmp(o, "--dir") == 0)
-            a->dir = v;
-        else if (strcmp(o, "--listen") == 0)
-            a->listen = v;
-        else if (strcmp(o, "--tokens") == 0)
-            a->tokens = v;
-        else if (strcmp(o, "--threads") == 0 || strcmp(o, "--zstd-level") == 0) {
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (*end || n < 0 || n > 256)
-                return cv_cli_usage_error(cmd, "%s: '%s' is not a small number", o, v);
-            *(o[2] == 't' ? &a->threads : &a->zstd_level) = (int)n;
-        } else if (cv_cli_size_arg(cmd, o, v, strcmp(o, "--max-size") == 0 ? &a->max_size
-                                                                             : &a->max_request))
-            return CV_EXIT_USAGE;
+    cache_args *a = args;
+    if (a->sub && strcmp(a->sub, "explain") == 0 && !a->model) {
+        a->model = arg;
+        return 0;
     }
-    return CV_EXIT_OK;
+    return cv_cli_usage_error(&cv_cmd_cache, "%s: unexpected argument '%s'",
+                              a->sub ? a->sub : "cache", arg);
 }
 
 static int open_local(const cache_args *a, cv_cache **c)
@@ -250,6 +220,8 @@ static int cmd_serve(const cache_args *a)
     return CV_EXIT_OK;
 }
 
+static const char subcommands[] = "stats evict explain clear verify serve";
+
 static int run_cache(int argc, char **argv)
 {
     const cv_cli_command *cmd = &cv_cmd_cache;
@@ -258,25 +230,17 @@ static int run_cache(int argc, char **argv)
     if (argc < 2)
         return cv_cli_usage_error(cmd, "which cache command?");
     const char *sub = argv[1];
-    if (strcmp(sub, "explain") == 0)
-        return cv_cli_cache_explain(cmd, argc - 1, argv + 1);
-    static const struct { const char *name, *opts; } subs[] = {
-        {"stats", "--json --zero -z --dir"},
-        {"evict", "--max-size --dir"},
-        {"clear", "--dir"},
-        {"verify", "--dir"},
-        {"serve", "--listen --dir --max-size --tokens --max-request --threads --zstd-level"},
-    };
-    const char *allowed = NULL;
-    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
-        if (strcmp(sub, subs[i].name) == 0)
-            allowed = subs[i].opts;
-    if (!allowed)
+    size_t n = strlen(sub);
+    const char *at = strstr(subcommands, sub);
+    if (!n || !at || (at > subcommands && at[-1] != ' ') || (at[n] && at[n] != ' '))
         return cv_cli_usage_error(cmd, "unknown cache command '%s'", sub);
-    cache_args a = {0};
-    int rc = parse_args(argc, argv, allowed, &a);
+    cache_args a = {.sub = sub, .opt_level = 2};
+    int rc = cv_cli_parse(cmd, sub, argc, argv, 2, &a);
     if (rc != CV_EXIT_OK)
         return rc;
+    if (strcmp(sub, "explain") == 0)
+        return a.model ? cv_cli_cache_explain(a.model, a.target, a.precision, a.opt_level)
+                       : cv_cli_usage_error(cmd, "explain: no model given");
     if (strcmp(sub, "serve") == 0)
         return cmd_serve(&a);
     cv_cache *c;
@@ -294,30 +258,62 @@ static int run_cache(int argc, char **argv)
     return rc;
 }
 
+#define LOCAL "stats evict clear verify"
+static const cv_cli_opt options[] = {
+    {.name = "json", .kind = CV_OPT_FLAG, .subs = "stats", .at = offsetof(cache_args, json),
+     .help = "the statistics as one JSON object"},
+    {.short_name = 'z', .name = "zero", .kind = CV_OPT_FLAG, .subs = "stats",
+     .at = offsetof(cache_args, zero),
+     .help = "reset the statistics first (like ccache -z); the entries stay"},
+    {.name = "dir", .value = "DIR", .kind = CV_OPT_STR, .at = offsetof(cache_args, dir),
+     .subs = LOCAL " serve",
+     .help = "the cache (default $CUVIL_CACHE_DIR or ~/.cache/cuvil); serve needs it"},
+    {.name = "max-size", .value = "N", .kind = CV_OPT_SIZE, .subs = "evict serve",
+     .at = offsetof(cache_args, max_size),
+     .help = "evict least-recently-used entries down to N (default: the limit, "
+             "$CUVIL_CACHE_SIZE or 10Gi); sizes: 20Gi, 500M, 1.5G"},
+    {.short_name = 't', .name = "target", .value = "TARGET", .kind = CV_OPT_STR,
+     .subs = "explain", .at = offsetof(cache_args, target), .help = "the compile's target"},
+    {.short_name = 'O', .value = "N", .kind = CV_OPT_INT, .flags = CV_OPT_ATTACHED, .lo = 0,
+     .hi = 3, .subs = "explain", .at = offsetof(cache_args, opt_level),
+     .help = "the compile's optimisation level (default -O2)"},
+    {.short_name = 'p', .name = "precision", .value = "PRECISION", .kind = CV_OPT_CHOICE,
+     .choices = "fp32|fp16|bf16|int8", .subs = "explain", .at = offsetof(cache_args, precision),
+     .help = "the compile's precision (default fp32)"},
+    {.name = "listen", .value = "HOST:PORT", .kind = CV_OPT_STR, .subs = "serve",
+     .at = offsetof(cache_args, listen), .help = "where to serve (required)"},
+    {.name = "tokens", .value = "FILE", .kind = CV_OPT_STR, .subs = "serve",
+     .at = offsetof(cache_args, tokens), .help = "one 'TOKEN rw' or 'TOKEN ro' a line"},
+    {.name = "max-request", .value = "N", .kind = CV_OPT_SIZE, .subs = "serve",
+     .at = offsetof(cache_args, max_request), .help = "the largest request body taken"},
+    {.name = "threads", .value = "N", .kind = CV_OPT_INT, .lo = 0, .hi = 256, .subs = "serve",
+     .at = offsetof(cache_args, threads), .help = "request threads (0: the default)"},
+    {.name = "zstd-level", .value = "N", .kind = CV_OPT_INT, .lo = 0, .hi = 256, .subs = "serve",
+     .at = offsetof(cache_args, zstd_level), .help = "compression level (0: the default)"},
+    CV_CLI_END,
+};
+#undef LOCAL
+
 const cv_cli_command cv_cmd_cache = {
     "cache", "inspect and maintain the compilation cache; serve it over HTTP",
     "cuvil cache COMMAND [options]\n"
     "\n"
-    "  stats [--json] [-z|--zero]  hits and misses per level (local, remote), miss\n"
-    "                            reasons, size vs limit, evictions, remote errors, the\n"
-    "                            average look-up time (not compile time saved); the text\n"
-    "                            and --json use the same field names.  --zero first\n"
-    "                            resets the statistics (like ccache -z), entries stay\n"
-    "  evict [--max-size N]      evict least-recently-used entries down to N (default:\n"
-    "                            the limit, $CUVIL_CACHE_SIZE or 10Gi)\n"
+    "  stats [--json] [-z|--zero]\n"
+    "           hits and misses per level (local, remote), miss reasons, size vs\n"
+    "           limit, evictions, remote errors, the average look-up time (not\n"
+    "           compile time saved); the text and --json use the same field names\n"
+    "  evict [--max-size N]\n"
+    "           evict least-recently-used entries down to N\n"
     "  explain MODEL [-t TARGET] [-O0..-O3] [-p PRECISION]\n"
-    "                            name the key fields in which this compile differs from\n"
-    "                            the closest stored entry, per level\n"
-    "  clear                     remove every entry (statistics stay)\n"
-    "  verify                    re-hash every entry, drop corrupt ones (exit 1 if any),\n"
-    "                            re-index files the index lacks\n"
+    "           name the key fields in which this compile differs from the closest\n"
+    "           stored entry, per level\n"
+    "  clear    remove every entry (statistics stay)\n"
+    "  verify   re-hash every entry, drop corrupt ones (exit 1 if any), re-index\n"
+    "           files the index lacks\n"
     "  serve --listen HOST:PORT --dir DIR [--max-size N] [--tokens FILE]\n"
     "        [--max-request N] [--threads N] [--zstd-level N]\n"
-    "                            serve DIR in the bazel-remote HTTP layout (GET/HEAD/PUT\n"
-    "                            /cas/<sha256>, /ac/<sha256>; /metrics, /status) until\n"
-    "                            SIGTERM.  Tokens file: one 'TOKEN rw' or 'TOKEN ro' a line\n"
-    "\n"
-    "  stats, evict, clear and verify take --dir DIR (default $CUVIL_CACHE_DIR or\n"
-    "  ~/.cache/cuvil).  Sizes: 20Gi, 500M, 1.5G.\n",
-    run_cache,
+    "           serve DIR in the bazel-remote HTTP layout (GET/HEAD/PUT\n"
+    "           /cas/<sha256>, /ac/<sha256>; /metrics, /status) until SIGTERM\n"
+    "\n",
+    run_cache, options, NULL, model_arg, sizeof(cache_args), subcommands, NULL, 0,
 };

@@ -52,27 +52,12 @@ static void explain_level(cv_cache *c, cv_cache_level lv, const char *name,
     free(closest);
 }
 
-int cv_cli_cache_explain(const cv_cli_command *cmd, int argc, char **argv)
+int cv_cli_cache_explain(const char *model, const char *target, const char *precision,
+                         int opt_level)
 {
-    cv_build_opts o = {.precision = CV_PRECISION_FP32, .opt_level = CV_OPT_O2};
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        if ((strcmp(s, "-t") == 0 || strcmp(s, "--target") == 0) && i + 1 < argc)
-            o.target = argv[++i];
-        else if ((strcmp(s, "-p") == 0 || strcmp(s, "--precision") == 0) && i + 1 < argc) {
-            int p = cv_precision_parse(argv[++i]);
-            if (p < 0)
-                return cv_cli_usage_error(cmd, "explain: unknown precision '%s'", argv[i]);
-            o.precision = (cv_precision)p;
-        } else if (strncmp(s, "-O", 2) == 0 && strlen(s) == 3 && s[2] >= '0' && s[2] <= '3')
-            o.opt_level = (cv_opt_level)(s[2] - '0');
-        else if (s[0] != '-' && !o.model)
-            o.model = s;
-        else
-            return cv_cli_usage_error(cmd, "explain: unexpected argument '%s'", s);
-    }
-    if (!o.model)
-        return cv_cli_usage_error(cmd, "explain: no model given");
+    cv_build_opts o = {.model = model, .target = target, .opt_level = (cv_opt_level)opt_level,
+                       .precision = precision ? (cv_precision)cv_precision_parse(precision)
+                                              : CV_PRECISION_FP32};
     cv_diag d;
     cv_diag_init(&d);
     cv_cache *c = NULL;

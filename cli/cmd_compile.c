@@ -24,115 +24,72 @@ extern const cv_cli_command cv_cmd_compile;
 typedef struct compile_args {
     const char *model;
     cv_compile_opts o;
-    const char *precision, *remote;
+    const char *precision, *remote, *calib_method;
     cv_quant_opts quant;        /* --calibration, --calibration-method, --min-sqnr */
     char calib[4096];           /* repeated --calibration specs, joined with ';' */
-    bool stats, verbose, no_cache, explain, quiet, force;
+    bool stats, verbose, no_cache, explain, quiet, force, weights_file;
     const char *name;           /* --name */
     int max_ops;                /* --max-ops; 0: CV_MAX_COMPILE_OPS */
     int64_t timeout_ms;         /* --timeout; 0: none */
-    const char *timeout_text;
 } compile_args;
 
-static int parse_opt_level(const char *a, int *out)
+static int target_arg(const cv_cli_command *cmd, const cv_cli_opt *opt, const char *v, void *args)
 {
-    if (strlen(a) != 3 || a[0] != '-' || a[1] != 'O' || a[2] < '0' || a[2] > '3')
-        return -1;
-    *out = a[2] - '0';
+    (void)opt;
+    char list[512];
+    if (!cv_target_known(v))
+        return cv_cli_usage_error(cmd, "unknown target '%s'; the targets are %s", v,
+                                  cv_target_names(list, sizeof list));
+    ((compile_args *)args)->o.target = v;
+    return 0;
+}
+
+static int emit_arg(const cv_cli_command *cmd, const cv_cli_opt *opt, const char *v, void *args)
+{
+    (void)opt;
+    if (cv_emit_parse(v, &((compile_args *)args)->o.emit))
+        return cv_cli_usage_error(cmd, "--emit takes a list of so,a,obj,h,llvm,cuir,c; got '%s'", v);
+    return 0;
+}
+
+static int calibration_arg(const cv_cli_command *cmd, const cv_cli_opt *opt, const char *v,
+                           void *args)
+{
+    (void)opt;
+    compile_args *a = args;
+    size_t at = strlen(a->calib);
+    if (at + strlen(v) + 2 > sizeof a->calib)
+        return cv_cli_usage_error(cmd, "--calibration: specs too long");
+    snprintf(a->calib + at, sizeof a->calib - at, "%s%s", at ? ";" : "", v);
+    a->quant.calibration = a->calib;
+    return 0;
+}
+
+static int sqnr_arg(const cv_cli_command *cmd, const cv_cli_opt *opt, const char *v, void *args)
+{
+    (void)opt;
+    char *end;
+    double db = strtod(v, &end);
+    if (end == v || *end || !(db > 0 && db < 200))
+        return cv_cli_usage_error(cmd, "--min-sqnr takes dB in (0, 200), got '%s'", v);
+    ((compile_args *)args)->quant.min_sqnr = db;
     return 0;
 }
 
 static int parse_args(compile_args *a, int argc, char **argv)
 {
     const cv_cli_command *cmd = &cv_cmd_compile;
-    bool weights_file = false;
     a->o.opt_level = 2;
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        if ((strcmp(s, "-t") == 0 || strcmp(s, "--target") == 0) && i + 1 < argc) {
-            a->o.target = argv[++i];
-            char list[512];
-            if (!cv_target_known(a->o.target))
-                return cv_cli_usage_error(cmd, "unknown target '%s'; the targets are %s",
-                                          a->o.target, cv_target_names(list, sizeof list));
-        } else if (strcmp(s, "--name") == 0 && i + 1 < argc) {
-            a->name = argv[++i];
-        } else if (strcmp(s, "--force") == 0) {
-            a->force = true;
-        } else if (strcmp(s, "-q") == 0 || strcmp(s, "--quiet") == 0) {
-            a->quiet = true;
-        } else if ((strcmp(s, "-o") == 0 || strcmp(s, "--output") == 0) && i + 1 < argc) {
-            a->o.out_dir = argv[++i];
-        } else if (strcmp(s, "--emit") == 0 && i + 1 < argc) {
-            if (cv_emit_parse(argv[++i], &a->o.emit))
-                return cv_cli_usage_error(cmd, "--emit takes a list of so,a,obj,h,llvm,cuir,c; "
-                                          "got '%s'", argv[i]);
-        } else if (strncmp(s, "-O", 2) == 0) {
-            if (parse_opt_level(s, &a->o.opt_level))
-                return cv_cli_usage_error(cmd, "optimisation level must be -O0 to -O3, got '%s'", s);
-        } else if (strcmp(s, "-g") == 0) {
-            a->o.debug = true;
-        } else if (strcmp(s, "--weights-file") == 0) {
-            weights_file = true;
-        } else if (strcmp(s, "--no-blocked-layout") == 0) {
-            a->o.no_blocked_layout = true;
-        } else if (strcmp(s, "--stats") == 0) {
-            a->stats = true;
-        } else if (strcmp(s, "-v") == 0 || strcmp(s, "--verbose") == 0) {
-            a->verbose = true;
-        } else if (strcmp(s, "--no-cache") == 0) {
-            a->no_cache = true;
-        } else if (strcmp(s, "--explain") == 0) {
-            a->explain = a->verbose = true;
-        } else if ((strcmp(s, "-p") == 0 || strcmp(s, "--precision") == 0) && i + 1 < argc) {
-            a->precision = argv[++i];
-            if (cv_precision_parse(a->precision) < 0)
-                return cv_cli_usage_error(cmd, "precision must be fp32, fp16, bf16 or int8, got '%s'",
-                                          a->precision);
-        } else if (strcmp(s, "--calibration") == 0 && i + 1 < argc) {
-            size_t at = strlen(a->calib);
-            if (at + strlen(argv[i + 1]) + 2 > sizeof a->calib)
-                return cv_cli_usage_error(cmd, "--calibration: specs too long");
-            snprintf(a->calib + at, sizeof a->calib - at, "%s%s", at ? ";" : "", argv[++i]);
-            a->quant.calibration = a->calib;
-        } else if (strcmp(s, "--calibration-method") == 0 && i + 1 < argc) {
-            int m = cv_calib_method_parse(argv[++i]);
-            if (m < 0)
-                return cv_cli_usage_error(cmd, "--calibration-method must be minmax, percentile "
-                                          "or entropy, got '%s'", argv[i]);
-            a->quant.method = (cv_calib_method)m;
-        } else if (strcmp(s, "--min-sqnr") == 0 && i + 1 < argc) {
-            char *end;
-            a->quant.min_sqnr = strtod(argv[++i], &end);
-            if (*end || !(a->quant.min_sqnr > 0 && a->quant.min_sqnr < 200))
-                return cv_cli_usage_error(cmd, "--min-sqnr takes dB in (0, 200), got '%s'", argv[i]);
-        } else if (strcmp(s, "--max-ops") == 0 && i + 1 < argc) {
-            char *end;
-            long n = strtol(argv[++i], &end, 10);
-            if (*end || end == argv[i] || n < 1 || n > CV_MAX_COMPILE_OPS_CEILING)
-                return cv_cli_usage_error(cmd, "--max-ops takes 1 to %d, got '%s'",
-                                          CV_MAX_COMPILE_OPS_CEILING, argv[i]);
-            a->max_ops = (int)n;
-        } else if (strcmp(s, "--timeout") == 0 && i + 1 < argc) {
-            a->timeout_text = argv[++i];
-            if (cv_cli_duration_arg(cmd, s, a->timeout_text, &a->timeout_ms))
-                return CV_EXIT_USAGE;
-            if (a->timeout_ms < 1 || a->timeout_ms > (int64_t)24 * 3600 * 1000)
-                return cv_cli_usage_error(cmd, "--timeout takes 1ms to 24h, got '%s'",
-                                          a->timeout_text);
-        } else if (strcmp(s, "--remote-cache") == 0 && i + 1 < argc) {
-            a->remote = argv[++i];
-        } else if (s[0] == '-') {
-            return cv_cli_usage_error(cmd, "unknown or incomplete option '%s'", s);
-        } else if (!a->model) {
-            a->model = s;
-        } else {
-            return cv_cli_usage_error(cmd, "more than one model given ('%s')", s);
-        }
-    }
+    int rc = cv_cli_parse(cmd, NULL, argc, argv, 1, a);
+    if (rc)
+        return rc;
     if (!a->model)
         return cv_cli_usage_error(cmd, "no model given");
-    if (weights_file)
+    if (a->explain)
+        a->verbose = true;
+    if (a->calib_method)
+        a->quant.method = (cv_calib_method)cv_calib_method_parse(a->calib_method);
+    if (a->weights_file)
         a->o.emit = (a->o.emit ? a->o.emit : CV_EMIT_DEFAULT) | CV_EMIT_WEIGHTS;
     if (!a->o.out_dir)
         a->o.out_dir = "cuvil-out";
@@ -187,7 +144,7 @@ static void on_timeout(int sig)
 static void arm_timeout(const compile_args *a)
 {
     int n = snprintf(timeout_msg, sizeof timeout_msg, "%s: error[CV5013]: the compile ran past "
-                     "--timeout %s and was stopped\n", a->model, a->timeout_text);
+                     "--timeout (%lld ms) and was stopped\n", a->model, (long long)a->timeout_ms);
     timeout_len = n < 0 ? 0 : (size_t)n < sizeof timeout_msg ? (size_t)n : sizeof timeout_msg - 1;
     struct sigaction sa = {.sa_handler = on_timeout};
     sigemptyset(&sa.sa_mask);
@@ -295,48 +252,78 @@ static int run_compile(int argc, char **argv)
     return rc;
 }
 
+static const cv_cli_opt options[] = {
+    {.short_name = 't', .name = "target", .value = "TARGET", .kind = CV_OPT_CALL,
+     .call = target_arg, .example = "native",
+     .help = "{targets} (default native: this machine's CPU; cuda-smNN: PTX in an x86-64 host "
+             "library)"},
+    {.short_name = 'O', .kind = CV_OPT_INT, .value = "N", .flags = CV_OPT_ATTACHED, .lo = 0,
+     .hi = 3, .at = offsetof(compile_args, o.opt_level),
+     .help = "optimisation level (default -O2)"},
+    CV_CLI_FLAG('g', NULL, compile_args, o.debug,
+                "debug info: DWARF mapping each kernel to its model line (for ONNX models, to "
+                "its line in the generated <name>.cuir), and locations in the symbol map "
+                "<name>.cvsym (cuvil symbols)"),
+    CV_CLI_STR('o', "output", "DIR", compile_args, o.out_dir,
+               "output directory (default ./cuvil-out); artifacts of other names may share it"),
+    CV_CLI_STR(0, "name", "NAME", compile_args, name,
+               "the artifact's C name (lib<NAME>.so, cv_<NAME>_run); default: the model's own "
+               "name, or for an ONNX graph named by its exporter (torch_jit, main_graph...) "
+               "the model file's stem"),
+    CV_CLI_FLAG(0, "force", compile_args, force,
+                "replace an artifact of the same name made from another model in DIR (CV5035 "
+                "otherwise)"),
+    CV_CLI_FLAG('q', "quiet", compile_args, quiet,
+                "print nothing on success (default: one line, what was written)"),
+    {.name = "emit", .value = "LIST", .kind = CV_OPT_CALL, .call = emit_arg, .example = "so,h",
+     .help = "comma-separated files to write: so,a,obj,h,llvm,cuir,c (default so,a,obj,h; "
+             "manifest.json is always written); c: portable C99 <name>.c + <name>_weights.c + "
+             "<name>.h for any C compiler (cc -std=c99 -O2, -lm; -fopenmp for threads), made "
+             "without LLVM when no so,a,obj,llvm is asked for"},
+    CV_CLI_FLAG(0, "weights-file", compile_args, weights_file,
+                "the weights in <name>.weights.bin beside the library, not in its read-only "
+                "data (cv_<name>_create_weights maps them in)"),
+    {.short_name = 'p', .name = "precision", .value = "PRECISION", .kind = CV_OPT_CHOICE,
+     .choices = "fp32|fp16|bf16|int8", .at = offsetof(compile_args, precision),
+     .help = "fp32 (default), fp16, bf16 (weights stored reduced) or int8"},
+    {.name = "calibration", .value = "GLOB", .kind = CV_OPT_CALL, .call = calibration_arg,
+     .example = "x=calib/*.npy",
+     .help = "int8: .npy inputs to calibrate on (the last one is held out for the SQNR "
+             "report); a model with several inputs takes one --calibration INPUT=GLOB per "
+             "input (file i of each glob makes sample i)"},
+    {.name = "calibration-method", .value = "M", .kind = CV_OPT_CHOICE,
+     .choices = "minmax|percentile|entropy", .at = offsetof(compile_args, calib_method),
+     .help = "minmax (default), percentile or entropy"},
+    {.name = "min-sqnr", .value = "DB", .kind = CV_OPT_CALL, .call = sqnr_arg, .example = "30",
+     .help = "fail (CV5110) when an int8 output's SQNR is below DB"},
+    CV_CLI_FLAG(0, "stats", compile_args, stats,
+                "print ops, kernels, arena size against the peak-live bound, timings"),
+    CV_CLI_FLAG('v', "verbose", compile_args, verbose,
+                "print the cache outcome: 'cache: l1 hit, l2 miss (reason)'"),
+    CV_CLI_FLAG(0, "explain", compile_args, explain,
+                "on a miss, name the key fields that differ from the closest entry"),
+    CV_CLI_FLAG(0, "no-cache", compile_args, no_cache,
+                "compile without the cache (also CUVIL_CACHE=off)"),
+    CV_CLI_FLAG(0, "no-blocked-layout", compile_args, o.no_blocked_layout,
+                "keep every convolution in the plain NCHW layout (for comparison)"),
+    CV_CLI_STR(0, "remote-cache", "URL", compile_args, remote,
+               "http://host:port[/instance] (also CUVIL_REMOTE_CACHE)"),
+    CV_CLI_INT(0, "max-ops", "N", compile_args, max_ops, 1, CV_MAX_COMPILE_OPS_CEILING,
+               "refuse (CV5012) a model with more than N ops (default 200000)"),
+    {.name = "timeout", .value = "DUR", .kind = CV_OPT_DURATION, .lo = 1,
+     .hi = (long long)24 * 3600 * 1000, .at = offsetof(compile_args, timeout_ms),
+     .help = "stop the compile (CV5013, exit 1) after DUR: 90s, 1500ms, 10m"},
+    CV_CLI_END,
+};
+
 const cv_cli_command cv_cmd_compile = {
     "compile", "compile a model into a native inference library",
-    "cuvil compile MODEL [-t TARGET] [-O0..-O3] [-g] [-p PRECISION] [-o DIR] [--name NAME]\n"
-    "              [--force] [--emit LIST] [--weights-file] [--stats] [-q] [-v] [--explain]\n"
-    "              [--no-cache] [--remote-cache URL] [--no-blocked-layout]\n"
-    "              [--calibration GLOB] [--calibration-method M] [--min-sqnr DB]\n"
-    "  -t TARGET     {targets}\n"
-    "                (default native: this machine's CPU; cuda-smNN: PTX in an x86-64\n"
-    "                host library)\n"
-    "  -O0..-O3      optimisation level (default -O2)\n"
-    "  -g            debug info: DWARF mapping each kernel to its model line (for\n"
-    "                ONNX models, to its line in the generated <name>.cuir), and\n"
-    "                locations in the symbol map <name>.cvsym (cuvil symbols)\n"
-    "  -o DIR        output directory (default ./cuvil-out); artifacts of other\n"
-    "                names may share it\n"
-    "  --name NAME   the artifact's C name (lib<NAME>.so, cv_<NAME>_run); default:\n"
-    "                the model's own name, or for an ONNX graph named by its\n"
-    "                exporter (torch_jit, main_graph...) the model file's stem\n"
-    "  --force       replace an artifact of the same name made from another model\n"
-    "                in DIR (CV5035 otherwise)\n"
-    "  -q, --quiet   print nothing on success (default: one line, what was written)\n"
-    "  --emit LIST   comma-separated files to write: so,a,obj,h,llvm,cuir,c\n"
-    "                (default so,a,obj,h; manifest.json is always written);\n"
-    "                c: portable C99 <name>.c + <name>_weights.c + <name>.h for\n"
-    "                any C compiler (cc -std=c99 -O2, -lm; -fopenmp for threads),\n"
-    "                made without LLVM when no so,a,obj,llvm is asked for\n"
-    "  --weights-file  the weights in <name>.weights.bin beside the library, not in\n"
-    "                its read-only data (cv_<name>_create_weights maps them in)\n"
-    "  -p PRECISION  fp32 (default), fp16, bf16 (weights stored reduced) or int8\n"
-    "  --calibration GLOB  int8: .npy inputs to calibrate on (the last one is held\n"
-    "                out for the SQNR report); a model with several inputs takes\n"
-    "                one --calibration INPUT=GLOB per input (file i of each glob\n"
-    "                makes sample i)\n"
-    "  --calibration-method minmax|percentile|entropy  (default minmax)\n"
-    "  --min-sqnr DB fail (CV5110) when an int8 output's SQNR is below DB\n"
-    "  --stats       print ops, kernels, arena size against the peak-live bound, timings\n"
-    "  -v, --verbose print the cache outcome: 'cache: l1 hit, l2 miss (reason)'\n"
-    "  --explain     on a miss, name the key fields that differ from the closest entry\n"
-    "  --no-cache    compile without the cache (also CUVIL_CACHE=off)\n"
-    "  --no-blocked-layout  keep every convolution in the plain NCHW layout (for comparison)\n"
-    "  --remote-cache URL  http://host:port[/instance] (also CUVIL_REMOTE_CACHE)\n"
-    "  --max-ops N   refuse (CV5012) a model with more than N ops (default 200000)\n"
-    "  --timeout DUR stop the compile (CV5013, exit 1) after DUR: 90s, 1500ms, 10m\n",
-    run_compile,
+    "cuvil compile MODEL [-t TARGET] [-O0..-O3] [-g] [-p PRECISION] [-o DIR]\n"
+    "              [--name NAME] [--force] [--emit LIST] [--weights-file] [--stats]\n"
+    "              [-q] [-v] [--explain] [--no-cache] [--remote-cache URL]\n"
+    "              [--no-blocked-layout] [--calibration GLOB]\n"
+    "              [--calibration-method M] [--min-sqnr DB] [--max-ops N]\n"
+    "              [--timeout DUR]\n",
+    run_compile, options, NULL, NULL, sizeof(compile_args), NULL,
+    "model", offsetof(compile_args, model),
 };

@@ -23,17 +23,21 @@ extern const cv_cli_command cv_cmd_diff;
 
 typedef struct diff_args {
     const char *model, *against, *target;
-    const char **in_names, **in_files;  /* owned arrays: argc entries */
-    int n_in, threads;
+    cv_cli_inputs in;
+    int threads;
     double atol, rtol;
     bool json;
 } diff_args;
 
-static int parse_num(const char *s, double *out)
+/* --atol, --rtol: a finite number >= 0 at the row's offset. */
+static int tol_arg(const cv_cli_command *cmd, const cv_cli_opt *o, const char *v, void *args)
 {
     char *end;
-    *out = strtod(s, &end);
-    return end != s && *end == 0 && *out >= 0 && isfinite(*out) ? 0 : -1;
+    double x = strtod(v, &end);
+    if (end == v || *end || !(x >= 0) || !isfinite(x))
+        return cv_cli_usage_error(cmd, "--%s takes a number >= 0, got '%s'", o->name, v);
+    *(double *)((char *)args + o->at) = x;
+    return 0;
 }
 
 static int parse_args(diff_args *a, int argc, char **argv)
@@ -43,44 +47,9 @@ static int parse_args(diff_args *a, int argc, char **argv)
     a->atol = 1e-4;
     a->rtol = 1e-3;
     a->threads = 1;
-    a->in_names = calloc((size_t)argc, sizeof *a->in_names);
-    a->in_files = calloc((size_t)argc, sizeof *a->in_files);
-    if (!a->in_names || !a->in_files)
-        return CV_EXIT_INTERNAL;
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        bool more = i + 1 < argc;
-        if ((strcmp(s, "--input") == 0 || strcmp(s, "-i") == 0) && more) {
-            char *eq = strchr(argv[++i], '=');
-            if (!eq || eq == argv[i])
-                return cv_cli_usage_error(cmd, "--input takes NAME=FILE.npy, got '%s'", argv[i]);
-            *eq = 0;
-            a->in_names[a->n_in] = argv[i];
-            a->in_files[a->n_in++] = eq + 1;
-        } else if (strcmp(s, "--against") == 0 && more) {
-            a->against = argv[++i];
-        } else if ((strcmp(s, "-t") == 0 || strcmp(s, "--target") == 0) && more) {
-            a->target = argv[++i];
-        } else if (strcmp(s, "--atol") == 0 && more) {
-            if (parse_num(argv[++i], &a->atol))
-                return cv_cli_usage_error(cmd, "--atol takes a number >= 0");
-        } else if (strcmp(s, "--rtol") == 0 && more) {
-            if (parse_num(argv[++i], &a->rtol))
-                return cv_cli_usage_error(cmd, "--rtol takes a number >= 0");
-        } else if (strcmp(s, "--threads") == 0 && more) {
-            a->threads = atoi(argv[++i]);
-            if (a->threads < 1 || a->threads > 256)
-                return cv_cli_usage_error(cmd, "--threads takes 1 to 256");
-        } else if (strcmp(s, "--json") == 0) {
-            a->json = true;
-        } else if (s[0] == '-') {
-            return cv_cli_usage_error(cmd, "unknown or incomplete option '%s'", s);
-        } else if (!a->model) {
-            a->model = s;
-        } else {
-            return cv_cli_usage_error(cmd, "more than one model given ('%s')", s);
-        }
-    }
+    int rc = cv_cli_parse(cmd, NULL, argc, argv, 1, a);
+    if (rc)
+        return rc;
     if (!a->model)
         return cv_cli_usage_error(cmd, "no model given");
     if (strcmp(a->against, "interp") != 0 && strncmp(a->against, "artifact:", 9) != 0 &&
@@ -91,8 +60,8 @@ static int parse_args(diff_args *a, int argc, char **argv)
 
 static int find_input(const diff_args *a, const char *name)
 {
-    for (int k = 0; k < a->n_in; k++)
-        if (strcmp(a->in_names[k], name) == 0)
+    for (int k = 0; k < a->in.n; k++)
+        if (strcmp(a->in.names[k], name) == 0)
             return k;
     return -1;
 }
@@ -107,10 +76,10 @@ static int read_inputs(const diff_args *a, const cv_native *n, cv_tensor *ins, c
         if (k < 0)
             return cv_diag_fail(d, CV_E_INPUT_MISMATCH, (cv_span){.file = a->model}, "no --input given for "
                                 "%%%s (%s)", io.name, sig);
-        if (cv_cli_read_input(a->in_files[k], io.name, io.dtype, sig, &ins[i], d))
+        if (cv_cli_read_input(a->in.files[k], io.name, io.dtype, sig, &ins[i], d))
             return -1;
     }
-    return cv_cli_check_input_names(a->model, a->in_names, a->n_in, n, d);
+    return cv_cli_check_input_names(a->model, a->in.names, a->in.n, n, d);
 }
 
 /* Runs an artifact directory on ins; its outputs by name into s. */
@@ -365,19 +334,13 @@ static int run_diff(int argc, char **argv)
         return CV_EXIT_OK;
     diff_args a = {0};
     int rc = parse_args(&a, argc, argv);
-    if (rc) {
-        free(a.in_names);
-        free(a.in_files);
+    if (rc)
         return rc;
-    }
     cv_diag d;
     cv_diag_init(&d);
     diff_state *st = calloc(1, sizeof *st);     /* owned: large (two sides) */
-    if (!st) {
-        free(a.in_names);
-        free(a.in_files);
+    if (!st)
         return CV_EXIT_INTERNAL;
-    }
     cv_symmap_init(&st->map);
     rc = build_and_run(&a, st, &d) || run_reference(&a, st, &d) ? CV_EXIT_INTERNAL
                                                                  : report(&a, &st->map, &st->build,
@@ -385,26 +348,40 @@ static int run_diff(int argc, char **argv)
     cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
     state_free(st);
     free(st);
-    free(a.in_names);
-    free(a.in_files);
     cv_diag_free(&d);
     return rc;
 }
 
+static const cv_cli_opt options[] = {
+    {.short_name = 'i', .name = "input", .value = "NAME=F", .kind = CV_OPT_CALL,
+     .call = cv_cli_input_arg, .at = offsetof(diff_args, in), .example = "x=x.npy",
+     .help = "bind model input %NAME to the .npy file F"},
+    CV_CLI_STR(0, "against", "REF", diff_args, against,
+               "interp: the reference interpreter (fp64 accumulation; default); onnxruntime: "
+               "ONNX Runtime (ONNX models; libonnxruntime.so.1 from the npm package "
+               "onnxruntime-node, or $CUVIL_ONNXRUNTIME), every node's output compared with "
+               "the last op lowered from it; artifact:DIR: another compiled artifact (tensors "
+               "both have, by name)"),
+    CV_CLI_STR('t', "target", "TARGET", diff_args, target, "the target to compile for"),
+    {.name = "atol", .value = "A", .kind = CV_OPT_CALL, .call = tol_arg,
+     .at = offsetof(diff_args, atol), .example = "1e-5", .help = "tolerance (default 1e-4)"},
+    {.name = "rtol", .value = "R", .kind = CV_OPT_CALL, .call = tol_arg,
+     .at = offsetof(diff_args, rtol), .example = "1e-2", .help = "tolerance (default 1e-3)"},
+    CV_CLI_INT(0, "threads", "N", diff_args, threads, 1, 256,
+               "native thread pool size (default 1)"),
+    CV_CLI_FLAG(0, "json", diff_args, json, "the rows as JSON"),
+    CV_CLI_END,
+};
+
 const cv_cli_command cv_cmd_diff = {
     "diff", "find the first layer where the compiled model deviates from a reference",
-    "cuvil diff MODEL --input NAME=FILE.npy ... [--against interp|onnxruntime|artifact:DIR]\n"
-    "           [-t TARGET] [--atol A] [--rtol R] [--threads N] [--json]\n"
+    "cuvil diff MODEL --input NAME=FILE.npy ...\n"
+    "           [--against interp|onnxruntime|artifact:DIR] [-t TARGET] [--atol A]\n"
+    "           [--rtol R] [--threads N] [--json]\n"
     "  Compiles a debug build of MODEL whose kernels each also write their result\n"
     "  to an output, runs it and the reference on the inputs, and prints one row\n"
     "  per kernel in program order: its ops, model line, max abs and relative error.\n"
     "  The first row whose error exceeds atol + rtol x |reference| is marked: the\n"
-    "  op where the compiled code starts to deviate (exit status 1).\n"
-    "  --against interp        the reference interpreter (fp64 accumulation; default)\n"
-    "  --against onnxruntime   ONNX Runtime (ONNX models; libonnxruntime.so.1 from the npm\n"
-    "                          package onnxruntime-node, or $CUVIL_ONNXRUNTIME), every\n"
-    "                          node's output compared with the last op lowered from it\n"
-    "  --against artifact:DIR  another compiled artifact (tensors both have, by name)\n"
-    "  --atol A, --rtol R      tolerance (default 1e-4 and 1e-3)\n",
-    run_diff,
+    "  op where the compiled code starts to deviate (exit status 1).\n",
+    run_diff, options, NULL, NULL, sizeof(diff_args), NULL, "model", offsetof(diff_args, model),
 };

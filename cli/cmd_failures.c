@@ -159,32 +159,7 @@ static void print_json(json_t *o)
 static int parse_args(int argc, char **argv, failures_args *a)
 {
     *a = (failures_args){.state = cv_cli_default_state(), .top = DEFAULT_TOP};
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        bool value = strcmp(arg, "--state") == 0 || strcmp(arg, "--since") == 0 ||
-                     strcmp(arg, "--top") == 0;
-        if (value && i + 1 >= argc)
-            return cv_cli_usage_error(&cv_cmd_failures, "%s needs a value", arg);
-        if (strcmp(arg, "--json") == 0) {
-            a->json = true;
-        } else if (strcmp(arg, "--state") == 0) {
-            a->state = argv[++i];
-        } else if (strcmp(arg, "--since") == 0) {
-            a->since = argv[++i];
-        } else if (strcmp(arg, "--top") == 0) {
-            char *end;
-            long n = strtol(argv[++i], &end, 10);
-            if (end == argv[i] || *end || n < 1 || n > 100000)
-                return cv_cli_usage_error(&cv_cmd_failures, "--top takes a number from 1 to "
-                                          "100000, got '%s'", argv[i]);
-            a->top = (int)n;
-        } else if (arg[0] == '-' || a->revision) {
-            return cv_cli_usage_error(&cv_cmd_failures, "unexpected argument '%s'", arg);
-        } else {
-            a->revision = arg;
-        }
-    }
-    return CV_EXIT_OK;
+    return cv_cli_parse(&cv_cmd_failures, NULL, argc, argv, 1, a);
 }
 
 static int run_report(cv_builddb *db, const failures_args *a, cv_diag *d)
@@ -237,16 +212,24 @@ static int run_failures(int argc, char **argv)
     return rc ? CV_EXIT_INPUT : CV_EXIT_OK;
 }
 
+static const cv_cli_opt options[] = {
+    CV_CLI_INT(0, "top", "N", failures_args, top, 1, 100000,
+               "show the N patterns that broke the most jobs (default 20)"),
+    CV_CLI_FLAG(0, "json", failures_args, json, "the report as one JSON object"),
+    CV_CLI_STR(0, "since", "REV", failures_args, since,
+               "trends: the patterns of every revision from REV to REVISION, jobs broken per "
+               "revision (at most the newest 100 revisions)"),
+    CV_CLI_STR(0, "state", "DIR", failures_args, state,
+               "the farm's state directory (default $CUVIL_FARM_STATE or .cuvil-farm)"),
+    CV_CLI_END,
+};
+
 const cv_cli_command cv_cmd_failures = {
     "failures", "sort a revision's failed jobs into root causes and patterns",
     "cuvil failures [REVISION] [--top N] [--json] [--since REV] [--state DIR]\n"
-    "  REVISION     ref@sha1:COMMIT, a commit id or a prefix of one (4+ hex digits), or\n"
-    "               latest (default)\n"
-    "  --top N      show the N patterns that broke the most jobs (default 20)\n"
-    "  --json       the report as one JSON object\n"
-    "  --since REV  trends: the patterns of every revision from REV to REVISION, jobs\n"
-    "               broken per revision (at most the newest 100 revisions)\n"
-    "  --state DIR  the farm's state directory (default $CUVIL_FARM_STATE or .cuvil-farm)\n"
+    "  REVISION  ref@sha1:COMMIT, a commit id or a prefix of one (4+ hex digits), or\n"
+    "            latest (default)\n",
+    run_failures, options,
     "A pattern is a root diagnostic's code and its AST path (model language) or IR/op\n"
     "path (CU-IR, ONNX) with names, numbers and places abstracted, e.g.\n"
     "  CV3203 FunctionDef>Assign>Call[cvl.conv2d]\n"
@@ -259,5 +242,5 @@ const cv_cli_command cv_cmd_failures = {
     "targets affected, an example with its source line while the revision's files\n"
     "are in the state directory, and a command that reproduces it.  Exit status 0\n"
     "unless the revision or the farm state cannot be read.\n",
-    run_failures,
+    NULL, sizeof(failures_args), NULL, "revision", offsetof(failures_args, revision),
 };

@@ -39,96 +39,16 @@ static void on_stop_signal(int sig)
     stop_requested = 1;
 }
 
-static const char *const value_flags[] = {"--workers", "--state", "--cache", "--remote-cache",
-                                          "--queue", "--kafka-config", "--ref", "--interval",
-                                          "--http", "--http-token-file",
-                                          "--webhook-secret-file", "--job-timeout",
-                                          "--memory-limit", "--signing-key", "--verify-key",
-                                          NULL};
-
-static bool takes_value(const char *arg)
+static int remote_arg(const cv_cli_command *cmd, const cv_cli_opt *opt, const char *v, void *args)
 {
-    for (int i = 0; value_flags[i]; i++)
-        if (strcmp(arg, value_flags[i]) == 0)
-            return true;
-    return false;
-}
-
-static int set_value(const cv_cli_command *cmd, farm_args *a, const char *flag, const char *v)
-{
-    if (strcmp(flag, "--workers") == 0) {
-        char *end;
-        long n = strtol(v, &end, 10);
-        if (end == v || *end || n < 0 || n > CV_FARM_WORKERS_MAX)
-            return cv_cli_usage_error(cmd, "--workers takes a number from 0 to %d, got '%s'",
-                                      CV_FARM_WORKERS_MAX, v);
-        a->workers = (int)n;
-    } else if (strcmp(flag, "--interval") == 0) {
-        if (cv_cli_duration_arg(cmd, flag, v, &a->interval_ms))
-            return CV_EXIT_USAGE;
-        if (a->interval_ms < 100)
-            return cv_cli_usage_error(cmd, "--interval takes 100ms or more, got '%s'", v);
-    } else if (strcmp(flag, "--job-timeout") == 0) {
-        if (cv_cli_duration_arg(cmd, flag, v, &a->policy.job_timeout_ms))
-            return CV_EXIT_USAGE;
-        if (a->policy.job_timeout_ms < 1000)
-            return cv_cli_usage_error(cmd, "--job-timeout takes 1s or more, got '%s'", v);
-    } else if (strcmp(flag, "--memory-limit") == 0) {
-        if (cv_cli_size_arg(cmd, flag, v, &a->policy.memory_limit))
-            return CV_EXIT_USAGE;
-        if (!a->policy.memory_limit)
-            return cv_cli_usage_error(cmd, "--memory-limit must be more than 0, got '%s'", v);
-    } else if (strcmp(flag, "--remote-cache") == 0) {
-        cv_diag d;
-        cv_diag_init(&d);
-        int rc = cv_farm_policy_add_remote(&a->policy, v, &d);
-        if (rc)
-            cv_cli_usage_error(cmd, "%s", d.n ? d.v[0].msg : "bad --remote-cache");
-        cv_diag_free(&d);
-        if (rc)
-            return CV_EXIT_USAGE;
-    } else if (strcmp(flag, "--kafka-config") == 0) {
-        if (a->n_kv == CV_CLI_KAFKA_CONFIG_MAX)
-            return cv_cli_usage_error(cmd, "too many --kafka-config settings");
-        a->kafka_kv[a->n_kv++] = v;
-    } else {
-        const char **slot = strcmp(flag, "--state") == 0             ? &a->state
-                            : strcmp(flag, "--cache") == 0           ? &a->cache
-                            : strcmp(flag, "--queue") == 0           ? &a->queue
-                            : strcmp(flag, "--ref") == 0             ? &a->ref
-                            : strcmp(flag, "--http") == 0            ? &a->http
-                            : strcmp(flag, "--http-token-file") == 0 ? &a->http_tokens
-                            : strcmp(flag, "--webhook-secret-file") == 0
-                                ? &a->webhook_secret_file
-                            : strcmp(flag, "--signing-key") == 0 ? &a->signing_key
-                                                                 : &a->verify_key;
-        *slot = v;
-    }
-    return CV_EXIT_OK;
-}
-
-/* argv[first..] after the sub-command. */
-static int parse_args(const cv_cli_command *cmd, int argc, char **argv, int first, farm_args *a)
-{
-    bool have_repo = false;
-    for (int i = first; i < argc; i++) {
-        const char *arg = argv[i];
-        if (takes_value(arg)) {
-            if (i + 1 >= argc)
-                return cv_cli_usage_error(cmd, "%s needs a value", arg);
-            int rc = set_value(cmd, a, arg, argv[++i]);
-            if (rc)
-                return rc;
-        } else if (strcmp(arg, "--once") == 0) {
-            a->once = true;
-        } else if (arg[0] == '-' || have_repo) {
-            return cv_cli_usage_error(cmd, "unexpected argument '%s'", arg);
-        } else {
-            a->repo = arg;
-            have_repo = true;
-        }
-    }
-    return CV_EXIT_OK;
+    (void)opt;
+    cv_diag d;
+    cv_diag_init(&d);
+    int rc = cv_farm_policy_add_remote(&((farm_args *)args)->policy, v, &d);
+    if (rc)
+        cv_cli_usage_error(cmd, "%s", d.n ? d.v[0].msg : "bad --remote-cache");
+    cv_diag_free(&d);
+    return rc ? CV_EXIT_USAGE : 0;
 }
 
 static void set_models_dir(void *ctx, const char *dir)
@@ -303,8 +223,9 @@ static int run_farm(int argc, char **argv)
         return CV_EXIT_OK;
     if (argc < 2 || strcmp(argv[1], "up") != 0)
         return cv_cli_usage_error(&cv_cmd_farm, "expected 'up'");
-    farm_args a = {.repo = ".", .state = cv_cli_default_state(), .workers = 2};
-    int rc = parse_args(&cv_cmd_farm, argc, argv, 2, &a);
+    farm_args a = {.state = cv_cli_default_state(), .workers = 2};
+    int rc = cv_cli_parse(&cv_cmd_farm, "up", argc, argv, 2, &a);
+    a.repo = a.repo ? a.repo : ".";
     if (rc == 0)
         rc = check_local_repo(&cv_cmd_farm, a.repo);
     return rc ? rc : run_with(&cv_cmd_farm, &a);
@@ -314,62 +235,95 @@ static int run_controller(int argc, char **argv)
 {
     if (cv_cli_wants_help(&cv_cmd_controller, argc, argv))
         return CV_EXIT_OK;
-    farm_args a = {.repo = ".", .state = cv_cli_default_state()};
-    int rc = parse_args(&cv_cmd_controller, argc, argv, 1, &a);
+    farm_args a = {.state = cv_cli_default_state()};
+    int rc = cv_cli_parse(&cv_cmd_controller, NULL, argc, argv, 1, &a);
+    a.repo = a.repo ? a.repo : ".";
     if (rc == 0 && a.workers)
         rc = cv_cli_usage_error(&cv_cmd_controller, "the controller starts no workers: run "
                                 "`cuvil worker` or use `cuvil farm up --workers N`");
     return rc ? rc : run_with(&cv_cmd_controller, &a);
 }
 
+#define STR(L, V, F, H) \
+    {.name = L, .value = V, .kind = CV_OPT_STR, .at = offsetof(farm_args, F), .help = H}
 #define COMMON_OPTIONS                                                                           \
-    "  REPO               a local path or URL of the models repository (default .)\n"            \
-    "  --ref REF          the branch, tag or ref to build (default main)\n"                      \
-    "  --state DIR        git mirror, build DB, queue, revision trees, worker logs\n"            \
-    "                     (default $CUVIL_FARM_STATE or .cuvil-farm)\n"                           \
-    "  --queue URL        sqlite:PATH or kafka://BROKERS?topic_prefix=P\n"                        \
-    "                     (default sqlite:STATE/queue.db)\n"                                      \
-    "  --kafka-config K=V a librdkafka setting for a kafka:// queue (repeatable)\n"              \
-    "  --cache DIR        the cache the planner looks up and workers fill\n"                     \
-    "                     (default $CUVIL_CACHE_DIR or ~/.cache/cuvil)\n"                         \
-    "  --interval DUR     how often the source is polled (default: the cluster spec's\n"         \
-    "                     source.interval, else 60s); `cuvil submit` polls at once\n"          \
-    "  --remote-cache URL the farm's shared cache (default $CUVIL_REMOTE_CACHE)\n"              \
-    "  --remote-cache NAME=URL  another cache a repository's cluster spec may choose\n"         \
-    "                     (cache.remote: NAME; repeatable); no spec can name a URL\n"         \
-    "  --job-timeout DUR  the most a compile job may take (default 10m); a spec's\n"            \
-    "                     workers.jobTimeout can only lower it\n"                               \
-    "  --memory-limit SIZE  the most memory a compile job may use (default none); a\n"          \
-    "                     spec's workers.memoryLimit can only lower it\n"                        \
-    "  --signing-key PEM  the Ed25519 key action entries on the remote are signed with\n"       \
-    "                     (default $CUVIL_REMOTE_CACHE_SIGNING_KEY, else a pair the farm\n"     \
-    "                     makes in STATE/keys/); unsigned or foreign entries are refused\n"    \
-    "  --verify-key PEM   the matching public key (default: the signing key's)\n"             \
-    "  --http ADDR        serve the dashboard, /api/v1, /metrics and webhooks on ADDR\n"        \
-    "                     (host:port, e.g. 127.0.0.1:8081; port 0 = any free port)\n"           \
-    "  --http-token-file F  'TOKEN ro|rw' per line: ro reads, rw also requests builds\n"         \
-    "                     (default: no token needed)\n"                                          \
-    "  --webhook-secret-file F  the secret GitHub signs pushes with (X-Hub-Signature-256)\n"     \
-    "                     and GitLab sends (X-Gitlab-Token); without it hooks get 403\n"
+    STR("ref", "REF", ref, "the branch, tag or ref to build (default main)"),                    \
+    STR("state", "DIR", state, "git mirror, build DB, queue, revision trees, worker logs "       \
+        "(default $CUVIL_FARM_STATE or .cuvil-farm)"),                                           \
+    STR("queue", "URL", queue, "sqlite:PATH or kafka://BROKERS?topic_prefix=P (default "         \
+        "sqlite:STATE/queue.db)"),                                                               \
+    {.name = "kafka-config", .value = "K=V", .kind = CV_OPT_LIST,                                \
+     .at = offsetof(farm_args, kafka_kv), .count = offsetof(farm_args, n_kv),                    \
+     .hi = CV_CLI_KAFKA_CONFIG_MAX,                                                              \
+     .help = "a librdkafka setting for a kafka:// queue (repeatable)"},                          \
+    STR("cache", "DIR", cache, "the cache the planner looks up and workers fill (default "       \
+        "$CUVIL_CACHE_DIR or ~/.cache/cuvil)"),                                                   \
+    {.name = "interval", .value = "DUR", .kind = CV_OPT_DURATION, .lo = 100,                     \
+     .at = offsetof(farm_args, interval_ms),                                                     \
+     .help = "how often the source is polled (default: the cluster spec's source.interval, "     \
+             "else 60s); `cuvil submit` polls at once"},                                         \
+    {.name = "remote-cache", .value = "URL", .kind = CV_OPT_CALL, .call = remote_arg,            \
+     .example = "http://cache:8080",                                                             \
+     .help = "the farm's shared cache (default $CUVIL_REMOTE_CACHE); as NAME=URL, another "     \
+             "cache a repository's cluster spec may choose (cache.remote: NAME; repeatable); "  \
+             "no spec can name a URL"},                                                          \
+    {.name = "job-timeout", .value = "DUR", .kind = CV_OPT_DURATION, .lo = 1000,                 \
+     .at = offsetof(farm_args, policy.job_timeout_ms),                                           \
+     .help = "the most a compile job may take (default 10m); a spec's workers.jobTimeout can "  \
+             "only lower it"},                                                                   \
+    {.name = "memory-limit", .value = "SIZE", .kind = CV_OPT_SIZE, .lo = 1,                      \
+     .at = offsetof(farm_args, policy.memory_limit),                                             \
+     .help = "the most memory a compile job may use (default none); a spec's "                   \
+             "workers.memoryLimit can only lower it"},                                           \
+    STR("signing-key", "PEM", signing_key, "the Ed25519 key action entries on the remote are "   \
+        "signed with (default $CUVIL_REMOTE_CACHE_SIGNING_KEY, else a pair the farm makes in "   \
+        "STATE/keys/); unsigned or foreign entries are refused"),                                \
+    STR("verify-key", "PEM", verify_key, "the matching public key (default: the signing "       \
+        "key's)"),                                                                               \
+    STR("http", "ADDR", http, "serve the dashboard, /api/v1, /metrics and webhooks on ADDR "     \
+        "(host:port, e.g. 127.0.0.1:8081; port 0 = any free port)"),                             \
+    STR("http-token-file", "F", http_tokens, "'TOKEN ro|rw' per line: ro reads, rw also "       \
+        "requests builds (default: no token needed)"),                                           \
+    STR("webhook-secret-file", "F", webhook_secret_file, "the secret GitHub signs pushes with " \
+        "(X-Hub-Signature-256) and GitLab sends (X-Gitlab-Token); without it hooks get 403")
+
+static const cv_cli_opt farm_options[] = {
+    COMMON_OPTIONS,
+    CV_CLI_INT(0, "workers", "N", farm_args, workers, 0, CV_FARM_WORKERS_MAX,
+               "local worker processes (default 2; 0 = they run elsewhere)"),
+    CV_CLI_FLAG(0, "once", farm_args, once,
+                "build the head, print a summary and exit: 0 only when every job succeeded or "
+                "hit, 1 otherwise"),
+    CV_CLI_END,
+};
+
+static const cv_cli_opt controller_options[] = {
+    COMMON_OPTIONS,
+    CV_CLI_FLAG(0, "once", farm_args, once,
+                "plan the head, wait until workers built it, print a summary"),
+    /* taken only to say that the controller starts none */
+    {.name = "workers", .value = "N", .kind = CV_OPT_INT, .lo = 0, .hi = CV_FARM_WORKERS_MAX,
+     .at = offsetof(farm_args, workers), .flags = CV_OPT_HIDDEN},
+    CV_CLI_END,
+};
+#undef STR
+
+#define REPO "  REPO  a local path or URL of the models repository (default .)\n"
 
 const cv_cli_command cv_cmd_farm = {
     "farm", "build every model of a models repository with local workers",
-    "cuvil farm up [REPO] [--workers N] [--once] [options]\n"
-    COMMON_OPTIONS
-    "  --workers N        local worker processes (default 2; 0 = they run elsewhere)\n"
-    "  --once             build the head, print a summary and exit: 0 only when every\n"
-    "                     job succeeded or hit, 1 otherwise\n"
+    "cuvil farm up [REPO] [--workers N] [--once] [options]\n" REPO,
+    run_farm, farm_options,
     "Without --once the farm keeps watching the repository until Ctrl-C or SIGTERM,\n"
     "restarting workers that exit.\n",
-    run_farm,
+    NULL, sizeof(farm_args), "up", "repository", offsetof(farm_args, repo),
 };
 
 const cv_cli_command cv_cmd_controller = {
     "controller", "watch a models repository and queue its compile jobs (no workers)",
-    "cuvil controller [REPO] [options]\n"
-    COMMON_OPTIONS
-    "  --once             plan the head, wait until workers built it, print a summary\n"
-    "Workers started elsewhere with `cuvil worker --queue URL --trees STATE/trees` (same\n"
-    "machine) build the jobs.  Runs until Ctrl-C or SIGTERM.\n",
-    run_controller,
+    "cuvil controller [REPO] [options]\n" REPO,
+    run_controller, controller_options,
+    "Workers started elsewhere with `cuvil worker --queue URL --trees STATE/trees`\n"
+    "(same machine) build the jobs.  Runs until Ctrl-C or SIGTERM.\n",
+    NULL, sizeof(farm_args), NULL, "repository", offsetof(farm_args, repo),
 };

@@ -7,6 +7,8 @@
 #include "common/diag.h"
 #include "compiler-core/cuvil.h"
 
+extern const cv_cli_command cv_cmd_help;
+
 static int help_code(const char *arg)
 {
     int code = cv_diag_parse_code(arg);
@@ -89,19 +91,29 @@ static int help_ops(void)
     return CV_EXIT_OK;
 }
 
+typedef struct help_args {
+    const char *topic;
+} help_args;
+
 static int run_help(int argc, char **argv)
 {
-    if (argc >= 2 && strcmp(argv[1], "ops") == 0)
+    if (cv_cli_wants_help(&cv_cmd_help, argc, argv))
+        return CV_EXIT_OK;
+    help_args a = {0};
+    int rc = cv_cli_parse(&cv_cmd_help, NULL, argc, argv, 1, &a);
+    if (rc)
+        return rc;
+    if (a.topic && strcmp(a.topic, "ops") == 0)
         return help_ops();
-    if (argc >= 2) {
-        const cv_cli_command *cmd = cv_cli_find(argv[1]);
+    if (a.topic) {
+        const cv_cli_command *cmd = cv_cli_find(a.topic);
         if (cmd) {
             cv_cli_print_usage(cmd, stdout);
             return CV_EXIT_OK;
         }
-        if (cv_diag_parse_code(argv[1]) >= 0)
-            return help_code(argv[1]);
-        fprintf(stderr, "cuvil help: '%s' is neither a command nor a diagnostic code\n", argv[1]);
+        if (cv_diag_parse_code(a.topic) >= 0)
+            return help_code(a.topic);
+        fprintf(stderr, "cuvil help: '%s' is neither a command nor a diagnostic code\n", a.topic);
         return CV_EXIT_USAGE;
     }
     printf("usage: cuvil <command> [options]\n\n"
@@ -121,5 +133,6 @@ const cv_cli_command cv_cmd_help = {
     "help", "show help for a command or a diagnostic code",
     "cuvil help [COMMAND | CVnnnn | ops]\n"
     "  ops   the ONNX ops and model-language functions this build accepts (Markdown,\n"
-    "        the text of docs/ops.md)\n", run_help,
+    "        the text of docs/ops.md)\n",
+    run_help, NULL, NULL, NULL, sizeof(help_args), NULL, "topic", offsetof(help_args, topic),
 };

@@ -29,60 +29,13 @@ typedef struct op_args {
     uint64_t state_size;
 } op_args;
 
-static int parse_value(op_args *a, const char *flag, const char *v)
-{
-    if (strcmp(flag, "--resync") == 0) {
-        if (cv_cli_duration_arg(&cv_cmd_operator, flag, v, &a->resync_ms))
-            return CV_EXIT_USAGE;
-        if (a->resync_ms < 1000)
-            return cv_cli_usage_error(&cv_cmd_operator, "--resync takes 1s or more, got '%s'", v);
-        return CV_EXIT_OK;
-    }
-    if (strcmp(flag, "--state-size") == 0) {
-        if (cv_cli_size_arg(&cv_cmd_operator, flag, v, &a->state_size))
-            return CV_EXIT_USAGE;
-        if (a->state_size == 0)
-            return cv_cli_usage_error(&cv_cmd_operator, "--state-size must be more than 0");
-        return CV_EXIT_OK;
-    }
-    static const struct { const char *flag; size_t off; } strs[] = {
-        {"--kubeconfig", offsetof(op_args, kubeconfig)},
-        {"--context", offsetof(op_args, context)},
-        {"--namespace", offsetof(op_args, ns)},
-        {"--image", offsetof(op_args, image)},
-        {"--storage-class", offsetof(op_args, storage_class)},
-        {"--state-storage-class", offsetof(op_args, state_class)},
-        {"--schemas", offsetof(op_args, schemas)},
-        {"--out", offsetof(op_args, out)},
-    };
-    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
-        if (strcmp(flag, strs[i].flag) == 0) {
-            *(const char **)((char *)a + strs[i].off) = v;
-            return CV_EXIT_OK;
-        }
-    return cv_cli_usage_error(&cv_cmd_operator, "unexpected argument '%s'", flag);
-}
-
 static int parse_args(int argc, char **argv, int first, op_args *a)
 {
-    for (int i = first; i < argc; i++) {
-        if (strcmp(argv[i], "--all-namespaces") == 0 || strcmp(argv[i], "-A") == 0) {
-            a->all_namespaces = true;
-            continue;
-        }
-        if (strncmp(argv[i], "--", 2) != 0)
-            return cv_cli_usage_error(&cv_cmd_operator, "unexpected argument '%s'", argv[i]);
-        if (i + 1 >= argc)
-            return cv_cli_usage_error(&cv_cmd_operator, "%s needs a value", argv[i]);
-        int rc = parse_value(a, argv[i], argv[i + 1]);
-        if (rc)
-            return rc;
-        i++;
-    }
-    if (a->all_namespaces && a->ns)
+    int rc = cv_cli_parse(&cv_cmd_operator, NULL, argc, argv, first, a);
+    if (rc == 0 && a->all_namespaces && a->ns)
         return cv_cli_usage_error(&cv_cmd_operator, "--namespace and --all-namespaces exclude "
                                   "each other");
-    return CV_EXIT_OK;
+    return rc;
 }
 
 static int print_diags(cv_diag *d, int rc)
@@ -162,29 +115,44 @@ static int run_operator(int argc, char **argv)
     return crds ? run_crds(&a) : run_loop(&a);
 }
 
+#define STR(L, V, F, H) \
+    {.name = L, .value = V, .kind = CV_OPT_STR, .at = offsetof(op_args, F), .help = H}
+static const cv_cli_opt options[] = {
+    STR("kubeconfig", "FILE", kubeconfig, "the API server and credentials (default: the pod's "
+        "service account in a cluster, else $KUBECONFIG or ~/.kube/config)"),
+    STR("context", "NAME", context, "a kubeconfig context other than the current one"),
+    STR("namespace", "NS", ns, "watch NS (default: the kubeconfig context's or the pod's "
+        "namespace, else default)"),
+    CV_CLI_FLAG('A', "all-namespaces", op_args, all_namespaces, "watch every namespace"),
+    {.name = "resync", .value = "DUR", .kind = CV_OPT_DURATION, .lo = 1000,
+     .at = offsetof(op_args, resync_ms),
+     .help = "reconcile every cluster at least this often (default 5m)"},
+    STR("image", "IMAGE", image, "the cuvil image for clusters without spec.imageRegistry "
+        "(default cuvil:" CV_VERSION "; with a registry: REGISTRY/cuvil:" CV_VERSION ")"),
+    STR("storage-class", "C", storage_class,
+        "the cache server volume's storage class (default: the cluster's)"),
+    STR("state-storage-class", "C", state_class, "the state volume's class; a kafka queue "
+        "needs one with ReadWriteMany (the workers read the controller's trees/ from it)"),
+    {.name = "state-size", .value = "SIZE", .kind = CV_OPT_SIZE, .lo = 1,
+     .at = offsetof(op_args, state_size), .help = "the state volume (default 10Gi)"},
+    STR("schemas", "DIR", schemas, "crds: the JSON Schemas (default schemas)"),
+    STR("out", "DIR", out, "crds: where to write (default schemas/crds); - prints them"),
+    CV_CLI_END,
+};
+#undef STR
+
 const cv_cli_command cv_cmd_operator = {
     "operator", "keep Kubernetes matching its CuvilBuildCluster objects",
-    "cuvil operator [--kubeconfig FILE] [--context NAME] [--namespace NS | --all-namespaces]\n"
-    "               [--resync DUR] [--image IMAGE] [--storage-class CLASS]\n"
+    "cuvil operator [--kubeconfig FILE] [--context NAME]\n"
+    "               [--namespace NS | --all-namespaces] [--resync DUR]\n"
+    "               [--image IMAGE] [--storage-class CLASS]\n"
     "               [--state-storage-class CLASS] [--state-size SIZE]\n"
     "cuvil operator crds [--schemas DIR] [--out DIR|-]\n"
     "Watches CuvilBuildCluster objects and reconciles each into the farm's controller\n"
     "Deployment, workers StatefulSet, cache server, volumes, Services and rendered\n"
-    "ConfigMap (see docs/kubernetes.md).\n"
-    "  --kubeconfig FILE  the API server and credentials (default: the pod's service\n"
-    "                     account in a cluster, else $KUBECONFIG or ~/.kube/config)\n"
-    "  --context NAME     a kubeconfig context other than the current one\n"
-    "  --namespace NS     watch NS (default: the kubeconfig context's or the pod's\n"
-    "                     namespace, else default); -A, --all-namespaces: every namespace\n"
-    "  --resync DUR       reconcile every cluster at least this often (default 5m)\n"
-    "  --image IMAGE      the cuvil image for clusters without spec.imageRegistry\n"
-    "                     (default cuvil:" CV_VERSION "; with a registry: REGISTRY/cuvil:"
-    CV_VERSION ")\n"
-    "  --storage-class C  the cache server volume's storage class (default: the cluster's)\n"
-    "  --state-storage-class C  the state volume's class; a kafka queue needs one with\n"
-    "                     ReadWriteMany (the workers read the controller's trees/ from it)\n"
-    "  --state-size SIZE  the state volume (default 10Gi)\n"
-    "crds writes schemas/crds/<plural>.cuvil.dev.yaml from the JSON Schemas in --schemas\n"
-    "(default schemas); --out - prints them.\n",
-    run_operator,
+    "ConfigMap (see docs/kubernetes.md).\n",
+    run_operator, options,
+    "crds writes schemas/crds/<plural>.cuvil.dev.yaml from the JSON Schemas in\n"
+    "--schemas.\n",
+    NULL, sizeof(op_args), "crds", NULL, 0,
 };

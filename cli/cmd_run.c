@@ -17,8 +17,8 @@ extern const cv_cli_command cv_cmd_run;
 
 typedef struct run_opts {
     const char *model, *out_dir;
-    const char **in_names, **in_files;  /* owned arrays: argc entries */
-    int n_in, threads;
+    cv_cli_inputs in;
+    int threads;
     bool interp, json, trace;
 } run_opts;
 
@@ -53,39 +53,9 @@ static void sig_free(run_sig *sg)
 static int parse_args(run_opts *o, int argc, char **argv)
 {
     const cv_cli_command *cmd = &cv_cmd_run;
-    o->in_names = calloc((size_t)argc, sizeof *o->in_names);
-    o->in_files = calloc((size_t)argc, sizeof *o->in_files);
-    if (!o->in_names || !o->in_files)
-        return CV_EXIT_INTERNAL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--interp") == 0) {
-            o->interp = true;
-        } else if (strcmp(a, "--json") == 0) {
-            o->json = true;
-        } else if (strcmp(a, "--trace") == 0) {
-            o->trace = true;
-        } else if ((strcmp(a, "--input") == 0 || strcmp(a, "-i") == 0) && i + 1 < argc) {
-            char *eq = strchr(argv[++i], '=');
-            if (!eq || eq == argv[i])
-                return cv_cli_usage_error(cmd, "--input takes NAME=FILE.npy, got '%s'", argv[i]);
-            *eq = 0;
-            o->in_names[o->n_in] = argv[i];
-            o->in_files[o->n_in++] = eq + 1;
-        } else if ((strcmp(a, "--output") == 0 || strcmp(a, "-o") == 0) && i + 1 < argc) {
-            o->out_dir = argv[++i];
-        } else if (strcmp(a, "--threads") == 0 && i + 1 < argc) {
-            o->threads = atoi(argv[++i]);
-            if (o->threads < 1 || o->threads > 256)
-                return cv_cli_usage_error(cmd, "--threads takes 1 to 256");
-        } else if (a[0] == '-') {
-            return cv_cli_usage_error(cmd, "unknown or incomplete option '%s'", a);
-        } else if (!o->model) {
-            o->model = a;
-        } else {
-            return cv_cli_usage_error(cmd, "more than one model given ('%s')", a);
-        }
-    }
+    int rc = cv_cli_parse(cmd, NULL, argc, argv, 1, o);
+    if (rc)
+        return rc;
     if (!o->model)
         return cv_cli_usage_error(cmd, "no model given");
     if (!o->threads)
@@ -152,24 +122,24 @@ static int load_inputs(const run_opts *o, const run_sig *sg, cv_tensor *ins, cv_
 {
     char list[2048];
     list_inputs(sg, list, sizeof list);
-    for (int k = 0; k < o->n_in; k++) {
+    for (int k = 0; k < o->in.n; k++) {
         bool known = false;
         for (int i = 0; i < sg->n_in && !known; i++)
-            known = strcmp(sg->in_name[i], o->in_names[k]) == 0;
+            known = strcmp(sg->in_name[i], o->in.names[k]) == 0;
         if (!known)
             return cv_diag_fail(d, CV_E_INPUT_MISMATCH, (cv_span){.file = o->model}, "the model has no input "
-                                "%%%s; its inputs are %s", o->in_names[k],
+                                "%%%s; its inputs are %s", o->in.names[k],
                                 sg->n_in ? list : "none");
     }
     for (int i = 0; i < sg->n_in; i++) {
         int k = 0;
-        while (k < o->n_in && strcmp(o->in_names[k], sg->in_name[i]) != 0)
+        while (k < o->in.n && strcmp(o->in.names[k], sg->in_name[i]) != 0)
             k++;
-        if (k == o->n_in)
+        if (k == o->in.n)
             return cv_diag_fail(d, CV_E_INPUT_MISMATCH, (cv_span){.file = o->model}, "no --input given for "
                                 "%%%s (%s): pass --input %s=FILE.npy", sg->in_name[i],
                                 sg->in_sig[i], sg->in_name[i]);
-        if (cv_cli_read_input(o->in_files[k], sg->in_name[i], sg->in_dt[i], sg->in_sig[i],
+        if (cv_cli_read_input(o->in.files[k], sg->in_name[i], sg->in_dt[i], sg->in_sig[i],
                               &ins[i], d))
             return -1;
     }
@@ -359,11 +329,8 @@ static int run_run(int argc, char **argv)
         return CV_EXIT_OK;
     run_opts o = {0};
     int rc = parse_args(&o, argc, argv);
-    if (rc) {
-        free(o.in_names);
-        free(o.in_files);
+    if (rc)
         return rc;
-    }
     cv_diag d;
     cv_diag_init(&d);
     json_t *report = json_array();
@@ -384,27 +351,35 @@ static int run_run(int argc, char **argv)
         }
         json_decref(report);
     }
-    free(o.in_names);
-    free(o.in_files);
     cv_diag_free(&d);
     return rc;
 }
 
+static const cv_cli_opt options[] = {
+    CV_CLI_FLAG(0, "interp", run_opts, interp,
+                "run with the reference interpreter (fp64 accumulation); default: compile the "
+                "model for this machine (or load a compiled artifact directory) and run it "
+                "natively"),
+    CV_CLI_INT(0, "threads", "N", run_opts, threads, 1, 256,
+               "native thread pool size (default 1)"),
+    {.short_name = 'i', .name = "input", .value = "NAME=F", .kind = CV_OPT_CALL,
+     .call = cv_cli_input_arg, .at = offsetof(run_opts, in), .example = "x=x.npy",
+     .help = "bind model input %NAME to the .npy file F (float64 files are rounded to the "
+             "input's float type)"},
+    CV_CLI_STR('o', "output", "DIR", run_opts, out_dir,
+               "write one .npy per output into DIR, named after the output (characters other "
+               "than [A-Za-z0-9_.-] as '_'); without it, print each output's name, type and "
+               "first values"),
+    CV_CLI_FLAG(0, "json", run_opts, json, "report outputs and diagnostics as JSON"),
+    CV_CLI_FLAG(0, "trace", run_opts, trace,
+                "a crash inside a kernel prints the kernel's ops and model line (from the "
+                "artifact's symbol map) before dying"),
+    CV_CLI_END,
+};
+
 const cv_cli_command cv_cmd_run = {
     "run", "run a model on .npy inputs",
-    "cuvil run MODEL|ARTIFACT_DIR [--interp] --input NAME=FILE.npy ... [--output DIR]\n"
-    "          [--threads N] [--json] [--trace]\n"
-    "  (default)         compile the model for this machine (or load a compiled\n"
-    "                    artifact directory) and run it natively\n"
-    "  --interp          run with the reference interpreter (fp64 accumulation)\n"
-    "  --threads N       native thread pool size (default 1)\n"
-    "  --input NAME=F    bind model input %NAME to the .npy file F (float64 files are\n"
-    "                    rounded to the input's float type)\n"
-    "  --output DIR      write one .npy per output into DIR, named after the\n"
-    "                    output (characters other than [A-Za-z0-9_.-] as '_');\n"
-    "                    without it, print each output's name, type and first values\n"
-    "  --json            report outputs and diagnostics as JSON\n"
-    "  --trace           a crash inside a kernel prints the kernel's ops and model\n"
-    "                    line (from the artifact's symbol map) before dying\n",
-    run_run,
+    "cuvil run MODEL|ARTIFACT_DIR [--interp] --input NAME=FILE.npy ...\n"
+    "          [--output DIR] [--threads N] [--json] [--trace]\n",
+    run_run, options, NULL, NULL, sizeof(run_opts), NULL, "model", offsetof(run_opts, model),
 };

@@ -117,23 +117,7 @@ static int write_ci_formats(const status_args *a, cv_builddb *db, const cv_rev_s
 static int parse_args(int argc, char **argv, status_args *a)
 {
     *a = (status_args){.state = cv_cli_default_state()};
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            a->json = true;
-        } else if (strcmp(argv[i], "--markdown") == 0) {
-            a->markdown = true;
-        } else if (strcmp(argv[i], "--state") == 0 || strcmp(argv[i], "--junit") == 0) {
-            if (i + 1 >= argc)
-                return cv_cli_usage_error(&cv_cmd_status, "%s needs a value", argv[i]);
-            *(argv[i][2] == 's' ? &a->state : &a->junit) = argv[i + 1];
-            i++;
-        } else if (argv[i][0] == '-' || a->revision) {
-            return cv_cli_usage_error(&cv_cmd_status, "unexpected argument '%s'", argv[i]);
-        } else {
-            a->revision = argv[i];
-        }
-    }
-    return CV_EXIT_OK;
+    return cv_cli_parse(&cv_cmd_status, NULL, argc, argv, 1, a);
 }
 
 static int run_status(int argc, char **argv)
@@ -183,16 +167,26 @@ static int run_status(int argc, char **argv)
     return found < 0 ? CV_EXIT_INPUT : errors ? CV_EXIT_INTERNAL : CV_EXIT_OK;
 }
 
+static const cv_cli_opt options[] = {
+    CV_CLI_STR(0, "state", "DIR", status_args, state,
+               "the farm's state directory (default $CUVIL_FARM_STATE or .cuvil-farm)"),
+    CV_CLI_FLAG(0, "json", status_args, json,
+                "everything as one JSON object: controller, source, last attempted and "
+                "succeeded revisions, the revision with every job and its diagnostics, and "
+                "the recent revisions"),
+    CV_CLI_FLAG(0, "markdown", status_args, markdown,
+                "a job summary in Markdown (GitHub's $GITHUB_STEP_SUMMARY)"),
+    CV_CLI_STR(0, "junit", "FILE", status_args, junit,
+               "also write the revision's jobs as JUnit XML (one test case per job)"),
+    CV_CLI_END,
+};
+
 const cv_cli_command cv_cmd_status = {
     "status", "show what the farm is building and what failed",
-    "cuvil status [REVISION] [--state DIR] [--json | --markdown] [--junit FILE]\n"
-    "  REVISION     ref@sha1:COMMIT, a commit id or a prefix of one (4+ hex digits), or\n"
-    "               latest (default)\n"
-    "  --state DIR  the farm's state directory (default $CUVIL_FARM_STATE or .cuvil-farm)\n"
-    "  --json       everything as one JSON object: controller, source, last attempted\n"
-    "               and succeeded revisions, the revision with every job and its\n"
-    "               diagnostics, and the recent revisions\n"
-    "  --markdown   a job summary in Markdown (GitHub's $GITHUB_STEP_SUMMARY)\n"
-    "  --junit FILE also write the revision's jobs as JUnit XML (one test case per job)\n",
-    run_status,
+    "cuvil status [REVISION] [--state DIR] [--json | --markdown]\n"
+    "             [--junit FILE]\n"
+    "  REVISION  ref@sha1:COMMIT, a commit id or a prefix of one (4+ hex digits), or\n"
+    "            latest (default)\n",
+    run_status, options, NULL, NULL, sizeof(status_args), NULL, "revision",
+    offsetof(status_args, revision),
 };

@@ -235,32 +235,10 @@ static int submit_and_wait(const submit_args *a, farm_link *f, cv_diag *d)
 static int parse_args(int argc, char **argv, submit_args *a)
 {
     *a = (submit_args){.state = cv_cli_default_state(), .timeout_ms = DEFAULT_TIMEOUT_MS};
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        const char **slot = strcmp(arg, "--state") == 0        ? &a->state
-                            : strcmp(arg, "--farm") == 0       ? &a->farm
-                            : strcmp(arg, "--token-file") == 0 ? &a->token_file
-                            : strcmp(arg, "--junit") == 0      ? &a->junit
-                                                               : NULL;
-        bool timeout = strcmp(arg, "--timeout") == 0;
-        if ((slot || timeout) && i + 1 >= argc)
-            return cv_cli_usage_error(&cv_cmd_submit, "%s needs a value", arg);
-        if (slot) {
-            *slot = argv[++i];
-        } else if (timeout) {
-            if (cv_cli_duration_arg(&cv_cmd_submit, arg, argv[++i], &a->timeout_ms))
-                return CV_EXIT_USAGE;
-        } else if (strcmp(arg, "--wait") == 0) {
-            a->wait = true;
-        } else if (strcmp(arg, "--markdown") == 0) {
-            a->markdown = true;
-        } else {
-            return cv_cli_usage_error(&cv_cmd_submit, "unexpected argument '%s'", arg);
-        }
-    }
-    if ((a->markdown || a->junit) && !a->wait)
+    int rc = cv_cli_parse(&cv_cmd_submit, NULL, argc, argv, 1, a);
+    if (rc == 0 && (a->markdown || a->junit) && !a->wait)
         return cv_cli_usage_error(&cv_cmd_submit, "--markdown and --junit need --wait");
-    return CV_EXIT_OK;
+    return rc;
 }
 
 /* The API token: --token-file, else $CUVIL_FARM_TOKEN; NULL for none. */
@@ -306,19 +284,31 @@ static int run_submit(int argc, char **argv)
     return rc;
 }
 
+static const cv_cli_opt options[] = {
+    CV_CLI_STR(0, "state", "DIR", submit_args, state,
+               "the farm's state directory (default $CUVIL_FARM_STATE or .cuvil-farm), for a "
+               "farm on this machine"),
+    CV_CLI_STR(0, "farm", "URL", submit_args, farm,
+               "or the farm's HTTP API (cuvil farm up/controller --http)"),
+    CV_CLI_STR(0, "token-file", "FILE", submit_args, token_file,
+               "the API's write token (default $CUVIL_FARM_TOKEN)"),
+    CV_CLI_FLAG(0, "wait", submit_args, wait,
+                "follow the build; exit 0 only when every job succeeded or hit"),
+    {.name = "timeout", .value = "DUR", .kind = CV_OPT_DURATION,
+     .at = offsetof(submit_args, timeout_ms), .help = "how long --wait waits (default 1h)"},
+    CV_CLI_FLAG(0, "markdown", submit_args, markdown,
+                "with --wait: print the result as a Markdown job summary"),
+    CV_CLI_STR(0, "junit", "FILE", submit_args, junit,
+               "with --wait: write the jobs as JUnit XML"),
+    CV_CLI_END,
+};
+
 const cv_cli_command cv_cmd_submit = {
     "submit", "ask the farm to build the head of its repository now",
-    "cuvil submit [--state DIR | --farm URL] [--wait] [--timeout DUR] [--markdown]\n"
-    "             [--junit FILE]\n"
-    "  --state DIR       the farm's state directory (default $CUVIL_FARM_STATE or\n"
-    "                    .cuvil-farm), for a farm on this machine\n"
-    "  --farm URL        or the farm's HTTP API (cuvil farm up/controller --http)\n"
-    "  --token-file FILE the API's write token (default $CUVIL_FARM_TOKEN)\n"
-    "  --wait            follow the build; exit 0 only when every job succeeded or hit\n"
-    "  --timeout DUR     how long --wait waits (default 1h)\n"
-    "  --markdown        with --wait: print the result as a Markdown job summary\n"
-    "  --junit FILE      with --wait: write the jobs as JUnit XML\n"
-    "The running controller polls the source at once, ignoring any back-off, and plans\n"
-    "the head if it is new.\n",
-    run_submit,
+    "cuvil submit [--state DIR | --farm URL] [--wait] [--timeout DUR]\n"
+    "             [--markdown] [--junit FILE]\n",
+    run_submit, options,
+    "The running controller polls the source at once, ignoring any back-off, and\n"
+    "plans the head if it is new.\n",
+    NULL, sizeof(submit_args), NULL, NULL, 0,
 };

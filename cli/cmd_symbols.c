@@ -32,27 +32,22 @@ static int parse_addr(const char *s, uint64_t *out)
     return 0;
 }
 
+static int addr_arg(const cv_cli_command *cmd, const cv_cli_opt *opt, const char *v, void *args)
+{
+    (void)opt;
+    sym_args *a = args;
+    if (a->n_addr == MAX_ADDRS || parse_addr(v, &a->addr[a->n_addr]))
+        return cv_cli_usage_error(cmd, "--addr takes an address such as 0x1a2b, got '%s'", v);
+    a->n_addr++;
+    return 0;
+}
+
 static int parse_args(sym_args *a, int argc, char **argv)
 {
-    const cv_cli_command *cmd = &cv_cmd_symbols;
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        if (strcmp(s, "--json") == 0) {
-            a->json = true;
-        } else if (strcmp(s, "--addr") == 0 && i + 1 < argc) {
-            if (a->n_addr == MAX_ADDRS || parse_addr(argv[++i], &a->addr[a->n_addr]))
-                return cv_cli_usage_error(cmd, "--addr takes an address such as 0x1a2b, got '%s'",
-                                          argv[i]);
-            a->n_addr++;
-        } else if (s[0] == '-') {
-            return cv_cli_usage_error(cmd, "unknown or incomplete option '%s'", s);
-        } else if (!a->artifact) {
-            a->artifact = s;
-        } else {
-            return cv_cli_usage_error(cmd, "more than one artifact given ('%s')", s);
-        }
-    }
-    return a->artifact ? 0 : cv_cli_usage_error(cmd, "no artifact directory given");
+    int rc = cv_cli_parse(&cv_cmd_symbols, NULL, argc, argv, 1, a);
+    if (rc == 0 && !a->artifact)
+        return cv_cli_usage_error(&cv_cmd_symbols, "no artifact directory given");
+    return rc;
 }
 
 /* Exit 1 when an address lies in no kernel. */
@@ -105,15 +100,21 @@ static int run_symbols(int argc, char **argv)
     return rc;
 }
 
+static const cv_cli_opt options[] = {
+    CV_CLI_FLAG(0, "json", sym_args, json, "the symbol map as JSON"),
+    {.name = "addr", .value = "ADDR", .kind = CV_OPT_CALL, .call = addr_arg, .example = "0x1a2b",
+     .help = "the kernel and model line a library-relative code address belongs to (exit 1 "
+             "when it lies in no kernel; repeatable)"},
+    CV_CLI_END,
+};
+
 const cv_cli_command cv_cmd_symbols = {
     "symbols", "show an artifact's symbol map: kernels, model lines, tensors",
     "cuvil symbols ARTIFACT_DIR|FILE.cvsym [--json] [--addr 0xADDR ...]\n"
-    "  (default)     kernels with their code ranges in the library, the ops fused\n"
-    "                into each and their model lines; intermediate tensors with\n"
-    "                their arena offsets and shapes\n"
-    "  --json        the symbol map as JSON\n"
-    "  --addr ADDR   the kernel and model line a library-relative code address\n"
-    "                belongs to (exit 1 when it lies in no kernel)\n"
+    "  without options: kernels with their code ranges in the library, the ops fused\n"
+    "  into each and their model lines; intermediate tensors with their arena offsets\n"
+    "  and shapes\n",
+    run_symbols, options,
     "Model lines are recorded by debug builds (cuvil compile -g).\n",
-    run_symbols,
+    NULL, sizeof(sym_args), NULL, "artifact", offsetof(sym_args, artifact),
 };

@@ -3,6 +3,7 @@
  * exits 1 if any has an error. */
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -13,7 +14,20 @@ extern const cv_cli_command cv_cmd_validate;
 
 typedef struct validate_opts {
     bool strict, json, quiet;
+    const char **files;   /* owned array */
+    int n_files;
 } validate_opts;
+
+static int add_file(const char *arg, void *args)
+{
+    validate_opts *o = args;
+    const char **more = realloc(o->files, ((size_t)o->n_files + 1) * sizeof *more);
+    if (!more)
+        return CV_EXIT_INTERNAL;
+    o->files = more;
+    o->files[o->n_files++] = arg;
+    return 0;
+}
 
 static bool is_spec(const char *path)
 {
@@ -59,28 +73,18 @@ static int run_validate(int argc, char **argv)
     if (cv_cli_wants_help(cmd, argc, argv))
         return CV_EXIT_OK;
     validate_opts o = {0};
-    int first = 1;
-    for (; first < argc && argv[first][0] == '-'; first++) {
-        const char *a = argv[first];
-        if (strcmp(a, "--") == 0) {
-            first++;
-            break;
-        }
-        if (strcmp(a, "--strict") == 0)
-            o.strict = true;
-        else if (strcmp(a, "--json") == 0)
-            o.json = true;
-        else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0)
-            o.quiet = true;
-        else
-            return cv_cli_usage_error(cmd, "unknown option '%s'", a);
+    int rc = cv_cli_parse(cmd, NULL, argc, argv, 1, &o);
+    if (rc == 0 && !o.n_files)
+        rc = cv_cli_usage_error(cmd, "no files given");
+    if (rc) {
+        free(o.files);
+        return rc;
     }
-    if (first >= argc)
-        return cv_cli_usage_error(cmd, "no files given");
     json_t *files = json_array();
     int errors = 0;
-    for (int i = first; i < argc; i++)
-        errors += validate_one(argv[i], &o, files);
+    for (int i = 0; i < o.n_files; i++)
+        errors += validate_one(o.files[i], &o, files);
+    free(o.files);
     if (o.json) {
         json_t *out = json_pack("{s:o, s:i, s:b}", "files", files, "errors", errors, "ok", errors == 0);
         json_dumpf(out, stdout, JSON_INDENT(2));
@@ -92,13 +96,19 @@ static int run_validate(int argc, char **argv)
     return errors ? CV_EXIT_INPUT : CV_EXIT_OK;
 }
 
+static const cv_cli_opt options[] = {
+    CV_CLI_FLAG(0, "strict", validate_opts, strict,
+                "also report unused values, dead params, duplicate names, constant outputs"),
+    CV_CLI_FLAG(0, "json", validate_opts, json, "print the diagnostics as JSON on stdout"),
+    CV_CLI_FLAG('q', "quiet", validate_opts, quiet, "print nothing for files without diagnostics"),
+    CV_CLI_END,
+};
+
 const cv_cli_command cv_cmd_validate = {
     "validate", "check model files (CU-IR, ONNX, model language) and specs, print every diagnostic",
     "cuvil validate [--strict] [--json] [-q] FILE...\n"
-    "  FILE       a model (.cuir, .onnx, .cvl.py) or a spec (.yaml, .yml)\n"
-    "  --strict   also report unused values, dead params, duplicate names, constant outputs\n"
-    "  --json     print the diagnostics as JSON on stdout\n"
-    "  -q         print nothing for files without diagnostics\n"
+    "  FILE       a model (.cuir, .onnx, .cvl.py) or a spec (.yaml, .yml)\n",
+    run_validate, options,
     "exit: 0 no errors, 1 errors found, 2 usage\n",
-    run_validate,
+    add_file, sizeof(validate_opts), NULL, NULL, 0,
 };

@@ -10,104 +10,25 @@
 
 extern const cv_cli_command cv_cmd_worker;
 
-static int parse_int(const char *s, int lo, int hi, int *out)
-{
-    char *end;
-    long n = strtol(s, &end, 10);
-    if (end == s || *end || n < lo || n > hi)
-        return -1;
-    *out = (int)n;
-    return 0;
-}
-
-typedef struct flag {
-    const char *name;
-    enum { F_STR, F_INT, F_MS, F_SIZE, F_BOOL } kind;
-    size_t offset;
-    int lo, hi;
-} flag;
-
-#define O(f) offsetof(cv_worker_opts, f)
-static const flag flags[] = {
-    {"--queue", F_STR, O(queue_url), 0, 0},       {"--cache", F_STR, O(cache_dir), 0, 0},
-    {"--remote-cache", F_STR, O(remote_cache), 0, 0},
-    {"--signing-key", F_STR, O(sign_key), 0, 0},  {"--verify-key", F_STR, O(verify_key), 0, 0},
-    {"--models", F_STR, O(models_dir), 0, 0},     {"--scratch", F_STR, O(scratch_dir), 0, 0},
-    {"--trees", F_STR, O(trees_dir), 0, 0},
-    {"--id", F_STR, O(worker_id), 0, 0},          {"--max-jobs", F_INT, O(max_jobs), 1, 1 << 30},
-    {"--lease", F_INT, O(lease_s), 1, 86400},     {"--poll-ms", F_INT, O(poll_ms), 1, 3600000},
-    {"--cpu-limit", F_INT, O(cpu_limit_s), 1, 1 << 24},
-    {"--timeout", F_MS, O(job_timeout_ms), 0, 0}, {"--grace", F_MS, O(grace_ms), 0, 0},
-    {"--memory-limit", F_SIZE, O(memory_limit), 0, 0},
-    {"--once", F_BOOL, O(once), 0, 0},            {"--explain", F_BOOL, O(explain), 0, 0},
-    {"--allow-test-faults", F_BOOL, O(allow_test_faults), 0, 0},
-};
-#undef O
-
-static int set_flag(const flag *f, const char *v, cv_worker_opts *o)
-{
-    char *at = (char *)o + f->offset;
-    switch (f->kind) {
-    case F_STR: *(const char **)at = v; return 0;
-    case F_BOOL: *(bool *)at = true; return 0;
-    case F_INT:
-        return parse_int(v, f->lo, f->hi, (int *)at) ? cv_cli_usage_error(&cv_cmd_worker,
-                   "%s takes a number from %d to %d, got '%s'", f->name, f->lo, f->hi, v) : 0;
-    case F_MS:
-        if (cv_cli_duration_arg(&cv_cmd_worker, f->name, v, (int64_t *)at))
-            return CV_EXIT_USAGE;
-        return *(int64_t *)at > 0 ? 0 : cv_cli_usage_error(&cv_cmd_worker, "%s must be more than "
-                                                           "0ms, got '%s'", f->name, v);
-    case F_SIZE:
-        return cv_cli_size_arg(&cv_cmd_worker, f->name, v, (uint64_t *)at);
-    }
-    return 0;
-}
-
-/* What the worker runs itself as for one job or one sync (internal flags,
- * added by worker/ to the worker's own command line). */
-typedef struct child_role {
+/* The options, and what the worker runs itself as for one job or one sync
+ * (the internal --job-child and --sync-child, which worker/ adds to the
+ * worker's own command line). */
+typedef struct worker_args {
+    cv_worker_opts o;
     const char *job_dir, *sync_list;
-} child_role;
+    const char *kafka_kv[CV_CLI_KAFKA_CONFIG_MAX];
+    int n_kv;
+    bool verbose;
+} worker_args;
 
-static int parse_args(int argc, char **argv, cv_worker_opts *o, const char **kafka_kv, int *n_kv,
-                      child_role *child)
+static int parse_args(int argc, char **argv, worker_args *a)
 {
-    *n_kv = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--job-child") == 0 && i + 1 < argc) {
-            child->job_dir = argv[++i];
-            continue;
-        }
-        if (strcmp(argv[i], "--sync-child") == 0 && i + 1 < argc) {
-            child->sync_list = argv[++i];
-            continue;
-        }
-        if (strcmp(argv[i], "--kafka-config") == 0) {
-            if (i + 1 >= argc)
-                return cv_cli_usage_error(&cv_cmd_worker, "--kafka-config needs KEY=VALUE");
-            if (*n_kv == CV_CLI_KAFKA_CONFIG_MAX)
-                return cv_cli_usage_error(&cv_cmd_worker, "too many --kafka-config settings");
-            kafka_kv[(*n_kv)++] = argv[++i];
-            continue;
-        }
-        const flag *f = NULL;
-        for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
-            if (strcmp(argv[i], flags[k].name) == 0)
-                f = &flags[k];
-        if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) {
-            cv_log_level_set(CV_LOG_INFO);
-            continue;
-        }
-        if (!f)
-            return cv_cli_usage_error(&cv_cmd_worker, "unknown argument '%s'", argv[i]);
-        if (f->kind != F_BOOL && i + 1 >= argc)
-            return cv_cli_usage_error(&cv_cmd_worker, "%s needs a value", f->name);
-        int rc = set_flag(f, f->kind == F_BOOL ? NULL : argv[++i], o);
-        if (rc)
-            return rc;
-    }
-    if (!o->queue_url && !child->job_dir && !child->sync_list)
+    int rc = cv_cli_parse(&cv_cmd_worker, NULL, argc, argv, 1, a);
+    if (rc)
+        return rc;
+    if (a->verbose)
+        cv_log_level_set(CV_LOG_INFO);
+    if (!a->o.queue_url && !a->job_dir && !a->sync_list)
         return cv_cli_usage_error(&cv_cmd_worker, "--queue is required");
     return CV_EXIT_OK;
 }
@@ -116,27 +37,24 @@ static int run_worker(int argc, char **argv)
 {
     if (cv_cli_wants_help(&cv_cmd_worker, argc, argv))
         return CV_EXIT_OK;
-    cv_worker_opts o = {0};
-    const char *kafka_kv[CV_CLI_KAFKA_CONFIG_MAX];
-    int n_kv;
-    child_role child = {0};
-    int rc = parse_args(argc, argv, &o, kafka_kv, &n_kv, &child);
+    worker_args a = {0};
+    int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
-    if (child.job_dir || child.sync_list) {
+    cv_worker_opts o = a.o;
+    if (a.job_dir || a.sync_list) {
         /* Ends as the forked children always did, without the exit
          * handlers: the sanitized build's leak check at exit crashes in
          * its tracer after LLVM has run threads ("Tracer caught signal
          * 11"), and would turn a good result into an internal error. */
-        rc = child.job_dir ? cv_worker_job_child(&o, child.job_dir)
-                           : cv_worker_sync_child(child.sync_list);
+        rc = a.job_dir ? cv_worker_job_child(&o, a.job_dir) : cv_worker_sync_child(a.sync_list);
         fflush(NULL);
         _exit(rc & 0xff);
     }
     cv_diag d;
     cv_diag_init(&d);
     char *url = NULL;
-    if (cv_cli_queue_url(o.queue_url, kafka_kv, n_kv, &url, &d) != 0) {
+    if (cv_cli_queue_url(o.queue_url, a.kafka_kv, a.n_kv, &url, &d) != 0) {
         cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
         cv_diag_free(&d);
         return CV_EXIT_USAGE;
@@ -168,33 +86,65 @@ static int run_worker(int argc, char **argv)
     return rc ? CV_EXIT_INTERNAL : CV_EXIT_OK;
 }
 
+#define W(f) offsetof(worker_args, o.f)
+static const cv_cli_opt options[] = {
+    {.name = "queue", .value = "URL", .kind = CV_OPT_STR, .at = W(queue_url),
+     .help = "sqlite:PATH (or kafka://...) shared with the controller"},
+    {.name = "cache", .value = "DIR", .kind = CV_OPT_STR, .at = W(cache_dir),
+     .help = "the local cache (default $CUVIL_CACHE_DIR or ~/.cache/cuvil)"},
+    {.name = "remote-cache", .value = "URL", .kind = CV_OPT_STR, .at = W(remote_cache),
+     .help = "a shared cache (default $CUVIL_REMOTE_CACHE)"},
+    {.name = "signing-key", .value = "PEM", .kind = CV_OPT_STR, .at = W(sign_key),
+     .help = "sign the action entries put there (Ed25519; default "
+             "$CUVIL_REMOTE_CACHE_SIGNING_KEY); `farm up` passes its own"},
+    {.name = "verify-key", .value = "PEM", .kind = CV_OPT_STR, .at = W(verify_key),
+     .help = "refuse action entries from there not signed by this key (default "
+             "$CUVIL_REMOTE_CACHE_VERIFY_KEY)"},
+    {.name = "kafka-config", .value = "K=V", .kind = CV_OPT_LIST,
+     .at = offsetof(worker_args, kafka_kv), .count = offsetof(worker_args, n_kv),
+     .hi = CV_CLI_KAFKA_CONFIG_MAX,
+     .help = "a librdkafka setting for a kafka:// queue (repeatable)"},
+    {.name = "models", .value = "DIR", .kind = CV_OPT_STR, .at = W(models_dir),
+     .help = "where the jobs' model paths are found (default .)"},
+    {.name = "trees", .value = "DIR", .kind = CV_OPT_STR, .at = W(trees_dir),
+     .help = "instead: under DIR/<commit of the job's revision>/ (what the controller "
+             "writes in its state directory's trees/)"},
+    {.name = "scratch", .value = "DIR", .kind = CV_OPT_STR, .at = W(scratch_dir),
+     .help = "per-job output directories (default $TMPDIR)"},
+    {.name = "id", .value = "ID", .kind = CV_OPT_STR, .at = W(worker_id),
+     .help = "worker id in the queue (default host:pid)"},
+    {.name = "once", .kind = CV_OPT_FLAG, .at = W(once), .help = "exit when no job is ready"},
+    {.name = "max-jobs", .value = "N", .kind = CV_OPT_INT, .lo = 1, .hi = 1 << 30,
+     .at = W(max_jobs), .help = "exit after N jobs"},
+    {.name = "lease", .value = "S", .kind = CV_OPT_INT, .lo = 1, .hi = 86400, .at = W(lease_s),
+     .help = "lease length in seconds, heartbeat every S/3 (default 30)"},
+    {.name = "poll-ms", .value = "MS", .kind = CV_OPT_INT, .lo = 1, .hi = 3600000,
+     .at = W(poll_ms), .help = "how long one wait for a job lasts (default 1000)"},
+    {.name = "timeout", .value = "DUR", .kind = CV_OPT_DURATION, .lo = 1,
+     .at = W(job_timeout_ms),
+     .help = "wall-clock limit per job: 90s, 1500ms, 10m (default 10m)"},
+    {.name = "cpu-limit", .value = "S", .kind = CV_OPT_INT, .lo = 1, .hi = 1 << 24,
+     .at = W(cpu_limit_s), .help = "CPU seconds per job (default twice the timeout)"},
+    {.name = "memory-limit", .value = "SIZE", .kind = CV_OPT_SIZE, .at = W(memory_limit),
+     .help = "address space a job may add: 8Gi, 500M (default none)"},
+    {.name = "grace", .value = "DUR", .kind = CV_OPT_DURATION, .lo = 1, .at = W(grace_ms),
+     .help = "on SIGTERM, how long the running job may finish (default 30s); a second "
+             "SIGTERM stops it at once; either way it is handed back"},
+    {.name = "explain", .kind = CV_OPT_FLAG, .at = W(explain),
+     .help = "name the key fields behind each cache miss"},
+    {.name = "allow-test-faults", .kind = CV_OPT_FLAG, .at = W(allow_test_faults),
+     .help = "honour CUVIL_TEST_FAULT=segv|hang|oom|abort (tests only)"},
+    CV_CLI_FLAG('v', "verbose", worker_args, verbose, "log each job"),
+    {.name = "job-child", .value = "DIR", .kind = CV_OPT_STR, .flags = CV_OPT_HIDDEN,
+     .at = offsetof(worker_args, job_dir)},
+    {.name = "sync-child", .value = "LIST", .kind = CV_OPT_STR, .flags = CV_OPT_HIDDEN,
+     .at = offsetof(worker_args, sync_list)},
+    CV_CLI_END,
+};
+#undef W
+
 const cv_cli_command cv_cmd_worker = {
     "worker", "run compile jobs from a queue (sandboxed, cached)",
-    "cuvil worker --queue URL [options]\n"
-    "  --queue URL          sqlite:PATH (or kafka://...) shared with the controller\n"
-    "  --cache DIR          the local cache (default $CUVIL_CACHE_DIR or ~/.cache/cuvil)\n"
-    "  --remote-cache URL   a shared cache (default $CUVIL_REMOTE_CACHE)\n"
-    "  --signing-key PEM    sign the action entries put there (Ed25519; default\n"
-    "                       $CUVIL_REMOTE_CACHE_SIGNING_KEY); `farm up` passes its own\n"
-    "  --verify-key PEM     refuse action entries from there not signed by this key\n"
-    "                       (default $CUVIL_REMOTE_CACHE_VERIFY_KEY)\n"
-    "  --kafka-config K=V   a librdkafka setting for a kafka:// queue (repeatable)\n"
-    "  --models DIR         where the jobs' model paths are found (default .)\n"
-    "  --trees DIR          instead: under DIR/<commit of the job's revision>/ (what the\n"
-    "                       controller writes in its state directory's trees/)\n"
-    "  --scratch DIR        per-job output directories (default $TMPDIR)\n"
-    "  --id ID              worker id in the queue (default host:pid)\n"
-    "  --once               exit when no job is ready\n"
-    "  --max-jobs N         exit after N jobs\n"
-    "  --lease S            lease length in seconds, heartbeat every S/3 (default 30)\n"
-    "  --poll-ms MS         how long one wait for a job lasts (default 1000)\n"
-    "  --timeout DUR        wall-clock limit per job: 90s, 1500ms, 10m (default 10m)\n"
-    "  --cpu-limit S        CPU seconds per job (default twice the timeout)\n"
-    "  --memory-limit SIZE  address space a job may add: 8Gi, 500M (default none)\n"
-    "  --grace DUR          on SIGTERM, how long the running job may finish (default 30s);\n"
-    "                       a second SIGTERM stops it at once; either way it is handed back\n"
-    "  --explain            name the key fields behind each cache miss\n"
-    "  --allow-test-faults  honour CUVIL_TEST_FAULT=segv|hang|oom|abort (tests only)\n"
-    "  -v                   log each job\n",
-    run_worker,
+    "cuvil worker --queue URL [options]\n",
+    run_worker, options, NULL, NULL, sizeof(worker_args), NULL, NULL, 0,
 };

@@ -6,7 +6,6 @@
 
 #include "cli/cli.h"
 #include "common/diag.h"
-#include "common/targets.h"
 #include "common/units.h"
 
 extern const cv_cli_command cv_cmd_help, cv_cmd_version, cv_cmd_validate, cv_cmd_run;
@@ -75,40 +74,12 @@ int cv_cli_usage_error(const cv_cli_command *cmd, const char *fmt, ...)
     return CV_EXIT_USAGE;
 }
 
-/* "{targets}" in a usage text: the target list (common/targets.h), wrapped
- * below 80 columns under the column where it stands. */
-static void print_targets(FILE *f, int col)
-{
-    int at = col;
-    for (int i = 0; cv_target_name_list[i]; i++) {
-        const char *name = cv_target_name_list[i];
-        int w = (int)strlen(name) + (cv_target_name_list[i + 1] ? 1 : 0);
-        if (i && at + 1 + w > 79) {
-            fprintf(f, "\n%*s", col, "");
-            at = col;
-        } else if (i) {
-            fputc(' ', f);
-            at++;
-        }
-        fprintf(f, "%s%s", name, cv_target_name_list[i + 1] ? "," : "");
-        at += w;
-    }
-}
-
 void cv_cli_print_usage(const cv_cli_command *cmd, FILE *f)
 {
-    static const char mark[] = "{targets}";
-    const char *u = cmd->usage, *m;
-    fputs("usage: ", f);
-    int col = 7;
-    while ((m = strstr(u, mark))) {
-        for (const char *p = u; p < m; p++)
-            col = *p == '\n' ? 0 : col + 1;
-        fwrite(u, 1, (size_t)(m - u), f);
-        print_targets(f, col);
-        u = m + sizeof mark - 1;
-    }
-    fputs(u, f);
+    fprintf(f, "usage: %s", cmd->usage);
+    cv_cli_print_options(cmd, f);
+    if (cmd->notes)
+        fputs(cmd->notes, f);
 }
 
 static int units_usage_error(const cv_cli_command *cmd, cv_units_kind kind, int code,

@@ -158,7 +158,7 @@ static void test_targets_listed(void **state)
     const char *want[] = {"cuda-sm80", "cuda-sm89", "cuda-sm90", "native", "--name", "--force",
                           "-q", "--stats", "--emit", "--weights-file", "--calibration-method",
                           "--min-sqnr", "--no-blocked-layout", "--remote-cache", "--explain",
-                          "--no-cache", "-p PRECISION", "-o DIR", "-g"};
+                          "--no-cache", "-p, --precision PRECISION", "-o, --output DIR", "-g"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         assert_non_null(strstr(help, want[i]));
     free(help);
