@@ -1,7 +1,8 @@
 /* The option tables of every command (cli/options.c): each row is printed in
  * the command's --help and taken by its parser, both spellings of a value
  * (--opt V, --opt=V); unknown options and missing values are usage errors;
- * --help fits in 80 columns; hidden rows stay out of it.  Drives the table
+ * --help fits in 80 columns; hidden rows stay out of it; the hand-written
+ * synopsis names only options that are rows.  Drives the table
  * parser only, so nothing is compiled or started. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -231,6 +232,50 @@ static void test_out_of_range(void **state)
     assert_true(checked > 5);
 }
 
+/* The row an option word of the usage text names ("--output", "-o",
+ * "-O0" for an attached row), or NULL. */
+static const cv_cli_opt *row_named(const cv_cli_command *cmd, const char *w, size_t len)
+{
+    for (const cv_cli_opt *o = cmd->opts; o && is_row(o); o++) {
+        if (len > 2 && w[1] == '-' && o->name && strlen(o->name) == len - 2 &&
+            memcmp(w + 2, o->name, len - 2) == 0)
+            return o;
+        if (w[1] != '-' && w[1] == o->short_name &&
+            (len == 2 || (o->flags & CV_OPT_ATTACHED)))
+            return o;
+    }
+    return NULL;
+}
+
+/* The synopsis and text before the options are written by hand: every
+ * option they name (a word starting with '-' after a space, '[' or '|')
+ * must be a row of the command, so they cannot offer what the parser
+ * refuses. */
+static void test_synopsis_names_rows(void **state)
+{
+    (void)state;
+    int n, words = 0;
+    const cv_cli_command *const *cmds = cv_cli_commands(&n);
+    for (int c = 0; c < n; c++) {
+        const cv_cli_command *cmd = cmds[c];
+        for (const char *p = cmd->usage; (p = strchr(p, '-'));) {
+            /* "cuvil --version": main's own options, not the command's */
+            bool global = p - cmd->usage >= 6 && memcmp(p - 6, "cuvil ", 6) == 0;
+            bool starts = p > cmd->usage && strchr(" [|", p[-1]) && !global;
+            size_t len = 1 + strspn(p + 1, "-abcdefghijklmnopqrstuvwxyz"
+                                           "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");
+            if (starts && len > 1 && p[1] != ' ' && !(p[1] == '-' && len == 2)) {
+                words++;
+                if (!row_named(cmd, p, len))
+                    fail_msg("cuvil %s: the usage text names %.*s, which no row takes",
+                             cmd->name, (int)len, p);
+            }
+            p += len;
+        }
+    }
+    assert_true(words > 50);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -238,6 +283,7 @@ int main(void)
         cmocka_unit_test(test_help_lists_every_row),
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_out_of_range),
+        cmocka_unit_test(test_synopsis_names_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
