@@ -88,7 +88,8 @@ static const uint8_t nchwc_pool2d_args[] = {
 };
 static const uint8_t rnn_args[] = {
     CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR,         /* x w r bias */
-    CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR, /* h0 c0 y yh yc */
+    CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR,         /* h0 c0 p lens */
+    CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR,                     /* y yh yc */
     CV_KTY_PTR, CV_KTY_PTR,                                 /* scratch: xg hg */
     CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64,         /* T B I H */
     CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_F32,         /* gates dirs flags clip */

@@ -104,7 +104,7 @@ typedef enum cv_krt {
     CV_KRT_SGEMM_H,             /* cvrt_sgemm with f16/bf16 B (its brs slot: the kind) */
     CV_KRT_NCHWC_CONV2D_H,      /* cvrt_nchwc_conv2d with f16 weights (-p fp16) */
     CV_KRT_SGEMM_PB,            /* cvrt_sgemm with B packed at compile time (CPU LLVM targets) */
-    CV_KRT_RNN,                 /* an LSTM or GRU over a run-time length (cvrt_rnn) */
+    CV_KRT_RNN,                 /* an RNN, LSTM or GRU over a run-time length (cvrt_rnn) */
     CV_KRT__COUNT
 } cv_krt;
 

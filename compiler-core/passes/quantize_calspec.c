@@ -61,20 +61,28 @@ void cv_qcal_free(cv_qsamples *s)
     s->n = 0;
 }
 
-/* The .npy data as an f32 tensor of the input's rank (dims checked by the
- * interpreter when it binds the input). */
+/* The .npy data as a tensor of the input's rank and dtype (dims checked by
+ * the interpreter when it binds the input): f32 from f32 or f64; any other
+ * dtype (token ids of a transformer, a mask) as stored, which must be the
+ * input's own. */
 static int to_input(const cv_value *in, cv_npy *n, const char *path, cv_tensor *t, cv_diag *d)
 {
-    if (n->rank != in->type.shape.rank || !(n->dtype == CV_F32 || n->dtype == CV_F64))
+    cv_dtype want = in->type.dtype;
+    bool f32 = want == CV_F32 && (n->dtype == CV_F32 || n->dtype == CV_F64);
+    if (n->rank != in->type.shape.rank || !(f32 || n->dtype == want))
         return cv_diag_fail(d, CV_E_CALIBRATION_FILE, (cv_span){.file = path}, "calibration file %s: expected "
-                            "an f32 or f64 array of rank %d for input %%%s", path,
+                            "an %s array of rank %d for input %%%s", path,
+                            want == CV_F32 ? "f32 or f64" : cv_dtype_name(want),
                             in->type.shape.rank, in->name);
-    if (cv_tensor_alloc(t, CV_F32, n->rank, n->dims))
+    if (cv_tensor_alloc(t, want, n->rank, n->dims))
         return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){.file = path}, "out of memory");
     int64_t cnt = cv_npy_numel(n);
+    if (n->dtype != CV_F64 || want != CV_F32) {
+        memcpy(t->data, n->data, (size_t)cnt * cv_dtype_size(want));
+        return 0;
+    }
     for (int64_t i = 0; i < cnt; i++)
-        ((float *)t->data)[i] = n->dtype == CV_F32 ? ((const float *)n->data)[i]
-                                                   : (float)((const double *)n->data)[i];
+        ((float *)t->data)[i] = (float)((const double *)n->data)[i];
     return 0;
 }
 
@@ -152,11 +160,6 @@ int cv_qcal_load(const cv_func *f, const char *root, const char *text, cv_qsampl
                  cv_diag *d)
 {
     memset(s, 0, sizeof *s);
-    for (int i = 0; i < f->n_inputs; i++)
-        if (f->inputs[i]->type.dtype != CV_F32)
-            return cv_diag_fail(d, CV_E_CALIBRATION_MODEL, f->span, "int8 calibration feeds f32 inputs only; "
-                                "input %%%s is %s", f->inputs[i]->name,
-                                cv_dtype_name(f->inputs[i]->type.dtype));
     if (f->n_inputs < 1 || f->n_inputs > MAX_SPECS)
         return cv_diag_fail(d, CV_E_CALIBRATION_MODEL, f->span, "int8 calibration needs a model with 1 to %d "
                             "inputs; @%s has %d", MAX_SPECS, f->name, f->n_inputs);

@@ -5,7 +5,9 @@
  * [M, K] with M symbolic or 1 is M images of one pixel (x viewed as [M, K,
  * 1, 1]: no copy); with a static M > 1 one image of M pixels, transposed to
  * [1, K, M, 1] and back (the kernel fills its 32-pixel panels); a rank-3 x
- * [B, S, K] (static S) is B images of S pixels, [B, K, S, 1].  The weights become [N, K, 1, 1]
+ * [B, S, K] is B images of S pixels, [B, K, S, 1], when S is static, else
+ * (qconv2d's pixels are static) flattened into B*S images of one pixel and
+ * reshaped back to [B, S, N] after.  The weights become [N, K, 1, 1]
  * (symmetric per output channel), gemm's c (one value per column) the
  * bias.  The original op is rewritten in place into the last reshaping
  * op, so its result (perhaps a model output, by name) stays. */
@@ -39,8 +41,7 @@ bool cv_qlin_candidate(const cv_op *op)
     const cv_value *x = op->operands[0];
     const cv_shape *xs = &x->type.shape;
     if (x->type.dtype != CV_F32 || !static_f32_param(op->operands[1], 2) ||
-        (xs->rank != 2 && !(xs->rank == 3 && !gemm)) || xs->d[xs->rank - 1].sym ||
-        (xs->rank == 3 && xs->d[1].sym))
+        (xs->rank != 2 && !(xs->rank == 3 && !gemm)) || xs->d[xs->rank - 1].sym)
         return false;
     int64_t n, k;
     dims_nk(op, &n, &k);
@@ -71,6 +72,7 @@ double cv_qlin_macs(const cv_op *op)
 typedef struct view {
     const int64_t *perm, *axes;
     int rank, n_axes;
+    bool flat;                  /* rank 3, S symbolic: flattened to [B*S, K] and back */
 } view;
 
 static view view_of(const cv_op *op)
@@ -78,11 +80,13 @@ static view view_of(const cv_op *op)
     static const int64_t p2[2] = {1, 0}, p3[3] = {0, 2, 1}, a03[2] = {0, 3}, a23[2] = {2, 3},
                          a3[1] = {3};
     const cv_shape *xs = &op->operands[0]->type.shape;
+    if (xs->rank == 3 && xs->d[1].sym)
+        return (view){NULL, a23, 2, 2, true};
     if (xs->rank == 3)
-        return (view){p3, a3, 3, 1};
+        return (view){p3, a3, 3, 1, false};
     if (xs->d[0].sym || xs->d[0].n == 1)
-        return (view){NULL, a23, 2, 2};
-    return (view){p2, a03, 2, 2};
+        return (view){NULL, a23, 2, 2, false};
+    return (view){p2, a03, 2, 2, false};
 }
 
 /* The weights as an f32 [N, K, 1, 1] constant (what cv_qweights quantizes). */
@@ -156,7 +160,13 @@ int cv_qlin_rewrite(cv_func *f, cv_op *op, double x_scale, int64_t x_zp, cv_op *
     if (!wf || oom || cv_qweights(f, wf, &wq, &ws))
         return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory quantizing weights");
     cv_value *x = op->operands[0];
-    if (v.perm)
+    if (v.flat) {
+        cv_op *fl = cv_op_new(f, "flatten", &x, 1);
+        cv_op_set_int(fl, "axis", 2);
+        cv_pass_merge_locs(fl, op);
+        x = cv_op_finish(fl, 1, d) ? NULL : fl->results[0];
+    }
+    if (x && v.perm)
         x = reshaping(f, op, "transpose", x, "perm", v.perm, v.rank, d);
     x = x ? reshaping(f, op, "unsqueeze", x, "axes", v.axes, v.n_axes, d) : NULL;
     if (!x)
@@ -169,7 +179,7 @@ int cv_qlin_rewrite(cv_func *f, cv_op *op, double x_scale, int64_t x_zp, cv_op *
     if (cv_op_finish(q, 1, d))
         return -1;
     cv_value *y = q->results[0];
-    if (v.perm && !(y = reshaping(f, op, "squeeze", y, "axes", v.axes, v.n_axes, d)))
+    if ((v.perm || v.flat) && !(y = reshaping(f, op, "squeeze", y, "axes", v.axes, v.n_axes, d)))
         return -1;
     move_tail(f, f->n_ops - before, at);
     /* op itself becomes the last step, keeping its result. */
@@ -181,9 +191,11 @@ int cv_qlin_rewrite(cv_func *f, cv_op *op, double x_scale, int64_t x_zp, cv_op *
     op->n_operands = 1;
     op->attrs = NULL;
     op->n_attrs = 0;
-    op->def = cv_op_def_lookup(v.perm ? "transpose" : "squeeze");
+    op->def = cv_op_def_lookup(v.flat ? "reshape" : v.perm ? "transpose" : "squeeze");
     op->name = op->def->name;
-    if (v.perm)
+    if (v.flat)
+        cv_op_set_dims(op, "shape", op->results[0]->type.shape.d, 3);
+    else if (v.perm)
         cv_op_set_ints(op, "perm", v.perm, v.rank);
     else
         cv_op_set_ints(op, "axes", v.axes, v.n_axes);

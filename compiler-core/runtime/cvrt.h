@@ -246,16 +246,20 @@ void cvrt_nchwc_conv2d_h(cvrt_ctx *rt, const float *x, const uint16_t *wh, const
                          int64_t pl, int64_t dh, int64_t dw, int64_t OH, int64_t OW,
                          const float *res, int64_t act, float lo, float hi);
 
-/* An LSTM (gates 4: i o f c) or GRU (gates 3: z r h) over T steps, the
- * rnn op of CU-IR (cvrt_rnn.c): x [T,B,I], w [dirs,G*H,I], r [dirs,G*H,H],
- * bias [dirs,2*G*H] (W's then R's), h0 and c0 [dirs,B,H] (c0 NULL for a
- * GRU) -> y [T,dirs,B,H], yh and yc [dirs,B,H] (yc NULL for a GRU).  flags:
- * CVRT_RNN_REVERSE, CVRT_RNN_LBR (GRU linear_before_reset); clip > 0 clips
- * the gate pre-activations.  Scratch: xg holds T*B*G*H floats, hg B*(G+1)*H. */
-enum { CVRT_RNN_REVERSE = 1, CVRT_RNN_LBR = 2 };
+/* A plain RNN (gates 1), LSTM (gates 4: i o f c) or GRU (gates 3: z r h)
+ * over T steps, the rnn op of CU-IR (cvrt_rnn.c): x [T,B,I], w
+ * [dirs,G*H,I], r [dirs,G*H,H], bias [dirs,2*G*H] (W's then R's), h0 and
+ * c0 [dirs,B,H] (c0 NULL but for an LSTM), p [dirs,3*H] (LSTM peepholes i
+ * o f, or NULL), lens [B] (sequence_lens, or NULL: every row T steps) ->
+ * y [T,dirs,B,H], yh and yc [dirs,B,H] (yc NULL but for an LSTM).  flags:
+ * CVRT_RNN_REVERSE, CVRT_RNN_LBR (GRU linear_before_reset), CVRT_RNN_RELU
+ * (the plain RNN's activation; else tanh); clip > 0 clips the gate
+ * pre-activations.  Scratch: xg holds T*B*G*H floats, hg B*(G+1)*H. */
+enum { CVRT_RNN_REVERSE = 1, CVRT_RNN_LBR = 2, CVRT_RNN_RELU = 4 };
 void cvrt_rnn(cvrt_ctx *rt, const float *x, const float *w, const float *r, const float *bias,
-              const float *h0, const float *c0, float *y, float *yh, float *yc, float *xg,
-              float *hg, int64_t T, int64_t B, int64_t I, int64_t H, int64_t gates,
+              const float *h0, const float *c0, const float *p, const int32_t *lens, float *y,
+              float *yh, float *yc, float *xg, float *hg, int64_t T, int64_t B, int64_t I,
+              int64_t H, int64_t gates,
               int64_t dirs, int64_t flags, float clip);
 
 /* IEEE half <-> float, round to nearest even (for targets without native

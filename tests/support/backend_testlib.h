@@ -23,7 +23,7 @@
 /* Every helper may go unused in one test file or another. */
 #define BK_FN static __attribute__((unused))
 
-#define BK_MAX_IN 6
+#define BK_MAX_IN 8
 #define BK_MAX_CASES 128
 
 typedef struct bk_case {

@@ -25,7 +25,16 @@ $(BUILD)/models/dynamic/dynamic.stamp: tests/tools/export_transformers.py
 	$(Q)/usr/bin/python3 tests/tools/export_transformers.py $(@D) small >/dev/null 2>&1 && \
 	  touch $@ || echo "warning: dynamic transformer export skipped (python3-torch missing?)"
 
-# Two tiny PyTorch exports (tests/unit/cli/test_artifact_names.c), both graphs
+# ONNX RNN / LSTM / GRU over a dynamic number of steps (plain RNN, peepholes,
+# sequence_lens) with references from torch and onnx's LSTM_Helper, for
+# test_rnn_models; skipped when PyTorch is missing.
+TEST_DATA += $(BUILD)/models/rnn/rnn.stamp
+$(BUILD)/models/rnn/rnn.stamp: tests/tools/export_rnn.py
+	@mkdir -p $(@D)
+	$(Q)/usr/bin/python3 tests/tools/export_rnn.py $(@D) >/dev/null 2>&1 && \
+	  touch $@ || echo "warning: RNN export skipped (python3-torch missing?)"
+
+# Two tiny PyTorch exports (tests/unit/test_artifact_names.c), both graphs
 # named "torch_jit"; the tests skip when PyTorch is not installed.
 TEST_DATA += $(BUILD)/models/tiny/tiny.stamp
 $(BUILD)/models/tiny/tiny.stamp: tests/tools/export_tiny_torch.py

@@ -26,6 +26,9 @@ typedef enum cv_c99_helper {
     CV_C99_H__COUNT
 } cv_c99_helper;
 
+/* The text of the rnn op's runtime (c99_runtime_rnn.c). */
+extern const char cv_c99_rnn_text[];
+
 /* Open-addressing map from an expression to its per-statement state. */
 typedef struct cv_c99_memo_ent {
     const cv_kexpr *key;

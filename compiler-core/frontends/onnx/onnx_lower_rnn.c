@@ -1,9 +1,11 @@
 /* ONNX RNN, GRU and LSTM, unrolled over the (static) sequence into CU-IR
  * gemm, elementwise and slice ops: one step per time index and direction,
  * with the gate formulas of the ONNX operator specification.  Weights may
- * be run-time values; sequence_lens, when given, must be known and equal
- * the sequence length (no padding).  Over a symbolic sequence (or batch),
- * an LSTM or GRU becomes one CU-IR rnn op (ir/ops_rnn.c) instead. */
+ * be run-time values.  Over a symbolic sequence (or batch), or with a
+ * sequence_lens that is not the full length everywhere (rows of their own
+ * lengths), the layer becomes one CU-IR rnn op (ir/ops_rnn.c) instead:
+ * peepholes, sequence_lens, the plain RNN's tanh or relu; other
+ * activations there are CV4xxx refusals naming the node. */
 #include <string.h>
 
 #include "compiler-core/frontends/onnx/onnx_internal.h"
@@ -288,22 +290,40 @@ static cv_value *zero_state(rnn *s, cv_dim batch)
 
 /* An LSTM or GRU over a symbolic sequence (or batch): one CU-IR rnn op
  * (ops_rnn.c), run step by step at run time, instead of the unrolling. */
+/* Whether the rnn op takes this node's activations: the defaults, or for
+ * the plain RNN tanh or relu, the same in both directions. */
+static bool op_acts(const rnn *s)
+{
+    for (int d = 0; d < s->dirs; d++) {
+        if (s->gates == 1 && (strcmp(s->act[d][0], s->act[0][0]) || !strcmp(s->act[d][0], "sigmoid")))
+            return false;
+        if (s->gates > 1 && (strcmp(s->act[d][0], "sigmoid") || strcmp(s->act[d][1], "tanh") ||
+                             (s->gates == 4 && strcmp(s->act[d][2], "tanh"))))
+            return false;
+    }
+    return true;
+}
+
 static int lower_symbolic(rnn *s, int64_t layout)
 {
     onnx_ctx *c = s->c;
-    onnx_val *xv = onnx_in(c, 0);
-    if (s->gates == 1 || onnx_in(c, 4) || onnx_in(c, 7) || onnx_attr(c, "activations") ||
-        !onnx_in(c, 1) || !onnx_in(c, 2) || xv->type.dtype != CV_F32 ||
+    onnx_val *xv = onnx_in(c, 0), *lens = onnx_in(c, 4);
+    if (!onnx_in(c, 1) || !onnx_in(c, 2) || xv->type.dtype != CV_F32 ||
         xv->type.shape.rank != 3 || xv->type.shape.d[2].sym)
-        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "over a symbolic sequence: only LSTM and GRU "
-                        "of static input size with the default activations, no sequence_lens "
-                        "and no peepholes");
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "over a symbolic sequence or with sequence_lens: "
+                        "X must be f32 [seq, batch, input] with a static input size");
+    if (!op_acts(s))
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "over a symbolic sequence or with sequence_lens: "
+                        "only the default activations (the plain RNN: Tanh or Relu, the same in "
+                        "both directions)");
+    if (lens && (lens->type.dtype != CV_I32 || lens->type.shape.rank != 1))
+        return onnx_err(c, CV_E_ONNX_UNSUPPORTED_FEATURE, "sequence_lens must be an int32 tensor [batch]");
     static const int64_t perm[3] = {1, 0, 2}, yperm[4] = {2, 0, 1, 3};
     cv_value *x = onnx_in_value(c, 0);
     if (x && layout)
         x = transpose(c, x, 3, perm);
     cv_dim batch = xv->type.shape.d[layout ? 0 : 1];
-    cv_value *ops[6] = {x, onnx_in_value(c, 1), onnx_in_value(c, 2), NULL, NULL, NULL};
+    cv_value *ops[8] = {x, onnx_in_value(c, 1), onnx_in_value(c, 2), NULL, NULL, NULL, NULL, NULL};
     if (onnx_in(c, 3)) {
         ops[3] = onnx_in_value(c, 3);
     } else {
@@ -315,9 +335,20 @@ static int lower_symbolic(rnn *s, int64_t layout)
         cv_value *v = onnx_in(c, i + 1) ? onnx_in_value(c, i + 1) : zero_state(s, batch);
         ops[i] = v && layout && onnx_in(c, i + 1) ? transpose(c, v, 3, perm) : v;
     }
+    bool peep = s->gates == 4 && onnx_in(c, 7);
+    if (peep)
+        ops[n_ops++] = onnx_in_value(c, 7);
+    if (lens)
+        ops[n_ops++] = onnx_in_value(c, 4);
     cv_op *o = onnx_op(c, "rnn", ops, n_ops);
     if (o) {
-        cv_op_set_string(o, "cell", s->gates == 4 ? "lstm" : "gru");
+        cv_op_set_string(o, "cell", s->gates == 4 ? "lstm" : s->gates == 3 ? "gru" : "rnn");
+        if (s->gates == 1 && !strcmp(s->act[0][0], "relu"))
+            cv_op_set_string(o, "activation", "relu");
+        if (peep)
+            cv_op_set_int(o, "peepholes", 1);
+        if (lens)
+            cv_op_set_int(o, "lengths", 1);
         cv_op_set_string(o, "direction", s->dirs == 2 ? "bidirectional"
                                          : s->reverse ? "reverse" : "forward");
         if (s->lbr)
@@ -345,6 +376,22 @@ static bool static_x(onnx_ctx *c)
     return !x || cv_shape_is_static(&x->type.shape);
 }
 
+/* Whether sequence_lens is given and not known to be the full length of
+ * every row (a run-time value, or rows of their own lengths). */
+static bool partial_lens(onnx_ctx *c, int64_t layout)
+{
+    onnx_val *x = onnx_in(c, 0), *lens = onnx_in(c, 4);
+    if (!lens)
+        return false;
+    const onnx_const *k = lens->c;
+    if (!x || !k || x->type.shape.rank != 3 || x->type.shape.d[layout ? 1 : 0].sym)
+        return true;
+    for (int64_t i = 0; i < k->numel; i++)
+        if ((k->syms && k->syms[i]) || onnx_const_i64(k, i) != x->type.shape.d[layout ? 1 : 0].n)
+            return true;
+    return false;
+}
+
 static int lower_rnn(onnx_ctx *c)
 {
     const char *op = c->node->op_type;
@@ -352,7 +399,7 @@ static int lower_rnn(onnx_ctx *c)
     int64_t layout;
     if (read_attrs(&s, &layout) < 0)
         return -1;
-    if (!static_x(c))
+    if (!static_x(c) || partial_lens(c, layout))
         return lower_symbolic(&s, layout);
     if (read_shapes(&s, layout) < 0)
         return -1;
@@ -408,7 +455,8 @@ static int lower_rnn(onnx_ctx *c)
 }
 
 static const onnx_op_entry entries[] = {
-    {"RNN", 7, lower_rnn, "slice reshape transpose concat gemm add sigmoid tanh relu clip", 0x10u},
+    {"RNN", 7, lower_rnn, "slice reshape transpose concat gemm add sigmoid tanh relu clip rnn",
+     0x10u},
     {"GRU", 7, lower_rnn, "slice reshape transpose concat gemm add sub mul sigmoid tanh relu clip "
      "rnn", 0x10u},
     {"LSTM", 7, lower_rnn, "slice reshape transpose concat gemm add mul sigmoid tanh relu clip rnn",

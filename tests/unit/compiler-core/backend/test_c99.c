@@ -278,6 +278,14 @@ static const bk_case sweep_nn[] = {
         "f32[1,2,2]"),
     BKN("rnn", "cell=gru linear_before_reset=1 direction=reverse", 2, 1, "f32[3,1,3]",
         "f32[1,6,3]", "f32[1,6,2]", "f32[1,12]", "f32[1,1,2]"),
+    /* the plain RNN, peepholes and sequence_lens (rows of their own lengths) */
+    BKN("rnn", "cell=rnn activation=relu direction=bidirectional lengths=1", 2, 0, "f32[T:4,3,3]",
+        "f32[2,2,3]", "f32[2,2,2]", "f32[2,4]", "f32[2,3,2]", "i32[3] =4,1,2"),
+    BKN("rnn", "cell=lstm peepholes=1 lengths=1 direction=reverse", 3, 2, "f32[T:5,3,3]",
+        "f32[1,8,3]", "f32[1,8,2]", "f32[1,16]", "f32[1,3,2]", "f32[1,3,2]", "f32[1,6]",
+        "i32[3] =2,0,5"),
+    BKN("rnn", "cell=gru lengths=1", 2, 0, "f32[T:4,2,3]", "f32[1,6,3]", "f32[1,6,2]",
+        "f32[1,12]", "f32[1,2,2]", "i32[2] =3,1"),
 };
 
 static const bk_case sweep_red[] = {
