@@ -34,7 +34,7 @@ $(BUILD)/models/rnn/rnn.stamp: tests/tools/export_rnn.py
 	$(Q)/usr/bin/python3 tests/tools/export_rnn.py $(@D) >/dev/null 2>&1 && \
 	  touch $@ || echo "warning: RNN export skipped (python3-torch missing?)"
 
-# Two tiny PyTorch exports (tests/unit/test_artifact_names.c), both graphs
+# Two tiny PyTorch exports (tests/unit/cli/test_artifact_names.c), both graphs
 # named "torch_jit"; the tests skip when PyTorch is not installed.
 TEST_DATA += $(BUILD)/models/tiny/tiny.stamp
 $(BUILD)/models/tiny/tiny.stamp: tests/tools/export_tiny_torch.py

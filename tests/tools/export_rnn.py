@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Exports ONNX RNN / LSTM / GRU models over a dynamic number of steps T
-with reference outputs, for tests/unit/test_rnn_models.c (issue 26).
+with reference outputs, for tests/unit/compiler-core/test_rnn_models.c (issue 26).
 
 usage: export_rnn.py OUTDIR
 

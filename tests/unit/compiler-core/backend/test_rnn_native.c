@@ -4,7 +4,7 @@
  * second recurrent product), LSTM peepholes, sequence_lens (rows of their
  * own lengths, one past T, one 0), clip, symbolic and static lengths and
  * batches, every result compared.
- * The PyTorch exports (tests/unit/test_dynamic_models.c) cover only what
+ * The PyTorch exports (tests/unit/compiler-core/test_dynamic_models.c) cover only what
  * torch emits: forward LSTM and bidirectional GRU with the reset after. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "compiler-core/frontends/onnx/onnx_import.h"
-#include "tests/unit/test_backend_util.h"
-#include "tests/unit/test_model_refs.h"
+#include "tests/support/backend_testlib.h"
+#include "tests/support/model_refs_testlib.h"
 
 enum { MAX_IO = 4, MAX_SHAPES = 4 };
 

@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 #include "compiler-core/frontends/onnx/onnx_import.h"
-#include "tests/unit/test_backend_util.h"
-#include "tests/unit/test_model_refs.h"
+#include "tests/support/backend_testlib.h"
+#include "tests/support/model_refs_testlib.h"
 
 #define BF16_TOL 5e-3
 #define MIN_SQNR 30.0
