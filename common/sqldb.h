@@ -51,6 +51,9 @@ typedef struct cv_sqldb_config {
     int busy_code;             /* SQLITE_BUSY / SQLITE_LOCKED past the timeout */
     int busy_timeout_ms;       /* SQLite's busy timeout, and the WAL switch's retry limit */
     int (*busy_handler)(void *ctx, int n);   /* instead of SQLite's timeout, when set */
+    /* Called on the new connection before anything else (hooks, db_config). */
+    void (*on_connect)(sqlite3 *conn, void *ctx);
+    void *ctx;                 /* for busy_handler and on_connect */
     bool foreign_keys;         /* PRAGMA foreign_keys=ON */
     bool serialized;           /* SQLITE_OPEN_FULLMUTEX (else NOMUTEX) */
     const cv_sqldb_migration *migrations;

@@ -112,8 +112,10 @@ static int enable_wal(cv_sqldb *db, cv_diag *d)
 static int set_up(cv_sqldb *db, cv_diag *d)
 {
     sqlite3_extended_result_codes(db->db, 1);
+    if (db->cfg.on_connect)
+        db->cfg.on_connect(db->db, db->cfg.ctx);
     if (db->cfg.busy_handler)
-        sqlite3_busy_handler(db->db, db->cfg.busy_handler, db);
+        sqlite3_busy_handler(db->db, db->cfg.busy_handler, db->cfg.ctx);
     else
         sqlite3_busy_timeout(db->db, db->cfg.busy_timeout_ms);
     if (cv_sqldb_script(db, "PRAGMA synchronous=NORMAL", d) ||
