@@ -14,6 +14,7 @@
 
 #include "controller/controller.h"
 #include "tests/support/tmpdir.h"
+#include "tests/unit/sqlite_testlib.h"
 
 #define T0 INT64_C(1700000000000)
 #define REV1 "main@sha1:1111111111111111111111111111111111111111"
@@ -136,43 +137,20 @@ static int teardown(void **state)
     return 0;
 }
 
-static void raw_exec(const char *path, const char *sql)
-{
-    sqlite3 *db;
-    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    char *err = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK)
-        fail_msg("%s", err);
-    sqlite3_close(db);
-}
-
-static int64_t raw_int(const char *path, const char *sql)
-{
-    sqlite3 *db;
-    sqlite3_stmt *st;
-    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    int64_t v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
-}
-
 /* Writes an old-format file at `version` (2 or 3) with OLD_ROWS in it. */
 static void write_old_file(const char *path, int version)
 {
-    raw_exec(path, "PRAGMA journal_mode=WAL;"
+    sqlt_exec(path, "PRAGMA journal_mode=WAL;"
                    "CREATE TABLE schema_version(version INTEGER NOT NULL);");
-    raw_exec(path, OLD_SCHEMA_V1_V2);
-    raw_exec(path, "INSERT INTO schema_version VALUES(1),(2);");
+    sqlt_exec(path, OLD_SCHEMA_V1_V2);
+    sqlt_exec(path, "INSERT INTO schema_version VALUES(1),(2);");
     if (version == 3) {
-        raw_exec(path, OLD_SCHEMA_V3);
-        raw_exec(path, "INSERT INTO schema_version VALUES(3);"
+        sqlt_exec(path, OLD_SCHEMA_V3);
+        sqlt_exec(path, "INSERT INTO schema_version VALUES(3);"
                        "INSERT INTO failure_revisions VALUES(1,1,1700000000004);"
                        "INSERT INTO failure_patterns VALUES(1,'p','model',3101,2);");
     }
-    raw_exec(path, OLD_ROWS);
+    sqlt_exec(path, OLD_ROWS);
 }
 
 /* Every old row is there, read through the build DB's own API. */
@@ -209,13 +187,13 @@ static void check_old_rows(fx *f, cv_builddb *db)
         {"SELECT COUNT(*) FROM requests", 1},
     };
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
-        assert_int_equal(raw_int(f->path, counts[i].sql), counts[i].n);
+        assert_int_equal(sqlt_int(f->path, counts[i].sql), counts[i].n);
 }
 
 static void check_current(fx *f)
 {
-    assert_int_equal(raw_int(f->path, "PRAGMA user_version"), cv_builddb_schema_version());
-    assert_int_equal(raw_int(f->path, "SELECT COUNT(*) FROM sqlite_master"
+    assert_int_equal(sqlt_int(f->path, "PRAGMA user_version"), cv_builddb_schema_version());
+    assert_int_equal(sqlt_int(f->path, "SELECT COUNT(*) FROM sqlite_master"
                                       " WHERE name='schema_version'"), 0);
 }
 
@@ -227,7 +205,7 @@ static void test_old_file_at_version_3(void **state)
     assert_int_equal(cv_builddb_open(f->path, &db, &f->d), 0);
     check_old_rows(f, db);
     check_current(f);
-    assert_int_equal(raw_int(f->path, "SELECT jobs FROM failure_patterns WHERE pattern='p'"), 2);
+    assert_int_equal(sqlt_int(f->path, "SELECT jobs FROM failure_patterns WHERE pattern='p'"), 2);
     /* and it keeps working: the queued job finishes its revision */
     assert_int_equal(cv_builddb_revision_planned(db, 2, true, T0 + 30, &f->d), 0);
     cv_rev_summary s;
@@ -249,7 +227,7 @@ static void test_old_file_at_version_2(void **state)
     assert_int_equal(cv_builddb_open(f->path, &db, &f->d), 0);
     check_old_rows(f, db);
     check_current(f);
-    assert_int_equal(raw_int(f->path, "SELECT COUNT(*) FROM failure_revisions"), 0);
+    assert_int_equal(sqlt_int(f->path, "SELECT COUNT(*) FROM failure_revisions"), 0);
     cv_builddb_close(db);
 }
 
@@ -261,7 +239,7 @@ static void test_newer_file_refused(void **state)
     cv_builddb_close(db);
     char sql[64];
     snprintf(sql, sizeof sql, "PRAGMA user_version = %d", cv_builddb_schema_version() + 1);
-    raw_exec(f->path, sql);
+    sqlt_exec(f->path, sql);
     assert_int_equal(cv_builddb_open(f->path, &db, &f->d), -1);
     const cv_diag_entry *e = cv_diag_get(&f->d, f->d.n);
     assert_int_equal(e->code, 9006);
@@ -272,7 +250,7 @@ static void test_newer_file_refused(void **state)
              cv_builddb_schema_version() + 1, cv_builddb_schema_version());
     assert_non_null(strstr(e->msg, want));
     /* refused before anything is written */
-    assert_int_equal(raw_int(f->path, "PRAGMA user_version"), cv_builddb_schema_version() + 1);
+    assert_int_equal(sqlt_int(f->path, "PRAGMA user_version"), cv_builddb_schema_version() + 1);
 }
 
 int main(void)

@@ -15,6 +15,7 @@
 
 #include "cache/index.h"
 #include "tests/support/tmpdir.h"
+#include "tests/unit/sqlite_testlib.h"
 
 /* The schema as main wrote it (copied, not shared: the old format stays). */
 static const char OLD_SCHEMA[] =
@@ -81,29 +82,6 @@ static int teardown(void **state)
     return 0;
 }
 
-static void raw_exec(const char *path, const char *sql)
-{
-    sqlite3 *db;
-    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    char *err = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK)
-        fail_msg("%s", err);
-    sqlite3_close(db);
-}
-
-static int64_t raw_int(const char *path, const char *sql)
-{
-    sqlite3 *db;
-    sqlite3_stmt *st;
-    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    int64_t v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
-}
-
 static void sum_counter(void *ctx, const char *name, int64_t v)
 {
     (void)name;
@@ -119,9 +97,9 @@ static void count_row(void *ctx, cv_cas_kind kind, const cv_digest *name, uint64
 static void test_old_index_rows_kept(void **state)
 {
     fx *f = *state;
-    raw_exec(f->path, "PRAGMA journal_mode=WAL;");
-    raw_exec(f->path, OLD_SCHEMA);
-    raw_exec(f->path, OLD_ROWS);
+    sqlt_exec(f->path, "PRAGMA journal_mode=WAL;");
+    sqlt_exec(f->path, OLD_SCHEMA);
+    sqlt_exec(f->path, OLD_ROWS);
     cv_index *ix;
     assert_int_equal(cv_cache_index_open(f->dir, &ix, &f->d), 0);
     uint64_t bytes[2], entries[2];
@@ -153,8 +131,8 @@ static void test_old_index_rows_kept(void **state)
     assert_int_equal(cv_cache_index_totals(ix, bytes, entries, &f->d), 0);
     assert_int_equal(bytes[CV_CAS_BLOB], 107);
     cv_cache_index_close(ix);
-    assert_int_equal(raw_int(f->path, "PRAGMA user_version"), 1);
-    assert_int_equal(raw_int(f->path, "SELECT COUNT(*) FROM manifests"), 1);
+    assert_int_equal(sqlt_int(f->path, "PRAGMA user_version"), 1);
+    assert_int_equal(sqlt_int(f->path, "SELECT COUNT(*) FROM manifests"), 1);
     assert_int_equal(f->d.n, 0);
 }
 
@@ -164,14 +142,14 @@ static void test_newer_index_refused(void **state)
     cv_index *ix;
     assert_int_equal(cv_cache_index_open(f->dir, &ix, &f->d), 0);
     cv_cache_index_close(ix);
-    raw_exec(f->path, "PRAGMA user_version = 2");
+    sqlt_exec(f->path, "PRAGMA user_version = 2");
     assert_int_equal(cv_cache_index_open(f->dir, &ix, &f->d), -1);
     const cv_diag_entry *e = cv_diag_get(&f->d, f->d.n);
     assert_int_equal(e->code, 9006);
     assert_string_equal(e->span.file, f->path);
     assert_non_null(strstr(e->msg, f->path));
     assert_non_null(strstr(e->msg, "version 2, newer than this cuvil understands (1)"));
-    assert_int_equal(raw_int(f->path, "PRAGMA user_version"), 2);   /* not stamped back */
+    assert_int_equal(sqlt_int(f->path, "PRAGMA user_version"), 2);   /* not stamped back */
 }
 
 int main(void)

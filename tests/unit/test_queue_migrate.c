@@ -17,6 +17,7 @@
 #include "queue/jobmsg.h"
 #include "queue/queue.h"
 #include "tests/support/tmpdir.h"
+#include "tests/unit/sqlite_testlib.h"
 
 #define T INT64_C(1700000000000)
 
@@ -125,19 +126,6 @@ static void raw_insert(sqlite3 *db, const char *sql, const char *msg, size_t len
     sqlite3_finalize(st);
 }
 
-static int64_t raw_int(const char *path, const char *sql)
-{
-    sqlite3 *db;
-    sqlite3_stmt *st;
-    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    int64_t v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
-}
-
 /* An old-format file at `version` (1 or 2): job-1 queued, job-2 leased by
  * w-old, job-3 done with its result (seq 5) pending, one dead letter. */
 static void write_old_file(fx *f, int version)
@@ -178,8 +166,8 @@ static void write_old_file(fx *f, int version)
 
 static void check_current(fx *f)
 {
-    assert_int_equal(raw_int(f->path, "PRAGMA user_version"), 2);
-    assert_int_equal(raw_int(f->path, "SELECT COUNT(*) FROM sqlite_master"
+    assert_int_equal(sqlt_int(f->path, "PRAGMA user_version"), 2);
+    assert_int_equal(sqlt_int(f->path, "SELECT COUNT(*) FROM sqlite_master"
                                       " WHERE name='schema_version'"), 0);
 }
 
@@ -266,17 +254,14 @@ static void test_newer_file_refused(void **state)
     cv_queue *q;
     assert_int_equal(cv_queue_open(f->url, &f->opts, &q, &f->d), 0);
     cv_queue_close(q);
-    sqlite3 *db;
-    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
-    raw_exec(db, "PRAGMA user_version = 3");
-    sqlite3_close(db);
+    sqlt_exec(f->path, "PRAGMA user_version = 3");
     assert_int_equal(cv_queue_open(f->url, &f->opts, &q, &f->d), -1);
     const cv_diag_entry *e = cv_diag_get(&f->d, f->d.n);
     assert_int_equal(e->code, 9006);
     assert_string_equal(e->span.file, f->path);
     assert_non_null(strstr(e->msg, f->path));
     assert_non_null(strstr(e->msg, "version 3, newer than this cuvil understands (2)"));
-    assert_int_equal(raw_int(f->path, "PRAGMA user_version"), 3);
+    assert_int_equal(sqlt_int(f->path, "PRAGMA user_version"), 3);
 }
 
 int main(void)
