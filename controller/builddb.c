@@ -260,7 +260,7 @@ int builddb_finish_if_done(cv_builddb *db, int64_t rev_id, bool force, int64_t n
         return 0;
     bool ok = !force && bad == 0;
     if (cv_sqldb_exec(&db->db, d, SQL_REV_FINISH, "tiii", ok ? "succeeded" : "failed", now_ms, now_ms,
-                   rev_id) < 0)
+                      rev_id) < 0)
         return -1;
     return ok ? advance_last_succeeded(db, rev_id, now_ms, d) : 0;
 }

@@ -51,11 +51,11 @@ int cv_fh_store(cv_builddb *db, int64_t rev_id, const cv_fh_count *c, int n, int
         return -1;
     int rc = cv_sqldb_exec(&db->db, d, SQL_CLEAR, "i", rev_id) < 0 ? -1 : 0;
     if (rc == 0 && cv_sqldb_exec(&db->db, d, SQL_MARK, "iii", rev_id,
-                              (int64_t)CV_CLASSIFIER_VERSION, now_ms) < 0)
+                                 (int64_t)CV_CLASSIFIER_VERSION, now_ms) < 0)
         rc = -1;
     for (int i = 0; rc == 0 && i < n; i++)
         if (cv_sqldb_exec(&db->db, d, SQL_ADD, "ittii", rev_id, c[i].pattern,
-                       cv_fail_class_name(c[i].cls), (int64_t)c[i].code, c[i].jobs) < 0)
+                          cv_fail_class_name(c[i].cls), (int64_t)c[i].code, c[i].jobs) < 0)
             rc = -1;
     return cv_sqldb_tx_end(&db->db, owned, rc, d);
 }
@@ -64,7 +64,7 @@ int cv_fh_unstored(cv_builddb *db, int64_t upto_id, int64_t *out, int max, int *
 {
     *n = 0;
     sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_UNSTORED, "iii", upto_id,
-                                   (int64_t)CV_CLASSIFIER_VERSION, (int64_t)max);
+                                      (int64_t)CV_CLASSIFIER_VERSION, (int64_t)max);
     int rc = st ? 1 : -1;
     while (rc == 1 && *n < max && (rc = cv_sqldb_step(&db->db, st, d)) == 1)
         out[(*n)++] = sqlite3_column_int64(st, 0);
@@ -77,7 +77,7 @@ int cv_fh_first_seen(cv_builddb *db, const char *pattern, int64_t *rev_id,
                      char name[CV_REVISION_MAX + 1], cv_diag *d)
 {
     sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_FIRST, "ti", pattern,
-                                   (int64_t)CV_CLASSIFIER_VERSION);
+                                      (int64_t)CV_CLASSIFIER_VERSION);
     int rc = st ? cv_sqldb_step(&db->db, st, d) : -1;
     if (rc != 1)
         return rc;
@@ -122,7 +122,7 @@ int cv_fh_range(cv_builddb *db, int64_t since_id, int64_t until_id, int64_t *ids
         return -1;
     *total = (int)count;
     sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_RANGE, "iii", since_id, until_id,
-                                   (int64_t)max);
+                                      (int64_t)max);
     int rc = st ? 1 : -1, got = 0;
     while (rc == 1 && got < max && (rc = cv_sqldb_step(&db->db, st, d)) == 1) {
         ids[got] = sqlite3_column_int64(st, 0);

@@ -130,7 +130,7 @@ int cv_builddb_jobs_visit(cv_builddb *db, int64_t rev_id, bool only_bad, cv_job_
     /* Rows are copied out first: fn may query the DB (the statement cache
      * holds one cursor per statement). */
     sqlite3_stmt *st = cv_sqldb_query(&db->db, d, only_bad ? SQL_JOBS_BAD : SQL_JOBS_ALL, "i",
-                                   rev_id);
+                                      rev_id);
     if (!st)
         return -1;
     cv_job_row *rows = NULL;
@@ -246,7 +246,7 @@ int cv_builddb_request_done(cv_builddb *db, int64_t upto_id, const char *revisio
                             const char *error, int64_t now_ms, cv_diag *d)
 {
     int n = cv_sqldb_exec(&db->db, d, SQL_REQ_DONE, "itti", now_ms,
-                       revision && *revision ? revision : NULL, error && *error ? error : NULL,
-                       upto_id);
+                          revision && *revision ? revision : NULL, error && *error ? error : NULL,
+                          upto_id);
     return n;
 }

@@ -107,13 +107,13 @@ static int store_result(cv_builddb *db, const cv_queue_result *r, const cv_resul
     const char *status = cv_result_status_name(m->status);
     const char *manifest = m->artifact_manifest[0] ? m->artifact_manifest : NULL;
     if (cv_sqldb_exec(&db->db, d, SQL_RESULT_ADD, "ttiitttiti", r->job_id, status,
-                   (int64_t)r->attempts, (int64_t)r->dead_letter, cv_cache_outcome_name(m->l1),
-                   cv_cache_outcome_name(m->l2), manifest, r->seq, r->msg, now_ms) < 0)
+                      (int64_t)r->attempts, (int64_t)r->dead_letter, cv_cache_outcome_name(m->l1),
+                      cv_cache_outcome_name(m->l2), manifest, r->seq, r->msg, now_ms) < 0)
         return -1;
     result_id = sqlite3_last_insert_rowid(db->db.db);
     if (builddb_store_diags(db, 0, result_id, &m->diags, d) ||
         cv_sqldb_exec(&db->db, d, SQL_JOBS_DONE, "tiiiiiiiit", status, result_id,
-                   (int64_t)r->attempts, ts[1], ts[2], ts[3], ts[4], ts[5], ts[6], r->job_id) < 0)
+                      (int64_t)r->attempts, ts[1], ts[2], ts[3], ts[4], ts[5], ts[6], r->job_id) < 0)
         return -1;
     if (m->status == CV_RESULT_OK && manifest &&
         cv_sqldb_exec(&db->db, d, SQL_ARTIFACTS_DONE, "ti", manifest, result_id) < 0)
@@ -179,7 +179,7 @@ int cv_builddb_artifact_find(cv_builddb *db, const char *revision, const char *m
 {
     l2_key[0] = manifest[0] = 0;
     sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_ARTIFACT_FIND, "tttt", revision, model_path,
-                                   target, precision);
+                                      target, precision);
     int rc = st ? cv_sqldb_step(&db->db, st, d) : -1;
     if (rc == 1) {
         cv_sqldb_text(st, 0, l2_key, CV_DIGEST_HEX + 1);
