@@ -331,6 +331,7 @@
     X(CV_E_TIMEOUT, 9003, "timeout", "the operation ran past its time limit") \
     X(CV_E_IO_ERROR, 9004, "io-error", "a file or device could not be read or written") \
     X(CV_E_RESOURCE_LIMIT, 9005, "resource-limit", "an input exceeds a configured resource limit") \
+    X(CV_E_DB_SCHEMA_TOO_NEW, 9006, "db-schema-too-new", "a database file (build DB, queue, cache index) was written by a newer cuvil: its schema version is higher than this build knows") \
     X(CV_E_CACHE_CORRUPT_ENTRY, 9101, "cache-corrupt-entry", "a cache entry failed verification against its digest; it was removed and treated as a miss") \
     X(CV_E_CACHE_REMOTE_UNREACHABLE, 9102, "cache-remote-unreachable", "the remote cache could not be reached; the build continues without it") \
     X(CV_E_CACHE_REMOTE_TIMEOUT, 9103, "cache-remote-timeout", "the remote cache did not answer in time; the build continues without it") \

@@ -1,7 +1,8 @@
 /* The build DB: what the farm planned and what came of it, per revision.
  * SQLite in WAL mode, so `cuvil status` and the dashboard read while the
  * controller writes.  Schema changes are appended to `migrations`, never
- * edited: a database records its version and is brought forward on open. */
+ * edited: a database records its version (PRAGMA user_version) and is
+ * brought forward on open (common/sqldb.h). */
 #include "controller/builddb_internal.h"
 
 #include <jansson.h>
@@ -9,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const migrations[] = {
+static const cv_sqldb_migration migrations[] = {
     /* 1: the first schema */
+    {.sql =
     "CREATE TABLE revisions("
     "  id INTEGER PRIMARY KEY,"
     "  revision TEXT NOT NULL UNIQUE,"
@@ -60,15 +62,17 @@ static const char *const migrations[] = {
     "CREATE INDEX diagnostics_revision ON diagnostics(revision_id);"
     "CREATE TABLE blob_digests(blob_id TEXT PRIMARY KEY, sha256 TEXT NOT NULL) WITHOUT ROWID;"
     "CREATE TABLE farm_status(key TEXT PRIMARY KEY, value TEXT NOT NULL,"
-    "  updated_ms INTEGER NOT NULL) WITHOUT ROWID;",
+    "  updated_ms INTEGER NOT NULL) WITHOUT ROWID;"},
     /* 2: build requests from `cuvil submit`, handled by the controller */
+    {.sql =
     "CREATE TABLE requests("
     "  id INTEGER PRIMARY KEY,"
     "  created_ms INTEGER NOT NULL, handled_ms INTEGER,"
     "  revision TEXT, error TEXT);"
-    "CREATE INDEX requests_open ON requests(id) WHERE handled_ms IS NULL;",
+    "CREATE INDEX requests_open ON requests(id) WHERE handled_ms IS NULL;"},
     /* 3: the failure classifier's history: jobs broken per pattern of each
      * finished revision (controller/builddb_failures.c) */
+    {.sql =
     "CREATE TABLE failure_revisions("
     "  revision_id INTEGER PRIMARY KEY REFERENCES revisions(id),"
     "  classifier INTEGER NOT NULL, classified_ms INTEGER NOT NULL);"
@@ -76,7 +80,7 @@ static const char *const migrations[] = {
     "  revision_id INTEGER NOT NULL REFERENCES failure_revisions(revision_id),"
     "  pattern TEXT NOT NULL, class TEXT NOT NULL, code INTEGER NOT NULL,"
     "  jobs INTEGER NOT NULL, PRIMARY KEY(revision_id, pattern)) WITHOUT ROWID;"
-    "CREATE INDEX failure_patterns_first ON failure_patterns(pattern, revision_id);",
+    "CREATE INDEX failure_patterns_first ON failure_patterns(pattern, revision_id);"},
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -97,7 +101,14 @@ int cv_builddb_open(const char *path, cv_builddb **out, cv_diag *d)
         cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){.file = path}, "out of memory");
         return -1;
     }
-    if (cv_db_open(&db->db, path, migrations, SCHEMA_VERSION, d)) {
+    /* WAL: the dashboard and `cuvil status` read while the controller writes. */
+    static const cv_sqldb_config cfg = {
+        .what = "build DB", .open_code = CV_E_BUILDDB_OPEN_FAILED,
+        .storage_code = CV_E_BUILDDB_STORAGE, .busy_code = CV_E_BUILDDB_BUSY,
+        .busy_timeout_ms = 5000, .foreign_keys = true,
+        .migrations = migrations, .n_migrations = SCHEMA_VERSION,
+    };
+    if (cv_sqldb_open(&db->db, path, &cfg, d)) {
         free(db);
         return -1;
     }
@@ -109,19 +120,19 @@ void cv_builddb_close(cv_builddb *db)
 {
     if (!db)
         return;
-    cv_db_close(&db->db);
+    cv_sqldb_close(&db->db);
     free(db);
 }
 
 int cv_builddb_begin(cv_builddb *db, cv_diag *d)
 {
     bool owned;
-    return cv_db_tx_begin(&db->db, &owned, d);
+    return cv_sqldb_tx_begin(&db->db, &owned, d);
 }
 
-int cv_builddb_commit(cv_builddb *db, cv_diag *d) { return cv_db_tx_end(&db->db, true, 0, d); }
+int cv_builddb_commit(cv_builddb *db, cv_diag *d) { return cv_sqldb_tx_end(&db->db, true, 0, d); }
 
-void cv_builddb_rollback(cv_builddb *db) { sqlite3_exec(db->db.db, "ROLLBACK", NULL, NULL, NULL); }
+void cv_builddb_rollback(cv_builddb *db) { cv_sqldb_rollback(&db->db); }
 
 /* ---- farm status */
 
@@ -133,14 +144,14 @@ static const char SQL_STATUS_GET[] = "SELECT value FROM farm_status WHERE key=?"
 int cv_builddb_status_set(cv_builddb *db, const char *key, const char *value, int64_t now_ms,
                           cv_diag *d)
 {
-    return cv_db_exec(&db->db, d, SQL_STATUS_SET, "tti", key, value, now_ms) < 0 ? -1 : 0;
+    return cv_sqldb_exec(&db->db, d, SQL_STATUS_SET, "tti", key, value, now_ms) < 0 ? -1 : 0;
 }
 
 int cv_builddb_status_get(cv_builddb *db, const char *key, char **value, cv_diag *d)
 {
     *value = NULL;
-    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_STATUS_GET, "t", key);
-    int rc = st ? cv_db_step(&db->db, st, d) : -1;
+    sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_STATUS_GET, "t", key);
+    int rc = st ? cv_sqldb_step(&db->db, st, d) : -1;
     if (rc == 1) {
         *value = strdup((const char *)sqlite3_column_text(st, 0));
         sqlite3_reset(st);
@@ -205,16 +216,16 @@ int cv_builddb_revision_begin(cv_builddb *db, const char *revision, int64_t now_
                               int64_t *rev_id, bool *created, cv_diag *d)
 {
     bool owned;
-    if (cv_db_tx_begin(&db->db, &owned, d))
+    if (cv_sqldb_tx_begin(&db->db, &owned, d))
         return -1;
-    int n = cv_db_exec(&db->db, d, SQL_REV_INSERT, "ti", revision, now_ms);
+    int n = cv_sqldb_exec(&db->db, d, SQL_REV_INSERT, "ti", revision, now_ms);
     int rc = n < 0 ? -1 : 0;
     *created = n > 0;
-    if (rc == 0 && cv_db_int(&db->db, d, rev_id, SQL_REV_ID, "t", revision) != 1)
+    if (rc == 0 && cv_sqldb_int(&db->db, d, rev_id, SQL_REV_ID, "t", revision) != 1)
         rc = -1;
     if (rc == 0 && *created)
         rc = cv_builddb_status_set(db, CV_STATUS_LAST_ATTEMPTED, revision, now_ms, d);
-    return cv_db_tx_end(&db->db, owned, rc, d);
+    return cv_sqldb_tx_end(&db->db, owned, rc, d);
 }
 
 /* lastSucceededRevision only moves forward: a slow old revision that
@@ -224,16 +235,16 @@ static int advance_last_succeeded(cv_builddb *db, int64_t rev_id, int64_t now_ms
     char *cur = NULL;
     int64_t cur_id = 0;
     int rc = cv_builddb_status_get(db, CV_STATUS_LAST_SUCCEEDED, &cur, d);
-    if (rc == 1 && cv_db_int(&db->db, d, &cur_id, SQL_REV_ID, "t", cur) < 0)
+    if (rc == 1 && cv_sqldb_int(&db->db, d, &cur_id, SQL_REV_ID, "t", cur) < 0)
         rc = -1;
     free(cur);
     if (rc < 0 || cur_id > rev_id)
         return rc < 0 ? -1 : 0;
-    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_REV_NAME, "i", rev_id);
-    if (!st || cv_db_step(&db->db, st, d) != 1)
+    sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_REV_NAME, "i", rev_id);
+    if (!st || cv_sqldb_step(&db->db, st, d) != 1)
         return -1;
     char name[CV_REVISION_MAX + 1];
-    cv_db_text(st, 0, name, sizeof name);
+    cv_sqldb_text(st, 0, name, sizeof name);
     sqlite3_reset(st);
     return cv_builddb_status_set(db, CV_STATUS_LAST_SUCCEEDED, name, now_ms, d);
 }
@@ -242,14 +253,14 @@ int builddb_finish_if_done(cv_builddb *db, int64_t rev_id, bool force, int64_t n
                            cv_diag *d)
 {
     int64_t pending = 0, bad = 0;
-    if (cv_db_int(&db->db, d, &pending, SQL_REV_PENDING, "i", rev_id) < 0 ||
-        cv_db_int(&db->db, d, &bad, SQL_REV_BAD, "i", rev_id) < 0)
+    if (cv_sqldb_int(&db->db, d, &pending, SQL_REV_PENDING, "i", rev_id) < 0 ||
+        cv_sqldb_int(&db->db, d, &bad, SQL_REV_BAD, "i", rev_id) < 0)
         return -1;
     if (pending && !force)
         return 0;
     bool ok = !force && bad == 0;
-    if (cv_db_exec(&db->db, d, SQL_REV_FINISH, "tiii", ok ? "succeeded" : "failed", now_ms, now_ms,
-                   rev_id) < 0)
+    if (cv_sqldb_exec(&db->db, d, SQL_REV_FINISH, "tiii", ok ? "succeeded" : "failed", now_ms, now_ms,
+                      rev_id) < 0)
         return -1;
     return ok ? advance_last_succeeded(db, rev_id, now_ms, d) : 0;
 }
@@ -258,26 +269,26 @@ int cv_builddb_revision_planned(cv_builddb *db, int64_t rev_id, bool spec_errors
                                 cv_diag *d)
 {
     bool owned;
-    if (cv_db_tx_begin(&db->db, &owned, d))
+    if (cv_sqldb_tx_begin(&db->db, &owned, d))
         return -1;
-    int rc = cv_db_exec(&db->db, d, SQL_REV_BUILDING, "ii", now_ms, rev_id) < 0 ? -1 : 0;
+    int rc = cv_sqldb_exec(&db->db, d, SQL_REV_BUILDING, "ii", now_ms, rev_id) < 0 ? -1 : 0;
     if (rc == 0)
         rc = builddb_finish_if_done(db, rev_id, spec_errors, now_ms, d);
-    return cv_db_tx_end(&db->db, owned, rc, d);
+    return cv_sqldb_tx_end(&db->db, owned, rc, d);
 }
 
 int cv_builddb_revision_summary(cv_builddb *db, const char *revision, cv_rev_summary *out,
                                 cv_diag *d)
 {
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_REV_SUMMARY, "t", revision);
-    int rc = st ? cv_db_step(&db->db, st, d) : -1;
+    sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_REV_SUMMARY, "t", revision);
+    int rc = st ? cv_sqldb_step(&db->db, st, d) : -1;
     if (rc != 1)
         return rc;
     out->id = sqlite3_column_int64(st, 0);
-    cv_db_text(st, 1, out->revision, sizeof out->revision);
+    cv_sqldb_text(st, 1, out->revision, sizeof out->revision);
     char state[16];
-    cv_db_text(st, 2, state, sizeof state);
+    cv_sqldb_text(st, 2, state, sizeof state);
     for (int i = 0; i < CV_REV__COUNT; i++)
         if (strcmp(state, rev_states[i]) == 0)
             out->state = (cv_rev_state)i;
@@ -298,7 +309,7 @@ static const char SQL_PIPELINE_ADD[] =
 int cv_builddb_pipeline_add(cv_builddb *db, int64_t rev_id, const char *name, const char *spec,
                             cv_diag *d)
 {
-    return cv_db_exec(&db->db, d, SQL_PIPELINE_ADD, "itt", rev_id, name, spec) < 0 ? -1 : 0;
+    return cv_sqldb_exec(&db->db, d, SQL_PIPELINE_ADD, "itt", rev_id, name, spec) < 0 ? -1 : 0;
 }
 
 /* ---- diagnostics */
@@ -312,21 +323,13 @@ int builddb_store_diags(cv_builddb *db, int64_t rev_id, int64_t result_id, const
 {
     for (int i = 1; i <= diags->n; i++) {
         const cv_diag_entry *e = cv_diag_get(diags, i);
-        /* 0 binds as NULL for the id that does not apply */
-        sqlite3_stmt *st = cv_db_query(
-            &db->db, d, SQL_DIAG_ADD, "iiiiittiiiitt", rev_id, result_id, (int64_t)e->id,
-            (int64_t)e->root_id, (int64_t)e->code, cv_severity_name(e->sev), e->span.file,
-            (int64_t)e->span.line, (int64_t)e->span.col, (int64_t)e->span.end_line,
-            (int64_t)e->span.end_col, e->path, e->msg);
-        if (!st)
+        /* z: 0 binds as NULL for the id that does not apply */
+        if (cv_sqldb_exec(&db->db, d, SQL_DIAG_ADD, "zziiittiiiitt", rev_id, result_id,
+                          (int64_t)e->id, (int64_t)e->root_id, (int64_t)e->code,
+                          cv_severity_name(e->sev), e->span.file, (int64_t)e->span.line,
+                          (int64_t)e->span.col, (int64_t)e->span.end_line,
+                          (int64_t)e->span.end_col, e->path, e->msg) < 0)
             return -1;
-        if (!rev_id)
-            sqlite3_bind_null(st, 1);
-        if (!result_id)
-            sqlite3_bind_null(st, 2);
-        if (cv_db_step(&db->db, st, d) < 0)
-            return -1;
-        sqlite3_reset(st);
     }
     return 0;
 }
@@ -334,9 +337,9 @@ int builddb_store_diags(cv_builddb *db, int64_t rev_id, int64_t result_id, const
 int cv_builddb_revision_diags(cv_builddb *db, int64_t rev_id, const cv_diag *diags, cv_diag *d)
 {
     bool owned;
-    if (cv_db_tx_begin(&db->db, &owned, d))
+    if (cv_sqldb_tx_begin(&db->db, &owned, d))
         return -1;
-    return cv_db_tx_end(&db->db, owned, builddb_store_diags(db, rev_id, 0, diags, d), d);
+    return cv_sqldb_tx_end(&db->db, owned, builddb_store_diags(db, rev_id, 0, diags, d), d);
 }
 
 /* ---- the blob memo */
@@ -347,10 +350,10 @@ static const char SQL_BLOB_PUT[] = "INSERT OR REPLACE INTO blob_digests(blob_id,
 int cv_builddb_blob_digest_get(cv_builddb *db, const char *blob_id, char sha256[CV_DIGEST_HEX + 1],
                                cv_diag *d)
 {
-    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_BLOB_GET, "t", blob_id);
-    int rc = st ? cv_db_step(&db->db, st, d) : -1;
+    sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_BLOB_GET, "t", blob_id);
+    int rc = st ? cv_sqldb_step(&db->db, st, d) : -1;
     if (rc == 1) {
-        cv_db_text(st, 0, sha256, CV_DIGEST_HEX + 1);
+        cv_sqldb_text(st, 0, sha256, CV_DIGEST_HEX + 1);
         sqlite3_reset(st);
     }
     return rc;
@@ -359,5 +362,5 @@ int cv_builddb_blob_digest_get(cv_builddb *db, const char *blob_id, char sha256[
 int cv_builddb_blob_digest_put(cv_builddb *db, const char *blob_id, const char *sha256,
                                cv_diag *d)
 {
-    return cv_db_exec(&db->db, d, SQL_BLOB_PUT, "tt", blob_id, sha256) < 0 ? -1 : 0;
+    return cv_sqldb_exec(&db->db, d, SQL_BLOB_PUT, "tt", blob_id, sha256) < 0 ? -1 : 0;
 }

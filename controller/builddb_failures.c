@@ -37,7 +37,7 @@ static const char SQL_RANGE_COUNT[] = "SELECT COUNT(*) FROM revisions WHERE id B
 int cv_fh_is_stored(cv_builddb *db, int64_t rev_id, bool *stored, cv_diag *d)
 {
     int64_t n = 0;
-    if (cv_db_int(&db->db, d, &n, SQL_STORED, "ii", rev_id, (int64_t)CV_CLASSIFIER_VERSION) < 0)
+    if (cv_sqldb_int(&db->db, d, &n, SQL_STORED, "ii", rev_id, (int64_t)CV_CLASSIFIER_VERSION) < 0)
         return -1;
     *stored = n > 0;
     return 0;
@@ -47,26 +47,26 @@ int cv_fh_store(cv_builddb *db, int64_t rev_id, const cv_fh_count *c, int n, int
                 cv_diag *d)
 {
     bool owned;
-    if (cv_db_tx_begin(&db->db, &owned, d))
+    if (cv_sqldb_tx_begin(&db->db, &owned, d))
         return -1;
-    int rc = cv_db_exec(&db->db, d, SQL_CLEAR, "i", rev_id) < 0 ? -1 : 0;
-    if (rc == 0 && cv_db_exec(&db->db, d, SQL_MARK, "iii", rev_id,
-                              (int64_t)CV_CLASSIFIER_VERSION, now_ms) < 0)
+    int rc = cv_sqldb_exec(&db->db, d, SQL_CLEAR, "i", rev_id) < 0 ? -1 : 0;
+    if (rc == 0 && cv_sqldb_exec(&db->db, d, SQL_MARK, "iii", rev_id,
+                                 (int64_t)CV_CLASSIFIER_VERSION, now_ms) < 0)
         rc = -1;
     for (int i = 0; rc == 0 && i < n; i++)
-        if (cv_db_exec(&db->db, d, SQL_ADD, "ittii", rev_id, c[i].pattern,
-                       cv_fail_class_name(c[i].cls), (int64_t)c[i].code, c[i].jobs) < 0)
+        if (cv_sqldb_exec(&db->db, d, SQL_ADD, "ittii", rev_id, c[i].pattern,
+                          cv_fail_class_name(c[i].cls), (int64_t)c[i].code, c[i].jobs) < 0)
             rc = -1;
-    return cv_db_tx_end(&db->db, owned, rc, d);
+    return cv_sqldb_tx_end(&db->db, owned, rc, d);
 }
 
 int cv_fh_unstored(cv_builddb *db, int64_t upto_id, int64_t *out, int max, int *n, cv_diag *d)
 {
     *n = 0;
-    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_UNSTORED, "iii", upto_id,
-                                   (int64_t)CV_CLASSIFIER_VERSION, (int64_t)max);
+    sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_UNSTORED, "iii", upto_id,
+                                      (int64_t)CV_CLASSIFIER_VERSION, (int64_t)max);
     int rc = st ? 1 : -1;
-    while (rc == 1 && *n < max && (rc = cv_db_step(&db->db, st, d)) == 1)
+    while (rc == 1 && *n < max && (rc = cv_sqldb_step(&db->db, st, d)) == 1)
         out[(*n)++] = sqlite3_column_int64(st, 0);
     if (rc == 1)
         sqlite3_reset(st);
@@ -76,13 +76,13 @@ int cv_fh_unstored(cv_builddb *db, int64_t upto_id, int64_t *out, int max, int *
 int cv_fh_first_seen(cv_builddb *db, const char *pattern, int64_t *rev_id,
                      char name[CV_REVISION_MAX + 1], cv_diag *d)
 {
-    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_FIRST, "ti", pattern,
-                                   (int64_t)CV_CLASSIFIER_VERSION);
-    int rc = st ? cv_db_step(&db->db, st, d) : -1;
+    sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_FIRST, "ti", pattern,
+                                      (int64_t)CV_CLASSIFIER_VERSION);
+    int rc = st ? cv_sqldb_step(&db->db, st, d) : -1;
     if (rc != 1)
         return rc;
     *rev_id = sqlite3_column_int64(st, 0);
-    cv_db_text(st, 1, name, CV_REVISION_MAX + 1);
+    cv_sqldb_text(st, 1, name, CV_REVISION_MAX + 1);
     sqlite3_reset(st);
     return 1;
 }
@@ -97,12 +97,12 @@ static cv_fail_class class_parse(const char *s)
 
 int cv_fh_counts(cv_builddb *db, int64_t rev_id, cv_fh_count_fn fn, void *ctx, cv_diag *d)
 {
-    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_COUNTS, "i", rev_id);
+    sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_COUNTS, "i", rev_id);
     int rc = st ? 1 : -1;
-    while (rc == 1 && (rc = cv_db_step(&db->db, st, d)) == 1) {
+    while (rc == 1 && (rc = cv_sqldb_step(&db->db, st, d)) == 1) {
         char pattern[CV_PATTERN_MAX + 1], cls[16];
-        cv_db_text(st, 0, pattern, sizeof pattern);
-        cv_db_text(st, 1, cls, sizeof cls);
+        cv_sqldb_text(st, 0, pattern, sizeof pattern);
+        cv_sqldb_text(st, 1, cls, sizeof cls);
         cv_fh_count c = {.pattern = pattern, .cls = class_parse(cls),
                          .code = sqlite3_column_int(st, 2), .jobs = sqlite3_column_int64(st, 3)};
         if (fn(ctx, &c)) {
@@ -118,15 +118,15 @@ int cv_fh_range(cv_builddb *db, int64_t since_id, int64_t until_id, int64_t *ids
 {
     *n = *total = 0;
     int64_t count = 0;
-    if (cv_db_int(&db->db, d, &count, SQL_RANGE_COUNT, "ii", since_id, until_id) < 0)
+    if (cv_sqldb_int(&db->db, d, &count, SQL_RANGE_COUNT, "ii", since_id, until_id) < 0)
         return -1;
     *total = (int)count;
-    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_RANGE, "iii", since_id, until_id,
-                                   (int64_t)max);
+    sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_RANGE, "iii", since_id, until_id,
+                                      (int64_t)max);
     int rc = st ? 1 : -1, got = 0;
-    while (rc == 1 && got < max && (rc = cv_db_step(&db->db, st, d)) == 1) {
+    while (rc == 1 && got < max && (rc = cv_sqldb_step(&db->db, st, d)) == 1) {
         ids[got] = sqlite3_column_int64(st, 0);
-        cv_db_text(st, 1, names[got], CV_REVISION_MAX + 1);
+        cv_sqldb_text(st, 1, names[got], CV_REVISION_MAX + 1);
         got++;
     }
     if (rc == 1)

@@ -24,10 +24,10 @@ int cv_builddb_revisions_list(cv_builddb *db, int64_t offset, cv_rev_summary *ou
         cv_diag_error(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
         return -1;
     }
-    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_REV_LIST, "ii", (int64_t)max, offset);
+    sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_REV_LIST, "ii", (int64_t)max, offset);
     int rc = st ? 1 : -1, count = 0;
-    while (rc == 1 && count < max && (rc = cv_db_step(&db->db, st, d)) == 1)
-        cv_db_text(st, 0, names[count++], sizeof names[0]);
+    while (rc == 1 && count < max && (rc = cv_sqldb_step(&db->db, st, d)) == 1)
+        cv_sqldb_text(st, 0, names[count++], sizeof names[0]);
     if (st && rc == 1)
         sqlite3_reset(st);
     for (int i = 0; rc >= 0 && i < count; i++)
@@ -71,12 +71,12 @@ int cv_builddb_revision_resolve(cv_builddb *db, const char *name, char out[CV_RE
         return rc;
     }
     bool prefix = !strchr(name, '@') && is_hex_prefix(name);
-    sqlite3_stmt *st = cv_db_query(&db->db, d, prefix ? SQL_REV_PREFIX : SQL_REV_EXACT, "t", name);
-    int rc = st ? cv_db_step(&db->db, st, d) : -1;
+    sqlite3_stmt *st = cv_sqldb_query(&db->db, d, prefix ? SQL_REV_PREFIX : SQL_REV_EXACT, "t", name);
+    int rc = st ? cv_sqldb_step(&db->db, st, d) : -1;
     if (rc != 1)
         return rc;
-    cv_db_text(st, 0, out, CV_REVISION_MAX + 1);
-    rc = cv_db_step(&db->db, st, d);   /* a second match: ambiguous */
+    cv_sqldb_text(st, 0, out, CV_REVISION_MAX + 1);
+    rc = cv_sqldb_step(&db->db, st, d);   /* a second match: ambiguous */
     if (rc == 1)
         sqlite3_reset(st);
     if (rc == 1) {
@@ -105,19 +105,19 @@ static const char SQL_JOBS_BAD[] =
 
 static void job_row_read(sqlite3_stmt *st, cv_job_row *r)
 {
-    cv_db_text(st, 0, r->job_id, sizeof r->job_id);
-    cv_db_text(st, 1, r->pipeline, sizeof r->pipeline);
-    cv_db_text(st, 2, r->model_path, sizeof r->model_path);
-    cv_db_text(st, 3, r->target, sizeof r->target);
-    cv_db_text(st, 4, r->precision, sizeof r->precision);
-    cv_db_text(st, 5, r->opt_level, sizeof r->opt_level);
-    cv_db_text(st, 6, r->state, sizeof r->state);
+    cv_sqldb_text(st, 0, r->job_id, sizeof r->job_id);
+    cv_sqldb_text(st, 1, r->pipeline, sizeof r->pipeline);
+    cv_sqldb_text(st, 2, r->model_path, sizeof r->model_path);
+    cv_sqldb_text(st, 3, r->target, sizeof r->target);
+    cv_sqldb_text(st, 4, r->precision, sizeof r->precision);
+    cv_sqldb_text(st, 5, r->opt_level, sizeof r->opt_level);
+    cv_sqldb_text(st, 6, r->state, sizeof r->state);
     r->result_id = sqlite3_column_int64(st, 7);
     r->attempts = sqlite3_column_int(st, 8);
     r->queued_ms = sqlite3_column_int64(st, 9);
     r->finished_ms = sqlite3_column_int64(st, 10);
-    cv_db_text(st, 11, r->l2, sizeof r->l2);
-    cv_db_text(st, 12, r->l1, sizeof r->l1);
+    cv_sqldb_text(st, 11, r->l2, sizeof r->l2);
+    cv_sqldb_text(st, 12, r->l1, sizeof r->l1);
     r->ts[CV_JOB_TS_QUEUED] = r->queued_ms;
     for (int i = CV_JOB_TS_STARTED; i <= CV_JOB_TS_UPLOADED; i++)
         r->ts[i] = sqlite3_column_int64(st, 12 + i);
@@ -129,14 +129,14 @@ int cv_builddb_jobs_visit(cv_builddb *db, int64_t rev_id, bool only_bad, cv_job_
 {
     /* Rows are copied out first: fn may query the DB (the statement cache
      * holds one cursor per statement). */
-    sqlite3_stmt *st = cv_db_query(&db->db, d, only_bad ? SQL_JOBS_BAD : SQL_JOBS_ALL, "i",
-                                   rev_id);
+    sqlite3_stmt *st = cv_sqldb_query(&db->db, d, only_bad ? SQL_JOBS_BAD : SQL_JOBS_ALL, "i",
+                                      rev_id);
     if (!st)
         return -1;
     cv_job_row *rows = NULL;
     size_t n = 0, cap = 0;
     int rc;
-    while ((rc = cv_db_step(&db->db, st, d)) == 1) {
+    while ((rc = cv_sqldb_step(&db->db, st, d)) == 1) {
         if (n == cap) {
             cap = cap ? cap * 2 : 64;
             cv_job_row *grown = realloc(rows, cap * sizeof *rows);
@@ -175,12 +175,12 @@ static cv_severity severity_parse(const char *s)
 int cv_builddb_diags_load(cv_builddb *db, int64_t rev_id, int64_t result_id, cv_diag *out,
                           cv_diag *d)
 {
-    sqlite3_stmt *st = result_id ? cv_db_query(&db->db, d, SQL_DIAGS_RESULT, "i", result_id)
-                                 : cv_db_query(&db->db, d, SQL_DIAGS_REV, "i", rev_id);
+    sqlite3_stmt *st = result_id ? cv_sqldb_query(&db->db, d, SQL_DIAGS_RESULT, "i", result_id)
+                                 : cv_sqldb_query(&db->db, d, SQL_DIAGS_REV, "i", rev_id);
     if (!st)
         return -1;
     int rc, first = out->n;
-    while ((rc = cv_db_step(&db->db, st, d)) == 1) {
+    while ((rc = cv_sqldb_step(&db->db, st, d)) == 1) {
         const char *file = (const char *)sqlite3_column_text(st, 4);
         const char *path = (const char *)sqlite3_column_text(st, 9);
         cv_span sp = {.file = file, .line = sqlite3_column_int(st, 5),
@@ -211,7 +211,7 @@ static const char SQL_REQ_DONE[] =
 
 int cv_builddb_request_add(cv_builddb *db, int64_t now_ms, int64_t *id, cv_diag *d)
 {
-    if (cv_db_exec(&db->db, d, SQL_REQ_ADD, "i", now_ms) < 0)
+    if (cv_sqldb_exec(&db->db, d, SQL_REQ_ADD, "i", now_ms) < 0)
         return -1;
     *id = sqlite3_last_insert_rowid(db->db.db);
     return 0;
@@ -220,33 +220,33 @@ int cv_builddb_request_add(cv_builddb *db, int64_t now_ms, int64_t *id, cv_diag 
 static int request_read(cv_builddb *db, sqlite3_stmt *st, cv_build_request *out, cv_diag *d)
 {
     memset(out, 0, sizeof *out);
-    int rc = st ? cv_db_step(&db->db, st, d) : -1;
+    int rc = st ? cv_sqldb_step(&db->db, st, d) : -1;
     if (rc != 1)
         return rc;
     out->id = sqlite3_column_int64(st, 0);
     out->created_ms = sqlite3_column_int64(st, 1);
     out->handled_ms = sqlite3_column_int64(st, 2);
-    cv_db_text(st, 3, out->revision, sizeof out->revision);
-    cv_db_text(st, 4, out->error, sizeof out->error);
+    cv_sqldb_text(st, 3, out->revision, sizeof out->revision);
+    cv_sqldb_text(st, 4, out->error, sizeof out->error);
     sqlite3_reset(st);
     return 1;
 }
 
 int cv_builddb_request_next(cv_builddb *db, cv_build_request *out, cv_diag *d)
 {
-    return request_read(db, cv_db_query(&db->db, d, SQL_REQ_NEXT, ""), out, d);
+    return request_read(db, cv_sqldb_query(&db->db, d, SQL_REQ_NEXT, ""), out, d);
 }
 
 int cv_builddb_request_get(cv_builddb *db, int64_t id, cv_build_request *out, cv_diag *d)
 {
-    return request_read(db, cv_db_query(&db->db, d, SQL_REQ_GET, "i", id), out, d);
+    return request_read(db, cv_sqldb_query(&db->db, d, SQL_REQ_GET, "i", id), out, d);
 }
 
 int cv_builddb_request_done(cv_builddb *db, int64_t upto_id, const char *revision,
                             const char *error, int64_t now_ms, cv_diag *d)
 {
-    int n = cv_db_exec(&db->db, d, SQL_REQ_DONE, "itti", now_ms,
-                       revision && *revision ? revision : NULL, error && *error ? error : NULL,
-                       upto_id);
+    int n = cv_sqldb_exec(&db->db, d, SQL_REQ_DONE, "itti", now_ms,
+                          revision && *revision ? revision : NULL, error && *error ? error : NULL,
+                          upto_id);
     return n;
 }

@@ -4,11 +4,11 @@
 #define CV_CONTROLLER_BUILDDB_INTERNAL_H
 
 #include "controller/controller.h"
-#include "controller/dbutil.h"
+#include "common/sqldb.h"
 #include "controller/internal.h"
 
 struct cv_builddb {
-    cv_db db;
+    cv_sqldb db;
 };
 
 /* Transactions: the build DB's own and the tests'. */

@@ -23,22 +23,16 @@ int cv_builddb_job_add(cv_builddb *db, int64_t rev_id, const cv_job_msg *job, bo
                        const char *runner, int64_t now_ms, cv_diag *d)
 {
     const char *prec = cv_precision_name(job->precision);
-    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_JOB_ADD, "titttttttttii", job->job_id, rev_id,
-                                   job->pipeline, job->model_path, job->model_digest, job->target,
-                                   prec, cv_opt_level_name(job->opt_level), job->l2_key,
-                                   hit ? "hit" : "queued", runner ? runner : job->job_id, now_ms,
-                                   now_ms);
-    if (!st)
+    /* finished_ms is NULL until a queued job finishes */
+    if (cv_sqldb_exec(&db->db, d, SQL_JOB_ADD, hit ? "titttttttttii" : "titttttttttin",
+                      job->job_id, rev_id, job->pipeline, job->model_path, job->model_digest,
+                      job->target, prec, cv_opt_level_name(job->opt_level), job->l2_key,
+                      hit ? "hit" : "queued", runner ? runner : job->job_id, now_ms, now_ms) < 0)
         return -1;
-    if (!hit)
-        sqlite3_bind_null(st, 13);   /* finished_ms: not yet */
-    if (cv_db_step(&db->db, st, d) < 0)
-        return -1;
-    sqlite3_reset(st);
     if (!hit)
         return 0;
-    return cv_db_exec(&db->db, d, SQL_ARTIFACT_HIT, "ittttt", rev_id, job->model_path,
-                      job->target, prec, job->pipeline, job->l2_key) < 0 ? -1 : 0;
+    return cv_sqldb_exec(&db->db, d, SQL_ARTIFACT_HIT, "ittttt", rev_id, job->model_path,
+                         job->target, prec, job->pipeline, job->l2_key) < 0 ? -1 : 0;
 }
 
 static const char SQL_JOB_GET[] =
@@ -48,14 +42,14 @@ static const char SQL_JOB_GET[] =
 int cv_builddb_job_get(cv_builddb *db, const char *job_id, cv_job_info *out, cv_diag *d)
 {
     memset(out, 0, sizeof *out);
-    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_JOB_GET, "t", job_id);
-    int rc = st ? cv_db_step(&db->db, st, d) : -1;
+    sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_JOB_GET, "t", job_id);
+    int rc = st ? cv_sqldb_step(&db->db, st, d) : -1;
     if (rc != 1)
         return rc;
-    cv_db_text(st, 0, out->job_id, sizeof out->job_id);
-    cv_db_text(st, 1, out->state, sizeof out->state);
-    cv_db_text(st, 2, out->runner, sizeof out->runner);
-    cv_db_text(st, 3, out->l2_key, sizeof out->l2_key);
+    cv_sqldb_text(st, 0, out->job_id, sizeof out->job_id);
+    cv_sqldb_text(st, 1, out->state, sizeof out->state);
+    cv_sqldb_text(st, 2, out->runner, sizeof out->runner);
+    cv_sqldb_text(st, 3, out->l2_key, sizeof out->l2_key);
     out->attempts = sqlite3_column_int(st, 4);
     for (int i = 0; i < CV_JOB_TS__COUNT; i++)
         out->ts[i] = sqlite3_column_int64(st, 5 + i);
@@ -112,24 +106,24 @@ static int store_result(cv_builddb *db, const cv_queue_result *r, const cv_resul
     result_times(m, queued_ms, now_ms, ts);
     const char *status = cv_result_status_name(m->status);
     const char *manifest = m->artifact_manifest[0] ? m->artifact_manifest : NULL;
-    if (cv_db_exec(&db->db, d, SQL_RESULT_ADD, "ttiitttiti", r->job_id, status,
-                   (int64_t)r->attempts, (int64_t)r->dead_letter, cv_cache_outcome_name(m->l1),
-                   cv_cache_outcome_name(m->l2), manifest, r->seq, r->msg, now_ms) < 0)
+    if (cv_sqldb_exec(&db->db, d, SQL_RESULT_ADD, "ttiitttiti", r->job_id, status,
+                      (int64_t)r->attempts, (int64_t)r->dead_letter, cv_cache_outcome_name(m->l1),
+                      cv_cache_outcome_name(m->l2), manifest, r->seq, r->msg, now_ms) < 0)
         return -1;
     result_id = sqlite3_last_insert_rowid(db->db.db);
     if (builddb_store_diags(db, 0, result_id, &m->diags, d) ||
-        cv_db_exec(&db->db, d, SQL_JOBS_DONE, "tiiiiiiiit", status, result_id,
-                   (int64_t)r->attempts, ts[1], ts[2], ts[3], ts[4], ts[5], ts[6], r->job_id) < 0)
+        cv_sqldb_exec(&db->db, d, SQL_JOBS_DONE, "tiiiiiiiit", status, result_id,
+                      (int64_t)r->attempts, ts[1], ts[2], ts[3], ts[4], ts[5], ts[6], r->job_id) < 0)
         return -1;
     if (m->status == CV_RESULT_OK && manifest &&
-        cv_db_exec(&db->db, d, SQL_ARTIFACTS_DONE, "ti", manifest, result_id) < 0)
+        cv_sqldb_exec(&db->db, d, SQL_ARTIFACTS_DONE, "ti", manifest, result_id) < 0)
         return -1;
     /* finish the revisions this result completes (a merged job may belong
      * to a later revision than the one that queued the execution) */
     int64_t revs[64];
     int n = 0, rc = 0;
-    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_RESULT_REVS, "i", result_id);
-    while (st && (rc = cv_db_step(&db->db, st, d)) == 1)
+    sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_RESULT_REVS, "i", result_id);
+    while (st && (rc = cv_sqldb_step(&db->db, st, d)) == 1)
         if (n < 64)
             revs[n++] = sqlite3_column_int64(st, 0);
     if (!st || rc < 0)
@@ -154,12 +148,12 @@ int cv_builddb_record_result(cv_builddb *db, const cv_queue_result *r, int64_t n
     }
     bool owned;
     int64_t queued_ms = 0, waiting = 0;
-    if (cv_db_tx_begin(&db->db, &owned, d)) {
+    if (cv_sqldb_tx_begin(&db->db, &owned, d)) {
         cv_result_msg_free(&m);
         return -1;
     }
-    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_WAITING, "t", r->job_id);
-    rc = st ? cv_db_step(&db->db, st, d) : -1;
+    sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_WAITING, "t", r->job_id);
+    rc = st ? cv_sqldb_step(&db->db, st, d) : -1;
     if (rc == 1) {
         waiting = sqlite3_column_int64(st, 0);
         queued_ms = sqlite3_column_int64(st, 1);
@@ -168,7 +162,7 @@ int cv_builddb_record_result(cv_builddb *db, const cv_queue_result *r, int64_t n
                      : warn_ignored(r, d, "no job waits on it (unknown, or already recorded)");
     }
     cv_result_msg_free(&m);
-    return cv_db_tx_end(&db->db, owned, rc, d);
+    return cv_sqldb_tx_end(&db->db, owned, rc, d);
 }
 
 /* ---- artifacts */
@@ -184,12 +178,12 @@ int cv_builddb_artifact_find(cv_builddb *db, const char *revision, const char *m
                              cv_diag *d)
 {
     l2_key[0] = manifest[0] = 0;
-    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_ARTIFACT_FIND, "tttt", revision, model_path,
-                                   target, precision);
-    int rc = st ? cv_db_step(&db->db, st, d) : -1;
+    sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_ARTIFACT_FIND, "tttt", revision, model_path,
+                                      target, precision);
+    int rc = st ? cv_sqldb_step(&db->db, st, d) : -1;
     if (rc == 1) {
-        cv_db_text(st, 0, l2_key, CV_DIGEST_HEX + 1);
-        cv_db_text(st, 1, manifest, CV_DIGEST_HEX + 1);
+        cv_sqldb_text(st, 0, l2_key, CV_DIGEST_HEX + 1);
+        cv_sqldb_text(st, 1, manifest, CV_DIGEST_HEX + 1);
         sqlite3_reset(st);
     }
     return rc;

@@ -194,15 +194,15 @@ int cv_farm_summarise(cv_builddb *db, const char *revision, cv_farm_summary *s, 
         return -1;
     }
     int64_t worker_hits = 0;
-    if (cv_db_int(&db->db, d, &worker_hits,
-                  "SELECT COUNT(*) FROM jobs j JOIN results r ON r.id = j.result_id "
-                  "WHERE j.revision_id = ? AND j.state = 'ok' AND r.l2 IN ('hit', 'remote-hit')",
-                  "i", sum.id) < 0)
+    if (cv_sqldb_int(&db->db, d, &worker_hits,
+                     "SELECT COUNT(*) FROM jobs j JOIN results r ON r.id = j.result_id "
+                     "WHERE j.revision_id = ? AND j.state = 'ok' AND r.l2 IN ('hit', 'remote-hit')",
+                     "i", sum.id) < 0)
         return -1;
     int64_t spec_errors = 0;
-    if (cv_db_int(&db->db, d, &spec_errors,
-                  "SELECT COUNT(*) FROM diagnostics WHERE revision_id = ? AND result_id IS NULL"
-                  " AND severity = 'error'", "i", sum.id) < 0)
+    if (cv_sqldb_int(&db->db, d, &spec_errors,
+                     "SELECT COUNT(*) FROM diagnostics WHERE revision_id = ? AND result_id IS NULL"
+                     " AND severity = 'error'", "i", sum.id) < 0)
         return -1;
     snprintf(s->revision, sizeof s->revision, "%s", sum.revision);
     s->spec_errors = spec_errors > 0;

@@ -130,7 +130,7 @@ int cv_ctl_trees_gc(cv_builddb *db, const char *trees_dir, const char *keep_comm
         if (!is_commit_name(e->d_name) || (keep_commit && strcmp(e->d_name, keep_commit) == 0))
             continue;
         int64_t pending = 0;
-        if (cv_db_int(&db->db, d, &pending, SQL_COMMIT_PENDING, "t", e->d_name) < 0) {
+        if (cv_sqldb_int(&db->db, d, &pending, SQL_COMMIT_PENDING, "t", e->d_name) < 0) {
             rc = -1;
             break;
         }

@@ -12,27 +12,22 @@
  * safe here because jobs are idempotent and the controller re-plans. */
 #include "queue/queue.h"
 
-#include <sqlite3.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#define MAX_STMTS 40
+#include "common/sqldb.h"
 
 typedef struct sq_queue {
     cv_queue base;          /* first: the front end sees a cv_queue */
-    sqlite3 *db;            /* owned */
-    char *path;             /* owned */
-    struct { const char *sql; sqlite3_stmt *st; } stmts[MAX_STMTS];  /* owned statements */
-    int n_stmts;
+    cv_sqldb db;            /* owned */
 } sq_queue;
 
 /* ---- schema: migrations[i] takes version i to i+1; append, never edit */
 
-static const char *const migrations[] = {
+static const cv_sqldb_migration migrations[] = {
+    {.sql =
     "CREATE TABLE jobs("
     "  id INTEGER PRIMARY KEY,"
     "  job_id TEXT NOT NULL,"
@@ -58,13 +53,13 @@ static const char *const migrations[] = {
     "  id INTEGER PRIMARY KEY, job_id TEXT NOT NULL, key TEXT NOT NULL,"
     "  attempts INTEGER NOT NULL, reason TEXT NOT NULL, msg BLOB NOT NULL,"
     "  created_ms INTEGER NOT NULL);"
-    "CREATE TABLE counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;",
+    "CREATE TABLE counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"},
+    {.sql =
     "CREATE TABLE workers(id TEXT PRIMARY KEY, job_id TEXT NOT NULL, started_ms INTEGER NOT NULL,"
-    "  beat_ms INTEGER NOT NULL, jobs_done INTEGER NOT NULL) WITHOUT ROWID;",
+    "  beat_ms INTEGER NOT NULL, jobs_done INTEGER NOT NULL) WITHOUT ROWID;"},
 };
-#define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
-/* Statements are cached by the address of these arrays. */
+/* Statements are cached by common/sqldb (by the address of these arrays). */
 static const char SQL_ACTIVE_BY_KEY[] =
     "SELECT job_id FROM jobs WHERE key=? AND state IN ('queued','leased') LIMIT 1";
 static const char SQL_ACTIVE_BY_ID[] =
@@ -128,201 +123,25 @@ static const char SQL_WORKERS[] = "SELECT id, job_id, started_ms, beat_ms, jobs_
 
 /* ---- statement helpers */
 
-static int db_error(sq_queue *q, int rc, const char *what, cv_diag *d)
-{
-    int prim = rc & 0xff;
-    int code = (prim == SQLITE_BUSY || prim == SQLITE_LOCKED) ? CV_E_QUEUE_BUSY : CV_E_QUEUE_STORAGE;
-    cv_diag_error(d, code, (cv_span){.file = q->path}, "queue %s: %s", what,
-                  q->db ? sqlite3_errmsg(q->db) : sqlite3_errstr(rc));
-    return -1;
-}
-
-static int exec_sql(sq_queue *q, const char *sql, cv_diag *d)
-{
-    int rc = sqlite3_exec(q->db, sql, NULL, NULL, NULL);
-    return rc == SQLITE_OK ? 0 : db_error(q, rc, sql, d);
-}
-
-/* Binds by a format: i = int64_t, t = const char * (NULL -> NULL),
- * b = const void *, size_t (a blob). */
-static int bindv(sqlite3_stmt *st, const char *fmt, va_list ap)
-{
-    int rc = SQLITE_OK;
-    for (int i = 1; rc == SQLITE_OK && fmt[i - 1]; i++) {
-        if (fmt[i - 1] == 'i') {
-            rc = sqlite3_bind_int64(st, i, va_arg(ap, int64_t));
-        } else if (fmt[i - 1] == 't') {
-            const char *s = va_arg(ap, const char *);
-            rc = s ? sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC) : sqlite3_bind_null(st, i);
-        } else {
-            const void *p = va_arg(ap, const void *);
-            size_t n = va_arg(ap, size_t);
-            rc = sqlite3_bind_blob64(st, i, p, n, SQLITE_STATIC);
-        }
-    }
-    return rc;
-}
-
-/* Returns the cached statement for sql, reset and bound; NULL on error. */
-static sqlite3_stmt *vquery(sq_queue *q, cv_diag *d, const char *sql, const char *fmt,
-                            va_list ap)
-{
-    sqlite3_stmt *st = NULL;
-    for (int i = 0; i < q->n_stmts && !st; i++)
-        if (q->stmts[i].sql == sql)
-            st = q->stmts[i].st;
-    if (!st) {
-        int rc = sqlite3_prepare_v3(q->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
-        if (rc != SQLITE_OK || q->n_stmts == MAX_STMTS) {
-            sqlite3_finalize(st);
-            db_error(q, rc == SQLITE_OK ? SQLITE_NOMEM : rc, "prepare", d);
-            return NULL;
-        }
-        q->stmts[q->n_stmts].sql = sql;
-        q->stmts[q->n_stmts++].st = st;
-    }
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-    int rc = bindv(st, fmt, ap);
-    if (rc != SQLITE_OK) {
-        db_error(q, rc, "bind", d);
-        return NULL;
-    }
-    return st;
-}
-
-static sqlite3_stmt *query(sq_queue *q, cv_diag *d, const char *sql, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    sqlite3_stmt *st = vquery(q, d, sql, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
-/* 1 = a row is ready (reset the statement when done with it), 0 = no more
- * rows (the statement is reset), -1 = error. */
-static int step(sq_queue *q, sqlite3_stmt *st, cv_diag *d)
-{
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        return 1;
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : db_error(q, rc, "step", d);
-}
-
-/* Runs a statement for its effect; returns the number of changed rows. */
-static int exec_bind(sq_queue *q, cv_diag *d, const char *sql, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    sqlite3_stmt *st = vquery(q, d, sql, fmt, ap);
-    va_end(ap);
-    if (!st)
-        return -1;
-    int rc = step(q, st, d);
-    sqlite3_reset(st);
-    return rc < 0 ? -1 : sqlite3_changes(q->db);
-}
-
-/* Runs a one-row query and reads column 0 as an integer: 1 = row, 0 = none. */
-static int query_int(sq_queue *q, cv_diag *d, int64_t *out, const char *sql, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    sqlite3_stmt *st = vquery(q, d, sql, fmt, ap);
-    va_end(ap);
-    if (!st)
-        return -1;
-    int rc = step(q, st, d);
-    if (rc == 1)
-        *out = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
-    return rc;
-}
+static sq_queue *sq(cv_queue *q) { return (sq_queue *)q; }
 
 static int count(sq_queue *q, const char *name, cv_diag *d)
 {
-    return exec_bind(q, d, SQL_COUNT, "t", name) < 0 ? -1 : 0;
+    return cv_sqldb_exec(&q->db, d, SQL_COUNT, "t", name) < 0 ? -1 : 0;
 }
 
-static int tx_begin(sq_queue *q, cv_diag *d) { return exec_sql(q, "BEGIN IMMEDIATE", d); }
+/* Every state change takes the write lock up front (see the top). */
+static int tx_begin(sq_queue *q, cv_diag *d) { return cv_sqldb_script(&q->db, "BEGIN IMMEDIATE", d); }
 
 /* Commits when rc >= 0 (and returns rc), else rolls back (and returns -1). */
-static int tx_end(sq_queue *q, int rc, cv_diag *d)
-{
-    if (rc >= 0 && exec_sql(q, "COMMIT", d) == 0)
-        return rc;
-    sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
-    return -1;
-}
+static int tx_end(sq_queue *q, int rc, cv_diag *d) { return cv_sqldb_tx_end(&q->db, true, rc, d); }
 
-static sq_queue *sq(cv_queue *q) { return (sq_queue *)q; }
-
-/* ---- open, schema */
-
-static int migrate(sq_queue *q, cv_diag *d)
-{
-    int64_t v = 0;
-    if (tx_begin(q, d))
-        return -1;
-    int rc = exec_sql(q, "CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL)", d);
-    if (rc == 0) {
-        sqlite3_stmt *st = NULL;
-        rc = sqlite3_prepare_v2(q->db, "SELECT COALESCE(MAX(version),0) FROM schema_version", -1,
-                                &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW ? 0 : -1;
-        if (rc == 0)
-            v = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-        if (rc)
-            db_error(q, sqlite3_errcode(q->db), "read schema version", d);
-    }
-    if (rc == 0 && v > SCHEMA_VERSION) {
-        cv_diag_error(d, CV_E_QUEUE_SCHEMA, (cv_span){.file = q->path},
-                      "queue schema version %lld is newer than this cuvil understands (%d)",
-                      (long long)v, SCHEMA_VERSION);
-        rc = -1;
-    }
-    for (; rc == 0 && v < SCHEMA_VERSION; v++) {
-        rc = exec_sql(q, migrations[v], d);
-        if (rc == 0) {
-            char ins[64];
-            snprintf(ins, sizeof ins, "INSERT INTO schema_version VALUES(%lld)", (long long)v + 1);
-            rc = exec_sql(q, ins, d);
-        }
-    }
-    return tx_end(q, rc, d);
-}
-
-/* Switching to WAL needs a moment alone with the file; another process
- * opening it at the same time makes that busy, so retry within the timeout. */
-static int enable_wal(sq_queue *q, cv_diag *d)
-{
-    for (int waited = 0;; waited += 10) {
-        sqlite3_stmt *st = NULL;
-        int rc = sqlite3_prepare_v2(q->db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_step(st);
-        int wal = rc == SQLITE_ROW &&
-                  sqlite3_stricmp((const char *)sqlite3_column_text(st, 0), "wal") == 0;
-        sqlite3_finalize(st);
-        if (wal)
-            return 0;
-        if ((rc & 0xff) != SQLITE_BUSY || waited >= q->base.opts.busy_timeout_ms)
-            return rc == SQLITE_ROW ? db_error(q, SQLITE_CANTOPEN, "enable WAL", d)
-                                    : db_error(q, rc, "enable WAL", d);
-        struct timespec ts = {0, 10 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-}
+/* ---- open */
 
 static void sq_close(cv_queue *base)
 {
     sq_queue *q = sq(base);
-    for (int i = 0; i < q->n_stmts; i++)
-        sqlite3_finalize(q->stmts[i].st);
-    sqlite3_close(q->db);
-    free(q->path);
+    cv_sqldb_close(&q->db);
     free(q);
 }
 
@@ -335,23 +154,18 @@ static int sq_open(const char *target, const cv_queue_opts *opts, cv_queue **out
         return -1;
     }
     sq_queue *q = calloc(1, sizeof *q);
-    if (!q || !(q->path = strdup(path))) {
-        free(q);
+    if (!q) {
         cv_diag_error(d, CV_E_QUEUE_OPEN_FAILED, (cv_span){0}, "out of memory opening the queue");
         return -1;
     }
     q->base.opts = *opts;
-    int rc = sqlite3_open_v2(path, &q->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
-    if (rc != SQLITE_OK) {
-        cv_diag_error(d, CV_E_QUEUE_OPEN_FAILED, (cv_span){.file = path}, "cannot open queue database: %s",
-                      q->db ? sqlite3_errmsg(q->db) : sqlite3_errstr(rc));
-        sq_close(&q->base);
-        return -1;
-    }
-    sqlite3_extended_result_codes(q->db, 1);
-    sqlite3_busy_timeout(q->db, opts->busy_timeout_ms);
-    if (enable_wal(q, d) || exec_sql(q, "PRAGMA synchronous=NORMAL", d) || migrate(q, d)) {
-        sq_close(&q->base);
+    const cv_sqldb_config cfg = {
+        .what = "queue", .open_code = CV_E_QUEUE_OPEN_FAILED, .storage_code = CV_E_QUEUE_STORAGE,
+        .busy_code = CV_E_QUEUE_BUSY, .busy_timeout_ms = opts->busy_timeout_ms,
+        .migrations = migrations, .n_migrations = (int)(sizeof migrations / sizeof migrations[0]),
+    };
+    if (cv_sqldb_open(&q->db, path, &cfg, d)) {
+        free(q);
         return -1;
     }
     *out = &q->base;
@@ -367,24 +181,24 @@ static int sq_enqueue(cv_queue *base, const cv_job_msg *job, const char *msg, si
     int64_t now = cv_queue_now_ms(base);
     if (tx_begin(q, d))
         return -1;
-    sqlite3_stmt *st = query(q, d, SQL_ACTIVE_BY_KEY, "t", job->l2_key);
-    int rc = st ? step(q, st, d) : -1;
+    sqlite3_stmt *st = cv_sqldb_query(&q->db, d, SQL_ACTIVE_BY_KEY, "t", job->l2_key);
+    int rc = st ? cv_sqldb_step(&q->db, st, d) : -1;
     if (rc == 1) {
         out->merged = true;
-        snprintf(out->job_id, sizeof out->job_id, "%s", (const char *)sqlite3_column_text(st, 0));
+        cv_sqldb_text(st, 0, out->job_id, sizeof out->job_id);
         sqlite3_reset(st);
         return tx_end(q, count(q, "merged", d), d);
     }
     int64_t dup = 0;
     if (rc == 0)
-        rc = query_int(q, d, &dup, SQL_ACTIVE_BY_ID, "t", job->job_id);
+        rc = cv_sqldb_int(&q->db, d, &dup, SQL_ACTIVE_BY_ID, "t", job->job_id);
     if (rc == 1) {
-        cv_diag_error(d, CV_E_QUEUE_DUPLICATE_JOB, (cv_span){.file = q->path},
+        cv_diag_error(d, CV_E_QUEUE_DUPLICATE_JOB, (cv_span){.file = q->db.path},
                       "job '%s' is already queued or leased with a different l2_key", job->job_id);
         rc = -1;
     }
     if (rc == 0)
-        rc = exec_bind(q, d, SQL_INSERT_JOB, "ttibii", job->job_id, job->l2_key,
+        rc = cv_sqldb_exec(&q->db, d, SQL_INSERT_JOB, "ttibii", job->job_id, job->l2_key,
                        (int64_t)job->attempt, (const void *)msg, len, now, now);
     if (rc >= 0)
         rc = count(q, "enqueued", d);
@@ -410,11 +224,11 @@ static int bury(sq_queue *q, int64_t id, const char *job_id, int attempt, int co
         cv_diag_error(d, CV_E_QUEUE_STORAGE, (cv_span){0}, "cannot encode the dead letter of '%s'", job_id);
         return -1;
     }
-    int rc = exec_bind(q, d, SQL_DEAD_LETTER, "tii", reason, now, id);
+    int rc = cv_sqldb_exec(&q->db, d, SQL_DEAD_LETTER, "tii", reason, now, id);
     if (rc >= 0)
-        rc = exec_bind(q, d, SQL_BURY, "ti", reason, id);
+        rc = cv_sqldb_exec(&q->db, d, SQL_BURY, "ti", reason, id);
     if (rc >= 0)
-        rc = exec_bind(q, d, SQL_ADD_RESULT, "ibii", (int64_t)1, (const void *)res, len, now, id);
+        rc = cv_sqldb_exec(&q->db, d, SQL_ADD_RESULT, "ibii", (int64_t)1, (const void *)res, len, now, id);
     free(res);
     return rc < 0 ? -1 : count(q, "dead", d);
 }
@@ -424,12 +238,12 @@ static int bury(sq_queue *q, int64_t id, const char *job_id, int attempt, int co
 static int retry_or_bury(sq_queue *q, int64_t id, cv_queue_fail_kind kind, const char *reason,
                          int64_t now, cv_diag *d)
 {
-    sqlite3_stmt *st = query(q, d, SQL_JOB_ATTEMPT, "i", id);
-    int rc = st ? step(q, st, d) : -1;
+    sqlite3_stmt *st = cv_sqldb_query(&q->db, d, SQL_JOB_ATTEMPT, "i", id);
+    int rc = st ? cv_sqldb_step(&q->db, st, d) : -1;
     if (rc <= 0)
-        return rc == 0 ? db_error(q, SQLITE_NOTFOUND, "job row vanished", d) : -1;
+        return rc == 0 ? cv_sqldb_error(&q->db, SQLITE_NOTFOUND, "job row vanished", d) : -1;
     char job_id[CV_MSG_ID_MAX + 1];
-    snprintf(job_id, sizeof job_id, "%s", (const char *)sqlite3_column_text(st, 0));
+    cv_sqldb_text(st, 0, job_id, sizeof job_id);
     int attempt = sqlite3_column_int(st, 1);
     sqlite3_reset(st);
     if (kind == CV_QUEUE_FAIL_POISON || attempt >= q->base.opts.max_attempts) {
@@ -437,7 +251,7 @@ static int retry_or_bury(sq_queue *q, int64_t id, cv_queue_fail_kind kind, const
         return bury(q, id, job_id, attempt, code, reason, now, d) < 0 ? -1 : 1;
     }
     int64_t at = now + backoff_ms(&q->base.opts, attempt);
-    rc = exec_bind(q, d, SQL_REQUEUE, "iiti", (int64_t)1, at, reason, id);
+    rc = cv_sqldb_exec(&q->db, d, SQL_REQUEUE, "iiti", (int64_t)1, at, reason, id);
     return rc < 0 || count(q, "retried", d) < 0 ? -1 : 0;
 }
 
@@ -446,8 +260,8 @@ static int sweep_expired(sq_queue *q, int64_t now, int *n, cv_diag *d)
 {
     *n = 0;
     for (;;) {
-        sqlite3_stmt *st = query(q, d, SQL_NEXT_EXPIRED, "i", now);
-        int rc = st ? step(q, st, d) : -1;
+        sqlite3_stmt *st = cv_sqldb_query(&q->db, d, SQL_NEXT_EXPIRED, "i", now);
+        int rc = st ? cv_sqldb_step(&q->db, st, d) : -1;
         if (rc <= 0)
             return rc;
         int64_t id = sqlite3_column_int64(st, 0);
@@ -473,26 +287,21 @@ static int sq_sweep(cv_queue *base, int *n_expired, cv_diag *d)
 static int take_next(sq_queue *q, const char *worker_id, int lease_seconds, int64_t now,
                      cv_lease *out, cv_diag *d)
 {
-    sqlite3_stmt *st = query(q, d, SQL_NEXT_READY, "i", now);
-    int rc = st ? step(q, st, d) : -1;
+    sqlite3_stmt *st = cv_sqldb_query(&q->db, d, SQL_NEXT_READY, "i", now);
+    int rc = st ? cv_sqldb_step(&q->db, st, d) : -1;
     if (rc <= 0)
         return rc;
     out->handle = sqlite3_column_int64(st, 0);
     out->attempt = sqlite3_column_int(st, 1);
     out->enqueued_ms = sqlite3_column_int64(st, 2);
     out->generation = sqlite3_column_int64(st, 3) + 1;
-    out->msg_len = (size_t)sqlite3_column_bytes(st, 4);
-    out->msg = malloc(out->msg_len + 1);
-    if (out->msg) {
-        memcpy(out->msg, sqlite3_column_blob(st, 4), out->msg_len);
-        out->msg[out->msg_len] = 0;
-    }
+    out->msg = cv_sqldb_dup(st, 4, &out->msg_len);
     sqlite3_reset(st);
     if (!out->msg)
-        return db_error(q, SQLITE_NOMEM, "lease", d);
+        return cv_sqldb_error(&q->db, SQLITE_NOMEM, "lease", d);
     out->leased_ms = now;
     out->deadline_ms = now + (int64_t)lease_seconds * 1000;
-    rc = exec_bind(q, d, SQL_TAKE, "tiii", worker_id, now, out->deadline_ms, out->handle);
+    rc = cv_sqldb_exec(&q->db, d, SQL_TAKE, "tiii", worker_id, now, out->deadline_ms, out->handle);
     return rc < 0 ? -1 : 1;
 }
 
@@ -502,7 +311,7 @@ static int sq_lease(cv_queue *base, const char *worker_id, int lease_seconds,
     sq_queue *q = sq(base);
     int64_t now = cv_queue_now_ms(base), any = 0;
     /* Idle workers poll: look without the write lock first. */
-    if (query_int(q, d, &any, SQL_ANY_WORK, "i", now) < 0)
+    if (cv_sqldb_int(&q->db, d, &any, SQL_ANY_WORK, "i", now) < 0)
         return -1;
     if (!any)
         return 0;
@@ -523,7 +332,7 @@ static int sq_lease(cv_queue *base, const char *worker_id, int lease_seconds,
 static int owns(sq_queue *q, const cv_lease *l, cv_diag *d)
 {
     int64_t one = 0;
-    int rc = query_int(q, d, &one, SQL_OWNS, "ii", l->handle, l->generation);
+    int rc = cv_sqldb_int(&q->db, d, &one, SQL_OWNS, "ii", l->handle, l->generation);
     return rc < 0 ? -1 : rc == 0 ? cv_queue_lease_lost(l, d) : 0;
 }
 
@@ -531,7 +340,7 @@ static int sq_heartbeat(cv_queue *base, cv_lease *l, int lease_seconds, cv_diag 
 {
     sq_queue *q = sq(base);
     int64_t deadline = cv_queue_now_ms(base) + (int64_t)lease_seconds * 1000;
-    int rc = exec_bind(q, d, SQL_EXTEND, "iii", deadline, l->handle, l->generation);
+    int rc = cv_sqldb_exec(&q->db, d, SQL_EXTEND, "iii", deadline, l->handle, l->generation);
     if (rc < 0)
         return -1;
     if (rc == 0)
@@ -549,9 +358,9 @@ static int sq_complete(cv_queue *base, const cv_lease *l, const char *result, si
         return -1;
     int rc = owns(q, l, d);
     if (rc == 0)
-        rc = exec_bind(q, d, SQL_DONE, "i", l->handle);
+        rc = cv_sqldb_exec(&q->db, d, SQL_DONE, "i", l->handle);
     if (rc >= 0)
-        rc = exec_bind(q, d, SQL_ADD_RESULT, "ibii", (int64_t)0, (const void *)result, len, now,
+        rc = cv_sqldb_exec(&q->db, d, SQL_ADD_RESULT, "ibii", (int64_t)0, (const void *)result, len, now,
                        l->handle);
     if (rc >= 0)
         rc = count(q, "completed", d);
@@ -567,7 +376,7 @@ static int sq_fail(cv_queue *base, const cv_lease *l, cv_queue_fail_kind kind,
         return -1;
     int rc = owns(q, l, d);
     if (rc == 0 && kind == CV_QUEUE_FAIL_RELEASE)
-        rc = exec_bind(q, d, SQL_REQUEUE, "iiti", (int64_t)0, now, reason, l->handle) < 0 ? -1 : 0;
+        rc = cv_sqldb_exec(&q->db, d, SQL_REQUEUE, "iiti", (int64_t)0, now, reason, l->handle) < 0 ? -1 : 0;
     else if (rc == 0)
         rc = retry_or_bury(q, l->handle, kind, reason, now, d);
     return tx_end(q, rc, d);
@@ -579,16 +388,16 @@ static int sq_poll_results(cv_queue *base, int64_t after_seq, int max, cv_queue_
                            int *n, cv_diag *d)
 {
     sq_queue *q = sq(base);
-    sqlite3_stmt *st = query(q, d, SQL_RESULTS, "ii", after_seq, (int64_t)max);
+    sqlite3_stmt *st = cv_sqldb_query(&q->db, d, SQL_RESULTS, "ii", after_seq, (int64_t)max);
     if (!st)
         return -1;
     int cap = 0, rc;
-    while ((rc = step(q, st, d)) == 1) {
+    while ((rc = cv_sqldb_step(&q->db, st, d)) == 1) {
         if (*n == cap) {
             cap = cap ? cap * 2 : 16;
             cv_queue_result *v = realloc(*out, (size_t)cap * sizeof *v);
             if (!v) {
-                rc = db_error(q, SQLITE_NOMEM, "poll results", d);
+                rc = cv_sqldb_error(&q->db, SQLITE_NOMEM, "poll results", d);
                 break;
             }
             *out = v;
@@ -596,17 +405,14 @@ static int sq_poll_results(cv_queue *base, int64_t after_seq, int max, cv_queue_
         cv_queue_result *r = &(*out)[*n];
         memset(r, 0, sizeof *r);
         r->seq = sqlite3_column_int64(st, 0);
-        snprintf(r->job_id, sizeof r->job_id, "%s", (const char *)sqlite3_column_text(st, 1));
+        cv_sqldb_text(st, 1, r->job_id, sizeof r->job_id);
         r->attempts = sqlite3_column_int(st, 2);
         r->dead_letter = sqlite3_column_int(st, 3) != 0;
-        r->msg_len = (size_t)sqlite3_column_bytes(st, 4);
-        r->msg = malloc(r->msg_len + 1);
+        r->msg = cv_sqldb_dup(st, 4, &r->msg_len);
         if (!r->msg) {
-            rc = db_error(q, SQLITE_NOMEM, "poll results", d);
+            rc = cv_sqldb_error(&q->db, SQLITE_NOMEM, "poll results", d);
             break;
         }
-        memcpy(r->msg, sqlite3_column_blob(st, 4), r->msg_len);
-        r->msg[r->msg_len] = 0;
         ++*n;
     }
     sqlite3_reset(st);
@@ -624,9 +430,9 @@ static int sq_ack_results(cv_queue *base, int64_t upto_seq, cv_diag *d)
     sq_queue *q = sq(base);
     if (tx_begin(q, d))
         return -1;
-    int rc = exec_bind(q, d, SQL_ACK_JOBS, "i", upto_seq);
+    int rc = cv_sqldb_exec(&q->db, d, SQL_ACK_JOBS, "i", upto_seq);
     if (rc >= 0)
-        rc = exec_bind(q, d, SQL_ACK_RESULTS, "i", upto_seq);
+        rc = cv_sqldb_exec(&q->db, d, SQL_ACK_RESULTS, "i", upto_seq);
     return tx_end(q, rc, d) < 0 ? -1 : 0;
 }
 
@@ -639,9 +445,9 @@ static int read_counters(sq_queue *q, cv_queue_stats *out, cv_diag *d)
         {"retried", offsetof(cv_queue_stats, retried)},
         {"expired", offsetof(cv_queue_stats, expired)},
     };
-    sqlite3_stmt *st = query(q, d, SQL_COUNTERS, "");
+    sqlite3_stmt *st = cv_sqldb_query(&q->db, d, SQL_COUNTERS, "");
     int rc = st ? 1 : -1;
-    while (rc == 1 && (rc = step(q, st, d)) == 1) {
+    while (rc == 1 && (rc = cv_sqldb_step(&q->db, st, d)) == 1) {
         const char *name = (const char *)sqlite3_column_text(st, 0);
         for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
             if (strcmp(map[i].name, name) == 0)
@@ -654,21 +460,21 @@ static int sq_stats(cv_queue *base, cv_queue_stats *out, cv_diag *d)
 {
     sq_queue *q = sq(base);
     /* One read transaction: the figures are a consistent snapshot. */
-    if (exec_sql(q, "BEGIN", d))
+    if (cv_sqldb_script(&q->db, "BEGIN", d))
         return -1;
-    sqlite3_stmt *st = query(q, d, SQL_DEPTH, "");
+    sqlite3_stmt *st = cv_sqldb_query(&q->db, d, SQL_DEPTH, "");
     int rc = st ? 1 : -1;
-    while (rc == 1 && (rc = step(q, st, d)) == 1) {
+    while (rc == 1 && (rc = cv_sqldb_step(&q->db, st, d)) == 1) {
         const char *state = (const char *)sqlite3_column_text(st, 0);
         *(strcmp(state, "queued") == 0 ? &out->queued : &out->leased) = sqlite3_column_int64(st, 1);
     }
     if (rc == 0)
-        rc = query_int(q, d, &out->results_pending, SQL_PENDING, "") < 0 ? -1 : 0;
+        rc = cv_sqldb_int(&q->db, d, &out->results_pending, SQL_PENDING, "") < 0 ? -1 : 0;
     if (rc == 0)
-        rc = query_int(q, d, &out->dead_letters, SQL_DEAD_COUNT, "") < 0 ? -1 : 0;
+        rc = cv_sqldb_int(&q->db, d, &out->dead_letters, SQL_DEAD_COUNT, "") < 0 ? -1 : 0;
     if (rc == 0)
         rc = read_counters(q, out, d);
-    if (exec_sql(q, rc == 0 ? "COMMIT" : "ROLLBACK", d))
+    if (cv_sqldb_script(&q->db, rc == 0 ? "COMMIT" : "ROLLBACK", d))
         rc = -1;
     return rc;
 }
@@ -676,12 +482,12 @@ static int sq_stats(cv_queue *base, cv_queue_stats *out, cv_diag *d)
 static int sq_leases(cv_queue *base, cv_queue_lease_info *out, int max, int *n, cv_diag *d)
 {
     sq_queue *q = sq(base);
-    sqlite3_stmt *st = query(q, d, SQL_LEASES, "i", (int64_t)max);
+    sqlite3_stmt *st = cv_sqldb_query(&q->db, d, SQL_LEASES, "i", (int64_t)max);
     int rc = st ? 1 : -1;
-    while (rc == 1 && *n < max && (rc = step(q, st, d)) == 1) {
+    while (rc == 1 && *n < max && (rc = cv_sqldb_step(&q->db, st, d)) == 1) {
         cv_queue_lease_info *l = &out[(*n)++];
-        snprintf(l->job_id, sizeof l->job_id, "%s", (const char *)sqlite3_column_text(st, 0));
-        snprintf(l->worker_id, sizeof l->worker_id, "%s", (const char *)sqlite3_column_text(st, 1));
+        cv_sqldb_text(st, 0, l->job_id, sizeof l->job_id);
+        cv_sqldb_text(st, 1, l->worker_id, sizeof l->worker_id);
         l->attempt = sqlite3_column_int(st, 2);
         l->leased_ms = sqlite3_column_int64(st, 3);
         l->deadline_ms = sqlite3_column_int64(st, 4);
@@ -697,26 +503,26 @@ static int sq_leases(cv_queue *base, cv_queue_lease_info *out, int max, int *n, 
 static int sq_worker_beat(cv_queue *base, const char *worker_id, const char *job_id, bool done,
                           cv_diag *d)
 {
-    return exec_bind(sq(base), d, SQL_WORKER_BEAT, "ttii", worker_id, job_id ? job_id : "",
+    return cv_sqldb_exec(&sq(base)->db, d, SQL_WORKER_BEAT, "ttii", worker_id, job_id ? job_id : "",
                      cv_queue_now_ms(base), (int64_t)done) < 0 ? -1 : 0;
 }
 
 static int sq_worker_leave(cv_queue *base, const char *worker_id, cv_diag *d)
 {
-    return exec_bind(sq(base), d, SQL_WORKER_LEAVE, "ti", worker_id,
+    return cv_sqldb_exec(&sq(base)->db, d, SQL_WORKER_LEAVE, "ti", worker_id,
                      cv_queue_now_ms(base) - CV_QUEUE_WORKER_FORGET_MS) < 0 ? -1 : 0;
 }
 
 static int sq_workers(cv_queue *base, cv_queue_worker_info *out, int max, int *n, cv_diag *d)
 {
     sq_queue *q = sq(base);
-    sqlite3_stmt *st = query(q, d, SQL_WORKERS, "ii",
+    sqlite3_stmt *st = cv_sqldb_query(&q->db, d, SQL_WORKERS, "ii",
                              cv_queue_now_ms(base) - CV_QUEUE_WORKER_FORGET_MS, (int64_t)max);
     int rc = st ? 1 : -1;
-    while (rc == 1 && *n < max && (rc = step(q, st, d)) == 1) {
+    while (rc == 1 && *n < max && (rc = cv_sqldb_step(&q->db, st, d)) == 1) {
         cv_queue_worker_info *w = &out[(*n)++];
-        snprintf(w->worker_id, sizeof w->worker_id, "%s", (const char *)sqlite3_column_text(st, 0));
-        snprintf(w->job_id, sizeof w->job_id, "%s", (const char *)sqlite3_column_text(st, 1));
+        cv_sqldb_text(st, 0, w->worker_id, sizeof w->worker_id);
+        cv_sqldb_text(st, 1, w->job_id, sizeof w->job_id);
         w->started_ms = sqlite3_column_int64(st, 2);
         w->beat_ms = sqlite3_column_int64(st, 3);
         w->jobs_done = sqlite3_column_int64(st, 4);

@@ -80,7 +80,7 @@ int http_db_revisions(cv_builddb *db, int limit, int64_t offset, cv_rev_summary 
                       int64_t *total, cv_diag *d)
 {
     *n = 0;
-    if (cv_db_int(&db->db, d, total, SQL_REV_COUNT, "") < 0)
+    if (cv_sqldb_int(&db->db, d, total, SQL_REV_COUNT, "") < 0)
         return -1;
     return cv_builddb_revisions_list(db, offset, out, limit, n, d);
 }
@@ -116,12 +116,12 @@ static int cache_rows(cv_builddb *db, sqlite3_stmt *st, int max, http_rev_cache 
 {
     *n = 0;
     int rc = st ? 1 : -1;
-    while (rc == 1 && *n < max && (rc = cv_db_step(&db->db, st, d)) == 1) {
+    while (rc == 1 && *n < max && (rc = cv_sqldb_step(&db->db, st, d)) == 1) {
         http_rev_cache *c = &out[(*n)++];
         memset(c, 0, sizeof *c);
         char state[16];
-        cv_db_text(st, 0, c->revision, sizeof c->revision);
-        cv_db_text(st, 1, state, sizeof state);
+        cv_sqldb_text(st, 0, c->revision, sizeof c->revision);
+        cv_sqldb_text(st, 1, state, sizeof state);
         c->state = state_parse(state);
         c->jobs = sqlite3_column_int64(st, 2);
         c->plan_hits = sqlite3_column_int64(st, 3);
@@ -138,7 +138,7 @@ static int cache_rows(cv_builddb *db, sqlite3_stmt *st, int max, http_rev_cache 
 
 int http_db_cache_history(cv_builddb *db, int max, http_rev_cache *out, int *n, cv_diag *d)
 {
-    return cache_rows(db, cv_db_query(&db->db, d, SQL_CACHE_HISTORY, "i", (int64_t)max), max, out,
+    return cache_rows(db, cv_sqldb_query(&db->db, d, SQL_CACHE_HISTORY, "i", (int64_t)max), max, out,
                       n, d);
 }
 
@@ -146,7 +146,7 @@ int http_db_rev_cache(cv_builddb *db, int64_t rev_id, http_rev_cache *out, cv_di
 {
     int n = 0;
     memset(out, 0, sizeof *out);
-    return cache_rows(db, cv_db_query(&db->db, d, SQL_CACHE_ONE, "i", rev_id), 1, out, &n, d);
+    return cache_rows(db, cv_sqldb_query(&db->db, d, SQL_CACHE_ONE, "i", rev_id), 1, out, &n, d);
 }
 
 static double ratio(int64_t part, int64_t whole)
@@ -186,15 +186,15 @@ static const char SQL_RESULTS_SINCE[] =
 int http_db_results_since(cv_builddb *db, int64_t after_id, int max, http_result_fn fn, void *ctx,
                           int64_t *last, cv_diag *d)
 {
-    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_RESULTS_SINCE, "ii", after_id, (int64_t)max);
+    sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_RESULTS_SINCE, "ii", after_id, (int64_t)max);
     int rc = st ? 1 : -1;
-    while (rc == 1 && (rc = cv_db_step(&db->db, st, d)) == 1) {
+    while (rc == 1 && (rc = cv_sqldb_step(&db->db, st, d)) == 1) {
         http_result r;
         r.id = sqlite3_column_int64(st, 0);
-        cv_db_text(st, 1, r.target, sizeof r.target);
-        cv_db_text(st, 2, r.status, sizeof r.status);
-        cv_db_text(st, 3, r.l1, sizeof r.l1);
-        cv_db_text(st, 4, r.l2, sizeof r.l2);
+        cv_sqldb_text(st, 1, r.target, sizeof r.target);
+        cv_sqldb_text(st, 2, r.status, sizeof r.status);
+        cv_sqldb_text(st, 3, r.l1, sizeof r.l1);
+        cv_sqldb_text(st, 4, r.l2, sizeof r.l2);
         for (int i = 0; i < CV_JOB_TS__COUNT; i++)
             r.ts[i] = sqlite3_column_int64(st, 5 + i);
         fn(ctx, &r);
@@ -214,9 +214,9 @@ static const char SQL_FINISHED[] =
 
 int http_db_job_counts(cv_builddb *db, int64_t rev_id, http_count_fn fn, void *ctx, cv_diag *d)
 {
-    sqlite3_stmt *st = cv_db_query(&db->db, d, SQL_JOB_COUNTS, "i", rev_id);
+    sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_JOB_COUNTS, "i", rev_id);
     int rc = st ? 1 : -1;
-    while (rc == 1 && (rc = cv_db_step(&db->db, st, d)) == 1)
+    while (rc == 1 && (rc = cv_sqldb_step(&db->db, st, d)) == 1)
         fn(ctx, (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
            sqlite3_column_int64(st, 2));
     return rc < 0 ? -1 : 0;
@@ -225,13 +225,13 @@ int http_db_job_counts(cv_builddb *db, int64_t rev_id, http_count_fn fn, void *c
 int http_db_queued(cv_builddb *db, int64_t *n, cv_diag *d)
 {
     *n = 0;
-    return cv_db_int(&db->db, d, n, SQL_QUEUED, "") < 0 ? -1 : 0;
+    return cv_sqldb_int(&db->db, d, n, SQL_QUEUED, "") < 0 ? -1 : 0;
 }
 
 int64_t http_db_finished_ms(cv_builddb *db, const char *revision, cv_diag *d)
 {
     int64_t ms = 0;
-    if (cv_db_int(&db->db, d, &ms, SQL_FINISHED, "t", revision) != 1)
+    if (cv_sqldb_int(&db->db, d, &ms, SQL_FINISHED, "t", revision) != 1)
         return 0;
     return ms;
 }
@@ -254,8 +254,8 @@ static const char SQL_HOOK_PRUNE[] = "DELETE FROM http_hook_deliveries WHERE at_
 
 int http_db_hooks_init(cv_builddb *db, cv_diag *d)
 {
-    return cv_db_exec(&db->db, d, SQL_HOOKS_TABLE, "") < 0 ||
-                   cv_db_exec(&db->db, d, SQL_HOOKS_INDEX, "") < 0
+    return cv_sqldb_exec(&db->db, d, SQL_HOOKS_TABLE, "") < 0 ||
+                   cv_sqldb_exec(&db->db, d, SQL_HOOKS_INDEX, "") < 0
                ? -1
                : 0;
 }
@@ -263,18 +263,18 @@ int http_db_hooks_init(cv_builddb *db, cv_diag *d)
 int http_db_hook_seen(cv_builddb *db, const char *key, cv_diag *d)
 {
     int64_t n = 0;
-    return cv_db_int(&db->db, d, &n, SQL_HOOK_SEEN, "t", key) < 0 ? -1 : n > 0;
+    return cv_sqldb_int(&db->db, d, &n, SQL_HOOK_SEEN, "t", key) < 0 ? -1 : n > 0;
 }
 
 int http_db_hook_remember(cv_builddb *db, const char *const *keys, int n, int64_t now_ms,
                           cv_diag *d)
 {
     bool owned = false;
-    int rc = cv_db_tx_begin(&db->db, &owned, d);
-    if (rc == 0 && cv_db_exec(&db->db, d, SQL_HOOK_PRUNE, "i", now_ms - HTTP_HOOK_MEMORY_MS) < 0)
+    int rc = cv_sqldb_tx_begin(&db->db, &owned, d);
+    if (rc == 0 && cv_sqldb_exec(&db->db, d, SQL_HOOK_PRUNE, "i", now_ms - HTTP_HOOK_MEMORY_MS) < 0)
         rc = -1;
     for (int i = 0; i < n && rc == 0; i++)
-        if (keys[i] && cv_db_exec(&db->db, d, SQL_HOOK_ADD, "ti", keys[i], now_ms) < 0)
+        if (keys[i] && cv_sqldb_exec(&db->db, d, SQL_HOOK_ADD, "ti", keys[i], now_ms) < 0)
             rc = -1;
-    return cv_db_tx_end(&db->db, owned, rc, d);
+    return cv_sqldb_tx_end(&db->db, owned, rc, d);
 }
