@@ -14,7 +14,7 @@
 
 #include "controller/controller.h"
 #include "tests/support/tmpdir.h"
-#include "tests/unit/sqlite_testlib.h"
+#include "tests/support/sqlite_testlib.h"
 
 #define T0 INT64_C(1700000000000)
 #define REV1 "main@sha1:1111111111111111111111111111111111111111"

@@ -15,7 +15,7 @@
 
 #include "cache/index.h"
 #include "tests/support/tmpdir.h"
-#include "tests/unit/sqlite_testlib.h"
+#include "tests/support/sqlite_testlib.h"
 
 /* The schema as main wrote it (copied, not shared: the old format stays). */
 static const char OLD_SCHEMA[] =

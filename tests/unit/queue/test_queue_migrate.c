@@ -17,7 +17,7 @@
 #include "queue/jobmsg.h"
 #include "queue/queue.h"
 #include "tests/support/tmpdir.h"
-#include "tests/unit/sqlite_testlib.h"
+#include "tests/support/sqlite_testlib.h"
 
 #define T INT64_C(1700000000000)
 
