@@ -6,7 +6,6 @@
  * order (ops, model line, max abs and relative error), marking the first
  * whose error exceeds the tolerance: where the compiled code starts to
  * deviate.  Exit status 0 when nothing deviates, 1 when something does. */
-#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,92 +87,7 @@ static int run_artifact(const char *dir, int threads, const cv_tensor *ins, int 
 {
     if (cv_native_open(dir, threads, keep, d))
         return -1;
-    int n = cv_native_num_outputs(*keep);
-    if (cv_diff_side_reserve(s, n, d) || cv_native_run(*keep, ins, n_in, s->t, d))
-        return -1;
-    s->n = n;
-    for (int i = 0; i < n; i++)
-        s->name[i] = cv_native_output(*keep, i).name;
-    return 0;
-}
-
-/* The reference interpreter on the model as written, every op's results
- * returned. */
-static int run_interp(const char *model, const cv_tensor *ins, int n_in, cv_diff_side *s,
-                      cv_module **keep, cv_diag *d)
-{
-    cv_module *m = *keep = cv_model_load(model, 0, d);
-    if (!m)
-        return -1;
-    cv_func *f = m->funcs[0];
-    int n = 0;
-    for (int i = 0; i < f->n_ops; i++)
-        n += f->ops[i]->n_results;
-    if (f->n_inputs != n_in)
-        return cv_diag_fail(d, CV_E_DIFF_NO_REFERENCE, (cv_span){.file = model}, "the model has %d inputs, its "
-                            "build %d", f->n_inputs, n_in);
-    if (cv_diff_side_reserve(s, n, d))
-        return -1;
-    cv_value **vals = calloc((size_t)n + 1, sizeof *vals);  /* owned */
-    if (!vals)
-        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
-    n = 0;
-    for (int i = 0; i < f->n_ops; i++)
-        for (int r = 0; r < f->ops[i]->n_results; r++)
-            vals[n++] = f->ops[i]->results[r];
-    cv_func_set_returns(f, vals, n);
-    free(vals);
-    if (cv_interp_run(f, ins, n_in, s->t, d))
-        return -1;
-    s->n = n;
-    for (int i = 0; i < n; i++)
-        s->name[i] = f->returns[i]->name;
-    return 0;
-}
-
-static const cv_tensor *lookup(const cv_diff_side *s, const char *name)
-{
-    for (int i = 0; i < s->n; i++)
-        if (strcmp(s->name[i], name) == 0)
-            return &s->t[i];
-    return NULL;
-}
-
-typedef struct errs {
-    double abs, rel;
-    bool bad, shape_differs;
-} errs;
-
-static errs compare(const cv_tensor *got, const cv_tensor *want, double atol, double rtol)
-{
-    errs e = {0};
-    if (got->rank != want->rank || got->numel != want->numel ||
-        memcmp(got->dims, want->dims, sizeof got->dims[0] * (size_t)got->rank) != 0) {
-        e.shape_differs = true;
-        return e;
-    }
-    double scale = 0;
-    for (int64_t i = 0; i < got->numel; i++) {
-        double g = cv_tensor_get(got, i), w = cv_tensor_get(want, i);
-        double diff = fabs(g - w);
-        if (isnan(g) != isnan(w) || (!isnan(g) && diff > atol + rtol * fabs(w)))
-            e.bad = true;
-        if (!isnan(diff) && diff > e.abs)
-            e.abs = diff;
-        if (isfinite(w) && fabs(w) > scale)
-            scale = fabs(w);
-    }
-    e.rel = e.abs / (scale > DBL_MIN ? scale : 1.0);
-    return e;
-}
-
-/* The op (index in the map) whose result value is name, or -1. */
-static int op_of_value(const cv_symmap *m, const char *name)
-{
-    for (int i = 0; i < m->n_tensors; i++)
-        if (strcmp(m->tensors[i].value, name) == 0)
-            return m->tensors[i].op;
-    return -1;
+    return cv_diff_native(*keep, ins, n_in, s, d);
 }
 
 static void kernel_ops(const cv_symmap *m, int k, char *buf, size_t size)
@@ -184,23 +98,6 @@ static void kernel_ops(const cv_symmap *m, int k, char *buf, size_t size)
         const cv_sym_op *o = &m->ops[m->kernels[k].ops[i]];
         at += (size_t)snprintf(buf + at, size - at, "%s#%d %s", i ? ", " : "", o->index, o->op);
     }
-}
-
-/* The name the reference knows op's result by: its value name, or, for an
- * ONNX Runtime reference, the label of the ONNX node it computes when it is
- * the last op lowered from that node (NULL otherwise). */
-static const char *ref_key(const cv_symmap *m, int op, const cv_diff_side *ref)
-{
-    if (!ref->by_node)
-        return m->ops[op].value;
-    const cv_sym_op *o = &m->ops[op];
-    if (o->n_locs == 0 || o->locs[0].line != 0)
-        return NULL;
-    for (int later = op + 1; later < m->n_ops; later++)
-        if (m->ops[later].n_locs && m->ops[later].locs[0].line == 0 &&
-            strcmp(m->ops[later].locs[0].file, o->locs[0].file) == 0)
-            return NULL;
-    return o->locs[0].file;
 }
 
 static void print_first(const cv_symmap *m, int first, const diff_args *a, int rows)
@@ -218,51 +115,41 @@ static void print_first(const cv_symmap *m, int first, const diff_args *a, int r
 }
 
 /* One row per build tensor the reference also has, in program order. */
-static int report(const diff_args *a, const cv_symmap *m, const cv_diff_side *build,
-                  const cv_diff_side *ref)
+static int report(const diff_args *a, const cv_symmap *m, const cv_diff_rows *rows)
 {
-    int first = -1, rows = 0;
     json_t *jrows = json_array();
     if (!a->json)
         printf("%-4s %-26s %-24s %-14s %-12s %s\n", "op", "kernel ops", "loc", "max abs err",
                "rel err", "");
-    for (int op = 0; op < m->n_ops; op++) {
-        const char *v = m->ops[op].value, *key = ref_key(m, op, ref);
-        const cv_tensor *got = v ? lookup(build, v) : NULL, *want = key ? lookup(ref, key) : NULL;
-        if (!got || !want || op_of_value(m, v) != op)
-            continue;
-        errs e = compare(got, want, a->atol, a->rtol);
-        int k = cv_symmap_kernel_of_op(m, op);
+    for (int i = 0; i < rows->n; i++) {
+        const cv_diff_row *r = &rows->row[i];
+        int k = cv_symmap_kernel_of_op(m, r->op);
         char ops[256], loc[512];
         kernel_ops(m, k, ops, sizeof ops);
-        cv_symmap_describe_op(m, k >= 0 ? m->kernels[k].ops[0] : op, loc, sizeof loc);
-        bool mark = e.bad && first < 0;
-        if (mark)
-            first = op;
-        rows++;
+        cv_symmap_describe_op(m, k >= 0 ? m->kernels[k].ops[0] : r->op, loc, sizeof loc);
         if (a->json)
             json_array_append_new(jrows, json_pack("{s:i, s:s, s:s, s:s, s:s, s:f, s:f, s:b, s:b}",
-                                                   "op", op, "value", v, "kernel",
+                                                   "op", r->op, "value", r->value, "kernel",
                                                    k >= 0 ? m->kernels[k].name : "", "ops", ops,
-                                                   "loc", loc, "max_abs", e.abs, "rel", e.rel,
-                                                   "deviates", e.bad, "compared",
-                                                   !e.shape_differs));
-        else if (e.shape_differs)
-            printf("%-4d %-26s %-24s %s\n", op, ops, loc, "(shapes differ: not compared)");
+                                                   "loc", loc, "max_abs", r->max_abs, "rel",
+                                                   r->rel, "deviates", r->deviates, "compared",
+                                                   !r->shape_differs));
+        else if (r->shape_differs)
+            printf("%-4d %-26s %-24s %s\n", r->op, ops, loc, "(shapes differ: not compared)");
         else
-            printf("%-4d %-26s %-24s %-14.3e %-12.3e %s\n", op, ops, loc, e.abs, e.rel,
-                   mark ? "<-- first deviation" : e.bad ? "x" : "");
+            printf("%-4d %-26s %-24s %-14.3e %-12.3e %s\n", r->op, ops, loc, r->max_abs, r->rel,
+                   r->op == rows->first ? "<-- first deviation" : r->deviates ? "x" : "");
     }
     if (a->json) {
-        json_t *j = json_pack("{s:o, s:i}", "rows", jrows, "first_deviation", first);
+        json_t *j = json_pack("{s:o, s:i}", "rows", jrows, "first_deviation", rows->first);
         json_dumpf(j, stdout, JSON_INDENT(1));
         putchar('\n');
         json_decref(j);
     } else {
         json_decref(jrows);
-        print_first(m, first, a, rows);
+        print_first(m, rows->first, a, rows->n);
     }
-    return first >= 0 ? CV_EXIT_INPUT : CV_EXIT_OK;
+    return rows->first >= 0 ? CV_EXIT_INPUT : CV_EXIT_OK;
 }
 
 typedef struct diff_state {
@@ -293,19 +180,13 @@ static int build_and_run(const diff_args *a, diff_state *st, cv_diag *d)
         return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     if (read_inputs(a, st->build_n, st->ins, d))
         return -1;
-    int n = cv_native_num_outputs(st->build_n);
-    if (cv_diff_side_reserve(&st->build, n, d) || cv_native_run(st->build_n, st->ins, st->n_in, st->build.t, d))
-        return -1;
-    st->build.n = n;
-    for (int i = 0; i < n; i++)
-        st->build.name[i] = cv_native_output(st->build_n, i).name;
-    return 0;
+    return cv_diff_native(st->build_n, st->ins, st->n_in, &st->build, d);
 }
 
 static int run_reference(const diff_args *a, diff_state *st, cv_diag *d)
 {
     if (strcmp(a->against, "interp") == 0)
-        return run_interp(a->model, st->ins, st->n_in, &st->ref, &st->ref_m, d);
+        return cv_diff_interp(a->model, st->ins, st->n_in, &st->ref, &st->ref_m, d);
     if (strncmp(a->against, "artifact:", 9) == 0)
         return run_artifact(a->against + 9, a->threads, st->ins, st->n_in, &st->ref, &st->ref_n, d);
     return cv_diff_onnxruntime(a->model, st->ins, st->n_in, &st->ref, d);
@@ -342,9 +223,12 @@ static int run_diff(int argc, char **argv)
     if (!st)
         return CV_EXIT_INTERNAL;
     cv_symmap_init(&st->map);
-    rc = build_and_run(&a, st, &d) || run_reference(&a, st, &d) ? CV_EXIT_INTERNAL
-                                                                 : report(&a, &st->map, &st->build,
-                                                                          &st->ref);
+    cv_diff_rows rows = {0};
+    rc = build_and_run(&a, st, &d) || run_reference(&a, st, &d) ||
+                 cv_diff_compare(&st->map, &st->build, &st->ref, a.atol, a.rtol, &rows, &d)
+             ? CV_EXIT_INTERNAL
+             : report(&a, &st->map, &rows);
+    free(rows.row);
     cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
     state_free(st);
     free(st);
