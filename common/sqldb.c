@@ -134,16 +134,27 @@ int cv_sqldb_step(cv_sqldb *db, sqlite3_stmt *st, cv_diag *d)
     return rc == SQLITE_DONE ? 0 : cv_sqldb_error(db, rc, "step", d);
 }
 
+/* One statement bound from ap and stepped once: 1 with a row (its first
+ * column in *out, when out), 0 done, -1 an error. */
+static int step_once(cv_sqldb *db, cv_diag *d, int64_t *out, const char *sql, const char *fmt,
+                     va_list ap)
+{
+    sqlite3_stmt *st = vquery(db, d, sql, fmt, ap);
+    if (!st)
+        return -1;
+    int rc = cv_sqldb_step(db, st, d);
+    if (rc == 1 && out)
+        *out = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    return rc;
+}
+
 int cv_sqldb_exec(cv_sqldb *db, cv_diag *d, const char *sql, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    sqlite3_stmt *st = vquery(db, d, sql, fmt, ap);
+    int rc = step_once(db, d, NULL, sql, fmt, ap);
     va_end(ap);
-    if (!st)
-        return -1;
-    int rc = cv_sqldb_step(db, st, d);
-    sqlite3_reset(st);
     return rc < 0 ? -1 : sqlite3_changes(db->db);
 }
 
@@ -151,14 +162,8 @@ int cv_sqldb_int(cv_sqldb *db, cv_diag *d, int64_t *out, const char *sql, const 
 {
     va_list ap;
     va_start(ap, fmt);
-    sqlite3_stmt *st = vquery(db, d, sql, fmt, ap);
+    int rc = step_once(db, d, out, sql, fmt, ap);
     va_end(ap);
-    if (!st)
-        return -1;
-    int rc = cv_sqldb_step(db, st, d);
-    if (rc == 1)
-        *out = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
     return rc;
 }
 
