@@ -29,16 +29,10 @@ static int add_file(const char *arg, void *args)
     return 0;
 }
 
-static bool is_spec(const char *path)
-{
-    size_t n = strlen(path);
-    return (n > 5 && strcmp(path + n - 5, ".yaml") == 0) || (n > 4 && strcmp(path + n - 4, ".yml") == 0);
-}
-
 /* Specs are YAML; everything else is a model for one of the front ends. */
 static bool check_file(const char *path, const validate_opts *o, cv_diag *d)
 {
-    if (is_spec(path))
+    if (cv_spec_is_yaml_file(path))
         return cv_spec_validate_file(path, d) == 0 && !cv_diag_has_errors(d);
     cv_module *m = cv_model_load(path, CV_LOAD_CHECK_ONLY | (o->strict ? CV_LOAD_STRICT : 0), d);
     bool ok = m && !cv_diag_has_errors(d);

@@ -36,41 +36,21 @@ static int digest_file(cv_cache *c, const char *path, cv_digest *dg)
     return rc;
 }
 
-/* The running executable's own path: the stat memo knows files by path, and
- * /proc/self/exe would have it hash the whole binary at every start. */
-static char *exe_path(void)
+/* The image's own path (the executable, or the Python extension that links
+ * compiler-core): the stat memo knows files by path, and /proc/self/exe
+ * would have it hash the whole binary at every start. */
+static char *image_path(void)
 {
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return NULL;
-    exe[n] = 0;
-    return strdup(exe);
+    char path[PATH_MAX];
+    return cv_self_image(path, sizeof path) == 0 ? strdup(path) : NULL;
 }
 
-/* The LLVM backend plugin, where compiler-core/backend/llvm_loader.c looks
- * for it; NULL when none is found. */
+/* The LLVM backend plugin, where compiler-core's loader finds it; NULL when
+ * none is found. */
 static char *plugin_path(void)
 {
-    const char *env = getenv("CUVIL_LLVM_PLUGIN");
-    if (env && *env)
-        return strdup(env);
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return NULL;
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash)
-        *slash = 0;
-    static const char *const rel[] = {"/lib/cuvil/libcv_llvm.so", "/../lib/cuvil/libcv_llvm.so"};
     char path[PATH_MAX + 64];
-    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-        snprintf(path, sizeof path, "%s%s", exe, rel[i]);
-        if (access(path, R_OK) == 0)
-            return strdup(path);
-    }
-    return NULL;
+    return cv_backend_plugin_path(path, sizeof path) == 0 ? strdup(path) : NULL;
 }
 
 const char *cv_build_compiler_id(cv_cache *c)
@@ -82,8 +62,8 @@ const char *cv_build_compiler_id(cv_cache *c)
         bool dirty = n >= 6 && strcmp(commit + n - 6, "+dirty") == 0;
         int at = snprintf(compiler_id, sizeof compiler_id, "cuvil-%s+%s", CV_VERSION, commit);
         /* A modified tree: which code this is, only the binaries say (the
-         * executable and the LLVM backend plugin it loads to compile). */
-        char *files[2] = {dirty ? exe_path() : NULL, dirty ? plugin_path() : NULL};
+         * image holding the compiler and the LLVM backend plugin it loads). */
+        char *files[2] = {dirty ? image_path() : NULL, dirty ? plugin_path() : NULL};
         for (int i = 0; dirty && at > 0 && (size_t)at < sizeof compiler_id && i < 2; i++) {
             cv_digest dg;
             char hex[CV_DIGEST_HEX + 1];

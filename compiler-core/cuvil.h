@@ -177,6 +177,13 @@ typedef struct cv_compile_info {
 
 /* "so,a,obj,h,llvm,cuir,c" -> CV_EMIT_* bits; -1 on an unknown name. */
 int cv_emit_parse(const char *list, unsigned *out);
+/* The file that holds compiler-core: the cuvil executable, or the shared
+ * library it is linked into (the Python extension).  0, or -1. */
+int cv_self_image(char *buf, size_t size);
+/* Where the LLVM backend plugin is ($CUVIL_LLVM_PLUGIN, else next to
+ * cv_self_image's directory: lib/cuvil/ or ../lib/cuvil/): 0 found, -1 not
+ * (buf then names the first place looked). */
+int cv_backend_plugin_path(char *buf, size_t size);
 /* Loads the LLVM backend plugin and initialises its targets now rather than
  * on the first compile, so that forked compile children (the worker's
  * sandbox) inherit it instead of each loading it again. */

@@ -503,6 +503,11 @@ bool cv_spec_is_spec_path(const char *path)
     return has_suffix(path + k + 1, ".yaml") || has_suffix(path + k + 1, ".yml");
 }
 
+bool cv_spec_is_yaml_file(const char *path)
+{
+    return has_suffix(path, ".yaml") || has_suffix(path, ".yml");
+}
+
 static int add_file(cv_spec_set *s, const char *path, bool context, cv_diag *d)
 {
     cv_diag scratch;

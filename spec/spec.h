@@ -113,6 +113,9 @@ const cv_spec_pipeline *cv_spec_set_find(const cv_spec_set *s, const char *name)
 int cv_spec_validate_file(const char *path, cv_diag *d);
 /* Whether a repository path is a spec file (cuvil/NAME.yaml or .yml). */
 bool cv_spec_is_spec_path(const char *path);
+/* Whether `cuvil validate` reads a file as specs (.yaml, .yml) rather than
+ * as a model. */
+bool cv_spec_is_yaml_file(const char *path);
 
 
 /* Every field the loader accepts, for checking the JSON Schemas in

@@ -1,8 +1,15 @@
 /* Finds and loads the LLVM backend plugin on the first compile.  Search
- * order: $CUVIL_LLVM_PLUGIN; next to the executable (<exe dir>/lib/cuvil/,
- * as in build/); the installed layout (<exe dir>/../lib/cuvil/, which also
- * serves build/asan/tests/). */
+ * order: $CUVIL_LLVM_PLUGIN; next to the image that holds compiler-core
+ * (the cuvil executable, or the Python extension): <dir>/lib/cuvil/, as in
+ * build/ and the Python package; then the installed layout
+ * (<dir>/../lib/cuvil/, which also serves build/asan/tests/).
+ *
+ * The plugin resolves a few kernel and diagnostic functions against the
+ * image that loads it: an executable exports them (-rdynamic); a shared
+ * library loaded RTLD_LOCAL (Python's extensions) promotes itself to the
+ * global scope first (promote_host). */
 #include <dlfcn.h>
+#include <link.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -42,33 +49,74 @@ static const cv_llvm_plugin *try_open(const char *path)
     return p;  /* stays loaded for the life of the process */
 }
 
-static void load(void)
+/* The main program's link map has an empty name (its dladdr name is only
+ * argv[0]); a shared library's is the path it was loaded from. */
+int cv_self_image(char *buf, size_t size)
+{
+    Dl_info info;
+    struct link_map *lm = NULL;
+    if (dladdr1((void *)cv_self_image, &info, (void **)&lm, RTLD_DL_LINKMAP) && lm &&
+        lm->l_name && lm->l_name[0]) {
+        char full[PATH_MAX];
+        const char *name = realpath(lm->l_name, full) ? full : lm->l_name;
+        int n = snprintf(buf, size, "%s", name);
+        return n > 0 && (size_t)n < size ? 0 : -1;
+    }
+    ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    return 0;
+}
+
+int cv_backend_plugin_path(char *buf, size_t size)
 {
     const char *env = getenv("CUVIL_LLVM_PLUGIN");
     if (env && *env) {
-        plugin = try_open(env);
-        return;
+        int n = snprintf(buf, size, "%s", env);
+        return n > 0 && (size_t)n < size ? 0 : -1;
     }
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) {
-        snprintf(load_error, sizeof load_error, "cannot find the executable's directory");
-        return;
-    }
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
+    char dir[PATH_MAX];
+    if (cv_self_image(dir, sizeof dir))
+        return -1;
+    char *slash = strrchr(dir, '/');
     if (slash)
         *slash = 0;
     static const char *const rel[] = {"/lib/cuvil/" PLUGIN_NAME, "/../lib/cuvil/" PLUGIN_NAME};
-    char path[PATH_MAX + 64];
-    for (size_t i = 0; i < sizeof rel / sizeof rel[0] && !plugin; i++) {
-        snprintf(path, sizeof path, "%s%s", exe, rel[i]);
-        if (access(path, R_OK) == 0)
-            plugin = try_open(path);
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        int n = snprintf(buf, size, "%s%s", dir, rel[i]);
+        if (n > 0 && (size_t)n < size && access(buf, R_OK) == 0)
+            return 0;
     }
-    if (!plugin && !load_error[0])
-        snprintf(load_error, sizeof load_error, "%s not found next to %s (set CUVIL_LLVM_PLUGIN)",
-                 PLUGIN_NAME, exe);
+    snprintf(buf, size, "%s/lib/cuvil/%s", dir, PLUGIN_NAME);
+    return -1;
+}
+
+/* Inside an executable the image is the program (already global); inside a
+ * shared library, RTLD_NOLOAD | RTLD_GLOBAL re-opens the loaded copy and makes
+ * its symbols visible to libraries loaded after it. */
+static void promote_host(void)
+{
+    Dl_info info;
+    struct link_map *lm = NULL;
+    if (!dladdr1((void *)promote_host, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm ||
+        !lm->l_name || !lm->l_name[0])
+        return;  /* the main program: -rdynamic already exports it */
+    void *self = dlopen(lm->l_name, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+    (void)self;  /* the reference lives as long as the process: never closed */
+}
+
+static void load(void)
+{
+    char path[PATH_MAX + 64];
+    if (cv_backend_plugin_path(path, sizeof path)) {
+        if (!load_error[0])
+            snprintf(load_error, sizeof load_error, "%s not found (looked for %s; set "
+                     "CUVIL_LLVM_PLUGIN)", PLUGIN_NAME, path);
+        return;
+    }
+    promote_host();
+    plugin = try_open(path);
 }
 
 static const cv_llvm_plugin *get_plugin(cv_diag *d)

@@ -11,11 +11,8 @@ torch tensors, compile and validate models.
 See docs/python.md for the conversion rule, DLPack, threads and errors.
 """
 import collections
-import json
 import os
-import re
 import shutil
-import subprocess
 import tempfile
 
 import numpy as _np
@@ -103,6 +100,7 @@ class Module:
         self.outputs = tuple(IO(*t) for t in outs)
         self._in_index = {io.name: i for i, io in enumerate(self.inputs)}
         self._single = len(self.outputs) == 1
+        self.compiled, self.cache_line, self.diagnostics = None, "", []
 
     def __repr__(self):
         def sig(ios):
@@ -178,62 +176,42 @@ def load(path, threads=1):
     return Module(_open_path(path), threads)
 
 
-def _cuvil_bin():
-    b = os.environ.get("CUVIL_BIN") or shutil.which("cuvil")
-    if not b:
-        raise Error(9004, "the cuvil program is not found: put it on PATH or set CUVIL_BIN")
-    return b
+def _diagnostics(rows):
+    return [Diagnostic("CV%04d" % code, sev, file or None, line, col, msg)
+            for code, sev, file, line, col, msg in rows]
 
 
-_DIAG_LINE = re.compile(r"^(?:(?P<file>.*?)(?::(?P<line>\d+)(?::(?P<col>\d+))?)?: )?"
-                        r"(?P<sev>error|warning|note)\[(?P<code>CV\d{4})\]: (?P<msg>.*)$")
-
-
-def _parse_diagnostics(text):
-    out = []
-    for line in text.splitlines():
-        m = _DIAG_LINE.match(line)
-        if m:
-            out.append(Diagnostic(m["code"], m["sev"], m["file"], int(m["line"] or 0),
-                                  int(m["col"] or 0), m["msg"]))
-    return out
-
-
-def compile(model_path, target="native", precision="fp32", out=None, cache=True, threads=1):
-    """Compiles a model (ONNX, CU-IR, model language) with the cuvil program
-    (the same cache as the CLI unless cache=False) into out (a temporary
-    directory, removed after loading, when None) and returns the loaded
-    Module.  A failed compile raises CompileError with its diagnostics."""
+def compile(model_path, target="native", precision="fp32", out=None, cache=True, threads=1,
+            opt_level=2, name=None):
+    """Compiles a model (ONNX, CU-IR, model language) in this process, with the
+    same compile-with-cache as `cuvil compile` (the same cache unless
+    cache=False), into out (a temporary directory, removed after loading,
+    when None) and returns the loaded Module; its .compiled says whether the
+    compiler ran (False: from the cache) and .cache_line how the cache
+    answered.  The GIL is released while the model compiles; compiles in one
+    process take turns.  A failed compile raises CompileError with its
+    diagnostics."""
     tmp = None
     if out is None:
         out = tmp = tempfile.mkdtemp(prefix="cuvil-py-")
-    cmd = [_cuvil_bin(), "compile", os.fspath(model_path), "-t", target, "-p", precision,
-           "-o", os.fspath(out), "-q"] + ([] if cache else ["--no-cache"])
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
-        if r.returncode != 0:
-            diags = _parse_diagnostics(r.stderr)
-            first = next((d for d in diags if d.severity == "error"), None)
-            if first:
-                raise CompileError(first.code, first.message, diags)
-            # A usage error of the CLI has no code of its own.
-            msg = (r.stderr.strip().splitlines() or ["compile failed"])[0]
-            raise CompileError(5010 if "unknown target" in msg else 5002, msg, diags)
-        return load(out, threads)
+        rows, _, compiled, line = _cuvil.compile(
+            os.fspath(model_path), os.fspath(out), None if target == "native" else target,
+            precision, bool(cache), opt_level, name)
+        diags = _diagnostics(rows)
+        first = next((d for d in diags if d.severity == "error"), None)
+        if first:
+            raise CompileError(first.code, first.message, diags)
+        m = load(out, threads)
+        m.compiled, m.cache_line, m.diagnostics = compiled, line, diags
+        return m
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def validate(path):
-    """Checks a model file without compiling it (cuvil validate) and returns
-    its diagnostics, a list of Diagnostic (empty when the model is clean)."""
-    r = subprocess.run([_cuvil_bin(), "validate", "--json", os.fspath(path)],
-                       capture_output=True, text=True, errors="replace")
-    try:
-        doc = json.loads(r.stdout)
-    except ValueError:
-        raise Error(9004, "cuvil validate: %s" % (r.stderr.strip() or "no JSON")) from None
-    files = doc.get("files", []) if isinstance(doc, dict) else doc
-    return [Diagnostic(d["code"], d["severity"], d["file"], d["line"], d["col"], d["message"])
-            for f in files for d in f["diagnostics"]]
+def validate(path, strict=False):
+    """Checks a model file or a CuvilBuildCluster/CuvilPipeline spec (.yaml)
+    without compiling it, as `cuvil validate` does, and returns its
+    diagnostics, a list of Diagnostic (empty when the file is clean)."""
+    return _diagnostics(_cuvil.validate(os.fspath(path), bool(strict)))

@@ -1,5 +1,7 @@
 """The C extension under cuvil (use the cuvil package's functions)."""
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
+
+_Diag = Tuple[int, str, str, int, int, str]   # code, severity, file, line, column, message
 
 class Native:
     def __init__(self, path: str, threads: int = ...) -> None: ...
@@ -10,3 +12,7 @@ class Native:
 def _setup(error: type, input_error: type, convert: Callable[..., Any], empty: Callable[..., Any],
            dtype: Callable[..., Any]) -> None: ...
 def host_target() -> str: ...
+def compile(model: str, out: str, target: Optional[str] = ..., precision: str = ...,
+            cache: bool = ..., opt_level: int = ...,
+            name: Optional[str] = ...) -> Tuple[List[_Diag], str, bool, str]: ...
+def validate(path: str, strict: bool = ...) -> List[_Diag]: ...

@@ -7,12 +7,9 @@
  * (cuvil/__init__.py: _convert) and is then read in place.  Outputs are
  * numpy arrays made here (numpy.empty) or given by the caller (out=), and
  * the model writes into them directly.  The GIL is released while the model
- * runs; a per-artifact mutex keeps one run at a time on its context. */
-#ifndef Py_LIMITED_API
-#define Py_LIMITED_API 0x030B0000
-#endif
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+ * runs; a per-artifact mutex keeps one run at a time on its context.
+ * Compiling and validating in this process: cuvil_compile.c. */
+#include "cuvil_ext.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -530,6 +527,11 @@ static PyMethodDef mod_methods[] = {
     {"_setup", mod_setup, METH_VARARGS, "_setup(Error, InputError, convert, numpy.empty, numpy.dtype)"},
     {"host_target", mod_host_target, METH_NOARGS,
      "host_target() -> str: the best named target this CPU runs (x86_64-avx512...)"},
+    {"compile", (PyCFunction)(void (*)(void))cv_py_compile, METH_VARARGS | METH_KEYWORDS,
+     "compile(model, out, target=None, precision='fp32', cache=True, opt_level=2, name=None)"
+     " -> (diagnostics, name, compiled, cache_line)"},
+    {"validate", (PyCFunction)(void (*)(void))cv_py_validate, METH_VARARGS | METH_KEYWORDS,
+     "validate(path, strict=False) -> diagnostics: (code, severity, file, line, column, message)"},
     {NULL, NULL, 0, NULL},
 };
 
