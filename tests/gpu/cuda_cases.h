@@ -148,6 +148,17 @@ static const bk_case cuda_half[] = {
     BK("gemm", "trans_b=1", "f32[N:3,200] @-1:1", "f32[10,200] @-0.2:0.2", "f32[10]"),
 };
 
+/* Dims that are expressions of the symbols: a strided window over a
+ * symbolic extent gives (H - 2) floordiv 2 + 1 and the like, which the host
+ * runtime derives (cvcu_model.derive) before it sizes buffers and which
+ * every kernel derives from its symbol parameters. */
+static const bk_case cuda_dims[] = {
+    BK("max_pool2d", "kernel=[2,2] stride=[2,2]", "f32[N:2,3,H:9,W:8]"),
+    BK("conv2d", "pad=[1,1] stride=[2,2]", "f32[1,2,L:11,6] @-1:1", "f32[4,2,3,3] @-0.5:0.5",
+       "f32[4]"),
+    BK("avg_pool2d", "kernel=[3,3] stride=[2,2] pad=[1,1]", "f32[1,2,T:7,6]"),
+};
+
 typedef struct cuda_group {
     const char *name;
     const bk_case *cases;
@@ -158,7 +169,7 @@ typedef struct cuda_group {
 static const cuda_group cuda_groups[] __attribute__((unused)) = {
     CUDA_GROUP("elementwise", cuda_elementwise), CUDA_GROUP("reduce", cuda_reduce),
     CUDA_GROUP("matmul", cuda_matmul), CUDA_GROUP("conv", cuda_conv),
-    CUDA_GROUP("layout", cuda_layout),
+    CUDA_GROUP("layout", cuda_layout), CUDA_GROUP("dims", cuda_dims),
 };
 #define CUDA_N_GROUPS ((int)(sizeof cuda_groups / sizeof cuda_groups[0]))
 

@@ -114,7 +114,7 @@ static int define_kernel(LLVMContextRef ctx, LLVMModuleRef mod, const cv_kprog *
     LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0), i64 = LLVMInt64TypeInContext(ctx);
     int np = k->n_slots + p->n_syms + 1;
     LLVMTypeRef *params = calloc((size_t)np, sizeof *params);
-    LLVMValueRef *syms = calloc((size_t)p->n_syms + 1, sizeof *syms);
+    LLVMValueRef *syms = calloc((size_t)(p->n_syms + p->n_dsyms) + 1, sizeof *syms);
     LLVMValueRef *vars = calloc((size_t)k->n_vars + 1, sizeof *vars);
     cv_llvm_fn f = {.ctx = ctx, .mod = mod, .prog = p, .k = k, .memo_cap = 1024};
     f.memo_key = calloc((size_t)f.memo_cap, sizeof *f.memo_key);
@@ -139,6 +139,9 @@ static int define_kernel(LLVMContextRef ctx, LLVMModuleRef mod, const cv_kprog *
         f.slot = slots;
         f.sym = syms;
         f.var = vars;
+        /* Derived dims (extended indices) from the symbol parameters. */
+        for (int j = 0; j < p->n_dsyms; j++)
+            syms[p->n_syms + j] = cv_llvm_expr(&f, p->dsym_expr[j]);
         grid_loop(&f, LLVMGetParam(f.fn, (unsigned)(np - 1)));
         LLVMBuildRetVoid(f.b);
         LLVMDisposeBuilder(f.b);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "compiler-core/backend/cuda/cuda_internal.h"
+#include "compiler-core/backend/kernel_internal.h"
 
 enum { WEIGHT_ALIGN = 256 };
 
@@ -126,7 +127,9 @@ static LLVMValueRef weights(hostgen *g, int64_t *len)
     return gv;
 }
 
-/* cvcu_model.io: element size, rank, dims (-1 - k for symbol k). */
+/* cvcu_model.io: element size, rank, dims (-1 - k for symbol k, extended
+ * indices: derived dims after the symbols).  -1 full, -2 a dim that is an
+ * expression no kernel lowered. */
 static int io_table(const cv_kprog *p, int64_t *out, int max)
 {
     int n = 0;
@@ -143,6 +146,12 @@ static int io_table(const cv_kprog *p, int64_t *out, int max)
             for (int y = 0; s->d[k].sym && y < p->n_syms; y++)
                 if (strcmp(p->sym_names[y], s->d[k].sym) == 0)
                     dim = -1 - y;
+            if (s->d[k].sym && dim >= 0) {    /* an expression: a derived dim */
+                int j = cv_kp_dsym_find(p, s->d[k]);
+                if (j < 0)
+                    return -2;
+                dim = -1 - j;
+            }
             out[n++] = dim;
         }
     }
@@ -275,12 +284,13 @@ static LLVMValueRef define_run_dev(hostgen *g, LLVMValueRef *host_fns)
     f.b = LLVMCreateBuilderInContext(g->ctx);
     f.entry = LLVMAppendBasicBlockInContext(g->ctx, fn, "entry");
     LLVMPositionBuilderAtEnd(f.b, f.entry);
-    f.sym = calloc((size_t)p->n_syms + 1, sizeof *f.sym);
+    f.sym = calloc((size_t)(p->n_syms + p->n_dsyms) + 1, sizeof *f.sym);
     f.store_ptr = calloc((size_t)p->n_stores + 1, sizeof *f.store_ptr);
     if (f.sym && f.store_ptr) {
         for (int i = 0; i < 7; i++)
             g->frame[i] = load_at(f.b, g->ptr, LLVMGetParam(fn, 1), i);
-        for (int i = 0; i < p->n_syms; i++)
+        /* The host runtime hands over the derived dims too (cv_derive). */
+        for (int i = 0; i < p->n_syms + p->n_dsyms; i++)
             f.sym[i] = load_at(f.b, g->i64, g->frame[FR_SYMS], i);
         f.bufs = LLVMBuildArrayAlloca(f.b, g->ptr, LLVMConstInt(g->i64, (unsigned long long)max_slots(p), 0), "bufs");
         /* One block, no branches: every value dominates its later uses. */
@@ -293,6 +303,36 @@ static LLVMValueRef define_run_dev(hostgen *g, LLVMValueRef *host_fns)
     bool ok = f.sym && f.store_ptr;
     free(f.sym);
     free(f.store_ptr);
+    return ok ? fn : NULL;
+}
+
+/* void derive(int64_t *ext): ext[n_syms + j] = derived dim j of ext[0..n_syms);
+ * the host runtime calls it before it sizes buffers or runs (host/cuhost.c). */
+static LLVMValueRef define_derive(hostgen *g)
+{
+    const cv_kprog *p = g->p;
+    if (!p->n_dsyms)
+        return LLVMConstNull(g->ptr);
+    LLVMTypeRef params[1] = {g->ptr};
+    LLVMValueRef fn = LLVMAddFunction(g->mod, "cv_derive", LLVMFunctionType(g->vd, params, 1, 0));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    cv_llvm_fn f = {.ctx = g->ctx, .mod = g->mod, .fn = fn, .prog = p, .user = g};
+    f.b = LLVMCreateBuilderInContext(g->ctx);
+    f.entry = LLVMAppendBasicBlockInContext(g->ctx, fn, "entry");
+    LLVMPositionBuilderAtEnd(f.b, f.entry);
+    f.sym = calloc((size_t)(p->n_syms + p->n_dsyms) + 1, sizeof *f.sym);
+    LLVMValueRef ext = LLVMGetParam(fn, 0);
+    for (int i = 0; f.sym && i < p->n_syms; i++)
+        f.sym[i] = load_at(f.b, g->i64, ext, i);
+    for (int j = 0; f.sym && j < p->n_dsyms; j++) {
+        f.sym[p->n_syms + j] = cv_llvm_expr(&f, p->dsym_expr[j]);
+        LLVMValueRef idx = LLVMConstInt(g->i64, (unsigned long long)(p->n_syms + j), 0);
+        LLVMBuildStore(f.b, f.sym[p->n_syms + j], LLVMBuildGEP2(f.b, g->i64, ext, &idx, 1, ""));
+    }
+    LLVMBuildRetVoid(f.b);
+    LLVMDisposeBuilder(f.b);
+    bool ok = f.sym != NULL;
+    free(f.sym);
     return ok ? fn : NULL;
 }
 
@@ -320,17 +360,17 @@ static int define_model(hostgen *g, const char *ptx, size_t ptx_len, int sm, LLV
     const cv_kprog *p = g->p;
     int64_t io[1024], cls[1024], wlen = 0;
     int n_io = io_table(p, io, 1024), n_cls = class_table(p, cls, 1024);
-    /* The host runtime (host/cuhost.c) multiplies symbols only. */
-    if (p->n_dsyms)
-        return cv_diag_fail(d, CV_E_BACKEND_DIM_EXPRESSION, (cv_span){0}, "%s: dimension %s is an expression of the "
-                            "symbols, which the CUDA backend does not compile yet (the CPU "
-                            "targets do)", p->name, p->dsyms[0].sym);
-    if (n_io < 0 || n_cls < 0 || p->f->n_inputs > 64 || p->f->n_returns > 64 || p->n_syms > 64)
+    if (n_io == -2)
+        return cv_diag_fail(d, CV_E_BACKEND_DIM_EXPRESSION, (cv_span){0}, "%s: an input or output "
+                            "dimension is an expression of the symbols that no kernel computes",
+                            p->name);
+    if (n_io < 0 || n_cls < 0 || p->f->n_inputs > 64 || p->f->n_returns > 64 || p->n_syms > 64 ||
+        p->n_dsyms > 64)
         return cv_diag_fail(d, CV_E_CUDA_CODEGEN_FAILED, (cv_span){0}, "%s: too many inputs, outputs, "
                             "symbols or arena classes for the CUDA host runtime", p->name);
-    LLVMValueRef w = weights(g, &wlen), names = kernel_names(g);
+    LLVMValueRef w = weights(g, &wlen), names = kernel_names(g), derive = define_derive(g);
     LLVMValueRef io_g = i64_array(g, "cv_io", io, n_io), cls_g = i64_array(g, "cv_classes", cls, n_cls);
-    if (!w || !names || !io_g || !cls_g)
+    if (!w || !names || !io_g || !cls_g || !derive)
         return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     LLVMValueRef fields[] = {
         cstring(g, "cv_name", p->name, strlen(p->name)), cstring(g, "cv_ptx", ptx, ptx_len), w,
@@ -340,6 +380,7 @@ static int define_model(hostgen *g, const char *ptx, size_t ptx_len, int sm, LLV
         LLVMConstInt(g->i64, (unsigned long long)p->f->n_returns, 0),
         LLVMConstInt(g->i64, (unsigned long long)p->n_syms, 0), io_g,
         LLVMConstInt(g->i64, (unsigned long long)p->n_classes, 0), cls_g, run_dev,
+        LLVMConstInt(g->i64, (unsigned long long)p->n_dsyms, 0), derive,
     };
     g->model = add_const(g, "cv_model", LLVMConstStructInContext(g->ctx, fields,
                                                                  sizeof fields / sizeof fields[0], 0));

@@ -21,13 +21,30 @@ static int64_t mono(const int64_t *s, int64_t degree, const int64_t *syms)
     return v;
 }
 
-int64_t cvcu_arena_bytes(const cvcu_model *m, const int64_t *syms)
+/* The symbols, then the derived dims (extended indices): every size and
+ * every run below reads them from the array this returns. */
+static const int64_t *extend(const cvcu_model *m, const int64_t *syms, int64_t *ext)
+{
+    if (!m->n_dsyms || !syms || !m->derive)
+        return syms;
+    memcpy(ext, syms, (size_t)m->n_syms * sizeof *ext);
+    m->derive(ext);
+    return ext;
+}
+
+static int64_t arena_bytes(const cvcu_model *m, const int64_t *syms)
 {
     int64_t total = 0;
     const int64_t *c = m->classes;
     for (int64_t k = 0; k < m->n_classes; k++, c += 2 + c[1])
         total += c[0] * mono(c + 2, c[1], syms);
     return total;
+}
+
+int64_t cvcu_arena_bytes(const cvcu_model *m, const int64_t *syms)
+{
+    int64_t ext[CVCU_MAX_SYMS];
+    return arena_bytes(m, extend(m, syms, ext));
 }
 
 /* Bytes of every input and output under syms. */
@@ -44,7 +61,7 @@ static void io_bytes(const cvcu_model *m, const int64_t *syms, int64_t *bytes)
 
 static int syms_ok(const cvcu_model *m, const int64_t *syms)
 {
-    for (int64_t i = 0; i < m->n_syms; i++)
+    for (int64_t i = 0; i < m->n_syms + m->n_dsyms; i++)
         if (syms[i] < 0)
             return 0;
     return 1;
@@ -53,7 +70,7 @@ static int syms_ok(const cvcu_model *m, const int64_t *syms)
 /* Device buffer bytes for syms: the arena, then each input and output. */
 static int64_t buffer_bytes(const cvcu_model *m, const int64_t *syms, int64_t *io_off)
 {
-    int64_t bytes[2 * CVCU_MAX_IO], at = align_up(cvcu_arena_bytes(m, syms));
+    int64_t bytes[2 * CVCU_MAX_IO], at = align_up(arena_bytes(m, syms));
     io_bytes(m, syms, bytes);
     for (int64_t i = 0; i < m->n_inputs + m->n_outputs; i++) {
         if (io_off)
@@ -235,6 +252,8 @@ cvcu_ctx *cvcu_create(const cvcu_model *m)
 
 int cvcu_reserve(cvcu_ctx *ctx, const int64_t *syms)
 {
+    int64_t ext[CVCU_MAX_SYMS];
+    syms = extend(ctx->m, syms, ext);
     int rc = enter(ctx);
     if (rc == 0) {
         rc = grow(ctx, syms);
@@ -274,10 +293,11 @@ int cvcu_run(cvcu_ctx *ctx, const void *const *inputs, void *const *outputs,
 {
     const cvcu_model *m = ctx->m;
     const cvcu_driver *d = ctx->drv;
-    int64_t off[2 * CVCU_MAX_IO], bytes[2 * CVCU_MAX_IO];
+    int64_t off[2 * CVCU_MAX_IO], bytes[2 * CVCU_MAX_IO], ext[CVCU_MAX_SYMS];
     void *dptr[2 * CVCU_MAX_IO];
     if (m->n_inputs + m->n_outputs > 2 * CVCU_MAX_IO)
         return cvcu_fail(CVCU_E_DRIVER, "%s: too many inputs and outputs", m->name);
+    syms = extend(m, syms, ext);
     int rc = enter(ctx);
     if (rc)
         return rc;
@@ -310,6 +330,8 @@ int cvcu_run(cvcu_ctx *ctx, const void *const *inputs, void *const *outputs,
 int cvcu_run_stream(cvcu_ctx *ctx, const void *const *inputs, void *const *outputs,
                     const int64_t *syms, void *stream)
 {
+    int64_t ext[CVCU_MAX_SYMS];
+    syms = extend(ctx->m, syms, ext);
     int rc = enter(ctx);
     if (rc)
         return rc;

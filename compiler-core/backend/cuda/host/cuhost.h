@@ -23,7 +23,8 @@
 
 typedef struct cvcu_ctx cvcu_ctx;
 
-/* Device addresses of one run, as run_dev reads them (7 pointers). */
+/* Device addresses of one run, as run_dev reads them (7 pointers); syms
+ * holds the symbols, then the derived dims. */
 typedef struct cvcu_frame {
     void *const *din;           /* input i's device address */
     void *const *dout;
@@ -46,12 +47,17 @@ typedef struct cvcu_model {
     const char *const *kernel_names;    /* by kernel index; NULL: runs on the host */
     int64_t n_inputs, n_outputs, n_syms;
     /* For each input, then each output: element size, rank, then rank dims
-     * (>= 0, or -1 - k for symbol k). */
+     * (>= 0, or -1 - k for symbol k; k >= n_syms: derived dim k - n_syms). */
     const int64_t *io;
     int64_t n_classes;
-    /* For each arena size class: bytes per unit, degree, then degree symbols. */
+    /* For each arena size class: bytes per unit, degree, then degree symbols
+     * (extended indices, as in io). */
     const int64_t *classes;
     void (*run_dev)(cvcu_ctx *ctx, const cvcu_frame *fr);
+    /* Dims that are expressions of the symbols ((L + 1) floordiv 2): derive
+     * fills ext[n_syms + j] from ext[0..n_syms); NULL when n_dsyms is 0. */
+    int64_t n_dsyms;
+    void (*derive)(int64_t *ext);
 } cvcu_model;
 
 /* Launches program kernel `kernel` over items [0, n) (n < 0: a serial

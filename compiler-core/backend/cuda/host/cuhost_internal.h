@@ -77,6 +77,7 @@ typedef struct cvcu_driver {
 
 enum {
     CVCU_MAX_IO = 64,
+    CVCU_MAX_SYMS = 128,    /* symbols and derived dims (the compiler allows 64 each) */
     CVCU_TILE_THREADS = 256,        /* a tiled kernel's block, one per tile */
     CVCU_TILE_MAX_INDEX = 1 << 30,  /* bound of the tiled kernels' 32-bit index math */
     CVCU_PACKS = 2,                 /* channels-last inputs kept (cuhost_batch.c) */
