@@ -63,12 +63,18 @@ static json_t *rev_cache_json(const http_rev_cache *c)
     double l2_local, l2_remote, l1_local, l1_remote;
     double l2 = http_rev_cache_l2_ratio(c, &l2_local, &l2_remote);
     double l1 = http_rev_cache_l1_ratio(c, &l1_local, &l1_remote);
-    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}}",
-                     "revision", c->revision, "state", cv_rev_state_name(c->state), "jobs",
+    http_verdict v;
+    http_rev_verdict(c, &v);
+    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o,"
+                     " s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}}",
+                     "revision", c->revision, "state", cv_rev_state_name(c->state), "verdict",
+                     "class", v.cls, "label", v.label, "detail", v.detail, "jobs",
                      (json_int_t)c->jobs, "pending", (json_int_t)c->pending, "planHits",
-                     (json_int_t)c->plan_hits, "l1", outcomes_json(c->l1), "l2",
-                     outcomes_json(c->l2), "l1Ratio", "hit", l1, "local", l1_local, "remote",
-                     l1_remote, "l2Ratio", "hit", l2, "local", l2_local, "remote", l2_remote);
+                     (json_int_t)c->plan_hits, "failed", (json_int_t)c->failed, "specErrors",
+                     (json_int_t)c->spec_errors, "specWarnings", (json_int_t)c->spec_warnings,
+                     "l1", outcomes_json(c->l1), "l2", outcomes_json(c->l2), "l1Ratio", "hit", l1,
+                     "local", l1_local, "remote", l1_remote, "l2Ratio", "hit", l2, "local",
+                     l2_local, "remote", l2_remote);
 }
 
 void http_api_cache(cv_http *h, const http_req *rq, http_resp *rs)

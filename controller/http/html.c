@@ -29,6 +29,7 @@ static const char STYLE[] =
     ".st{display:inline-block;padding:0 7px;border-radius:9px;font-size:12px;color:#fff;"
     "background:#6b7280}"
     ".st-ok,.st-succeeded{background:#2e7d32}.st-hit{background:#00796b}"
+    ".st-partial{background:#388e3c}.st-spec{background:#6a1b9a}"
     ".st-failed,.st-ice,.st-timeout,.st-oom,.st-infra{background:#c62828}"
     ".st-queued,.st-building,.st-planning{background:#b26a00}"
     "pre{background:#fff;border:1px solid #e5e7eb;padding:8px;overflow:auto;font-size:12px}"

@@ -20,6 +20,8 @@ void html_short_rev(const char *revision, char *out, size_t size);
 void html_rev_link(cv_sb *o, const char *revision);
 /* A state as a coloured badge (revision and job states alike). */
 void html_state(cv_sb *o, const char *state);
+/* A revision's verdict as a badge with its sentence on hover (id may be NULL). */
+void html_verdict(cv_sb *o, const http_verdict *v, const char *id);
 void html_duration(cv_sb *o, int64_t ms);
 void html_ago(cv_sb *o, int64_t then_ms, int64_t now_ms);
 void html_pct(cv_sb *o, double ratio);
@@ -30,7 +32,8 @@ void html_diags(cv_sb *o, const cv_diag *d);
 /* ---- charts (svg.c) */
 
 /* Stacked bars, one per revision (oldest left): local hits, remote hits,
- * misses of one level, as fractions of the look-ups with an answer. */
+ * misses of one level, as fractions of the jobs with an answer (a job that
+ * failed before its look-up is a miss). */
 void svg_cache_chart(cv_sb *o, const char *id, const http_rev_cache *v, int n, bool l2);
 /* A job's stages as one stacked bar, scaled so that max_ms fills it. */
 void svg_stage_bar(cv_sb *o, const int64_t stages[HTTP_STAGES], int64_t max_ms);

@@ -93,7 +93,12 @@ int http_db_revisions(cv_builddb *db, int limit, int64_t offset, cv_rev_summary 
     " COALESCE(SUM(r.l1='none'),0), COALESCE(SUM(r.l1='miss'),0), COALESCE(SUM(r.l1='hit'),0),"\
     " COALESCE(SUM(r.l1='remote-hit'),0),"                                                     \
     " COALESCE(SUM(r.l2='none'),0), COALESCE(SUM(r.l2='miss'),0), COALESCE(SUM(r.l2='hit'),0),"\
-    " COALESCE(SUM(r.l2='remote-hit'),0) FROM "
+    " COALESCE(SUM(r.l2='remote-hit'),0),"                                                     \
+    " COALESCE(SUM(j.state NOT IN ('queued','hit','ok')),0),"                                   \
+    " (SELECT COUNT(*) FROM diagnostics g WHERE g.revision_id=v.id AND g.result_id IS NULL"     \
+    "  AND g.severity='error'),"                                                               \
+    " (SELECT COUNT(*) FROM diagnostics g WHERE g.revision_id=v.id AND g.result_id IS NULL"     \
+    "  AND g.severity='warning') FROM "
 #define SQL_CACHE_JOIN                                                                       \
     " v LEFT JOIN jobs j ON j.revision_id = v.id LEFT JOIN results r ON r.id = j.result_id"   \
     " GROUP BY v.id ORDER BY v.id"
@@ -130,6 +135,9 @@ static int cache_rows(cv_builddb *db, sqlite3_stmt *st, int max, http_rev_cache 
             c->l1[o] = sqlite3_column_int64(st, 5 + o);
             c->l2[o] = sqlite3_column_int64(st, 5 + CV_CACHE__COUNT + o);
         }
+        c->failed = sqlite3_column_int64(st, 5 + 2 * CV_CACHE__COUNT);
+        c->spec_errors = sqlite3_column_int64(st, 6 + 2 * CV_CACHE__COUNT);
+        c->spec_warnings = sqlite3_column_int64(st, 7 + 2 * CV_CACHE__COUNT);
     }
     if (st && rc == 1)
         sqlite3_reset(st);
@@ -154,23 +162,38 @@ static double ratio(int64_t part, int64_t whole)
     return whole > 0 ? (double)part / (double)whole : 0.0;
 }
 
-/* A planner hit is an L2 hit in the farm's own (local) cache. */
-double http_rev_cache_l2_ratio(const http_rev_cache *c, double *local, double *remote)
+int64_t http_rev_cache_hits(const http_rev_cache *c)
 {
-    int64_t loc = c->plan_hits + c->l2[CV_CACHE_HIT], rem = c->l2[CV_CACHE_REMOTE_HIT];
-    int64_t asked = loc + rem + c->l2[CV_CACHE_MISS];
+    return c->plan_hits + c->l2[CV_CACHE_HIT] + c->l2[CV_CACHE_REMOTE_HIT];
+}
+
+/* A result with no look-up ('none': the job failed before it, or ran with
+ * the cache off) had an answer that was not a hit. */
+int64_t http_rev_cache_asked(const http_rev_cache *c, bool l2)
+{
+    const int64_t *lv = l2 ? c->l2 : c->l1;
+    return lv[CV_CACHE_HIT] + lv[CV_CACHE_REMOTE_HIT] + lv[CV_CACHE_MISS] + lv[CV_CACHE_NONE] +
+           (l2 ? c->plan_hits : 0);
+}
+
+static double level_ratio(const http_rev_cache *c, bool l2, double *local, double *remote)
+{
+    const int64_t *lv = l2 ? c->l2 : c->l1;
+    int64_t loc = lv[CV_CACHE_HIT] + (l2 ? c->plan_hits : 0), rem = lv[CV_CACHE_REMOTE_HIT];
+    int64_t asked = http_rev_cache_asked(c, l2);
     *local = ratio(loc, asked);
     *remote = ratio(rem, asked);
     return ratio(loc + rem, asked);
 }
 
+double http_rev_cache_l2_ratio(const http_rev_cache *c, double *local, double *remote)
+{
+    return level_ratio(c, true, local, remote);
+}
+
 double http_rev_cache_l1_ratio(const http_rev_cache *c, double *local, double *remote)
 {
-    int64_t loc = c->l1[CV_CACHE_HIT], rem = c->l1[CV_CACHE_REMOTE_HIT];
-    int64_t asked = loc + rem + c->l1[CV_CACHE_MISS];
-    *local = ratio(loc, asked);
-    *remote = ratio(rem, asked);
-    return ratio(loc + rem, asked);
+    return level_ratio(c, false, local, remote);
 }
 
 /* ---- results since a point */

@@ -177,14 +177,31 @@ typedef struct http_rev_cache {
     char revision[CV_REVISION_MAX + 1];
     cv_rev_state state;
     int64_t jobs, plan_hits, pending;
+    int64_t failed;                     /* jobs whose result is not ok */
+    int64_t spec_errors, spec_warnings; /* the revision's own diagnostics (its specs) */
     int64_t l1[CV_CACHE__COUNT], l2[CV_CACHE__COUNT];
 } http_rev_cache;
 /* The newest max revisions, oldest first. */
 int http_db_cache_history(cv_builddb *db, int max, http_rev_cache *out, int *n, cv_diag *d);
 int http_db_rev_cache(cv_builddb *db, int64_t rev_id, http_rev_cache *out, cv_diag *d);
-/* L2 hits (planner + worker, local + remote) over the jobs with an answer. */
+/* Jobs whose artifact came from the cache (planner or worker, local or remote). */
+int64_t http_rev_cache_hits(const http_rev_cache *c);
+/* The jobs with an answer at one level (a planner hit is an L2 hit in the
+ * farm's own, local cache). */
+int64_t http_rev_cache_asked(const http_rev_cache *c, bool l2);
+/* L2 hits (planner + worker, local + remote) over the jobs with an answer;
+ * a job that failed before its look-up counts as a miss, never as a hit. */
 double http_rev_cache_l2_ratio(const http_rev_cache *c, double *local, double *remote);
 double http_rev_cache_l1_ratio(const http_rev_cache *c, double *local, double *remote);
+
+/* A revision's state as every page shows it (verdict.c): a badge class
+ * (st-<cls>), a short label and a sentence. */
+typedef struct http_verdict {
+    const char *cls;
+    const char *label;
+    char detail[200];
+} http_verdict;
+void http_rev_verdict(const http_rev_cache *c, http_verdict *v);
 
 /* One result recorded after after_id, with its execution's job. */
 typedef struct http_result {

@@ -116,12 +116,21 @@ void http_page_failures(cv_http *h, const http_req *rq, http_resp *rs)
         return;
     }
     cv_failure_report_attach_sources(&r, h->trees_dir);
+    http_rev_cache c;
+    http_verdict v;
+    if (http_db_rev_cache(h->db, s.id, &c, &d) != 0) {
+        html_error_page(rs, 500, "The build DB could not be read", d.n ? d.v[0].msg : "");
+        cv_failure_report_free(&r);
+        cv_diag_free(&d);
+        return;
+    }
+    http_rev_verdict(&c, &v);
     cv_sb *o = &rs->body;
     html_begin(o, "Failures", "/failures", 0);
     cv_sb_puts(o, "<h1>Failures of ");
     html_rev_link(o, r.revision);
     cv_sb_puts(o, " ");
-    html_state(o, cv_rev_state_name(r.state));
+    html_verdict(o, &v, NULL);
     cv_sb_puts(o, "</h1>");
     picker(o, r.revision);
     cv_sb_printf(o, "<p id=\"failures-summary\"><span id=\"broken\">%lld</span> of %lld jobs "
@@ -135,7 +144,10 @@ void http_page_failures(cv_http *h, const http_req *rq, http_resp *rs)
         cv_sb_puts(o, "#revision-diagnostics\">page</a>)");
     }
     cv_sb_puts(o, "</p>");
-    if (!r.n_groups)
+    if (!r.n_groups && r.revision_errors)
+        cv_sb_puts(o, "<p id=\"no-failures\">No job failed; the revision's specs did (above), "
+                      "so nothing was built from them.</p>");
+    else if (!r.n_groups)
         cv_sb_puts(o, "<p id=\"no-failures\">Nothing failed in this revision.</p>");
     for (int i = 0; i < r.n_groups && i < TOP_MAX; i++)
         group(o, i + 1, &r.groups[i]);

@@ -94,12 +94,20 @@ static void cache_card(cv_http *h, cv_sb *o, const http_rev_cache *newest)
     cv_sb_puts(o, "</div></div>");
 }
 
-static void revision_line(cv_sb *o, const char *label, const cv_rev_summary *s, const char *id)
+static void revision_line(cv_http *h, cv_sb *o, const char *label, const cv_rev_summary *s,
+                          const char *id, cv_diag *d)
 {
+    http_rev_cache c;
+    http_verdict v;
+    if (http_db_rev_cache(h->db, s->id, &c, d) != 0)
+        return;
+    http_rev_verdict(&c, &v);
     cv_sb_printf(o, "<p id=\"%s\"><b>%s</b> ", id, label);
     html_rev_link(o, s->revision);
     cv_sb_puts(o, " ");
-    html_state(o, cv_rev_state_name(s->state));
+    html_verdict(o, &v, NULL);
+    cv_sb_puts(o, " ");
+    html_esc(o, v.detail);
     cv_sb_printf(o, " — %lld jobs: %lld hits, %lld ok, %lld failed, %lld pending</p>",
                  (long long)s->jobs, (long long)s->hits, (long long)s->ok, (long long)s->failed,
                  (long long)s->pending);
@@ -257,20 +265,45 @@ static void workers(cv_sb *o, const http_queue_view *v, int64_t now)
     cv_sb_puts(o, "</table>");
 }
 
+/* The revision's own diagnostics (its specs), linked to where its page
+ * lists them. */
+static void spec_counts(cv_sb *o, const http_rev_cache *c)
+{
+    if (!c->spec_errors && !c->spec_warnings) {
+        cv_sb_puts(o, "<span class=\"muted\">ok</span>");
+        return;
+    }
+    const char *at = strstr(c->revision, "@sha1:");
+    cv_sb_puts(o, "<a class=\"spec-diags\" href=\"/revisions/");
+    html_esc(o, at ? at + 6 : c->revision);
+    cv_sb_puts(o, "#revision-diagnostics\">");
+    if (c->spec_errors)
+        cv_sb_printf(o, "%lld error%s", (long long)c->spec_errors, c->spec_errors == 1 ? "" : "s");
+    if (c->spec_warnings)
+        cv_sb_printf(o, "%s%lld warning%s", c->spec_errors ? ", " : "", (long long)c->spec_warnings,
+                     c->spec_warnings == 1 ? "" : "s");
+    cv_sb_puts(o, "</a>");
+}
+
 static void recent(cv_sb *o, const http_rev_cache *v, int n)
 {
     cv_sb_puts(o, "<h2>Recent revisions</h2><table id=\"recent\"><tr><th>revision</th>"
-                  "<th>state</th><th>jobs</th><th>planner hits</th><th>pending</th>"
-                  "<th>L2 hit</th><th>L1 hit</th></tr>");
+                  "<th>state</th><th>jobs</th><th>planner hits</th><th>failed</th><th>pending</th>"
+                  "<th>specs</th><th>L2 hit</th><th>L1 hit</th></tr>");
     for (int i = n - 1; i >= 0 && i >= n - RECENT; i--) {
         double a, b;
+        http_verdict verdict;
+        http_rev_verdict(&v[i], &verdict);
         cv_sb_puts(o, "<tr><td>");
         html_rev_link(o, v[i].revision);
         cv_sb_puts(o, "</td><td>");
-        html_state(o, cv_rev_state_name(v[i].state));
+        html_verdict(o, &verdict, NULL);
         cv_sb_printf(o, "</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td><td class=\"n\">"
-                        "%lld</td><td class=\"n\">",
-                     (long long)v[i].jobs, (long long)v[i].plan_hits, (long long)v[i].pending);
+                        "%lld</td><td class=\"n\">%lld</td><td>",
+                     (long long)v[i].jobs, (long long)v[i].plan_hits, (long long)v[i].failed,
+                     (long long)v[i].pending);
+        spec_counts(o, &v[i]);
+        cv_sb_puts(o, "</td><td class=\"n\">");
         html_pct(o, http_rev_cache_l2_ratio(&v[i], &a, &b));
         cv_sb_puts(o, "</td><td class=\"n\">");
         html_pct(o, http_rev_cache_l1_ratio(&v[i], &a, &b));
@@ -285,9 +318,9 @@ static void last_succeeded(cv_http *h, cv_sb *o, const cv_rev_summary *cur, cv_d
     cv_rev_summary s;
     if (cv_builddb_status_get(h->db, CV_STATUS_LAST_SUCCEEDED, &name, d) == 1 &&
         cv_builddb_revision_summary(h->db, name, &s, d) == 1)
-        revision_line(o, strcmp(s.revision, cur->revision) == 0 ? "Last succeeded (current)"
-                                                                  : "Last succeeded",
-                      &s, "last-succeeded");
+        revision_line(h, o, strcmp(s.revision, cur->revision) == 0 ? "Last succeeded (current)"
+                                                                     : "Last succeeded",
+                      &s, "last-succeeded", d);
     else
         cv_sb_puts(o, "<p id=\"last-succeeded\"><b>Last succeeded</b> none yet</p>");
     free(name);
@@ -318,7 +351,7 @@ void http_page_overview(cv_http *h, const http_req *rq, http_resp *rs)
     cv_sb_puts(o, "</div>");
     if (have) {
         cv_sb_puts(o, "<h2>Revisions</h2>");
-        revision_line(o, "Current", &cur, "current");
+        revision_line(h, o, "Current", &cur, "current", &d);
         last_succeeded(h, o, &cur, &d);
         jobs_by_status(h, o, &cur, &d);
         cache_history(o, hist, n);

@@ -17,11 +17,15 @@ static void summary(cv_sb *o, const cv_rev_summary *s, const http_rev_cache *c, 
 {
     char shown[CV_REVISION_MAX + 1];
     html_short_rev(s->revision, shown, sizeof shown);
+    http_verdict v;
+    http_rev_verdict(c, &v);
     cv_sb_puts(o, "<h1>Revision ");
     html_esc(o, shown);
     cv_sb_puts(o, " ");
-    html_state(o, cv_rev_state_name(s->state));
-    cv_sb_puts(o, "</h1><p class=\"muted\"><code>");
+    html_verdict(o, &v, "rev-verdict");
+    cv_sb_puts(o, "</h1><p id=\"rev-verdict-detail\">");
+    html_esc(o, v.detail);
+    cv_sb_puts(o, "</p><p class=\"muted\"><code>");
     html_esc(o, s->revision);
     cv_sb_puts(o, "</code> — planned ");
     html_ago(o, s->created_ms, now);
@@ -221,7 +225,12 @@ void http_page_revision(cv_http *h, const http_req *rq, http_resp *rs)
         return;
     }
     http_rev_cache c;
-    http_db_rev_cache(h->db, s.id, &c, &d);
+    if (http_db_rev_cache(h->db, s.id, &c, &d) != 0) {
+        free(jobs);
+        html_error_page(rs, 500, "The build DB could not be read", d.n ? d.v[0].msg : "");
+        cv_diag_free(&d);
+        return;
+    }
     cv_sb *o = &rs->body;
     char title[CV_REVISION_MAX + 16];
     html_short_rev(s.revision, title, sizeof title);

@@ -43,7 +43,7 @@ static void bar_title(cv_sb *o, const http_rev_cache *c, bool l2, double hit, do
     html_pct(o, local);
     cv_sb_puts(o, ", remote ");
     html_pct(o, remote);
-    cv_sb_printf(o, ") of %lld look-ups</title>", (long long)asked);
+    cv_sb_printf(o, ") of %lld answered jobs</title>", (long long)asked);
 }
 
 void svg_cache_chart(cv_sb *o, const char *id, const http_rev_cache *v, int n, bool l2)
@@ -61,9 +61,7 @@ void svg_cache_chart(cv_sb *o, const char *id, const http_rev_cache *v, int n, b
         double local, remote;
         double hit = l2 ? http_rev_cache_l2_ratio(c, &local, &remote)
                         : http_rev_cache_l1_ratio(c, &local, &remote);
-        const int64_t *lv = l2 ? c->l2 : c->l1;
-        int64_t asked = lv[CV_CACHE_HIT] + lv[CV_CACHE_REMOTE_HIT] + lv[CV_CACHE_MISS] +
-                        (l2 ? c->plan_hits : 0);
+        int64_t asked = http_rev_cache_asked(c, l2);
         double x = LEFT + slot * i + (slot - w) / 2, base = TOP + plot_h;
         cv_sb_puts(o, "<g class=\"bar\">");
         bar_title(o, c, l2, hit, local, remote, asked);
