@@ -81,6 +81,9 @@ static const cv_sqldb_migration migrations[] = {
     "  pattern TEXT NOT NULL, class TEXT NOT NULL, code INTEGER NOT NULL,"
     "  jobs INTEGER NOT NULL, PRIMARY KEY(revision_id, pattern)) WITHOUT ROWID;"
     "CREATE INDEX failure_patterns_first ON failure_patterns(pattern, revision_id);"},
+    /* 4: the dashboard's time saved finds the compile that produced a hit's
+     * artifact by its L2 key */
+    {.sql = "CREATE INDEX jobs_l2_key ON jobs(l2_key);"},
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 

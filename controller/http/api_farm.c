@@ -65,7 +65,7 @@ static json_t *rev_cache_json(const http_rev_cache *c)
     double l1 = http_rev_cache_l1_ratio(c, &l1_local, &l1_remote);
     http_verdict v;
     http_rev_verdict(c, &v);
-    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o,"
+    json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o,"
                      " s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}}",
                      "revision", c->revision, "state", cv_rev_state_name(c->state), "verdict",
                      "class", v.cls, "label", v.label, "detail", v.detail, "jobs",
@@ -75,6 +75,12 @@ static json_t *rev_cache_json(const http_rev_cache *c)
                      "l1", outcomes_json(c->l1), "l2", outcomes_json(c->l2), "l1Ratio", "hit", l1,
                      "local", l1_local, "remote", l1_remote, "l2Ratio", "hit", l2, "local",
                      l2_local, "remote", l2_remote);
+    if (o)
+        json_object_update_new(o, json_pack("{s:I, s:I, s:I}", "compileMs",
+                                            (json_int_t)c->compile_ms, "savedMs",
+                                            (json_int_t)c->saved_ms, "savedHits",
+                                            (json_int_t)c->saved_hits));
+    return o;
 }
 
 void http_api_cache(cv_http *h, const http_req *rq, http_resp *rs)

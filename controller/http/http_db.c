@@ -87,6 +87,14 @@ int http_db_revisions(cv_builddb *db, int limit, int64_t offset, cv_rev_summary 
 
 /* ---- cache outcomes per revision */
 
+/* How long the compile that stored a hit's artifact took: the first job
+ * that compiled its L2 key (an entry made outside the farm has none). */
+#define SQL_PRODUCER                                                                         \
+    "SELECT p.finished_ms - p.started_ms FROM jobs p JOIN results pr ON pr.id = p.result_id"  \
+    " WHERE p.l2_key = j.l2_key AND p.runner = p.job_id AND pr.l2 = 'miss'"                  \
+    " AND pr.status = 'ok' AND p.started_ms IS NOT NULL AND p.finished_ms IS NOT NULL"       \
+    " ORDER BY p.id LIMIT 1"
+
 #define SQL_CACHE_COUNTS                                                                     \
     "SELECT v.revision, v.state, COUNT(j.id), COALESCE(SUM(j.state='hit'),0),"                 \
     " COALESCE(SUM(j.state='queued'),0),"                                                      \
@@ -98,7 +106,11 @@ int http_db_revisions(cv_builddb *db, int limit, int64_t offset, cv_rev_summary 
     " (SELECT COUNT(*) FROM diagnostics g WHERE g.revision_id=v.id AND g.result_id IS NULL"     \
     "  AND g.severity='error'),"                                                               \
     " (SELECT COUNT(*) FROM diagnostics g WHERE g.revision_id=v.id AND g.result_id IS NULL"     \
-    "  AND g.severity='warning') FROM "
+    "  AND g.severity='warning'),"                                                             \
+    " COALESCE(SUM(CASE WHEN j.runner = j.job_id AND r.l2 = 'miss' AND r.status = 'ok'"         \
+    "  THEN j.finished_ms - j.started_ms END),0),"                                              \
+    " COALESCE(SUM(CASE WHEN j.state = 'hit' OR r.l2 IN ('hit','remote-hit') THEN (" SQL_PRODUCER ") END),0)," \
+    " COUNT(CASE WHEN j.state = 'hit' OR r.l2 IN ('hit','remote-hit') THEN (" SQL_PRODUCER ") END) FROM "
 #define SQL_CACHE_JOIN                                                                       \
     " v LEFT JOIN jobs j ON j.revision_id = v.id LEFT JOIN results r ON r.id = j.result_id"   \
     " GROUP BY v.id ORDER BY v.id"
@@ -138,6 +150,9 @@ static int cache_rows(cv_builddb *db, sqlite3_stmt *st, int max, http_rev_cache 
         c->failed = sqlite3_column_int64(st, 5 + 2 * CV_CACHE__COUNT);
         c->spec_errors = sqlite3_column_int64(st, 6 + 2 * CV_CACHE__COUNT);
         c->spec_warnings = sqlite3_column_int64(st, 7 + 2 * CV_CACHE__COUNT);
+        c->compile_ms = sqlite3_column_int64(st, 8 + 2 * CV_CACHE__COUNT);
+        c->saved_ms = sqlite3_column_int64(st, 9 + 2 * CV_CACHE__COUNT);
+        c->saved_hits = sqlite3_column_int64(st, 10 + 2 * CV_CACHE__COUNT);
     }
     if (st && rc == 1)
         sqlite3_reset(st);

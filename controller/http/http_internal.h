@@ -179,6 +179,10 @@ typedef struct http_rev_cache {
     int64_t jobs, plan_hits, pending;
     int64_t failed;                     /* jobs whose result is not ok */
     int64_t spec_errors, spec_warnings; /* the revision's own diagnostics (its specs) */
+    int64_t compile_ms;                 /* the compiles this revision ran, summed */
+    /* Time saved by the cache: for each hit, how long the compile that stored
+     * its artifact took (saved_hits: the hits whose compile the farm recorded). */
+    int64_t saved_ms, saved_hits;
     int64_t l1[CV_CACHE__COUNT], l2[CV_CACHE__COUNT];
 } http_rev_cache;
 /* The newest max revisions, oldest first. */

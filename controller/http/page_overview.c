@@ -94,6 +94,28 @@ static void cache_card(cv_http *h, cv_sb *o, const http_rev_cache *newest)
     cv_sb_puts(o, "</div></div>");
 }
 
+/* Time the cache saved over the revisions shown (each hit: the recorded
+ * duration of the compile that stored its artifact) against the time spent
+ * compiling in them. */
+static void saved_card(cv_sb *o, const http_rev_cache *v, int n)
+{
+    int64_t saved = 0, spent = 0, hits = 0, known = 0;
+    for (int i = 0; i < n; i++) {
+        saved += v[i].saved_ms;
+        spent += v[i].compile_ms;
+        hits += http_rev_cache_hits(&v[i]);
+        known += v[i].saved_hits;
+    }
+    card_begin(o, "Time saved by the cache");
+    cv_sb_puts(o, "<div class=\"v\" id=\"time-saved\">");
+    html_duration(o, saved);
+    cv_sb_printf(o, "</div><div class=\"muted\">over the last %d revisions; compiling took "
+                    "<span id=\"time-compiling\">", n);
+    html_duration(o, spent);
+    cv_sb_printf(o, "</span><br>%lld of %lld hits stored by a compile the farm timed</div></div>",
+                 (long long)known, (long long)hits);
+}
+
 static void revision_line(cv_http *h, cv_sb *o, const char *label, const cv_rev_summary *s,
                           const char *id, cv_diag *d)
 {
@@ -289,7 +311,7 @@ static void recent(cv_sb *o, const http_rev_cache *v, int n)
 {
     cv_sb_puts(o, "<h2>Recent revisions</h2><table id=\"recent\"><tr><th>revision</th>"
                   "<th>state</th><th>jobs</th><th>planner hits</th><th>failed</th><th>pending</th>"
-                  "<th>specs</th><th>L2 hit</th><th>L1 hit</th></tr>");
+                  "<th>specs</th><th>L2 hit</th><th>L1 hit</th><th>compiling</th><th>saved</th></tr>");
     for (int i = n - 1; i >= 0 && i >= n - RECENT; i--) {
         double a, b;
         http_verdict verdict;
@@ -307,6 +329,10 @@ static void recent(cv_sb *o, const http_rev_cache *v, int n)
         html_pct(o, http_rev_cache_l2_ratio(&v[i], &a, &b));
         cv_sb_puts(o, "</td><td class=\"n\">");
         html_pct(o, http_rev_cache_l1_ratio(&v[i], &a, &b));
+        cv_sb_puts(o, "</td><td class=\"n\">");
+        html_duration(o, v[i].compile_ms);
+        cv_sb_puts(o, "</td><td class=\"n\">");
+        html_duration(o, v[i].saved_ms);
         cv_sb_puts(o, "</td></tr>");
     }
     cv_sb_puts(o, "</table>");
@@ -348,6 +374,7 @@ void http_page_overview(cv_http *h, const http_req *rq, http_resp *rs)
     controller_card(h, o, rq->now_ms, &d);
     queue_card(h, o, &qv);
     cache_card(h, o, n ? &hist[n - 1] : NULL);
+    saved_card(o, hist, n);
     cv_sb_puts(o, "</div>");
     if (have) {
         cv_sb_puts(o, "<h2>Revisions</h2>");

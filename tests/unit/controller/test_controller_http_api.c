@@ -175,6 +175,15 @@ static void test_failures_cache_workers_artifacts(void **state)
      * ones failed before their look-up: misses, not left out) */
     double hit = json_real_value(json_object_get(json_object_get(r2, "l2Ratio"), "hit"));
     assert_true(hit > 0.49 && hit < 0.51);
+    /* Time saved: revision 2's four planner hits (model b) were stored by
+     * revision 1's compiles, so they saved part of what revision 1 spent;
+     * its two remote hits were stored outside the farm (no recorded time). */
+    json_t *r1 = json_array_get(revs, 0);
+    assert_int_equal(ht_int(r1, "savedHits"), 0);
+    assert_int_equal(ht_int(r1, "savedMs"), 0);
+    assert_true(ht_int(r1, "compileMs") > 0);
+    assert_int_equal(ht_int(r2, "savedHits"), 4);
+    assert_true(ht_int(r2, "savedMs") > 0 && ht_int(r2, "savedMs") < ht_int(r1, "compileMs"));
     assert_true(json_is_object(json_object_get(j, "cache")));
     json_decref(j);
 

@@ -106,6 +106,8 @@ static void check_overview(const page *p)
     if (count(p->dom, "<g class=\"bar\">") != 6)
         fail_msg("expected 3 bars per chart:\n%s", p->dom);
     has(p, "L2 hit 50.0% (local 33.3%, remote 16.7%) of 12 answered jobs");
+    has(p, "id=\"time-saved\">");
+    has(p, "of 14 hits stored by a compile the farm timed");
     /* one verdict for the state everywhere: the current revision is still
      * building (one job leased), the one before it failed jobs */
     has(p, "class=\"st st-building\" title=\"11 of 12 jobs done, 3 failed so far\">building<");
