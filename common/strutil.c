@@ -136,6 +136,27 @@ bool cv_str_is_utf8(const char *s, size_t n)
     return true;
 }
 
+void cv_str_clean_line(const char *s, size_t n, char *out, size_t size)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t at = 0;
+    for (size_t i = 0, k; i < n && p[i] != '\n'; i += k) {
+        k = utf8_len(p + i, n - i);
+        bool bad = k == 0 || (k == 1 && (p[i] < 0x20 || p[i] == 0x7f));
+        if (bad)
+            k = 1;
+        size_t w = bad ? 1 : k;
+        if (at + w > size - 1)
+            break;
+        if (bad)
+            out[at++] = '?';
+        else
+            for (size_t j = 0; j < k; j++)
+                out[at++] = (char)p[i + j];
+    }
+    out[at] = 0;
+}
+
 void cv_str_printable(const char *s, size_t max, char *out)
 {
     const unsigned char *p = (const unsigned char *)s;

@@ -33,6 +33,11 @@ bool cv_str_is_clean_text(const char *s);
 /* Whether the n bytes at s are well-formed UTF-8 (no overlong forms,
  * surrogates or code points past U+10FFFF). */
 bool cv_str_is_utf8(const char *s, size_t n);
+/* The first line of the n bytes at s as clean text for a page or a
+ * database row: well-formed UTF-8 kept, malformed bytes and control
+ * characters as '?', cut at a character boundary to fit size - 1 bytes
+ * (size >= 1); out is always terminated. */
+void cv_str_clean_line(const char *s, size_t n, char *out, size_t size);
 /* s for a message: bytes that are not printable UTF-8 as \xNN, at most
  * max bytes of s (then "..."); out holds at least 4 * max + 4 bytes. */
 void cv_str_printable(const char *s, size_t max, char *out);

@@ -84,6 +84,10 @@ static const cv_sqldb_migration migrations[] = {
     /* 4: the dashboard's time saved finds the compile that produced a hit's
      * artifact by its L2 key */
     {.sql = "CREATE INDEX jobs_l2_key ON jobs(l2_key);"},
+    /* 5: the commit's subject, author and time, for the dashboard */
+    {.sql = "ALTER TABLE revisions ADD COLUMN subject TEXT;"
+            "ALTER TABLE revisions ADD COLUMN author TEXT;"
+            "ALTER TABLE revisions ADD COLUMN commit_ms INTEGER;"},
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -304,6 +308,15 @@ int cv_builddb_revision_summary(cv_builddb *db, const char *revision, cv_rev_sum
     out->failed = out->jobs - out->hits - out->pending - out->ok;
     sqlite3_reset(st);
     return 1;
+}
+
+static const char SQL_REV_COMMIT[] =
+    "UPDATE revisions SET subject=?, author=?, commit_ms=? WHERE id=?";
+
+int cv_builddb_revision_commit(cv_builddb *db, int64_t rev_id, const cv_commit_info *c, cv_diag *d)
+{
+    return cv_sqldb_exec(&db->db, d, SQL_REV_COMMIT, "ttii", c->subject, c->author, c->time_ms,
+                         rev_id) < 0 ? -1 : 0;
 }
 
 static const char SQL_PIPELINE_ADD[] =

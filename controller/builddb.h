@@ -50,6 +50,8 @@ int  cv_builddb_open(const char *path, cv_builddb **out, cv_diag *d);
 void cv_builddb_close(cv_builddb *db);
 int  cv_builddb_schema_version(void);      /* what this build writes */
 
+/* Records who made the revision's commit and why (subject, author, time). */
+int  cv_builddb_revision_commit(cv_builddb *db, int64_t rev_id, const cv_commit_info *c, cv_diag *d);
 /* Finds or creates the revision row; sets lastAttemptedRevision.
  * *created says whether it is new (then in state planning). */
 int  cv_builddb_revision_begin(cv_builddb *db, const char *revision, int64_t now_ms,

@@ -15,9 +15,11 @@ typedef struct cv_git_fns {
     __typeof__(git_blob_lookup) *blob_lookup;
     __typeof__(git_blob_rawcontent) *blob_rawcontent;
     __typeof__(git_blob_rawsize) *blob_rawsize;
+    __typeof__(git_commit_author) *commit_author;
     __typeof__(git_commit_free) *commit_free;
     __typeof__(git_commit_id) *commit_id;
     __typeof__(git_commit_lookup) *commit_lookup;
+    __typeof__(git_commit_summary) *commit_summary;
     __typeof__(git_commit_tree) *commit_tree;
     __typeof__(git_error_last) *error_last;
     __typeof__(git_fetch_options_init) *fetch_options_init;

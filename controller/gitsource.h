@@ -88,10 +88,22 @@ typedef struct cv_gitsource_tree_entry {
     char blob_id[CV_GIT_HEX + 1];     /* git's id of the contents */
 } cv_gitsource_tree_entry;
 
+/* Who made the tree's commit and why, as the dashboard shows it: the
+ * subject line and the author's name, clean UTF-8 (cv_str_clean_line: a
+ * repository may hold any bytes there), and the author time. */
+#define CV_COMMIT_SUBJECT_MAX 200
+#define CV_COMMIT_AUTHOR_MAX 100
+typedef struct cv_commit_info {
+    char subject[CV_COMMIT_SUBJECT_MAX + 1];
+    char author[CV_COMMIT_AUTHOR_MAX + 1];
+    int64_t time_ms;
+} cv_commit_info;
+
 /* commit: 40 hex digits, or NULL for the current head. */
 int  cv_gitsource_tree_open(cv_gitsource *g, const char *commit, cv_gitsource_tree **out, cv_diag *d);
 void cv_gitsource_tree_free(cv_gitsource_tree *t);
 const char *cv_gitsource_tree_commit(const cv_gitsource_tree *t);
+const cv_commit_info *cv_gitsource_tree_commit_info(const cv_gitsource_tree *t);
 size_t cv_gitsource_tree_count(const cv_gitsource_tree *t);
 const cv_gitsource_tree_entry *cv_gitsource_tree_at(const cv_gitsource_tree *t, size_t i);
 const cv_gitsource_tree_entry *cv_gitsource_tree_find(const cv_gitsource_tree *t, const char *path);

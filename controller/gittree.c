@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/arena.h"
+#include "common/strutil.h"
 #include "controller/gitsource_internal.h"
 #include "controller/internal.h"
 
@@ -17,6 +18,7 @@ typedef struct skipped_entry {
 struct cv_gitsource_tree {
     cv_gitsource *g;            /* not owned; outlives the tree */
     char commit[CV_GIT_HEX + 1];
+    cv_commit_info info;
     cv_arena arena;             /* the entries' paths */
     cv_gitsource_tree_entry *v;           /* owned */
     size_t n, cap;
@@ -192,6 +194,17 @@ static int lookup_commit(cv_gitsource *g, const char *hex, git_commit **out, cv_
     return 0;
 }
 
+static void commit_info(git_commit *c, cv_commit_info *info)
+{
+    const char *subject = cv_git()->commit_summary(c);
+    const git_signature *who = cv_git()->commit_author(c);
+    if (subject)
+        cv_str_clean_line(subject, strlen(subject), info->subject, sizeof info->subject);
+    if (who && who->name)
+        cv_str_clean_line(who->name, strlen(who->name), info->author, sizeof info->author);
+    info->time_ms = who ? (int64_t)who->when.time * 1000 : 0;
+}
+
 int cv_gitsource_tree_open(cv_gitsource *g, const char *commit, cv_gitsource_tree **out, cv_diag *d)
 {
     *out = NULL;
@@ -212,6 +225,7 @@ int cv_gitsource_tree_open(cv_gitsource *g, const char *commit, cv_gitsource_tre
     } else if (t) {
         t->g = g;
         cv_git()->oid_tostr(t->commit, sizeof t->commit, cv_git()->commit_id(c));
+        commit_info(c, &t->info);
         cv_arena_init(&t->arena);
         t->max_entries = g->opts.max_tree_entries;
         rc = cv_git()->tree_walk(tree, GIT_TREEWALK_PRE, walk_cb, t);
@@ -245,6 +259,7 @@ void cv_gitsource_tree_free(cv_gitsource_tree *t)
 }
 
 const char *cv_gitsource_tree_commit(const cv_gitsource_tree *t) { return t->commit; }
+const cv_commit_info *cv_gitsource_tree_commit_info(const cv_gitsource_tree *t) { return &t->info; }
 size_t cv_gitsource_tree_count(const cv_gitsource_tree *t) { return t->n; }
 
 const cv_gitsource_tree_entry *cv_gitsource_tree_at(const cv_gitsource_tree *t, size_t i) { return i < t->n ? &t->v[i] : NULL; }

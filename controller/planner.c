@@ -417,6 +417,8 @@ int cv_planner_plan(const cv_planner_opts *o, const cv_gitsource_tree *tree, con
     int rc = cv_builddb_revision_begin(o->db, revision, pl.now, &pl.rev_id, &created, d);
     r->rev_id = pl.rev_id;
     r->already_planned = rc == 0 && !created;
+    if (rc == 0 && created && tree)
+        rc = cv_builddb_revision_commit(o->db, pl.rev_id, cv_gitsource_tree_commit_info(tree), d);
     if (rc == 0 && created)
         rc = plan_specs(&pl);
     if (rc == 0)

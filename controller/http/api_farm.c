@@ -76,10 +76,15 @@ static json_t *rev_cache_json(const http_rev_cache *c)
                      "local", l1_local, "remote", l1_remote, "l2Ratio", "hit", l2, "local",
                      l2_local, "remote", l2_remote);
     if (o)
-        json_object_update_new(o, json_pack("{s:I, s:I, s:I}", "compileMs",
+        json_object_update_new(o, json_pack("{s:I, s:I, s:I, s:o, s:o, s:o}", "compileMs",
                                             (json_int_t)c->compile_ms, "savedMs",
                                             (json_int_t)c->saved_ms, "savedHits",
-                                            (json_int_t)c->saved_hits));
+                                            (json_int_t)c->saved_hits, "subject",
+                                            c->subject[0] ? json_string(c->subject) : json_null(),
+                                            "author",
+                                            c->author[0] ? json_string(c->author) : json_null(),
+                                            "commitMs", c->commit_ms ? json_integer(c->commit_ms)
+                                                                    : json_null()));
     return o;
 }
 

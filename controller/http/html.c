@@ -140,8 +140,12 @@ void html_duration(cv_sb *o, int64_t ms)
         cv_sb_printf(o, "%lld ms", (long long)ms);
     else if (ms < 120000)
         cv_sb_printf(o, "%.1f s", (double)ms / 1000.0);
-    else
+    else if (ms < 2 * 3600000LL)
         cv_sb_printf(o, "%.1f min", (double)ms / 60000.0);
+    else if (ms < 2 * 86400000LL)
+        cv_sb_printf(o, "%.1f h", (double)ms / 3600000.0);
+    else
+        cv_sb_printf(o, "%.1f days", (double)ms / 86400000.0);
 }
 
 void html_ago(cv_sb *o, int64_t then_ms, int64_t now_ms)

@@ -22,6 +22,8 @@ void html_rev_link(cv_sb *o, const char *revision);
 void html_state(cv_sb *o, const char *state);
 /* A revision's verdict as a badge with its sentence on hover (id may be NULL). */
 void html_verdict(cv_sb *o, const http_verdict *v, const char *id);
+/* The commit's subject, author and age (nothing when unknown). */
+void html_commit(cv_sb *o, const http_rev_cache *c, int64_t now_ms);
 void html_duration(cv_sb *o, int64_t ms);
 void html_ago(cv_sb *o, int64_t then_ms, int64_t now_ms);
 void html_pct(cv_sb *o, double ratio);

@@ -88,11 +88,13 @@ int http_db_revisions(cv_builddb *db, int limit, int64_t offset, cv_rev_summary 
 /* ---- cache outcomes per revision */
 
 /* How long the compile that stored a hit's artifact took: the first job
- * that compiled its L2 key (an entry made outside the farm has none). */
+ * that compiled its L2 key (an entry made outside the farm has none), from
+ * the worker's own stage durations (start to upload; the finish time is
+ * when the controller collected the result). */
 #define SQL_PRODUCER                                                                         \
-    "SELECT p.finished_ms - p.started_ms FROM jobs p JOIN results pr ON pr.id = p.result_id"  \
+    "SELECT p.uploaded_ms - p.started_ms FROM jobs p JOIN results pr ON pr.id = p.result_id"  \
     " WHERE p.l2_key = j.l2_key AND p.runner = p.job_id AND pr.l2 = 'miss'"                  \
-    " AND pr.status = 'ok' AND p.started_ms IS NOT NULL AND p.finished_ms IS NOT NULL"       \
+    " AND pr.status = 'ok' AND p.started_ms IS NOT NULL AND p.uploaded_ms IS NOT NULL"       \
     " ORDER BY p.id LIMIT 1"
 
 #define SQL_CACHE_COUNTS                                                                     \
@@ -108,17 +110,20 @@ int http_db_revisions(cv_builddb *db, int limit, int64_t offset, cv_rev_summary 
     " (SELECT COUNT(*) FROM diagnostics g WHERE g.revision_id=v.id AND g.result_id IS NULL"     \
     "  AND g.severity='warning'),"                                                             \
     " COALESCE(SUM(CASE WHEN j.runner = j.job_id AND r.l2 = 'miss' AND r.status = 'ok'"         \
-    "  THEN j.finished_ms - j.started_ms END),0),"                                              \
+    "  THEN j.uploaded_ms - j.started_ms END),0),"                                              \
     " COALESCE(SUM(CASE WHEN j.state = 'hit' OR r.l2 IN ('hit','remote-hit') THEN (" SQL_PRODUCER ") END),0)," \
-    " COUNT(CASE WHEN j.state = 'hit' OR r.l2 IN ('hit','remote-hit') THEN (" SQL_PRODUCER ") END) FROM "
+    " COUNT(CASE WHEN j.state = 'hit' OR r.l2 IN ('hit','remote-hit') THEN (" SQL_PRODUCER ") END),"\
+    " v.subject, v.author, v.commit_ms FROM "
 #define SQL_CACHE_JOIN                                                                       \
     " v LEFT JOIN jobs j ON j.revision_id = v.id LEFT JOIN results r ON r.id = j.result_id"   \
     " GROUP BY v.id ORDER BY v.id"
 static const char SQL_CACHE_HISTORY[] =
-    SQL_CACHE_COUNTS "(SELECT id, revision, state FROM revisions ORDER BY id DESC LIMIT ?)"
+    SQL_CACHE_COUNTS "(SELECT id, revision, state, subject, author, commit_ms FROM revisions"
+    " ORDER BY id DESC LIMIT ?)"
     SQL_CACHE_JOIN;
 static const char SQL_CACHE_ONE[] =
-    SQL_CACHE_COUNTS "(SELECT id, revision, state FROM revisions WHERE id=?)" SQL_CACHE_JOIN;
+    SQL_CACHE_COUNTS "(SELECT id, revision, state, subject, author, commit_ms FROM"
+    " revisions WHERE id=?)" SQL_CACHE_JOIN;
 
 static cv_rev_state state_parse(const char *s)
 {
@@ -153,6 +158,9 @@ static int cache_rows(cv_builddb *db, sqlite3_stmt *st, int max, http_rev_cache 
         c->compile_ms = sqlite3_column_int64(st, 8 + 2 * CV_CACHE__COUNT);
         c->saved_ms = sqlite3_column_int64(st, 9 + 2 * CV_CACHE__COUNT);
         c->saved_hits = sqlite3_column_int64(st, 10 + 2 * CV_CACHE__COUNT);
+        cv_sqldb_text(st, 11 + 2 * CV_CACHE__COUNT, c->subject, sizeof c->subject);
+        cv_sqldb_text(st, 12 + 2 * CV_CACHE__COUNT, c->author, sizeof c->author);
+        c->commit_ms = sqlite3_column_int64(st, 13 + 2 * CV_CACHE__COUNT);
     }
     if (st && rc == 1)
         sqlite3_reset(st);

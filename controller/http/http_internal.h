@@ -183,6 +183,8 @@ typedef struct http_rev_cache {
     /* Time saved by the cache: for each hit, how long the compile that stored
      * its artifact took (saved_hits: the hits whose compile the farm recorded). */
     int64_t saved_ms, saved_hits;
+    char subject[CV_COMMIT_SUBJECT_MAX + 1], author[CV_COMMIT_AUTHOR_MAX + 1];  /* "" unknown */
+    int64_t commit_ms;
     int64_t l1[CV_CACHE__COUNT], l2[CV_CACHE__COUNT];
 } http_rev_cache;
 /* The newest max revisions, oldest first. */

@@ -117,7 +117,7 @@ static void saved_card(cv_sb *o, const http_rev_cache *v, int n)
 }
 
 static void revision_line(cv_http *h, cv_sb *o, const char *label, const cv_rev_summary *s,
-                          const char *id, cv_diag *d)
+                          const char *id, int64_t now, cv_diag *d)
 {
     http_rev_cache c;
     http_verdict v;
@@ -130,9 +130,11 @@ static void revision_line(cv_http *h, cv_sb *o, const char *label, const cv_rev_
     html_verdict(o, &v, NULL);
     cv_sb_puts(o, " ");
     html_esc(o, v.detail);
-    cv_sb_printf(o, " — %lld jobs: %lld hits, %lld ok, %lld failed, %lld pending</p>",
+    cv_sb_printf(o, " — %lld jobs: %lld hits, %lld ok, %lld failed, %lld pending<br>",
                  (long long)s->jobs, (long long)s->hits, (long long)s->ok, (long long)s->failed,
                  (long long)s->pending);
+    html_commit(o, &c, now);
+    cv_sb_puts(o, "</p>");
 }
 
 typedef struct state_counts {
@@ -307,7 +309,7 @@ static void spec_counts(cv_sb *o, const http_rev_cache *c)
     cv_sb_puts(o, "</a>");
 }
 
-static void recent(cv_sb *o, const http_rev_cache *v, int n)
+static void recent(cv_sb *o, const http_rev_cache *v, int n, int64_t now)
 {
     cv_sb_puts(o, "<h2>Recent revisions</h2><table id=\"recent\"><tr><th>revision</th>"
                   "<th>state</th><th>jobs</th><th>planner hits</th><th>failed</th><th>pending</th>"
@@ -318,6 +320,8 @@ static void recent(cv_sb *o, const http_rev_cache *v, int n)
         http_rev_verdict(&v[i], &verdict);
         cv_sb_puts(o, "<tr><td>");
         html_rev_link(o, v[i].revision);
+        cv_sb_puts(o, "<br>");
+        html_commit(o, &v[i], now);
         cv_sb_puts(o, "</td><td>");
         html_verdict(o, &verdict, NULL);
         cv_sb_printf(o, "</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td><td class=\"n\">"
@@ -338,7 +342,8 @@ static void recent(cv_sb *o, const http_rev_cache *v, int n)
     cv_sb_puts(o, "</table>");
 }
 
-static void last_succeeded(cv_http *h, cv_sb *o, const cv_rev_summary *cur, cv_diag *d)
+static void last_succeeded(cv_http *h, cv_sb *o, const cv_rev_summary *cur, int64_t now,
+                           cv_diag *d)
 {
     char *name = NULL;
     cv_rev_summary s;
@@ -346,7 +351,7 @@ static void last_succeeded(cv_http *h, cv_sb *o, const cv_rev_summary *cur, cv_d
         cv_builddb_revision_summary(h->db, name, &s, d) == 1)
         revision_line(h, o, strcmp(s.revision, cur->revision) == 0 ? "Last succeeded (current)"
                                                                      : "Last succeeded",
-                      &s, "last-succeeded", d);
+                      &s, "last-succeeded", now, d);
     else
         cv_sb_puts(o, "<p id=\"last-succeeded\"><b>Last succeeded</b> none yet</p>");
     free(name);
@@ -378,8 +383,8 @@ void http_page_overview(cv_http *h, const http_req *rq, http_resp *rs)
     cv_sb_puts(o, "</div>");
     if (have) {
         cv_sb_puts(o, "<h2>Revisions</h2>");
-        revision_line(h, o, "Current", &cur, "current", &d);
-        last_succeeded(h, o, &cur, &d);
+        revision_line(h, o, "Current", &cur, "current", rq->now_ms, &d);
+        last_succeeded(h, o, &cur, rq->now_ms, &d);
         jobs_by_status(h, o, &cur, &d);
         cache_history(o, hist, n);
         top_failures(h, o, &cur);
@@ -388,7 +393,7 @@ void http_page_overview(cv_http *h, const http_req *rq, http_resp *rs)
     }
     workers(o, &qv, rq->now_ms);
     if (have)
-        recent(o, hist, n);
+        recent(o, hist, n, rq->now_ms);
     http_queue_view_free(&qv);
     free(hist);
     cv_diag_free(&d);

@@ -23,7 +23,9 @@ static void summary(cv_sb *o, const cv_rev_summary *s, const http_rev_cache *c, 
     html_esc(o, shown);
     cv_sb_puts(o, " ");
     html_verdict(o, &v, "rev-verdict");
-    cv_sb_puts(o, "</h1><p id=\"rev-verdict-detail\">");
+    cv_sb_puts(o, "</h1><p id=\"rev-commit\">");
+    html_commit(o, c, now);
+    cv_sb_puts(o, "</p><p id=\"rev-verdict-detail\">");
     html_esc(o, v.detail);
     cv_sb_puts(o, "</p><p class=\"muted\"><code>");
     html_esc(o, s->revision);

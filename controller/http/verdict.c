@@ -2,7 +2,8 @@
  * failures) and the API ask http_rev_verdict, so a badge never disagrees
  * with the text beside it.  A spec that failed to load, failed jobs, a
  * build in progress, an all-cached build and a partly cached one each get
- * their own class and words. */
+ * their own class and words.  Beside it, who made the commit and why
+ * (html_commit). */
 #include "controller/http/html.h"
 
 #include <stdio.h>
@@ -70,5 +71,23 @@ void html_verdict(cv_sb *o, const http_verdict *v, const char *id)
     html_esc(o, v->detail);
     cv_sb_puts(o, "\">");
     html_esc(o, v->label);
+    cv_sb_puts(o, "</span>");
+}
+
+void html_commit(cv_sb *o, const http_rev_cache *c, int64_t now_ms)
+{
+    if (!c->subject[0] && !c->author[0])
+        return;
+    cv_sb_puts(o, "<span class=\"commit\">");
+    html_esc(o, c->subject);
+    if (c->author[0]) {
+        cv_sb_puts(o, " <span class=\"muted\">by ");
+        html_esc(o, c->author);
+        if (c->commit_ms) {
+            cv_sb_puts(o, ", ");
+            html_ago(o, c->commit_ms, now_ms);
+        }
+        cv_sb_puts(o, "</span>");
+    }
     cv_sb_puts(o, "</span>");
 }

@@ -176,14 +176,21 @@ static void test_failures_cache_workers_artifacts(void **state)
     double hit = json_real_value(json_object_get(json_object_get(r2, "l2Ratio"), "hit"));
     assert_true(hit > 0.49 && hit < 0.51);
     /* Time saved: revision 2's four planner hits (model b) were stored by
-     * revision 1's compiles, so they saved part of what revision 1 spent;
-     * its two remote hits were stored outside the farm (no recorded time). */
+     * revision 1's compiles and save their durations (the stand-in worker's
+     * stages: 5+120+45+300+25 ms on x86, 600 for codegen on aarch64); its
+     * two remote hits were stored outside the farm (no recorded time). */
     json_t *r1 = json_array_get(revs, 0);
+    /* who made each commit and why, from the git source */
+    assert_string_equal(ht_str(r1, "subject"), "three models");
+    assert_string_equal(ht_str(r2, "subject"), "a: sigmoid");
+    assert_string_equal(ht_str(r2, "author"), "Test");
+    assert_true(ht_int(r2, "commitMs") > ht_int(r1, "commitMs"));
     assert_int_equal(ht_int(r1, "savedHits"), 0);
     assert_int_equal(ht_int(r1, "savedMs"), 0);
-    assert_true(ht_int(r1, "compileMs") > 0);
+    assert_int_equal(ht_int(r1, "compileMs"), 4 * 495 + 4 * 795);   /* a and b */
     assert_int_equal(ht_int(r2, "savedHits"), 4);
-    assert_true(ht_int(r2, "savedMs") > 0 && ht_int(r2, "savedMs") < ht_int(r1, "compileMs"));
+    assert_int_equal(ht_int(r2, "savedMs"), 2 * 495 + 2 * 795);     /* b */
+    assert_int_equal(ht_int(r2, "compileMs"), 2 * 495);             /* a on x86 */
     assert_true(json_is_object(json_object_get(j, "cache")));
     json_decref(j);
 
@@ -496,7 +503,12 @@ static void test_spec_error_verdict(void **state)
     const trepo_file c1[] = {{"cuvil/vision.yaml", "apiVersion: cuvil.dev/v1\nkind: CuvilPipeline\n"
                                                    "metadata: {name: vision}\nspec: {models: [", 0},
                              {"models/a.cuir", HT_MODEL_A, 0}};
-    ht_commit(f, 0, "a spec cut short", c1, 2);
+    /* a subject a repository may hold: malformed UTF-8, control bytes, 6 KB */
+    char msg[6200];
+    int at = snprintf(msg, sizeof msg, "a spec \xff\x01" "cut\tshort \xc3\xa9");
+    memset(msg + at, 'x', 6000);
+    msg[at + 6000] = 0;
+    ht_commit(f, 0, msg, c1, 2);
     ht_open_controller(f);
     ht_step(f, true);
     ht_start_http(f, NULL, NULL);
@@ -511,6 +523,10 @@ static void test_spec_error_verdict(void **state)
     assert_int_equal(ht_int(r, "failed"), 0);
     assert_int_equal(ht_int(r, "jobs"), 0);
     assert_true(json_real_value(json_object_get(json_object_get(r, "l2Ratio"), "hit")) == 0.0);
+    const char *subject = ht_str(r, "subject");
+    const char *want = "a spec ??cut?short \xc3\xa9xxx";
+    assert_int_equal(strncmp(subject, want, strlen(want)), 0);
+    assert_true(strlen(subject) <= CV_COMMIT_SUBJECT_MAX && strlen(subject) > 150);
     json_decref(j);
     long status = 0;
     char *page = ht_get(f, "/failures", &status);
