@@ -84,10 +84,12 @@ static const cv_sqldb_migration migrations[] = {
     /* 4: the dashboard's time saved finds the compile that produced a hit's
      * artifact by its L2 key */
     {.sql = "CREATE INDEX jobs_l2_key ON jobs(l2_key);"},
-    /* 5: the commit's subject, author and time, for the dashboard */
+    /* 5: the commit's subject, author and time, and jobs by model path for
+     * a model's history, for the dashboard */
     {.sql = "ALTER TABLE revisions ADD COLUMN subject TEXT;"
             "ALTER TABLE revisions ADD COLUMN author TEXT;"
-            "ALTER TABLE revisions ADD COLUMN commit_ms INTEGER;"},
+            "ALTER TABLE revisions ADD COLUMN commit_ms INTEGER;"
+            "CREATE INDEX jobs_model ON jobs(model_path, target);"},
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 

@@ -1,7 +1,7 @@
 /* /api/v1: the farm status, revisions, jobs and build requests
  * (schemas/api.yaml).  Lists are paged with limit and offset; every answer
  * of a list says its total and the next page's path. */
-#include "controller/http/http_internal.h"
+#include "controller/http/html.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -248,13 +248,7 @@ static void query_add(cv_sb *q, const char *name, const char *value)
     if (!value)
         return;
     cv_sb_printf(q, "%s%s=", q->len ? "&" : "", name);
-    for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-            strchr("-._~/:@,*", *p))
-            cv_sb_putc(q, (char)*p);
-        else
-            cv_sb_printf(q, "%%%02X", *p);
-    }
+    html_url_encode(q, value);
 }
 
 void http_api_jobs(cv_http *h, const http_req *rq, http_resp *rs)

@@ -125,6 +125,26 @@ void html_rev_link(cv_sb *o, const char *revision)
     cv_sb_puts(o, "</a>");
 }
 
+void html_url_encode(cv_sb *o, const char *value)
+{
+    for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            strchr("-._~/:@,*", *p))
+            cv_sb_putc(o, (char)*p);
+        else
+            cv_sb_printf(o, "%%%02X", *p);
+    }
+}
+
+void html_model_link(cv_sb *o, const char *model)
+{
+    cv_sb_puts(o, "<a class=\"model\" href=\"/models?model=");
+    html_url_encode(o, model);
+    cv_sb_puts(o, "\">");
+    html_esc(o, model);
+    cv_sb_puts(o, "</a>");
+}
+
 void html_state(cv_sb *o, const char *state)
 {
     cv_sb_puts(o, "<span class=\"st st-");

@@ -18,6 +18,10 @@ void html_esc(cv_sb *o, const char *s);
 void html_short_rev(const char *revision, char *out, size_t size);
 /* A link to the revision's page, by commit. */
 void html_rev_link(cv_sb *o, const char *revision);
+/* A query parameter's value, percent-encoded (safe in an href too). */
+void html_url_encode(cv_sb *o, const char *value);
+/* A link to a model's history page. */
+void html_model_link(cv_sb *o, const char *model);
 /* A state as a coloured badge (revision and job states alike). */
 void html_state(cv_sb *o, const char *state);
 /* A revision's verdict as a badge with its sentence on hover (id may be NULL). */

@@ -219,6 +219,40 @@ double http_rev_cache_l1_ratio(const http_rev_cache *c, double *local, double *r
     return level_ratio(c, false, local, remote);
 }
 
+/* ---- one model's jobs across revisions */
+
+static const char SQL_MODEL_HISTORY[] =
+    "SELECT v.revision, COALESCE(v.subject,''), j.target, j.precision, j.state,"
+    " COALESCE(r.l2,''), CASE WHEN r.l2 = 'miss' AND r.status = 'ok' AND j.runner = j.job_id"
+    "  THEN j.uploaded_ms - j.started_ms ELSE 0 END, COALESCE(r.artifact_manifest,''),"
+    " j.queued_ms FROM jobs j JOIN revisions v ON v.id = j.revision_id"
+    " LEFT JOIN results r ON r.id = j.result_id"
+    " WHERE j.model_path = ? AND (? IS NULL OR j.target = ?) ORDER BY j.id DESC LIMIT ?";
+
+int http_db_model_history(cv_builddb *db, const char *model, const char *target,
+                          http_model_build *out, int max, int *n, cv_diag *d)
+{
+    *n = 0;
+    sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_MODEL_HISTORY, "ttti", model, target,
+                                      target, (int64_t)max);
+    int rc = st ? 1 : -1;
+    while (rc == 1 && *n < max && (rc = cv_sqldb_step(&db->db, st, d)) == 1) {
+        http_model_build *b = &out[(*n)++];
+        cv_sqldb_text(st, 0, b->revision, sizeof b->revision);
+        cv_sqldb_text(st, 1, b->subject, sizeof b->subject);
+        cv_sqldb_text(st, 2, b->target, sizeof b->target);
+        cv_sqldb_text(st, 3, b->precision, sizeof b->precision);
+        cv_sqldb_text(st, 4, b->state, sizeof b->state);
+        cv_sqldb_text(st, 5, b->l2, sizeof b->l2);
+        b->compile_ms = sqlite3_column_int64(st, 6);
+        cv_sqldb_text(st, 7, b->manifest, sizeof b->manifest);
+        b->queued_ms = sqlite3_column_int64(st, 8);
+    }
+    if (st && rc == 1)
+        sqlite3_reset(st);
+    return rc < 0 ? -1 : 0;
+}
+
 /* ---- results since a point */
 
 /* The execution's own job row holds its timestamps (merged jobs copy

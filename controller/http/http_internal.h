@@ -209,6 +209,35 @@ typedef struct http_verdict {
 } http_verdict;
 void http_rev_verdict(const http_rev_cache *c, http_verdict *v);
 
+/* One model's history (model_history.c). */
+#define HTTP_MODEL_TARGETS_MAX 32
+typedef struct http_model_build {
+    char revision[CV_REVISION_MAX + 1];
+    char subject[CV_COMMIT_SUBJECT_MAX + 1];
+    char target[CV_MSG_TOKEN_MAX + 1], precision[8], state[16], l2[16];
+    int64_t compile_ms;                 /* 0 unless this job compiled */
+    char manifest[CV_DIGEST_HEX + 1];   /* the artifact's file list digest; "" */
+    int64_t queued_ms;
+} http_model_build;
+typedef struct http_model_target {
+    char target[CV_MSG_TOKEN_MAX + 1], last_state[16];
+    int64_t builds, hits, failures, compiles, compile_ms;
+} http_model_target;
+typedef struct http_model_view {
+    http_model_build *builds;           /* owned, newest first */
+    int n;
+    http_model_target targets[HTTP_MODEL_TARGETS_MAX];
+    int n_targets;
+} http_model_view;
+/* The newest max jobs built from model (target NULL: every target). */
+int  http_db_model_history(cv_builddb *db, const char *model, const char *target,
+                           http_model_build *out, int max, int *n, cv_diag *d);
+/* The same with a summary per target (target NULL: every target). */
+int  http_model_history(cv_builddb *db, const char *model, const char *target,
+                        http_model_view *out, cv_diag *d);
+void http_model_view_free(http_model_view *v);
+json_t *http_model_json(const char *model, const http_model_view *v);
+
 /* One result recorded after after_id, with its execution's job. */
 typedef struct http_result {
     int64_t id;
@@ -262,6 +291,8 @@ void http_hook_github(cv_http *h, const http_req *rq, http_resp *rs);
 void http_hook_gitlab(cv_http *h, const http_req *rq, http_resp *rs);
 void http_page_overview(cv_http *h, const http_req *rq, http_resp *rs);
 void http_page_revision(cv_http *h, const http_req *rq, http_resp *rs);
+void http_page_model(cv_http *h, const http_req *rq, http_resp *rs);
+void http_api_models(cv_http *h, const http_req *rq, http_resp *rs);
 void http_page_failures(cv_http *h, const http_req *rq, http_resp *rs);
 
 /* Where a job's JSON and a queue view's JSON are shared by API handlers. */

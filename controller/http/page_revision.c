@@ -78,7 +78,7 @@ static void job_row(cv_sb *o, const http_job *j, size_t index, int64_t max_ms, i
 {
     const cv_job_row *r = &j->row;
     cv_sb_printf(o, "<tr class=\"job\" id=\"row-%zu\"><td>", index);
-    html_esc(o, r->model_path);
+    html_model_link(o, r->model_path);
     cv_sb_puts(o, "</td><td>");
     html_esc(o, r->target);
     cv_sb_puts(o, "</td><td>");

@@ -55,6 +55,7 @@ static const route routes[] = {
     {"GET", "/", HTTP_AREA_PAGE, NEED_READ, http_page_overview},
     {"GET", "/revisions/", HTTP_AREA_PAGE, NEED_READ, http_page_revision},
     {"GET", "/failures", HTTP_AREA_PAGE, NEED_READ, http_page_failures},
+    {"GET", "/models", HTTP_AREA_PAGE, NEED_READ, http_page_model},
     {"GET", "/metrics", HTTP_AREA_METRICS, NEED_READ, http_metrics},
     {"GET", "/api/v1/status", HTTP_AREA_API, NEED_READ, http_api_status},
     {"GET", "/api/v1/revisions", HTTP_AREA_API, NEED_READ, http_api_revisions},
@@ -66,6 +67,7 @@ static const route routes[] = {
     {"GET", "/api/v1/cache", HTTP_AREA_API, NEED_READ, http_api_cache},
     {"GET", "/api/v1/workers", HTTP_AREA_API, NEED_READ, http_api_workers},
     {"GET", "/api/v1/artifacts", HTTP_AREA_API, NEED_READ, http_api_artifacts},
+    {"GET", "/api/v1/models", HTTP_AREA_API, NEED_READ, http_api_models},
     {"POST", "/hooks/github", HTTP_AREA_HOOK, NEED_NONE, http_hook_github},
     {"POST", "/hooks/gitlab", HTTP_AREA_HOOK, NEED_NONE, http_hook_gitlab},
 };

@@ -492,6 +492,59 @@ static void test_documented_routes(void **state)
     cv_yaml_free(docs, n);
 }
 
+/* A model's history across the three revisions: b compiled in the first
+ * (x86 495 ms, aarch64 795 ms a job), then served from the cache twice (the
+ * third revision gave b a's old text, stored by the first). */
+static int count_substr(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, what)) != NULL; p += strlen(what))
+        n++;
+    return n;
+}
+
+static void test_model_history(void **state)
+{
+    ht_farm *f = *state;
+    ht_start_http(f, NULL, NULL);
+    json_t *j = ht_json(f, NULL, "/api/v1/models?model=models/b.cuir", NULL, NULL, 200);
+    assert_string_equal(ht_str(j, "model"), "models/b.cuir");
+    json_t *builds = json_object_get(j, "builds"), *targets = json_object_get(j, "targets");
+    assert_int_equal(json_array_size(builds), 12);
+    assert_int_equal(json_array_size(targets), 2);
+    for (size_t i = 0; i < 2; i++) {
+        json_t *t = json_array_get(targets, i);
+        bool arm = strstr(ht_str(t, "target"), "aarch64") != NULL;
+        assert_int_equal(ht_int(t, "builds"), 6);
+        assert_int_equal(ht_int(t, "hits"), 4);
+        assert_int_equal(ht_int(t, "failures"), 0);
+        assert_int_equal(ht_int(t, "meanCompileMs"), arm ? 795 : 495);
+    }
+    /* newest first: the third revision's planner hits */
+    assert_string_equal(ht_str(json_array_get(builds, 0), "l2"), "planner-hit");
+    assert_string_equal(ht_str(json_array_get(builds, 0), "subject"), "b: relu");
+    assert_int_equal(ht_int(json_array_get(builds, 11), "compileMs") > 0, 1);
+    json_decref(j);
+    j = ht_json(f, NULL, "/api/v1/models?model=models/b.cuir&target=x86_64-avx2", NULL, NULL, 200);
+    assert_int_equal(json_array_size(json_object_get(j, "builds")), 6);
+    json_decref(j);
+    j = ht_json(f, NULL, "/api/v1/models", NULL, NULL, 400);
+    ht_assert_error(j, "CV6131");
+    json_decref(j);
+    long status = 0;
+    char *page = ht_get(f, "/models?model=models%2Fb.cuir", &status);
+    assert_int_equal(status, 200);
+    assert_non_null(strstr(page, "id=\"model-targets\""));
+    assert_int_equal(count_substr(page, "<tr class=\"build\">"), 12);
+    free(page);
+    /* the revision page links each job's model to its history */
+    char path[128];
+    snprintf(path, sizeof path, "/revisions/%s", f->hex[0]);
+    page = ht_get(f, path, &status);
+    assert_non_null(strstr(page, "href=\"/models?model=models/b.cuir\""));
+    free(page);
+}
+
 /* A revision whose spec does not load has its own verdict everywhere: the
  * API says so, the failures page does not say "Nothing failed" under a
  * failed badge, the overview counts the spec's errors; no chart calls it a
@@ -556,6 +609,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_errors_are_coded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_documented_routes, setup, teardown),
         cmocka_unit_test(test_spec_error_verdict),
+        cmocka_unit_test_setup_teardown(test_model_history, setup, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();
