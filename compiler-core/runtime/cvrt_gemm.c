@@ -250,12 +250,50 @@ static void pack_b(const sched *s, int64_t pc, int64_t kc, int64_t p0, int64_t p
     }
 }
 
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v8u __attribute__((vector_size(32), aligned(4)));
+
+/* Eight contiguous rows of A (row stride rs), columns [0, kc), into one P8
+ * panel: 8x8 blocks transposed in registers (a strided store loop would
+ * become scatters, which cost more than the GEMM's own K block). */
+static void pack_a8(const float *restrict src, int64_t rs, int64_t kc, float *restrict panel)
+{
+    int64_t k = 0;
+    for (; k + 8 <= kc; k += 8) {
+        v8 r[8], t[8], u[8];
+        for (int i = 0; i < 8; i++)
+            r[i] = *(const v8u *)(src + i * rs + k);
+        for (int i = 0; i < 8; i += 2) {
+            t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+            t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+        }
+        for (int i = 0; i < 8; i += 4)
+            for (int h = 0; h < 2; h++) {
+                u[i + 2 * h] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+                u[i + 2 * h + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7,
+                                                           14, 15);
+            }
+        v8 *dst = (v8 *)(panel + k * 8);
+        for (int c = 0; c < 4; c++) {
+            dst[c] = __builtin_shufflevector(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+            dst[c + 4] = __builtin_shufflevector(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+        }
+    }
+    for (; k < kc; k++)
+        for (int i = 0; i < 8; i++)
+            panel[k * 8 + i] = src[i * rs + k];
+}
+
 /* Rows [m0, m0+mc) of A, columns [pc, pc+kc), into P8 panels. */
 static void pack_a(const cvrt_gemm_job *j, int64_t m0, int64_t mc, int64_t pc, int64_t kc,
                    float *restrict out)
 {
     for (int64_t i0 = 0; i0 < mc; i0 += P) {
         float *panel = out + i0 * kc;
+        if (P == 8 && j->acs == 1 && i0 + P <= mc) {
+            pack_a8(j->a + (m0 + i0) * j->ars + pc, j->ars, kc, panel);
+            continue;
+        }
         for (int64_t ii = 0; ii < P; ii++) {
             if (i0 + ii >= mc) {
                 for (int64_t k = 0; k < kc; k++)
@@ -315,6 +353,43 @@ static void widen_a(const cvrt_gemm_job *j, int64_t m0, int64_t mc, int64_t pc, 
 
 /* acc = the MR x NR product of an A panel (stride P) and a B panel: packed
  * (bp, NR floats per k) or read in place (rows[k] + col, see b_rows). */
+static ALWAYS_INLINE void ukernel_step(int64_t k, const float *restrict ap,
+                                       const float *restrict bp, const float *const *rows,
+                                       int64_t col, vf acc[MR][NV])
+{
+    vf b[NV];
+    UNROLL_FULL
+    for (int v = 0; v < NV; v++)
+        b[v] = rows ? *(const vfu *)(rows[k] + col + v * VL) : *(const vf *)(bp + k * NR + v * VL);
+    const float *a = ap + k * P;
+    UNROLL_FULL
+    for (int i = 0; i < MR; i++)
+        UNROLL_FULL
+        for (int v = 0; v < NV; v++)
+            acc[i][v] += a[i] * b[v];
+}
+
+/* The same, touching pf[16 * k] (a line of B's next panel, see block) for
+ * the first npf steps: a panel read straight from the weights is a stream
+ * from memory, and its first tile would wait for every line of it. */
+static ALWAYS_INLINE void ukernel_acc_pf(int64_t kc, const float *restrict ap,
+                                         const float *restrict bp, const float *pf, int64_t npf,
+                                         vf acc[MR][NV])
+{
+    UNROLL_FULL
+    for (int i = 0; i < MR; i++)
+        UNROLL_FULL
+        for (int v = 0; v < NV; v++)
+            acc[i][v] = (vf){0};
+    int64_t k = 0;
+    for (; k < npf; k++) {
+        __builtin_prefetch(pf + 16 * k);
+        ukernel_step(k, ap, bp, 0, 0, acc);
+    }
+    for (; k < kc; k++)
+        ukernel_step(k, ap, bp, 0, 0, acc);
+}
+
 static ALWAYS_INLINE void ukernel_acc(int64_t kc, const float *restrict ap,
                                       const float *restrict bp, const float *const *rows,
                                       int64_t col, vf acc[MR][NV])
@@ -522,11 +597,14 @@ static int whole_cols(const cvrt_gemm_job *j, int64_t j0, int64_t nr, int64_t *d
 /* One tile: the product of its panels, then the C update. */
 static ALWAYS_INLINE void tile(const cvrt_gemm_job *j, int64_t kc, const float *restrict ap,
                                const float *restrict bp, const float *const *rows, int64_t i0,
-                               int64_t j0, int64_t nr, int first, int last)
+                               int64_t j0, int64_t nr, int first, int last, const float *pf,
+                               int64_t npf)
 {
     vf acc[MR][NV];
     if (rows)
         ukernel_acc(kc, ap, 0, rows, j0, acc);
+    else if (npf)
+        ukernel_acc_pf(kc, ap, bp, pf, npf, acc);
     else
         ukernel_acc(kc, ap, bp, 0, 0, acc);
     int64_t dst;
@@ -609,14 +687,22 @@ static void block(const sched *s, int tid, int64_t m0, int64_t mc, int64_t p0, i
             pack_b(s, pc, kc, pnl, pnl + 1, bbuf);
             bp = bbuf;
         }
+        /* The row tiles share the prefetch of the next prepacked panel's
+         * kc x NR block, one line per step of the first steps of each. */
+        int64_t lines = prepacked && pnl + 1 < p1 ? kc * NR / 16 : 0;
+        int64_t per_tile = cvrt_min(kc, cvrt_cdiv(lines, cvrt_cdiv(mc, MR)));
+        const float *next = prepacked ? j->bpk + ((pnl + 1) * j->K + pc) * NR : 0;
         for (int64_t i0 = 0; i0 < mc; i0 += MR) {
             int64_t row = m0 + i0;
             const float *ap = j->ap ? j->ap + ((row / P) * j->K + pc) * P + row % P
                               : (j->aph ? hbuf : abuf) + (i0 / P) * kc * P + i0 % P;
+            int64_t first_line = (i0 / MR) * per_tile;
+            int64_t npf = cvrt_max(0, cvrt_min(per_tile, lines - first_line));
             if (in_place)
-                tile(j, kc, ap, 0, rows, row, j0, nr, first, last);
+                tile(j, kc, ap, 0, rows, row, j0, nr, first, last, 0, 0);
             else
-                tile(j, kc, ap, bp, 0, row, j0, nr, first, last);
+                tile(j, kc, ap, bp, 0, row, j0, nr, first, last,
+                     npf ? next + 16 * first_line : 0, npf);
         }
     }
 }
