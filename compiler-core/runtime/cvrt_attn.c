@@ -163,7 +163,10 @@ static void load_tile(const att *a, int64_t b, int64_t h, int64_t j0, int64_t jn
     const float *kh = a->k + b * a->ks[0] + h * a->ks[1];
     const float *vh = a->v + b * a->vs[0] + h * a->vs[1];
     int64_t jw = cvrt_cdiv(jn, QNV * VL) * QNV * VL;
-    for (int64_t j = 0; j < jn; j++) {
+    int64_t j = 0;
+    for (; j + 8 <= jn; j += 8)
+        cvrt_transpose8(kh + (j0 + j) * a->ks[2], a->ks[2], a->D, kt + j, TILE);
+    for (; j < jn; j++) {
         const float *kr = kh + (j0 + j) * a->ks[2];
         for (int64_t d = 0; d < a->D; d++)
             kt[d * TILE + j] = kr[d];
@@ -171,7 +174,7 @@ static void load_tile(const att *a, int64_t b, int64_t h, int64_t j0, int64_t jn
     for (int64_t d = 0; d < a->D; d++)
         for (int64_t j = jn; j < jw; j++)
             kt[d * TILE + j] = 0.0f;
-    for (int64_t j = 0; j < jn; j++) {
+    for (j = 0; j < jn; j++) {
         const float *vr = vh + (j0 + j) * a->vs[2];
         float *dst = vp + j * a->dvq;
         for (int64_t c = 0; c < a->Dv; c++)

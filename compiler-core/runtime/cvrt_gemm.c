@@ -250,40 +250,6 @@ static void pack_b(const sched *s, int64_t pc, int64_t kc, int64_t p0, int64_t p
     }
 }
 
-typedef float v8 __attribute__((vector_size(32)));
-typedef float v8u __attribute__((vector_size(32), aligned(4)));
-
-/* Eight contiguous rows of A (row stride rs), columns [0, kc), into one P8
- * panel: 8x8 blocks transposed in registers (a strided store loop would
- * become scatters, which cost more than the GEMM's own K block). */
-static void pack_a8(const float *restrict src, int64_t rs, int64_t kc, float *restrict panel)
-{
-    int64_t k = 0;
-    for (; k + 8 <= kc; k += 8) {
-        v8 r[8], t[8], u[8];
-        for (int i = 0; i < 8; i++)
-            r[i] = *(const v8u *)(src + i * rs + k);
-        for (int i = 0; i < 8; i += 2) {
-            t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-            t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-        }
-        for (int i = 0; i < 8; i += 4)
-            for (int h = 0; h < 2; h++) {
-                u[i + 2 * h] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-                u[i + 2 * h + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7,
-                                                           14, 15);
-            }
-        v8 *dst = (v8 *)(panel + k * 8);
-        for (int c = 0; c < 4; c++) {
-            dst[c] = __builtin_shufflevector(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-            dst[c + 4] = __builtin_shufflevector(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-        }
-    }
-    for (; k < kc; k++)
-        for (int i = 0; i < 8; i++)
-            panel[k * 8 + i] = src[i * rs + k];
-}
-
 /* Rows [m0, m0+mc) of A, columns [pc, pc+kc), into P8 panels. */
 static void pack_a(const cvrt_gemm_job *j, int64_t m0, int64_t mc, int64_t pc, int64_t kc,
                    float *restrict out)
@@ -291,7 +257,7 @@ static void pack_a(const cvrt_gemm_job *j, int64_t m0, int64_t mc, int64_t pc, i
     for (int64_t i0 = 0; i0 < mc; i0 += P) {
         float *panel = out + i0 * kc;
         if (P == 8 && j->acs == 1 && i0 + P <= mc) {
-            pack_a8(j->a + (m0 + i0) * j->ars + pc, j->ars, kc, panel);
+            cvrt_transpose8(j->a + (m0 + i0) * j->ars + pc, j->ars, kc, panel, 8);
             continue;
         }
         for (int64_t ii = 0; ii < P; ii++) {
