@@ -1,5 +1,5 @@
 """PyTorch eager latency of a model of tests/tools/export_transformers_static.py
-(the same module, seed and inputs as the export).
+(the same module, seed and inputs as the export), or of torchvision's vit_b_16.
 
 usage: torch_tbench.py NAME THREADS ITERS -> prints the median in ms
 """
@@ -15,7 +15,11 @@ import export_transformers_static as ets  # noqa: E402
 name, threads, iters = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 torch.set_num_threads(threads)
 torch.manual_seed(0)
-model, inputs, _, _ = ets.MODELS[name]()
+if name == "vit_b_16":     # tests/tools/export_transformers.py's (torchvision, random weights)
+    import torchvision
+    model, inputs = torchvision.models.vit_b_16(weights=None), (torch.randn(1, 3, 224, 224),)
+else:
+    model, inputs, _, _ = ets.MODELS[name]()
 model.eval()
 with torch.no_grad():
     for _ in range(3):

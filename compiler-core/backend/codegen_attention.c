@@ -113,6 +113,49 @@ static const cv_kexpr *tile_scores(cv_codegen_ctx *c, const att_ten *q, const cv
     return mx;
 }
 
+/* Strides of logical axes b, h, s (d is contiguous). */
+static void att_strides(cv_codegen_ctx *c, const att_ten *a, const cv_kexpr *st[3])
+{
+    const cv_kexpr *row = a->bshd ? cv_k_mul(c, a->H, a->D) : a->D;
+    st[0] = cv_k_mul(c, a->S, cv_k_mul(c, a->H, a->D));
+    st[1] = a->bshd ? a->D : cv_k_mul(c, a->S, a->D);
+    st[2] = row;
+}
+
+/* The runtime's register-blocked kernel (runtime/cvrt_attn.c) where the
+ * program may call it: CPU LLVM targets (those that read packed constant
+ * matmul operands), an f32 mask, depths within its scratch. */
+static bool rt_attention_fits(cv_codegen_ctx *c, const cv_kten *mask, bool has_mask,
+                              const att_ten *q, const att_ten *v)
+{
+    int64_t D, Dv;
+    return c->prog->packed_b && (!has_mask || mask->dtype == CV_F32) &&
+           cv_k_is_const(q->D, &D) && cv_k_is_const(v->D, &Dv) && D > 0 && D <= 128 && Dv > 0 &&
+           Dv <= 128;
+}
+
+static void rt_attention(cv_codegen_ctx *c, const att_ten *q, const att_ten *k, const att_ten *v,
+                         const att_ten *y, const cv_kten *mask, const cv_kexpr *const mst[4],
+                         const cv_kexpr *scale, bool causal)
+{
+    const cv_kexpr *z = cv_k_i64(c, 0), *qs[3], *ks[3], *vs[3], *ys[3];
+    att_strides(c, q, qs);
+    att_strides(c, k, ks);
+    att_strides(c, v, vs);
+    att_strides(c, y, ys);
+    cv_k_begin(c, "attention", NULL, NULL);
+    const cv_kexpr *args[] = {
+        cv_k_addr(c, &q->t, z), cv_k_addr(c, &k->t, z), cv_k_addr(c, &v->t, z),
+        mask ? cv_k_addr(c, mask, z) : cv_k_null(c), cv_k_addr(c, &y->t, z),
+        q->t.dim[0], q->H, q->S, k->S, q->D, v->D,
+        qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], vs[0], vs[1], vs[2], ys[0], ys[1], ys[2],
+        mask ? mst[0] : z, mask ? mst[1] : z, mask ? mst[2] : z, mask ? mst[3] : z,
+        scale, cv_k_i64(c, causal),
+    };
+    cv_k_call(c, CV_KRT_ATTENTION, args, (int)(sizeof args / sizeof args[0]));
+    cv_k_end(c);
+}
+
 int cv_cg_attention(cv_codegen_ctx *c)
 {
     int64_t f[4] = {0, 0, 0, 0};
@@ -130,6 +173,13 @@ int cv_cg_attention(cv_codegen_ctx *c)
     const cv_kexpr *zero = cv_k_i64(c, 0), *one = cv_k_i64(c, 1), *B = q.t.dim[0];
     const cv_value *qv = c->op->operands[0], *kv = c->op->operands[1];
     const cv_dim *qd = qv->type.shape.d, *kd = kv->type.shape.d;
+    if (rt_attention_fits(c, &mask, has_mask, &q, &v)) {
+        const cv_kexpr *mst[4] = {0};
+        if (has_mask)
+            mask_strides(c, &mask, mst);
+        rt_attention(c, &q, &k, &v, &y, has_mask ? &mask : NULL, mst, scale, causal);
+        return 0;
+    }
     cv_dim Bd = qd[0], Hd = qd[f[0] ? 2 : 1], Sqd = qd[f[0] ? 1 : 2], Skd = kd[f[1] ? 1 : 2];
     /* Static lengths: blocks of R rows share a scratch row, and a key tile
      * is the whole row when it is short (the exact softmax in one pass). */

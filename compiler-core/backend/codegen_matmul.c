@@ -99,20 +99,22 @@ static void generic_rows(cv_codegen_ctx *c, const cv_kten *A, const cv_kten *B, 
  * many rows (static, >= PB_MIN_ROWS: the small-row path reads B as it is);
  * NULL otherwise. */
 enum { PB_MIN_ROWS = 16 };
-static const cv_kten *packed_b(cv_codegen_ctx *c, const cv_kten *B, int64_t rows, cv_kten *out)
+static const cv_kten *packed_b(cv_codegen_ctx *c, const cv_kten *B, bool tb, int64_t rows,
+                               cv_kten *out)
 {
     const cv_kstore *s = &c->prog->stores[B->store];
     if (!c->prog->packed_b || rows < PB_MIN_ROWS || B->rank != 2 || s->kind != CV_KST_CONST ||
         !s->data || B->dtype != CV_F32 || B->sdim[0] < 0 || B->sdim[1] < 0)
         return NULL;
-    int64_t K = B->sdim[0], N = B->sdim[1], np = (N + CVRT_PB - 1) / CVRT_PB, n = np * CVRT_PB * K;
+    /* B is [K, N], or [N, K] for gemm's trans_b (read transposed). */
+    int64_t K = B->sdim[tb], N = B->sdim[!tb], np = (N + CVRT_PB - 1) / CVRT_PB, n = np * CVRT_PB * K;
     float *buf = calloc((size_t)(n ? n : 1), sizeof *buf);
     if (!buf)
         return NULL;
     const float *src = s->data;
     for (int64_t k = 0; k < K; k++)
         for (int64_t j = 0; j < N; j++)
-            buf[((j / CVRT_PB) * K + k) * CVRT_PB + j % CVRT_PB] = src[k * N + j];
+            buf[((j / CVRT_PB) * K + k) * CVRT_PB + j % CVRT_PB] = tb ? src[j * K + k] : src[k * N + j];
     cv_shape shape = {.rank = 1, .d = {{.n = n}}};
     *out = cv_cg_const(c, CV_F32, &shape, buf);
     free(buf);
@@ -205,7 +207,7 @@ int cv_cg_matmul(cv_codegen_ctx *c)
     int64_t rows;
     const cv_kten *bp = NULL;
     if (bb == 0 && batch_is_full(&A, ab, &Y, yb) && cv_k_is_const(cv_k_mul(c, nbatch, g.M), &rows))
-        bp = packed_b(c, &B, rows, &Bp);
+        bp = packed_b(c, &B, false, rows, &Bp);
     cv_k_begin(c, "matmul", NULL, NULL);
     if (has_bias)
         g.bias = cv_k_addr(c, &bias, zero);
@@ -278,12 +280,17 @@ int cv_cg_gemm(cv_codegen_ctx *c)
     const cv_kten *bh = cv_cg_half_matrix(c, &Bh, &hkind);
     if (bh)
         g.brs = cv_k_i64(c, hkind);
+    /* A constant B (a projection's weights, trans_b or not) in the PB
+     * form made here, as matmul's. */
+    cv_kten Bp;
+    int64_t rows;
+    const cv_kten *bp = !bh && cv_k_is_const(g.M, &rows) ? packed_b(c, &B, tb, rows, &Bp) : NULL;
     cv_k_begin(c, "gemm", NULL, NULL);
     g.a = cv_k_addr(c, &A, zero);
-    g.b = cv_k_addr(c, bh ? bh : &B, zero);
+    g.b = cv_k_addr(c, bh ? bh : bp ? bp : &B, zero);
     g.y = cv_k_addr(c, dst, zero);
     g.bias = has_c ? cv_k_addr(c, &C, zero) : NULL;
-    call_sgemm(c, &g, bh ? CV_KRT_SGEMM_H : CV_KRT_SGEMM);
+    call_sgemm(c, &g, bh ? CV_KRT_SGEMM_H : bp ? CV_KRT_SGEMM_PB : CV_KRT_SGEMM);
     cv_k_end(c);
     return 0;
 }

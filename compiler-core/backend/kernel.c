@@ -95,6 +95,15 @@ static const uint8_t rnn_args[] = {
     CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_F32,         /* gates dirs flags clip */
 };
 
+static const uint8_t attention_args[] = {
+    CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR, CV_KTY_PTR, /* q k v mask y */
+    CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, /* B H Sq Sk D Dv */
+    CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, /* q k strides */
+    CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, /* v y strides */
+    CV_KTY_I64, CV_KTY_I64, CV_KTY_I64, CV_KTY_I64,         /* mask strides */
+    CV_KTY_F32, CV_KTY_I64,                                 /* scale causal */
+};
+
 static const cv_krt_info rt_info[CV_KRT__COUNT] = {
     [CV_KRT_SGEMM] = {"cvrt_sgemm", (int)sizeof sgemm_args, sgemm_args},
     [CV_KRT_CONV2D] = {"cvrt_conv2d", (int)sizeof conv2d_args, conv2d_args},
@@ -114,6 +123,7 @@ static const cv_krt_info rt_info[CV_KRT__COUNT] = {
     [CV_KRT_NCHWC_CONV2D_H] = {"cvrt_nchwc_conv2d_h", (int)sizeof nchwc_conv2d_args,
                                nchwc_conv2d_args},
     [CV_KRT_RNN] = {"cvrt_rnn", (int)sizeof rnn_args, rnn_args},
+    [CV_KRT_ATTENTION] = {"cvrt_attention", (int)sizeof attention_args, attention_args},
 };
 
 const cv_krt_info *cv_krt_get(cv_krt fn)

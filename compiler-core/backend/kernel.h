@@ -105,6 +105,7 @@ typedef enum cv_krt {
     CV_KRT_NCHWC_CONV2D_H,      /* cvrt_nchwc_conv2d with f16 weights (-p fp16) */
     CV_KRT_SGEMM_PB,            /* cvrt_sgemm with B packed at compile time (CPU LLVM targets) */
     CV_KRT_RNN,                 /* an RNN, LSTM or GRU over a run-time length (cvrt_rnn) */
+    CV_KRT_ATTENTION,           /* fused attention (cvrt_attention; CPU LLVM targets) */
     CV_KRT__COUNT
 } cv_krt;
 

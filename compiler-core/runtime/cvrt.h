@@ -262,6 +262,21 @@ void cvrt_rnn(cvrt_ctx *rt, const float *x, const float *w, const float *r, cons
               int64_t H, int64_t gates,
               int64_t dirs, int64_t flags, float clip);
 
+/* The attention op (cvrt_attn.c): y = softmax(scale * q k^T + mask) v per
+ * (batch, head), over q [B,H,Sq,D], k [B,H,Sk,D], v [B,H,Sk,Dv] and y
+ * [B,H,Sq,Dv] given by their strides (elements) along batch, head and
+ * sequence (the last axis contiguous), so that both multi-head layouts
+ * are read in place.  mask (f32, or NULL) is added at
+ * b*msb + h*msh + i*mss + j*msk (0 strides broadcast); causal hides key j
+ * from query row i when j > Sk - Sq + i (a row that sees no key is 0).
+ * Uses the threads' GEMM scratch: D and Dv must be at most 128. */
+void cvrt_attention(cvrt_ctx *rt, const float *q, const float *k, const float *v,
+                    const float *mask, float *y, int64_t B, int64_t H, int64_t Sq, int64_t Sk,
+                    int64_t D, int64_t Dv, int64_t qsb, int64_t qsh, int64_t qss, int64_t ksb,
+                    int64_t ksh, int64_t kss, int64_t vsb, int64_t vsh, int64_t vss, int64_t ysb,
+                    int64_t ysh, int64_t yss, int64_t msb, int64_t msh, int64_t mss, int64_t msk,
+                    float scale, int64_t causal);
+
 /* IEEE half <-> float, round to nearest even (for targets without native
  * conversions; cvrt_half.c). */
 uint16_t cvrt_f32_to_f16(float f);

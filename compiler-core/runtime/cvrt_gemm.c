@@ -256,6 +256,10 @@ static void pack_a(const cvrt_gemm_job *j, int64_t m0, int64_t mc, int64_t pc, i
 {
     for (int64_t i0 = 0; i0 < mc; i0 += P) {
         float *panel = out + i0 * kc;
+        if (P == 8 && j->acs == 1 && i0 + P <= mc) {
+            cvrt_transpose8(j->a + (m0 + i0) * j->ars + pc, j->ars, kc, panel, 8);
+            continue;
+        }
         for (int64_t ii = 0; ii < P; ii++) {
             if (i0 + ii >= mc) {
                 for (int64_t k = 0; k < kc; k++)
@@ -315,6 +319,43 @@ static void widen_a(const cvrt_gemm_job *j, int64_t m0, int64_t mc, int64_t pc, 
 
 /* acc = the MR x NR product of an A panel (stride P) and a B panel: packed
  * (bp, NR floats per k) or read in place (rows[k] + col, see b_rows). */
+static ALWAYS_INLINE void ukernel_step(int64_t k, const float *restrict ap,
+                                       const float *restrict bp, const float *const *rows,
+                                       int64_t col, vf acc[MR][NV])
+{
+    vf b[NV];
+    UNROLL_FULL
+    for (int v = 0; v < NV; v++)
+        b[v] = rows ? *(const vfu *)(rows[k] + col + v * VL) : *(const vf *)(bp + k * NR + v * VL);
+    const float *a = ap + k * P;
+    UNROLL_FULL
+    for (int i = 0; i < MR; i++)
+        UNROLL_FULL
+        for (int v = 0; v < NV; v++)
+            acc[i][v] += a[i] * b[v];
+}
+
+/* The same, touching pf[16 * k] (a line of B's next panel, see block) for
+ * the first npf steps: a panel read straight from the weights is a stream
+ * from memory, and its first tile would wait for every line of it. */
+static ALWAYS_INLINE void ukernel_acc_pf(int64_t kc, const float *restrict ap,
+                                         const float *restrict bp, const float *pf, int64_t npf,
+                                         vf acc[MR][NV])
+{
+    UNROLL_FULL
+    for (int i = 0; i < MR; i++)
+        UNROLL_FULL
+        for (int v = 0; v < NV; v++)
+            acc[i][v] = (vf){0};
+    int64_t k = 0;
+    for (; k < npf; k++) {
+        __builtin_prefetch(pf + 16 * k);
+        ukernel_step(k, ap, bp, 0, 0, acc);
+    }
+    for (; k < kc; k++)
+        ukernel_step(k, ap, bp, 0, 0, acc);
+}
+
 static ALWAYS_INLINE void ukernel_acc(int64_t kc, const float *restrict ap,
                                       const float *restrict bp, const float *const *rows,
                                       int64_t col, vf acc[MR][NV])
@@ -522,11 +563,14 @@ static int whole_cols(const cvrt_gemm_job *j, int64_t j0, int64_t nr, int64_t *d
 /* One tile: the product of its panels, then the C update. */
 static ALWAYS_INLINE void tile(const cvrt_gemm_job *j, int64_t kc, const float *restrict ap,
                                const float *restrict bp, const float *const *rows, int64_t i0,
-                               int64_t j0, int64_t nr, int first, int last)
+                               int64_t j0, int64_t nr, int first, int last, const float *pf,
+                               int64_t npf)
 {
     vf acc[MR][NV];
     if (rows)
         ukernel_acc(kc, ap, 0, rows, j0, acc);
+    else if (npf)
+        ukernel_acc_pf(kc, ap, bp, pf, npf, acc);
     else
         ukernel_acc(kc, ap, bp, 0, 0, acc);
     int64_t dst;
@@ -609,14 +653,22 @@ static void block(const sched *s, int tid, int64_t m0, int64_t mc, int64_t p0, i
             pack_b(s, pc, kc, pnl, pnl + 1, bbuf);
             bp = bbuf;
         }
+        /* The row tiles share the prefetch of the next prepacked panel's
+         * kc x NR block, one line per step of the first steps of each. */
+        int64_t lines = prepacked && pnl + 1 < p1 ? kc * NR / 16 : 0;
+        int64_t per_tile = cvrt_min(kc, cvrt_cdiv(lines, cvrt_cdiv(mc, MR)));
+        const float *next = prepacked ? j->bpk + ((pnl + 1) * j->K + pc) * NR : 0;
         for (int64_t i0 = 0; i0 < mc; i0 += MR) {
             int64_t row = m0 + i0;
             const float *ap = j->ap ? j->ap + ((row / P) * j->K + pc) * P + row % P
                               : (j->aph ? hbuf : abuf) + (i0 / P) * kc * P + i0 % P;
+            int64_t first_line = (i0 / MR) * per_tile;
+            int64_t npf = cvrt_max(0, cvrt_min(per_tile, lines - first_line));
             if (in_place)
-                tile(j, kc, ap, 0, rows, row, j0, nr, first, last);
+                tile(j, kc, ap, 0, rows, row, j0, nr, first, last, 0, 0);
             else
-                tile(j, kc, ap, bp, 0, row, j0, nr, first, last);
+                tile(j, kc, ap, bp, 0, row, j0, nr, first, last,
+                     npf ? next + 16 * first_line : 0, npf);
         }
     }
 }

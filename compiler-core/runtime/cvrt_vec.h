@@ -143,4 +143,40 @@ static inline void cvrt_copy_even(float *restrict dst, const float *restrict src
         dst[q] = src[2 * q];
 }
 
+/* dst[k*ds + i] = src[i*rs + k] for 8 rows i and n columns k, 8x8 blocks
+ * transposed in registers (as a loop, the strided stores would become
+ * scatters, slow on every x86 that has them). */
+typedef float cvrt_v8 __attribute__((vector_size(32)));
+typedef float cvrt_v8u __attribute__((vector_size(32), aligned(4)));
+static inline void cvrt_transpose8(const float *restrict src, int64_t rs, int64_t n,
+                                   float *restrict dst, int64_t ds)
+{
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+        cvrt_v8 r[8], t[8], u[8];
+        for (int i = 0; i < 8; i++)
+            r[i] = *(const cvrt_v8u *)(src + i * rs + k);
+        for (int i = 0; i < 8; i += 2) {
+            t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+            t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+        }
+        for (int i = 0; i < 8; i += 4)
+            for (int h = 0; h < 2; h++) {
+                u[i + 2 * h] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5,
+                                                       12, 13);
+                u[i + 2 * h + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11,
+                                                           6, 7, 14, 15);
+            }
+        for (int c = 0; c < 4; c++) {
+            *(cvrt_v8u *)(dst + (k + c) * ds) =
+                __builtin_shufflevector(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+            *(cvrt_v8u *)(dst + (k + c + 4) * ds) =
+                __builtin_shufflevector(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+        }
+    }
+    for (; k < n; k++)
+        for (int i = 0; i < 8; i++)
+            dst[k * ds + i] = src[i * rs + k];
+}
+
 #endif
