@@ -96,9 +96,18 @@ typedef struct cv_compile_l1_value {
 char *cv_compile_l1_encode(const cv_compile_l1_value *v);         /* malloc'd JSON */
 int   cv_compile_l1_decode(const void *buf, size_t len, cv_compile_l1_value *v);
 char *cv_compile_deps_encode(const cv_compile_deps *x);           /* malloc'd JSON */
-/* The code level's value: the object's blob digest and size. */
-char *cv_compile_code_encode(const cv_digest *obj, size_t size);   /* malloc'd JSON */
-int   cv_compile_code_decode(const void *buf, size_t len, cv_digest *obj, uint64_t *size);
+/* The code level's value: the object's blob digest and size, and once the
+ * library of that code has been linked, its template (cv_so_template):
+ * the blobs of its bytes before and after the weights image. */
+typedef struct cv_compile_code_value {
+    cv_digest object;
+    uint64_t size;
+    bool has_so;
+    cv_digest so_head, so_tail;
+    uint64_t head_size, tail_size, image_size, build_id_at;
+} cv_compile_code_value;
+char *cv_compile_code_encode(const cv_compile_code_value *v);   /* malloc'd JSON */
+int   cv_compile_code_decode(const void *buf, size_t len, cv_compile_code_value *v);
 int   cv_compile_deps_decode(const void *buf, size_t len, cv_compile_deps *x);
 
 /* Stores every file the artifact in dir lists (its manifest.json too) as

@@ -71,6 +71,34 @@ int cv_sym_elf_section(const void *elf, size_t len, const char *name, const void
     return -1;
 }
 
+int cv_sym_elf_symbol(const void *elf, size_t len, const char *name, uint64_t *off,
+                      uint64_t *size)
+{
+    image im;
+    if (open_image(&im, elf, len))
+        return -1;
+    for (unsigned i = 0; i < im.eh->e_shnum; i++) {
+        const Elf64_Shdr *s = section(&im, i);
+        if (!s || s->sh_type != SHT_SYMTAB || s->sh_entsize != sizeof(Elf64_Sym) ||
+            s->sh_offset % _Alignof(Elf64_Sym) != 0)
+            continue;
+        const Elf64_Shdr *strtab = section(&im, s->sh_link);
+        const Elf64_Sym *sym = (const Elf64_Sym *)(im.p + s->sh_offset);
+        for (uint64_t j = 0; j < s->sh_size / sizeof *sym; j++) {
+            const char *n = string_at(&im, strtab, sym[j].st_name);
+            const Elf64_Shdr *in = n && strcmp(n, name) == 0 ? section(&im, sym[j].st_shndx) : NULL;
+            if (!in || in->sh_type == SHT_NOBITS || sym[j].st_value < in->sh_addr ||
+                sym[j].st_value - in->sh_addr > in->sh_size ||
+                sym[j].st_size > in->sh_size - (sym[j].st_value - in->sh_addr))
+                continue;
+            *off = in->sh_offset + (sym[j].st_value - in->sh_addr);
+            *size = sym[j].st_size;
+            return 0;
+        }
+    }
+    return -1;
+}
+
 static int kernel_named(const cv_symmap *m, const char *name)
 {
     for (int k = 0; k < m->n_kernels; k++)
