@@ -130,6 +130,8 @@ static void retrain(unsigned emit, const char *expect_file)
     free(build(c, model, emit, &r));
     assert_true(r.compiled);
     assert_int_equal(r.code.outcome, CV_CACHE_MISS);
+    assert_true(r.info.linked_so);
+    assert_false(r.info.so_spliced);
 
     assert_int_equal(twu_write_weights(mdir, "tiny.safetensors", 0.5f), 0);
     char *warm = build(c, model, emit, &r);
@@ -138,6 +140,10 @@ static void retrain(unsigned emit, const char *expect_file)
     assert_true(r.compiled);
     assert_int_equal(r.code.outcome, CV_CACHE_HIT);
     assert_true(has_file(warm, expect_file));
+    /* No linker: the library is the code entry's template around the new
+     * weights (so_splice.c), and below equals the linker's output. */
+    assert_true(r.info.linked_so);
+    assert_true(r.info.so_spliced);
 
     char *cold = build(NULL, model, emit, &r);
     assert_int_equal(r.code.outcome, CV_CACHE_MISS);
