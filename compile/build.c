@@ -616,8 +616,9 @@ static int store_l2(bctx *b)
     char *list = NULL, name[128];
     size_t len = 0;
     cv_digest dg;
-    int rc = cv_compile_artifact_store(b->c, b->o->out_dir, !b->o->scratch_out, &list, &len, name,
-                                  b->d);
+    int rc = cv_compile_artifact_store(b->c, b->o->out_dir, !b->o->scratch_out,
+                                       b->r->compiled ? &b->r->info : NULL, &list, &len, name,
+                                       b->d);
     if (rc == 0)
         rc = cv_cache_put_blob(b->c, list, len, &dg, b->d) == 0 ? 0 : 1;
     if (rc == 0) {

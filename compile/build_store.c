@@ -219,8 +219,8 @@ static int add_files(cv_cache *c, const char *dir, const char *const *names, int
     return rc ? -1 : 0;
 }
 
-static int collect(cv_cache *c, const char *dir, bool remember, char **list, size_t *len,
-                   char name[128], cv_diag *d)
+static int collect(cv_cache *c, const char *dir, bool remember, const cv_compile_info *info,
+                   char **list, size_t *len, char name[128], cv_diag *d)
 {
     *list = NULL;
     json_t *m = NULL;
@@ -239,8 +239,13 @@ static int collect(cv_cache *c, const char *dir, bool remember, char **list, siz
     int n = 0;
     const char *key;
     json_t *v;
+    /* The files holding the weights image first, as parts around it
+     * (weights_pack.c); the others whole. */
+    if (rc == 0 && c && info)
+        cv_compile_weights_store(c, dir, files, info, remember, listed, d);
     json_object_foreach(rc == 0 ? files : NULL, key, v)
-        names[n++] = key;
+        if (!json_object_get(listed, key))
+            names[n++] = key;
     names[n++] = "manifest.json";
     if (rc == 0)
         rc = add_files(c, dir, names, n, remember, listed, d);
@@ -256,15 +261,16 @@ static int collect(cv_cache *c, const char *dir, bool remember, char **list, siz
     return rc;
 }
 
-int cv_compile_artifact_store(cv_cache *c, const char *dir, bool remember, char **list, size_t *len,
-                         char name[128], cv_diag *d)
+int cv_compile_artifact_store(cv_cache *c, const char *dir, bool remember,
+                              const cv_compile_info *info, char **list, size_t *len,
+                              char name[128], cv_diag *d)
 {
-    return collect(c, dir, remember, list, len, name, d);
+    return collect(c, dir, remember, info, list, len, name, d);
 }
 
 int cv_compile_artifact_list(const char *dir, char **list, size_t *len, char name[128], cv_diag *d)
 {
-    return collect(NULL, dir, false, list, len, name, d);
+    return collect(NULL, dir, false, NULL, list, len, name, d);
 }
 
 static int write_one(cv_cache *c, const char *dir, const char *fname, json_t *e, char *reason,
@@ -278,6 +284,9 @@ static int write_one(cv_cache *c, const char *dir, const char *fname, json_t *e,
         snprintf(reason, rsize, "the stored artifact list is malformed");
         return 0;
     }
+    if (json_object_get(e, "parts"))
+        return cv_compile_weights_fetch(c, dir, fname, e, &dg, (uint64_t)json_integer_value(size),
+                                        (unsigned)json_integer_value(mode), reason, rsize, d);
     if (!dir && cv_cache_has_blob(c, &dg))
         return 1;
     uint64_t got = 0;

@@ -185,6 +185,12 @@ typedef struct cv_compile_info {
     double ms_passes, ms_codegen, ms_llvm, ms_link;
     bool linked_so;         /* false for a cross target whose linker is missing */
     bool so_spliced;        /* the library was cut from the code cache's template, not linked */
+    /* Where the split weights image lies in the artifact's files, each a
+     * verbatim copy of it (so a cache can store the image once): its length
+     * and, per file, its offset.  n_weights_in 0: none. */
+    uint64_t weights_len;
+    int n_weights_in;
+    struct { char file[200]; uint64_t at; } weights_in[3];
     /* Reduced precision: which ops ran in which type, SQNR per output and
      * per layer (text, empty for fp32). */
     char quant_report[8192];

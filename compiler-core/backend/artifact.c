@@ -267,6 +267,18 @@ static int weights_object(const cv_kprog *p, const cv_llvm_out *lo, cv_weights_o
     return cv_weights_split_object(p, lo->obj, lo->obj_len, sym, wo, d);
 }
 
+/* The image's length and where file holds it (cv_compile_info.weights_in). */
+static void note_weights(cv_compile_info *info, const cv_weights_obj *wo, const char *file,
+                         uint64_t at)
+{
+    if (!wo->len || info->n_weights_in >= 3)
+        return;
+    info->weights_len = wo->len - sizeof wo->head - wo->tail_len;
+    snprintf(info->weights_in[info->n_weights_in].file, sizeof info->weights_in[0].file, "%s",
+             file);
+    info->weights_in[info->n_weights_in++].at = at;
+}
+
 /* The build id of the library linked from objs (their digests as
  * recorded), 40 hex digits into id. */
 static int objects_build_id(writer *w, const char *const *objs, int n, char id[41])
@@ -282,7 +294,7 @@ static int objects_build_id(writer *w, const char *const *objs, int n, char id[4
 /* lib<name>.so as a cached library's bytes around this image (so_splice.c):
  * 1 written, 0 no template fits (then the linker runs), -1 error. */
 static int splice_shared(writer *w, const char *so, const cv_weights_obj *wo,
-                         const cv_code_cache *cc, const char *id)
+                         const cv_code_cache *cc, const char *id, uint64_t *at)
 {
     cv_so_template t;
     uint64_t image = wo->len - sizeof wo->head - wo->tail_len;
@@ -304,6 +316,7 @@ static int splice_shared(writer *w, const char *so, const cv_weights_obj *wo,
         rc = path && put_parts(w, so, parts, np) == 0 && chmod(path, 0777 & ~mask) == 0 &&
                      cv_fs_view_file(path, (size_t)1 << 34, &w->so, w->d) == 0
                  ? 1 : -1;
+        *at = t.head_len;
         free(path);
         free(parts);
     }
@@ -311,18 +324,21 @@ static int splice_shared(writer *w, const char *so, const cv_weights_obj *wo,
     return rc;
 }
 
-/* The template of a library just linked, for the next compile of this code. */
+/* The template of a library just linked, for the next compile of this
+ * code; *at: where the library holds the image (0: not found). */
 static void store_template(writer *w, const cv_kprog *p, const cv_weights_obj *wo,
-                           const cv_code_cache *cc)
+                           const cv_code_cache *cc, uint64_t *at)
 {
     cv_so_template t;
     char sym[200];
     snprintf(sym, sizeof sym, "cv_%s_weights", p->name);
-    if (!cc || !cc->so_store || !wo->len || !w->so.data ||
+    if (!wo->len || !w->so.data ||
         cv_so_template_cut(w->so.data, w->so.len, sym, wo->len - sizeof wo->head - wo->tail_len,
                            &t) != 0)
         return;
-    cc->so_store(cc->ctx, &t);
+    *at = t.head_len;
+    if (cc && cc->so_store)
+        cc->so_store(cc->ctx, &t);
     cv_so_template_free(&t);
 }
 
@@ -340,7 +356,8 @@ static int write_shared(writer *w, const cv_kprog *p, const cv_llvm_out *lo, uns
     for (int i = 0; i < n; i++)
         paths[i] = cv_fs_join(w->dir, objs[i]);
     bool missing = false;
-    int rc = objects_build_id(w, objs, n, id) == 0 ? splice_shared(w, so, wo, cc, id) : -1;
+    uint64_t at = 0;
+    int rc = objects_build_id(w, objs, n, id) == 0 ? splice_shared(w, so, wo, cc, id, &at) : -1;
     info->so_spliced = rc == 1;
     if (rc == 0) {
         rc = sop && paths[0] && (n < 2 || paths[1])
@@ -348,13 +365,15 @@ static int write_shared(writer *w, const cv_kprog *p, const cv_llvm_out *lo, uns
                                   &missing)
                  : cv_diag_fail(w->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
         if (rc == 0 && (rc = record_so(w, so)) == 0)
-            store_template(w, p, wo, cc);
+            store_template(w, p, wo, cc, &at);
         else if (missing)
             rc = 0;     /* a cross target without its toolchain: .o and .a only */
     } else if (rc < 0 && !w->d->n) {
         rc = cv_diag_fail(w->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     }
     rc = rc > 0 ? 0 : rc;
+    if (rc == 0 && at)
+        note_weights(info, wo, so, at);
     info->ms_link = cv_clock_mono_ms_f() - t0;
     info->linked_so = rc == 0 && !missing;
     for (int i = 0; i < n && !(emit & CV_EMIT_OBJ); i++) {
@@ -371,7 +390,8 @@ static int write_shared(writer *w, const cv_kprog *p, const cv_llvm_out *lo, uns
 /* lib<name>.a: the code object and the weights object, written from where
  * their bytes are. */
 static int write_archive(writer *w, const cv_kprog *p, const cv_llvm_out *lo,
-                         const cv_weights_obj *wo, const char *const *objs, int n)
+                         const cv_weights_obj *wo, const char *const *objs, int n,
+                         cv_compile_info *info)
 {
     char syms[8][160], lib[200], wsym[200];
     int ns = cv_artifact_symbols(p, syms, 8);
@@ -388,6 +408,12 @@ static int write_archive(writer *w, const cv_kprog *p, const cv_llvm_out *lo,
     int rc = cv_archive_parts(m, n, &glue, &parts, &np) == 0
                  ? put_parts(w, lib, parts, np)
                  : cv_diag_fail(w->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
+    uint64_t at = 0;    /* the weights object's own head is one piece: the image follows it */
+    int i = 0;
+    for (; rc == 0 && i < np && parts[i].data != wo->head; i++)
+        at += parts[i].len;
+    if (rc == 0 && n == 2 && i < np)
+        note_weights(info, wo, lib, at + sizeof wo->head);
     free(parts);
     cv_sb_free(&glue);
     return rc;
@@ -411,11 +437,11 @@ static int write_library(writer *w, const cv_kprog *p, const cv_llvm_out *lo, un
     int rc = 0;
     if (emit & (CV_EMIT_OBJ | CV_EMIT_SO)) {
         rc = put_file(w, obj, lo->obj, lo->obj_len);
-        if (rc == 0 && wo.len)
-            rc = put_parts(w, wobj, wo.parts, wo.n_parts);
+        if (rc == 0 && wo.len && (rc = put_parts(w, wobj, wo.parts, wo.n_parts)) == 0)
+            note_weights(info, &wo, wobj, sizeof wo.head);
     }
     if (rc == 0 && (emit & CV_EMIT_A))
-        rc = write_archive(w, p, lo, &wo, objs, n);
+        rc = write_archive(w, p, lo, &wo, objs, n, info);
     if (rc == 0 && (emit & CV_EMIT_SO))
         rc = write_shared(w, p, lo, emit, &wo, objs, n, p->split_weights ? cc : NULL, info);
     cv_weights_obj_free(&wo);
