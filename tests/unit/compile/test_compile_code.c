@@ -116,6 +116,35 @@ static bool has_file(const char *dir, const char *name)
     return ok;
 }
 
+/* The stored file list of r's artifact: the files holding the weights
+ * image are parts around one image blob (weights_pack.c), shared by all. */
+static void assert_weights_once(cv_cache *c, const cv_build_result *r, int want_files)
+{
+    cv_digest dg;
+    void *list = NULL;
+    size_t len = 0;
+    assert_int_equal(cv_cache_digest_parse(r->artifact_manifest, &dg), 0);
+    assert_int_equal(cv_cache_get_blob(c, &dg, &list, &len, NULL, NULL), 1);
+    json_t *o = json_loadb(list, len, 0, NULL), *files = json_object_get(o, "files"), *e;
+    const char *name, *image = NULL;
+    int split = 0;
+    json_object_foreach(files, name, e) {
+        json_t *parts = json_object_get(e, "parts");
+        if (!parts)
+            continue;
+        json_t *img = json_array_get(parts, 1);
+        assert_int_equal(json_array_size(parts), 3);
+        assert_int_equal(json_integer_value(json_object_get(img, "size")), r->info.weights_len);
+        if (image)
+            assert_string_equal(json_string_value(json_object_get(img, "blob")), image);
+        image = json_string_value(json_object_get(img, "blob"));
+        split++;
+    }
+    assert_int_equal(split, want_files);
+    json_decref(o);
+    free(list);
+}
+
 /* Cold compile, retrain (new weights, same source): l1 and l2 miss, the
  * code hits, and the artifact equals a cold compile of the retrained model. */
 static void retrain(unsigned emit, const char *expect_file)
@@ -144,16 +173,20 @@ static void retrain(unsigned emit, const char *expect_file)
      * weights (so_splice.c), and below equals the linker's output. */
     assert_true(r.info.linked_so);
     assert_true(r.info.so_spliced);
+    assert_weights_once(c, &r, emit ? 1 : 3);   /* .so; .a and _weights.o by default */
 
     char *cold = build(NULL, model, emit, &r);
     assert_int_equal(r.code.outcome, CV_CACHE_MISS);
     assert_true(assert_same_dir(cold, warm) >= 4);
     assert_same_dir(warm, cold);
 
-    /* The same weights again: the artifact itself hits. */
-    free(build(c, model, emit, &r));
+    /* The same weights again: the artifact itself hits, its files made
+     * from the parts the retrain stored. */
+    char *again = build(c, model, emit, &r);
     assert_true(hit(&r.l2));
     assert_int_equal(r.code.outcome, CV_CACHE_NONE);
+    assert_same_dir(again, cold);
+    free(again);
     cv_cache_close(c);
     free(warm), free(cold), free(model), free(mdir);
 }
