@@ -185,11 +185,14 @@ int cv_compile_weights_fetch(cv_cache *c, const char *dir, const char *fname, js
     cv_fs_part parts[MAX_PARTS];
     int n = 0;
     int rc = get_parts(c, json_object_get(e, "parts"), size, !dir, data, len, &n, d);
-    if (rc == 1 && dir && !parts_digest_is(data, len, n, dg))
+    if (rc == 0)
+        snprintf(reason, rsize, "the artifact's %s is no longer stored", fname);
+    else if (rc < 0)
+        snprintf(reason, rsize, "the stored artifact list is malformed (%s)", fname);
+    else if (dir && !parts_digest_is(data, len, n, dg)) {
+        snprintf(reason, rsize, "the artifact's %s does not match its stored parts", fname);
         rc = -1;
-    if (rc != 1)
-        snprintf(reason, rsize, rc == 0 ? "the artifact's %s is no longer stored"
-                                        : "the stored artifact list is malformed", fname);
+    }
     for (int i = 0; i < n; i++)
         parts[i] = (cv_fs_part){data[i], len[i]};
     if (rc == 1 && dir)
