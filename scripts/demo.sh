@@ -5,7 +5,8 @@
 # another, so only the first is compiled again, and that compile is a code
 # hit (the cache's code level: its generated code is reused, its weights
 # packed and its library spliced around them, no link).  Then a tour of the
-# single-model commands: validate, run with the interpreter, compile through the cache, run natively.
+# single-model commands: validate, run with the interpreter, compile
+# through the cache, run natively.
 #
 # DEMO_BREAK=1 adds a third commit that breaks two models and shows how the
 # farm reports them, then `cuvil failures` sorts them into patterns.
