@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 /* The absolute name of path (its directory resolved): the memo's key. */
 static int absolute(const char *path, char out[PATH_MAX])
@@ -67,16 +68,16 @@ static int in_place(cv_cache *c, const char *abs, const cv_digest *dg, unsigned 
 
 typedef struct filler {
     cv_cas_entry *e;    /* copy this entry's payload, or */
-    const void *data;   /* write these bytes */
+    const void *data;   /* write these bytes, or */
     size_t len;
+    const cv_fs_part *parts;    /* these pieces in order */
+    int n_parts;
 } filler;
 
-static int fill(int fd, const filler *f)
+static int write_bytes(int fd, const void *data, size_t len)
 {
-    if (f->e)
-        return cv_cache_cas_entry_copy(f->e, fd);
-    const char *p = f->data;
-    size_t left = f->len;
+    const char *p = data;
+    size_t left = len;
     while (left) {
         ssize_t n = write(fd, p, left);
         if (n < 0 && errno == EINTR)
@@ -87,6 +88,16 @@ static int fill(int fd, const filler *f)
         left -= (size_t)n;
     }
     return 0;
+}
+
+static int fill(int fd, const filler *f)
+{
+    if (f->e)
+        return cv_cache_cas_entry_copy(f->e, fd);
+    for (int i = 0; i < f->n_parts; i++)
+        if (write_bytes(fd, f->parts[i].data, f->parts[i].len) != 0)
+            return -1;
+    return f->parts ? 0 : write_bytes(fd, f->data, f->len);
 }
 
 /* Writes abs beside itself and renames it into place, without fsync: an
@@ -221,6 +232,43 @@ int cv_cache_get_blob_file(cv_cache *c, const cv_digest *dg, const char *path, u
     if (info)
         *info = l;
     return rc;
+}
+
+int cv_cache_file_in_place(cv_cache *c, const char *path, const cv_digest *dg, unsigned mode,
+                           uint64_t *size)
+{
+    char abs[PATH_MAX];
+    return cv_cache_enabled(c) && absolute(path, abs) == 0 ? in_place(c, abs, dg, mode, size) : 0;
+}
+
+int cv_cache_write_file_parts(cv_cache *c, const char *path, unsigned mode, const cv_digest *dg,
+                              const cv_fs_part *parts, int n, cv_diag *d)
+{
+    char abs[PATH_MAX];
+    if (absolute(path, abs) != 0)
+        return cv_cache_err(d, CV_E_CACHE_IO_ERROR, "cannot write %s: no such directory", path);
+    XXH3_state_t *x = XXH3_createState();
+    if (!x || XXH3_64bits_reset(x) != XXH_OK) {
+        XXH3_freeState(x);
+        return cv_cache_err(d, CV_E_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int i = 0; i < n; i++)
+        XXH3_64bits_update(x, parts[i].data, parts[i].len);
+    uint64_t h = XXH3_64bits_digest(x);
+    XXH3_freeState(x);
+    filler f = {.parts = parts, .n_parts = n};
+    return write_out(c, abs, mode, &f, dg, h, d);
+}
+
+void cv_cache_remember_file(cv_cache *c, const char *path, const void *data, size_t len,
+                            const cv_digest *dg)
+{
+    char abs[PATH_MAX];
+    struct stat st;
+    int64_t seen = cv_cache_now_us() * 1000;
+    if (cv_cache_enabled(c) && absolute(path, abs) == 0 && stat(abs, &st) == 0 &&
+        st.st_size == (off_t)len)
+        cv_cache_memo_record(c, abs, &st, cv_cache_xxh3_64(data, len), dg, seen);
 }
 
 /* One file of a put: read and written into the store by a thread of its

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "common/diag.h"
+#include "common/fs.h"
 
 /* ------------------------------------------------------------ digests */
 
@@ -227,6 +228,18 @@ int cv_cache_get_blob_file(cv_cache *c, const cv_digest *dg, const char *path, u
                            uint64_t *size, cv_cache_lookup *info, cv_diag *d);
 int cv_cache_put_blob_file(cv_cache *c, const char *path, size_t max_bytes, cv_digest *out,
                            uint64_t *size, cv_diag *d);
+/* A file made of blobs (an artifact file around a weights image stored
+ * once: compile/build_store.c).  in_place: 1 when the memo shows path to
+ * hold the bytes of digest dg with this mode already.  write_file_parts:
+ * writes path from pieces whose concatenation the caller has checked to
+ * be dg, and remembers it (as cv_cache_get_blob_file).  remember_file:
+ * the memo learns that path, whose bytes are data, holds dg. */
+int  cv_cache_file_in_place(cv_cache *c, const char *path, const cv_digest *dg, unsigned mode,
+                            uint64_t *size);
+int  cv_cache_write_file_parts(cv_cache *c, const char *path, unsigned mode, const cv_digest *dg,
+                               const cv_fs_part *parts, int n, cv_diag *d);
+void cv_cache_remember_file(cv_cache *c, const char *path, const void *data, size_t len,
+                            const cv_digest *dg);
 /* cv_cache_put_blob_file for n files at once (an artifact's): they are
  * read, hashed, compressed and synced in parallel, then recorded; out[i]
  * and sizes[i] are file i's digest and size.  remember false: the files

@@ -40,6 +40,8 @@ typedef struct bctx {
     bool have_l1v;
     json_t *weights;            /* owned: the weights list of l1v (canonical.c) */
     cv_module *m;               /* owned */
+    cv_compile_code_value code_val; /* the code entry found or stored */
+    bool have_code_val;
 } bctx;
 
 static void bctx_free(bctx *b)
@@ -470,7 +472,7 @@ static int code_lookup(void *ctx, const void *module, size_t len, void **obj, si
     cv_build_level *lv = &b->r->code;
     cv_diag scratch;
     cv_diag_init(&scratch);
-    cv_digest md, od;
+    cv_digest md;
     cv_compile_target desc;
     cv_cache_sha256(module, len, &md);
     cv_cache_key_free(&b->code_key);
@@ -480,15 +482,17 @@ static int code_lookup(void *ctx, const void *module, size_t len, void **obj, si
         cv_compile_code_key(b->c, &md, b->target, &desc, b->o->opt_level, &b->code_key, &scratch) == 0) {
         void *val = NULL;
         size_t vlen = 0;
-        uint64_t size = 0;
+        cv_compile_code_value *cv = &b->code_val;
         cv_cache_lookup info = {0};
         cv_compile_hex(&b->code_key.digest, lv->key);
         int hit = cv_cache_get_action(b->c, CV_CACHE_CODE, &b->code_key, &val, &vlen, &info,
                                       &scratch);
         lv->ms = info.ms;
-        if (hit == 1 && cv_compile_code_decode(val, vlen, &od, &size) == 0 &&
-            cv_cache_get_blob(b->c, &od, obj, obj_len, NULL, &scratch) == 1 && *obj_len == size) {
+        if (hit == 1 && cv_compile_code_decode(val, vlen, cv) == 0 &&
+            cv_cache_get_blob(b->c, &cv->object, obj, obj_len, NULL, &scratch) == 1 &&
+            *obj_len == cv->size) {
             lv->outcome = outcome_of(&info);
+            b->have_code_val = true;
             rc = 1;
         } else {
             free(*obj);
@@ -512,11 +516,66 @@ static void code_store(void *ctx, const void *obj, size_t len)
     double t0 = cv_clock_mono_ms_f();
     cv_diag scratch;
     cv_diag_init(&scratch);
-    cv_digest dg;
     char *val = NULL;
-    if (cv_cache_put_blob(b->c, obj, len, &dg, &scratch) == 0 &&
-        (val = cv_compile_code_encode(&dg, len)) != NULL)
-        cv_cache_put_action(b->c, CV_CACHE_CODE, &b->code_key, val, strlen(val), &scratch);
+    b->code_val = (cv_compile_code_value){.size = len};
+    if (cv_cache_put_blob(b->c, obj, len, &b->code_val.object, &scratch) == 0 &&
+        (val = cv_compile_code_encode(&b->code_val)) != NULL &&
+        cv_cache_put_action(b->c, CV_CACHE_CODE, &b->code_key, val, strlen(val), &scratch) == 0)
+        b->have_code_val = true;
+    free(val);
+    warn_from(b, &scratch);
+    b->r->ms_upload += cv_clock_mono_ms_f() - t0;
+}
+
+/* cv_code_cache.so_lookup: the template of the code entry just found. */
+static int so_lookup(void *ctx, cv_so_template *t)
+{
+    bctx *b = ctx;
+    const cv_compile_code_value *v = &b->code_val;
+    memset(t, 0, sizeof *t);
+    if (!b->have_code_val || !v->has_so)
+        return 0;
+    cv_diag scratch;
+    cv_diag_init(&scratch);
+    size_t hl = 0, tl = 0;
+    int rc = cv_cache_get_blob(b->c, &v->so_head, &t->head, &hl, NULL, &scratch) == 1 &&
+             cv_cache_get_blob(b->c, &v->so_tail, &t->tail, &tl, NULL, &scratch) == 1 &&
+             hl == v->head_size && tl == v->tail_size;
+    t->head_len = hl;
+    t->tail_len = tl;
+    t->image_len = v->image_size;
+    t->build_id_at = v->build_id_at;
+    if (!rc) {
+        free(t->head);
+        free(t->tail);
+        memset(t, 0, sizeof *t);
+    }
+    warn_from(b, &scratch);
+    return rc;
+}
+
+/* cv_code_cache.so_store: the library linked from this code, cut around
+ * its weights, joins the code entry. */
+static void so_store(void *ctx, const cv_so_template *t)
+{
+    bctx *b = ctx;
+    if (!b->have_code_val || !b->code_key.manifest)
+        return;
+    double t0 = cv_clock_mono_ms_f();
+    cv_diag scratch;
+    cv_diag_init(&scratch);
+    cv_compile_code_value v = b->code_val;
+    v.has_so = true;
+    v.head_size = t->head_len;
+    v.tail_size = t->tail_len;
+    v.image_size = t->image_len;
+    v.build_id_at = t->build_id_at;
+    char *val = NULL;
+    if (cv_cache_put_blob(b->c, t->head, t->head_len, &v.so_head, &scratch) == 0 &&
+        cv_cache_put_blob(b->c, t->tail, t->tail_len, &v.so_tail, &scratch) == 0 &&
+        (val = cv_compile_code_encode(&v)) != NULL &&
+        cv_cache_put_action(b->c, CV_CACHE_CODE, &b->code_key, val, strlen(val), &scratch) == 0)
+        b->code_val = v;
     free(val);
     warn_from(b, &scratch);
     b->r->ms_upload += cv_clock_mono_ms_f() - t0;
@@ -538,7 +597,8 @@ static int backend(bctx *b)
     co.sym_locs = !b->c || (b->emit & CV_EMIT_CUIR);
     co.fingerprint = b->r->fingerprint[0] ? b->r->fingerprint : NULL;
     co.name = b->o->name;
-    cv_code_cache cc = {.ctx = b, .lookup = code_lookup, .store = code_store};
+    cv_code_cache cc = {.ctx = b, .lookup = code_lookup, .store = code_store,
+                        .so_lookup = so_lookup, .so_store = so_store};
     if (b->c)
         co.code_cache = &cc;
     if (cv_compile_native(b->m, &co, &b->r->info, b->d))
@@ -556,8 +616,9 @@ static int store_l2(bctx *b)
     char *list = NULL, name[128];
     size_t len = 0;
     cv_digest dg;
-    int rc = cv_compile_artifact_store(b->c, b->o->out_dir, !b->o->scratch_out, &list, &len, name,
-                                  b->d);
+    int rc = cv_compile_artifact_store(b->c, b->o->out_dir, !b->o->scratch_out,
+                                       b->r->compiled ? &b->r->info : NULL, &list, &len, name,
+                                       b->d);
     if (rc == 0)
         rc = cv_cache_put_blob(b->c, list, len, &dg, b->d) == 0 ? 0 : 1;
     if (rc == 0) {

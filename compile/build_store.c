@@ -78,25 +78,53 @@ int cv_compile_l1_decode(const void *buf, size_t len, cv_compile_l1_value *v)
 
 /* ----------------------------------------------------------- code value */
 
-char *cv_compile_code_encode(const cv_digest *obj, size_t size)
+char *cv_compile_code_encode(const cv_compile_code_value *v)
 {
-    json_t *o = json_pack("{s:s, s:I}", "format", "cuvil-code/1", "size", (json_int_t)size);
+    json_t *o = json_pack("{s:s, s:I}", "format", "cuvil-code/1", "size", (json_int_t)v->size);
     if (o)
-        set_digest(o, "object", obj);
+        set_digest(o, "object", &v->object);
+    json_t *so = v->has_so && o ? json_pack("{s:I, s:I, s:I, s:I}", "head_size",
+                                            (json_int_t)v->head_size, "tail_size",
+                                            (json_int_t)v->tail_size, "image_size",
+                                            (json_int_t)v->image_size, "build_id_at",
+                                            (json_int_t)v->build_id_at)
+                                : NULL;
+    if (so) {
+        set_digest(so, "head", &v->so_head);
+        set_digest(so, "tail", &v->so_tail);
+        json_object_set_new(o, "so", so);
+    }
     return canonical(o);
 }
 
-int cv_compile_code_decode(const void *buf, size_t len, cv_digest *obj, uint64_t *size)
+/* A size field: 0..MAX_FILE_BYTES. */
+static int get_size(json_t *obj, const char *key, uint64_t *out)
 {
+    json_t *v = json_object_get(obj, key);
+    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+        (uint64_t)json_integer_value(v) > MAX_FILE_BYTES)
+        return -1;
+    *out = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
+int cv_compile_code_decode(const void *buf, size_t len, cv_compile_code_value *v)
+{
+    memset(v, 0, sizeof *v);
     json_t *o = parse(buf, len);
     const char *fmt = json_string_value(json_object_get(o, "format"));
-    json_t *sz = json_object_get(o, "size");
-    int rc = fmt && strcmp(fmt, "cuvil-code/1") == 0 && json_is_integer(sz) &&
-                     json_integer_value(sz) >= 0 && (size_t)json_integer_value(sz) <= MAX_FILE_BYTES &&
-                     get_digest(o, "object", obj) == 0
+    int rc = fmt && strcmp(fmt, "cuvil-code/1") == 0 && get_size(o, "size", &v->size) == 0 &&
+                     get_digest(o, "object", &v->object) == 0
                  ? 0 : -1;
-    if (rc == 0)
-        *size = (uint64_t)json_integer_value(sz);
+    /* The template is optional: an entry without one (or a malformed one)
+     * still gives its object, and the library is linked. */
+    json_t *so = json_object_get(o, "so");
+    v->has_so = rc == 0 && so && get_digest(so, "head", &v->so_head) == 0 &&
+                get_digest(so, "tail", &v->so_tail) == 0 &&
+                get_size(so, "head_size", &v->head_size) == 0 &&
+                get_size(so, "tail_size", &v->tail_size) == 0 &&
+                get_size(so, "image_size", &v->image_size) == 0 &&
+                get_size(so, "build_id_at", &v->build_id_at) == 0;
     json_decref(o);
     return rc;
 }
@@ -191,8 +219,8 @@ static int add_files(cv_cache *c, const char *dir, const char *const *names, int
     return rc ? -1 : 0;
 }
 
-static int collect(cv_cache *c, const char *dir, bool remember, char **list, size_t *len,
-                   char name[128], cv_diag *d)
+static int collect(cv_cache *c, const char *dir, bool remember, const cv_compile_info *info,
+                   char **list, size_t *len, char name[128], cv_diag *d)
 {
     *list = NULL;
     json_t *m = NULL;
@@ -211,8 +239,13 @@ static int collect(cv_cache *c, const char *dir, bool remember, char **list, siz
     int n = 0;
     const char *key;
     json_t *v;
+    /* The files holding the weights image first, as parts around it
+     * (weights_pack.c); the others whole. */
+    if (rc == 0 && c && info)
+        cv_compile_weights_store(c, dir, files, info, remember, listed, d);
     json_object_foreach(rc == 0 ? files : NULL, key, v)
-        names[n++] = key;
+        if (!json_object_get(listed, key))
+            names[n++] = key;
     names[n++] = "manifest.json";
     if (rc == 0)
         rc = add_files(c, dir, names, n, remember, listed, d);
@@ -228,15 +261,16 @@ static int collect(cv_cache *c, const char *dir, bool remember, char **list, siz
     return rc;
 }
 
-int cv_compile_artifact_store(cv_cache *c, const char *dir, bool remember, char **list, size_t *len,
-                         char name[128], cv_diag *d)
+int cv_compile_artifact_store(cv_cache *c, const char *dir, bool remember,
+                              const cv_compile_info *info, char **list, size_t *len,
+                              char name[128], cv_diag *d)
 {
-    return collect(c, dir, remember, list, len, name, d);
+    return collect(c, dir, remember, info, list, len, name, d);
 }
 
 int cv_compile_artifact_list(const char *dir, char **list, size_t *len, char name[128], cv_diag *d)
 {
-    return collect(NULL, dir, false, list, len, name, d);
+    return collect(NULL, dir, false, NULL, list, len, name, d);
 }
 
 static int write_one(cv_cache *c, const char *dir, const char *fname, json_t *e, char *reason,
@@ -250,6 +284,9 @@ static int write_one(cv_cache *c, const char *dir, const char *fname, json_t *e,
         snprintf(reason, rsize, "the stored artifact list is malformed");
         return 0;
     }
+    if (json_object_get(e, "parts"))
+        return cv_compile_weights_fetch(c, dir, fname, e, &dg, (uint64_t)json_integer_value(size),
+                                        (unsigned)json_integer_value(mode), reason, rsize, d);
     if (!dir && cv_cache_has_blob(c, &dg))
         return 1;
     uint64_t got = 0;

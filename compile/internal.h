@@ -96,16 +96,38 @@ typedef struct cv_compile_l1_value {
 char *cv_compile_l1_encode(const cv_compile_l1_value *v);         /* malloc'd JSON */
 int   cv_compile_l1_decode(const void *buf, size_t len, cv_compile_l1_value *v);
 char *cv_compile_deps_encode(const cv_compile_deps *x);           /* malloc'd JSON */
-/* The code level's value: the object's blob digest and size. */
-char *cv_compile_code_encode(const cv_digest *obj, size_t size);   /* malloc'd JSON */
-int   cv_compile_code_decode(const void *buf, size_t len, cv_digest *obj, uint64_t *size);
+/* The code level's value: the object's blob digest and size, and once the
+ * library of that code has been linked, its template (cv_so_template):
+ * the blobs of its bytes before and after the weights image. */
+typedef struct cv_compile_code_value {
+    cv_digest object;
+    uint64_t size;
+    bool has_so;
+    cv_digest so_head, so_tail;
+    uint64_t head_size, tail_size, image_size, build_id_at;
+} cv_compile_code_value;
+char *cv_compile_code_encode(const cv_compile_code_value *v);   /* malloc'd JSON */
+int   cv_compile_code_decode(const void *buf, size_t len, cv_compile_code_value *v);
 int   cv_compile_deps_decode(const void *buf, size_t len, cv_compile_deps *x);
 
 /* Stores every file the artifact in dir lists (its manifest.json too) as
  * blobs and returns the file list (canonical JSON, malloc'd) in *list;
  * remember: see cv_cache_put_blob_files. */
-int  cv_compile_artifact_store(cv_cache *c, const char *dir, bool remember, char **list,
-                          size_t *len, char name[128], cv_diag *d);
+int  cv_compile_artifact_store(cv_cache *c, const char *dir, bool remember,
+                               const cv_compile_info *info, char **list, size_t *len,
+                               char name[128], cv_diag *d);
+/* The weights image stored once (weights_pack.c).  store: the files of
+ * files (the manifest's list) that info says hold the image, as parts
+ * around it, into listed (a file not stored so is left out of it: the
+ * caller stores it whole; trouble is a warning).  fetch: one file of a
+ * stored list whose entry e has parts: 1 written (or already in place),
+ * 0 a part is missing (why in reason), -1 error. */
+int  cv_compile_weights_store(cv_cache *c, const char *dir, json_t *files,
+                              const cv_compile_info *info, bool remember, json_t *listed,
+                              cv_diag *d);
+int  cv_compile_weights_fetch(cv_cache *c, const char *dir, const char *fname, json_t *e,
+                              const cv_digest *dg, uint64_t size, unsigned mode, char *reason,
+                              size_t rsize, cv_diag *d);
 /* The file list of an artifact directory without storing anything. */
 int  cv_compile_artifact_list(const char *dir, char **list, size_t *len, char name[128],
                          cv_diag *d);

@@ -94,11 +94,26 @@ enum { CV_INLINE_CONST_MAX = 8 };
  *   lookup  module: the bitcode the optimiser would start from.  1 with the
  *           object file (malloc'd into *obj) on a hit, 0 on a miss.
  *   store   the object made after that miss.
- * Either may be NULL. */
+ *   so_lookup  after a hit: the linked library of that code around its
+ *           weights (cv_so_template, head and tail malloc'd), 1, or 0 when
+ *           none is stored; the library is then that head, the new weights
+ *           image and that tail, with the build id of the new objects, and
+ *           no linker runs (artifact.c).
+ *   so_store   the template of a library just linked after a look-up.
+ * Any may be NULL. */
+typedef struct cv_so_template {
+    void *head, *tail;          /* the library's bytes before and after the image */
+    size_t head_len, tail_len;  /* head_len: the image's file offset */
+    uint64_t image_len;         /* the weights image it was cut around */
+    uint64_t build_id_at;       /* the build id's 20 bytes, inside head */
+} cv_so_template;
+
 typedef struct cv_code_cache {
     void *ctx;
     int (*lookup)(void *ctx, const void *module, size_t len, void **obj, size_t *obj_len);
     void (*store)(void *ctx, const void *obj, size_t len);
+    int (*so_lookup)(void *ctx, cv_so_template *t);
+    void (*so_store)(void *ctx, const cv_so_template *t);
 } cv_code_cache;
 
 typedef struct cv_compile_opts {
@@ -169,6 +184,13 @@ typedef struct cv_compile_info {
     int64_t arena_at[3];
     double ms_passes, ms_codegen, ms_llvm, ms_link;
     bool linked_so;         /* false for a cross target whose linker is missing */
+    bool so_spliced;        /* the library was cut from the code cache's template, not linked */
+    /* Where the split weights image lies in the artifact's files, each a
+     * verbatim copy of it (so a cache can store the image once): its length
+     * and, per file, its offset.  n_weights_in 0: none. */
+    uint64_t weights_len;
+    int n_weights_in;
+    struct { char file[200]; uint64_t at; } weights_in[3];
     /* Reduced precision: which ops ran in which type, SQNR per output and
      * per layer (text, empty for fp32). */
     char quant_report[8192];

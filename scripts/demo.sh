@@ -4,8 +4,9 @@
 # second retrains one model (new weights) and changes only a comment of
 # another, so only the first is compiled again, and that compile is a code
 # hit (the cache's code level: its generated code is reused, its weights
-# packed and linked).  Then a tour of the single-model commands: validate,
-# run with the interpreter, compile through the cache, run natively.
+# packed and its library spliced around them, no link).  Then a tour of the
+# single-model commands: validate, run with the interpreter, compile
+# through the cache, run natively.
 #
 # DEMO_BREAK=1 adds a third commit that breaks two models and shows how the
 # farm reports them, then `cuvil failures` sorts them into patterns.
@@ -36,7 +37,7 @@ import json, sys
 code = json.load(open(sys.argv[2]))["code"]
 code_hits = code["hits_local"] + code["hits_remote"]
 print("   code level: %d hits, %d misses (the retrained model reused its generated code:"
-      " only its weights were packed and linked)" % (code_hits, code["misses"]))
+      " only its weights were packed, the library spliced around them)" % (code_hits, code["misses"]))
 assert code_hits >= 1 and code["misses"] == 0, code
 rev = json.load(open(sys.argv[1]))["revision"]
 jobs = rev["jobsList"]

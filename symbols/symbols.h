@@ -100,6 +100,11 @@ int cv_symmap_elf_ranges(cv_symmap *m, const void *elf, size_t len);
 int cv_sym_elf_section(const void *elf, size_t len, const char *name, const void **data,
                        size_t *size);
 
+/* Where the bytes of the symbol `name` (any binding) lie in an ELF64 image:
+ * their file offset and size; -1 when absent or not backed by the file. */
+int cv_sym_elf_symbol(const void *elf, size_t len, const char *name, uint64_t *off,
+                      uint64_t *size);
+
 /* The kernel whose code holds addr (library-relative), or -1. */
 int cv_symmap_find_addr(const cv_symmap *m, uint64_t addr);
 /* "k2_conv2d: conv2d + relu at lenet.cvl.py:8:33 (%3, %4)" into buf. */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -266,26 +267,114 @@ static int weights_object(const cv_kprog *p, const cv_llvm_out *lo, cv_weights_o
     return cv_weights_split_object(p, lo->obj, lo->obj_len, sym, wo, d);
 }
 
+/* The image's length and where file holds it (cv_compile_info.weights_in). */
+static void note_weights(cv_compile_info *info, const cv_weights_obj *wo, const char *file,
+                         uint64_t at)
+{
+    if (!wo->len || info->n_weights_in >= 3)
+        return;
+    info->weights_len = wo->len - sizeof wo->head - wo->tail_len;
+    snprintf(info->weights_in[info->n_weights_in].file, sizeof info->weights_in[0].file, "%s",
+             file);
+    info->weights_in[info->n_weights_in++].at = at;
+}
+
+/* The build id of the library linked from objs (their digests as
+ * recorded), 40 hex digits into id. */
+static int objects_build_id(writer *w, const char *const *objs, int n, char id[41])
+{
+    const char *hex[2];
+    for (int i = 0; i < n; i++)
+        if (!(hex[i] = json_string_value(json_object_get(json_object_get(w->files, objs[i]),
+                                                         "sha256"))))
+            return -1;
+    return cv_so_build_id(hex, n, id);
+}
+
+/* lib<name>.so as a cached library's bytes around this image (so_splice.c):
+ * 1 written, 0 no template fits (then the linker runs), -1 error. */
+static int splice_shared(writer *w, const char *so, const cv_weights_obj *wo,
+                         const cv_code_cache *cc, const char *id, uint64_t *at)
+{
+    cv_so_template t;
+    uint64_t image = wo->len - sizeof wo->head - wo->tail_len;
+    if (!cc || !cc->so_lookup || !wo->len || cc->so_lookup(cc->ctx, &t) != 1)
+        return 0;
+    int rc = 0;
+    cv_fs_part *parts = cv_so_template_fits(&t, image) && cv_so_template_patch(&t, id) == 0
+                            ? malloc(sizeof *parts * ((size_t)wo->n_parts + 1))
+                            : NULL;
+    if (parts) {    /* the weights object's pieces less its own head and tail */
+        int np = 0;
+        parts[np++] = (cv_fs_part){t.head, t.head_len};
+        for (int i = 1; i + 1 < wo->n_parts; i++)
+            parts[np++] = wo->parts[i];
+        parts[np++] = (cv_fs_part){t.tail, t.tail_len};
+        char *path = cv_fs_join(w->dir, so);
+        mode_t mask = umask(0);
+        umask(mask);
+        rc = path && put_parts(w, so, parts, np) == 0 && chmod(path, 0777 & ~mask) == 0 &&
+                     cv_fs_view_file(path, (size_t)1 << 34, &w->so, w->d) == 0
+                 ? 1 : -1;
+        *at = t.head_len;
+        free(path);
+        free(parts);
+    }
+    cv_so_template_free(&t);
+    return rc;
+}
+
+/* The template of a library just linked, for the next compile of this
+ * code; *at: where the library holds the image (0: not found). */
+static void store_template(writer *w, const cv_kprog *p, const cv_weights_obj *wo,
+                           const cv_code_cache *cc, uint64_t *at)
+{
+    cv_so_template t;
+    char sym[200];
+    snprintf(sym, sizeof sym, "cv_%s_weights", p->name);
+    if (!wo->len || !w->so.data ||
+        cv_so_template_cut(w->so.data, w->so.len, sym, wo->len - sizeof wo->head - wo->tail_len,
+                           &t) != 0)
+        return;
+    *at = t.head_len;
+    if (cc && cc->so_store)
+        cc->so_store(cc->ctx, &t);
+    cv_so_template_free(&t);
+}
+
 /* lib<name>.so from the objects written as files (removed again unless
- * --emit obj asked for them). */
+ * --emit obj asked for them): spliced around the weights where the code
+ * cache holds this code's library, else linked. */
 static int write_shared(writer *w, const cv_kprog *p, const cv_llvm_out *lo, unsigned emit,
-                        const char *const *objs, int n, cv_compile_info *info)
+                        const cv_weights_obj *wo, const char *const *objs, int n,
+                        const cv_code_cache *cc, cv_compile_info *info)
 {
     double t0 = cv_clock_mono_ms_f();
-    char so[200];
+    char so[200], id[41];
     snprintf(so, sizeof so, "lib%s.so", p->name);
     char *paths[2] = {NULL, NULL}, *sop = cv_fs_join(w->dir, so);
     for (int i = 0; i < n; i++)
         paths[i] = cv_fs_join(w->dir, objs[i]);
     bool missing = false;
-    int rc = sop && paths[0] && (n < 2 || paths[1])
-                 ? cv_link_shared(lo->linker, (const char *const *)paths, n, sop, so, w->d, &missing)
+    uint64_t at = 0;
+    int rc = objects_build_id(w, objs, n, id) == 0 ? splice_shared(w, so, wo, cc, id, &at) : -1;
+    info->so_spliced = rc == 1;
+    if (rc == 0) {
+        rc = sop && paths[0] && (n < 2 || paths[1])
+                 ? cv_link_shared(lo->linker, (const char *const *)paths, n, sop, so, id, w->d,
+                                  &missing)
                  : cv_diag_fail(w->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
+        if (rc == 0 && (rc = record_so(w, so)) == 0)
+            store_template(w, p, wo, cc, &at);
+        else if (missing)
+            rc = 0;     /* a cross target without its toolchain: .o and .a only */
+    } else if (rc < 0 && !w->d->n) {
+        rc = cv_diag_fail(w->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
+    }
+    rc = rc > 0 ? 0 : rc;
+    if (rc == 0 && at)
+        note_weights(info, wo, so, at);
     info->ms_link = cv_clock_mono_ms_f() - t0;
-    if (rc == 0)
-        rc = record_so(w, so);
-    else if (missing)
-        rc = 0;     /* a cross target without its toolchain: .o and .a only */
     info->linked_so = rc == 0 && !missing;
     for (int i = 0; i < n && !(emit & CV_EMIT_OBJ); i++) {
         if (paths[i])
@@ -301,7 +390,8 @@ static int write_shared(writer *w, const cv_kprog *p, const cv_llvm_out *lo, uns
 /* lib<name>.a: the code object and the weights object, written from where
  * their bytes are. */
 static int write_archive(writer *w, const cv_kprog *p, const cv_llvm_out *lo,
-                         const cv_weights_obj *wo, const char *const *objs, int n)
+                         const cv_weights_obj *wo, const char *const *objs, int n,
+                         cv_compile_info *info)
 {
     char syms[8][160], lib[200], wsym[200];
     int ns = cv_artifact_symbols(p, syms, 8);
@@ -318,6 +408,12 @@ static int write_archive(writer *w, const cv_kprog *p, const cv_llvm_out *lo,
     int rc = cv_archive_parts(m, n, &glue, &parts, &np) == 0
                  ? put_parts(w, lib, parts, np)
                  : cv_diag_fail(w->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
+    uint64_t at = 0;    /* the weights object's own head is one piece: the image follows it */
+    int i = 0;
+    for (; rc == 0 && i < np && parts[i].data != wo->head; i++)
+        at += parts[i].len;
+    if (rc == 0 && n == 2 && i < np)
+        note_weights(info, wo, lib, at + sizeof wo->head);
     free(parts);
     cv_sb_free(&glue);
     return rc;
@@ -326,7 +422,7 @@ static int write_archive(writer *w, const cv_kprog *p, const cv_llvm_out *lo,
 /* <name>.o (the code), <name>_weights.o (split weights), lib<name>.a with
  * both, lib<name>.so linked from both. */
 static int write_library(writer *w, const cv_kprog *p, const cv_llvm_out *lo, unsigned emit,
-                         cv_compile_info *info)
+                         const cv_code_cache *cc, cv_compile_info *info)
 {
     if (!(emit & (CV_EMIT_OBJ | CV_EMIT_A | CV_EMIT_SO)))
         return 0;   /* --emit c, llvm, h: no object */
@@ -341,15 +437,15 @@ static int write_library(writer *w, const cv_kprog *p, const cv_llvm_out *lo, un
     int rc = 0;
     if (emit & (CV_EMIT_OBJ | CV_EMIT_SO)) {
         rc = put_file(w, obj, lo->obj, lo->obj_len);
-        if (rc == 0 && wo.len)
-            rc = put_parts(w, wobj, wo.parts, wo.n_parts);
+        if (rc == 0 && wo.len && (rc = put_parts(w, wobj, wo.parts, wo.n_parts)) == 0)
+            note_weights(info, &wo, wobj, sizeof wo.head);
     }
     if (rc == 0 && (emit & CV_EMIT_A))
-        rc = write_archive(w, p, lo, &wo, objs, n);
+        rc = write_archive(w, p, lo, &wo, objs, n, info);
+    if (rc == 0 && (emit & CV_EMIT_SO))
+        rc = write_shared(w, p, lo, emit, &wo, objs, n, p->split_weights ? cc : NULL, info);
     cv_weights_obj_free(&wo);
-    if (rc || !(emit & CV_EMIT_SO))
-        return rc;
-    return write_shared(w, p, lo, emit, objs, n, info);
+    return rc;
 }
 
 /* The C99 backend's files (c99/c99.h). */
@@ -407,7 +503,7 @@ static int write_artifact(const cv_module *m, const cv_kprog *p, const cv_llvm_o
 {
     writer w = {.dir = o->out_dir, .files = json_object(), .d = d};
     char name[200];
-    int rc = write_library(&w, p, lo, emit, info);
+    int rc = write_library(&w, p, lo, emit, o->code_cache, info);
     if (rc == 0 && lo->ptx) {   /* CUDA: the PTX the library embeds, for inspection */
         snprintf(name, sizeof name, "%s.ptx", p->name);
         rc = put_file(&w, name, lo->ptx, lo->ptx_len);

@@ -7,6 +7,7 @@
 
 #include "common/strbuf.h"
 #include "compiler-core/backend/kernel.h"
+#include "compiler-core/cuvil.h"
 
 /* A static archive of n (at most 16) objects, with an index of each
  * one's syms. */
@@ -28,9 +29,23 @@ int cv_spawn_capture(char *const *argv, char *out, size_t out_size);
 /* Links objs[0..n) (n <= 4) into the shared object so (link.c): with the binutils linker
  * behind the C driver `linker` directly where it and libgcc are found, else
  * with `linker -shared ... -lm -lpthread`.  *missing is set (and nothing is
- * reported) when the linker is not installed. */
+ * reported) when the linker is not installed.  build_id: the GNU build id
+ * as hex (at most 40 digits), or NULL for the linker's own. */
 int cv_link_shared(const char *linker, const char *const *objs, int n, const char *so,
-                   const char *soname, cv_diag *d, bool *missing);
+                   const char *soname, const char *build_id, cv_diag *d, bool *missing);
+/* Linking without the linker (so_splice.c).  cv_so_build_id: the build id
+ * (40 hex digits) of a library linked from objects of these SHA-256 digests
+ * (hex).  cv_so_template_cut: the bytes of a linked library so around the
+ * image_len bytes of symbol wsym (copied); -1 when it has no such symbol
+ * or no GNU build id before it.  cv_so_template_fits: whether t (from the
+ * cache) can take an image of image_len bytes.  cv_so_template_patch:
+ * writes build_id (hex) into t's head. */
+int  cv_so_build_id(const char *const *hex, int n, char out[41]);
+int  cv_so_template_cut(const void *so, size_t len, const char *wsym, uint64_t image_len,
+                        cv_so_template *t);
+bool cv_so_template_fits(const cv_so_template *t, uint64_t image_len);
+int  cv_so_template_patch(cv_so_template *t, const char *build_id);
+void cv_so_template_free(cv_so_template *t);
 /* The C header of the artifact's API. */
 void cv_artifact_header(const cv_kprog *p, const char *target, int opt, cv_sb *out);
 /* "128 + 192*d[0]": the arena size as a C expression over an array `arr`. */

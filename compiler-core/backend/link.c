@@ -126,7 +126,7 @@ static void splice_objs(char **argv, int at, const char *const *objs, int n, cha
 /* 0 linked; -ENOENT when the direct way is not available here (then the
  * driver links); else the linker's exit status, its output in out. */
 static int link_direct(const char *driver, const char *const *objs, int n, const char *so,
-                       const char *soname, char *out, size_t cap)
+                       const char *soname, const char *build_id, char *out, size_t cap)
 {
     char triple[64], ld[80], libgcc[PATH_MAX];
     bool cross;
@@ -134,7 +134,7 @@ static int link_direct(const char *driver, const char *const *objs, int n, const
         !find_libgcc(triple, cross, libgcc, sizeof libgcc))
         return -ENOENT;
     char *argv[] = {ld, "-shared", "-o", (char *)so, "OBJS", "-soname", (char *)soname,
-                    "--build-id", "--eh-frame-hdr", "-z", "relro", "-z", "noexecstack",
+                    (char *)build_id, "--eh-frame-hdr", "-z", "relro", "-z", "noexecstack",
                     "--hash-style=gnu", "-lm", "-lc", libgcc, NULL};
     char *args[sizeof argv / sizeof argv[0] + 4];
     splice_objs(argv, 4, objs, n, args);
@@ -154,17 +154,21 @@ static int link_direct(const char *driver, const char *const *objs, int n, const
 }
 
 int cv_link_shared(const char *linker, const char *const *objs, int n, const char *so,
-                   const char *soname, cv_diag *d, bool *missing)
+                   const char *soname, const char *build_id, cv_diag *d, bool *missing)
 {
-    char out[4096];
+    char out[4096], idopt[80], wlidopt[90];
+    if (build_id && strlen(build_id) > 40)
+        return cv_diag_fail(d, CV_E_INTERNAL_ERROR, (cv_span){.file = so}, "bad build id");
+    snprintf(idopt, sizeof idopt, build_id ? "--build-id=0x%s" : "--build-id", build_id ? build_id : "");
+    snprintf(wlidopt, sizeof wlidopt, "-Wl,%s", idopt);
     if (n < 1 || n > 4)
         return cv_diag_fail(d, CV_E_INTERNAL_ERROR, (cv_span){.file = so}, "cannot link %d objects", n);
-    int rc = link_direct(linker, objs, n, so, soname, out, sizeof out);
+    int rc = link_direct(linker, objs, n, so, soname, idopt, out, sizeof out);
     if (rc == -ENOENT) {
         char sonameopt[300];
         snprintf(sonameopt, sizeof sonameopt, "-Wl,-soname,%s", soname);
         char *argv[] = {(char *)linker, "-shared", "-o", (char *)so, "OBJS", sonameopt,
-                        "-Wl,-z,noexecstack", "-Wl,--hash-style=gnu", "-lm", "-lpthread", NULL};
+                        wlidopt, "-Wl,-z,noexecstack", "-Wl,--hash-style=gnu", "-lm", "-lpthread", NULL};
         char *args[sizeof argv / sizeof argv[0] + 4];
         splice_objs(argv, 4, objs, n, args);
         rc = cv_spawn_capture(args, out, sizeof out);

@@ -53,6 +53,8 @@ static int register_initializers(onnx_ctx *c, const Onnx__GraphProto *g)
         }
         uintptr_t at = (uintptr_t)k->data, map = (uintptr_t)c->map;
         k->mapped = c->map && at >= map && at - map < c->map_len;
+        if (!k->mapped && t->has_raw_data && k->data && k->data == (void *)t->raw_data.data)
+            k->own = &((Onnx__TensorProto *)t)->raw_data.data;
         v->c = k;
         onnx_type_of_const(k, &v->type);
     }

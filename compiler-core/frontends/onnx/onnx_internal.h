@@ -37,6 +37,9 @@ typedef struct onnx_const {
     const char **syms;      /* arena-owned, numel entries, or NULL */
     bool mapped;            /* data is a read-only view of the model file (check-only
                                import), maybe unaligned: only ever made a param */
+    uint8_t **own;          /* the raw_data slot of the unpacked initializer data
+                               borrows (malloc'd by protobuf-c), or NULL: made a param,
+                               the module takes the buffer over instead of copying it */
 } onnx_const;
 
 /* What an ONNX value name stands for during import. */

@@ -3,6 +3,7 @@
  * names, node inputs and outputs, and ValueInfo types. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compiler-core/frontends/onnx/onnx_internal.h"
@@ -142,6 +143,9 @@ int onnx_type_from_proto(onnx_ctx *c, const Onnx__TypeProto *tp, const char *wha
     return 0;
 }
 
+/* Smaller constants are copied into the arena as before. */
+enum { TAKE_MIN = 4096 };
+
 cv_value *onnx_materialize(onnx_ctx *c, onnx_val *v)
 {
     if (v->kind != ONNX_VAL_TENSOR) {
@@ -163,13 +167,23 @@ cv_value *onnx_materialize(onnx_ctx *c, onnx_val *v)
     onnx_type_of_const(k, &t);
     const char *id = onnx_ident(c, v->name);
     size_t nbytes = (size_t)k->numel * cv_dtype_size(k->dt);
-    cv_param *p = id ? cv_func_add_dense(c->f, id, &t, k->data, k->mapped ? 0 : nbytes) : NULL;
+    /* A large initializer's bytes were copied once already, by protobuf-c's
+     * unpacking: the module keeps that buffer (the proto forgets it) rather
+     * than a second copy, a retrain's largest copy after the file's own. */
+    bool take = !k->mapped && k->own && *k->own == k->data && nbytes >= TAKE_MIN;
+    cv_param *p = id ? cv_func_add_dense(c->f, id, &t, k->data, k->mapped || take ? 0 : nbytes)
+                     : NULL;
+    if (p && take) {
+        *k->own = NULL;      /* the proto's free skips it; the module frees it */
+        if (cv_module_own(c->m, free, k->data) != 0)
+            p = NULL;
+    }
     if (!p) {
         onnx_err(c, CV_E_OUT_OF_MEMORY, "out of memory adding constant '%s'", v->name);
         return NULL;
     }
-    if (k->mapped) {
-        p->data = k->data;   /* borrowed from the module's mapping of the file */
+    if (k->mapped || take) {
+        p->data = k->data;   /* the module's mapping of the file, or the taken buffer */
         p->nbytes = nbytes;
     }
     v->v = p->value;

@@ -116,6 +116,35 @@ static bool has_file(const char *dir, const char *name)
     return ok;
 }
 
+/* The stored file list of r's artifact: the files holding the weights
+ * image are parts around one image blob (weights_pack.c), shared by all. */
+static void assert_weights_once(cv_cache *c, const cv_build_result *r, int want_files)
+{
+    cv_digest dg;
+    void *list = NULL;
+    size_t len = 0;
+    assert_int_equal(cv_cache_digest_parse(r->artifact_manifest, &dg), 0);
+    assert_int_equal(cv_cache_get_blob(c, &dg, &list, &len, NULL, NULL), 1);
+    json_t *o = json_loadb(list, len, 0, NULL), *files = json_object_get(o, "files"), *e;
+    const char *name, *image = NULL;
+    int split = 0;
+    json_object_foreach(files, name, e) {
+        json_t *parts = json_object_get(e, "parts");
+        if (!parts)
+            continue;
+        json_t *img = json_array_get(parts, 1);
+        assert_int_equal(json_array_size(parts), 3);
+        assert_int_equal(json_integer_value(json_object_get(img, "size")), r->info.weights_len);
+        if (image)
+            assert_string_equal(json_string_value(json_object_get(img, "blob")), image);
+        image = json_string_value(json_object_get(img, "blob"));
+        split++;
+    }
+    assert_int_equal(split, want_files);
+    json_decref(o);
+    free(list);
+}
+
 /* Cold compile, retrain (new weights, same source): l1 and l2 miss, the
  * code hits, and the artifact equals a cold compile of the retrained model. */
 static void retrain(unsigned emit, const char *expect_file)
@@ -130,6 +159,8 @@ static void retrain(unsigned emit, const char *expect_file)
     free(build(c, model, emit, &r));
     assert_true(r.compiled);
     assert_int_equal(r.code.outcome, CV_CACHE_MISS);
+    assert_true(r.info.linked_so);
+    assert_false(r.info.so_spliced);
 
     assert_int_equal(twu_write_weights(mdir, "tiny.safetensors", 0.5f), 0);
     char *warm = build(c, model, emit, &r);
@@ -138,16 +169,24 @@ static void retrain(unsigned emit, const char *expect_file)
     assert_true(r.compiled);
     assert_int_equal(r.code.outcome, CV_CACHE_HIT);
     assert_true(has_file(warm, expect_file));
+    /* No linker: the library is the code entry's template around the new
+     * weights (so_splice.c), and below equals the linker's output. */
+    assert_true(r.info.linked_so);
+    assert_true(r.info.so_spliced);
+    assert_weights_once(c, &r, emit ? 1 : 3);   /* .so; .a and _weights.o by default */
 
     char *cold = build(NULL, model, emit, &r);
     assert_int_equal(r.code.outcome, CV_CACHE_MISS);
     assert_true(assert_same_dir(cold, warm) >= 4);
     assert_same_dir(warm, cold);
 
-    /* The same weights again: the artifact itself hits. */
-    free(build(c, model, emit, &r));
+    /* The same weights again: the artifact itself hits, its files made
+     * from the parts the retrain stored. */
+    char *again = build(c, model, emit, &r);
     assert_true(hit(&r.l2));
     assert_int_equal(r.code.outcome, CV_CACHE_NONE);
+    assert_same_dir(again, cold);
+    free(again);
     cv_cache_close(c);
     free(warm), free(cold), free(model), free(mdir);
 }
@@ -156,6 +195,67 @@ static void test_retrain_native(void **state)
 {
     (void)state;
     retrain(0, "tiny_weights.o");       /* so, a, obj, h: the weights object beside the code */
+}
+
+/* r's stored file list (parsed). */
+static json_t *stored_list(cv_cache *c, const cv_build_result *r)
+{
+    cv_digest dg;
+    void *list = NULL;
+    size_t len = 0;
+    assert_int_equal(cv_cache_digest_parse(r->artifact_manifest, &dg), 0);
+    assert_int_equal(cv_cache_get_blob(c, &dg, &list, &len, NULL, NULL), 1);
+    json_t *o = json_loadb(list, len, 0, NULL);
+    free(list);
+    assert_non_null(o);
+    return o;
+}
+
+/* A file list whose parts do not make the file it names (here the other
+ * weights' image under the retrain's library) is not written back: the
+ * parts may come from a remote, so the whole is checked against the
+ * file's SHA-256 (weights_pack.c). */
+static void test_weights_parts_checked(void **state)
+{
+    (void)state;
+    char *mdir = twu_model_dir(g_dir, "parts", "tiny.cvl.py", "1.0", NULL, 0.0f);
+    char *model = cv_tmpdir_path(mdir, "tiny.cvl.py");
+    cv_cache *c = twu_cache(mdir, "cache");
+    cv_build_result r1, r2;
+    free(build(c, model, 0, &r1));
+    assert_int_equal(twu_write_weights(mdir, "tiny.safetensors", 0.25f), 0);
+    free(build(c, model, 0, &r2));
+    json_t *a = stored_list(c, &r1), *b = stored_list(c, &r2);
+    json_t *img_a = json_array_get(json_object_get(json_object_get(json_object_get(a, "files"),
+                                   "libtiny.so"), "parts"), 1);
+    json_t *img_b = json_array_get(json_object_get(json_object_get(json_object_get(b, "files"),
+                                   "libtiny.so"), "parts"), 1);
+    assert_non_null(img_a);
+    assert_non_null(img_b);
+    assert_string_not_equal(json_string_value(json_object_get(img_a, "blob")),
+                            json_string_value(json_object_get(img_b, "blob")));
+    json_object_set(img_b, "blob", json_object_get(img_a, "blob"));
+    char *text = json_dumps(b, JSON_COMPACT), name[128], why[256] = "";
+    char *out = fresh("tampered");
+    cv_diag d;
+    cv_diag_init(&d);
+    assert_int_equal(cv_compile_artifact_materialise(c, text, strlen(text), out, name, why,
+                                                     sizeof why, &d), 0);
+    assert_non_null(strstr(why, "libtiny.so"));
+    assert_false(has_file(out, "libtiny.so"));
+    /* The list as stored is written back whole. */
+    free(text);
+    json_decref(b);
+    b = stored_list(c, &r2);
+    text = json_dumps(b, JSON_COMPACT);
+    assert_int_equal(cv_compile_artifact_materialise(c, text, strlen(text), out, name, why,
+                                                     sizeof why, &d), 1);
+    assert_true(has_file(out, "libtiny.so"));
+    cv_diag_free(&d);
+    free(text), free(out);
+    json_decref(a), json_decref(b);
+    cv_cache_close(c);
+    free(model), free(mdir);
 }
 
 static void test_retrain_c99(void **state)
@@ -380,6 +480,7 @@ int main(void)
         cmocka_unit_test(test_weights_object),
         cmocka_unit_test(test_retrain_native),
         cmocka_unit_test(test_retrain_c99),
+        cmocka_unit_test(test_weights_parts_checked),
         cmocka_unit_test(test_steering_values_miss),
         cmocka_unit_test(test_explain_retrain),
         cmocka_unit_test(test_int8_calibration),
