@@ -87,7 +87,8 @@ static const cv_cli_opt options[] = {
 
 const cv_cli_command cv_cmd_serve = {
     "serve", "serve compiled models over the Open Inference Protocol (KServe/Triton v2)",
-    "cuvil serve --model-repository DIR [--listen HOST:PORT] [--threads N] [options]\n"
+    "cuvil serve --model-repository DIR [--listen HOST:PORT] [--threads N]\n"
+    "                   [options]\n"
     "\n"
     "Serves every model of DIR over HTTP: GET /v2/health/live, /v2/health/ready,\n"
     "/v2/models/NAME[/versions/V][/ready], POST /v2/models/NAME/infer (JSON tensors\n"

@@ -103,7 +103,7 @@ static int read_shape(const sv_model *m, const sv_limits *lim, cv_native_io io,
     for (int k = 0; k < rank; k++) {
         const json_t *v = json_array_get(shape, (size_t)k);
         if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-            json_integer_value(v) > (int64_t)lim->max_tensor)
+            json_integer_value(v) > ((int64_t)1 << 53))
             return why_(why, wn, CV_E_SERVE_BAD_TENSOR, "input '%s': shape[%d] is not a size",
                         io.name, k);
         int64_t n = json_integer_value(v);
