@@ -235,6 +235,10 @@ static void test_bad_requests_get_protocol_errors(void **state)
     static const char trunc[] = "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,4],"
                                 "\"parameters\":{\"binary_data_size\":16}}]}\x01\x02\x03\x04\x05";
     size_t tl = strlen(trunc) - 5;
+    /* ... and one with 4 bytes more than announced. */
+    static char over[512];
+    memcpy(over, trunc, strlen(trunc) - 5);
+    memset(over + strlen(trunc) - 5, 7, 20);
     char tl_hdr[80], long_hdr[80];
     snprintf(tl_hdr, sizeof tl_hdr, "Inference-Header-Content-Length: %zu\r\n", tl);
     snprintf(long_hdr, sizeof long_hdr, "Inference-Header-Content-Length: 99999\r\n");
@@ -265,7 +269,7 @@ static void test_bad_requests_get_protocol_errors(void **state)
          "\"data\":[1,2,3,4]}],\"outputs\":[{\"name\":\"nope\"}]}", NULL, 0, 400, 9410},
         {"unknown model", "/v2/models/nope/infer", GOOD, NULL, 0, 404, 9412},
         {"truncated binary data", I, trunc, tl_hdr, tl + 3, 400, 9418},
-        {"binary data left over", I, trunc, tl_hdr, tl + 5, 400, 9418},
+        {"binary data left over", I, over, tl_hdr, tl + 20, 400, 9418},
         {"header length past the body", I, GOOD, long_hdr, 0, 400, 9418},
         {"header length not a number", I, GOOD, "Inference-Header-Content-Length: 1x\r\n", 0,
          400, 9410},
