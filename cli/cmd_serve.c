@@ -36,6 +36,7 @@ static int run_serve(int argc, char **argv)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     cv_serve_opts o = {.model_repository = a.repo, .listen = a.listen, .threads = a.threads,
                        .max_body = a.max_body, .max_header = a.max_header,
@@ -53,7 +54,13 @@ static int run_serve(int argc, char **argv)
     fprintf(stderr, "cuvil serve: listening on port %d, models from %s\n", cv_serve_port(s),
             a.repo);
     int sig = 0;
-    sigwait(&set, &sig);
+    while (sigwait(&set, &sig) == 0 && sig == SIGHUP) {
+        cv_diag_init(&d);
+        if (cv_serve_reload(s, NULL, &d) == 0)
+            fprintf(stderr, "cuvil serve: SIGHUP, every model at its newest version\n");
+        cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
+        cv_diag_free(&d);
+    }
     fprintf(stderr, "cuvil serve: %s, finishing requests\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     cv_serve_stop(s, (int)a.drain_ms);
     fprintf(stderr, "cuvil serve: stopped\n");
@@ -94,7 +101,9 @@ const cv_cli_command cv_cmd_serve = {
     "/v2/models/NAME[/versions/V][/ready], POST /v2/models/NAME/infer (JSON tensors\n"
     "or the binary tensor extension), GET /metrics.  Requests of a model with a\n"
     "symbolic batch dimension and max_batch_size in its config.yaml are batched.\n"
-    "Stops on SIGTERM: stops accepting, finishes the requests taken, exits.\n"
+    "SIGHUP (or POST /v2/repository/models/NAME/load) loads a newer version next\n"
+    "to the one served and swaps it in; SIGTERM stops accepting, finishes the\n"
+    "requests taken and exits.\n"
     "\n",
     run_serve, options, "docs/serve.md has the model repository layout and config.yaml.\n",
     NULL, sizeof(serve_args), NULL, NULL, 0,

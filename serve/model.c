@@ -41,6 +41,18 @@ static long long version_number(const char *s)
 }
 
 /* The newest version under dir whose folder holds a manifest.json. */
+static int newest_version(const char *dir, char *out, size_t size, cv_diag *d);
+
+int sv_model_newest(const char *repo, const char *name, char *out, size_t size, cv_diag *d)
+{
+    char *mdir = cv_fs_join(repo, name);
+    if (!mdir)
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
+    int rc = newest_version(mdir, out, size, d);
+    free(mdir);
+    return rc;
+}
+
 static int newest_version(const char *dir, char *out, size_t size, cv_diag *d)
 {
     DIR *dh = opendir(dir);

@@ -48,6 +48,15 @@ typedef struct cv_serve cv_serve;
 int cv_serve_start(const cv_serve_opts *o, cv_serve **out, cv_diag *d);
 /* The port it listens on (useful with port 0). */
 int cv_serve_port(const cv_serve *s);
+/* Hot reload: loads the newest version of model `name` (NULL: of every
+ * model) next to the one served, smoke-runs it, starts its instances and
+ * swaps it in atomically; requests that already hold the old version
+ * finish on it, and it is freed after the last.  A version that fails to
+ * load or to run is refused (CV9402, CV9403) and the old one stays; the
+ * same version as served is left alone.  Models added to the repository
+ * after the start are not picked up.  0, or -1 with the reasons in d
+ * (CV9412 for an unknown name). */
+int cv_serve_reload(cv_serve *s, const char *name, cv_diag *d);
 /* Stops accepting, lets requests already taken finish (up to drain_ms),
  * joins every thread and frees s.  NULL is a no-op. */
 void cv_serve_stop(cv_serve *s, int drain_ms);

@@ -105,6 +105,10 @@ struct sv_model {
     int depth;
     bool stopping;
     sv_stats st;
+    /* Under the server's models lock (serve/server.c): requests holding
+     * this version, and whether a newer one replaced it. */
+    int refs;
+    bool retired;
 };
 
 /* Loads NAME's newest version under repo/NAME with threads a pool: 0, or -1
@@ -112,6 +116,8 @@ struct sv_model {
  * every request runs alone. */
 int sv_model_load(const char *repo, const char *name, int threads, bool batching_off,
                   sv_model **out, cv_diag *d);
+/* The newest version folder of repo/name holding an artifact: 0, or -1 (CV9403). */
+int sv_model_newest(const char *repo, const char *name, char *out, size_t size, cv_diag *d);
 /* Starts its instance threads: 0 or -1. */
 int sv_model_start(sv_model *m, cv_diag *d);
 /* Lets queued requests finish, joins the threads, frees m. */

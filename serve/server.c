@@ -20,8 +20,13 @@
 enum { DROP_MAX = 8 << 20, CONN_TIMEOUT_S = 60, MAX_MODELS = 1024 };
 
 struct cv_serve {
-    sv_model **models;
+    sv_model **models;             /* the versions served; swapped under models_mu */
     int n_models;
+    pthread_mutex_t models_mu;     /* models[], and each model's refs and retired */
+    pthread_mutex_t reload_mu;     /* one reload at a time */
+    char *repo;                    /* owned */
+    int threads;
+    bool no_batching;
     sv_limits lim;
     uint64_t max_body;
     cv_netguard *guard;
@@ -99,12 +104,38 @@ static void json_answer(answer *a, int status, json_t *o)
 
 /* ---------------------------------------------------------------- routes */
 
-static sv_model *find_model(cv_serve *s, const char *name, size_t n)
+/* The slot of a model by name (models_mu held, or the slots' names,
+ * which never change, only). */
+static int find_slot(cv_serve *s, const char *name, size_t n)
 {
     for (int i = 0; i < s->n_models; i++)
         if (strlen(s->models[i]->name) == n && memcmp(s->models[i]->name, name, n) == 0)
-            return s->models[i];
-    return NULL;
+            return i;
+    return -1;
+}
+
+/* The version served now, held until release: a reload may replace it
+ * meanwhile, and the old version is freed after its last holder. */
+static sv_model *acquire(cv_serve *s, const char *name, size_t n)
+{
+    pthread_mutex_lock(&s->models_mu);
+    int i = find_slot(s, name, n);
+    sv_model *m = i >= 0 ? s->models[i] : NULL;
+    if (m)
+        m->refs++;
+    pthread_mutex_unlock(&s->models_mu);
+    return m;
+}
+
+static void release(cv_serve *s, sv_model *m)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&s->models_mu);
+    bool gone = --m->refs == 0 && m->retired;
+    pthread_mutex_unlock(&s->models_mu);
+    if (gone)
+        sv_model_free(m);   /* its queue is empty: every holder has its answer */
 }
 
 static void count_failure(cv_serve *s, sv_model *m, int code)
@@ -192,9 +223,23 @@ static void metrics(cv_serve *s, answer *a)
                  atomic_load(&s->draining) ? 0 : 1);
     cv_sb_printf(o, "# HELP cuvil_model_loaded_versions versions of the model loaded\n"
                     "# TYPE cuvil_model_loaded_versions gauge\n");
+    pthread_mutex_lock(&s->models_mu);   /* a reload may swap a version meanwhile */
     for (int i = 0; i < s->n_models; i++)
         cv_sb_printf(o, "cuvil_model_loaded_versions{model=\"%s\"} 1\n", s->models[i]->name);
-    sv_metrics_models(o, s->models, s->n_models);
+    pthread_mutex_unlock(&s->models_mu);
+    sv_model **held = calloc((size_t)(s->n_models ? s->n_models : 1), sizeof *held);
+    if (!held) {
+        o->oom = 1;
+        return;
+    }
+    pthread_mutex_lock(&s->models_mu);
+    for (int i = 0; i < s->n_models; i++)
+        (held[i] = s->models[i])->refs++;
+    pthread_mutex_unlock(&s->models_mu);
+    sv_metrics_models(o, held, s->n_models);
+    for (int i = 0; i < s->n_models; i++)
+        release(s, held[i]);
+    free(held);
     cv_sb_printf(o, "# HELP cuvil_http_failures_total requests refused before reaching a "
                     "model, by code\n# TYPE cuvil_http_failures_total counter\n");
     static const int codes[SV_FAIL__COUNT + 2] = {
@@ -217,13 +262,13 @@ static bool is(const char *a, size_t n, const char *b)
 static void model_route(cv_serve *s, const request *rq, const char *rest, answer *a)
 {
     size_t nl = strcspn(rest, "/");
-    sv_model *m = find_model(s, rest, nl);
+    sv_model *m = acquire(s, rest, nl);
     const char *tail = rest + nl;
     if (m && strncmp(tail, "/versions/", 10) == 0) {
         const char *v = tail + 10;
         size_t vl = strcspn(v, "/");
         if (!is(v, vl, m->version))
-            m = NULL;
+            release(s, m), m = NULL;
         tail = v + vl;
     }
     if (!m) {
@@ -248,6 +293,31 @@ static void model_route(cv_serve *s, const request *rq, const char *rest, answer
     else
         fail(a, CV_E_SERVE_NOT_FOUND, "no endpoint at this path"),
         count_failure(s, NULL, CV_E_SERVE_NOT_FOUND);
+    release(s, m);
+}
+
+/* POST /v2/repository/models/NAME/load (the model repository extension of
+ * Triton's protocol): a hot reload of NAME. */
+static void load_route(cv_serve *s, const char *name, answer *a)
+{
+    cv_diag d;
+    cv_diag_init(&d);
+    char nm[SV_NAME_MAX + 1];
+    snprintf(nm, sizeof nm, "%.*s", (int)strcspn(name, "/"), name);
+    if (cv_serve_reload(s, nm, &d) == 0) {
+        sv_model *m = acquire(s, nm, strlen(nm));
+        json_answer(a, 200, json_pack("{s:s, s:s}", "name", nm, "version",
+                                      m ? m->version : ""));
+        release(s, m);
+    } else {
+        /* The last entry says what was refused, the first why. */
+        const cv_diag_entry *first = d.n ? &d.v[0] : NULL, *last = d.n ? &d.v[d.n - 1] : NULL;
+        char why[600];
+        snprintf(why, sizeof why, "%s%s%s", last ? last->msg : "the reload failed",
+                 first != last ? ": " : "", first != last ? first->msg : "");
+        fail(a, last ? last->code : CV_E_SERVE_MODEL_LOAD, why);
+    }
+    cv_diag_free(&d);
 }
 
 static void route(cv_serve *s, const request *rq, answer *a)
@@ -256,6 +326,9 @@ static void route(cv_serve *s, const request *rq, answer *a)
     bool get = strcmp(rq->method, "GET") == 0 || strcmp(rq->method, "HEAD") == 0;
     if (strncmp(p, "/v2/models/", 11) == 0)
         return model_route(s, rq, p + 11, a);
+    if (strcmp(rq->method, "POST") == 0 && strncmp(p, "/v2/repository/models/", 22) == 0 &&
+        strcmp(p + 22 + strcspn(p + 22, "/"), "/load") == 0)
+        return load_route(s, p + 22, a);
     if (get && strcmp(p, "/v2/health/live") == 0)
         return json_answer(a, 200, json_pack("{s:b}", "live", 1));
     if (get && strcmp(p, "/v2/health/ready") == 0) {
@@ -519,9 +592,15 @@ int cv_serve_start(const cv_serve_opts *o, cv_serve **out, cv_diag *d)
         return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->idle, NULL);
+    pthread_mutex_init(&s->models_mu, NULL);
+    pthread_mutex_init(&s->reload_mu, NULL);
+    s->repo = strdup(o->model_repository);
+    s->threads = o->threads;
+    s->no_batching = o->no_batching;
     s->lim.max_tensor = o->max_tensor ? o->max_tensor : CV_SERVE_MAX_TENSOR;
     s->max_body = o->max_body ? o->max_body : CV_SERVE_MAX_BODY;
-    int rc = load_models(s, o, d);
+    int rc = s->repo ? load_models(s, o, d)
+                     : cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     if (rc == 0)
         rc = start_daemon(s, o, d);
     if (rc != 0) {
@@ -531,6 +610,56 @@ int cv_serve_start(const cv_serve_opts *o, cv_serve **out, cv_diag *d)
     }
     *out = s;
     return 0;
+}
+
+/* One model: the newer version loaded, started, then swapped in. */
+static int reload_one(cv_serve *s, int slot, cv_diag *d)
+{
+    char name[SV_NAME_MAX + 1], version[24], was[24];
+    snprintf(name, sizeof name, "%s", s->models[slot]->name);   /* a slot's name never changes */
+    if (sv_model_newest(s->repo, name, version, sizeof version, d) != 0)
+        return -1;
+    pthread_mutex_lock(&s->models_mu);
+    bool same = strcmp(version, s->models[slot]->version) == 0;
+    pthread_mutex_unlock(&s->models_mu);
+    if (same)
+        return 0;
+    sv_model *nm;
+    if (sv_model_load(s->repo, name, s->threads, s->no_batching, &nm, d) != 0)
+        return cv_diag_fail(d, CV_E_SERVE_MODEL_LOAD, (cv_span){0}, "model %s: version %s "
+                            "refused; the version served stays", name, version);
+    if (sv_model_start(nm, d) != 0) {
+        sv_model_free(nm);
+        return -1;
+    }
+    pthread_mutex_lock(&s->models_mu);
+    sv_model *old = s->models[slot];
+    s->models[slot] = nm;
+    old->retired = true;
+    bool gone = old->refs == 0;
+    snprintf(was, sizeof was, "%s", old->version);
+    pthread_mutex_unlock(&s->models_mu);
+    cv_log_info("cuvil serve: model %s now serves version %s (was %s)", name, version, was);
+    if (gone)
+        sv_model_free(old);
+    return 0;
+}
+
+int cv_serve_reload(cv_serve *s, const char *name, cv_diag *d)
+{
+    pthread_mutex_lock(&s->reload_mu);
+    int rc = 0;
+    if (name) {
+        int slot = find_slot(s, name, strlen(name));
+        rc = slot >= 0 ? reload_one(s, slot, d)
+                       : cv_diag_fail(d, CV_E_SERVE_UNKNOWN_MODEL, (cv_span){0},
+                                      "no model '%.64s' is served", name);
+    } else {
+        for (int i = 0; i < s->n_models; i++)
+            rc |= reload_one(s, i, d);
+    }
+    pthread_mutex_unlock(&s->reload_mu);
+    return rc ? -1 : 0;
 }
 
 int cv_serve_port(const cv_serve *s)
@@ -564,5 +693,8 @@ void cv_serve_stop(cv_serve *s, int drain_ms)
     cv_netguard_free(s->guard);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->idle);
+    pthread_mutex_destroy(&s->models_mu);
+    pthread_mutex_destroy(&s->reload_mu);
+    free(s->repo);
     free(s);
 }
