@@ -54,7 +54,7 @@ OPT_CFLAGS  := -O2 -g
 SAN_CFLAGS  := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 # Components in dependency order (callers first, so static link order is right).
-COMPONENTS  := controller worker k8s-operator spec compile queue compiler-core cache symbols common
+COMPONENTS  := controller worker k8s-operator serve spec compile queue compiler-core cache symbols common
 
 -include $(wildcard */build.mk */*/build.mk */*/*/build.mk)
 

@@ -13,7 +13,7 @@ extern const cv_cli_command cv_cmd_compile, cv_cmd_bench;
 extern const cv_cli_command cv_cmd_cache;
 extern const cv_cli_command cv_cmd_worker, cv_cmd_farm, cv_cmd_controller, cv_cmd_operator;
 extern const cv_cli_command cv_cmd_submit, cv_cmd_status, cv_cmd_artifacts, cv_cmd_failures;
-extern const cv_cli_command cv_cmd_symbols, cv_cmd_diff;
+extern const cv_cli_command cv_cmd_symbols, cv_cmd_diff, cv_cmd_serve;
 
 static const cv_cli_command *const commands[] = {
     &cv_cmd_validate,
@@ -31,6 +31,7 @@ static const cv_cli_command *const commands[] = {
     &cv_cmd_failures,
     &cv_cmd_symbols,
     &cv_cmd_diff,
+    &cv_cmd_serve,
     &cv_cmd_help,
     &cv_cmd_version,
 };

@@ -387,7 +387,19 @@
     X(CV_E_GLOB_ESCAPES, 9313, "glob-escapes", "a file pattern from a repository is absolute or climbs with `..` out of its directory") \
     X(CV_E_CACHE_AC_SIGNATURE, 9314, "cache-ac-signature", "an action entry from the remote cache is unsigned or its signature is not good; refused") \
     X(CV_E_CACHE_AC_KEY, 9315, "cache-ac-key", "an action-cache signing or verify key cannot be read or is not an Ed25519 key in PEM") \
-    X(CV_E_WORKER_COMPILER_KILLED, 9316, "worker-compiler-killed", "the compile was killed (SIGKILL) from outside with no sign of running out of memory; retried")
+    X(CV_E_WORKER_COMPILER_KILLED, 9316, "worker-compiler-killed", "the compile was killed (SIGKILL) from outside with no sign of running out of memory; retried") \
+    X(CV_E_SERVE_START_FAILED, 9401, "serve-start-failed", "cuvil serve could not start (listen address, port in use, model repository)") \
+    X(CV_E_SERVE_BAD_CONFIG, 9402, "serve-bad-config", "a model's config.yaml in the model repository is malformed or holds a value out of range") \
+    X(CV_E_SERVE_MODEL_LOAD, 9403, "serve-model-load", "a model version in the model repository cannot be loaded (no artifact, a bad manifest, a CPU it cannot run on)") \
+    X(CV_E_SERVE_BAD_REQUEST, 9410, "serve-bad-request", "an inference request is malformed: not JSON, a field of the wrong type, an unknown output") \
+    X(CV_E_SERVE_BAD_TENSOR, 9411, "serve-bad-tensor", "an input tensor does not match the model: unknown or missing name, wrong datatype, shape or element count") \
+    X(CV_E_SERVE_UNKNOWN_MODEL, 9412, "serve-unknown-model", "the model (or the version) named in the path is not served") \
+    X(CV_E_SERVE_NOT_FOUND, 9413, "serve-not-found", "no endpoint at this path, or not for this method") \
+    X(CV_E_SERVE_TOO_LARGE, 9414, "serve-too-large", "the request body or a tensor is larger than the server's limit (--max-body, --max-tensor)") \
+    X(CV_E_SERVE_QUEUE_FULL, 9415, "serve-queue-full", "the model's request queue is full (max_queue_size): retry after the time in Retry-After") \
+    X(CV_E_SERVE_RUN_FAILED, 9416, "serve-run-failed", "the model failed to run on the request's inputs") \
+    X(CV_E_SERVE_UNAVAILABLE, 9417, "serve-unavailable", "the server is shutting down or has too many connections") \
+    X(CV_E_SERVE_TRUNCATED, 9418, "serve-truncated", "the binary tensor data after the JSON header is shorter or longer than the inputs' binary_data_size say")
 
 /* clang-format on */
 
