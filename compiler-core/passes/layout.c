@@ -8,8 +8,8 @@
  * image of fewer than blk channels, which read it as it is), max pooling,
  * and a global average pool reading a blocked
  * tensor (it writes the plain result itself).  The elementwise ops fused
- * into a convolution (residual add, relu, clip) run in its kernel and
- * follow its layout.
+ * into a convolution (residual add, an epilogue activation) run in its
+ * kernel and follow its layout.
  *
  * A tensor is produced in one layout; a consumer wanting the other gets a
  * reorder (a copy converting it), made once per tensor.  Candidates that
@@ -134,7 +134,8 @@ static int op_kind(const cv_op *op, int blk, double *gain)
 }
 
 /* The chain fused after a convolution that its blocked kernel runs: an
- * optional same-shape add, then an optional relu or clip. */
+ * optional same-shape add, then an optional activation the runtime
+ * epilogue computes (the op table's CV_OPF_EPI: relu, clip, silu, hard_swish). */
 static int chain_len(const cv_func *f, const int *next, int i)
 {
     int n = 0, k = i;
@@ -148,7 +149,7 @@ static int chain_len(const cv_func *f, const int *next, int i)
         n++;
     }
     const cv_op *act = next[k] >= 0 ? f->ops[next[k]] : NULL;
-    if (cv_op_is(act, CV_OP_RELU) || cv_op_is(act, CV_OP_CLIP)) {
+    if (act && act->def && CV_OP_EPI_ACT(act->def)) {
         k = next[k];
         n++;
     }

@@ -13,7 +13,7 @@
  * be a plain image (first layers: 3 channels), read with strides.  Work
  * items are (output block group, output row), a group's rows in a row so
  * that its weights stay in cache. */
-#include "compiler-core/runtime/cvrt_vec.h"
+#include "compiler-core/runtime/cvrt_act.h"
 #include "compiler-core/runtime/cvrt_gemm.h"
 #include "compiler-core/runtime/cvrt_half.h"
 
@@ -62,12 +62,7 @@ static ALWAYS_INLINE vf epi(const nc_job *j, vf v, const float *res)
 {
     if (res)
         v += *(const vfu *)res;
-    if (j->act == 1)
-        v = cvrt_select(v < (vf){0}, (vf){0}, v);
-    else if (j->act == 2)
-        v = cvrt_select(v > cvrt_splat(j->hi), cvrt_splat(j->hi),
-                        cvrt_select(v < cvrt_splat(j->lo), cvrt_splat(j->lo), v));
-    return v;
+    return cvrt_act_vec(v, j->act, j->lo, j->hi);
 }
 
 /* Output blocks [ob, ob+NOC) x columns [ow0, ow0+NW) of row oh, bias

@@ -140,6 +140,33 @@ static char *stem_model(void)
     return cv_sb_steal(&sb);
 }
 
+/* MBConv glue (efficientnet, mobilenet_v3): 1x1 conv + SiLU (x *
+ * sigmoid(x)), depthwise conv + hard-swish (x * hard_sigmoid(x)), 1x1 conv
+ * + residual: each activation runs in its convolution's blocked kernel,
+ * so only the input is reordered. */
+static char *swish_model(void)
+{
+    cv_sb sb = {0};
+    cv_sb_puts(&sb, "cuir 1\nmodel @swish(%x: f32[N,32,12,12]) -> (f32[N,32]) {\n");
+    param_amp(&sb, "w0", "32,32,1,1", 32 * 32, 41, 0.6);
+    param_amp(&sb, "b0", "32", 32, 42, 0.5);
+    param_amp(&sb, "w1", "32,1,3,3", 32 * 9, 43, 1.5);
+    param_amp(&sb, "w2", "32,32,1,1", 32 * 32, 44, 0.3);
+    cv_sb_puts(&sb,
+        "  %0 = conv2d(%x, %w0, %b0) : f32[N,32,12,12]\n"
+        "  %1 = sigmoid(%0) : f32[N,32,12,12]\n"
+        "  %2 = mul(%0, %1) : f32[N,32,12,12]\n"
+        "  %3 = conv2d(%2, %w1) {pad=[1,1], groups=32} : f32[N,32,12,12]\n"
+        "  %4 = hard_sigmoid(%3) {alpha=0.16666667, beta=0.5} : f32[N,32,12,12]\n"
+        "  %5 = mul(%3, %4) : f32[N,32,12,12]\n"
+        "  %6 = conv2d(%5, %w2) : f32[N,32,12,12]\n"
+        "  %7 = add(%6, %2) : f32[N,32,12,12]\n"
+        "  %8 = global_avg_pool(%7) : f32[N,32,1,1]\n"
+        "  %9 = flatten(%8) {axis=1} : f32[N,32]\n"
+        "  return %9\n}\n");
+    return cv_sb_steal(&sb);
+}
+
 typedef struct expect {
     int convs, reorders;
 } expect;
@@ -228,6 +255,15 @@ static void test_stem(void **state)
     free(text);
 }
 
+static void test_swish(void **state)
+{
+    (void)state;
+    char *text = swish_model();
+    check(text, true, (expect){3, 1});
+    check(text, false, (expect){0, 0});
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -235,6 +271,7 @@ int main(void)
         cmocka_unit_test(test_boundary),
         cmocka_unit_test(test_dense),
         cmocka_unit_test(test_stem),
+        cmocka_unit_test(test_swish),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
