@@ -3,9 +3,11 @@
  * width), so that the blk channels of a pixel are one vector.
  *
  * Candidates are the ops with blocked kernels (codegen_nchwc.c): f32
- * convolutions (depthwise; dense ones with C a multiple of blk and OC of
- * 2*blk; 3x3 ones, or ones the row tiles run (a 7x7 stem), over a plain
- * image of fewer than blk channels, which read it as it is), max pooling,
+ * convolutions (depthwise; dense ones of at least blk input channels, C and
+ * OC padded to whole blocks (24, 40, 1000...: the padding's products count
+ * against the gain); 3x3 ones, or ones the row tiles run (a 7x7 stem), over
+ * a plain image of fewer than blk channels, which read it as it is), max
+ * pooling,
  * and a global average pool reading a blocked
  * tensor (it writes the plain result itself).  The elementwise ops fused
  * into a convolution (residual add, an epilogue activation) run in its
@@ -33,6 +35,9 @@
  * ran as fast or faster blocked. */
 #define NS_DENSE (-0.0005)
 #define NS_DENSE_ROWS 0.005
+/* What a padded channel's multiply-add costs the blocked kernel: about its
+ * time per multiply-add in row tiles (resnet18's 3x3s, ~0.01 ns). */
+#define NS_PAD_MAC 0.01
 #define NS_DEPTHWISE 0.04
 #define NS_POOL 0.1
 #define NS_REORDER 0.25
@@ -106,13 +111,17 @@ static int conv_kind(const cv_op *op, int blk, double *gain)
         *gain = NS_DEPTHWISE * macs;
         return K_DEPTHWISE;
     }
-    if (groups != 1 || OC % (2 * blk) != 0)
+    if (groups != 1)
         return K_NONE;
-    bool rows = row_tiled(op, x->d[3].n, KW, y->d[3].n, C % blk != 0);
-    *gain = (rows ? NS_DENSE_ROWS : NS_DENSE) * macs * (double)C;
-    if (C % blk == 0)
+    /* Blocked storage pads channels to whole blocks (zeros past C, zero
+     * weights past C and OC): the kernel computes the padded products too. */
+    bool plain = C < blk, rows = row_tiled(op, x->d[3].n, KW, y->d[3].n, plain);
+    int64_t Cp = plain ? C : (C + blk - 1) / blk * blk, OCp = (OC + blk - 1) / blk * blk;
+    *gain = (rows ? NS_DENSE_ROWS : NS_DENSE) * macs * (double)C -
+            NS_PAD_MAC * (macs / (double)OC) * (double)(OCp * Cp - OC * C);
+    if (!plain)
         return K_DENSE;
-    return C < blk && (rows || (KH == 3 && KW == 3)) ? K_PLAIN_IN : K_NONE;
+    return rows || (KH == 3 && KW == 3) ? K_PLAIN_IN : K_NONE;
 }
 
 static int op_kind(const cv_op *op, int blk, double *gain)
