@@ -33,9 +33,11 @@ static inline cvrt_vf cvrt_exp_vec(cvrt_vf x)
     return cvrt_select(nan, x, p * (cvrt_vf)e);
 }
 
-/* The activations with a transcendental or a division: out of line, so
- * that the many inlined store loops carrying an epilogue stay small. */
-static inline __attribute__((noinline)) cvrt_vf cvrt_act_slow(cvrt_vf v, int64_t act)
+/* The activations with a transcendental or a division.  Inline: a call
+ * from a store loop whose accumulators are all live (the blocked and GEMM
+ * tiles hold up to 28 vectors) spills every one of them (no vector
+ * register survives a call), which made efficientnet_b0 slower. */
+static inline __attribute__((always_inline)) cvrt_vf cvrt_act_slow(cvrt_vf v, int64_t act)
 {
     if (act == CVRT_ACT_SILU)
         return v / (cvrt_splat(1.0f) + cvrt_exp_vec(-v));
