@@ -3,12 +3,11 @@
  * width), so that the blk channels of a pixel are one vector.
  *
  * Candidates are the ops with blocked kernels (codegen_nchwc.c): f32
- * convolutions (depthwise; dense ones of at least blk input channels, C and
- * OC padded to whole blocks (24, 40, 1000...: the padding's products count
- * against the gain); 3x3 ones, or ones the row tiles run (a 7x7 stem), over
- * a plain image of fewer than blk channels, which read it as it is), max
- * pooling,
- * and a global average pool reading a blocked
+ * convolutions (depthwise; dense ones of at least blk output channels, C
+ * and OC padded to whole blocks (24, 40, 1000...: the padding's products
+ * count against the gain), among them 3x3 ones, or ones the row tiles run
+ * (a 7x7 stem), over a plain image of fewer than blk channels, which read it
+ * as it is), max pooling, and a global average pool reading a blocked
  * tensor (it writes the plain result itself).  The elementwise ops fused
  * into a convolution (residual add, an epilogue activation) run in its
  * kernel and follow its layout.
