@@ -58,8 +58,10 @@ static void dsl_functions(void)
         n++;
     printf("\n## Model language (`.cvl.py`)\n\n### `cvl.<op>`: the CU-IR op table\n\n"
            "%d functions.  *native*: compiled to native code (otherwise only `cuvil run "
-           "--interp` runs it).\n\n| function | operands | attributes | native |\n"
-           "|---|---|---|---|\n", n);
+           "--interp` runs it).  *epilogue*: on f32, fused into the store of the "
+           "convolution or GEMM producing its operand.\n\n"
+           "| function | operands | attributes | native | epilogue |\n"
+           "|---|---|---|---|---|\n", n);
     for (int i = 0; i < n; i++) {
         const cv_op_def *def = cv_op_def_at(i);
         printf("| cvl.%s | ", def->name);
@@ -72,7 +74,7 @@ static void dsl_functions(void)
         printf(" | ");
         for (const cv_attr_schema *a = def->attrs; a && a->name; a++)
             printf("%s%s", a == def->attrs ? "" : ", ", a->name);
-        printf(" | %s |\n", cv_op_native(def) ? "yes" : "no");
+        printf(" | %s | %s |\n", cv_op_native(def) ? "yes" : "no", CV_OP_EPI_ACT(def) ? "yes" : "");
     }
     printf("\n### Python builtins (evaluated at compile time)\n\n");
     for (int i = 0; cv_dsl_builtin_at(i); i++)

@@ -83,7 +83,7 @@ void cv_cg_reduce(cv_codegen_ctx *c, const cv_kten *x, const bool *red, const cv
 typedef struct cv_cg_rt_epi {
     bool has_res;
     cv_kten res;                /* same shape as the product */
-    int act;                    /* 0 none, 1 relu, 2 clip */
+    int act;                    /* cvrt.h's CVRT_ACT_* (the op table's CV_OPF_EPI) */
     double lo, hi;
     cv_kten out;                /* where the chain's result goes (instead of result 0) */
 } cv_cg_rt_epi;

@@ -266,12 +266,9 @@ bool cv_cg_rt_epilogue(cv_codegen_ctx *c, cv_cg_rt_epi *e)
         e->has_res = true;
         k++;
     }
-    if (k < c->n_epi && c->epi[k]->def->codegen == cv_cg_relu) {
-        e->act = 1;
-        k++;
-    } else if (k < c->n_epi && c->epi[k]->def->codegen == cv_cg_clip) {
-        e->act = 2;
-        e->lo = cv_op_float(c->epi[k], "min", -INFINITY);
+    if (k < c->n_epi && CV_OP_EPI_ACT(c->epi[k]->def)) {
+        e->act = CV_OP_EPI_ACT(c->epi[k]->def);
+        e->lo = cv_op_float(c->epi[k], "min", -INFINITY);   /* clip's bounds */
         e->hi = cv_op_float(c->epi[k], "max", INFINITY);
         k++;
     }

@@ -370,6 +370,11 @@ enum {
     CV_OPF_COMMUTATIVE = 1u << 1,
     CV_OPF_SHAPE_ONLY  = 1u << 2,   /* only moves or reinterprets data */
 };
+/* Flag bits 8..11: the runtime epilogue activation that computes the op on
+ * f32 in a convolution's or GEMM's store (cvrt.h's CVRT_ACT_*; 0 none), so
+ * that a chain conv -> [add] -> op fuses into the product's kernel. */
+#define CV_OPF_EPI(act) ((unsigned)(act) << 8)
+#define CV_OP_EPI_ACT(def) ((int)(((def)->flags >> 8) & 15u))
 
 const cv_op_def *cv_op_def_lookup(const char *name);
 
@@ -387,6 +392,7 @@ const cv_op_def *cv_op_def_lookup(const char *name);
     X(CV_OP_MAX_POOL2D, "max_pool2d") X(CV_OP_MUL, "mul") X(CV_OP_POW, "pow") \
     X(CV_OP_QCONV2D, "qconv2d") X(CV_OP_REDUCE_MEAN, "reduce_mean") X(CV_OP_RELU, "relu") \
     X(CV_OP_SOFTMAX, "softmax") X(CV_OP_TANH, "tanh") X(CV_OP_TRANSPOSE, "transpose") \
+    X(CV_OP_SIGMOID, "sigmoid") X(CV_OP_HARD_SIGMOID, "hard_sigmoid") \
     X(CV_OP_WHERE, "where")
 #define CV_OP_ID_ENUM_(id, name) id,
 typedef enum cv_op_id { CV_OP_IDS(CV_OP_ID_ENUM_) CV_OP_ID__COUNT } cv_op_id;

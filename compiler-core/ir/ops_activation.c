@@ -6,6 +6,7 @@
 
 #include "compiler-core/ir/ops_internal.h"
 #include "compiler-core/backend/codegen.h"
+#include "compiler-core/runtime/cvrt.h"
 
 /* ---- shape functions ----------------------------------------------------- */
 
@@ -204,12 +205,14 @@ static const cv_attr_schema gelu_attrs[] = {
 };
 
 #define EW CV_OPF_ELEMENTWISE
+/* elementwise, and computed by the runtime epilogue's activation `a` */
+#define EPI(a) (EW | CV_OPF_EPI(CVRT_ACT_##a))
 
 static const cv_op_def defs[] = {
     /* neg: floats and signed ints (wraps); abs, relu: any numeric dtype. */
     {"neg", 1, 1, 1, 1, no_attrs, infer_signed, eval_neg, cv_cg_neg, EW},
     {"abs", 1, 1, 1, 1, no_attrs, infer_numeric, eval_abs, cv_cg_abs, EW},
-    {"relu", 1, 1, 1, 1, no_attrs, infer_numeric, eval_relu, cv_cg_relu, EW},
+    {"relu", 1, 1, 1, 1, no_attrs, infer_numeric, eval_relu, cv_cg_relu, EPI(RELU)},
     /* Float-only math, no attributes. */
     {"sqrt", 1, 1, 1, 1, no_attrs, infer_float, eval_sqrt, cv_cg_sqrt, EW},
     {"exp", 1, 1, 1, 1, no_attrs, infer_float, eval_exp, cv_cg_exp, EW},
@@ -218,9 +221,10 @@ static const cv_op_def defs[] = {
     {"erf", 1, 1, 1, 1, no_attrs, infer_float, eval_erf, cv_cg_erf, EW},
     {"sigmoid", 1, 1, 1, 1, no_attrs, infer_float, eval_sigmoid, cv_cg_sigmoid, EW},
     /* silu(x) = x * sigmoid(x) */
-    {"silu", 1, 1, 1, 1, no_attrs, infer_float, eval_silu, cv_cg_silu, EW},
+    {"silu", 1, 1, 1, 1, no_attrs, infer_float, eval_silu, cv_cg_silu, EPI(SILU)},
     /* hard_swish(x) = x * max(0, min(1, x/6 + 1/2))  (ONNX HardSwish) */
-    {"hard_swish", 1, 1, 1, 1, no_attrs, infer_float, eval_hard_swish, cv_cg_hard_swish, EW},
+    {"hard_swish", 1, 1, 1, 1, no_attrs, infer_float, eval_hard_swish, cv_cg_hard_swish,
+     EPI(HARD_SWISH)},
     /* leaky_relu {alpha: float = 0.01} */
     {"leaky_relu", 1, 1, 1, 1, leaky_relu_attrs, infer_float, eval_leaky_relu, cv_cg_leaky_relu,
      EW},
@@ -231,7 +235,7 @@ static const cv_op_def defs[] = {
     {"gelu", 1, 1, 1, 1, gelu_attrs, infer_gelu, eval_gelu, cv_cg_gelu, EW},
     /* clip {min: float = -inf, max: float = +inf}; numeric dtypes (ints clip to
      * ceil(min)..floor(max)). */
-    {"clip", 1, 1, 1, 1, clip_attrs, infer_clip, eval_clip, cv_cg_clip, EW},
+    {"clip", 1, 1, 1, 1, clip_attrs, infer_clip, eval_clip, cv_cg_clip, EPI(CLIP)},
 };
 
 const cv_op_family cv_ops_activation = {defs, (int)(sizeof defs / sizeof defs[0])};

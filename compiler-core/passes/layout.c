@@ -3,13 +3,14 @@
  * width), so that the blk channels of a pixel are one vector.
  *
  * Candidates are the ops with blocked kernels (codegen_nchwc.c): f32
- * convolutions (depthwise; dense ones with C a multiple of blk and OC of
- * 2*blk; 3x3 ones, or ones the row tiles run (a 7x7 stem), over a plain
- * image of fewer than blk channels, which read it as it is), max pooling,
- * and a global average pool reading a blocked
+ * convolutions (depthwise; dense ones of at least blk output channels, C
+ * and OC padded to whole blocks (24, 40, 1000...: the padding's products
+ * count against the gain), among them 3x3 ones, or ones the row tiles run
+ * (a 7x7 stem), over a plain image of fewer than blk channels, which read it
+ * as it is), max pooling, and a global average pool reading a blocked
  * tensor (it writes the plain result itself).  The elementwise ops fused
- * into a convolution (residual add, relu, clip) run in its kernel and
- * follow its layout.
+ * into a convolution (residual add, an epilogue activation) run in its
+ * kernel and follow its layout.
  *
  * A tensor is produced in one layout; a consumer wanting the other gets a
  * reorder (a copy converting it), made once per tensor.  Candidates that
@@ -33,6 +34,9 @@
  * ran as fast or faster blocked. */
 #define NS_DENSE (-0.0005)
 #define NS_DENSE_ROWS 0.005
+/* What a padded channel's multiply-add costs the blocked kernel: about its
+ * time per multiply-add in row tiles (resnet18's 3x3s, ~0.01 ns). */
+#define NS_PAD_MAC 0.01
 #define NS_DEPTHWISE 0.04
 #define NS_POOL 0.1
 #define NS_REORDER 0.25
@@ -106,13 +110,19 @@ static int conv_kind(const cv_op *op, int blk, double *gain)
         *gain = NS_DEPTHWISE * macs;
         return K_DEPTHWISE;
     }
-    if (groups != 1 || OC % (2 * blk) != 0)
+    /* (Fewer than blk output channels, padded, at least double the work:
+     * mnasnet0_5's 16 -> 8 projections ran 9% slower blocked.) */
+    if (groups != 1 || OC < blk)
         return K_NONE;
-    bool rows = row_tiled(op, x->d[3].n, KW, y->d[3].n, C % blk != 0);
-    *gain = (rows ? NS_DENSE_ROWS : NS_DENSE) * macs * (double)C;
-    if (C % blk == 0)
+    /* Blocked storage pads channels to whole blocks (zeros past C, zero
+     * weights past C and OC): the kernel computes the padded products too. */
+    bool plain = C < blk, rows = row_tiled(op, x->d[3].n, KW, y->d[3].n, plain);
+    int64_t Cp = plain ? C : (C + blk - 1) / blk * blk, OCp = (OC + blk - 1) / blk * blk;
+    *gain = (rows ? NS_DENSE_ROWS : NS_DENSE) * macs * (double)C -
+            NS_PAD_MAC * (macs / (double)OC) * (double)(OCp * Cp - OC * C);
+    if (!plain)
         return K_DENSE;
-    return C < blk && (rows || (KH == 3 && KW == 3)) ? K_PLAIN_IN : K_NONE;
+    return rows || (KH == 3 && KW == 3) ? K_PLAIN_IN : K_NONE;
 }
 
 static int op_kind(const cv_op *op, int blk, double *gain)
@@ -134,7 +144,8 @@ static int op_kind(const cv_op *op, int blk, double *gain)
 }
 
 /* The chain fused after a convolution that its blocked kernel runs: an
- * optional same-shape add, then an optional relu or clip. */
+ * optional same-shape add, then an optional activation the runtime
+ * epilogue computes (the op table's CV_OPF_EPI: relu, clip, silu, hard_swish). */
 static int chain_len(const cv_func *f, const int *next, int i)
 {
     int n = 0, k = i;
@@ -148,7 +159,7 @@ static int chain_len(const cv_func *f, const int *next, int i)
         n++;
     }
     const cv_op *act = next[k] >= 0 ? f->ops[next[k]] : NULL;
-    if (cv_op_is(act, CV_OP_RELU) || cv_op_is(act, CV_OP_CLIP)) {
+    if (act && act->def && CV_OP_EPI_ACT(act->def)) {
         k = next[k];
         n++;
     }

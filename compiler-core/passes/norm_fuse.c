@@ -1,6 +1,9 @@
-/* LayerNorm and GELU recognition (issue 26): the decomposed forms that
- * exporters write below opset 17 become one layer_norm or gelu op, so that
- * each runs as one pass over its tensor instead of five to nine.
+/* LayerNorm, GELU and swish recognition (issues 26, 30): the decomposed
+ * forms that exporters write below opset 17 become one layer_norm, gelu,
+ * silu or hard_swish op, so that each runs as one pass over its tensor
+ * instead of two to nine (and a swish after a convolution fuses into its
+ * kernel's store: x has two uses in mul(x, sigmoid(x)), so the chain could
+ * not).
  *
  *   m = reduce_mean(x, axes=[-1], keepdims=1)
  *   d = sub(x, m)
@@ -13,6 +16,8 @@
  *   GELU, tanh form: the same around
  *                    tanh(mul(add(x, mul(pow(x, 3), 0.044715)), sqrt(2/pi)))
  *                                                               -> gelu(x) {approximate="tanh"}
+ *   mul(x, sigmoid(x))                                           -> silu(x)
+ *   mul(x, hard_sigmoid(x) {alpha=1/6, beta=1/2})                -> hard_swish(x)
  * Operands of commutative ops in either order; constants are f32 scalars
  * within 1e-6 (relative) of the value; every intermediate has no other use.
  * The new op takes the last op's place; dce drops the rest. */
@@ -231,6 +236,26 @@ static int gelu(nf_ctx *c, cv_op *t)
     return replace(c->f, g, last);
 }
 
+/* ---- swish --------------------------------------------------------------- */
+
+/* From s = sigmoid(x) or hard_sigmoid(x): mul(x, s) becomes silu(x) or
+ * hard_swish(x) (torch writes Hardswish below opset 14 as x * HardSigmoid(x)
+ * with alpha 1/6). */
+static int swish(nf_ctx *c, cv_op *s)
+{
+    bool hard = cv_op_is(s, CV_OP_HARD_SIGMOID);
+    cv_value *x = s->operands[0];
+    if (x->type.dtype != CV_F32 ||
+        (hard && (fabs(cv_op_float(s, "alpha", 0.2) - 1.0 / 6) > 1e-6 / 6 ||
+                  fabs(cv_op_float(s, "beta", 0.5) - 0.5) > 0.5e-6)))
+        return 0;
+    cv_op *m = only_user(c, s->results[0], "mul");
+    if (!m || other(m, s->results[0]) != x)
+        return 0;
+    cv_op *n = cv_op_new(c->f, hard ? "hard_swish" : "silu", &x, 1);
+    return n ? replace(c->f, n, m) : -1;
+}
+
 /* ---- driver -------------------------------------------------------------- */
 
 static int index_uses(nf_ctx *c)
@@ -247,10 +272,10 @@ static int index_uses(nf_ctx *c)
     return 0;
 }
 
-int cv_pass_norm_fuse(cv_func *f, int *layer_norms, int *gelus, cv_diag *d)
+int cv_pass_norm_fuse(cv_func *f, int *layer_norms, int *gelus, int *swishes, cv_diag *d)
 {
     nf_ctx c = {.f = f};
-    *layer_norms = *gelus = 0;
+    *layer_norms = *gelus = *swishes = 0;
     int rc = index_uses(&c);
     for (int i = 0; rc == 0 && i < f->n_ops; i++) {
         cv_op *op = f->ops[i];
@@ -262,12 +287,16 @@ int cv_pass_norm_fuse(cv_func *f, int *layer_norms, int *gelus, cv_diag *d)
         else if ((cv_op_is(op, CV_OP_ERF) || cv_op_is(op, CV_OP_TANH)) &&
                  (r = gelu(&c, op)) > 0)
             (*gelus)++;
+        else if ((cv_op_is(op, CV_OP_SIGMOID) || cv_op_is(op, CV_OP_HARD_SIGMOID)) &&
+                 (r = swish(&c, op)) > 0)
+            (*swishes)++;
         if (r < 0 || (r > 0 && index_uses(&c)))
             rc = -1;
     }
     free(c.uses);
     free(c.user);
     if (rc)
-        cv_diag_error(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory fusing layer norms and GELUs");
+        cv_diag_error(d, CV_E_OUT_OF_MEMORY, f->span,
+                      "out of memory fusing layer norms, GELUs and swishes");
     return rc;
 }

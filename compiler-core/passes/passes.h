@@ -19,6 +19,7 @@ typedef struct cv_pass_stats {
     int attention_fused;        /* attention chains made one attention op (attention_fuse.c) */
     int layer_norms_fused;      /* decomposed LayerNorms made one layer_norm (norm_fuse.c) */
     int gelus_fused;            /* decomposed GELUs made one gelu (norm_fuse.c) */
+    int swishes_fused;          /* x * sigmoid(x) made one silu or hard_swish (norm_fuse.c) */
 } cv_pass_stats;
 
 /* Runs const_fold, bn_fold, cse, attention_fuse, norm_fuse and dce on f,
@@ -55,10 +56,11 @@ int cv_pass_cse(cv_func *f, cv_pass_stats *st, cv_diag *d);
  * multi-head transposes around it, becomes one attention op; *fused counts
  * them.  The chain's ops are left for dce. */
 int cv_pass_attention_fuse(cv_func *f, int *fused, cv_diag *d);
-/* LayerNorm and GELU recognition (norm_fuse.c): the decomposed forms that
- * exporters write (ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add; the
- * erf and tanh GELUs) become one layer_norm or gelu op. */
-int cv_pass_norm_fuse(cv_func *f, int *layer_norms, int *gelus, cv_diag *d);
+/* LayerNorm, GELU and swish recognition (norm_fuse.c): the decomposed
+ * forms that exporters write (ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/
+ * Mul/Add; the erf and tanh GELUs; x * Sigmoid(x), x * HardSigmoid(x))
+ * become one layer_norm, gelu, silu or hard_swish op. */
+int cv_pass_norm_fuse(cv_func *f, int *layer_norms, int *gelus, int *swishes, cv_diag *d);
 /* Dead-code elimination: drops ops none of whose results reach a return,
  * and params nothing uses. */
 int cv_pass_dce(cv_func *f, cv_pass_stats *st);

@@ -1,6 +1,7 @@
 /* The graph rewrites in order: constants first (so that later passes see
  * folded weights), batch norms into their producers, then merging of equal
- * ops and params, attention chains, LayerNorms and GELUs into one op each,
+ * ops and params, attention chains, LayerNorms, GELUs and swishes into one
+ * op each,
  * and finally removal of whatever none of it uses. */
 #include "compiler-core/passes/passes.h"
 
@@ -18,7 +19,8 @@ int cv_passes_run(cv_func *f, cv_pass_stats *st, cv_diag *d)
     if (rc == 0)
         rc = cv_pass_attention_fuse(f, &st->attention_fused, d);
     if (rc == 0)
-        rc = cv_pass_norm_fuse(f, &st->layer_norms_fused, &st->gelus_fused, d);
+        rc = cv_pass_norm_fuse(f, &st->layer_norms_fused, &st->gelus_fused, &st->swishes_fused,
+                               d);
     /* dce also tidies after a failed pass: every pass leaves f valid. */
     if (cv_pass_dce(f, st) && rc == 0) {
         cv_diag_error(d, CV_E_OUT_OF_MEMORY, f->span, "out of memory removing dead code");

@@ -61,8 +61,12 @@ void cvrt_launch(cvrt_ctx *rt, int64_t n, int64_t grain, cvrt_kernel_fn fn,
                  void *const *bufs, const int64_t *syms);
 
 /* The epilogue applied to each finished element v of a product:
- * v += res[i*res_ld + j] (when res is not NULL), then act: 0 none,
- * 1 relu (v < 0 ? 0 : v), 2 clip to [lo, hi] (max first, NaN stays). */
+ * v += res[i*res_ld + j] (when res is not NULL), then act, one of
+ * CVRT_ACT_*: none, relu (v < 0 ? 0 : v), clip to [lo, hi] (max first, NaN
+ * stays), silu (v * sigmoid(v)), hard_swish (v * clip(v/6 + 1/2, 0, 1)).
+ * The op table names the code that computes each op (CV_OPF_EPI in its flags);
+ * every kernel applies them through cvrt_act.h. */
+enum { CVRT_ACT_NONE, CVRT_ACT_RELU, CVRT_ACT_CLIP, CVRT_ACT_SILU, CVRT_ACT_HARD_SWISH };
 typedef struct cvrt_epilogue {
     const float *res;
     int64_t res_ld, act;

@@ -10,7 +10,7 @@
  * computed and dropped.  The common shapes (3x3, strides 1 and 2) get their
  * tap loops unrolled. */
 #include "compiler-core/runtime/cvrt_gemm.h"
-#include "compiler-core/runtime/cvrt_vec.h"
+#include "compiler-core/runtime/cvrt_act.h"
 
 /* A block is VB grid positions in NB vectors; GROUP blocks are in flight
  * (eight accumulators: as many as every target keeps in registers). */
@@ -81,11 +81,7 @@ static void store_block(const dw_job *j, const float *acc, int64_t n0, int64_t n
             if (!done) {
                 for (int64_t q = 0; q < cnt; q++) {
                     float v = acc[t + q] + (res ? res[o + q] : 0.0f);
-                    if (j->act == 1)
-                        v = v < 0.0f ? 0.0f : v;
-                    else if (j->act == 2)
-                        v = v < j->lo ? j->lo : v > j->hi ? j->hi : v;
-                    out[o + q] = v;
+                    out[o + q] = cvrt_act_f32(v, j->act, j->lo, j->hi);
                 }
             } else {
                 cvrt_copy(out + o, acc + t, cnt);
@@ -102,14 +98,9 @@ static void store_block(const dw_job *j, const float *acc, int64_t n0, int64_t n
 static ALWAYS_INLINE void put_block(const dw_job *j, vf acc[NB], int64_t n0, int64_t nb,
                                     const float *res, float *restrict out)
 {
-    vf lo = cvrt_splat(j->lo), hi = cvrt_splat(j->hi), zero = (vf){0};
-    if (!res && j->act == 1) {
+    if (!res && j->act)
         for (int v = 0; v < NB; v++)
-            acc[v] = cvrt_select(acc[v] < zero, zero, acc[v]);
-    } else if (!res && j->act == 2) {
-        for (int v = 0; v < NB; v++)
-            acc[v] = cvrt_select(acc[v] > hi, hi, cvrt_select(acc[v] < lo, lo, acc[v]));
-    }
+            acc[v] = cvrt_act_vec(acc[v], j->act, j->lo, j->hi);
     int64_t col = n0 % j->Wq;
     if (!res && nb == VB && col + nb <= j->OW) {
         /* The block lies inside one output row: store it as is. */

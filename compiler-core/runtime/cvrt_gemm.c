@@ -15,7 +15,7 @@
  * variant; see build.mk).  MR divides P (8), so a tile's rows always lie in
  * one packed panel. */
 #include "compiler-core/runtime/cvrt_gemm.h"
-#include "compiler-core/runtime/cvrt_vec.h"
+#include "compiler-core/runtime/cvrt_act.h"
 
 #if defined(CVRT_AVX512)
 enum { NV = 2, MR = 8 };
@@ -404,11 +404,8 @@ static ALWAYS_INLINE vf update(const cvrt_gemm_job *j, vf x, const float *p, con
         x += cvrt_load_mask(p, a, b);
     if (last && e->res)
         x += cvrt_load_mask(rp, a, b);
-    if (last && e->act == 1)
-        x = cvrt_select(x < (vf){0}, (vf){0}, x);
-    else if (last && e->act == 2)
-        x = cvrt_select(x > cvrt_splat(e->hi), cvrt_splat(e->hi),
-                        cvrt_select(x < cvrt_splat(e->lo), cvrt_splat(e->lo), x));
+    if (last)
+        x = cvrt_act_vec(x, e->act, e->lo, e->hi);
     return x;
 }
 
@@ -507,11 +504,8 @@ static void store_pieces(const cvrt_gemm_job *j, const float *tile, int64_t i0, 
                 x += gather_pieces(crow, pc);
             if (last && rrow)
                 x += gather_pieces(rrow, pc);
-            if (last && e->act == 1)
-                x = cvrt_select(x < (vf){0}, (vf){0}, x);
-            else if (last && e->act == 2)
-                x = cvrt_select(x > cvrt_splat(e->hi), cvrt_splat(e->hi),
-                                cvrt_select(x < cvrt_splat(e->lo), cvrt_splat(e->lo), x));
+            if (last)
+                x = cvrt_act_vec(x, e->act, e->lo, e->hi);
             for (int k = 0; k < pc->n; k++)
                 cvrt_store_mask(crow + pc->shift[k], x, pc->a[k], pc->b[k]);
         }
@@ -537,10 +531,8 @@ static void store_columns(const cvrt_gemm_job *j, const float *tile, int64_t i0,
                 x += *c;
             if (last && e->res)
                 x += e->res[(i0 + i) * e->res_ld + dst];
-            if (last && e->act == 1)
-                x = x < 0.0f ? 0.0f : x;
-            else if (last && e->act == 2)
-                x = x < e->lo ? e->lo : x > e->hi ? e->hi : x;
+            if (last)
+                x = cvrt_act_f32(x, e->act, e->lo, e->hi);
             *c = x;
         }
     }

@@ -13,7 +13,7 @@
  * be a plain image (first layers: 3 channels), read with strides.  Work
  * items are (output block group, output row), a group's rows in a row so
  * that its weights stay in cache. */
-#include "compiler-core/runtime/cvrt_vec.h"
+#include "compiler-core/runtime/cvrt_act.h"
 #include "compiler-core/runtime/cvrt_gemm.h"
 #include "compiler-core/runtime/cvrt_half.h"
 
@@ -62,12 +62,7 @@ static ALWAYS_INLINE vf epi(const nc_job *j, vf v, const float *res)
 {
     if (res)
         v += *(const vfu *)res;
-    if (j->act == 1)
-        v = cvrt_select(v < (vf){0}, (vf){0}, v);
-    else if (j->act == 2)
-        v = cvrt_select(v > cvrt_splat(j->hi), cvrt_splat(j->hi),
-                        cvrt_select(v < cvrt_splat(j->lo), cvrt_splat(j->lo), v));
-    return v;
+    return cvrt_act_vec(v, j->act, j->lo, j->hi);
 }
 
 /* Output blocks [ob, ob+NOC) x columns [ow0, ow0+NW) of row oh, bias
@@ -290,43 +285,49 @@ static ALWAYS_INLINE void row_tiles(const nc_job *j, int64_t ob, int64_t oh, con
 }
 #undef ROW_TILE
 
-/* Whether the row tiles apply: pairs of output blocks (all the compiler
- * blocks), stride 1 or 2 (2 for a plain input: the stems of resnets),
- * taps outside the image only at the first column (two for a plain input)
- * and at the last. */
-static int row_tiled(const nc_job *j)
+/* Whether the row tiles apply to n output blocks (pairs, and the odd last
+ * block of a blocked input: channel counts like 40 or 1000 pad to an odd
+ * number of blocks), stride 1 or 2 (2 for a plain input: the stems of
+ * resnets), taps outside the image only at the first column (two for a
+ * plain input) and at the last. */
+static int row_tiled(const nc_job *j, int64_t n)
 {
     int plain = j->xps != VL;
-    return j->noc == 2 && (j->sw == 2 || (j->sw == 1 && !plain)) && j->ow_lo <= 1 + plain &&
-           j->OW - j->ow_hi <= 1;
+    return (n == 2 || !plain) && (j->sw == 2 || (j->sw == 1 && !plain)) &&
+           j->ow_lo <= 1 + plain && j->OW - j->ow_hi <= 1;
 }
 
-/* Row oh of blocks ob and ob+1 in row tiles. */
-static void row_item(const nc_job *j, int64_t ob, int64_t oh)
+/* Row oh of blocks [ob, ob+n) in row tiles. */
+static void row_item(const nc_job *j, int64_t ob, int64_t oh, int64_t n)
 {
     if (j->xps == 1)
         row_tiles(j, ob, oh, 2, 2, 1, 2);
+    else if (n == 1 && j->sw == 1)
+        row_tiles(j, ob, oh, 1, 1, VL, 1);
+    else if (n == 1)
+        row_tiles(j, ob, oh, 1, 2, VL, 1);
     else if (j->sw == 1)
         row_tiles(j, ob, oh, 2, 1, VL, 1);
     else
         row_tiles(j, ob, oh, 2, 2, VL, 1);
 }
 
-/* One work item: in row tiles where they apply; else the blocked input at
- * stride 1, two blocks at once, with constant strides, and anything else
- * (a plain input, other strides) one block at a time. */
-static void conv_item(const nc_job *j, int64_t ob, int64_t oh)
+/* One work item, blocks [ob, ob+n) of row oh: in row tiles where they
+ * apply; else the blocked input at stride 1, two blocks at once, with
+ * constant strides, and anything else (a plain input, other strides) one
+ * block at a time. */
+static void conv_item(const nc_job *j, int64_t ob, int64_t oh, int64_t n)
 {
-    if (row_tiled(j)) {
-        row_item(j, ob, oh);
+    if (row_tiled(j, n)) {
+        row_item(j, ob, oh, n);
         return;
     }
-    if (j->xps == VL && j->sw == 1 && j->noc == 2)
+    if (j->xps == VL && j->sw == 1 && n == 2)
         conv_row(j, ob, oh, 2, NW2, VL, 1);
     else
-        for (int64_t o = 0; o < j->noc; o++)
+        for (int64_t o = 0; o < n; o++)
             conv_row(j, ob + o, oh, 1, NW1, j->xps, j->sw);
-    row_epilogue(j, ob, j->noc, oh);
+    row_epilogue(j, ob, n, oh);
 }
 
 /* -p fp16: a task widens each group's f16 weights into its thread's buffer
@@ -361,7 +362,7 @@ static void half_task(const nc_job *j, int64_t lo, int64_t hi, int tid)
             for (int64_t b = oh * share; b < cvrt_min((oh + 1) * share, per * 2); b += 64)
                 __builtin_prefetch(nx + b, 0, 2);
         }
-        conv_item(&g, 0, oh);
+        conv_item(&g, 0, oh, j->noc);
     }
 }
 
@@ -372,8 +373,10 @@ static void conv_task(void *arg, int64_t lo, int64_t hi, int tid)
         half_task(j, lo, hi, tid);
         return;
     }
-    for (int64_t it = lo; it < hi; it++)
-        conv_item(j, it / j->OH * j->noc, it % j->OH);
+    for (int64_t it = lo; it < hi; it++) {
+        int64_t ob = it / j->OH * j->noc;
+        conv_item(j, ob, it % j->OH, cvrt_min(j->noc, j->OCB - ob));
+    }
 }
 
 /* Columns [*lo, *hi) whose taps all lie inside [0, W). */
@@ -412,8 +415,10 @@ static int conv_any(cvrt_ctx *rt, const float *x, const float *wb, const uint16_
     j.xcs = plain ? H * W : 1;
     j.xbs = H * W * VL;
     inner_cols(W, KW, sw, pl, dw, OW, &j.ow_lo, &j.ow_hi);
-    j.noc = OCB % 2 == 0 ? 2 : 1;
-    j.ngrp = OCB / j.noc;
+    /* Pairs of output blocks, the last one alone when OCB is odd (-p fp16
+     * widens one group's weights at a time: groups of one size there). */
+    j.noc = OCB % 2 == 0 || !wh ? 2 : 1;
+    j.ngrp = cvrt_cdiv(OCB, j.noc);
     /* About four runs of consecutive rows per thread: a group's weights
      * (up to 0.6 MB in resnet18's last layers) are then read by one thread,
      * into its own L2, rather than by all of them. */

@@ -7,7 +7,7 @@
  * stores and the transpose below move lanes between the two). */
 #ifndef CVRT_QEPI_H
 #define CVRT_QEPI_H
-#include "compiler-core/runtime/cvrt_vec.h"
+#include "compiler-core/runtime/cvrt_act.h"
 
 typedef uint8_t cvrt_vb __attribute__((vector_size(CVRT_VL), aligned(1)));
 
@@ -85,13 +85,7 @@ static inline __attribute__((always_inline)) cvrt_vf cvrt_qres_u8(const cvrt_qou
 /* v through the activation. */
 static inline __attribute__((always_inline)) cvrt_vf cvrt_qact(const cvrt_qout *o, cvrt_vf v)
 {
-    if (o->act == 1) {
-        v = cvrt_select(v < 0.0f, cvrt_splat(0.0f), v);
-    } else if (o->act == 2) {
-        v = cvrt_select(v < o->lo, cvrt_splat(o->lo), v);  /* NaN stays */
-        v = cvrt_select(v > o->hi, cvrt_splat(o->hi), v);
-    }
-    return v;
+    return cvrt_act_vec(v, o->act, o->lo, o->hi);
 }
 
 /* Elements [yo, yo + n) of the output: v (scaled, biased) plus the
@@ -140,6 +134,8 @@ static inline int cvrt_qfast_init(const cvrt_qout *o, cvrt_qfast *f)
     if (!(o->flags & CVRT_Q_YU8) || (o->res && !(o->flags & CVRT_Q_RU8)))
         return 0;
     float lo = (float)-o->yzp, hi = (float)(255 - o->yzp);
+    if (o->act > CVRT_ACT_CLIP)
+        return 0;
     if (o->act == 1) {
         lo = lo > 0.0f ? lo : 0.0f;
     } else if (o->act == 2) {

@@ -3,7 +3,7 @@
  * row updates along memory, columns split across threads.  The blocked
  * engine they hand larger products to is cvrt_gemm.c. */
 #include "compiler-core/runtime/cvrt_gemm.h"
-#include "compiler-core/runtime/cvrt_vec.h"
+#include "compiler-core/runtime/cvrt_act.h"
 
 enum { VL = CVRT_VL };
 
@@ -78,11 +78,7 @@ static void small_task(void *arg, int64_t lo, int64_t hi, int tid)
         const cvrt_epilogue *e = &j->epi;
         for (int64_t n = lo; n < hi; n++) {
             float v = crow[n] + (e->res ? e->res[i * e->res_ld + n] : 0.0f);
-            if (e->act == 1)
-                v = v < 0.0f ? 0.0f : v;
-            else if (e->act == 2)
-                v = v < e->lo ? e->lo : v > e->hi ? e->hi : v;
-            crow[n] = v;
+            crow[n] = cvrt_act_f32(v, e->act, e->lo, e->hi);
         }
     }
 }

@@ -151,14 +151,19 @@ static const helper helpers[CV_C99_H__COUNT] = {
         "    (void)grain;\n"
         "    if (n > 0)\n        fn(rt, bufs, syms, 0, n);\n}\n\n"},
     /* cvrt.h's epilogue of a finished element: + res[i] when res is given,
-     * then act 0 none, 1 relu, 2 clip to [lo, hi] (NaN stays NaN). */
+     * then act (CVRT_ACT_*): 0 none, 1 relu, 2 clip to [lo, hi] (NaN stays
+     * NaN), 3 silu, 4 hard_swish. */
     [CV_C99_H_EPI] = {NO, NO,
         "static float cvrt_epi(float v, const float *res, int64_t i, int64_t act, float lo,\n"
         "    float hi)\n{\n"
+        "    float g;\n"
         "    if (res)\n        v += res[i];\n"
         "    if (act == 1)\n        return v < 0.0f ? 0.0f : v;\n"
         "    if (act == 2) {\n        v = v < lo ? lo : v;\n"
         "        return v > hi ? hi : v;\n    }\n"
+        "    if (act == 3)\n        return v / (1.0f + expf(-v));\n"
+        "    if (act == 4) {\n        g = v / 6.0f + 0.5f;\n"
+        "        g = g < 0.0f ? 0.0f : g;\n        return v * (g > 1.0f ? 1.0f : g);\n    }\n"
         "    return v;\n}\n\n"},
     /* The product tiles shared by the GEMM and the convolution: MR rows of
      * NB accumulators; one row += a scalar times a row of B. */
@@ -324,7 +329,7 @@ static const helper helpers[CV_C99_H__COUNT] = {
      * (residual f32 or u8, activation, output f32 or requantised u8), as
      * runtime/cvrt_qepi.h computes them; u8 tensors are channels last
      * (element j), f32 ones NCHW (element i). */
-    [CV_C99_H_QEPI] = {NO, NO,
+    [CV_C99_H_QEPI] = {CV_C99_H_EPI, NO,
         "static int64_t cvrt_qin(const void *x_, int64_t i, int64_t j, int64_t flags, float xs,\n"
         "    int64_t zp)\n"
         "{\n    float q;\n"
@@ -339,8 +344,7 @@ static const helper helpers[CV_C99_H__COUNT] = {
         "    if (res_ && (flags & 4))\n"
         "        v += (float)((int64_t)((const unsigned char *)res_)[j] - rzp) * rs;\n"
         "    else if (res_)\n        v += ((const float *)res_)[i];\n"
-        "    if (act == 1)\n        v = v < 0.0f ? 0.0f : v;\n"
-        "    else if (act == 2) {\n        v = v < lo ? lo : v;\n        v = v > hi ? hi : v;\n    }\n"
+        "    v = cvrt_epi(v, 0, 0, act, lo, hi);\n"
         "    if (!(flags & 2)) {\n        ((float *)y_)[i] = v;\n        return;\n    }\n"
         "    q = v * (1.0f / ys);\n"
         "    q = q != q ? zl : q < zl ? zl : q > zh ? zh : q;\n"

@@ -45,8 +45,10 @@ static inline int64_t cvd_divmod(int64_t t, int64_t d, int64_t *rem)
     return t / d;
 }
 
-/* The epilogue of cvrt.h's cvrt_epilogue: residual, then relu or clip
- * (NaN stays). */
+float cvd_expf(float x);   /* dev/cudev_math.c */
+
+/* The epilogue of cvrt.h's cvrt_epilogue: residual, then act (CVRT_ACT_*:
+ * relu, clip (NaN stays), silu, hard_swish). */
 static inline float cvd_epilogue(float v, const float *res, int64_t at, int64_t act, float lo,
                                  float hi)
 {
@@ -56,6 +58,13 @@ static inline float cvd_epilogue(float v, const float *res, int64_t at, int64_t 
         v = v < 0.0f ? 0.0f : v;
     else if (act == 2)
         v = v < lo ? lo : v > hi ? hi : v;
+    else if (act == 3)
+        v = v / (1.0f + cvd_expf(-v));
+    else if (act == 4) {
+        float g = v / 6.0f + 0.5f;
+        g = g < 0.0f ? 0.0f : g;
+        v = v * (g > 1.0f ? 1.0f : g);
+    }
     return v;
 }
 

@@ -33,6 +33,26 @@ static const fuse_case cases[] = {
      "  %0 = gemm(%a, %w) {trans_b=1} : f32[N,5]\n  %1 = relu(%0) : f32[N,5]\n"
      "  %2 = matmul(%c, %d) : f32[3,4,7]\n  %3 = add(%e, %2) : f32[3,4,7]\n"
      "  %4 = clip(%3) {min=-0.5, max=0.5} : f32[3,4,7]\n  return %1, %4\n}\n", 2},
+    /* x * sigmoid(x) becomes silu, x * hard_sigmoid(x) {1/6, 1/2} hard_swish
+     * (norm_fuse.c), each then the runtime epilogue's activation: an
+     * implicit-GEMM conv (+ residual) with SiLU, a depthwise conv with
+     * hard-swish, a gemm with silu (issue 30) */
+    {"cuir 1\nmodel @silu(%x: f32[1,8,9,9], %w: f32[24,8,3,3], %b: f32[24], %r: f32[1,24,9,9])"
+     " -> (f32[1,24,9,9]) {\n"
+     "  %0 = conv2d(%x, %w, %b) {pad=[1,1]} : f32[1,24,9,9]\n  %1 = add(%0, %r) : f32[1,24,9,9]\n"
+     "  %2 = sigmoid(%1) : f32[1,24,9,9]\n  %3 = mul(%1, %2) : f32[1,24,9,9]\n  return %3\n}\n", 1},
+    {"cuir 1\nmodel @hswish(%x: f32[N,3,7,7], %w: f32[3,1,3,3]) -> (f32[N,3,7,7]) {\n"
+     "  %0 = conv2d(%x, %w) {pad=[1,1], groups=3} : f32[N,3,7,7]\n"
+     "  %1 = hard_sigmoid(%0) {alpha=0.16666667, beta=0.5} : f32[N,3,7,7]\n"
+     "  %2 = mul(%1, %0) : f32[N,3,7,7]\n  return %2\n}\n", 1},
+    {"cuir 1\nmodel @gsilu(%a: f32[N,6], %w: f32[37,6]) -> (f32[N,37]) {\n"
+     "  %0 = gemm(%a, %w) {trans_b=1} : f32[N,37]\n  %1 = silu(%0) : f32[N,37]\n"
+     "  return %1\n}\n", 1},
+    /* hard_sigmoid with other constants stays itself: two kernels */
+    {"cuir 1\nmodel @hsig(%x: f32[N,3,7,7], %w: f32[3,1,3,3]) -> (f32[N,3,7,7]) {\n"
+     "  %0 = conv2d(%x, %w) {pad=[1,1], groups=3} : f32[N,3,7,7]\n"
+     "  %1 = hard_sigmoid(%0) {alpha=0.2, beta=0.5} : f32[N,3,7,7]\n"
+     "  %2 = mul(%1, %0) : f32[N,3,7,7]\n  return %2\n}\n", 2},
     /* the other operand comes from a later op: only the second conv fuses */
     {"cuir 1\nmodel @late(%x: f32[1,2,4,4], %w: f32[2,2,1,1], %v: f32[2,2,1,1]) -> (f32[1,2,4,4]) {\n"
      "  %0 = conv2d(%x, %w) : f32[1,2,4,4]\n  %1 = conv2d(%x, %v) : f32[1,2,4,4]\n"

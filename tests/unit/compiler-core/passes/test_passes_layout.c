@@ -140,6 +140,65 @@ static char *stem_model(void)
     return cv_sb_steal(&sb);
 }
 
+/* MBConv glue (efficientnet, mobilenet_v3): 1x1 conv + SiLU (x *
+ * sigmoid(x)), depthwise conv + hard-swish (x * hard_sigmoid(x)), 1x1 conv
+ * + residual: each activation runs in its convolution's blocked kernel,
+ * so only the input is reordered. */
+static char *swish_model(void)
+{
+    cv_sb sb = {0};
+    cv_sb_puts(&sb, "cuir 1\nmodel @swish(%x: f32[N,32,12,12]) -> (f32[N,32]) {\n");
+    param_amp(&sb, "w0", "32,32,1,1", 32 * 32, 41, 0.6);
+    param_amp(&sb, "b0", "32", 32, 42, 0.5);
+    param_amp(&sb, "w1", "32,1,3,3", 32 * 9, 43, 1.5);
+    param_amp(&sb, "w2", "32,32,1,1", 32 * 32, 44, 0.3);
+    cv_sb_puts(&sb,
+        "  %0 = conv2d(%x, %w0, %b0) : f32[N,32,12,12]\n"
+        "  %1 = sigmoid(%0) : f32[N,32,12,12]\n"
+        "  %2 = mul(%0, %1) : f32[N,32,12,12]\n"
+        "  %3 = conv2d(%2, %w1) {pad=[1,1], groups=32} : f32[N,32,12,12]\n"
+        "  %4 = hard_sigmoid(%3) {alpha=0.16666667, beta=0.5} : f32[N,32,12,12]\n"
+        "  %5 = mul(%3, %4) : f32[N,32,12,12]\n"
+        "  %6 = conv2d(%5, %w2) : f32[N,32,12,12]\n"
+        "  %7 = add(%6, %2) : f32[N,32,12,12]\n"
+        "  %8 = global_avg_pool(%7) : f32[N,32,1,1]\n"
+        "  %9 = flatten(%8) {axis=1} : f32[N,32]\n"
+        "  return %9\n}\n");
+    return cv_sb_steal(&sb);
+}
+
+/* Channel counts that are not whole blocks (mobilenet_v2's 24,
+ * efficientnet's 40, 72 = 4.5 blocks of 16): the dense convolutions (a 3x3
+ * over the plain 3-channel input among them) run blocked on channels
+ * padded with zeros, an odd last output block in row tiles of its own; a
+ * clip with min > 0 puts nonzero values in the padding lanes, which the
+ * zero weights past C must ignore; the residual is padded too. */
+static char *odd_model(void)
+{
+    cv_sb sb = {0};
+    cv_sb_puts(&sb, "cuir 1\nmodel @odd(%x: f32[N,3,10,10]) -> (f32[N,72]) {\n");
+    param_amp(&sb, "wa", "24,3,3,3", 24 * 27, 50, 0.4);
+    param_amp(&sb, "w0", "40,24,1,1", 40 * 24, 51, 0.4);
+    param_amp(&sb, "b0", "40", 40, 52, 0.3);
+    param_amp(&sb, "w1", "40,1,3,3", 40 * 9, 53, 0.5);
+    param_amp(&sb, "w2", "24,40,3,3", 24 * 40 * 9, 54, 0.1);
+    param_amp(&sb, "w3", "72,24,1,1", 72 * 24, 55, 0.3);
+    param_amp(&sb, "b3", "72", 72, 56, 0.2);
+    cv_sb_puts(&sb,
+        "  %a = conv2d(%x, %wa) {pad=[1,1]} : f32[N,24,10,10]\n"
+        "  %0 = conv2d(%a, %w0, %b0) : f32[N,40,10,10]\n"
+        "  %1 = clip(%0) {min=0.25, max=1.5} : f32[N,40,10,10]\n"
+        "  %2 = conv2d(%1, %w1) {pad=[1,1], groups=40} : f32[N,40,10,10]\n"
+        "  %3 = conv2d(%2, %w2) {pad=[1,1]} : f32[N,24,10,10]\n"
+        "  %4 = add(%3, %a) : f32[N,24,10,10]\n"
+        "  %5 = conv2d(%4, %w3, %b3) {stride=[2,2]} : f32[N,72,5,5]\n"
+        "  %6 = relu(%5) : f32[N,72,5,5]\n"
+        "  %7 = global_avg_pool(%6) : f32[N,72,1,1]\n"
+        "  %8 = flatten(%7) {axis=1} : f32[N,72]\n"
+        "  return %8\n}\n");
+    return cv_sb_steal(&sb);
+}
+
 typedef struct expect {
     int convs, reorders;
 } expect;
@@ -228,6 +287,24 @@ static void test_stem(void **state)
     free(text);
 }
 
+static void test_swish(void **state)
+{
+    (void)state;
+    char *text = swish_model();
+    check(text, true, (expect){3, 1});
+    check(text, false, (expect){0, 0});
+    free(text);
+}
+
+static void test_odd_channels(void **state)
+{
+    (void)state;
+    char *text = odd_model();
+    check(text, true, (expect){5, 0});
+    check(text, false, (expect){0, 0});
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -235,6 +312,8 @@ int main(void)
         cmocka_unit_test(test_boundary),
         cmocka_unit_test(test_dense),
         cmocka_unit_test(test_stem),
+        cmocka_unit_test(test_swish),
+        cmocka_unit_test(test_odd_channels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
