@@ -22,12 +22,14 @@ typedef enum cv_c99_helper {
     CV_C99_H_QCONV2D, CV_C99_H_QDWCONV2D,
     CV_C99_H_NCHWC_CONV2D, CV_C99_H_NCHWC_DWCONV2D, CV_C99_H_NCHWC_POOL2D,
     CV_C99_H_W16, CV_C99_H_CONV2D_P8H, CV_C99_H_SGEMM_H, CV_C99_H_NCHWC_CONV2D_H,
-    CV_C99_H_SGEMM_PB, CV_C99_H_RNN,
+    CV_C99_H_SGEMM_PB, CV_C99_H_RNN, CV_C99_H_ATTENTION,
     CV_C99_H__COUNT
 } cv_c99_helper;
 
 /* The text of the rnn op's runtime (c99_runtime_rnn.c). */
 extern const char cv_c99_rnn_text[];
+/* The text of the attention runtime routine (c99_runtime_attn.c). */
+extern const char cv_c99_attention_text[];
 
 /* Open-addressing map from an expression to its per-statement state. */
 typedef struct cv_c99_memo_ent {

@@ -566,6 +566,8 @@ static const helper helpers[CV_C99_H__COUNT] = {
         "    }\n}\n\n"},
     /* runtime/cvrt_rnn.c (c99_runtime_rnn.c). */
     [CV_C99_H_RNN] = {CV_C99_H_SGEMM, NO, cv_c99_rnn_text},
+    /* runtime/cvrt_attn.c's contract, plainly (c99_runtime_attn.c). */
+    [CV_C99_H_ATTENTION] = {NO, NO, cv_c99_attention_text},
 };
 
 /* A helper whose text is one line (a stringised macro): a line after each
@@ -629,6 +631,7 @@ const char *cv_c99_rt_name(cv_krt fn, bool *need)
     case CV_KRT_SGEMM_H: need[CV_C99_H_SGEMM_H] = true; return "cvrt_sgemm_h";
     case CV_KRT_SGEMM_PB: need[CV_C99_H_SGEMM_PB] = true; return "cvrt_sgemm_pb";
     case CV_KRT_RNN: need[CV_C99_H_RNN] = true; return "cvrt_rnn";
+    case CV_KRT_ATTENTION: need[CV_C99_H_ATTENTION] = true; return "cvrt_attention";
     case CV_KRT_NCHWC_CONV2D_H:
         need[CV_C99_H_NCHWC_CONV2D_H] = true;
         return "cvrt_nchwc_conv2d_h";
