@@ -210,25 +210,6 @@ static int sort_strings(json_t *arr)
     return rc;
 }
 
-/* External data named by an ONNX file (mapped, not read). */
-static int onnx_files(const char *path, json_t *files)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0) {
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED)
-        return -1;
-    int rc = cv_compile_onnx_external_files(p, (size_t)st.st_size, files);
-    munmap(p, (size_t)st.st_size);
-    return rc;
-}
-
 /* The files the module read: weights(...) params and ONNX external data.
  * 1 known, 0 unknown (the model is then compiled without L1). */
 static int deps_of_module(bctx *b, cv_compile_deps *x)
@@ -251,7 +232,7 @@ static int deps_of_module(bctx *b, cv_compile_deps *x)
                 return 0;
         }
     }
-    if (strcmp(b->src.fe->name, "onnx") == 0 && onnx_files(b->o->model, x->files) != 0)
+    if (strcmp(b->src.fe->name, "onnx") == 0 && cv_compile_onnx_file_deps(b->o->model, x->files) != 0)
         return 0;
     if (sort_strings(x->files) != 0)
         return -1;

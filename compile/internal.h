@@ -19,6 +19,8 @@ void cv_compile_fingerprint(const cv_module *m, cv_digest *out);
  * its graphs, subgraphs and functions), appended to files (strings,
  * deduplicated).  Returns 0, or -1 when the file is not protobuf. */
 int cv_compile_onnx_external_files(const void *buf, size_t len, json_t *files);
+/* The same for an ONNX file, mapped (not read); -1 when it cannot be. */
+int cv_compile_onnx_file_deps(const char *path, json_t *files);
 
 /* ---- build_keys.c */
 

@@ -12,7 +12,11 @@
  *   AttributeProto  t=5 g=6 tensors=10 graphs=11 sparse_tensor=22 sparse_tensors=23
  *   SparseTensor    values=1 indices=2
  *   TensorProto     external_data=13 -> StringStringEntry key=1 value=2 */
+#include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "compile/internal.h"
 
@@ -138,4 +142,23 @@ int cv_compile_onnx_external_files(const void *buf, size_t len, json_t *files)
 {
     span s = {buf, (const uint8_t *)buf + len};
     return walk(s, M_MODEL, 0, files);
+}
+
+/* External data named by an ONNX file (mapped, not read). */
+int cv_compile_onnx_file_deps(const char *path, json_t *files)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+        return -1;
+    int rc = cv_compile_onnx_external_files(p, (size_t)st.st_size, files);
+    munmap(p, (size_t)st.st_size);
+    return rc;
 }
