@@ -185,31 +185,6 @@ static int l1_probe(bctx *b)
     return l1_lookup(b, "weights changed");
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Sorts a JSON array of strings in place. */
-static int sort_strings(json_t *arr)
-{
-    size_t n = json_array_size(arr);
-    const char **v = calloc(n ? n : 1, sizeof *v);
-    json_t *sorted = json_array();
-    int rc = v && sorted ? 0 : -1;
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        v[i] = json_string_value(json_array_get(arr, i));
-    if (rc == 0)
-        qsort(v, n, sizeof *v, cmp_str);
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = json_array_append_new(sorted, json_string(v[i]));
-    if (rc == 0)
-        rc = json_array_clear(arr) || json_array_extend(arr, sorted) ? -1 : 0;
-    free(v);
-    json_decref(sorted);
-    return rc;
-}
-
 /* The files the module read: weights(...) params and ONNX external data.
  * 1 known, 0 unknown (the model is then compiled without L1). */
 static int deps_of_module(bctx *b, cv_compile_deps *x)
@@ -234,7 +209,7 @@ static int deps_of_module(bctx *b, cv_compile_deps *x)
     }
     if (strcmp(b->src.fe->name, "onnx") == 0 && cv_compile_onnx_file_deps(b->o->model, x->files) != 0)
         return 0;
-    if (sort_strings(x->files) != 0)
+    if (cv_compile_sort_strings(x->files) != 0)
         return -1;
     char why[256];
     return cv_compile_deps_digest(b->c, b->src.dir, x, why, sizeof why);

@@ -172,6 +172,26 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* Sorts a JSON array of strings in place. */
+int cv_compile_sort_strings(json_t *arr)
+{
+    size_t n = json_array_size(arr);
+    const char **v = calloc(n ? n : 1, sizeof *v);
+    json_t *sorted = json_array();
+    int rc = v && sorted ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        v[i] = json_string_value(json_array_get(arr, i));
+    if (rc == 0)
+        qsort(v, n, sizeof *v, cmp_str);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = json_array_append_new(sorted, json_string(v[i]));
+    if (rc == 0)
+        rc = json_array_clear(arr) || json_array_extend(arr, sorted) ? -1 : 0;
+    free(v);
+    json_decref(sorted);
+    return rc;
+}
+
 /* One "weight:<param>" field per entry of the weights list, by name (a
  * list read back from the cache and one just made iterate alike). */
 static void weight_fields(cv_cache_keyb *kb, json_t *weights)

@@ -21,6 +21,8 @@ void cv_compile_fingerprint(const cv_module *m, cv_digest *out);
 int cv_compile_onnx_external_files(const void *buf, size_t len, json_t *files);
 /* The same for an ONNX file, mapped (not read); -1 when it cannot be. */
 int cv_compile_onnx_file_deps(const char *path, json_t *files);
+/* Sorts a JSON array of strings in place, bytewise (build_keys.c). */
+int cv_compile_sort_strings(json_t *arr);
 
 /* ---- build_keys.c */
 
