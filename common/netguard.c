@@ -439,3 +439,18 @@ const char *cv_net_framing_error(struct MHD_Connection *c)
         return "a Transfer-Encoding other than chunked";
     return NULL;
 }
+
+bool cv_netguard_absorb(cv_sb *body, bool *too_large, uint64_t *dropped, uint64_t max,
+                        const char *data, size_t n)
+{
+    if (!*too_large && body->len + n > max) {
+        *too_large = true;
+        cv_sb_free(body);
+    }
+    if (*too_large) {
+        *dropped += n;
+        return *dropped <= CV_NETGUARD_DROP_MAX;
+    }
+    cv_sb_add(body, data, n);
+    return !body->oom;
+}

@@ -37,6 +37,7 @@
 
 #include "common/diag.h"
 #include "common/netlib.h"
+#include "common/strbuf.h"
 
 typedef struct cv_netguard_opts {
     unsigned max_conns;        /* 0 = CV_NETGUARD_MAX_CONNS */
@@ -85,6 +86,14 @@ void cv_netguard_answering(cv_netguard *g, struct MHD_Connection *c);
 /* The request is over (NOTIFY_COMPLETED): the connection waits for its next
  * head, with a fresh deadline. */
 void cv_netguard_done(cv_netguard *g, struct MHD_Connection *c);
+
+/* A request body, kept up to max bytes; past it the body is freed and the
+ * rest read and dropped (*too_large: the answer is 413 once it is read),
+ * until CV_NETGUARD_DROP_MAX bytes were dropped.  false: cut the client
+ * off (it kept sending far past the limit, or memory ran out). */
+#define CV_NETGUARD_DROP_MAX (8u << 20)
+bool cv_netguard_absorb(cv_sb *body, bool *too_large, uint64_t *dropped, uint64_t max,
+                        const char *data, size_t n);
 
 void cv_netguard_get_stats(cv_netguard *g, cv_netguard_stats *st);
 

@@ -17,7 +17,7 @@
 #include "common/netguard.h"
 #include "common/netlib.h"
 
-enum { DROP_MAX = 8 << 20, CONN_TIMEOUT_S = 60, MAX_MODELS = 1024 };
+enum { CONN_TIMEOUT_S = 60, MAX_MODELS = 1024 };
 
 struct cv_serve {
     sv_model **models;             /* the versions served; swapped under models_mu */
@@ -429,22 +429,6 @@ static enum MHD_Result head(cv_serve *s, conn_state *cs, struct MHD_Connection *
     return ok;
 }
 
-/* Keeps the body up to the limit, drops the rest; false: cut the client
- * off (it kept sending far past the limit). */
-static bool absorb(cv_serve *s, conn_state *cs, const char *data, size_t n)
-{
-    if (!cs->too_large && cs->body.len + n > s->max_body) {
-        cs->too_large = true;
-        cv_sb_free(&cs->body);
-    }
-    if (cs->too_large) {
-        cs->dropped += n;
-        return cs->dropped <= DROP_MAX;
-    }
-    cv_sb_add(&cs->body, data, n);
-    return !cs->body.oom;
-}
-
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
@@ -469,7 +453,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (*upload_size) {
         cv_netguard_body(s->guard, c, *upload_size);
-        bool keep = absorb(s, cs, upload, *upload_size);
+        bool keep = cv_netguard_absorb(&cs->body, &cs->too_large, &cs->dropped, s->max_body,
+                                       upload, *upload_size);
         *upload_size = 0;
         return keep ? MHD_YES : MHD_NO;
     }

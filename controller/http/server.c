@@ -27,7 +27,7 @@
 
 #include <openssl/crypto.h>
 
-enum { DROP_MAX = 8 << 20, CONN_TIMEOUT_S = 30 };
+enum { CONN_TIMEOUT_S = 30 };
 
 static const cv_mhd_fns *mhd(void)
 {
@@ -281,22 +281,6 @@ static conn_state *begin(const char *url, const char *method, struct MHD_Connect
     return cs;
 }
 
-/* Keeps the body up to the limit; drops the rest.  False: cut the client
- * off (it kept sending far past the limit). */
-static bool absorb(conn_state *cs, const char *data, size_t n)
-{
-    if (!cs->too_large && cs->body.len + n > CV_HTTP_BODY_MAX) {
-        cs->too_large = true;
-        cv_sb_free(&cs->body);
-    }
-    if (cs->too_large) {
-        cs->dropped += n;
-        return cs->dropped <= DROP_MAX;
-    }
-    cv_sb_add(&cs->body, data, n);
-    return !cs->body.oom;
-}
-
 static bool authenticated(cv_http *h, struct MHD_Connection *c)
 {
     return h->tokens && cv_tokens_check(h->tokens, mhd()->lookup_connection_value(
@@ -306,7 +290,7 @@ static bool authenticated(cv_http *h, struct MHD_Connection *c)
 
 /* Whether the client waits for 100 Continue before its body.  (One that
  * does not gets its refusal after the body, read and dropped up to
- * DROP_MAX: answered earlier, curl and others see a reset instead.) */
+ * CV_NETGUARD_DROP_MAX: answered earlier, curl and others see a reset instead.) */
 static bool early_body(struct MHD_Connection *c)
 {
     uint64_t len;
@@ -358,7 +342,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (*upload_size) {
         cv_netguard_body(h->guard, c, *upload_size);
-        bool keep = absorb(cs, upload, *upload_size);
+        bool keep = cv_netguard_absorb(&cs->body, &cs->too_large, &cs->dropped, CV_HTTP_BODY_MAX,
+                                       upload, *upload_size);
         *upload_size = 0;
         return keep ? MHD_YES : MHD_NO;
     }
