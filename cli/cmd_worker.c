@@ -130,8 +130,9 @@ static const cv_cli_opt options[] = {
     {.name = "grace", .value = "DUR", .kind = CV_OPT_DURATION, .lo = 1, .at = W(grace_ms),
      .help = "on SIGTERM, how long the running job may finish (default 30s); a second "
              "SIGTERM stops it at once; either way it is handed back"},
-    {.name = "explain", .kind = CV_OPT_FLAG, .at = W(explain),
-     .help = "name the key fields behind each cache miss"},
+    {.name = "no-explain", .kind = CV_OPT_FLAG, .at = W(no_explain),
+     .help = "don't record why each cache miss missed (the dashboard's top misses; each "
+             "miss scans the cache's stored key manifests)"},
     {.name = "allow-test-faults", .kind = CV_OPT_FLAG, .at = W(allow_test_faults),
      .help = "honour CUVIL_TEST_FAULT=segv|hang|oom|abort (tests only)"},
     CV_CLI_FLAG('v', "verbose", worker_args, verbose, "log each job"),

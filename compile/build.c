@@ -98,11 +98,16 @@ static void explain(bctx *b, cv_cache_level lv, const cv_cache_key *key, cv_buil
 {
     char *closest = NULL;
     cv_cache_diffs diffs = {0};
-    if (!b->o->explain || cv_cache_closest_manifest(b->c, lv, key->manifest, &closest, NULL) != 1 ||
-        cv_cache_explain(closest, key->manifest, &diffs, NULL) != 0) {
+    int found = b->o->explain ? cv_cache_closest_manifest(b->c, lv, key->manifest, &closest, NULL)
+                              : -1;
+    if (found == 0 && strcmp(out->cause, "unexplained") == 0)
+        out->cause = "new";
+    if (found != 1 || cv_cache_explain(closest, key->manifest, &diffs, NULL) != 0) {
         free(closest);
         return;
     }
+    if (strcmp(out->cause, "unexplained") == 0)
+        out->cause = cv_build_miss_cause(&diffs);
     size_t at = strlen(out->reason);
     char why[160] = "";
     if (lv == CV_CACHE_L2 && cv_build_explain_weights(&diffs, key->manifest, why, sizeof why))
@@ -149,6 +154,7 @@ static int l1_lookup(bctx *b, const char *not_found)
         if (!b->r->l1.reason[0])
             snprintf(b->r->l1.reason, sizeof b->r->l1.reason, "%s",
                      hit == 1 ? "malformed entry" : reason_text(info.reason, not_found));
+        b->r->l1.cause = hit == 1 ? "corrupt" : cv_build_miss_cause_of(info.reason);
         explain(b, CV_CACHE_L1, &b->l1_key, &b->r->l1);
     }
     free(val);
@@ -169,6 +175,7 @@ static int l1_probe(bctx *b)
     if (hit != 1 || cv_compile_deps_decode(val, len, &b->deps) != 0) {
         snprintf(b->r->l1.reason, sizeof b->r->l1.reason, "%s",
                  reason_text(info.reason, "new source"));
+        b->r->l1.cause = cv_build_miss_cause_of(info.reason);
         free(val);
         return 0;
     }
@@ -400,10 +407,13 @@ static int l2_lookup(bctx *b)
             cv_cache_sha256(val, len, &dg);
             cv_compile_hex(&dg, b->r->artifact_manifest);
             b->r->l2.outcome = outcome_of(&info);
+        } else {
+            b->r->l2.cause = "corrupt";  /* stored, but its files are not */
         }
     } else {
         snprintf(b->r->l2.reason, sizeof b->r->l2.reason, "%s",
                  reason_text(info.reason, "not found"));
+        b->r->l2.cause = cv_build_miss_cause_of(info.reason);
         explain(b, CV_CACHE_L2, &b->l2_key, &b->r->l2);
     }
     free(val);

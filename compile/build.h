@@ -59,6 +59,7 @@ typedef struct cv_build_opts {
 typedef struct cv_build_level {
     cv_cache_outcome outcome;   /* NONE: not looked up (cache off, or L1 failed) */
     char reason[256];           /* on a miss or NONE: why, e.g. "weights changed" */
+    const char *cause;          /* on a miss: one word (cv_build_miss_cause); else NULL */
     char key[CV_DIGEST_HEX + 1];/* "" when not computed */
     double ms;                  /* the look-up */
 } cv_build_level;
@@ -121,6 +122,14 @@ void cv_build_keys_free(cv_build_keys *k);
  * unchanged, weights changed (n of m tensors)" into buf, and true. */
 bool cv_build_explain_weights(const cv_cache_diffs *diffs, const char *manifest, char *buf,
                               size_t size);
+/* A miss's cause as one stable word for counting (compile/miss_cause.c):
+ * from the key fields that differ from the closest stored entry
+ * ("compiler", "options", "model", "weights"; "evicted" when none differs),
+ * or from the cache's own reason ("evicted", "corrupt", "remote_error",
+ * "disabled", else "unexplained").  "new": nothing like it was stored. */
+const char *cv_build_miss_cause(const cv_cache_diffs *diffs);
+const char *cv_build_miss_cause_of(cv_cache_miss_reason r);
+
 /* Whether the code level holds the code the last compile of l2's structure
  * used (the L2 key without its weights): 1 yes, 0 no, -1 error.  For
  * `cuvil cache explain`, which does not compile. */

@@ -70,7 +70,8 @@ static const char SQL_RESULT_ADD[] =
     "msg,recorded_ms) VALUES(?,?,?,?,?,?,?,?,?,?)";
 static const char SQL_JOBS_DONE[] =
     "UPDATE jobs SET state=?, result_id=?, attempts=?, started_ms=?, frontend_ms=?, passes_ms=?,"
-    " codegen_ms=?, uploaded_ms=?, finished_ms=? WHERE runner=? AND state='queued'";
+    " codegen_ms=?, uploaded_ms=?, finished_ms=?, miss=?, miss_reason=?"
+    " WHERE runner=? AND state='queued'";
 static const char SQL_ARTIFACTS_DONE[] =
     "INSERT OR REPLACE INTO artifacts(job_row,revision_id,model_path,target,precision,pipeline,"
     "l2_key,manifest) SELECT id, revision_id, model_path, target, precision, pipeline, l2_key, ?"
@@ -112,8 +113,9 @@ static int store_result(cv_builddb *db, const cv_queue_result *r, const cv_resul
         return -1;
     result_id = sqlite3_last_insert_rowid(db->db.db);
     if (builddb_store_diags(db, 0, result_id, &m->diags, d) ||
-        cv_sqldb_exec(&db->db, d, SQL_JOBS_DONE, "tiiiiiiiit", status, result_id,
-                      (int64_t)r->attempts, ts[1], ts[2], ts[3], ts[4], ts[5], ts[6], r->job_id) < 0)
+        cv_sqldb_exec(&db->db, d, SQL_JOBS_DONE, "tiiiiiiiittt", status, result_id,
+                      (int64_t)r->attempts, ts[1], ts[2], ts[3], ts[4], ts[5], ts[6], m->miss,
+                      m->miss_reason, r->job_id) < 0)
         return -1;
     if (m->status == CV_RESULT_OK && manifest &&
         cv_sqldb_exec(&db->db, d, SQL_ARTIFACTS_DONE, "ti", manifest, result_id) < 0)

@@ -22,6 +22,7 @@ static const char *const calibration_methods[] = {"minmax", "percentile", "entro
 static const char *const result_keys[] = {"job_id", "status", "artifact_manifest", "cache",
                                           "timings_ms", "diagnostics"};
 static const char *const cache_keys[] = {"l1", "l2"};
+static const char *const cache_optional_keys[] = {"miss", "miss_reason"};
 static const char *const timing_keys[CV_TIMING__COUNT] = {"queued", "fetch", "frontend",
                                                           "passes", "codegen", "upload"};
 static const char *const diag_keys[] = {"id", "code", "severity", "file", "line", "col",
@@ -48,6 +49,7 @@ static const struct { const char *const *v; size_t n; } lists[CV_MSGLIST__COUNT]
     [CV_MSGLIST_JOB_OPTIONAL_KEYS] = {job_optional_keys, COUNT(job_optional_keys)},
     [CV_MSGLIST_CALIBRATION_KEYS] = {calibration_keys, COUNT(calibration_keys)},
     [CV_MSGLIST_CALIBRATION_METHODS] = {calibration_methods, COUNT(calibration_methods)},
+    [CV_MSGLIST_CACHE_OPTIONAL_KEYS] = {cache_optional_keys, COUNT(cache_optional_keys)},
 };
 
 const char *const *cv_msg_list_get(cv_msg_list which, size_t *count)
@@ -446,6 +448,8 @@ void cv_result_msg_init(cv_result_msg *m)
 void cv_result_msg_free(cv_result_msg *m)
 {
     free(m->job_id);
+    free(m->miss);
+    free(m->miss_reason);
     cv_diag_free(&m->diags);
     cv_result_msg_init(m);
 }
@@ -537,9 +541,14 @@ static int result_nested(vctx *c, json_t *o, cv_result_msg *m)
     if (get_object(c, o, "cache", &cache) == 0) {
         vctx cc = sub_ctx(c, "cache");
         int l1 = 0, l2 = 0;
-        rc |= check_keys(&cc, cache, cache_keys, COUNT(cache_keys));
+        rc |= check_keys_opt(&cc, cache, cache_keys, COUNT(cache_keys), cache_optional_keys,
+                             COUNT(cache_optional_keys));
         rc |= get_enum(&cc, cache, "l1", outcomes, COUNT(outcomes), &l1);
         rc |= get_enum(&cc, cache, "l2", outcomes, COUNT(outcomes), &l2);
+        if (json_object_get(cache, "miss"))
+            rc |= get_string(&cc, cache, "miss", S_TOKEN, false, &m->miss);
+        if (json_object_get(cache, "miss_reason"))
+            rc |= get_string(&cc, cache, "miss_reason", S_TEXT, false, &m->miss_reason);
         m->l1 = (cv_cache_outcome)l1;
         m->l2 = (cv_cache_outcome)l2;
     } else {
@@ -631,6 +640,10 @@ static json_t *result_to_json(const cv_result_msg *m)
     json_object_set_new(o, "artifact_manifest", jdigest(m->artifact_manifest));
     json_object_set_new(cache, "l1", jstr(cv_cache_outcome_name(m->l1)));
     json_object_set_new(cache, "l2", jstr(cv_cache_outcome_name(m->l2)));
+    if (m->miss)
+        json_object_set_new(cache, "miss", jstr(m->miss));
+    if (m->miss_reason)
+        json_object_set_new(cache, "miss_reason", jstr(m->miss_reason));
     json_object_set_new(o, "cache", cache);
     for (int i = 0; i < CV_TIMING__COUNT; i++)
         json_object_set_new(t, timing_keys[i], json_integer(m->timings_ms[i]));

@@ -75,6 +75,10 @@ typedef struct cv_result_msg {
     cv_result_status status;
     char artifact_manifest[CV_DIGEST_HEX + 1];  /* "" = none (JSON null); required when ok */
     cv_cache_outcome l1, l2;
+    /* On an L2 miss, when the worker knows: why, as one word for counting
+     * (compile's cv_build_miss_cause: a token) and in words.  Owned; NULL
+     * when absent (results of older workers). */
+    char *miss, *miss_reason;
     int64_t timings_ms[CV_TIMING__COUNT];
     cv_diag diags;                              /* owned; ids 1..n in order */
 } cv_result_msg;
@@ -112,7 +116,7 @@ typedef enum {
     CV_MSGLIST_TIMING_KEYS, CV_MSGLIST_DIAG_KEYS, CV_MSGLIST_PRECISIONS,
     CV_MSGLIST_OPT_LEVELS, CV_MSGLIST_STATUSES, CV_MSGLIST_CACHE_OUTCOMES,
     CV_MSGLIST_SEVERITIES, CV_MSGLIST_JOB_OPTIONAL_KEYS, CV_MSGLIST_CALIBRATION_KEYS,
-    CV_MSGLIST_CALIBRATION_METHODS, CV_MSGLIST__COUNT
+    CV_MSGLIST_CALIBRATION_METHODS, CV_MSGLIST_CACHE_OPTIONAL_KEYS, CV_MSGLIST__COUNT
 } cv_msg_list;
 const char *const *cv_msg_list_get(cv_msg_list which, size_t *count);
 

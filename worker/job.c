@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/fs.h"
+#include "common/strutil.h"
 #include "worker/internal.h"
 
 static double now_ms(void)
@@ -183,13 +184,24 @@ static int write_all(int fd, const char *buf, size_t len)
     return 0;
 }
 
+/* The dashboard's "why did this miss" (controller/http): the cause word and
+ * the reason, cleaned so the result message always encodes. */
+static void record_miss(cv_result_msg *res, const cv_build_level *l2)
+{
+    char clean[256];
+    res->miss = strdup(l2->cause);
+    cv_str_clean_line(l2->reason, strlen(l2->reason), clean, sizeof clean);
+    res->miss_reason = clean[0] ? strdup(clean) : NULL;
+}
+
 static int compile_job(const cv_wk_job_ctx *j, cv_cache *c, const char *model,
                        cv_result_msg *res, cv_diag *d)
 {
     const cv_job_msg *job = &j->lease->job;
     cv_build_opts bo = {.model = model, .target = job->target, .precision = job->precision,
                         .opt_level = job->opt_level, .out_dir = j->out_dir,
-                        .explain = j->o->explain, .no_output_on_hit = true, .scratch_out = true};
+                        .explain = !j->o->no_explain, .no_output_on_hit = true,
+                        .scratch_out = true};
     char *root = job->calibration ? models_base(j->o, job) : NULL;
     if (job->calibration && !root)
         return cv_diag_fail(d, CV_E_WORKER_MODEL_MISSING, (cv_span){.file = job->calibration},
@@ -201,6 +213,8 @@ static int compile_job(const cv_wk_job_ctx *j, cv_cache *c, const char *model,
     free(root);
     res->l1 = br.l1.outcome;
     res->l2 = br.l2.outcome;
+    if (br.l2.outcome == CV_CACHE_MISS && br.l2.cause)
+        record_miss(res, &br.l2);
     res->timings_ms[CV_TIMING_FRONTEND] = (int64_t)br.ms_frontend;
     res->timings_ms[CV_TIMING_PASSES] = (int64_t)br.ms_passes;
     res->timings_ms[CV_TIMING_CODEGEN] = (int64_t)br.ms_codegen;

@@ -61,7 +61,8 @@ typedef struct cv_worker_opts {
     int max_jobs;               /* stop after this many jobs; 0 = no limit */
     bool once;                  /* stop when no job is ready */
     bool allow_test_faults;     /* honour CUVIL_TEST_FAULT in the compile child */
-    bool explain;               /* explain cache misses (cv_build_opts.explain) */
+    bool no_explain;            /* don't name each cache miss's cause (cv_build_opts.explain:
+                                   a scan of the stored key manifests per miss) */
     /* The worker's own command line (NULL-terminated; [0] is the program
      * executed, `cuvil worker` gives /proc/self/exe).  When set, each job
      * runs in a fresh image of this program, `self_argv... --job-child

@@ -39,7 +39,7 @@ static const char STYLE[] =
     "footer{color:#6b7280;font-size:12px;padding:12px 24px}";
 
 static const struct { const char *href, *label; } nav[] = {
-    {"/", "Overview"}, {"/failures", "Failures"}, {"/metrics", "Metrics"},
+    {"/", "Overview"}, {"/failures", "Failures"}, {"/misses", "Misses"}, {"/metrics", "Metrics"},
     {"/api/v1/status", "API"},
 };
 

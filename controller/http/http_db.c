@@ -225,7 +225,8 @@ static const char SQL_MODEL_HISTORY[] =
     "SELECT v.revision, COALESCE(v.subject,''), j.target, j.precision, j.state,"
     " COALESCE(r.l2,''), CASE WHEN r.l2 = 'miss' AND r.status = 'ok' AND j.runner = j.job_id"
     "  THEN j.uploaded_ms - j.started_ms ELSE 0 END, COALESCE(r.artifact_manifest,''),"
-    " j.queued_ms FROM jobs j JOIN revisions v ON v.id = j.revision_id"
+    " j.queued_ms, COALESCE(j.miss,''), COALESCE(j.miss_reason,'')"
+    " FROM jobs j JOIN revisions v ON v.id = j.revision_id"
     " LEFT JOIN results r ON r.id = j.result_id"
     " WHERE j.model_path = ? AND (? IS NULL OR j.target = ?) ORDER BY j.id DESC LIMIT ?";
 
@@ -247,6 +248,8 @@ int http_db_model_history(cv_builddb *db, const char *model, const char *target,
         b->compile_ms = sqlite3_column_int64(st, 6);
         cv_sqldb_text(st, 7, b->manifest, sizeof b->manifest);
         b->queued_ms = sqlite3_column_int64(st, 8);
+        cv_sqldb_text(st, 9, b->miss, sizeof b->miss);
+        cv_sqldb_text(st, 10, b->miss_reason, sizeof b->miss_reason);
     }
     if (st && rc == 1)
         sqlite3_reset(st);
@@ -260,8 +263,14 @@ int http_db_model_history(cv_builddb *db, const char *model, const char *target,
 static const char SQL_RESULTS_SINCE[] =
     "SELECT r.id, j.target, r.status, r.l1, r.l2, j.queued_ms, COALESCE(j.started_ms,0),"
     " COALESCE(j.frontend_ms,0), COALESCE(j.passes_ms,0), COALESCE(j.codegen_ms,0),"
-    " COALESCE(j.uploaded_ms,0), COALESCE(j.finished_ms,0)"
+    " COALESCE(j.uploaded_ms,0), COALESCE(j.finished_ms,0), COALESCE(j.miss,''),"
+    " CASE WHEN r.l2 IN ('hit','remote-hit') THEN COALESCE((" SQL_PRODUCER "),0) ELSE 0 END"
     " FROM results r JOIN jobs j ON j.job_id = r.job_id WHERE r.id > ? ORDER BY r.id LIMIT ?";
+/* Jobs the planner found in the cache: written once, as 'hit', when their
+ * revision is planned; what each saved, as the overview counts it. */
+static const char SQL_PLANNER_HITS_SINCE[] =
+    "SELECT j.id, COALESCE((" SQL_PRODUCER "),0) FROM jobs j WHERE j.id > ? AND j.state = 'hit'"
+    " ORDER BY j.id LIMIT ?";
 
 int http_db_results_since(cv_builddb *db, int64_t after_id, int max, http_result_fn fn, void *ctx,
                           int64_t *last, cv_diag *d)
@@ -277,8 +286,24 @@ int http_db_results_since(cv_builddb *db, int64_t after_id, int max, http_result
         cv_sqldb_text(st, 4, r.l2, sizeof r.l2);
         for (int i = 0; i < CV_JOB_TS__COUNT; i++)
             r.ts[i] = sqlite3_column_int64(st, 5 + i);
+        cv_sqldb_text(st, 5 + CV_JOB_TS__COUNT, r.miss, sizeof r.miss);
+        r.saved_ms = sqlite3_column_int64(st, 6 + CV_JOB_TS__COUNT);
         fn(ctx, &r);
         *last = r.id;
+    }
+    return rc < 0 ? -1 : 0;
+}
+
+int http_db_planner_hits_since(cv_builddb *db, int64_t after_row, int max, int64_t *hits,
+                               int64_t *saved_ms, int64_t *last, cv_diag *d)
+{
+    sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_PLANNER_HITS_SINCE, "ii", after_row,
+                                      (int64_t)max);
+    int rc = st ? 1 : -1;
+    while (rc == 1 && (rc = cv_sqldb_step(&db->db, st, d)) == 1) {
+        *last = sqlite3_column_int64(st, 0);
+        *saved_ms += sqlite3_column_int64(st, 1);
+        (*hits)++;
     }
     return rc < 0 ? -1 : 0;
 }

@@ -218,6 +218,7 @@ typedef struct http_model_build {
     int64_t compile_ms;                 /* 0 unless this job compiled */
     char manifest[CV_DIGEST_HEX + 1];   /* the artifact's file list digest; "" */
     int64_t queued_ms;
+    char miss[32], miss_reason[256];    /* why it missed the cache; "" when unknown */
 } http_model_build;
 typedef struct http_model_target {
     char target[CV_MSG_TOKEN_MAX + 1], last_state[16];
@@ -244,12 +245,18 @@ typedef struct http_result {
     char target[CV_MSG_TOKEN_MAX + 1];
     char status[16], l1[16], l2[16];
     int64_t ts[CV_JOB_TS__COUNT];
+    char miss[32];          /* the worker's cause word on an L2 miss; "" */
+    int64_t saved_ms;       /* on an L2 hit: what the compile that stored it took */
 } http_result;
 typedef void (*http_result_fn)(void *ctx, const http_result *r);
 /* Visits up to max results with id > after_id in id order; *last is the
  * last id visited (unchanged when none). */
 int http_db_results_since(cv_builddb *db, int64_t after_id, int max, http_result_fn fn, void *ctx,
                           int64_t *last, cv_diag *d);
+/* Planner hits (jobs.state 'hit') in job rows after after_row, at most max:
+ * adds their count and the compile time each saved; *last: the last row. */
+int http_db_planner_hits_since(cv_builddb *db, int64_t after_row, int max, int64_t *hits,
+                               int64_t *saved_ms, int64_t *last, cv_diag *d);
 /* Jobs of a revision by target and state: fn per group. */
 typedef void (*http_count_fn)(void *ctx, const char *target, const char *state, int64_t n);
 int http_db_job_counts(cv_builddb *db, int64_t rev_id, http_count_fn fn, void *ctx, cv_diag *d);
@@ -293,6 +300,9 @@ void http_page_overview(cv_http *h, const http_req *rq, http_resp *rs);
 void http_page_revision(cv_http *h, const http_req *rq, http_resp *rs);
 void http_page_model(cv_http *h, const http_req *rq, http_resp *rs);
 void http_api_models(cv_http *h, const http_req *rq, http_resp *rs);
+/* Top cache misses over a window (misses.c). */
+void http_page_misses(cv_http *h, const http_req *rq, http_resp *rs);
+void http_api_misses(cv_http *h, const http_req *rq, http_resp *rs);
 void http_page_failures(cv_http *h, const http_req *rq, http_resp *rs);
 
 /* Where a job's JSON and a queue view's JSON are shared by API handlers. */

@@ -33,8 +33,16 @@ typedef struct result_count {
     uint64_t n;
 } result_count;
 
+enum { MISS_CAUSES = 16 };
+typedef struct cause_count {
+    char cause[32];         /* "other" once MISS_CAUSES words are taken */
+    uint64_t n;
+} cause_count;
+
 struct http_metrics_state {
-    int64_t last_result;
+    int64_t last_result, last_planner_row;
+    cause_count miss[MISS_CAUSES];
+    int64_t saved_ms, worker_hits, planner_hits;
     uint64_t hist[HTTP_STAGES][BUCKETS];   /* non-cumulative */
     double sum[HTTP_STAGES];
     uint64_t count[HTTP_STAGES];
@@ -78,10 +86,27 @@ static void count_result(http_metrics_state *m, const char *target, const char *
     r->n = 1;
 }
 
+static void count_miss(http_metrics_state *m, const char *cause)
+{
+    int i = 0;
+    while (i < MISS_CAUSES - 1 && m->miss[i].cause[0] && strcmp(m->miss[i].cause, cause) != 0)
+        i++;
+    if (!m->miss[i].cause[0])
+        snprintf(m->miss[i].cause, sizeof m->miss[i].cause, "%s",
+                 i == MISS_CAUSES - 1 ? "other" : cause);
+    m->miss[i].n++;
+}
+
 static void on_result(void *ctx, const http_result *r)
 {
     http_metrics_state *m = ctx;
     count_result(m, r->target, r->status);
+    if (r->miss[0])
+        count_miss(m, r->miss);
+    if (strcmp(r->l2, "hit") == 0 || strcmp(r->l2, "remote-hit") == 0) {
+        m->saved_ms += r->saved_ms;
+        m->worker_hits++;
+    }
     int64_t st[HTTP_STAGES];
     http_job_stages(r->ts, st);
     for (int s = 0; s < HTTP_STAGES; s++) {
@@ -111,6 +136,14 @@ static int catch_up(cv_http *h, cv_diag *d)
                                   d) != 0)
             return -1;
         if (m->last_result == before)
+            break;
+    }
+    for (int read = 0; read < SCRAPE_MAX; read += BATCH) {
+        int64_t before = m->last_planner_row;
+        if (http_db_planner_hits_since(h->db, m->last_planner_row, BATCH, &m->planner_hits,
+                                       &m->saved_ms, &m->last_planner_row, d) != 0)
+            return -1;
+        if (m->last_planner_row == before)
             break;
     }
     return 0;
@@ -176,6 +209,27 @@ static void results(const http_metrics_state *m, cv_sb *o)
                          "cuvil_farm_job_cache_lookups_total{level=\"l%d\",outcome=\"%s\"} %llu\n",
                          lv + 1, cv_cache_outcome_name((cv_cache_outcome)c),
                          (unsigned long long)(lv ? m->l2[c] : m->l1[c]));
+}
+
+static void misses_and_savings(const http_metrics_state *m, cv_sb *o)
+{
+    help(o, "cuvil_farm_job_cache_misses_total", "counter",
+         "Jobs that missed the cache and compiled, by the worker's cause (weights, model, "
+         "options, compiler, new, evicted, ...).");
+    for (int i = 0; i < MISS_CAUSES && m->miss[i].cause[0]; i++) {
+        cv_sb_puts(o, "cuvil_farm_job_cache_misses_total{cause=\"");
+        label(o, m->miss[i].cause);
+        cv_sb_printf(o, "\"} %llu\n", (unsigned long long)m->miss[i].n);
+    }
+    help(o, "cuvil_farm_cache_saved_seconds_total", "counter",
+         "Compile time the cache saved: for each hit, what the compile that stored it took.");
+    cv_sb_printf(o, "cuvil_farm_cache_saved_seconds_total %.3f\n", (double)m->saved_ms / 1000.0);
+    help(o, "cuvil_farm_cache_hit_jobs_total", "counter",
+         "Jobs served from the cache, by who found the entry (the planner before queueing, or "
+         "a worker).");
+    cv_sb_printf(o, "cuvil_farm_cache_hit_jobs_total{by=\"planner\"} %lld\n"
+                    "cuvil_farm_cache_hit_jobs_total{by=\"worker\"} %lld\n",
+                 (long long)m->planner_hits, (long long)m->worker_hits);
 }
 
 static void on_count(void *ctx, const char *target, const char *state, int64_t n)
@@ -394,6 +448,7 @@ void http_metrics(cv_http *h, const http_req *rq, http_resp *rs)
     int rc = catch_up(h, &d);
     if (rc == 0) {
         results(h->ms, o);
+        misses_and_savings(h->ms, o);
         histograms(h->ms, o);
         rc = revision(h, o, &d);
     }

@@ -82,12 +82,14 @@ json_t *http_model_json(const char *model, const http_model_view *v)
     for (int i = 0; i < v->n; i++) {
         const http_model_build *b = &v->builds[i];
         json_array_append_new(builds, json_pack(
-            "{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:o, s:I}", "revision", b->revision, "subject",
+            "{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:o, s:I, s:o, s:o}", "revision", b->revision,
+            "subject",
             b->subject, "target", b->target, "precision", b->precision, "state", b->state, "l2",
             b->l2[0] ? b->l2 : (strcmp(b->state, "hit") == 0 ? "planner-hit" : "none"),
             "compileMs", (json_int_t)b->compile_ms, "artifactManifest",
             b->manifest[0] ? json_string(b->manifest) : json_null(), "queuedMs",
-            (json_int_t)b->queued_ms));
+            (json_int_t)b->queued_ms, "miss", b->miss[0] ? json_string(b->miss) : json_null(),
+            "missReason", b->miss_reason[0] ? json_string(b->miss_reason) : json_null()));
     }
     return json_pack("{s:s, s:o, s:o}", "model", model, "targets", targets, "builds", builds);
 }
@@ -115,7 +117,8 @@ static void builds_table(cv_sb *o, const http_model_view *v)
 {
     cv_sb_printf(o, "<h2>Builds (newest first, at most %d)</h2><table id=\"model-builds\"><tr>"
                     "<th>revision</th><th>target</th><th>precision</th><th>status</th>"
-                    "<th>cache</th><th>compile</th><th>artifact</th></tr>", HISTORY_MAX);
+                    "<th>cache</th><th>why it missed</th><th>compile</th><th>artifact</th></tr>",
+                 HISTORY_MAX);
     for (int i = 0; i < v->n; i++) {
         const http_model_build *b = &v->builds[i];
         cv_sb_puts(o, "<tr class=\"build\"><td>");
@@ -130,6 +133,8 @@ static void builds_table(cv_sb *o, const http_model_view *v)
         html_state(o, b->state);
         cv_sb_puts(o, "</td><td>");
         html_esc(o, strcmp(b->state, "hit") == 0 ? "L2 hit (planner)" : b->l2);
+        cv_sb_puts(o, "</td><td class=\"why\">");
+        html_esc(o, b->miss_reason[0] ? b->miss_reason : b->miss);
         cv_sb_puts(o, "</td><td class=\"n\">");
         if (b->compile_ms > 0)
             html_duration(o, b->compile_ms);

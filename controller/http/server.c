@@ -56,6 +56,7 @@ static const route routes[] = {
     {"GET", "/revisions/", HTTP_AREA_PAGE, NEED_READ, http_page_revision},
     {"GET", "/failures", HTTP_AREA_PAGE, NEED_READ, http_page_failures},
     {"GET", "/models", HTTP_AREA_PAGE, NEED_READ, http_page_model},
+    {"GET", "/misses", HTTP_AREA_PAGE, NEED_READ, http_page_misses},
     {"GET", "/metrics", HTTP_AREA_METRICS, NEED_READ, http_metrics},
     {"GET", "/api/v1/status", HTTP_AREA_API, NEED_READ, http_api_status},
     {"GET", "/api/v1/revisions", HTTP_AREA_API, NEED_READ, http_api_revisions},
@@ -68,6 +69,7 @@ static const route routes[] = {
     {"GET", "/api/v1/workers", HTTP_AREA_API, NEED_READ, http_api_workers},
     {"GET", "/api/v1/artifacts", HTTP_AREA_API, NEED_READ, http_api_artifacts},
     {"GET", "/api/v1/models", HTTP_AREA_API, NEED_READ, http_api_models},
+    {"GET", "/api/v1/misses", HTTP_AREA_API, NEED_READ, http_api_misses},
     {"POST", "/hooks/github", HTTP_AREA_HOOK, NEED_NONE, http_hook_github},
     {"POST", "/hooks/gitlab", HTTP_AREA_HOOK, NEED_NONE, http_hook_gitlab},
 };

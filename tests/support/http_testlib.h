@@ -159,6 +159,12 @@ static inline int ht_work(ht_farm *f, int max, bool remote)
                                         "the output uses a bad value");
             cv_diag_set_root(&r.diags, derived, root);
         } else {
+            if (r.l2 == CV_CACHE_MISS) {   /* as the real worker explains its misses */
+                bool first = strstr(j->revision, f->hex[0]) != NULL;
+                r.miss = strdup(first ? "new" : "weights");
+                r.miss_reason = strdup(first ? "not found"
+                                             : "not found: structure unchanged, weights changed");
+            }
             ht_sha256(j->l2_key, r.artifact_manifest);
             if (f->lk.n < HT_KEYS_MAX)
                 snprintf(f->lk.keys[f->lk.n++], 65, "%s", j->l2_key);

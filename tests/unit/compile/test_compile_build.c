@@ -448,6 +448,13 @@ static void test_explain(void **state)
     o.explain = true;
     free(build(o, &r));
     assert_non_null(strstr(r.l2.reason, "opt"));
+    /* the farm counts misses by this word (controller/http/misses.c) */
+    assert_string_equal(r.l2.cause, "options");
+    o.no_blocked_layout = true;     /* a key no other test builds */
+    o.explain = false;
+    free(build(o, &r));
+    assert_int_equal(r.l2.outcome, CV_CACHE_MISS);
+    assert_string_equal(r.l2.cause, "unexplained");
 }
 
 static void test_front_end_error(void **state)

@@ -391,6 +391,7 @@ static void test_explain_retrain(void **state)
     assert_int_equal(cv_build(c, &o, &r, &d), 0);
     assert_int_equal(r.code.outcome, CV_CACHE_HIT);
     assert_non_null(strstr(r.l2.reason, "structure unchanged, weights changed (1 of 2 tensors)"));
+    assert_string_equal(r.l2.cause, "weights");
     assert_int_equal(cv_cache_stats_get(c, &after, &d), 0);
     assert_int_equal(after.hits_local[CV_CACHE_CODE] - before.hits_local[CV_CACHE_CODE], 1);
     assert_int_equal(after.misses[CV_CACHE_CODE], before.misses[CV_CACHE_CODE]);

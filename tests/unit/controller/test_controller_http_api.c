@@ -545,6 +545,63 @@ static void test_model_history(void **state)
     free(page);
 }
 
+/* Top misses over a window: revision 1 compiled a and b for the first time
+ * (4 x86 jobs of 495 ms, 4 aarch64 of 795), revision 2 compiled a's x86
+ * jobs again after a retrain (the stand-in worker's causes: "new", then
+ * "weights"); the page and the API agree with those sums. */
+static void test_top_misses(void **state)
+{
+    ht_farm *f = *state;
+    ht_start_http(f, NULL, NULL);
+    json_t *j = ht_json(f, NULL, "/api/v1/misses", NULL, NULL, 200);
+    assert_int_equal(ht_int(j, "days"), 7);
+    assert_int_equal(ht_int(j, "misses"), 10);
+    assert_int_equal(ht_int(j, "compileMs"), 4 * 495 + 4 * 795 + 2 * 495);
+    json_t *causes = json_object_get(j, "causes"), *models = json_object_get(j, "models");
+    assert_int_equal(json_array_size(causes), 2);
+    json_t *c0 = json_array_get(causes, 0), *c1 = json_array_get(causes, 1);
+    assert_string_equal(ht_str(c0, "cause"), "new");       /* the most compile time first */
+    assert_int_equal(ht_int(c0, "misses"), 8);
+    assert_int_equal(ht_int(c0, "compileMs"), 4 * 495 + 4 * 795);
+    assert_string_equal(ht_str(c1, "cause"), "weights");
+    assert_int_equal(ht_int(c1, "compileMs"), 2 * 495);
+    double share = json_real_value(json_object_get(c1, "shareOfMisses"));
+    assert_true(share > 0.199 && share < 0.201);
+    /* a on x86 cost the most: two first builds and two retrains */
+    assert_int_equal(json_array_size(models), 4);
+    json_t *m0 = json_array_get(models, 0);
+    assert_string_equal(ht_str(m0, "model"), "models/a.cuir");
+    assert_string_equal(ht_str(m0, "target"), "x86_64-avx2");
+    assert_int_equal(ht_int(m0, "misses"), 4);
+    assert_int_equal(ht_int(m0, "compileMs"), 4 * 495);
+    assert_non_null(strstr(ht_str(m0, "reason"), "weights changed"));
+    json_decref(j);
+    /* each job's cause in the model's history */
+    j = ht_json(f, NULL, "/api/v1/models?model=models/a.cuir&target=x86_64-avx2", NULL, NULL, 200);
+    json_t *newest = json_array_get(json_object_get(j, "builds"), 0);
+    assert_string_equal(ht_str(newest, "l2"), "planner-hit");
+    assert_true(json_is_null(json_object_get(newest, "miss")));
+    assert_string_equal(ht_str(json_array_get(json_object_get(j, "builds"), 2), "miss"), "weights");
+    json_decref(j);
+    /* a window is whole days, 1 to 366 */
+    const char *bad[] = {"/api/v1/misses?days=0", "/api/v1/misses?days=x",
+                         "/api/v1/misses?days=367", "/api/v1/misses?days=-1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        j = ht_json(f, NULL, bad[i], NULL, NULL, 400);
+        ht_assert_error(j, "CV6131");
+        json_decref(j);
+    }
+    long status = 0;
+    char *page = ht_get(f, "/misses?days=1", &status);
+    assert_int_equal(status, 200);
+    assert_non_null(strstr(page, "id=\"miss-causes\""));
+    assert_int_equal(count_substr(page, "<tr class=\"cause\""), 2);
+    assert_int_equal(count_substr(page, "<tr class=\"model\">"), 4);
+    assert_non_null(strstr(page, "weights changed (a retrain)"));
+    assert_non_null(strstr(page, "href=\"/models?model=models/a.cuir&amp;target=x86_64-avx2\""));
+    free(page);
+}
+
 /* A revision whose spec does not load has its own verdict everywhere: the
  * API says so, the failures page does not say "Nothing failed" under a
  * failed badge, the overview counts the spec's errors; no chart calls it a
@@ -610,6 +667,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_documented_routes, setup, teardown),
         cmocka_unit_test(test_spec_error_verdict),
         cmocka_unit_test_setup_teardown(test_model_history, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_top_misses, setup, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

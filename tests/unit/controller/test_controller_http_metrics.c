@@ -88,6 +88,21 @@ static void test_figures(void **state)
     assert_sample(m, "cuvil_farm_git_fetches_total 3");
     assert_sample(m, "cuvil_farm_cache_stored_bytes 0");
     assert_sample(m, "cuvil_farm_webhooks_total{host=\"github\",outcome=\"bad_signature\"} 0");
+    /* misses by the worker's cause; the time the cache saved as the overview
+     * counts it (revision 2's planner hits on b, revision 3's on a and b) */
+    assert_sample(m, "cuvil_farm_job_cache_misses_total{cause=\"new\"} 8");
+    assert_sample(m, "cuvil_farm_job_cache_misses_total{cause=\"weights\"} 2");
+    assert_sample(m, "cuvil_farm_cache_hit_jobs_total{by=\"planner\"} 12");
+    assert_sample(m, "cuvil_farm_cache_hit_jobs_total{by=\"worker\"} 2");
+    json_t *cache = ht_json(f, NULL, "/api/v1/cache", NULL, NULL, 200);
+    long saved = 0;
+    for (size_t i = 0; i < json_array_size(json_object_get(cache, "revisions")); i++)
+        saved += ht_int(json_array_get(json_object_get(cache, "revisions"), i), "savedMs");
+    json_decref(cache);
+    char line[128];
+    snprintf(line, sizeof line, "cuvil_farm_cache_saved_seconds_total %.3f", saved / 1000.0);
+    assert_true(saved > 2 * 495 + 2 * 795);
+    assert_sample(m, line);
     /* nothing succeeded yet */
     assert_null(strstr(m, "\ncuvil_farm_last_successful_revision_timestamp_seconds "));
     free(m);

@@ -172,6 +172,17 @@ static void test_result_round_trip(void **state)
     }
     assert_int_equal(cv_diag_get(&back.diags, 2)->root_id, 1);
     assert_string_equal(cv_diag_get(&back.diags, 1)->notes[0], "weight expects 1");
+    assert_null(back.miss);         /* optional: absent stays absent */
+    assert_null(back.miss_reason);
+    free(buf);
+    cv_result_msg_free(&back);
+    /* an L2 miss's cause and reason travel when set */
+    r.miss = strdup("weights");
+    r.miss_reason = strdup("not found: structure unchanged, weights changed (3 of 62 tensors)");
+    assert_int_equal(cv_result_msg_encode(&r, &buf, &len, &d), 0);
+    assert_int_equal(cv_result_msg_decode(buf, len, NULL, &back, &d), 0);
+    assert_string_equal(back.miss, "weights");
+    assert_string_equal(back.miss_reason, r.miss_reason);
     free(buf);
     cv_result_msg_free(&back);
     cv_result_msg_free(&r);
@@ -336,6 +347,15 @@ static void test_result_errors(void **state)
     o = result_json(); e = json_array_get(json_object_get(o, "diagnostics"), 0);
     set(e, "line", json_integer(-3)); expect_error(o, true, 1136, "diagnostics[0].line");
     o = result_json(); set(o, "diagnostics", json_object()); expect_error(o, true, 1135, "diagnostics");
+    /* a miss's cause is a token and its reason one line of text */
+    o = result_json(); set(json_object_get(o, "cache"), "miss", json_string("weights changed"));
+    expect_error(o, true, 1136, "cache.miss");
+    o = result_json(); set(json_object_get(o, "cache"), "miss", json_integer(3));
+    expect_error(o, true, 1135, "cache.miss");
+    o = result_json(); set(json_object_get(o, "cache"), "miss_reason", json_string("a\nb"));
+    expect_error(o, true, 1136, "cache.miss_reason");
+    o = result_json(); set(json_object_get(o, "cache"), "why", json_string("x"));
+    expect_error(o, true, 1134, "cache");
 }
 
 static void test_encode_validates(void **state)
@@ -469,7 +489,14 @@ static void test_schema_matches_codec(void **state)
     same_set(path_get(job, "properties", "opt_level", "enum"), CV_MSGLIST_OPT_LEVELS);
     same_keys(res, CV_MSGLIST_RESULT_KEYS);
     same_set(path_get(res, "properties", "status", "enum"), CV_MSGLIST_STATUSES);
-    same_keys(path_get(res, "properties", "cache", NULL), CV_MSGLIST_CACHE_KEYS);
+    json_t *cache = path_get(res, "properties", "cache", NULL);
+    same_set(json_object_get(cache, "required"), CV_MSGLIST_CACHE_KEYS);
+    cv_msg_list_get(CV_MSGLIST_CACHE_KEYS, &n_req);
+    opt = cv_msg_list_get(CV_MSGLIST_CACHE_OPTIONAL_KEYS, &n_opt);
+    assert_int_equal(json_object_size(json_object_get(cache, "properties")), n_req + n_opt);
+    for (size_t i = 0; i < n_opt; i++)
+        assert_non_null(path_get(cache, "properties", opt[i], NULL));
+    assert_true(json_is_false(json_object_get(cache, "additionalProperties")));
     same_keys(path_get(res, "properties", "timings_ms", NULL), CV_MSGLIST_TIMING_KEYS);
     same_set(path_get(res, "$defs", "cache_outcome", "enum"), CV_MSGLIST_CACHE_OUTCOMES);
     json_t *diag = path_get(res, "$defs", "diagnostic", NULL);

@@ -247,6 +247,11 @@ static void test_ok_and_failed(void **state)
     assert_int_equal(again->l1, CV_CACHE_HIT);
     assert_int_equal(again->l2, CV_CACHE_HIT);
     assert_string_equal(good->artifact_manifest, again->artifact_manifest);
+    /* why each miss missed, for the dashboard: nothing like it was stored */
+    assert_string_equal(good->miss, "new");
+    assert_non_null(good->miss_reason);
+    assert_null(again->miss);
+    assert_null(bad->miss);
     /* The artifact is in the cache, listed by its manifest. */
     cv_cache_options co = {.dir = f.cache_dir, .remote = "", .ignore_env = true};
     cv_cache *c;
