@@ -1,10 +1,11 @@
 /* The dashboard in headless Chromium (Debian's `chromium`, started with
- * --headless --no-sandbox --disable-gpu): the overview, a revision page and
- * the failures page of a farm with history (tests/support/http_testlib.h) are
- * loaded (they hold no script), their DOM is dumped and checked for the key
- * figures, and a screenshot of each is saved under $CUVIL_BUILD for review
- * (http-overview.png, http-revision.png, http-failures.png).  The three
- * browsers run side by side, each with its own profile.  Skipped when chromium is
+ * --headless --no-sandbox --disable-gpu): the overview, a revision page, the
+ * failures page, the top misses and a model's history of a farm with history
+ * (tests/support/http_testlib.h) are loaded (they hold no script), their DOM
+ * is dumped and checked for the key figures, and a screenshot of each is
+ * saved under $CUVIL_BUILD for review (http-overview.png, http-revision.png,
+ * http-failures.png, http-misses.png, http-model.png).  The browsers run side
+ * by side, each with its own profile.  Skipped when chromium is
  * not installed. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,7 +24,7 @@
 extern char **environ;
 
 #define CHROMIUM "/usr/bin/chromium"
-#define PAGES 3
+#define PAGES 5
 
 typedef struct page {
     const char *name;
@@ -158,6 +159,24 @@ static void check_failures(const page *p)
     has(p, "cuvil compile models/broken.cuir -t ");
 }
 
+/* 10 misses: the 8 first builds of a and b (4 x 495 ms + 4 x 795 ms), then
+ * a's two x86 retrains (2 x 495 ms) */
+static void check_misses(const page *p)
+{
+    has(p, "10 jobs missed the cache and compiled for ");
+    has(p, "first build");
+    has(p, "weights changed (a retrain)");
+    if (count(p->dom, "<tr class=\"model\">") != 4)
+        fail_msg("expected 4 model rows:\n%s", p->dom);
+}
+
+static void check_model(const page *p)
+{
+    if (count(p->dom, "<tr class=\"build\">") != 12)
+        fail_msg("expected 12 builds of a:\n%s", p->dom);
+    has(p, "not found: structure unchanged, weights changed");
+}
+
 static void test_pages_in_chromium(void **state)
 {
     (void)state;
@@ -173,10 +192,13 @@ static void test_pages_in_chromium(void **state)
     assert_int_equal(ht_step(f, false).results, 3);
     ht_start_http(f, NULL, NULL);
 
-    page pages[PAGES] = {{.name = "overview"}, {.name = "revision"}, {.name = "failures"}};
+    page pages[PAGES] = {{.name = "overview"}, {.name = "revision"}, {.name = "failures"},
+                         {.name = "misses"}, {.name = "model"}};
     snprintf(pages[0].path, sizeof pages[0].path, "/");
     snprintf(pages[1].path, sizeof pages[1].path, "/revisions/%s", f->hex[1]);
     snprintf(pages[2].path, sizeof pages[2].path, "/failures");
+    snprintf(pages[3].path, sizeof pages[3].path, "/misses");
+    snprintf(pages[4].path, sizeof pages[4].path, "/models?model=models/a.cuir");
     const char *build = getenv("CUVIL_BUILD");
     const char *shots = build && *build ? build : f->dir;
     pid_t pids[PAGES];
@@ -202,6 +224,8 @@ static void test_pages_in_chromium(void **state)
     check_overview(&pages[0]);
     check_revision(&pages[1]);
     check_failures(&pages[2]);
+    check_misses(&pages[3]);
+    check_model(&pages[4]);
     for (int i = 0; i < PAGES; i++)
         free(pages[i].dom);
     ht_farm_free(f);
