@@ -91,10 +91,12 @@ static const cv_sqldb_migration migrations[] = {
             "ALTER TABLE revisions ADD COLUMN commit_ms INTEGER;"
             "CREATE INDEX jobs_model ON jobs(model_path, target);"},
     /* 6: why each compiled job missed the cache (the worker's cause word and
-     * reason), for the dashboard's top misses over a window */
+     * reason), for the dashboard's top misses over a window; jobs by the day
+     * they finished, for its days chart */
     {.sql = "ALTER TABLE jobs ADD COLUMN miss TEXT;"
             "ALTER TABLE jobs ADD COLUMN miss_reason TEXT;"
-            "CREATE INDEX jobs_missed ON jobs(finished_ms) WHERE miss IS NOT NULL;"},
+            "CREATE INDEX jobs_missed ON jobs(finished_ms) WHERE miss IS NOT NULL;"
+            "CREATE INDEX jobs_day ON jobs(COALESCE(finished_ms, queued_ms));"},
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 

@@ -9,6 +9,8 @@
 #define TOP_DEFAULT 20
 #define CACHE_REVISIONS 50
 #define CACHE_REVISIONS_MAX 500
+#define CACHE_DAYS 14
+#define CACHE_DAYS_MAX 366
 
 /* A revision without failed jobs needs no classifier run (which also
  * stores its history): its report is empty but for the revision's own
@@ -88,16 +90,32 @@ static json_t *rev_cache_json(const http_rev_cache *c)
     return o;
 }
 
+json_t *http_daily_json(const http_day *v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_pack("{s:I, s:I, s:I, s:I, s:I}", "dayMs",
+                                           (json_int_t)(v[i].day * HTTP_DAY_MS), "answered",
+                                           (json_int_t)v[i].answered, "hits",
+                                           (json_int_t)v[i].hits, "compileMs",
+                                           (json_int_t)v[i].compile_ms, "savedMs",
+                                           (json_int_t)v[i].saved_ms));
+    return a;
+}
+
 void http_api_cache(cv_http *h, const http_req *rq, http_resp *rs)
 {
     int64_t max = http_int_arg(rq, rs, "revisions", CACHE_REVISIONS, 1, CACHE_REVISIONS_MAX);
-    if (max < 0)
+    int64_t days = max < 0 ? -1 : http_int_arg(rq, rs, "days", CACHE_DAYS, 1, CACHE_DAYS_MAX);
+    if (max < 0 || days < 0)
         return;
     http_rev_cache *v = calloc((size_t)max, sizeof *v);
+    http_day *dv = calloc((size_t)days, sizeof *dv);
     cv_diag d;
     cv_diag_init(&d);
     int n = 0;
-    if (!v || http_db_cache_history(h->db, (int)max, v, &n, &d) != 0) {
+    if (!v || !dv || http_db_cache_history(h->db, (int)max, v, &n, &d) != 0 ||
+        http_db_daily(h->db, rq->now_ms, (int)days, dv, &d) != 0) {
         http_error_diag(rs, 500, &d);
     } else {
         cv_cache_stats st;
@@ -105,11 +123,12 @@ void http_api_cache(cv_http *h, const http_req *rq, http_resp *rs)
         for (int i = 0; i < n; i++)
             json_array_append_new(revs, rev_cache_json(&v[i]));
         http_json(rs, 200,
-                  json_pack("{s:o, s:o}", "cache",
+                  json_pack("{s:o, s:o, s:o}", "cache",
                             http_cache_stats(h, &st) ? cv_cache_stats_json(&st) : json_null(),
-                            "revisions", revs));
+                            "revisions", revs, "days", http_daily_json(dv, (int)days)));
     }
     free(v);
+    free(dv);
     cv_diag_free(&d);
 }
 

@@ -41,6 +41,9 @@ void html_diags(cv_sb *o, const cv_diag *d);
  * misses of one level, as fractions of the jobs with an answer (a job that
  * failed before its look-up is a miss). */
 void svg_cache_chart(cv_sb *o, const char *id, const http_rev_cache *v, int n, bool l2);
+/* One bar per day (oldest left): the share of answered jobs served from the
+ * cache, with the time saved over each bar. */
+void svg_daily_chart(cv_sb *o, const char *id, const http_day *v, int n);
 /* A job's stages as one stacked bar, scaled so that max_ms fills it. */
 void svg_stage_bar(cv_sb *o, const int64_t stages[HTTP_STAGES], int64_t max_ms);
 /* The colour key of the stage bars and of the cache charts. */

@@ -125,6 +125,38 @@ static const char SQL_CACHE_ONE[] =
     SQL_CACHE_COUNTS "(SELECT id, revision, state, subject, author, commit_ms FROM"
     " revisions WHERE id=?)" SQL_CACHE_JOIN;
 
+/* ---- the cache day by day */
+
+#define SQL_JOB_DAY "COALESCE(j.finished_ms, j.queued_ms)"
+#define SQL_IS_HIT "(j.state = 'hit' OR r.l2 IN ('hit','remote-hit'))"
+static const char SQL_DAILY[] =
+    "SELECT " SQL_JOB_DAY " / 86400000, COUNT(*), COALESCE(SUM(" SQL_IS_HIT "),0),"
+    " COALESCE(SUM(CASE WHEN j.runner = j.job_id AND r.l2 = 'miss' AND r.status = 'ok'"
+    "  THEN j.uploaded_ms - j.started_ms END),0),"
+    " COALESCE(SUM(CASE WHEN " SQL_IS_HIT " THEN (" SQL_PRODUCER ") END),0)"
+    " FROM jobs j LEFT JOIN results r ON r.id = j.result_id"
+    " WHERE " SQL_JOB_DAY " >= ? AND j.state <> 'queued' GROUP BY 1 ORDER BY 1";
+
+int http_db_daily(cv_builddb *db, int64_t now_ms, int days, http_day *out, cv_diag *d)
+{
+    int64_t today = now_ms / HTTP_DAY_MS;
+    memset(out, 0, (size_t)days * sizeof *out);
+    for (int i = 0; i < days; i++)
+        out[i].day = today - (days - 1 - i);
+    sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_DAILY, "i", out[0].day * HTTP_DAY_MS);
+    int rc = st ? 1 : -1;
+    while (rc == 1 && (rc = cv_sqldb_step(&db->db, st, d)) == 1) {
+        int64_t i = sqlite3_column_int64(st, 0) - out[0].day;
+        if (i < 0 || i >= days)
+            continue;   /* a clock that ran ahead: not drawn */
+        out[i].answered = sqlite3_column_int64(st, 1);
+        out[i].hits = sqlite3_column_int64(st, 2);
+        out[i].compile_ms = sqlite3_column_int64(st, 3);
+        out[i].saved_ms = sqlite3_column_int64(st, 4);
+    }
+    return rc < 0 ? -1 : 0;
+}
+
 static cv_rev_state state_parse(const char *s)
 {
     for (int i = 0; i < CV_REV__COUNT; i++)

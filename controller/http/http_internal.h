@@ -187,6 +187,18 @@ typedef struct http_rev_cache {
     int64_t commit_ms;
     int64_t l1[CV_CACHE__COUNT], l2[CV_CACHE__COUNT];
 } http_rev_cache;
+/* The cache day by day (UTC days): jobs with an answer, those served from
+ * the cache (planner or worker), the compile time spent and the time the
+ * hits saved, each job counted on the day it finished. */
+#define HTTP_DAY_MS INT64_C(86400000)
+typedef struct http_day {
+    int64_t day;                        /* days since the epoch */
+    int64_t answered, hits, compile_ms, saved_ms;
+} http_day;
+/* The last `days` days up to now's, oldest first; days without jobs are zero. */
+int http_db_daily(cv_builddb *db, int64_t now_ms, int days, http_day *out, cv_diag *d);
+json_t *http_daily_json(const http_day *v, int n);
+
 /* The newest max revisions, oldest first. */
 int http_db_cache_history(cv_builddb *db, int max, http_rev_cache *out, int *n, cv_diag *d);
 int http_db_rev_cache(cv_builddb *db, int64_t rev_id, http_rev_cache *out, cv_diag *d);

@@ -12,6 +12,7 @@
 #define RECENT 10
 #define TOP_PATTERNS 5
 #define REFRESH_S 15
+#define DAYS 14
 
 static void card_begin(cv_sb *o, const char *label)
 {
@@ -185,6 +186,32 @@ static void cache_history(cv_sb *o, const http_rev_cache *v, int n)
     svg_cache_chart(o, "chart-l2", v, n, true);
     cv_sb_puts(o, "<h3>L1 (front end)</h3>");
     svg_cache_chart(o, "chart-l1", v, n, false);
+}
+
+/* The last DAYS days: what the cache saved each day, and over the last 7
+ * the figure a build engineer is asked for ("how much did it save this
+ * week"). */
+static void daily(cv_http *h, cv_sb *o, int64_t now, cv_diag *d)
+{
+    http_day v[DAYS];
+    if (http_db_daily(h->db, now, DAYS, v, d) != 0)
+        return;
+    int64_t saved = 0, compiled = 0, hits = 0, answered = 0;
+    for (int i = DAYS - 7; i < DAYS; i++) {
+        saved += v[i].saved_ms;
+        compiled += v[i].compile_ms;
+        hits += v[i].hits;
+        answered += v[i].answered;
+    }
+    cv_sb_printf(o, "<h2>The cache day by day (last %d days, UTC)</h2><p id=\"week\">Last 7 "
+                    "days: the cache saved <b id=\"week-saved\">", DAYS);
+    html_duration(o, saved);
+    cv_sb_puts(o, "</b> of compile time; the farm compiled for ");
+    html_duration(o, compiled);
+    cv_sb_printf(o, "; %lld of %lld jobs (", (long long)hits, (long long)answered);
+    html_pct(o, answered ? (double)hits / answered : 0.0);
+    cv_sb_puts(o, ") came from the cache. <a href=\"/misses\">What missed, and why</a></p>");
+    svg_daily_chart(o, "chart-days", v, DAYS);
 }
 
 static void top_failures(cv_http *h, cv_sb *o, const cv_rev_summary *s)
@@ -386,6 +413,7 @@ void http_page_overview(cv_http *h, const http_req *rq, http_resp *rs)
         revision_line(h, o, "Current", &cur, "current", rq->now_ms, &d);
         last_succeeded(h, o, &cur, rq->now_ms, &d);
         jobs_by_status(h, o, &cur, &d);
+        daily(h, o, rq->now_ms, &d);
         cache_history(o, hist, n);
         top_failures(h, o, &cur);
     } else {

@@ -4,6 +4,7 @@
 #include "controller/http/html.h"
 
 #include <stdio.h>
+#include <time.h>
 
 enum { CHART_W = 760, CHART_H = 170, LEFT = 44, TOP = 8, BOTTOM = 22, BAR_MAX = 36 };
 enum { STAGE_W = 220, STAGE_H = 12 };
@@ -44,6 +45,56 @@ static void bar_title(cv_sb *o, const http_rev_cache *c, bool l2, double hit, do
     cv_sb_puts(o, ", remote ");
     html_pct(o, remote);
     cv_sb_printf(o, ") of %lld answered jobs</title>", (long long)asked);
+}
+
+void svg_daily_chart(cv_sb *o, const char *id, const http_day *v, int n)
+{
+    int plot_h = CHART_H - TOP - BOTTOM - 14, plot_w = CHART_W - LEFT - 8;
+    double slot = n > 0 ? (double)plot_w / n : plot_w, w = slot * 0.8;
+    if (w > BAR_MAX)
+        w = BAR_MAX;
+    cv_sb_printf(o, "<svg id=\"%s\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+                    "height=\"%d\" role=\"img\" aria-label=\"cache hits and time saved per "
+                    "day\">", id, CHART_W, CHART_H);
+    cv_sb_printf(o, "<g transform=\"translate(0,14)\">");
+    axes(o, plot_h);
+    for (int i = 0; i < n; i++) {
+        const http_day *c = &v[i];
+        double x = LEFT + slot * i + (slot - w) / 2, base = TOP + plot_h;
+        double hit = c->answered ? (double)c->hits / c->answered : 0.0;
+        char date[16];
+        time_t t = (time_t)(c->day * 86400);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(date, sizeof date, "%m-%d", &tm);
+        cv_sb_printf(o, "<g class=\"day\"><title>%s: %lld of %lld jobs from the cache (", date,
+                     (long long)c->hits, (long long)c->answered);
+        html_pct(o, hit);
+        cv_sb_puts(o, "), saved ");
+        html_duration(o, c->saved_ms);
+        cv_sb_puts(o, ", compiled ");
+        html_duration(o, c->compile_ms);
+        cv_sb_puts(o, "</title>");
+        if (c->answered == 0) {
+            cv_sb_printf(o, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
+                            "fill=\"none\" stroke=\"#d1d5db\" stroke-dasharray=\"2\"/>",
+                         x, TOP, w, plot_h);
+        } else {
+            rect(o, x, base - plot_h * hit, w, plot_h * hit, LOCAL_COLOR);
+            rect(o, x, TOP, w, plot_h * (1.0 - hit), MISS_COLOR);
+        }
+        if (c->saved_ms > 0) {
+            cv_sb_printf(o, "<text x=\"%.1f\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\" "
+                            "fill=\"#374151\">", x + w / 2, TOP - 4);
+            html_duration(o, c->saved_ms);
+            cv_sb_puts(o, "</text>");
+        }
+        if (n <= 16 || i % 2 == (n - 1) % 2)    /* the newest day always labelled */
+            cv_sb_printf(o, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"middle\" "
+                            "fill=\"#6b7280\">%s</text>", x + w / 2, base + 14, date);
+        cv_sb_puts(o, "</g>");
+    }
+    cv_sb_puts(o, "</g></svg>");
 }
 
 void svg_cache_chart(cv_sb *o, const char *id, const http_rev_cache *v, int n, bool l2)

@@ -192,6 +192,31 @@ static void test_failures_cache_workers_artifacts(void **state)
     assert_int_equal(ht_int(r2, "savedMs"), 2 * 495 + 2 * 795);     /* b */
     assert_int_equal(ht_int(r2, "compileMs"), 2 * 495);             /* a on x86 */
     assert_true(json_is_object(json_object_get(j, "cache")));
+    /* day by day (everything ran today, but a test may straddle midnight):
+     * the same compile and saved time as the revisions, 32 jobs answered
+     * (revision 3's broken jobs wait), 14 from the cache */
+    json_t *days = json_object_get(j, "days");
+    assert_int_equal(json_array_size(days), 14);
+    json_int_t answered = 0, hits = 0, compiled = 0, saved = 0, rev_saved = 0;
+    for (size_t i = 0; i < 14; i++) {
+        json_t *day = json_array_get(days, i);
+        answered += ht_int(day, "answered");
+        hits += ht_int(day, "hits");
+        compiled += ht_int(day, "compileMs");
+        saved += ht_int(day, "savedMs");
+        if (i)
+            assert_int_equal(ht_int(day, "dayMs") - ht_int(json_array_get(days, i - 1), "dayMs"),
+                             86400000);
+    }
+    for (size_t i = 0; i < 3; i++)
+        rev_saved += ht_int(json_array_get(revs, i), "savedMs");
+    assert_int_equal(answered, 32);
+    assert_int_equal(hits, 14);
+    assert_int_equal(compiled, 4 * 495 + 4 * 795 + 2 * 495);
+    assert_int_equal(saved, rev_saved);
+    json_decref(j);
+    j = ht_json(f, NULL, "/api/v1/cache?days=0", NULL, NULL, 400);
+    ht_assert_error(j, "CV6131");
     json_decref(j);
 
     j = ht_json(f, NULL, "/api/v1/workers", NULL, NULL, 200);

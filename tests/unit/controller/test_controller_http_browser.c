@@ -125,6 +125,11 @@ static void check_overview(const page *p)
     has(p, "L2 hit 50.0% (local 33.3%, remote 16.7%) of 12 answered jobs");
     has(p, "id=\"time-saved\">");
     has(p, "of 14 hits stored by a compile the farm timed");
+    /* the days chart: 14 bars, and this week's saving (everything ran today) */
+    if (count(p->dom, "<g class=\"day\">") != 14)
+        fail_msg("expected 14 day bars:\n%s", p->dom);
+    has(p, "id=\"week-saved\">6.2 s<");
+    has(p, "of 35 jobs (");
     /* one verdict for the state everywhere: the current revision is still
      * building (one job leased), the one before it failed jobs */
     has(p, "class=\"st st-building\" title=\"11 of 12 jobs done, 3 failed so far\">building<");
