@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "common/strbuf.h"
 #include "tests/support/pyrun.h"
 #include "tests/support/http_testlib.h"
 
@@ -168,11 +169,76 @@ static void test_promtool(void **state)
     free(path);
 }
 
+/* The metric names one PromQL expression reads (histograms by family). */
+static void check_expr_names(const char *expr, const char *scrape, int *names)
+{
+    for (const char *p = expr; (p = strstr(p, "cuvil_")) != NULL;) {
+        size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyz_0123456789");
+        char name[128], want[160];
+        snprintf(name, sizeof name, "%.*s", (int)n, p);
+        size_t len = strlen(name);
+        if (len > 7 && strcmp(name + len - 7, "_bucket") == 0)
+            name[len - 7] = 0;
+        snprintf(want, sizeof want, "\n# TYPE %s ", name);
+        if (!strstr(scrape, want))
+            fail_msg("deploy/grafana/cuvil-farm.json reads %s, which /metrics does not have", name);
+        (*names)++;
+        p += n;
+    }
+}
+
+/* The Grafana dashboard in deploy/ reads only metrics the farm exports,
+ * and its queries parse (promtool, as recording rules). */
+static void test_grafana_dashboard(void **state)
+{
+    ht_farm *f = *state;
+    json_error_t je;
+    json_t *dash = json_load_file("deploy/grafana/cuvil-farm.json", 0, &je);
+    if (!dash)
+        fail_msg("deploy/grafana/cuvil-farm.json: %s (line %d)", je.text, je.line);
+    char *m = scrape(f);
+    cv_sb rules = CV_SB_INIT;
+    cv_sb_puts(&rules, "groups:\n- name: cuvil-dashboard\n  rules:\n");
+    int names = 0, exprs = 0;
+    size_t i, k;
+    json_t *panel, *target;
+    json_array_foreach(json_object_get(dash, "panels"), i, panel)
+        json_array_foreach(json_object_get(panel, "targets"), k, target) {
+            const char *expr = json_string_value(json_object_get(target, "expr"));
+            assert_non_null(expr);
+            check_expr_names(expr, m, &names);
+            json_t *quoted = json_string(expr);
+            char *q = json_dumps(quoted, JSON_ENCODE_ANY);
+            cv_sb_printf(&rules, "  - record: cuvil:dashboard_%d\n    expr: %s\n", exprs++, q);
+            free(q);
+            json_decref(quoted);
+        }
+    assert_true(exprs >= 10);
+    assert_true(names >= exprs);
+    free(m);
+    json_decref(dash);
+    if (access("/usr/bin/promtool", X_OK) == 0) {
+        assert_int_equal(cv_tmpdir_write(f->dir, "rules.yaml", rules.buf, rules.len), 0);
+        char *path = cv_tmpdir_path(f->dir, "rules.yaml");
+        char *err = cv_tmpdir_path(f->dir, "rules.err");
+        const char *argv[] = {"/usr/bin/promtool", "check", "rules", path, NULL};
+        char *out = NULL;
+        int rc = cv_run_argv(argv, err, &out);
+        size_t n;
+        char *e = cv_tmpdir_read_file(err, &n);
+        if (rc != 0)
+            fail_msg("promtool check rules: exit %d\n%s%s", rc, out ? out : "", e ? e : "");
+        free(e), free(out), free(err), free(path);
+    }
+    cv_sb_free(&rules);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_figures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grafana_dashboard, setup, teardown),
         cmocka_unit_test_setup_teardown(test_counters_grow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_promtool, setup, teardown),
     };
