@@ -115,7 +115,7 @@ void http_api_cache(cv_http *h, const http_req *rq, http_resp *rs)
     cv_diag_init(&d);
     int n = 0;
     if (!v || !dv || http_db_cache_history(h->db, (int)max, v, &n, &d) != 0 ||
-        http_db_daily(h->db, rq->now_ms, (int)days, dv, &d) != 0) {
+        http_daily(h, rq->now_ms, (int)days, dv, &d) != 0) {
         http_error_diag(rs, 500, &d);
     } else {
         cv_cache_stats st;

@@ -137,16 +137,18 @@ static const char SQL_DAILY[] =
     " FROM jobs j LEFT JOIN results r ON r.id = j.result_id"
     " WHERE " SQL_JOB_DAY " >= ? AND j.state <> 'queued' GROUP BY 1 ORDER BY 1";
 
-int http_db_daily(cv_builddb *db, int64_t now_ms, int days, http_day *out, cv_diag *d)
+int http_db_daily(cv_builddb *db, int64_t now_ms, int days, int64_t from_day, http_day *out,
+                  cv_diag *d)
 {
-    int64_t today = now_ms / HTTP_DAY_MS;
-    memset(out, 0, (size_t)days * sizeof *out);
-    for (int i = 0; i < days; i++)
-        out[i].day = today - (days - 1 - i);
-    sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_DAILY, "i", out[0].day * HTTP_DAY_MS);
+    int64_t today = now_ms / HTTP_DAY_MS, first = today - (days - 1);
+    if (from_day < first)
+        from_day = first;
+    for (int64_t day = from_day; day <= today; day++)
+        out[day - first] = (http_day){.day = day};
+    sqlite3_stmt *st = cv_sqldb_query(&db->db, d, SQL_DAILY, "i", from_day * HTTP_DAY_MS);
     int rc = st ? 1 : -1;
     while (rc == 1 && (rc = cv_sqldb_step(&db->db, st, d)) == 1) {
-        int64_t i = sqlite3_column_int64(st, 0) - out[0].day;
+        int64_t i = sqlite3_column_int64(st, 0) - first;
         if (i < 0 || i >= days)
             continue;   /* a clock that ran ahead: not drawn */
         out[i].answered = sqlite3_column_int64(st, 1);
@@ -155,6 +157,27 @@ int http_db_daily(cv_builddb *db, int64_t now_ms, int days, http_day *out, cv_di
         out[i].saved_ms = sqlite3_column_int64(st, 4);
     }
     return rc < 0 ? -1 : 0;
+}
+
+/* Finished days from the memo (it restarts when the window moves past
+ * it), the rest from the build DB; the finished ones are kept. */
+int http_daily(cv_http *h, int64_t now_ms, int days, http_day *out, cv_diag *d)
+{
+    int64_t today = now_ms / HTTP_DAY_MS, first = today - (days - 1), from = first;
+    if (!h->days_kept && !(h->days_kept = calloc(HTTP_DAYS_KEPT, sizeof *h->days_kept)))
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
+    if (first < h->days_from || h->days_from + h->n_days_kept < first ||
+        today - h->days_from >= HTTP_DAYS_KEPT) {
+        h->days_from = first;
+        h->n_days_kept = 0;
+    }
+    for (; from < today && from - h->days_from < h->n_days_kept; from++)
+        out[from - first] = h->days_kept[from - h->days_from];
+    if (http_db_daily(h->db, now_ms, days, from, out, d) != 0)
+        return -1;
+    for (int64_t day = h->days_from + h->n_days_kept; day < today; day++)
+        h->days_kept[h->n_days_kept++] = out[day - first];
+    return 0;
 }
 
 static cv_rev_state state_parse(const char *s)

@@ -76,7 +76,14 @@ struct cv_http {
     cv_cache *cache;              /* owned; opened on first use */
     bool cache_tried;
     http_metrics_state *ms;       /* owned */
+    /* Days before today do not change (a job counts on the day it finished,
+     * and jobs finish now): the days chart reads the build DB from the first
+     * day it has not kept.  days_kept[i] is day days_from + i. */
+    struct http_day *days_kept;   /* owned; HTTP_DAYS_KEPT */
+    int64_t days_from;
+    int n_days_kept;
 };
+#define HTTP_DAYS_KEPT 400
 
 int64_t http_now_ms(const cv_http *h);
 
@@ -195,8 +202,12 @@ typedef struct http_day {
     int64_t day;                        /* days since the epoch */
     int64_t answered, hits, compile_ms, saved_ms;
 } http_day;
-/* The last `days` days up to now's, oldest first; days without jobs are zero. */
-int http_db_daily(cv_builddb *db, int64_t now_ms, int days, http_day *out, cv_diag *d);
+/* The last `days` days up to now's, oldest first; days without jobs are zero.
+ * Reads only the days from `from_day` on (those before are left as they
+ * are in out); http_daily keeps finished days in h and reads the rest. */
+int http_db_daily(cv_builddb *db, int64_t now_ms, int days, int64_t from_day, http_day *out,
+                  cv_diag *d);
+int http_daily(cv_http *h, int64_t now_ms, int days, http_day *out, cv_diag *d);
 json_t *http_daily_json(const http_day *v, int n);
 
 /* The newest max revisions, oldest first. */

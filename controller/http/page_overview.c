@@ -194,7 +194,7 @@ static void cache_history(cv_sb *o, const http_rev_cache *v, int n)
 static void daily(cv_http *h, cv_sb *o, int64_t now, cv_diag *d)
 {
     http_day v[DAYS];
-    if (http_db_daily(h->db, now, DAYS, v, d) != 0)
+    if (http_daily(h, now, DAYS, v, d) != 0)
         return;
     int64_t saved = 0, compiled = 0, hits = 0, answered = 0;
     for (int i = DAYS - 7; i < DAYS; i++) {

@@ -503,6 +503,7 @@ void cv_http_stop(cv_http *h)
         OPENSSL_cleanse(h->secret, strlen(h->secret));
     cv_tokens_free(h->tokens);
     http_metrics_free(h->ms);
+    free(h->days_kept);
     cv_queue_close(h->q);
     cv_cache_close(h->cache);
     cv_builddb_close(h->db);

@@ -214,6 +214,18 @@ static void test_failures_cache_workers_artifacts(void **state)
     assert_int_equal(hits, 14);
     assert_int_equal(compiled, 4 * 495 + 4 * 795 + 2 * 495);
     assert_int_equal(saved, rev_saved);
+    /* finished days are kept by the server: a second read (and a longer
+     * window, which starts the memo again) agrees */
+    json_t *again = ht_json(f, NULL, "/api/v1/cache", NULL, NULL, 200);
+    assert_true(json_equal(json_object_get(again, "days"), days));
+    json_decref(again);
+    again = ht_json(f, NULL, "/api/v1/cache?days=30", NULL, NULL, 200);
+    json_t *last14 = json_array();
+    for (size_t i = 16; i < 30; i++)
+        json_array_append(last14, json_array_get(json_object_get(again, "days"), i));
+    assert_true(json_equal(last14, days));
+    json_decref(last14);
+    json_decref(again);
     json_decref(j);
     j = ht_json(f, NULL, "/api/v1/cache?days=0", NULL, NULL, 400);
     ht_assert_error(j, "CV6131");
