@@ -1,4 +1,4 @@
-/* cuvil status [REVISION] [--state DIR] [--json]
+/* cuvil status [REVISION] [--state DIR] [--json] [--watch]
  * What the farm is doing: the controller's heartbeat, the source (fetch
  * failures and back-off), last attempted and last succeeded revisions, and
  * one revision's jobs with the failures and their first errors. */
@@ -16,7 +16,8 @@ extern const cv_cli_command cv_cmd_status;
 
 typedef struct status_args {
     const char *state, *revision, *junit;
-    bool json, markdown;
+    bool json, markdown, watch;
+    int64_t interval_ms;
 } status_args;
 
 static void print_ago(const char *label, int64_t ms)
@@ -116,7 +117,7 @@ static int write_ci_formats(const status_args *a, cv_builddb *db, const cv_rev_s
 
 static int parse_args(int argc, char **argv, status_args *a)
 {
-    *a = (status_args){.state = cv_cli_default_state()};
+    *a = (status_args){.state = cv_cli_default_state(), .interval_ms = 1000};
     return cv_cli_parse(&cv_cmd_status, NULL, argc, argv, 1, a);
 }
 
@@ -131,6 +132,15 @@ static int run_status(int argc, char **argv)
     cv_diag d;
     cv_diag_init(&d);
     cv_builddb *db = NULL;
+    if (a.watch) {
+        rc = cv_cli_open_builddb(a.state, &db, &d) == 0
+                 ? cv_cli_status_watch(db, a.revision, a.interval_ms, &d)
+                 : CV_EXIT_INPUT;
+        cv_builddb_close(db);
+        cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
+        cv_diag_free(&d);
+        return rc;
+    }
     char name[CV_REVISION_MAX + 1] = "";
     cv_rev_summary rev;
     int found = cv_cli_open_builddb(a.state, &db, &d) == 0
@@ -178,13 +188,19 @@ static const cv_cli_opt options[] = {
                 "a job summary in Markdown (GitHub's $GITHUB_STEP_SUMMARY)"),
     CV_CLI_STR(0, "junit", "FILE", status_args, junit,
                "also write the revision's jobs as JUnit XML (one test case per job)"),
+    CV_CLI_FLAG(0, "watch", status_args, watch,
+                "print the revision's progress whenever it changes until it is done, then "
+                "its failures; exit 0 when it succeeded, 1 when it failed"),
+    {.name = "interval", .value = "DUR", .kind = CV_OPT_DURATION, .lo = 50, .hi = 3600000,
+     .at = offsetof(status_args, interval_ms),
+     .help = "how often --watch reads the build DB (default 1s)"},
     CV_CLI_END,
 };
 
 const cv_cli_command cv_cmd_status = {
     "status", "show what the farm is building and what failed",
     "cuvil status [REVISION] [--state DIR] [--json | --markdown]\n"
-    "             [--junit FILE]\n"
+    "             [--junit FILE] [--watch [--interval DUR]]\n"
     "  REVISION  ref@sha1:COMMIT, a commit id or a prefix of one (4+ hex digits), or\n"
     "            latest (default)\n",
     run_status, options, NULL, NULL, sizeof(status_args), NULL, "revision",

@@ -24,5 +24,9 @@ void cv_cli_print_summary(FILE *out, const cv_farm_summary *s);
 /* The jobs of a revision that failed, with the first root error of each
  * (at most max jobs). */
 int cv_cli_print_failures(FILE *out, cv_builddb *db, int64_t rev_id, int max, cv_diag *d);
+/* cuvil status --watch (cli/status_watch.c): prints the revision's progress
+ * whenever it changes until it is done; CV_EXIT_OK when it succeeded,
+ * CV_EXIT_INPUT when it failed (or is unknown).  revision NULL: the latest. */
+int cv_cli_status_watch(cv_builddb *db, const char *revision, int64_t interval_ms, cv_diag *d);
 
 #endif
