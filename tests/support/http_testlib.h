@@ -193,7 +193,8 @@ static inline void ht_commit(ht_farm *f, int i, const char *msg, const trepo_fil
  * one job, worker-gone silent for ten minutes. */
 static inline int64_t ht_fixed_clock(void *ctx) { return *(const int64_t *)ctx; }
 
-static inline void ht_build_history(ht_farm *f)
+/* The first commit (a, b and the broken model), planned: 12 jobs queued. */
+static inline void ht_plan_first(ht_farm *f)
 {
     const trepo_file c1[] = {{"cuvil/vision.yaml", HT_PIPELINE, 0},
                              {"models/a.cuir", HT_MODEL_A, 0},
@@ -202,6 +203,11 @@ static inline void ht_build_history(ht_farm *f)
     ht_commit(f, 0, "three models", c1, 4);
     ht_open_controller(f);
     assert_true(ht_step(f, true).planned);
+}
+
+static inline void ht_build_history(ht_farm *f)
+{
+    ht_plan_first(f);
     assert_int_equal(ht_work(f, -1, false), 12);
     assert_int_equal(ht_step(f, false).results, 12);
 

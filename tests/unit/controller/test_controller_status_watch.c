@@ -72,13 +72,7 @@ static void test_watch_follows_a_build(void **state)
         return;
     }
     ht_farm *f = ht_farm_new("status-watch");
-    const trepo_file c1[] = {{"cuvil/vision.yaml", HT_PIPELINE, 0},
-                             {"models/a.cuir", HT_MODEL_A, 0},
-                             {"models/b.cuir", HT_MODEL_B, 0},
-                             {"models/broken.cuir", HT_BROKEN, 0}};
-    ht_commit(f, 0, "three models", c1, 4);
-    ht_open_controller(f);
-    assert_true(ht_step(f, true).planned);
+    ht_plan_first(f);
     char *out = cv_tmpdir_path(f->dir, "watch.out");
     pid_t pid = watch(f, out, NULL);
     free(wait_for(out, "building: 0 of 12 jobs done"));
