@@ -59,6 +59,14 @@ def compile_one(job):
     return (name, prec, time.perf_counter() - t0, None)
 
 
+def have_ort():
+    try:
+        import onnxruntime  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
 def ort_session(path, threads):
     import onnxruntime as ort
     so = ort.SessionOptions()
@@ -73,6 +81,8 @@ def check_one(job):
     cuvil, d, name, prec = job
     ins = inputs_of(d, name)
     feeds = {n: np.load(f) for n, f in ins}
+    if not have_ort():
+        return (name, prec, float("nan"), "no onnxruntime here: not checked")
     want = ort_session(os.path.join(d, name + ".full.onnx"), 4).run(None, feeds)
     out = os.path.join(d, "%s.%s.out" % (name, prec))
     args = [cuvil, "run", os.path.join(d, "%s.%s" % (name, prec)), "-o", out, "--json"]
@@ -106,8 +116,8 @@ def median_ms(fn, iters):
 
 def lane(args):
     cores, work, a, q = args
-    os.sched_setaffinity(0, cores)
-    import onnxruntime  # noqa: F401  (after the affinity: its threads inherit it)
+    os.sched_setaffinity(0, cores & os.sched_getaffinity(0) or os.sched_getaffinity(0))
+    ort = have_ort()    # imported after the affinity: its threads inherit it
     torch = None
     if a.torch:
         import torch as torch_mod
@@ -123,7 +133,7 @@ def lane(args):
             x = torch.from_numpy(feeds[ins[0][0]])
         res = {}
         for th in a.threads:
-            sess = ort_session(os.path.join(a.dir, name + ".full.onnx"), th)
+            sess = ort_session(os.path.join(a.dir, name + ".full.onnx"), th) if ort else None
             best = {}
             for r in range(a.rounds):
                 if r and time.time() - START > a.deadline:
@@ -135,8 +145,9 @@ def lane(args):
                     j = json.loads(sh([a.cuvil, "bench", art, "--threads", str(th), "--iters",
                                        str(a.iters), "--warmup", "3", "--json"]))
                     best[prec] = min(best.get(prec, float("inf")), j["p50_ms"])
-                v = median_ms(lambda: sess.run(None, feeds), a.iters)
-                best["ort"] = min(best.get("ort", float("inf")), v)
+                if sess:
+                    v = median_ms(lambda: sess.run(None, feeds), a.iters)
+                    best["ort"] = min(best.get("ort", float("inf")), v)
                 if model is not None:
                     torch.set_num_threads(th)
                     with torch.no_grad():
@@ -147,6 +158,10 @@ def lane(args):
         q.put((name, res))
         print("timed %s on cores %s: %s" % (name, cores, json.dumps(res)), file=sys.stderr, flush=True)
     q.put(None)
+
+
+def ort_version():
+    return __import__("onnxruntime").__version__ if have_ort() else "(absent)"
 
 
 def geomean(v):
@@ -161,7 +176,7 @@ def fmt(v, f="%.2f"):
 def table(a, rows, compiled, errs):
     lines = ["load average %s; lanes %d; best of %d rounds of %d runs (median); Cuvil -O2 -t native;"
              " ONNX Runtime %s (ORT_ENABLE_ALL)" % (open("/proc/loadavg").read().split()[:3], a.lanes,
-                                                   a.rounds, a.iters, __import__("onnxruntime").__version__)]
+                                                   a.rounds, a.iters, ort_version())]
     for th in a.threads:
         lines += ["", "%d thread%s" % (th, "s" if th > 1 else ""), ""]
         head = ["model", "cuvil ms", "ort ms"] + (["torch ms"] if a.torch else []) + ["cuvil/ort"]
