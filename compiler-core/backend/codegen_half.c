@@ -306,8 +306,9 @@ void cv_cg_half_report(const cv_kprog *p, const char *target, char *rep, size_t 
         at += (size_t)snprintf(rep + at, size - at, "codegen: matmul/gemm x%d read their bf16 "
                                "weights as packed at compile time (16 bits, no cast kernel, no "
                                "run-time packing), f32 sums: AMX tdpbf16ps where the CPU and "
-                               "kernel grant the tile state, else f32 FMAs on the weights widened "
-                               "one K block at a time\n", p->n_bf16_gemms);
+                               "kernel grant the tile state, else AVX512_BF16 vdpbf16ps (both "
+                               "with the activations rounded to bf16), else f32 FMAs on the "
+                               "weights widened one K block at a time\n", p->n_bf16_gemms);
     if (p->n_half_ops && at + 1 < size)
         snprintf(rep + at, size - at, "codegen: f32 compute on 16-bit weights widened one GEMM "
                  "block, blocked-layout group of output channels (f16 depthwise: at compile "
