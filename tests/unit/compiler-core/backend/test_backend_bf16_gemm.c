@@ -5,7 +5,8 @@
  * holds ragged cases (odd K, N not a multiple of the 32-column panel, the
  * few-rows path at M = 1 and 3, the blocked engine above, K deeper than a
  * K block, gemm with trans_b either way, bias, residual and relu riding
- * along); compiled natively at 1 and 3 threads and compared with the
+ * along); compiled natively at 1 and 3 threads, and for the AVX2 variant
+ * (run here, 2 threads), and compared with the
  * interpreter running the same bf16 weights.  The widened path is f32
  * math on those weights (1e-4 of the range); AMX and vdpbf16ps round the
  * activations to bf16 too (1e-2, only where the CPU has AMX-BF16 or
@@ -117,9 +118,11 @@ static char *model_text(void)
     return t;
 }
 
-static void test_bf16_gemm_ragged(void **state)
+/* Compiles the model for target, runs it at each thread count in [t0, t1]
+ * (step 2) and compares every output with the interpreter within tol of
+ * its range. */
+static void compile_compare(const char *target, double tol, int t0, int t1)
 {
-    (void)state;
     cv_diag d;
     cv_diag_init(&d);
     char *text = model_text();
@@ -130,16 +133,16 @@ static void test_bf16_gemm_ragged(void **state)
     assert_non_null(m);
     char *dir = cv_tmpdir_make("bf16mm");
     cv_quant_opts q = {.precision = CV_PRECISION_BF16};
-    cv_compile_opts o = {.target = "native", .opt_level = 1, .emit = CV_EMIT_SO, .out_dir = dir,
+    cv_compile_opts o = {.target = target, .opt_level = 1, .emit = CV_EMIT_SO, .out_dir = dir,
                          .quant = &q};
     static cv_compile_info info;
     if (cv_compile_native(m, &o, &info, &d))
         cv_diag_print(&d, stderr, false);
-    printf("%s", info.quant_report);
+    printf("%s: %s", target, info.quant_report);
     char want[96];
     snprintf(want, sizeof want, "matmul/gemm x%d read their bf16 weights as packed", N_CASES);
     if (!strstr(info.quant_report, want))
-        fail_msg("expected '%s' in the report", want);
+        fail_msg("%s: expected '%s' in the report", target, want);
     /* One kernel per product (its bias, residual and relu fused): no cast. */
     assert_int_equal(info.n_kernels, N_CASES);
 
@@ -158,8 +161,7 @@ static void test_bf16_gemm_ragged(void **state)
     }
     memset(ref, 0, sizeof ref);
     assert_int_equal(cv_interp_run(m->funcs[0], in, n_in, ref, &d), 0);
-    double tol = cv_nb_cpu_has(" amx_bf16") || cv_nb_cpu_has(" avx512_bf16") ? 1e-2 : 1e-4;
-    for (int threads = 1; threads <= 3; threads += 2) {
+    for (int threads = t0; threads <= t1; threads += 2) {
         cv_native *nat = NULL;
         assert_int_equal(cv_native_open(dir, threads, &nat, &d), 0);
         memset(got, 0, sizeof got);
@@ -174,10 +176,12 @@ static void test_bf16_gemm_ragged(void **state)
                 hi = fmax(hi, r);
                 err = fabs(g - r) > err || g != g ? fabs(g - r) : err;
             }
-            printf("case %d (M %d K %d N %d kind %d), %d threads: max abs err %.3g of range %.3g\n",
-                   c, cases[c].M, cases[c].K, cases[c].N, cases[c].kind, threads, err, hi - lo);
+            printf("%s case %d (M %d K %d N %d kind %d), %d threads: max abs err %.3g of range "
+                   "%.3g\n", target, c, cases[c].M, cases[c].K, cases[c].N, cases[c].kind,
+                   threads, err, hi - lo);
             if (!(err <= tol * (hi - lo)))
-                fail_msg("case %d: error %.3g > %.0e of the range %.3g", c, err, tol, hi - lo);
+                fail_msg("%s case %d: error %.3g > %.0e of the range %.3g", target, c, err, tol,
+                         hi - lo);
             cv_tensor_free(&got[c]);
         }
         cv_native_close(nat);
@@ -191,10 +195,30 @@ static void test_bf16_gemm_ragged(void **state)
     cv_diag_free(&d);
 }
 
+/* This CPU's best path, at 1 and 3 threads. */
+static void test_bf16_gemm_native(void **state)
+{
+    (void)state;
+    compile_compare("native", cv_nb_cpu_has(" amx_bf16") || cv_nb_cpu_has(" avx512_bf16") ? 1e-2
+                                                                                           : 1e-4,
+                    1, 3);
+}
+
+/* The AVX2 variant (24-column micro-kernel panels, widened from the
+ * 32-column pair form; no bf16 instructions): f32 math on the weights. */
+static void test_bf16_gemm_avx2(void **state)
+{
+    (void)state;
+    if (!cv_nb_cpu_has(" avx2") || !cv_nb_cpu_has(" fma"))
+        skip();
+    compile_compare("x86_64-avx2", 1e-4, 2, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bf16_gemm_ragged),
+        cmocka_unit_test(test_bf16_gemm_native),
+        cmocka_unit_test(test_bf16_gemm_avx2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
