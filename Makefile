@@ -11,6 +11,7 @@
 #   make bench      run every benchmark under bench/
 #   make bench-zoo  the model zoo: 26 torchvision models vs ONNX Runtime and PyTorch
 #   make docs       regenerate docs/ops.md from the op tables
+#   make amx-gemm-check  the -p bf16 GEMM paths (AMX, vdpbf16ps, widened) side by side on this CPU
 #   make conformance, make install PREFIX=..., make clean
 #
 # Components register extra rules (generated sources, extra libraries) in

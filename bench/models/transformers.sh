@@ -12,6 +12,7 @@
 # output), the cold -O2 compile time and the load average.  Target:
 # Cuvil/ORT <= 1.0 at both thread counts.
 #   MODELS="bert_base gpt2_step vit_b_16"  PRECISION=bf16 (adds -p bf16 columns)
+#   NO_TORCH=1 leaves PyTorch out (on a loaded machine one eager run can take seconds)
 #   NODE_PATH: where onnxruntime-node 1.20.1 is (default ./node_modules)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -77,12 +78,13 @@ for m in $models; do
     fi
     for th in 1 2; do
         c=inf o=inf t=inf h=nan
+        [ -z "${NO_TORCH:-}" ] || t=nan
         for _ in $(seq "$rounds"); do
             c=$(least "$c" "$("$cuvil" bench "$work/$m" --threads "$th" --iters "$iters" --json | p50)")
             # shellcheck disable=SC2086
             o=$(least "$o" "$(node bench/models/ort_tbench.js "$onnx" "$th" "$iters" $ins || echo nan)")
-            t=$(least "$t" "$(/usr/bin/python3 bench/models/torch_tbench.py "$m" "$th" "$iters" \
-                2>/dev/null || echo nan)")
+            [ -n "${NO_TORCH:-}" ] || t=$(least "$t" "$(/usr/bin/python3 bench/models/torch_tbench.py \
+                "$m" "$th" "$iters" 2>/dev/null || echo nan)")
             [ -n "${PRECISION:-}" ] && h=$(least "$h" "$("$cuvil" bench "$work/$m.$PRECISION" \
                 --threads "$th" --iters "$iters" --json | p50)")
         done

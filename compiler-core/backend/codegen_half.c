@@ -87,6 +87,47 @@ static bool fc_gemm_of(const cv_op *op, const cv_value *v)
            v->type.shape.rank == 2 && op->results[0]->type.dtype == CV_F32;
 }
 
+/* Whether matmul or gemm `op` reads the bf16 constant behind v only as its
+ * 2-D B (matmul: [K, N]; gemm: either way round) into an f32 result, on a
+ * target that reads B's pair form (cv_cg_bf16_pairs). */
+static bool pair_gemm_of(const cv_kprog *p, const cv_op *op, const cv_value *v)
+{
+    const cv_value *w = half_source(v);
+    if (!p->packed_b || !w || w->type.dtype != CV_BF16 || !op->def || op->n_operands < 2 ||
+        op->operands[1] != v || op->operands[0] == v || v->type.shape.rank != 2 ||
+        op->results[0]->type.dtype != CV_F32)
+        return false;
+    if (cv_op_is(op, CV_OP_MATMUL))
+        return op->n_operands == 2;
+    return cv_op_is(op, CV_OP_GEMM) && (op->n_operands < 3 || op->operands[2] != v);
+}
+
+const cv_kten *cv_cg_bf16_pairs(cv_codegen_ctx *c, bool tb, cv_kten *out)
+{
+    const cv_value *v = c->op->n_operands > 1 ? c->op->operands[1] : NULL;
+    if (!v || !c->prog->half_weights || !pair_gemm_of(c->prog, c->op, v))
+        return NULL;
+    const cv_value *w = half_source(v);
+    int64_t K = w->type.shape.d[tb].n, N = w->type.shape.d[!tb].n;
+    int64_t k2p = ((K + 1) / 2 + 15) / 16 * 16, np = (N + CVRT_PB - 1) / CVRT_PB;
+    int64_t n = np * k2p * CVRT_PB * 2;
+    uint16_t *buf = calloc((size_t)(n ? n : 1), sizeof *buf);
+    if (!buf) {
+        c->prog->oom = true;    /* the cast emitted nothing */
+        return NULL;
+    }
+    const uint16_t *src = w->param->data;
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t j = 0; j < N; j++)
+            buf[(((j / CVRT_PB) * k2p + k / 2) * CVRT_PB + j % CVRT_PB) * 2 + k % 2] =
+                tb ? src[j * K + k] : src[k * N + j];
+    cv_shape shape = {.rank = 1, .d = {{.n = n}}};
+    *out = cv_cg_const(c, CV_BF16, &shape, buf);
+    free(buf);
+    c->prog->n_bf16_gemms++;
+    return out;
+}
+
 bool cv_cg_cast_feeds_half_convs(const cv_codegen_ctx *c)
 {
     const cv_value *v = c->op->results[0];
@@ -101,7 +142,7 @@ bool cv_cg_cast_feeds_half_convs(const cv_codegen_ctx *c)
         const cv_op *op = f->ops[i];
         for (int k = 0; k < op->n_operands; k++)
             if (op->operands[k] == v) {
-                if (!gemm_conv_of(op, v) && !fc_gemm_of(op, v))
+                if (!gemm_conv_of(op, v) && !fc_gemm_of(op, v) && !pair_gemm_of(c->prog, op, v))
                     return false;
                 uses++;
                 break;
@@ -261,13 +302,20 @@ void cv_cg_half_report(const cv_kprog *p, const char *target, char *rep, size_t 
                                "conv2d x%d (bf16 activations x bf16 weights: AMX tdpbf16ps "
                                "where the CPU and kernel grant the tile state, else AVX512_BF16 "
                                "vdpbf16ps)\n", p->n_bf16_ops);
+    if (p->n_bf16_gemms && at + 1 < size)
+        at += (size_t)snprintf(rep + at, size - at, "codegen: matmul/gemm x%d read their bf16 "
+                               "weights as packed at compile time (16 bits, no cast kernel, no "
+                               "run-time packing), f32 sums: AMX tdpbf16ps where the CPU and "
+                               "kernel grant the tile state, else AVX512_BF16 vdpbf16ps (both "
+                               "with the activations rounded to bf16), else f32 FMAs on the "
+                               "weights widened one K block at a time\n", p->n_bf16_gemms);
     if (p->n_half_ops && at + 1 < size)
         snprintf(rep + at, size - at, "codegen: f32 compute on 16-bit weights widened one GEMM "
                  "block, blocked-layout group of output channels (f16 depthwise: at compile "
                  "time) or dot-product chunk at a time: %d ops (f16 is never summed in f16: "
                  "AVX512-FP16 and AArch64 FP16 arithmetic would accumulate in f16); any others "
                  "through a cast to f32\n", p->n_half_ops);
-    else if (!p->n_bf16_ops && strstr(rep, " stored as ") && at + 1 < size)
+    else if (!p->n_bf16_ops && !p->n_bf16_gemms && strstr(rep, " stored as ") && at + 1 < size)
         snprintf(rep + at, size - at, "codegen: f32 compute everywhere, the 16-bit weights "
                  "widened by a cast to f32\n");
 }

@@ -29,6 +29,12 @@ const cv_kten *cv_cg_half_packed(cv_codegen_ctx *c, cv_kten *out, int64_t *kind)
  * otherwise. */
 const cv_kten *cv_cg_half_matrix(cv_codegen_ctx *c, cv_kten *out, int64_t *kind);
 
+/* For the matmul and gemm hooks: when operand 1 is cast(bf16 constant) ->
+ * f32, a 2-D B ([K, N], or [N, K] with tb) read into an f32 result, on a
+ * CPU target through LLVM, its pair form (cvrt.h, cvrt_sgemm_bf16) as a
+ * constant in *out; NULL otherwise. */
+const cv_kten *cv_cg_bf16_pairs(cv_codegen_ctx *c, bool tb, cv_kten *out);
+
 /* For the blocked (NCHWc) convolution (codegen_nchwc.c): when operand 1
  * is cast(f16 constant) -> f32 of a dense or depthwise convolution,
  * its values widened to a new f32 array (the caller frees it), which

@@ -203,10 +203,13 @@ int cv_cg_matmul(cv_codegen_ctx *c)
         g.epi = &e;
         dst = &e.out;
     }
-    cv_kten Bp;
+    cv_kten Bp, Bq;
     int64_t rows;
-    const cv_kten *bp = NULL;
-    if (bb == 0 && batch_is_full(&A, ab, &Y, yb) && cv_k_is_const(cv_k_mul(c, nbatch, g.M), &rows))
+    const cv_kten *bp = NULL, *bq = NULL;
+    if (bb == 0 && batch_is_full(&A, ab, &Y, yb))
+        bq = cv_cg_bf16_pairs(c, false, &Bq);   /* -p bf16 weights, 16-bit */
+    if (!bq && bb == 0 && batch_is_full(&A, ab, &Y, yb) &&
+        cv_k_is_const(cv_k_mul(c, nbatch, g.M), &rows))
         bp = packed_b(c, &B, false, rows, &Bp);
     cv_k_begin(c, "matmul", NULL, NULL);
     if (has_bias)
@@ -215,9 +218,9 @@ int cv_cg_matmul(cv_codegen_ctx *c)
         /* [batch..., M, K] @ [K, N]: one GEMM over batch*M rows. */
         g.M = cv_k_mul(c, nbatch, g.M);
         g.a = cv_k_addr(c, &A, zero);
-        g.b = cv_k_addr(c, bp ? bp : &B, zero);
+        g.b = cv_k_addr(c, bq ? bq : bp ? bp : &B, zero);
         g.y = cv_k_addr(c, dst, zero);
-        call_sgemm(c, &g, bp ? CV_KRT_SGEMM_PB : CV_KRT_SGEMM);
+        call_sgemm(c, &g, bq ? CV_KRT_SGEMM_BF : bp ? CV_KRT_SGEMM_PB : CV_KRT_SGEMM);
     } else {
         const cv_kexpr *bi = cv_k_for(c, zero, nbatch, 0);
         g.a = cv_k_addr(c, &A, cv_k_mul(c, batch_offset(c, &A, ab, &Y, yb, bi), cv_k_mul(c, g.M, g.K)));
@@ -275,22 +278,27 @@ int cv_cg_gemm(cv_codegen_ctx *c)
     }
     /* -p fp16/bf16 weights: read 16-bit (trans_b, so brs is 1 and its
      * slot carries the kind). */
-    cv_kten Bh;
+    cv_kten Bh, Bq;
     int64_t hkind = 0;
-    const cv_kten *bh = cv_cg_half_matrix(c, &Bh, &hkind);
+    const cv_kten *bq = cv_cg_bf16_pairs(c, tb, &Bq);  /* -p bf16: B's pair form */
+    const cv_kten *bh = bq ? NULL : cv_cg_half_matrix(c, &Bh, &hkind);
     if (bh)
         g.brs = cv_k_i64(c, hkind);
     /* A constant B (a projection's weights, trans_b or not) in the PB
      * form made here, as matmul's. */
     cv_kten Bp;
     int64_t rows;
-    const cv_kten *bp = !bh && cv_k_is_const(g.M, &rows) ? packed_b(c, &B, tb, rows, &Bp) : NULL;
+    const cv_kten *bp = !bh && !bq && cv_k_is_const(g.M, &rows) ? packed_b(c, &B, tb, rows, &Bp)
+                                                                 : NULL;
     cv_k_begin(c, "gemm", NULL, NULL);
     g.a = cv_k_addr(c, &A, zero);
-    g.b = cv_k_addr(c, bh ? bh : bp ? bp : &B, zero);
+    g.b = cv_k_addr(c, bq ? bq : bh ? bh : bp ? bp : &B, zero);
     g.y = cv_k_addr(c, dst, zero);
     g.bias = has_c ? cv_k_addr(c, &C, zero) : NULL;
-    call_sgemm(c, &g, bh ? CV_KRT_SGEMM_H : bp ? CV_KRT_SGEMM_PB : CV_KRT_SGEMM);
+    call_sgemm(c, &g, bq   ? CV_KRT_SGEMM_BF
+                      : bh ? CV_KRT_SGEMM_H
+                      : bp ? CV_KRT_SGEMM_PB
+                           : CV_KRT_SGEMM);
     cv_k_end(c);
     return 0;
 }

@@ -111,6 +111,7 @@ static const cv_krt_info rt_info[CV_KRT__COUNT] = {
     [CV_KRT_CONV2D_P8H] = {"cvrt_conv2d_p8h", (int)sizeof conv2d_p8h_args, conv2d_p8h_args},
     [CV_KRT_SGEMM_H] = {"cvrt_sgemm_h", (int)sizeof sgemm_args, sgemm_args},
     [CV_KRT_SGEMM_PB] = {"cvrt_sgemm_pb", (int)sizeof sgemm_args, sgemm_args},
+    [CV_KRT_SGEMM_BF] = {"cvrt_sgemm_bf16", (int)sizeof sgemm_args, sgemm_args},
     [CV_KRT_DWCONV2D] = {"cvrt_dwconv2d", (int)sizeof dwconv2d_args, dwconv2d_args},
     [CV_KRT_QCONV2D] = {"cvrt_qconv2d", (int)sizeof qconv2d_args, qconv2d_args},
     [CV_KRT_NCHWC_CONV2D] = {"cvrt_nchwc_conv2d", (int)sizeof nchwc_conv2d_args,

@@ -106,6 +106,8 @@ typedef enum cv_krt {
     CV_KRT_SGEMM_PB,            /* cvrt_sgemm with B packed at compile time (CPU LLVM targets) */
     CV_KRT_RNN,                 /* an RNN, LSTM or GRU over a run-time length (cvrt_rnn) */
     CV_KRT_ATTENTION,           /* fused attention (cvrt_attention; CPU LLVM targets) */
+    CV_KRT_SGEMM_BF,            /* cvrt_sgemm with B in the bf16 pair form made at compile
+                                   time (cvrt_sgemm_bf16; CPU LLVM targets) */
     CV_KRT__COUNT
 } cv_krt;
 
@@ -216,6 +218,7 @@ typedef struct cv_kprog {
     bool packed_b;              /* matmuls may read constant B packed at compile time
                                    (cvrt_sgemm_pb: CPU targets through LLVM only) */
     int n_bf16_ops;             /* convolutions that do */
+    int n_bf16_gemms;           /* matmuls and gemms reading bf16 B's pair form */
     bool oom;                   /* an allocation failed while building */
     const char *bug;            /* the first misuse of this API (an internal error) */
 } cv_kprog;

@@ -96,6 +96,18 @@ void cvrt_sgemm_pb(cvrt_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha,
                    float *c, int64_t ldc, int64_t accumulate,
                    const float *bias, int64_t bias_rs, int64_t bias_cs, float bias_scale,
                    const float *res, int64_t res_ld, int64_t act, float lo, float hi);
+/* The bf16 pair form of a constant B (K x N, -p bf16 weights), made at
+ * compile time: with K2p = ceil(ceil(K/2) / 16) * 16 rows of pairs per
+ * panel of 32 columns, bp[(j / 32) * K2p * 32 + q * 32 + j % 32] holds
+ * B[2q][j] in its low 16 bits and B[2q+1][j] in its high 16 bits (zero
+ * past K and N).  cvrt_sgemm_bf16 is cvrt_sgemm with b in that form (brs
+ * and bcs unused), computed from it directly (cvrt_gemm_bf16.c). */
+void cvrt_sgemm_bf16(cvrt_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha,
+                     const float *a, int64_t ars, int64_t acs,
+                     const uint32_t *b, int64_t brs, int64_t bcs,
+                     float *c, int64_t ldc, int64_t accumulate,
+                     const float *bias, int64_t bias_rs, int64_t bias_cs, float bias_scale,
+                     const float *res, int64_t res_ld, int64_t act, float lo, float hi);
 /* cvrt_sgemm with B[k,j] = b[k + j*bcs] in a 16-bit type (bkind: CVRT_W_F16
  * or CVRT_W_BF16, below), widened as the dot products read it: the -p
  * fp16/bf16 weights of a fully connected layer (few rows of A). */

@@ -17,15 +17,7 @@
 #include "compiler-core/runtime/cvrt_gemm.h"
 #include "compiler-core/runtime/cvrt_act.h"
 
-#if defined(CVRT_AVX512)
-enum { NV = 2, MR = 8 };
-#elif defined(CVRT_AVX2)
-enum { NV = 3, MR = 4 };
-#elif defined(__aarch64__)
-enum { NV = 3, MR = 8 };
-#else
-enum { NV = 3, MR = 4 };
-#endif
+enum { NV = CVRT_GEMM_NV, MR = CVRT_GEMM_MR };
 enum { VL = CVRT_VL };
 enum {
     NR = VL * NV,
@@ -80,6 +72,11 @@ void cvrt_gemm_fini(cvrt_ctx *rt)
     free(rt->pack_b);
     rt->pack_a = 0;
     rt->pack_b = 0;
+}
+
+int64_t cvrt_gemm_abuf_floats(void)
+{
+    return ABUF_FLOATS;
 }
 
 int64_t cvrt_scratch_floats(void)
@@ -229,6 +226,10 @@ static void pack_b(const sched *s, int64_t pc, int64_t kc, int64_t p0, int64_t p
     const cvrt_gemm_job *j = s->j;
     if (j->bpk) {
         pack_b_pb(s, pc, kc, p0, p1, out);
+        return;
+    }
+    if (j->bpb) {
+        cvrt_gemm_bf16_widen_b(j, pc, kc, p0, p1, NR, out);
         return;
     }
     if (j->bkind == CVRT_B_GRID) {
@@ -552,19 +553,10 @@ static int whole_cols(const cvrt_gemm_job *j, int64_t j0, int64_t nr, int64_t *d
     return col + NR <= j->g->OW;
 }
 
-/* One tile: the product of its panels, then the C update. */
-static ALWAYS_INLINE void tile(const cvrt_gemm_job *j, int64_t kc, const float *restrict ap,
-                               const float *restrict bp, const float *const *rows, int64_t i0,
-                               int64_t j0, int64_t nr, int first, int last, const float *pf,
-                               int64_t npf)
+/* The C update of a tile from its sums. */
+static ALWAYS_INLINE void store_tile(const cvrt_gemm_job *j, vf acc[MR][NV], int64_t i0,
+                                     int64_t j0, int64_t nr, int first, int last)
 {
-    vf acc[MR][NV];
-    if (rows)
-        ukernel_acc(kc, ap, 0, rows, j0, acc);
-    else if (npf)
-        ukernel_acc_pf(kc, ap, bp, pf, npf, acc);
-    else
-        ukernel_acc(kc, ap, bp, 0, 0, acc);
     int64_t dst;
     if (i0 + MR <= j->M && whole_cols(j, j0, nr, &dst)) {
         store_whole(j, acc, i0, dst, first, last);
@@ -582,6 +574,28 @@ static ALWAYS_INLINE void tile(const cvrt_gemm_job *j, int64_t kc, const float *
         store_pieces(j, buf, i0, mr, pv, first, last);
     else
         store_columns(j, buf, i0, mr, j0, nr, first, last);
+}
+
+void cvrt_gemm_store_tile(const cvrt_gemm_job *j, vf acc[MR][NV], int64_t i0, int64_t j0,
+                          int64_t nr, int first, int last)
+{
+    store_tile(j, acc, i0, j0, nr, first, last);
+}
+
+/* One tile: the product of its panels, then the C update. */
+static ALWAYS_INLINE void tile(const cvrt_gemm_job *j, int64_t kc, const float *restrict ap,
+                               const float *restrict bp, const float *const *rows, int64_t i0,
+                               int64_t j0, int64_t nr, int first, int last, const float *pf,
+                               int64_t npf)
+{
+    vf acc[MR][NV];
+    if (rows)
+        ukernel_acc(kc, ap, 0, rows, j0, acc);
+    else if (npf)
+        ukernel_acc_pf(kc, ap, bp, pf, npf, acc);
+    else
+        ukernel_acc(kc, ap, bp, 0, 0, acc);
+    store_tile(j, acc, i0, j0, nr, first, last);
 }
 
 /* Whether full B panels are read in place: B rows contiguous in memory (the
@@ -674,6 +688,10 @@ static void task(void *arg, int64_t lo, int64_t hi, int tid)
     for (int64_t t = lo; t < hi; t++) {
         int64_t m0 = (t / s->p_tasks) * s->m_chunk, mc = cvrt_min(s->m_chunk, j->M - m0);
         int64_t p0 = (t % s->p_tasks) * s->p_chunk, p1 = cvrt_min(s->n_panels, p0 + s->p_chunk);
+        if (j->bpb && j->bfpath != CVRT_BF_WIDEN) {
+            cvrt_gemm_bf16_task(j, s->rt->pack_a[tid], m0, mc, p0 * NR, p1 * NR, s->n_cols);
+            continue;
+        }
         int64_t pc = 0;
         do {
             int64_t kc = cvrt_min(kb, j->K - pc);

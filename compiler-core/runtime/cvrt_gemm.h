@@ -7,7 +7,7 @@
 #ifndef CVRT_GEMM_H
 #define CVRT_GEMM_H
 
-#include "compiler-core/runtime/cvrt_internal.h"
+#include "compiler-core/runtime/cvrt_vec.h"
 
 /* A convolution over one image and one group (pads: top, left). */
 typedef struct cvrt_conv_geom {
@@ -41,6 +41,9 @@ typedef struct cvrt_gemm_job {
                                    compile time (cvrt.h, cvrt_sgemm_pb): no packing at run
                                    time when NR is CVRT_PB */
     int64_t bhk;
+    const uint32_t *bpb;        /* or STRIDED from B's bf16 pair form (cvrt.h,
+                                   cvrt_sgemm_bf16), computed as bfpath says */
+    int64_t bfpath;             /* CVRT_BF_WIDEN, _DOT or _AMX (cvrt_gemm_bf16.c) */
     const cvrt_conv_geom *g;    /* IM2COL, GRID */
     int64_t plane, wg;          /* GRID: a channel plane of one phase, its row width */
     float *c;
@@ -67,6 +70,45 @@ static inline const float *cvrt_grid_row(const cvrt_gemm_job *j, int64_t c, int6
     int64_t phase = (rh % g->sh) * g->sw + rw % g->sw;
     return j->b + (phase * g->C + c) * j->plane + (rh / g->sh) * j->wg + rw / g->sw;
 }
+
+/* The micro-kernel's tile: MR rows x NV vectors (per target variant). */
+#if defined(CVRT_AVX512)
+enum { CVRT_GEMM_NV = 2, CVRT_GEMM_MR = 8 };
+#elif defined(CVRT_AVX2)
+enum { CVRT_GEMM_NV = 3, CVRT_GEMM_MR = 4 };
+#elif defined(__aarch64__)
+enum { CVRT_GEMM_NV = 3, CVRT_GEMM_MR = 8 };
+#else
+enum { CVRT_GEMM_NV = 3, CVRT_GEMM_MR = 4 };
+#endif
+
+/* How a job over B's bf16 pair form computes: B widened to f32 one K block
+ * at a time into the f32 micro-kernel, AVX512_BF16 vdpbf16ps with A rounded
+ * to bf16, or AMX tdpbf16ps tiles. */
+enum { CVRT_BF_WIDEN = 0, CVRT_BF_DOT = 1, CVRT_BF_AMX = 2 };
+
+/* The C update of the tile at rows i0.., output columns j0.. (nr of them)
+ * from its sums acc, as the f32 micro-kernel stores its own (bias,
+ * accumulation, residual, activation; rows past M dropped). */
+void cvrt_gemm_store_tile(const cvrt_gemm_job *j, cvrt_vf acc[CVRT_GEMM_MR][CVRT_GEMM_NV],
+                          int64_t i0, int64_t j0, int64_t nr, int first, int last);
+/* cvrt_gemm_bf16.c: panels [p0, p1) of the K block [pc, pc+kc) (pc even)
+ * of B's pair form widened into the micro-kernel's NR-wide f32 panels. */
+void cvrt_gemm_bf16_widen_b(const cvrt_gemm_job *j, int64_t pc, int64_t kc, int64_t p0,
+                            int64_t p1, int64_t nr_panel, float *out);
+/* cvrt_gemm_bf16.c: rows [m0, m0+mc) x panels [p0, p1) over all of K with
+ * bf16 products (bfpath _DOT or _AMX); abuf is the thread's A buffer. */
+void cvrt_gemm_bf16_task(const cvrt_gemm_job *j, float *abuf, int64_t m0, int64_t mc,
+                         int64_t p0, int64_t p1, int64_t n_cols);
+/* cvrt_gemm_bf16.c: K2p of the pair form (cvrt.h); the path a product
+ * of depth K takes (want: -1 the best the CPU offers, else that path if
+ * the CPU has it, else CVRT_BF_WIDEN); the job run (few rows or the
+ * engine), its bfpath as picked. */
+int64_t cvrt_bf16_k2p(int64_t K);
+int64_t cvrt_gemm_bf16_pick(int64_t K, int64_t want);
+void cvrt_gemm_bf16_run(cvrt_ctx *rt, const cvrt_gemm_job *j);
+/* Floats in each thread's A buffer. */
+int64_t cvrt_gemm_abuf_floats(void);
 
 /* Runs the job across the pool (returns when C is complete). */
 void cvrt_gemm_run(cvrt_ctx *rt, const cvrt_gemm_job *job);

@@ -6,7 +6,8 @@
  * PyTorch's outputs.
  *   bf16: max abs error <= BF16_TOL of the output's range (measured: at
  *         most 1.4e-3, SQNR >= 51 dB); attention, layer_norm and gelu
- *         compute in f32.
+ *         compute in f32; every op whose weights are stored as bf16 reads
+ *         them packed at compile time (no cast kernel widens them).
  *   int8: calibrated on the exported inputs themselves (shapes differ from
  *         file to file: symbolic dims through calibration), the last one
  *         held out; every output's SQNR in the quantizer's report and
@@ -91,6 +92,19 @@ static int report_sqnr(const char *name, const char *rep)
     return n;
 }
 
+/* "weights of N ops stored as bf16" and "matmul/gemm xN read their bf16
+ * weights as packed": every one of them, so no cast kernel is left. */
+static void check_no_cast(const char *name, const char *rep)
+{
+    const char *s = strstr(rep, "weights of ");
+    assert_non_null(s);
+    int stored = atoi(s + strlen("weights of "));
+    char want[96];
+    snprintf(want, sizeof want, "matmul/gemm x%d read their bf16 weights as packed", stored);
+    if (stored < 1 || !strstr(rep, want))
+        fail_msg("%s: expected '%s' in the report:\n%s", name, want, rep);
+}
+
 static void check(const char *name, cv_precision prec, const char *calib, const char *quantized)
 {
     char *onnx = model_path(name, -1, ".onnx", 0);
@@ -124,6 +138,8 @@ static void check(const char *name, cv_precision prec, const char *calib, const 
         fail_msg("%s: expected '%s' in the report:\n%s", name, quantized, info.quant_report);
     if (prec == CV_PRECISION_INT8)
         assert_true(report_sqnr(name, info.quant_report) >= 1);
+    if (prec == CV_PRECISION_BF16)
+        check_no_cast(name, info.quant_report);
     cv_native *nat = NULL;
     assert_int_equal(cv_native_open(dir, 2, &nat, &d), 0);
     for (int k = 0; k < n; k++) {
