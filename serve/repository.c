@@ -63,6 +63,13 @@ static int cmp_names(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static void free_names(char **names, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
 /* The repository's model folders, sorted (hidden ones skipped); a name
  * that is no model name is refused with CV9419 and left out. */
 static int scan(cv_serve *s, char ***out, int *n_out, cv_diag *d)
@@ -74,7 +81,7 @@ static int scan(cv_serve *s, char ***out, int *n_out, cv_diag *d)
         return cv_diag_fail(d, CV_E_SERVE_START_FAILED, (cv_span){.file = s->repo},
                             "cannot read the model repository: %s", strerror(errno));
     char **names = calloc(SV_MAX_MODELS, sizeof *names);
-    int n = 0, rc = names ? 0 : -1;
+    int n = 0, rc = names ? 0 : -1, bad = 0;
     struct dirent *e;
     while (rc == 0 && (e = readdir(dh)) && n < SV_MAX_MODELS) {
         if (e->d_name[0] == '.')
@@ -86,10 +93,10 @@ static int scan(cv_serve *s, char ***out, int *n_out, cv_diag *d)
         if (!dir)
             continue;
         if (!sv_name_ok(e->d_name, strlen(e->d_name))) {
-            rc = cv_diag_fail(d, CV_E_SERVE_BAD_NAME, (cv_span){.file = s->repo},
-                              "model folder '%.64s...': a model name is 1 to 64 of "
-                              "[A-Za-z0-9_.-], not starting with '.'", e->d_name);
-            continue;
+            bad = cv_diag_fail(d, CV_E_SERVE_BAD_NAME, (cv_span){.file = s->repo},
+                               "model folder '%.64s...': a model name is 1 to 64 of "
+                               "[A-Za-z0-9_.-], not starting with '.'", e->d_name);
+            continue;   /* the others are still listed: none is taken for gone */
         }
         if (!(names[n++] = strdup(e->d_name)))
             rc = -1;
@@ -97,16 +104,13 @@ static int scan(cv_serve *s, char ***out, int *n_out, cv_diag *d)
     closedir(dh);
     if (names)
         qsort(names, (size_t)n, sizeof names[0], cmp_names);
+    if (rc != 0) {
+        free_names(names, n);   /* a partial list would unload models that are there */
+        return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
+    }
     *out = names;
     *n_out = n;
-    return rc;
-}
-
-static void free_names(char **names, int n)
-{
-    for (int i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
+    return bad;
 }
 
 /* A model not served yet: loaded, started, then added (reload_mu held). */
@@ -217,7 +221,7 @@ int cv_serve_rescan(cv_serve *s, cv_diag *d)
     pthread_mutex_lock(&s->reload_mu);
     char **names;
     int n;
-    int rc = scan(s, &names, &n, d) ? -1 : 0;
+    int rc = scan(s, &names, &n, d);
     /* Gone from the repository: unloaded (a folder unreadable just now is
      * not taken for gone: the scan failed as a whole then). */
     for (int i = s->n_models - 1; names && i >= 0; i--) {
@@ -320,6 +324,7 @@ json_t *sv_repo_index(cv_serve *s)
 static void *poll_main(void *arg)
 {
     cv_serve *s = arg;
+    char last[512] = "";
     pthread_mutex_lock(&s->mu);
     while (!s->poll_stop) {
         struct timespec ts;
@@ -334,9 +339,15 @@ static void *poll_main(void *arg)
         pthread_mutex_unlock(&s->mu);
         cv_diag d;
         cv_diag_init(&d);
-        if (cv_serve_rescan(s, &d) != 0)
+        /* A folder being written fails every poll until it is whole: said
+         * once, not every interval. */
+        char now[sizeof last] = "";
+        if (cv_serve_rescan(s, &d) != 0 && d.n)
+            snprintf(now, sizeof now, "CV%04d %s", d.v[0].code, d.v[0].msg);
+        if (now[0] && strcmp(now, last) != 0)
             for (int i = 0; i < d.n; i++)
                 cv_log_warn("cuvil serve: rescan: CV%04d %s", d.v[i].code, d.v[i].msg);
+        memcpy(last, now, sizeof last);
         cv_diag_free(&d);
         pthread_mutex_lock(&s->mu);
     }
