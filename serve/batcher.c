@@ -11,19 +11,6 @@
 #include <string.h>
 #include <time.h>
 
-/* Whether b can join a batch that starts with a (same dims past dim 0). */
-static bool same_tail(const sv_req *a, const sv_req *b)
-{
-    for (int i = 0; i < a->n_in; i++) {
-        if (a->in[i].rank != b->in[i].rank)
-            return false;
-        for (int k = 1; k < a->in[i].rank; k++)
-            if (a->in[i].dims[k] != b->in[i].dims[k])
-                return false;
-    }
-    return true;
-}
-
 static bool preferred(const sv_model *m, int64_t rows)
 {
     for (int i = 0; i < m->cfg.n_preferred; i++)
@@ -58,7 +45,7 @@ static sv_req *take_batch(sv_model *m, int *n_out, int64_t *rows_out)
     int64_t deadline = first->t_enqueue + m->cfg.max_queue_delay_us * 1000;
     while (!m->no_merge && rows < m->cfg.max_batch_size) {
         sv_req *c = m->head;
-        if (c && rows + c->rows <= m->cfg.max_batch_size && same_tail(first, c)) {
+        if (c && rows + c->rows <= m->cfg.max_batch_size && sv_pad_compatible(m, first, c)) {
             m->head = c->next;
             m->tail = m->head ? m->tail : NULL;
             m->depth--;
@@ -89,12 +76,12 @@ static void fail_all(sv_req *b, int code, const char *why)
 }
 
 /* Input i of the batch, its rows one request after another, in the
- * instance's reused buffer. */
-static int merge_input(sv_instance *in, sv_req *b, int i, int64_t rows, cv_tensor *t)
+ * instance's reused buffer; padded to the longest request on symbolic
+ * axes when the model pads (*padded then set). */
+static int merge_input(sv_instance *in, sv_req *b, int i, int64_t rows, cv_tensor *t,
+                       bool *padded)
 {
-    *t = b->in[i];
-    t->dims[0] = rows;
-    t->numel = b->in[i].numel / (b->rows ? b->rows : 1) * rows;
+    bool pad = sv_pad_shape(in->m, b, i, rows, t);
     size_t need = (size_t)t->numel * cv_dtype_size(t->dtype);
     if (need > in->merged_cap[i]) {
         void *p = realloc(in->merged[i], need);
@@ -104,20 +91,40 @@ static int merge_input(sv_instance *in, sv_req *b, int i, int64_t rows, cv_tenso
         in->merged_cap[i] = need;
         sv_pool_count(in->m->pool, 1);
     }
+    t->data = in->merged[i];
+    if (pad) {
+        *padded = true;
+        sv_pad_fill(in->m, t);
+        int64_t row0 = 0;
+        for (sv_req *r = b; r; row0 += r->rows, r = r->next)
+            sv_pad_put(r, i, t, row0);
+        return 0;
+    }
     char *at = in->merged[i];
     for (sv_req *r = b; r; r = r->next) {
         size_t n = cv_tensor_nbytes(&r->in[i]);
         memcpy(at, r->in[i].data, n);
         at += n;
     }
-    t->data = in->merged[i];
     return 0;
 }
 
 /* Output o of the batch back to each request, by its rows (a request run
- * alone takes it whole), in blocks of the model's pool. */
-static int split_output(sv_pool *pool, sv_req *b, int o, const cv_tensor *t, int64_t rows)
+ * alone takes it whole; a padded batch is cut to each one's lengths), in
+ * blocks of the model's pool. */
+static int split_output(sv_model *m, sv_req *b, int o, const cv_tensor *t, int64_t rows,
+                        bool padded)
 {
+    sv_pool *pool = m->pool;
+    if (padded) {
+        if (t->rank < 1 || t->dims[0] != rows)
+            return -1;
+        int64_t row0 = 0;
+        for (sv_req *r = b; r; row0 += r->rows, r = r->next)
+            if (sv_pad_cut(m, pool, r, o, t, row0) != 0)
+                return -1;
+        return 0;
+    }
     if (!b->next) {
         cv_tensor *dst = &b->out[o];
         *dst = *t;
@@ -191,8 +198,9 @@ static void run_batch(sv_instance *in, sv_req *b, int n, int64_t rows)
     cv_tensor merged[SV_MAX_IO];
     const cv_tensor *ins = b->in;
     int rc = 0;
+    bool padded = false;
     for (int i = 0; n > 1 && i < ni && rc == 0; i++)
-        rc = merge_input(in, b, i, rows, &merged[i]);
+        rc = merge_input(in, b, i, rows, &merged[i], &padded);
     if (n > 1)
         ins = merged;
     shape_outputs(in, no, rows, m->batchable);
@@ -205,7 +213,7 @@ static void run_batch(sv_instance *in, sv_req *b, int n, int64_t rows)
         fail_all(b, CV_E_SERVE_RUN_FAILED, d.n ? d.v[0].msg : "the run failed");
     else
         for (int o = 0; o < no; o++)
-            if (split_output(m->pool, b, o, &in->outs[o], rows) != 0) {
+            if (split_output(m, b, o, &in->outs[o], rows, padded) != 0) {
                 fail_all(b, CV_E_SERVE_RUN_FAILED, "an output's first dimension is not "
                          "the batch's (or out of memory)");
                 break;

@@ -173,7 +173,7 @@ static int open_instances(sv_model *m, int threads, cv_diag *d)
         m->n_inst = i + 1;
     }
     m->meta = m->inst[0].nat;
-    if (check_signature(m, m->meta, d) != 0)
+    if (check_signature(m, m->meta, d) != 0 || sv_pad_setup(m, m->meta, d) != 0)
         return -1;
     return smoke_run(m, m->meta, d);
 }

@@ -28,6 +28,8 @@ typedef struct sv_config {
     int max_queue_size;            /* requests waiting; more: 429 */
     int preferred[SV_MAX_PREFERRED];
     int n_preferred;
+    bool pad;                      /* pad_dynamic_axes: batch different lengths of a symbolic axis */
+    double pad_value;
 } sv_config;
 
 /* Reads DIR/config.yaml (missing: the defaults): 0, or -1 with CV9402 at file:line. */
@@ -121,6 +123,10 @@ struct sv_model {
     sv_config cfg;
     bool batchable;                /* every input and output has the same symbolic dim 0 */
     bool no_merge;                 /* each request runs alone (no max_batch_size, or --no-batching) */
+    bool pads;                     /* pad_dynamic_axes and some input has such an axis */
+    /* Per input dim past the batch: the symbol it is (k), or -1 when
+     * fixed; per output dim the same (serve/pad.c). */
+    int in_sym[SV_MAX_IO][CV_MAX_RANK], out_sym[SV_MAX_IO][CV_MAX_RANK];
     cv_native *meta;               /* instance 0's artifact: the signature */
     sv_instance inst[SV_MAX_INSTANCES];
     int n_inst;
@@ -155,6 +161,26 @@ int sv_model_submit(sv_model *m, sv_req *r);
 void sv_model_wait(sv_model *m, sv_req *r);
 
 int64_t sv_now_ns(void);
+
+/* ---- padding of symbolic axes (serve/pad.c) ---- */
+
+/* Reads which dims are symbols; with pad_dynamic_axes, refuses a model
+ * whose outputs could not be cut back (a dim that is an expression): 0 or
+ * -1 with CV9402. */
+int sv_pad_setup(sv_model *m, const cv_native *n, cv_diag *d);
+/* Whether b may join a batch that starts with a: the same dims past the
+ * batch dim, or different only on symbolic axes when the model pads. */
+bool sv_pad_compatible(const sv_model *m, const sv_req *a, const sv_req *b);
+/* The padded shape of input i for the batch (every symbol at its largest
+ * over the batch), and whether it differs from some request's. */
+bool sv_pad_shape(const sv_model *m, const sv_req *b, int i, int64_t rows, cv_tensor *t);
+/* Copies request r's input i into the batch tensor t at row row0 (the
+ * padding around it filled with pad_value). */
+void sv_pad_fill(const sv_model *m, cv_tensor *t);
+void sv_pad_put(const sv_req *r, int i, cv_tensor *t, int64_t row0);
+/* Output o's block of request r (rows from row0), cut to its own lengths. */
+int sv_pad_cut(const sv_model *m, sv_pool *pool, sv_req *r, int o, const cv_tensor *t,
+               int64_t row0);
 
 /* ---- the protocol's JSON (serve/infer_json.c) ---- */
 typedef struct sv_limits {
