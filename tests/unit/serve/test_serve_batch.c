@@ -176,21 +176,6 @@ static void test_steady_state_allocates_no_buffer(void **state)
 
 /* ------------------------------------------------------------ queue, drain */
 
-/* 24 chained 256x256 matmuls: tens of milliseconds a run, long enough for
- * clients to find its queue full. */
-static char *slow_model(void)
-{
-    size_t cap = 8192;
-    char *t = malloc(cap);
-    int n = snprintf(t, cap, "cuir 1\nmodel @slow(%%x: f32[N,256,256]) -> (f32[N,256,256]) {\n"
-                     "  %%0 = matmul(%%x, %%x) : f32[N,256,256]\n");
-    for (int k = 1; k < 24; k++)
-        n += snprintf(t + n, cap - (size_t)n, "  %%%d = matmul(%%%d, %%x) : f32[N,256,256]\n", k,
-                      k - 1);
-    snprintf(t + n, cap - (size_t)n, "  return %%23\n}\n");
-    return t;
-}
-
 static char *slow_request(size_t *len, char *extra, size_t extra_size)
 {
     const char *h = "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,256,256],"
@@ -232,7 +217,7 @@ static void *post_slow(void *arg)
 static void test_full_queue_is_429_and_drain_finishes_requests(void **state)
 {
     char *dir = cv_tmpdir_make("serve-queue");
-    char *slow = slow_model();
+    char *slow = st_slow_model();
     st_add_model(dir, "slow", "1", slow, "max_queue_size: 1\ninstances: 1\n");
     free(slow);
     cv_serve *s = start(dir, false);
@@ -272,7 +257,7 @@ static void test_full_queue_is_429_and_drain_finishes_requests(void **state)
 static void test_instance_utilisation(void **state)
 {
     char *dir = cv_tmpdir_make("serve-util");
-    char *slow = slow_model();
+    char *slow = st_slow_model();
     st_add_model(dir, "slow", "1", slow, "instances: 2\n");
     free(slow);
     cv_serve *s = start(dir, false);

@@ -97,20 +97,6 @@ static void test_models_added_and_removed(void **state)
 
 /* ------------------------------------------------------------ unload */
 
-/* 24 chained 256x256 matmuls: tens of milliseconds a run. */
-static char *slow_model(void)
-{
-    size_t cap = 8192;
-    char *t = malloc(cap);
-    int n = snprintf(t, cap, "cuir 1\nmodel @slow(%%x: f32[N,256,256]) -> (f32[N,256,256]) {\n"
-                     "  %%0 = matmul(%%x, %%x) : f32[N,256,256]\n");
-    for (int k = 1; k < 24; k++)
-        n += snprintf(t + n, cap - (size_t)n, "  %%%d = matmul(%%%d, %%x) : f32[N,256,256]\n", k,
-                      k - 1);
-    snprintf(t + n, cap - (size_t)n, "  return %%23\n}\n");
-    return t;
-}
-
 typedef struct slow_client {
     pthread_t t;
     int port, status, runs;
@@ -119,10 +105,10 @@ typedef struct slow_client {
 static void *post_slow(void *arg)
 {
     slow_client *c = arg;
-    const char *h = "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[4,256,256],"
-                    "\"parameters\":{\"binary_data_size\":1048576}}],"
+    const char *h = "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[2,256,256],"
+                    "\"parameters\":{\"binary_data_size\":524288}}],"
                     "\"parameters\":{\"binary_data_output\":true}}";
-    size_t hl = strlen(h), len = hl + 1048576;
+    size_t hl = strlen(h), len = hl + 524288;
     char *b = calloc(1, len), extra[96];
     memcpy(b, h, hl);
     snprintf(extra, sizeof extra, "Inference-Header-Content-Length: %zu\r\n", hl);
@@ -136,7 +122,7 @@ static void *post_slow(void *arg)
 static void test_unload_finishes_requests_in_flight(void **state)
 {
     char *dir = cv_tmpdir_make("serve-repo-unload");
-    char *slow = slow_model();
+    char *slow = st_slow_model();
     st_add_model(dir, "slow", "1", slow, NULL);
     st_add_model(dir, "relu4", "1", ST_RELU, NULL);
     free(slow);
