@@ -13,7 +13,7 @@ typedef struct serve_args {
     const char *repo, *listen;
     int threads, max_conns;
     uint64_t max_body, max_header, max_tensor;
-    int64_t drain_ms;
+    int64_t drain_ms, poll_ms;
     bool no_batching;
 } serve_args;
 
@@ -41,7 +41,7 @@ static int run_serve(int argc, char **argv)
     cv_serve_opts o = {.model_repository = a.repo, .listen = a.listen, .threads = a.threads,
                        .max_body = a.max_body, .max_header = a.max_header,
                        .max_tensor = a.max_tensor, .max_conns = (unsigned)a.max_conns,
-                       .no_batching = a.no_batching};
+                       .no_batching = a.no_batching, .poll_ms = a.poll_ms};
     cv_serve *s;
     cv_diag d;
     cv_diag_init(&d);
@@ -57,7 +57,8 @@ static int run_serve(int argc, char **argv)
     while (sigwait(&set, &sig) == 0 && sig == SIGHUP) {
         cv_diag_init(&d);
         if (cv_serve_reload(s, NULL, &d) == 0)
-            fprintf(stderr, "cuvil serve: SIGHUP, every model at its newest version\n");
+            fprintf(stderr, "cuvil serve: SIGHUP, the repository rescanned: every model at its "
+                    "newest version\n");
         cv_diag_print(&d, stderr, cv_cli_use_color(stderr));
         cv_diag_free(&d);
     }
@@ -89,6 +90,10 @@ static const cv_cli_opt options[] = {
     {.name = "drain", .value = "DURATION", .kind = CV_OPT_DURATION, .lo = 0, .hi = 3600000,
      .at = offsetof(serve_args, drain_ms),
      .help = "on SIGTERM, how long requests already taken may finish (default 30s)"},
+    {.name = "poll-interval", .value = "DURATION", .kind = CV_OPT_DURATION, .lo = 0,
+     .hi = 86400000, .at = offsetof(serve_args, poll_ms),
+     .help = "rescan the model repository this often (default: only on SIGHUP or "
+             "POST /v2/repository/index)"},
     CV_CLI_END,
 };
 
@@ -101,9 +106,11 @@ const cv_cli_command cv_cmd_serve = {
     "/v2/models/NAME[/versions/V][/ready], POST /v2/models/NAME/infer (JSON tensors\n"
     "or the binary tensor extension), GET /metrics.  Requests of a model with a\n"
     "symbolic batch dimension and max_batch_size in its config.yaml are batched.\n"
-    "SIGHUP (or POST /v2/repository/models/NAME/load) loads a newer version next\n"
-    "to the one served and swaps it in; SIGTERM stops accepting, finishes the\n"
-    "requests taken and exits.\n"
+    "SIGHUP (or POST /v2/repository/index, or --poll-interval) rescans DIR: new\n"
+    "model folders are loaded, removed ones unloaded, a newer version is loaded\n"
+    "next to the one served and swapped in (POST /v2/repository/models/NAME/load\n"
+    "or /unload for one model); SIGTERM stops accepting, finishes the requests\n"
+    "taken and exits.\n"
     "\n",
     run_serve, options, "docs/serve.md has the model repository layout and config.yaml.\n",
     NULL, sizeof(serve_args), NULL, NULL, 0,

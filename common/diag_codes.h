@@ -399,7 +399,8 @@
     X(CV_E_SERVE_QUEUE_FULL, 9415, "serve-queue-full", "the model's request queue is full (max_queue_size): retry after the time in Retry-After") \
     X(CV_E_SERVE_RUN_FAILED, 9416, "serve-run-failed", "the model failed to run on the request's inputs") \
     X(CV_E_SERVE_UNAVAILABLE, 9417, "serve-unavailable", "the server is shutting down or has too many connections") \
-    X(CV_E_SERVE_TRUNCATED, 9418, "serve-truncated", "the binary tensor data after the JSON header is shorter or longer than the inputs' binary_data_size say")
+    X(CV_E_SERVE_TRUNCATED, 9418, "serve-truncated", "the binary tensor data after the JSON header is shorter or longer than the inputs' binary_data_size say") \
+    X(CV_E_SERVE_BAD_NAME, 9419, "serve-bad-name", "a model name in a repository request or folder is not 1 to 64 of [A-Za-z0-9_.-] not starting with '.' (no '/', '..', non-ASCII or control bytes)")
 
 /* clang-format on */
 

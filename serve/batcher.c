@@ -11,19 +11,6 @@
 #include <string.h>
 #include <time.h>
 
-/* Whether b can join a batch that starts with a (same dims past dim 0). */
-static bool same_tail(const sv_req *a, const sv_req *b)
-{
-    for (int i = 0; i < a->n_in; i++) {
-        if (a->in[i].rank != b->in[i].rank)
-            return false;
-        for (int k = 1; k < a->in[i].rank; k++)
-            if (a->in[i].dims[k] != b->in[i].dims[k])
-                return false;
-    }
-    return true;
-}
-
 static bool preferred(const sv_model *m, int64_t rows)
 {
     for (int i = 0; i < m->cfg.n_preferred; i++)
@@ -58,7 +45,7 @@ static sv_req *take_batch(sv_model *m, int *n_out, int64_t *rows_out)
     int64_t deadline = first->t_enqueue + m->cfg.max_queue_delay_us * 1000;
     while (!m->no_merge && rows < m->cfg.max_batch_size) {
         sv_req *c = m->head;
-        if (c && rows + c->rows <= m->cfg.max_batch_size && same_tail(first, c)) {
+        if (c && rows + c->rows <= m->cfg.max_batch_size && sv_pad_compatible(m, first, c)) {
             m->head = c->next;
             m->tail = m->head ? m->tail : NULL;
             m->depth--;
@@ -89,12 +76,12 @@ static void fail_all(sv_req *b, int code, const char *why)
 }
 
 /* Input i of the batch, its rows one request after another, in the
- * instance's reused buffer. */
-static int merge_input(sv_instance *in, sv_req *b, int i, int64_t rows, cv_tensor *t)
+ * instance's reused buffer; padded to the longest request on symbolic
+ * axes when the model pads (*padded then set). */
+static int merge_input(sv_instance *in, sv_req *b, int i, int64_t rows, cv_tensor *t,
+                       bool *padded)
 {
-    *t = b->in[i];
-    t->dims[0] = rows;
-    t->numel = b->in[i].numel / (b->rows ? b->rows : 1) * rows;
+    bool pad = sv_pad_shape(in->m, b, i, rows, t);
     size_t need = (size_t)t->numel * cv_dtype_size(t->dtype);
     if (need > in->merged_cap[i]) {
         void *p = realloc(in->merged[i], need);
@@ -102,6 +89,16 @@ static int merge_input(sv_instance *in, sv_req *b, int i, int64_t rows, cv_tenso
             return -1;
         in->merged[i] = p;
         in->merged_cap[i] = need;
+        sv_pool_count(in->m->pool, 1);
+    }
+    t->data = in->merged[i];
+    if (pad) {
+        *padded = true;
+        sv_pad_fill(in->m, t);
+        int64_t row0 = 0;
+        for (sv_req *r = b; r; row0 += r->rows, r = r->next)
+            sv_pad_put(r, i, t, row0);
+        return 0;
     }
     char *at = in->merged[i];
     for (sv_req *r = b; r; r = r->next) {
@@ -109,13 +106,33 @@ static int merge_input(sv_instance *in, sv_req *b, int i, int64_t rows, cv_tenso
         memcpy(at, r->in[i].data, n);
         at += n;
     }
-    t->data = in->merged[i];
     return 0;
 }
 
-/* Output o of the batch back to each request, by its rows. */
-static int split_output(sv_req *b, int o, const cv_tensor *t, int64_t rows)
+/* Output o of the batch back to each request, by its rows (a request run
+ * alone takes it whole; a padded batch is cut to each one's lengths), in
+ * blocks of the model's pool. */
+static int split_output(sv_model *m, sv_req *b, int o, const cv_tensor *t, int64_t rows,
+                        bool padded)
 {
+    sv_pool *pool = m->pool;
+    if (padded) {
+        if (t->rank < 1 || t->dims[0] != rows)
+            return -1;
+        int64_t row0 = 0;
+        for (sv_req *r = b; r; row0 += r->rows, r = r->next)
+            if (sv_pad_cut(m, pool, r, o, t, row0) != 0)
+                return -1;
+        return 0;
+    }
+    if (!b->next) {
+        cv_tensor *dst = &b->out[o];
+        *dst = *t;
+        if (!(dst->data = sv_pool_get(pool, cv_tensor_nbytes(t))))
+            return -1;
+        memcpy(dst->data, t->data, cv_tensor_nbytes(t));
+        return 0;
+    }
     if (t->rank < 1 || t->dims[0] != rows)
         return -1;
     size_t row_bytes = cv_tensor_nbytes(t) / (size_t)(rows ? rows : 1);
@@ -126,13 +143,47 @@ static int split_output(sv_req *b, int o, const cv_tensor *t, int64_t rows)
         dst->dims[0] = r->rows;
         dst->numel = t->numel / (rows ? rows : 1) * r->rows;
         size_t n = row_bytes * (size_t)r->rows;
-        dst->data = malloc(n ? n : 1);
+        dst->data = sv_pool_get(pool, n);
         if (!dst->data)
             return -1;
         memcpy(dst->data, at, n);
         at += n;
     }
     return 0;
+}
+
+/* The instance's output buffers, shaped as the last run's outputs with
+ * this batch's rows: cv_native_run reuses a buffer whose shape is right,
+ * and replaces one whose shape is not (which then counts as an
+ * allocation).  Capacity is kept, so a smaller batch after a larger one
+ * reuses the larger buffer. */
+static void shape_outputs(sv_instance *in, int no, int64_t rows, bool batched)
+{
+    for (int o = 0; o < no; o++) {
+        cv_tensor *t = &in->outs[o];
+        if (!t->data)
+            continue;
+        if (batched && t->rank > 0 && t->dims[0] > 0) {
+            t->numel = t->numel / t->dims[0] * rows;
+            t->dims[0] = rows;
+        }
+        if (cv_tensor_nbytes(t) > in->out_cap[o]) {
+            cv_tensor_free(t);   /* too small: the run allocates a new one */
+            in->out_cap[o] = 0;
+        }
+    }
+}
+
+static void outputs_ran(sv_instance *in, int no, void *const *before)
+{
+    int fresh = 0;
+    for (int o = 0; o < no; o++)
+        if (in->outs[o].data != before[o]) {
+            fresh++;
+            in->out_cap[o] = cv_tensor_nbytes(&in->outs[o]);
+        }
+    if (fresh)
+        sv_pool_count(in->m->pool, (uint64_t)fresh);
 }
 
 static void run_batch(sv_instance *in, sv_req *b, int n, int64_t rows)
@@ -144,29 +195,32 @@ static void run_batch(sv_instance *in, sv_req *b, int n, int64_t rows)
     int64_t t0 = sv_now_ns();
     for (sv_req *r = b; r; r = r->next)
         r->t_start = t0;
-    if (n == 1) {
-        if (cv_native_run(in->nat, b->in, ni, b->out, &d) != 0)
-            fail_all(b, CV_E_SERVE_RUN_FAILED, d.n ? d.v[0].msg : "the run failed");
-    } else {
-        cv_tensor ins[SV_MAX_IO], outs[SV_MAX_IO] = {{0}};
-        int rc = 0;
-        for (int i = 0; i < ni && rc == 0; i++)
-            rc = merge_input(in, b, i, rows, &ins[i]);
-        if (rc != 0)
-            fail_all(b, CV_E_SERVE_RUN_FAILED, "out of memory merging a batch");
-        else if (cv_native_run(in->nat, ins, ni, outs, &d) != 0)
-            fail_all(b, CV_E_SERVE_RUN_FAILED, d.n ? d.v[0].msg : "the run failed");
-        else
-            for (int o = 0; o < no; o++)
-                if (split_output(b, o, &outs[o], rows) != 0) {
-                    fail_all(b, CV_E_SERVE_RUN_FAILED, "an output's first dimension is not "
-                             "the batch's");
-                    break;
-                }
+    cv_tensor merged[SV_MAX_IO];
+    const cv_tensor *ins = b->in;
+    int rc = 0;
+    bool padded = false;
+    for (int i = 0; n > 1 && i < ni && rc == 0; i++)
+        rc = merge_input(in, b, i, rows, &merged[i], &padded);
+    if (n > 1)
+        ins = merged;
+    shape_outputs(in, no, rows, m->batchable);
+    void *before[SV_MAX_IO];
+    for (int o = 0; o < no; o++)
+        before[o] = in->outs[o].data;
+    if (rc != 0)
+        fail_all(b, CV_E_SERVE_RUN_FAILED, "out of memory merging a batch");
+    else if (cv_native_run(in->nat, ins, ni, in->outs, &d) != 0)
+        fail_all(b, CV_E_SERVE_RUN_FAILED, d.n ? d.v[0].msg : "the run failed");
+    else
         for (int o = 0; o < no; o++)
-            cv_tensor_free(&outs[o]);
-    }
+            if (split_output(m, b, o, &in->outs[o], rows, padded) != 0) {
+                fail_all(b, CV_E_SERVE_RUN_FAILED, "an output's first dimension is not "
+                         "the batch's (or out of memory)");
+                break;
+            }
+    outputs_ran(in, no, before);
     int64_t t1 = sv_now_ns();
+    atomic_fetch_add(&in->busy_ns, t1 - t0);
     cv_diag_free(&d);
     pthread_mutex_lock(&m->st.mu);
     sv_hist_add(&m->st.batch, sv_batch_bounds, (double)rows);
@@ -208,6 +262,7 @@ int sv_model_start(sv_model *m, cv_diag *d)
     pthread_cond_destroy(&m->cv_work);
     pthread_cond_init(&m->cv_work, &ca);
     pthread_condattr_destroy(&ca);
+    m->t_loaded = sv_now_ns();
     for (int i = 0; i < m->n_inst; i++) {
         if (pthread_create(&m->inst[i].thread, NULL, instance_main, &m->inst[i]) != 0)
             return cv_diag_fail(d, CV_E_SERVE_START_FAILED, (cv_span){0},
@@ -260,13 +315,18 @@ void sv_model_free(sv_model *m)
         if (m->inst[i].started)
             pthread_join(m->inst[i].thread, NULL);
         cv_native_close(m->inst[i].nat);
-        for (int k = 0; k < SV_MAX_IO; k++)
+        for (int k = 0; k < SV_MAX_IO; k++) {
             free(m->inst[i].merged[k]);
+            cv_tensor_free(&m->inst[i].outs[k]);
+        }
     }
     pthread_mutex_destroy(&m->mu);
     pthread_cond_destroy(&m->cv_work);
     pthread_cond_destroy(&m->cv_done);
     pthread_mutex_destroy(&m->st.mu);
+    if (m->pool)
+        sv_pool_destroy(m->pool);
+    free(m->pool);
     free(m->dir);
     free(m);
 }

@@ -87,10 +87,19 @@ static int read_doc(const cv_yaml_doc *doc, sv_config *c, cv_diag *d)
             if (int_in(d, doc, root, key, 1, 65536, &x))
                 return -1;
             c->max_queue_size = (int)x;
+        } else if (strcmp(key, "pad_dynamic_axes") == 0) {
+            if (!json_is_boolean(v))
+                return bad(d, doc, root, key, "%s", "pad_dynamic_axes takes true or false");
+            c->pad = json_is_true(v);
+        } else if (strcmp(key, "pad_value") == 0) {
+            if (!json_is_number(v) || !(json_number_value(v) >= -3.4e38 &&
+                                        json_number_value(v) <= 3.4e38))
+                return bad(d, doc, root, key, "%s", "pad_value takes a number");
+            c->pad_value = json_number_value(v);
         } else if (strcmp(key, "preferred_batch_sizes") != 0) {
             return bad(d, doc, root, key, "unknown setting '%s' (max_batch_size, "
-                       "max_queue_delay_us, instances, max_queue_size, preferred_batch_sizes)",
-                       key);
+                       "max_queue_delay_us, instances, max_queue_size, preferred_batch_sizes, "
+                       "pad_dynamic_axes, pad_value)", key);
         }
     }
     /* After max_batch_size, whatever the key order. */

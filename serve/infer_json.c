@@ -126,7 +126,7 @@ static int read_shape(const sv_model *m, const sv_limits *lim, cv_native_io io,
     t->dtype = io.dtype;
     t->rank = rank;
     t->numel = numel;
-    t->data = malloc(numel ? (size_t)numel * esize : 1);
+    t->data = sv_pool_get(m->pool, (size_t)numel * esize);
     return t->data ? 0 : why_(why, wn, CV_E_SERVE_RUN_FAILED, "out of memory");
 }
 

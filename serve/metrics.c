@@ -59,10 +59,13 @@ typedef struct snap {
     char labels[128];
     int depth, n_inst;
     sv_stats s;
+    uint64_t allocs;
+    double wall_s;                       /* since the version was started */
+    double busy_s[SV_MAX_INSTANCES];
 } snap;
 
 typedef enum { F_REQ, F_OK, F_FAIL, F_RUNS, F_DEPTH, F_INST, F_QUEUE, F_COMPUTE, F_REQUEST,
-               F_BATCH, F__COUNT } family;
+               F_BATCH, F_ALLOCS, F_BUSY, F_UTIL, F__COUNT } family;
 
 static const struct {
     const char *name, *type, *help;
@@ -78,7 +81,20 @@ static const struct {
     [F_REQUEST] = {"cuvil_model_request_seconds", "histogram",
                    "time from the whole body read to the answer made"},
     [F_BATCH] = {"cuvil_model_batch_size", "histogram", "rows per run"},
+    [F_ALLOCS] = {"cuvil_model_buffer_allocations_total", "counter",
+                  "tensor buffers allocated (not reused from the pool): flat in the steady state"},
+    [F_BUSY] = {"cuvil_model_instance_busy_seconds_total", "counter",
+                "time the instance spent running batches"},
+    [F_UTIL] = {"cuvil_model_instance_utilization", "gauge",
+                "busy time over wall time since the version was loaded, per instance"},
 };
+
+static void instance_rows(cv_sb *out, const char *name, const snap *p, bool ratio)
+{
+    for (int i = 0; i < p->n_inst; i++)
+        cv_sb_printf(out, "%s{%s,instance=\"%d\"} %.9g\n", name, p->labels, i,
+                     ratio ? (p->wall_s > 0 ? p->busy_s[i] / p->wall_s : 0) : p->busy_s[i]);
+}
 
 static void family_rows(cv_sb *out, family f, const snap *p)
 {
@@ -101,6 +117,10 @@ static void family_rows(cv_sb *out, family f, const snap *p)
     case F_COMPUTE: hist(out, name, p->labels, &p->s.compute_s, sv_time_bounds); break;
     case F_REQUEST: hist(out, name, p->labels, &p->s.request_s, sv_time_bounds); break;
     case F_BATCH: hist(out, name, p->labels, &p->s.batch, sv_batch_bounds); break;
+    case F_ALLOCS: cv_sb_printf(out, "%s{%s} %llu\n", name, p->labels,
+                                (unsigned long long)p->allocs); break;
+    case F_BUSY: instance_rows(out, name, p, false); break;
+    case F_UTIL: instance_rows(out, name, p, true); break;
     default: break;
     }
 }
@@ -122,6 +142,11 @@ void sv_metrics_models(cv_sb *out, sv_model *const *models, int n)
         p[i].depth = m->depth;
         pthread_mutex_unlock(&m->mu);
         p[i].n_inst = m->n_inst;
+        p[i].allocs = sv_pool_allocs(m->pool);
+        int64_t now = sv_now_ns();
+        p[i].wall_s = (double)(now - m->t_loaded) / 1e9;
+        for (int k = 0; k < m->n_inst; k++)
+            p[i].busy_s[k] = (double)atomic_load(&m->inst[k].busy_ns) / 1e9;
         pthread_mutex_lock(&m->st.mu);
         p[i].s = m->st;
         pthread_mutex_unlock(&m->st.mu);

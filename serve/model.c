@@ -19,16 +19,24 @@ int64_t sv_now_ns(void)
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-void sv_req_free(sv_req *r)
+sv_req *sv_req_new(sv_pool *p)
+{
+    sv_req *r = sv_pool_get(p, sizeof *r);
+    if (r)
+        memset(r, 0, sizeof *r);
+    return r;
+}
+
+void sv_req_free(sv_pool *p, sv_req *r)
 {
     if (!r)
         return;
     for (int i = 0; i < SV_MAX_IO; i++) {
-        free(r->in[i].data);
-        free(r->out[i].data);
+        sv_pool_put(p, r->in[i].data);
+        sv_pool_put(p, r->out[i].data);
     }
     free(r->id);
-    free(r);
+    sv_pool_put(p, r);
 }
 
 /* A version folder's name: decimal digits, no leading zero, at most 18. */
@@ -144,11 +152,15 @@ static int check_signature(sv_model *m, cv_native *n, cv_diag *d)
     return 0;
 }
 
-static bool name_ok(const char *s)
+bool sv_name_ok(const char *s, size_t n)
 {
-    size_t n = strlen(s);
-    return n > 0 && n <= SV_NAME_MAX && s[0] != '.' &&
-           strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == n;
+    if (n == 0 || n > SV_NAME_MAX || s[0] == '.')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!s[i] || !strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-",
+                             s[i]))
+            return false;
+    return true;
 }
 
 static int open_instances(sv_model *m, int threads, cv_diag *d)
@@ -161,7 +173,7 @@ static int open_instances(sv_model *m, int threads, cv_diag *d)
         m->n_inst = i + 1;
     }
     m->meta = m->inst[0].nat;
-    if (check_signature(m, m->meta, d) != 0)
+    if (check_signature(m, m->meta, d) != 0 || sv_pad_setup(m, m->meta, d) != 0)
         return -1;
     return smoke_run(m, m->meta, d);
 }
@@ -170,18 +182,21 @@ int sv_model_load(const char *repo, const char *name, int threads, bool batching
                   sv_model **out, cv_diag *d)
 {
     *out = NULL;
-    if (!name_ok(name))
-        return cv_diag_fail(d, CV_E_SERVE_BAD_CONFIG, (cv_span){.file = repo},
+    if (!sv_name_ok(name, strlen(name)))
+        return cv_diag_fail(d, CV_E_SERVE_BAD_NAME, (cv_span){.file = repo},
                             "model folder '%.80s': a name is 1 to 64 of [A-Za-z0-9_.-], not "
                             "starting with '.'", name);
     sv_model *m = calloc(1, sizeof *m);
     char *mdir = cv_fs_join(repo, name);
-    if (!m || !mdir) {
+    sv_pool *pool = malloc(sizeof *pool);
+    if (!m || !mdir || !pool) {
         free(m);
         free(mdir);
+        free(pool);
         return cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     }
     snprintf(m->name, sizeof m->name, "%s", name);
+    sv_pool_init(m->pool = pool);
     pthread_mutex_init(&m->mu, NULL);
     pthread_cond_init(&m->cv_work, NULL);
     pthread_cond_init(&m->cv_done, NULL);

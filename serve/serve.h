@@ -39,6 +39,7 @@ typedef struct cv_serve_opts {
     uint64_t max_body, max_header, max_tensor;   /* bytes; 0: the defaults above */
     unsigned max_conns;             /* open connections; 0: CV_SERVE_MAX_CONNS */
     bool no_batching;               /* every model runs one request at a time (bench) */
+    int64_t poll_ms;                /* rescan the repository this often; 0: only when asked */
 } cv_serve_opts;
 
 typedef struct cv_serve cv_serve;
@@ -48,15 +49,27 @@ typedef struct cv_serve cv_serve;
 int cv_serve_start(const cv_serve_opts *o, cv_serve **out, cv_diag *d);
 /* The port it listens on (useful with port 0). */
 int cv_serve_port(const cv_serve *s);
-/* Hot reload: loads the newest version of model `name` (NULL: of every
- * model) next to the one served, smoke-runs it, starts its instances and
- * swaps it in atomically; requests that already hold the old version
- * finish on it, and it is freed after the last.  A version that fails to
- * load or to run is refused (CV9402, CV9403) and the old one stays; the
- * same version as served is left alone.  Models added to the repository
- * after the start are not picked up.  0, or -1 with the reasons in d
- * (CV9412 for an unknown name). */
+/* Hot reload: loads the newest version of model `name` next to the one
+ * served, smoke-runs it, starts its instances and swaps it in atomically;
+ * requests that already hold the old version finish on it, and it is
+ * freed after the last.  A version that fails to load or to run is
+ * refused (CV9402, CV9403) and the old one stays; the same version as
+ * served is left alone.  A name not served whose folder is in the
+ * repository now is loaded (and a name unloaded before is served again).
+ * NULL: cv_serve_rescan.  0, or -1 with the reasons in d (CV9412 for a
+ * name neither served nor in the repository, CV9419 for a string that is
+ * no model name). */
 int cv_serve_reload(cv_serve *s, const char *name, cv_diag *d);
+/* Brings the served set in step with the repository: folders that
+ * appeared are loaded, models whose folder went are unloaded (after their
+ * requests in flight), the others reloaded when a newer version is there.
+ * Models unloaded by cv_serve_unload stay out.  A folder whose name is no
+ * model name is left out (CV9419).  0, or -1 with every failure in d. */
+int cv_serve_rescan(cv_serve *s, cv_diag *d);
+/* Takes model `name` out of service: new requests for it get 404 (CV9412),
+ * requests already taken finish.  It stays out of rescans until a
+ * cv_serve_reload of its name.  0, or -1 (CV9412, CV9419). */
+int cv_serve_unload(cv_serve *s, const char *name, cv_diag *d);
 /* Stops accepting, lets requests already taken finish (up to drain_ms),
  * joins every thread and frees s.  NULL is a no-op. */
 void cv_serve_stop(cv_serve *s, int drain_ms);

@@ -17,27 +17,7 @@
 #include "common/netguard.h"
 #include "common/netlib.h"
 
-enum { CONN_TIMEOUT_S = 60, MAX_MODELS = 1024 };
-
-struct cv_serve {
-    sv_model **models;             /* the versions served; swapped under models_mu */
-    int n_models;
-    pthread_mutex_t models_mu;     /* models[], and each model's refs and retired */
-    pthread_mutex_t reload_mu;     /* one reload at a time */
-    char *repo;                    /* owned */
-    int threads;
-    bool no_batching;
-    sv_limits lim;
-    uint64_t max_body;
-    cv_netguard *guard;
-    struct MHD_Daemon *daemon;
-    int port;
-    atomic_bool draining;
-    pthread_mutex_t mu;            /* active, with idle */
-    pthread_cond_t idle;
-    int active;                    /* requests between their head and their end */
-    atomic_uint_fast64_t http_errors[SV_FAIL__COUNT + 2];   /* + unknown model, not found */
-};
+enum { CONN_TIMEOUT_S = 60 };
 
 static const cv_mhd_fns *mhd(void)
 {
@@ -104,40 +84,6 @@ static void json_answer(answer *a, int status, json_t *o)
 
 /* ---------------------------------------------------------------- routes */
 
-/* The slot of a model by name (models_mu held, or the slots' names,
- * which never change, only). */
-static int find_slot(cv_serve *s, const char *name, size_t n)
-{
-    for (int i = 0; i < s->n_models; i++)
-        if (strlen(s->models[i]->name) == n && memcmp(s->models[i]->name, name, n) == 0)
-            return i;
-    return -1;
-}
-
-/* The version served now, held until release: a reload may replace it
- * meanwhile, and the old version is freed after its last holder. */
-static sv_model *acquire(cv_serve *s, const char *name, size_t n)
-{
-    pthread_mutex_lock(&s->models_mu);
-    int i = find_slot(s, name, n);
-    sv_model *m = i >= 0 ? s->models[i] : NULL;
-    if (m)
-        m->refs++;
-    pthread_mutex_unlock(&s->models_mu);
-    return m;
-}
-
-static void release(cv_serve *s, sv_model *m)
-{
-    if (!m)
-        return;
-    pthread_mutex_lock(&s->models_mu);
-    bool gone = --m->refs == 0 && m->retired;
-    pthread_mutex_unlock(&s->models_mu);
-    if (gone)
-        sv_model_free(m);   /* its queue is empty: every holder has its answer */
-}
-
 static void count_failure(cv_serve *s, sv_model *m, int code)
 {
     int slot = sv_fail_slot(code);
@@ -179,7 +125,7 @@ static void infer(cv_serve *s, sv_model *m, const request *rq, answer *a)
         else
             hdr_len = atoll(hl);
     }
-    sv_req *r = calloc(1, sizeof *r);
+    sv_req *r = sv_req_new(m->pool);
     if (!r)
         code = CV_E_SERVE_RUN_FAILED, snprintf(why, sizeof why, "out of memory");
     if (!code)
@@ -212,7 +158,7 @@ static void infer(cv_serve *s, sv_model *m, const request *rq, answer *a)
         pthread_mutex_unlock(&m->st.mu);
     }
     free(body);
-    sv_req_free(r);
+    sv_req_free(m->pool, r);
 }
 
 static void metrics(cv_serve *s, answer *a)
@@ -227,18 +173,19 @@ static void metrics(cv_serve *s, answer *a)
     for (int i = 0; i < s->n_models; i++)
         cv_sb_printf(o, "cuvil_model_loaded_versions{model=\"%s\"} 1\n", s->models[i]->name);
     pthread_mutex_unlock(&s->models_mu);
-    sv_model **held = calloc((size_t)(s->n_models ? s->n_models : 1), sizeof *held);
+    pthread_mutex_lock(&s->models_mu);
+    int n = s->n_models;
+    sv_model **held = calloc((size_t)(n ? n : 1), sizeof *held);
+    for (int i = 0; held && i < n; i++)
+        (held[i] = s->models[i])->refs++;
+    pthread_mutex_unlock(&s->models_mu);
     if (!held) {
         o->oom = 1;
         return;
     }
-    pthread_mutex_lock(&s->models_mu);
-    for (int i = 0; i < s->n_models; i++)
-        (held[i] = s->models[i])->refs++;
-    pthread_mutex_unlock(&s->models_mu);
-    sv_metrics_models(o, held, s->n_models);
-    for (int i = 0; i < s->n_models; i++)
-        release(s, held[i]);
+    sv_metrics_models(o, held, n);
+    for (int i = 0; i < n; i++)
+        sv_release(s, held[i]);
     free(held);
     cv_sb_printf(o, "# HELP cuvil_http_failures_total requests refused before reaching a "
                     "model, by code\n# TYPE cuvil_http_failures_total counter\n");
@@ -262,13 +209,13 @@ static bool is(const char *a, size_t n, const char *b)
 static void model_route(cv_serve *s, const request *rq, const char *rest, answer *a)
 {
     size_t nl = strcspn(rest, "/");
-    sv_model *m = acquire(s, rest, nl);
+    sv_model *m = sv_acquire(s, rest, nl);
     const char *tail = rest + nl;
     if (m && strncmp(tail, "/versions/", 10) == 0) {
         const char *v = tail + 10;
         size_t vl = strcspn(v, "/");
         if (!is(v, vl, m->version))
-            release(s, m), m = NULL;
+            sv_release(s, m), m = NULL;
         tail = v + vl;
     }
     if (!m) {
@@ -293,22 +240,34 @@ static void model_route(cv_serve *s, const request *rq, const char *rest, answer
     else
         fail(a, CV_E_SERVE_NOT_FOUND, "no endpoint at this path"),
         count_failure(s, NULL, CV_E_SERVE_NOT_FOUND);
-    release(s, m);
+    sv_release(s, m);
 }
 
-/* POST /v2/repository/models/NAME/load (the model repository extension of
- * Triton's protocol): a hot reload of NAME. */
-static void load_route(cv_serve *s, const char *name, answer *a)
+/* POST /v2/repository/models/NAME/load or /unload (the model repository
+ * extension of Triton's protocol): a hot reload of NAME (loading it when
+ * it was added to the repository since), or taking it out of service. */
+static void repository_route(cv_serve *s, const char *rest, answer *a)
 {
+    const char *slash = strrchr(rest, '/');
+    bool load = slash && strcmp(slash, "/load") == 0;
+    if (!slash || (!load && strcmp(slash, "/unload") != 0)) {
+        fail(a, CV_E_SERVE_NOT_FOUND, "no endpoint at this path (POST "
+             "/v2/repository/models/NAME/load or /unload, /v2/repository/index)");
+        count_failure(s, NULL, CV_E_SERVE_NOT_FOUND);
+        return;
+    }
+    /* The whole segment, '/' and all: a name that is none is refused. */
+    char *nm = strndup(rest, (size_t)(slash - rest));
     cv_diag d;
     cv_diag_init(&d);
-    char nm[SV_NAME_MAX + 1];
-    snprintf(nm, sizeof nm, "%.*s", (int)strcspn(name, "/"), name);
-    if (cv_serve_reload(s, nm, &d) == 0) {
-        sv_model *m = acquire(s, nm, strlen(nm));
-        json_answer(a, 200, json_pack("{s:s, s:s}", "name", nm, "version",
-                                      m ? m->version : ""));
-        release(s, m);
+    int rc = !nm ? cv_diag_fail(&d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory")
+             : load ? cv_serve_reload(s, nm, &d) : cv_serve_unload(s, nm, &d);
+    if (rc == 0) {
+        sv_model *m = load ? sv_acquire(s, nm, strlen(nm)) : NULL;
+        json_answer(a, 200, load ? json_pack("{s:s, s:s}", "name", nm, "version",
+                                             m ? m->version : "")
+                                 : json_pack("{s:s, s:s}", "name", nm, "state", "UNAVAILABLE"));
+        sv_release(s, m);
     } else {
         /* The last entry says what was refused, the first why. */
         const cv_diag_entry *first = d.n ? &d.v[0] : NULL, *last = d.n ? &d.v[d.n - 1] : NULL;
@@ -318,6 +277,20 @@ static void load_route(cv_serve *s, const char *name, answer *a)
         fail(a, last ? last->code : CV_E_SERVE_MODEL_LOAD, why);
     }
     cv_diag_free(&d);
+    free(nm);
+}
+
+/* POST /v2/repository/index: rescans the repository (models added or
+ * removed since), then lists the models. */
+static void index_route(cv_serve *s, answer *a)
+{
+    cv_diag d;
+    cv_diag_init(&d);
+    if (cv_serve_rescan(s, &d) != 0)
+        for (int i = 0; i < d.n; i++)
+            cv_log_warn("cuvil serve: rescan: CV%04d %s", d.v[i].code, d.v[i].msg);
+    cv_diag_free(&d);
+    json_answer(a, 200, sv_repo_index(s));
 }
 
 static void route(cv_serve *s, const request *rq, answer *a)
@@ -326,9 +299,10 @@ static void route(cv_serve *s, const request *rq, answer *a)
     bool get = strcmp(rq->method, "GET") == 0 || strcmp(rq->method, "HEAD") == 0;
     if (strncmp(p, "/v2/models/", 11) == 0)
         return model_route(s, rq, p + 11, a);
-    if (strcmp(rq->method, "POST") == 0 && strncmp(p, "/v2/repository/models/", 22) == 0 &&
-        strcmp(p + 22 + strcspn(p + 22, "/"), "/load") == 0)
-        return load_route(s, p + 22, a);
+    if (strcmp(rq->method, "POST") == 0 && strncmp(p, "/v2/repository/models/", 22) == 0)
+        return repository_route(s, p + 22, a);
+    if (strcmp(rq->method, "POST") == 0 && strcmp(p, "/v2/repository/index") == 0)
+        return index_route(s, a);
     if (get && strcmp(p, "/v2/health/live") == 0)
         return json_answer(a, 200, json_pack("{s:b}", "live", 1));
     if (get && strcmp(p, "/v2/health/ready") == 0) {
@@ -494,45 +468,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ---------------------------------------------------------------- life */
 
-static int cmp_names(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Every folder of the repository, by name (hidden ones skipped). */
-static int load_models(cv_serve *s, const cv_serve_opts *o, cv_diag *d)
-{
-    DIR *dh = opendir(o->model_repository);
-    if (!dh)
-        return cv_diag_fail(d, CV_E_SERVE_START_FAILED, (cv_span){.file = o->model_repository},
-                            "cannot read the model repository: %s", strerror(errno));
-    char *names[MAX_MODELS];
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(dh)) && n < MAX_MODELS)
-        if (e->d_name[0] != '.' && e->d_type == DT_DIR)
-            names[n++] = strdup(e->d_name);
-    closedir(dh);
-    qsort(names, (size_t)n, sizeof names[0], cmp_names);
-    s->models = calloc((size_t)(n ? n : 1), sizeof *s->models);
-    int rc = s->models ? 0 : -1;
-    for (int i = 0; i < n; i++) {
-        if (rc == 0 && names[i] &&
-            sv_model_load(o->model_repository, names[i], o->threads, o->no_batching,
-                          &s->models[s->n_models], d) == 0)
-            s->n_models++;
-        else
-            rc = -1;
-        free(names[i]);
-    }
-    if (rc == 0 && s->n_models == 0)
-        rc = cv_diag_fail(d, CV_E_SERVE_START_FAILED, (cv_span){.file = o->model_repository},
-                          "the model repository holds no model folder");
-    for (int i = 0; rc == 0 && i < s->n_models; i++)
-        rc = sv_model_start(s->models[i], d);
-    return rc;
-}
-
 static int start_daemon(cv_serve *s, const cv_serve_opts *o, cv_diag *d)
 {
     const char *listen = o->listen ? o->listen : CV_SERVE_DEFAULT_LISTEN;
@@ -579,15 +514,23 @@ int cv_serve_start(const cv_serve_opts *o, cv_serve **out, cv_diag *d)
     pthread_cond_init(&s->idle, NULL);
     pthread_mutex_init(&s->models_mu, NULL);
     pthread_mutex_init(&s->reload_mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->poll_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    s->poll_ms = o->poll_ms;
     s->repo = strdup(o->model_repository);
     s->threads = o->threads;
     s->no_batching = o->no_batching;
     s->lim.max_tensor = o->max_tensor ? o->max_tensor : CV_SERVE_MAX_TENSOR;
     s->max_body = o->max_body ? o->max_body : CV_SERVE_MAX_BODY;
-    int rc = s->repo ? load_models(s, o, d)
+    int rc = s->repo ? sv_repo_load_all(s, d)
                      : cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     if (rc == 0)
         rc = start_daemon(s, o, d);
+    if (rc == 0)
+        rc = sv_repo_poll_start(s, d);
     if (rc != 0) {
         cv_diag_error(d, CV_E_SERVE_START_FAILED, (cv_span){0}, "cuvil serve did not start");
         cv_serve_stop(s, 0);
@@ -595,56 +538,6 @@ int cv_serve_start(const cv_serve_opts *o, cv_serve **out, cv_diag *d)
     }
     *out = s;
     return 0;
-}
-
-/* One model: the newer version loaded, started, then swapped in. */
-static int reload_one(cv_serve *s, int slot, cv_diag *d)
-{
-    char name[SV_NAME_MAX + 1], version[24], was[24];
-    snprintf(name, sizeof name, "%s", s->models[slot]->name);   /* a slot's name never changes */
-    if (sv_model_newest(s->repo, name, version, sizeof version, d) != 0)
-        return -1;
-    pthread_mutex_lock(&s->models_mu);
-    bool same = strcmp(version, s->models[slot]->version) == 0;
-    pthread_mutex_unlock(&s->models_mu);
-    if (same)
-        return 0;
-    sv_model *nm;
-    if (sv_model_load(s->repo, name, s->threads, s->no_batching, &nm, d) != 0)
-        return cv_diag_fail(d, CV_E_SERVE_MODEL_LOAD, (cv_span){0}, "model %s: version %s "
-                            "refused; the version served stays", name, version);
-    if (sv_model_start(nm, d) != 0) {
-        sv_model_free(nm);
-        return -1;
-    }
-    pthread_mutex_lock(&s->models_mu);
-    sv_model *old = s->models[slot];
-    s->models[slot] = nm;
-    old->retired = true;
-    bool gone = old->refs == 0;
-    snprintf(was, sizeof was, "%s", old->version);
-    pthread_mutex_unlock(&s->models_mu);
-    cv_log_info("cuvil serve: model %s now serves version %s (was %s)", name, version, was);
-    if (gone)
-        sv_model_free(old);
-    return 0;
-}
-
-int cv_serve_reload(cv_serve *s, const char *name, cv_diag *d)
-{
-    pthread_mutex_lock(&s->reload_mu);
-    int rc = 0;
-    if (name) {
-        int slot = find_slot(s, name, strlen(name));
-        rc = slot >= 0 ? reload_one(s, slot, d)
-                       : cv_diag_fail(d, CV_E_SERVE_UNKNOWN_MODEL, (cv_span){0},
-                                      "no model '%.64s' is served", name);
-    } else {
-        for (int i = 0; i < s->n_models; i++)
-            rc |= reload_one(s, i, d);
-    }
-    pthread_mutex_unlock(&s->reload_mu);
-    return rc ? -1 : 0;
 }
 
 int cv_serve_port(const cv_serve *s)
@@ -657,6 +550,7 @@ void cv_serve_stop(cv_serve *s, int drain_ms)
     if (!s)
         return;
     atomic_store(&s->draining, true);
+    sv_repo_poll_stop(s);
     if (s->daemon) {
         MHD_socket lfd = mhd()->quiesce_daemon(s->daemon);   /* no new connections */
         if (lfd != MHD_INVALID_SOCKET)
@@ -675,11 +569,13 @@ void cv_serve_stop(cv_serve *s, int drain_ms)
     for (int i = 0; i < s->n_models; i++)
         sv_model_free(s->models[i]);
     free(s->models);
+    free(s->unloaded);
     cv_netguard_free(s->guard);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->idle);
     pthread_mutex_destroy(&s->models_mu);
     pthread_mutex_destroy(&s->reload_mu);
+    pthread_cond_destroy(&s->poll_cv);
     free(s->repo);
     free(s);
 }

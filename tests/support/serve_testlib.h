@@ -28,6 +28,22 @@ static const char ST_TWO[] = "cuir 1\nmodel @two(%x: f32[N,3], %y: f32[N,3]) -> 
                              "  %0 = add(%x, %y) : f32[N,3]\n  %1 = tanh(%0) : f32[N,3]\n"
                              "  %2 = mul(%x, %y) : f32[N,3]\n  return %1, %2\n}\n";
 
+/* 24 chained 256x256 matmuls on f32[N,256,256] (malloc'd CU-IR text):
+ * tens of milliseconds a run, long enough for clients to find its queue
+ * full or a request still in flight. */
+static inline char *st_slow_model(void)
+{
+    size_t cap = 8192;
+    char *t = malloc(cap);
+    int n = snprintf(t, cap, "cuir 1\nmodel @slow(%%x: f32[N,256,256]) -> (f32[N,256,256]) {\n"
+                     "  %%0 = matmul(%%x, %%x) : f32[N,256,256]\n");
+    for (int k = 1; k < 24; k++)
+        n += snprintf(t + n, cap - (size_t)n, "  %%%d = matmul(%%%d, %%x) : f32[N,256,256]\n", k,
+                      k - 1);
+    snprintf(t + n, cap - (size_t)n, "  return %%23\n}\n");
+    return t;
+}
+
 /* Compiles CU-IR text into repo/name/version/ and writes config (NULL:
  * none) as repo/name/config.yaml. */
 static inline void st_add_model(const char *repo, const char *name, const char *version,

@@ -124,22 +124,57 @@ static void test_requests_are_batched(void **state)
     cv_tmpdir_remove(dir);
 }
 
-/* ------------------------------------------------------------ queue, drain */
+/* ------------------------------------------------------------ steady state */
 
-/* 24 chained 256x256 matmuls: tens of milliseconds a run, long enough for
- * clients to find its queue full. */
-static char *slow_model(void)
+static double model_metric(int port, const char *family, const char *model, const char *more)
 {
-    size_t cap = 8192;
-    char *t = malloc(cap);
-    int n = snprintf(t, cap, "cuir 1\nmodel @slow(%%x: f32[N,256,256]) -> (f32[N,256,256]) {\n"
-                     "  %%0 = matmul(%%x, %%x) : f32[N,256,256]\n");
-    for (int k = 1; k < 24; k++)
-        n += snprintf(t + n, cap - (size_t)n, "  %%%d = matmul(%%%d, %%x) : f32[N,256,256]\n", k,
-                      k - 1);
-    snprintf(t + n, cap - (size_t)n, "  return %%23\n}\n");
-    return t;
+    char name[256];
+    snprintf(name, sizeof name, "%s{model=\"%s\",version=\"1\"%s}", family, model, more);
+    return st_metric(port, name);
 }
+
+/* Requests at shapes already seen take every buffer from the pools: the
+ * allocation counter stays flat while 60 more requests are answered. */
+static void test_steady_state_allocates_no_buffer(void **state)
+{
+    char *dir = cv_tmpdir_make("serve-pool");
+    st_add_model(dir, "relu4", "1", ST_RELU, "max_batch_size: 8\n");
+    st_add_model(dir, "two", "1", ST_TWO, NULL);
+    cv_serve *s = start(dir, false);
+    int port = cv_serve_port(s);
+    const char *A = "cuvil_model_buffer_allocations_total";
+    for (int round = 0; round < 2; round++) {
+        double before = model_metric(port, A, "relu4", "");
+        for (int i = 0; i < 15 + 25 * round; i++) {
+            client c = {.port = port, .rows = 1 + i % 3, .seed = i % 5 + 1,
+                        .path = "/v2/models/relu4/infer"};
+            post_rows(&c);
+            expect_own_rows(&c);
+            free(c.body);
+            st_resp r = st_post(port, "/v2/models/two/infer",
+                                "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":"
+                                "[2,3],\"data\":[1,2,3,4,5,6]},{\"name\":\"y\",\"datatype\":"
+                                "\"FP32\",\"shape\":[2,3],\"data\":[1,1,1,1,1,1]}]}");
+            assert_int_equal(r.status, 200);
+            assert_non_null(strstr(r.body, "[1.0,2.0,3.0,4.0,5.0,6.0]"));
+            st_resp_free(&r);
+        }
+        double after = model_metric(port, A, "relu4", "");
+        double two = model_metric(port, A, "two", "");
+        if (round == 0) {
+            /* the first requests filled the pools */
+            assert_true(after > 0 && two > 0);
+        } else if (after != before) {
+            fail_msg("relu4: %g buffers allocated by 40 requests at shapes seen", after - before);
+        }
+        if (round == 1)
+            assert_true(two == model_metric(port, A, "two", ""));
+    }
+    cv_serve_stop(s, 1000);
+    cv_tmpdir_remove(dir);
+}
+
+/* ------------------------------------------------------------ queue, drain */
 
 static char *slow_request(size_t *len, char *extra, size_t extra_size)
 {
@@ -182,7 +217,7 @@ static void *post_slow(void *arg)
 static void test_full_queue_is_429_and_drain_finishes_requests(void **state)
 {
     char *dir = cv_tmpdir_make("serve-queue");
-    char *slow = slow_model();
+    char *slow = st_slow_model();
     st_add_model(dir, "slow", "1", slow, "max_queue_size: 1\ninstances: 1\n");
     free(slow);
     cv_serve *s = start(dir, false);
@@ -213,6 +248,50 @@ static void test_full_queue_is_429_and_drain_finishes_requests(void **state)
     pthread_join(late.t, NULL);
     assert_int_equal(late.status, 200);
     assert_int_equal(st_connect(port), -1);
+    cv_tmpdir_remove(dir);
+}
+
+/* Two instances, four slow requests at once: both instances are
+ * reported, their busy seconds add up to at least the compute time measured per
+ * run, and utilisation is busy over wall, between 0 and 1. */
+static void test_instance_utilisation(void **state)
+{
+    char *dir = cv_tmpdir_make("serve-util");
+    char *slow = st_slow_model();
+    st_add_model(dir, "slow", "1", slow, "instances: 2\n");
+    free(slow);
+    cv_serve *s = start(dir, false);
+    int port = cv_serve_port(s);
+    assert_true(model_metric(port, "cuvil_model_instance_busy_seconds_total", "slow",
+                             ",instance=\"0\"") == 0);
+    enum { N = 4 };
+    slow_client c[N];
+    for (int i = 0; i < N; i++) {
+        c[i] = (slow_client){.port = port};
+        assert_int_equal(pthread_create(&c[i].t, NULL, post_slow, &c[i]), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        pthread_join(c[i].t, NULL);
+        assert_int_equal(c[i].status, 200);
+    }
+    double busy = 0;
+    for (int k = 0; k < 2; k++) {
+        char inst[32];
+        snprintf(inst, sizeof inst, ",instance=\"%d\"", k);
+        double b = model_metric(port, "cuvil_model_instance_busy_seconds_total", "slow", inst);
+        double u = model_metric(port, "cuvil_model_instance_utilization", "slow", inst);
+        /* Under load one instance may have taken all four: each only >= 0. */
+        if (!(b >= 0 && u >= 0 && u <= 1))
+            fail_msg("instance %d: busy %g s, utilisation %g", k, b, u);
+        busy += b;
+    }
+    assert_true(busy > 0);
+    assert_true(model_metric(port, "cuvil_model_instance_utilization", "slow",
+                             ",instance=\"2\"") == -1);
+    double compute = model_metric(port, "cuvil_model_compute_seconds_sum", "slow", "");
+    if (!(busy >= compute * 0.999 && busy <= compute * 1.5 + 0.01))
+        fail_msg("busy %g s for %g s of compute", busy, compute);
+    cv_serve_stop(s, 1000);
     cv_tmpdir_remove(dir);
 }
 
@@ -355,6 +434,8 @@ int main(void)
         cmocka_unit_test(test_hostile_config_values),
         cmocka_unit_test(test_repository_errors),
         cmocka_unit_test(test_requests_are_batched),
+        cmocka_unit_test(test_steady_state_allocates_no_buffer),
+        cmocka_unit_test(test_instance_utilisation),
         cmocka_unit_test(test_full_queue_is_429_and_drain_finishes_requests),
         cmocka_unit_test(test_sigterm_stops_cuvil_serve),
     };
