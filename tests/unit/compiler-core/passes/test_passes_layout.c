@@ -199,6 +199,36 @@ static char *odd_model(void)
     return cv_sb_steal(&sb);
 }
 
+/* Pointwise (1x1, stride 1) convolutions over a blocked input, which the
+ * kernel runs as one row of H*W pixels in work items of whole tiles (11x11
+ * = 121 pixels: items end in tiles of 7, 2 and 1 pixels at two threads):
+ * one output block (16 channels), three (a pair and one alone: 48 with a
+ * residual, 40 padded), then a 3x3 in row tiles. */
+static char *pointwise_model(void)
+{
+    cv_sb sb = {0};
+    cv_sb_puts(&sb, "cuir 1\nmodel @pointwise(%x: f32[N,48,11,11]) -> (f32[N,64]) {\n");
+    param_amp(&sb, "w0", "16,48,1,1", 16 * 48, 61, 0.3);
+    param_amp(&sb, "b0", "16", 16, 62, 0.2);
+    param_amp(&sb, "w1", "48,16,1,1", 48 * 16, 63, 0.4);
+    param_amp(&sb, "b1", "48", 48, 64, 0.2);
+    param_amp(&sb, "w2", "40,48,1,1", 40 * 48, 65, 0.3);
+    param_amp(&sb, "w3", "64,40,3,3", 64 * 40 * 9, 66, 0.08);
+    cv_sb_puts(&sb,
+        "  %0 = conv2d(%x, %w0, %b0) : f32[N,16,11,11]\n"
+        "  %1 = relu(%0) : f32[N,16,11,11]\n"
+        "  %2 = conv2d(%1, %w1, %b1) : f32[N,48,11,11]\n"
+        "  %3 = add(%2, %x) : f32[N,48,11,11]\n"
+        "  %4 = relu(%3) : f32[N,48,11,11]\n"
+        "  %5 = conv2d(%4, %w2) : f32[N,40,11,11]\n"
+        "  %6 = conv2d(%5, %w3) {pad=[1,1]} : f32[N,64,11,11]\n"
+        "  %7 = relu(%6) : f32[N,64,11,11]\n"
+        "  %8 = global_avg_pool(%7) : f32[N,64,1,1]\n"
+        "  %9 = flatten(%8) {axis=1} : f32[N,64]\n"
+        "  return %9\n}\n");
+    return cv_sb_steal(&sb);
+}
+
 typedef struct expect {
     int convs, reorders;
 } expect;
@@ -305,6 +335,14 @@ static void test_odd_channels(void **state)
     free(text);
 }
 
+static void test_pointwise(void **state)
+{
+    (void)state;
+    char *text = pointwise_model();
+    check(text, true, (expect){4, 1});
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -314,6 +352,7 @@ int main(void)
         cmocka_unit_test(test_stem),
         cmocka_unit_test(test_swish),
         cmocka_unit_test(test_odd_channels),
+        cmocka_unit_test(test_pointwise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
