@@ -259,6 +259,33 @@ static double reorder_cost(const planner *pl, const cv_value *v, int r, const bo
     return 0;
 }
 
+/* A blocked concatenation whose result is read plain pays a reorder of the
+ * whole result; plain, it would pay one per part made blocked (shared with
+ * the part's other plain readers) and one of the result if read blocked.
+ * Where the first is no cheaper it runs plain (densenet's concatenations
+ * feed a batch norm: blocked, each would reorder all the features so far
+ * instead of the newest layer's 32 channels). */
+static bool drop_concats(planner *pl, const bool *use_b, const bool *use_p)
+{
+    bool changed = false;
+    for (int i = 0; i < pl->f->n_ops; i++) {
+        const cv_op *op = pl->f->ops[i];
+        const cv_value *y = op->results[0];
+        if (pl->kind[i] != K_CONCAT || !blocked(pl, i) ||
+            !(use_p[y->id] || pl->returned[y->id]))
+            continue;
+        double cost_plain = use_b[y->id] ? (double)numel(y) : 0;
+        for (int j = 0; j < op->n_operands; j++)
+            if (blocked(pl, producer(pl, op->operands[j])) && !use_p[op->operands[j]->id])
+                cost_plain += (double)numel(op->operands[j]);
+        if ((double)numel(y) >= cost_plain) {
+            pl->lp->op_blocked[i] = 0;
+            changed = true;
+        }
+    }
+    return changed;
+}
+
 /* One round: drops every region that does not pay; true when any did. */
 static bool drop_losers(planner *pl, bool *use_b, bool *use_p, double *net)
 {
@@ -296,7 +323,7 @@ static bool drop_losers(planner *pl, bool *use_b, bool *use_p, double *net)
         if (r >= 0)
             net[r] -= reorder_cost(pl, val, r, use_b, use_p);
     }
-    bool changed = false;
+    bool changed = drop_concats(pl, use_b, use_p);
     for (int i = 0; i < f->n_ops; i++) {
         int r = find(pl->region, i);
         /* A global pool alone saves nothing: it only ends a region. */
