@@ -323,7 +323,11 @@ static bool drop_losers(planner *pl, bool *use_b, bool *use_p, double *net)
         if (r >= 0)
             net[r] -= reorder_cost(pl, val, r, use_b, use_p);
     }
-    bool changed = drop_concats(pl, use_b, use_p);
+    /* (then the next round prices the regions without them: a region is
+     * dropped for good) */
+    if (drop_concats(pl, use_b, use_p))
+        return true;
+    bool changed = false;
     for (int i = 0; i < f->n_ops; i++) {
         int r = find(pl->region, i);
         /* A global pool alone saves nothing: it only ends a region. */
