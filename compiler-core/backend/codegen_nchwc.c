@@ -322,8 +322,39 @@ static int lower_global_avg_pool(cv_codegen_ctx *c, cv_nchwc *nc)
     return 0;
 }
 
+/* ---- channel concatenation ------------------------------------------------ */
+
+/* Parts of whole blocks (the last may be padded, as the result is): part
+ * k's blocks of image n are one contiguous run of the result's. */
+static int lower_concat(cv_codegen_ctx *c, cv_nchwc *nc)
+{
+    const cv_value *yv = c->op->results[0];
+    cv_kten y = blocked_tensor(c, nc, yv);
+    const cv_kexpr *zero = i64(c, 0);
+    int64_t hwb = yv->type.shape.d[2].n * yv->type.shape.d[3].n * nc->blk, at = 0;
+    int64_t ocb = (yv->type.shape.d[1].n + nc->blk - 1) / nc->blk;
+    for (int k = 0; k < c->op->n_operands; k++) {
+        const cv_value *xv = c->op->operands[k];
+        int64_t cb = (xv->type.shape.d[1].n + nc->blk - 1) / nc->blk;
+        cv_kten x = need_blocked(c, nc, xv);
+        const cv_kexpr *p = cv_k_begin(c, "nchwc_concat", cv_k_mul(c, y.dim[0], i64(c, cb)), NULL);
+        const cv_kexpr *n = cv_k_div(c, p, i64(c, cb)), *b = cv_k_rem(c, p, i64(c, cb));
+        const cv_kexpr *e = cv_k_for(c, zero, i64(c, hwb), CV_KFOR_INNER);
+        const cv_kexpr *dst = cv_k_add(c, cv_k_mul(c, cv_k_add(c, cv_k_mul(c, n, i64(c, ocb)),
+                                                               cv_k_add(c, b, i64(c, at))),
+                                                   i64(c, hwb)), e);
+        cv_k_store(c, &y, dst, cv_k_load(c, &x, cv_k_add(c, cv_k_mul(c, p, i64(c, hwb)), e)));
+        cv_k_close(c);
+        cv_k_end(c);
+        at += cb;
+    }
+    return 0;
+}
+
 int cv_nchwc_lower(cv_codegen_ctx *c, cv_nchwc *nc)
 {
+    if (cv_op_is(c->op, CV_OP_CONCAT))
+        return lower_concat(c, nc);
     if (cv_op_is(c->op, CV_OP_CONV2D))
         return lower_conv(c, nc);
     if (cv_op_is(c->op, CV_OP_MAX_POOL2D))

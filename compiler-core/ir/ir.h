@@ -386,7 +386,7 @@ const cv_op_def *cv_op_def_lookup(const char *name);
     X(CV_OP_CAST, "cast") X(CV_OP_EQUAL, "equal") X(CV_OP_EXPAND, "expand") \
     X(CV_OP_FLATTEN, "flatten") X(CV_OP_GATHER, "gather") X(CV_OP_RESHAPE, "reshape") \
     X(CV_OP_SQUEEZE, "squeeze") X(CV_OP_UNSQUEEZE, "unsqueeze") \
-    X(CV_OP_CLIP, "clip") X(CV_OP_CONV2D, "conv2d") X(CV_OP_CONV_TRANSPOSE2D, "conv_transpose2d") \
+    X(CV_OP_CLIP, "clip") X(CV_OP_CONCAT, "concat") X(CV_OP_CONV2D, "conv2d") X(CV_OP_CONV_TRANSPOSE2D, "conv_transpose2d") \
     X(CV_OP_DIV, "div") X(CV_OP_ERF, "erf") X(CV_OP_GEMM, "gemm") \
     X(CV_OP_GLOBAL_AVG_POOL, "global_avg_pool") X(CV_OP_MATMUL, "matmul") \
     X(CV_OP_MAX_POOL2D, "max_pool2d") X(CV_OP_MUL, "mul") X(CV_OP_POW, "pow") \

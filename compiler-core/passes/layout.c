@@ -7,8 +7,9 @@
  * and OC padded to whole blocks (24, 40, 1000...: the padding's products
  * count against the gain), among them 3x3 ones, or ones the row tiles run
  * (a 7x7 stem), over a plain image of fewer than blk channels, which read it
- * as it is), max pooling, and a global average pool reading a blocked
- * tensor (it writes the plain result itself).  The elementwise ops fused
+ * as it is), max pooling, channel concatenations of whole-block parts
+ * (but the last), and a global average pool reading a blocked tensor (it
+ * writes the plain result itself).  The elementwise ops fused
  * into a convolution (residual add, an epilogue activation) run in its
  * kernel and follow its layout.
  *
@@ -41,7 +42,7 @@
 #define NS_POOL 0.1
 #define NS_REORDER 0.25
 
-enum { K_NONE, K_DENSE, K_PLAIN_IN, K_DEPTHWISE, K_POOL, K_GAP };
+enum { K_NONE, K_DENSE, K_PLAIN_IN, K_DEPTHWISE, K_POOL, K_GAP, K_CONCAT };
 
 /* f32, rank 4, C/H/W static (N may be symbolic). */
 static bool image(const cv_value *v)
@@ -125,6 +126,22 @@ static int conv_kind(const cv_op *op, int blk, double *gain)
     return rows || (KH == 3 && KW == 3) ? K_PLAIN_IN : K_NONE;
 }
 
+/* A channel concatenation whose parts (all but the last) are whole blocks:
+ * blocked, each part's blocks are a contiguous run of the result's
+ * (squeezenet's Fire modules, densenet's, googlenet's inception blocks).
+ * It saves nothing itself; it spares its region the reorders around it. */
+static int concat_kind(const cv_op *op, int blk)
+{
+    int64_t axis = cv_op_int(op, "axis", 0);
+    if (!image(op->results[0]) || (axis < 0 ? axis + 4 : axis) != 1)
+        return K_NONE;
+    for (int j = 0; j < op->n_operands; j++)
+        if (!image(op->operands[j]) ||
+            (j + 1 < op->n_operands && op->operands[j]->type.shape.d[1].n % blk))
+            return K_NONE;
+    return K_CONCAT;
+}
+
 static int op_kind(const cv_op *op, int blk, double *gain)
 {
     *gain = 0;
@@ -140,6 +157,8 @@ static int op_kind(const cv_op *op, int blk, double *gain)
     }
     if (cv_op_is(op, CV_OP_GLOBAL_AVG_POOL) && image(op->operands[0]))
         return K_GAP;
+    if (cv_op_is(op, CV_OP_CONCAT))
+        return concat_kind(op, blk);
     return K_NONE;
 }
 
@@ -240,6 +259,33 @@ static double reorder_cost(const planner *pl, const cv_value *v, int r, const bo
     return 0;
 }
 
+/* A blocked concatenation whose result is read plain pays a reorder of the
+ * whole result; plain, it would pay one per part made blocked (shared with
+ * the part's other plain readers) and one of the result if read blocked.
+ * Where the first is no cheaper it runs plain (densenet's concatenations
+ * feed a batch norm: blocked, each would reorder all the features so far
+ * instead of the newest layer's 32 channels). */
+static bool drop_concats(planner *pl, const bool *use_b, const bool *use_p)
+{
+    bool changed = false;
+    for (int i = 0; i < pl->f->n_ops; i++) {
+        const cv_op *op = pl->f->ops[i];
+        const cv_value *y = op->results[0];
+        if (pl->kind[i] != K_CONCAT || !blocked(pl, i) ||
+            !(use_p[y->id] || pl->returned[y->id]))
+            continue;
+        double cost_plain = use_b[y->id] ? (double)numel(y) : 0;
+        for (int j = 0; j < op->n_operands; j++)
+            if (blocked(pl, producer(pl, op->operands[j])) && !use_p[op->operands[j]->id])
+                cost_plain += (double)numel(op->operands[j]);
+        if ((double)numel(y) >= cost_plain) {
+            pl->lp->op_blocked[i] = 0;
+            changed = true;
+        }
+    }
+    return changed;
+}
+
 /* One round: drops every region that does not pay; true when any did. */
 static bool drop_losers(planner *pl, bool *use_b, bool *use_p, double *net)
 {
@@ -277,6 +323,10 @@ static bool drop_losers(planner *pl, bool *use_b, bool *use_p, double *net)
         if (r >= 0)
             net[r] -= reorder_cost(pl, val, r, use_b, use_p);
     }
+    /* (then the next round prices the regions without them: a region is
+     * dropped for good) */
+    if (drop_concats(pl, use_b, use_p))
+        return true;
     bool changed = false;
     for (int i = 0; i < f->n_ops; i++) {
         int r = find(pl->region, i);
@@ -299,7 +349,7 @@ static void finish(planner *pl)
         if (!blocked(pl, h) || pl->kind[h] == K_GAP)
             continue;
         lp->val_blocked[f->ops[i]->results[0]->id] = 1;
-        if (h == i && pl->kind[i] != K_POOL)
+        if (h == i && pl->kind[i] != K_POOL && pl->kind[i] != K_CONCAT)
             lp->n_convs++;
     }
 }
@@ -328,7 +378,7 @@ int cv_layout_plan_make(const cv_func *f, int blk, const int *next, cv_layout_pl
         pl.head[i] = i;
     for (int i = 0; i < f->n_ops; i++) {
         pl.kind[i] = op_kind(f->ops[i], blk, &pl.gain[i]);
-        int n = pl.kind[i] == K_NONE || pl.kind[i] == K_GAP ? 0
+        int n = pl.kind[i] == K_NONE || pl.kind[i] == K_GAP || pl.kind[i] == K_CONCAT ? 0
               : pl.kind[i] == K_POOL ? (next[i] >= 0 ? -1 : 0) : chain_len(f, next, i);
         if (pl.kind[i] == K_NONE || n < 0)
             continue;

@@ -56,6 +56,7 @@ typedef struct nc_job {
     const uint16_t *wh;         /* -p fp16: the weights in f16 (w unused), see half_task */
     float *const *wbuf;         /* then: each thread's buffer for one group's f32 weights */
     int64_t *held;              /* and by thread the group its buffer holds (-1: none) */
+    int64_t pix, nch;           /* pointwise: pixels per work item, items per group */
 } nc_job;
 
 static ALWAYS_INLINE vf epi(const nc_job *j, vf v, const float *res)
@@ -261,29 +262,36 @@ static ALWAYS_INLINE void row_tile(const nc_job *j, int64_t ob, int64_t oh, int6
 
 #define ROW_TILE(nw) row_tile(j, ob, oh, ow, NOC, nw, SW, XPS, MAXT)
 
-/* Row oh of blocks [ob, ob+NOC): tiles of NWR, then 7, 4, 2 and 1. */
-static ALWAYS_INLINE void row_tiles(const nc_job *j, int64_t ob, int64_t oh, const int NOC,
-                                    const int64_t SW, const int64_t XPS, const int MAXT)
+/* Columns [ow, end) of row oh of blocks [ob, ob+NOC): tiles of NWR, then
+ * 7, 4, 2 and 1. */
+static ALWAYS_INLINE void row_span(const nc_job *j, int64_t ob, int64_t oh, int64_t ow,
+                                   int64_t end, const int NOC, const int64_t SW,
+                                   const int64_t XPS, const int MAXT)
 {
-    int64_t ow = 0;
-    for (; ow + NWR <= j->OW; ow += NWR)
+    for (; ow + NWR <= end; ow += NWR)
         ROW_TILE(NWR);
-    if (NWR > 7 && ow + 7 <= j->OW) {
+    if (NWR > 7 && ow + 7 <= end) {
         ROW_TILE(7);
         ow += 7;
     }
-    if (ow + 4 <= j->OW) {
+    if (ow + 4 <= end) {
         ROW_TILE(4);
         ow += 4;
     }
-    if (ow + 2 <= j->OW) {
+    if (ow + 2 <= end) {
         ROW_TILE(2);
         ow += 2;
     }
-    if (ow < j->OW)
+    if (ow < end)
         ROW_TILE(1);
 }
 #undef ROW_TILE
+
+static ALWAYS_INLINE void row_tiles(const nc_job *j, int64_t ob, int64_t oh, const int NOC,
+                                    const int64_t SW, const int64_t XPS, const int MAXT)
+{
+    row_span(j, ob, oh, 0, j->OW, NOC, SW, XPS, MAXT);
+}
 
 /* Whether the row tiles apply to n output blocks (pairs, and the odd last
  * block of a blocked input: channel counts like 40 or 1000 pad to an odd
@@ -366,6 +374,48 @@ static void half_task(const nc_job *j, int64_t lo, int64_t hi, int tid)
     }
 }
 
+/* A pointwise convolution (1x1, stride 1, no pads) over a blocked input is
+ * one row of H*W pixels: work items are (output block group, run of pix
+ * pixels), every tile NWR pixels wide however narrow the image's rows
+ * (squeezenet's 13x13 layers ran in tiles of 7, 4 and 2 columns, a single
+ * output block with as few accumulators: too few FMA chains to hide their
+ * latency). */
+static void pw_task(void *arg, int64_t lo, int64_t hi, int tid)
+{
+    (void)tid;
+    const nc_job *j = arg;
+    for (int64_t it = lo; it < hi; it++) {
+        int64_t ob = it / j->nch * j->noc, p0 = it % j->nch * j->pix;
+        int64_t p1 = cvrt_min(j->OW, p0 + j->pix);
+        if (j->OCB - ob >= 2)
+            row_span(j, ob, 0, p0, p1, 2, 1, VL, 1);
+        else
+            row_span(j, ob, 0, p0, p1, 1, 1, VL, 1);
+    }
+}
+
+static int pointwise(const nc_job *j)
+{
+    return !j->wh && j->xps == VL && j->KH == 1 && j->KW == 1 && j->sh == 1 && j->sw == 1 &&
+           j->pt == 0 && j->pl == 0 && j->OH == j->H && j->OW == j->W;
+}
+
+static void pw_run(cvrt_ctx *rt, nc_job *j)
+{
+    j->W = j->OW = j->H * j->W;
+    j->H = j->OH = 1;
+    j->ow_lo = 0;
+    j->ow_hi = j->OW;
+    /* runs of about 8 tiles, whole tiles but the last, and at least four
+     * items per thread where there are tiles enough */
+    int64_t want = cvrt_cdiv(4 * (int64_t)cvrt_threads(rt), j->ngrp);
+    j->nch = cvrt_min(cvrt_max(want, j->OW / (8 * NWR)), cvrt_cdiv(j->OW, NWR));
+    j->pix = cvrt_cdiv(cvrt_cdiv(j->OW, j->nch), NWR) * NWR;
+    j->nch = cvrt_cdiv(j->OW, j->pix);
+    int64_t items = j->ngrp * j->nch;
+    cvrt_parallel(rt, items, cvrt_cdiv(items, 4 * (int64_t)cvrt_threads(rt)), pw_task, j);
+}
+
 static void conv_task(void *arg, int64_t lo, int64_t hi, int tid)
 {
     const nc_job *j = arg;
@@ -402,7 +452,7 @@ static int conv_any(cvrt_ctx *rt, const float *x, const float *wb, const uint16_
         return 0;   /* the compiler blocks by the target's width only */
     int64_t held[CVRT_MAX_THREADS];
     nc_job j = {x, wb, bias, res, y, ICB, CI, 0, 0, 0, H, W, OCB, KH, KW, sh, sw, pt, pl, dh,
-                dw, OH, OW, act, lo, hi, 1, 0, 0, 0, wh, rt->pack_b, held};
+                dw, OH, OW, act, lo, hi, 1, 0, 0, 0, wh, rt->pack_b, held, 0, 0};
     if (wh && (!rt->pack_b || (OCB % 2 == 0 ? 2 : 1) * ICB * KH * KW * CI * VL >
                                   cvrt_scratch_floats()))
         return -1;
@@ -419,6 +469,10 @@ static int conv_any(cvrt_ctx *rt, const float *x, const float *wb, const uint16_
      * widens one group's weights at a time: groups of one size there). */
     j.noc = OCB % 2 == 0 || !wh ? 2 : 1;
     j.ngrp = cvrt_cdiv(OCB, j.noc);
+    if (pointwise(&j)) {
+        pw_run(rt, &j);
+        return 0;
+    }
     /* About four runs of consecutive rows per thread: a group's weights
      * (up to 0.6 MB in resnet18's last layers) are then read by one thread,
      * into its own L2, rather than by all of them. */
@@ -521,7 +575,7 @@ void cvrt_nchwc_dwconv2d(cvrt_ctx *rt, const float *x, const float *wb, const fl
     if (blk != VL || OH <= 0 || OW <= 0)
         return;
     nc_job j = {x, wb, bias, res, y, CB, VL, VL, 1, 0, H, W, CB, KH, KW, sh, sw, pt, pl, dh,
-                dw, OH, OW, act, lo, hi, 1, CB, 0, 0, NULL, NULL, NULL};
+                dw, OH, OW, act, lo, hi, 1, CB, 0, 0, NULL, NULL, NULL, 0, 0};
     inner_cols(W, KW, sw, pl, dw, OW, &j.ow_lo, &j.ow_hi);
     cvrt_parallel(rt, CB * OH, cvrt_max(1, 256 / OW), dw_task, &j);
 }

@@ -199,6 +199,70 @@ static char *odd_model(void)
     return cv_sb_steal(&sb);
 }
 
+/* Pointwise (1x1, stride 1) convolutions over a blocked input, which the
+ * kernel runs as one row of H*W pixels in work items of whole tiles (11x11
+ * = 121 pixels: items end in tiles of 7, 2 and 1 pixels at two threads):
+ * one output block (16 channels), three (a pair and one alone: 48 with a
+ * residual, 40 padded), then a 3x3 in row tiles. */
+static char *pointwise_model(void)
+{
+    cv_sb sb = {0};
+    cv_sb_puts(&sb, "cuir 1\nmodel @pointwise(%x: f32[N,48,11,11]) -> (f32[N,64]) {\n");
+    param_amp(&sb, "w0", "16,48,1,1", 16 * 48, 61, 0.3);
+    param_amp(&sb, "b0", "16", 16, 62, 0.2);
+    param_amp(&sb, "w1", "48,16,1,1", 48 * 16, 63, 0.4);
+    param_amp(&sb, "b1", "48", 48, 64, 0.2);
+    param_amp(&sb, "w2", "40,48,1,1", 40 * 48, 65, 0.3);
+    param_amp(&sb, "w3", "64,40,3,3", 64 * 40 * 9, 66, 0.08);
+    cv_sb_puts(&sb,
+        "  %0 = conv2d(%x, %w0, %b0) : f32[N,16,11,11]\n"
+        "  %1 = relu(%0) : f32[N,16,11,11]\n"
+        "  %2 = conv2d(%1, %w1, %b1) : f32[N,48,11,11]\n"
+        "  %3 = add(%2, %x) : f32[N,48,11,11]\n"
+        "  %4 = relu(%3) : f32[N,48,11,11]\n"
+        "  %5 = conv2d(%4, %w2) : f32[N,40,11,11]\n"
+        "  %6 = conv2d(%5, %w3) {pad=[1,1]} : f32[N,64,11,11]\n"
+        "  %7 = relu(%6) : f32[N,64,11,11]\n"
+        "  %8 = global_avg_pool(%7) : f32[N,64,1,1]\n"
+        "  %9 = flatten(%8) {axis=1} : f32[N,64]\n"
+        "  return %9\n}\n");
+    return cv_sb_steal(&sb);
+}
+
+/* Fire modules (squeezenet) and a densenet-style concatenation: two
+ * expands concatenated along channels, a ceil-mode max pool over the
+ * result, then a 16-channel part concatenated with a 24-channel one (the
+ * padded last part).  The concatenations run blocked, each part's blocks
+ * copied to their run of the result: only the input is reordered. */
+static char *concat_model(void)
+{
+    cv_sb sb = {0};
+    cv_sb_puts(&sb, "cuir 1\nmodel @concat(%x: f32[N,32,14,14]) -> (f32[N,40]) {\n");
+    param_amp(&sb, "ws", "16,32,1,1", 16 * 32, 71, 0.3);
+    param_amp(&sb, "bs", "16", 16, 72, 0.2);
+    param_amp(&sb, "we1", "32,16,1,1", 32 * 16, 73, 0.4);
+    param_amp(&sb, "we3", "32,16,3,3", 32 * 16 * 9, 74, 0.15);
+    param_amp(&sb, "ws2", "16,64,1,1", 16 * 64, 75, 0.3);
+    param_amp(&sb, "wb", "24,16,3,3", 24 * 16 * 9, 76, 0.15);
+    cv_sb_puts(&sb,
+        "  %0 = conv2d(%x, %ws, %bs) : f32[N,16,14,14]\n"
+        "  %1 = relu(%0) : f32[N,16,14,14]\n"
+        "  %2 = conv2d(%1, %we1) : f32[N,32,14,14]\n"
+        "  %3 = relu(%2) : f32[N,32,14,14]\n"
+        "  %4 = conv2d(%1, %we3) {pad=[1,1]} : f32[N,32,14,14]\n"
+        "  %5 = relu(%4) : f32[N,32,14,14]\n"
+        "  %6 = concat(%3, %5) {axis=1} : f32[N,64,14,14]\n"
+        "  %7 = max_pool2d(%6) {kernel=[3,3], stride=[2,2], ceil_mode=1} : f32[N,64,7,7]\n"
+        "  %8 = conv2d(%7, %ws2) : f32[N,16,7,7]\n"
+        "  %9 = relu(%8) : f32[N,16,7,7]\n"
+        "  %10 = conv2d(%9, %wb) {pad=[1,1]} : f32[N,24,7,7]\n"
+        "  %11 = concat(%9, %10) {axis=-3} : f32[N,40,7,7]\n"
+        "  %12 = global_avg_pool(%11) : f32[N,40,1,1]\n"
+        "  %13 = flatten(%12) {axis=1} : f32[N,40]\n"
+        "  return %13\n}\n");
+    return cv_sb_steal(&sb);
+}
+
 typedef struct expect {
     int convs, reorders;
 } expect;
@@ -305,6 +369,23 @@ static void test_odd_channels(void **state)
     free(text);
 }
 
+static void test_pointwise(void **state)
+{
+    (void)state;
+    char *text = pointwise_model();
+    check(text, true, (expect){4, 1});
+    free(text);
+}
+
+static void test_concat(void **state)
+{
+    (void)state;
+    char *text = concat_model();
+    check(text, true, (expect){5, 1});
+    check(text, false, (expect){0, 0});
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -314,6 +395,8 @@ int main(void)
         cmocka_unit_test(test_stem),
         cmocka_unit_test(test_swish),
         cmocka_unit_test(test_odd_channels),
+        cmocka_unit_test(test_pointwise),
+        cmocka_unit_test(test_concat),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
