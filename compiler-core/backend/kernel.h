@@ -341,7 +341,7 @@ int64_t cv_weights_layout(const cv_kprog *p, int64_t *offsets);
 int cv_weights_image(const cv_kprog *p, char **data, size_t *len);
 
 /* Split weights (p->split_weights): constants of at most
- * CV_INLINE_CONST_MAX bytes (cuvil.h) stay in the code object. */
+ * CV_INLINE_CONST_MAX bytes (ir/ir.h) stay in the code object. */
 /* Whether storage id lives in the weights image of a split program. */
 bool cv_weights_split_store(const cv_kprog *p, int id);
 /* Offsets (-1 for the others) and size of the split weights image. */
