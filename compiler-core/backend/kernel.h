@@ -265,6 +265,10 @@ cv_kten cv_cg_value(cv_codegen_ctx *c, const cv_value *v);
 cv_kten cv_cg_scratch(cv_codegen_ctx *c, cv_dtype dt, const cv_shape *shape);
 /* A table computed at compile time, embedded as read-only data (copied). */
 cv_kten cv_cg_const(cv_codegen_ctx *c, cv_dtype dt, const cv_shape *shape, const void *data);
+/* The same over data already in the program's arena (cv_kp_alloc, which
+ * zeroes it), kept where it is: packers write their result there directly
+ * instead of into a buffer copied again (a model's weights are large). */
+cv_kten cv_cg_const_own(cv_codegen_ctx *c, cv_dtype dt, const cv_shape *shape, void *data);
 /* Makes result `res` a view of operand `opnd` starting at element
  * elem_offset (NULL: 0) with no code, where storage allows; otherwise emits
  * a copy.  Returns 0 or -1. */
