@@ -89,18 +89,33 @@ static void record(writer *w, const char *name, const char *hex, size_t len)
 }
 
 /* A file written from pieces, hashed from the same pieces (no read-back). */
+static void digest_seen(void *ctx, const void *data, size_t len)
+{
+    EVP_DigestUpdate(ctx, data, len);
+}
+
+/* Writes and digests the file in one pass over its bytes (each chunk
+ * hashed just after it is written, still in cache). */
 static int put_parts(writer *w, const char *name, const cv_fs_part *parts, int n)
 {
     char *path = cv_fs_join(w->dir, name), hex[65];
-    int rc = path ? cv_fs_write_replace_parts(path, parts, n, w->d) : -1;
+    EVP_MD_CTX *x = EVP_MD_CTX_new();
+    int rc = path && x && EVP_DigestInit_ex(x, EVP_sha256(), NULL)
+                 ? cv_fs_write_replace_parts_seen(path, parts, n, digest_seen, x, w->d)
+                 : cv_diag_fail(w->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     free(path);
-    if (rc == 0 && sha256_parts(parts, n, hex) != 0)
+    unsigned char md[32];
+    unsigned int mdlen = 0;
+    if (rc == 0 && !EVP_DigestFinal_ex(x, md, &mdlen))
         rc = cv_diag_fail(w->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
+    EVP_MD_CTX_free(x);
     size_t len = 0;
     for (int i = 0; i < n; i++)
         len += parts[i].len;
-    if (rc == 0)
+    if (rc == 0) {
+        hex_of(md, hex);
         record(w, name, hex, len);
+    }
     return rc;
 }
 
