@@ -88,14 +88,13 @@ static void record(writer *w, const char *name, const char *hex, size_t len)
     json_object_set_new(w->files, name, json_pack("{s:s, s:I}", "sha256", hex, "size", (json_int_t)len));
 }
 
-/* A file written from pieces, hashed from the same pieces (no read-back). */
 static void digest_seen(void *ctx, const void *data, size_t len)
 {
     EVP_DigestUpdate(ctx, data, len);
 }
 
-/* Writes and digests the file in one pass over its bytes (each chunk
- * hashed just after it is written, still in cache). */
+/* A file written from pieces and digested in the same pass over them (each
+ * chunk hashed just after it is written, still in cache; no read-back). */
 static int put_parts(writer *w, const char *name, const cv_fs_part *parts, int n)
 {
     char *path = cv_fs_join(w->dir, name), hex[65];
