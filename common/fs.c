@@ -157,20 +157,34 @@ static void fsync_parent(const char *path)
     free(dir);
 }
 
-static int write_parts_fd(int fd, const cv_fs_part *parts, int n, bool durable)
+typedef struct seen_by {
+    cv_fs_seen_fn fn;           /* NULL: none */
+    void *ctx;
+} seen_by;
+
+static int write_parts_fd(int fd, const cv_fs_part *parts, int n, bool durable, seen_by seen)
 {
     if (fchmod(fd, 0644) != 0)
         return errno;
     for (int i = 0; i < n; i++) {
-        int err = parts[i].len ? write_all(fd, parts[i].data, parts[i].len) : 0;
-        if (err)
-            return err;
+        const char *p = parts[i].data;
+        size_t left = parts[i].len, step = seen.fn ? CV_FS_CHUNK : left;
+        while (left > 0) {
+            size_t k = left < step ? left : step;
+            int err = write_all(fd, p, k);
+            if (err)
+                return err;
+            if (seen.fn)
+                seen.fn(seen.ctx, p, k);
+            p += k;
+            left -= k;
+        }
     }
     return durable && fsync(fd) != 0 ? errno : 0;
 }
 
-static int write_renamed(const char *path, const cv_fs_part *parts, int n, bool durable,
-                         cv_diag *d)
+static int write_renamed_seen(const char *path, const cv_fs_part *parts, int n, bool durable,
+                              seen_by seen, cv_diag *d)
 {
     size_t plen = strlen(path);
     char *tmp = malloc(plen + 16);   /* owned here */
@@ -183,7 +197,7 @@ static int write_renamed(const char *path, const cv_fs_part *parts, int n, bool 
         free(tmp);
         return io_error(d, path, "cannot create temporary file", errno);
     }
-    int err = write_parts_fd(fd, parts, n, durable);
+    int err = write_parts_fd(fd, parts, n, durable, seen);
     if (close(fd) != 0 && !err)
         err = errno;
     if (!err && rename(tmp, path) != 0)
@@ -196,6 +210,18 @@ static int write_renamed(const char *path, const cv_fs_part *parts, int n, bool 
     if (durable)
         fsync_parent(path);
     return 0;
+}
+
+static int write_renamed(const char *path, const cv_fs_part *parts, int n, bool durable,
+                         cv_diag *d)
+{
+    return write_renamed_seen(path, parts, n, durable, (seen_by){0}, d);
+}
+
+int cv_fs_write_replace_parts_seen(const char *path, const cv_fs_part *parts, int n,
+                                   cv_fs_seen_fn seen, void *ctx, cv_diag *d)
+{
+    return write_renamed_seen(path, parts, n, false, (seen_by){seen, ctx}, d);
 }
 
 int cv_fs_write_atomic_parts(const char *path, const cv_fs_part *parts, int n, cv_diag *d)

@@ -56,6 +56,13 @@ typedef struct cv_fs_part {
 int cv_fs_write_atomic_parts(const char *path, const cv_fs_part *parts, int n, cv_diag *d);
 /* The same without fsync, as cv_fs_write_replace: for build outputs. */
 int cv_fs_write_replace_parts(const char *path, const cv_fs_part *parts, int n, cv_diag *d);
+/* The same, handing each piece of at most CV_FS_CHUNK bytes to seen (ctx)
+ * right after it is written, while it is still in the CPU's cache: a file
+ * digested as it is written, in one pass over its bytes. */
+enum { CV_FS_CHUNK = 1 << 20 };
+typedef void (*cv_fs_seen_fn)(void *ctx, const void *data, size_t len);
+int cv_fs_write_replace_parts_seen(const char *path, const cv_fs_part *parts, int n,
+                                   cv_fs_seen_fn seen, void *ctx, cv_diag *d);
 
 /* mkdir -p.  Returns 0, or -errno (errno is set too). */
 int cv_fs_mkdirs(const char *path, int mode);

@@ -431,8 +431,8 @@ static void warn_from(bctx *b, cv_diag *scratch)
     cv_diag_free(scratch);
 }
 
-/* cv_code_cache.lookup: the code level, keyed by the unoptimised module. */
-static int code_lookup(void *ctx, const void *module, size_t len, void **obj, size_t *obj_len)
+/* cv_code_cache.lookup: the code level, keyed by the code's source. */
+static int code_lookup(void *ctx, const void *source, size_t len, cv_code_object *out)
 {
     bctx *b = ctx;
     cv_build_level *lv = &b->r->code;
@@ -440,7 +440,7 @@ static int code_lookup(void *ctx, const void *module, size_t len, void **obj, si
     cv_diag_init(&scratch);
     cv_digest md;
     cv_compile_target desc;
-    cv_cache_sha256(module, len, &md);
+    cv_cache_sha256(source, len, &md);
     cv_cache_key_free(&b->code_key);
     lv->outcome = CV_CACHE_MISS;
     int rc = 0;
@@ -454,15 +454,18 @@ static int code_lookup(void *ctx, const void *module, size_t len, void **obj, si
         int hit = cv_cache_get_action(b->c, CV_CACHE_CODE, &b->code_key, &val, &vlen, &info,
                                       &scratch);
         lv->ms = info.ms;
+        out->obj = NULL;
         if (hit == 1 && cv_compile_code_decode(val, vlen, cv) == 0 &&
-            cv_cache_get_blob(b->c, &cv->object, obj, obj_len, NULL, &scratch) == 1 &&
-            *obj_len == cv->size) {
+            cv_cache_get_blob(b->c, &cv->object, &out->obj, &out->len, NULL, &scratch) == 1 &&
+            out->len == cv->size) {
+            snprintf(out->triple, sizeof out->triple, "%s", cv->triple);
+            snprintf(out->cpu, sizeof out->cpu, "%s", cv->cpu);
             lv->outcome = outcome_of(&info);
             b->have_code_val = true;
             rc = 1;
         } else {
-            free(*obj);
-            *obj = NULL;
+            free(out->obj);
+            out->obj = NULL;
             snprintf(lv->reason, sizeof lv->reason, "%s",
                      hit == 1 ? "its object is no longer stored"
                               : reason_text(info.reason, "structure or a constant in code changed"));
@@ -474,7 +477,7 @@ static int code_lookup(void *ctx, const void *module, size_t len, void **obj, si
 }
 
 /* cv_code_cache.store: the object made after a code miss. */
-static void code_store(void *ctx, const void *obj, size_t len)
+static void code_store(void *ctx, const cv_code_object *o)
 {
     bctx *b = ctx;
     if (!b->code_key.manifest)
@@ -483,8 +486,10 @@ static void code_store(void *ctx, const void *obj, size_t len)
     cv_diag scratch;
     cv_diag_init(&scratch);
     char *val = NULL;
-    b->code_val = (cv_compile_code_value){.size = len};
-    if (cv_cache_put_blob(b->c, obj, len, &b->code_val.object, &scratch) == 0 &&
+    b->code_val = (cv_compile_code_value){.size = o->len};
+    snprintf(b->code_val.triple, sizeof b->code_val.triple, "%s", o->triple);
+    snprintf(b->code_val.cpu, sizeof b->code_val.cpu, "%s", o->cpu);
+    if (cv_cache_put_blob(b->c, o->obj, o->len, &b->code_val.object, &scratch) == 0 &&
         (val = cv_compile_code_encode(&b->code_val)) != NULL &&
         cv_cache_put_action(b->c, CV_CACHE_CODE, &b->code_key, val, strlen(val), &scratch) == 0)
         b->have_code_val = true;

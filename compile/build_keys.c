@@ -254,16 +254,17 @@ int cv_compile_l2_key(cv_cache *c, const cv_compile_l2_in *in, cv_cache_key *out
     return cv_cache_keyb_finish(kb, out, d);
 }
 
-/* The generated code's key: the unoptimised module (which holds the
- * structure and the small constants, never the split weights) and what
- * turns it into an object.  Precision, calibration and layout options need
- * no field: whatever of them reaches the code is in the module. */
-int cv_compile_code_key(cv_cache *c, const cv_digest *module, const char *target,
+/* The generated code's key: its source (compiler-core's code_source.c: the
+ * program after the passes with the large constants blank, the small ones
+ * that reach code, the kernels' layout) and what turns it into an object.
+ * Precision, calibration and layout options need no field: whatever of
+ * them reaches the code is in the source. */
+int cv_compile_code_key(cv_cache *c, const cv_digest *source, const char *target,
                    const cv_compile_target *desc, cv_opt_level opt, cv_cache_key *out, cv_diag *d)
 {
     cv_cache_keyb *kb = cv_cache_keyb_new("cuvil-code");
     if (kb) {
-        cv_cache_keyb_digest(kb, "module", module);
+        cv_cache_keyb_digest(kb, "source", source);
         cv_cache_keyb_str(kb, "target", target);
         cv_cache_keyb_str(kb, "target_triple", desc->triple);
         cv_cache_keyb_str(kb, "target_features", desc->features);

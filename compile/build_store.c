@@ -80,7 +80,8 @@ int cv_compile_l1_decode(const void *buf, size_t len, cv_compile_l1_value *v)
 
 char *cv_compile_code_encode(const cv_compile_code_value *v)
 {
-    json_t *o = json_pack("{s:s, s:I}", "format", "cuvil-code/1", "size", (json_int_t)v->size);
+    json_t *o = json_pack("{s:s, s:I, s:s, s:s}", "format", "cuvil-code/2", "size",
+                          (json_int_t)v->size, "triple", v->triple, "cpu", v->cpu);
     if (o)
         set_digest(o, "object", &v->object);
     json_t *so = v->has_so && o ? json_pack("{s:I, s:I, s:I, s:I}", "head_size",
@@ -113,9 +114,16 @@ int cv_compile_code_decode(const void *buf, size_t len, cv_compile_code_value *v
     memset(v, 0, sizeof *v);
     json_t *o = parse(buf, len);
     const char *fmt = json_string_value(json_object_get(o, "format"));
-    int rc = fmt && strcmp(fmt, "cuvil-code/1") == 0 && get_size(o, "size", &v->size) == 0 &&
-                     get_digest(o, "object", &v->object) == 0
+    const char *triple = json_string_value(json_object_get(o, "triple"));
+    const char *cpu = json_string_value(json_object_get(o, "cpu"));
+    int rc = fmt && strcmp(fmt, "cuvil-code/2") == 0 && get_size(o, "size", &v->size) == 0 &&
+                     get_digest(o, "object", &v->object) == 0 && triple &&
+                     strlen(triple) < sizeof v->triple && cpu && strlen(cpu) < sizeof v->cpu
                  ? 0 : -1;
+    if (rc == 0) {
+        snprintf(v->triple, sizeof v->triple, "%s", triple);
+        snprintf(v->cpu, sizeof v->cpu, "%s", cpu);
+    }
     /* The template is optional: an entry without one (or a malformed one)
      * still gives its object, and the library is linked. */
     json_t *so = json_object_get(o, "so");

@@ -68,9 +68,9 @@ typedef struct cv_compile_l2_in {
 } cv_compile_l2_in;
 int  cv_compile_l2_key(cv_cache *c, const cv_compile_l2_in *in, cv_cache_key *out, cv_diag *d);
 
-/* The code level's key (generated code apart from weights): the
- * unoptimised LLVM module's digest, target, opt level, compiler, LLVM. */
-int  cv_compile_code_key(cv_cache *c, const cv_digest *module, const char *target,
+/* The code level's key (generated code apart from weights): the digest of
+ * the code's source (cv_code_cache), target, opt level, compiler, LLVM. */
+int  cv_compile_code_key(cv_cache *c, const cv_digest *source, const char *target,
                     const cv_compile_target *desc, cv_opt_level opt, cv_cache_key *out, cv_diag *d);
 
 /* sha256("cuvil-ir/1" || text || (dep name, dep digest)*): what the L2
@@ -106,6 +106,7 @@ char *cv_compile_deps_encode(const cv_compile_deps *x);           /* malloc'd JS
 typedef struct cv_compile_code_value {
     cv_digest object;
     uint64_t size;
+    char triple[64], cpu[64];   /* what the object was made for */
     bool has_so;
     cv_digest so_head, so_tail;
     uint64_t head_size, tail_size, image_size, build_id_at;

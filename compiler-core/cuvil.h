@@ -77,22 +77,16 @@ int cv_calib_method_parse(const char *s);
  * int8 artifact depends on beyond the model (an L2 cache key field). */
 int cv_calib_digest(const cv_quant_opts *q, char hex[65], cv_diag *d);
 
-/* Constants of at most this many bytes (one scalar: an epsilon, a scale, a
- * clip bound) stay in the generated code of the CPU targets, where the
- * optimiser folds them into instructions, so their values are part of the
- * code's cache key; every larger constant (a bias of a few channels too: a
- * retrain changes those) goes to the weights object <name>_weights.o, whose
- * bytes the code never sees.  compile/ draws the same line between a
- * model's structure and its weights. */
-enum { CV_INLINE_CONST_MAX = 8 };
 
 /* A cache for generated code, handed in by compile-with-cache (compile/);
- * the compiler core itself knows no caching.  The key is the unoptimised
- * LLVM module: with split weights (the CPU targets) it holds the program's
- * structure and the constants small enough to be folded into code, never
- * the large weights, so a retrained model finds its code again.
- *   lookup  module: the bitcode the optimiser would start from.  1 with the
- *           object file (malloc'd into *obj) on a hit, 0 on a miss.
+ * the compiler core itself knows no caching.  The key is the code's source
+ * (backend/code_source.c), known before LLVM runs: the program after the
+ * passes with its large constants blank, the constants small enough to be
+ * folded into code, and how the kernels were laid out.  With split weights
+ * (the CPU targets) it never holds the large weights, so a retrained model
+ * finds its code again and runs no LLVM at all.
+ *   lookup  source: those bytes.  1 with the object file (malloc'd into
+ *           out->obj) and the triple and CPU it was made for, 0 on a miss.
  *   store   the object made after that miss.
  *   so_lookup  after a hit: the linked library of that code around its
  *           weights (cv_so_template, head and tail malloc'd), 1, or 0 when
@@ -108,10 +102,16 @@ typedef struct cv_so_template {
     uint64_t build_id_at;       /* the build id's 20 bytes, inside head */
 } cv_so_template;
 
+typedef struct cv_code_object {
+    void *obj;
+    size_t len;
+    char triple[64], cpu[64];   /* what LLVM made it for (the manifest's target) */
+} cv_code_object;
+
 typedef struct cv_code_cache {
     void *ctx;
-    int (*lookup)(void *ctx, const void *module, size_t len, void **obj, size_t *obj_len);
-    void (*store)(void *ctx, const void *obj, size_t len);
+    int (*lookup)(void *ctx, const void *source, size_t len, cv_code_object *out);
+    void (*store)(void *ctx, const cv_code_object *o);
     int (*so_lookup)(void *ctx, cv_so_template *t);
     void (*so_store)(void *ctx, const cv_so_template *t);
 } cv_code_cache;
@@ -185,6 +185,7 @@ typedef struct cv_compile_info {
     double ms_passes, ms_codegen, ms_llvm, ms_link;
     bool linked_so;         /* false for a cross target whose linker is missing */
     bool so_spliced;        /* the library was cut from the code cache's template, not linked */
+    int llvm_modules;       /* LLVM modules built (0: the code came from the code cache) */
     /* Where the split weights image lies in the artifact's files, each a
      * verbatim copy of it (so a cache can store the image once): its length
      * and, per file, its offset.  n_weights_in 0: none. */

@@ -88,19 +88,33 @@ static void record(writer *w, const char *name, const char *hex, size_t len)
     json_object_set_new(w->files, name, json_pack("{s:s, s:I}", "sha256", hex, "size", (json_int_t)len));
 }
 
-/* A file written from pieces, hashed from the same pieces (no read-back). */
+static void digest_seen(void *ctx, const void *data, size_t len)
+{
+    EVP_DigestUpdate(ctx, data, len);
+}
+
+/* A file written from pieces and digested in the same pass over them (each
+ * chunk hashed just after it is written, still in cache; no read-back). */
 static int put_parts(writer *w, const char *name, const cv_fs_part *parts, int n)
 {
     char *path = cv_fs_join(w->dir, name), hex[65];
-    int rc = path ? cv_fs_write_replace_parts(path, parts, n, w->d) : -1;
+    EVP_MD_CTX *x = EVP_MD_CTX_new();
+    int rc = path && x && EVP_DigestInit_ex(x, EVP_sha256(), NULL)
+                 ? cv_fs_write_replace_parts_seen(path, parts, n, digest_seen, x, w->d)
+                 : cv_diag_fail(w->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
     free(path);
-    if (rc == 0 && sha256_parts(parts, n, hex) != 0)
+    unsigned char md[32];
+    unsigned int mdlen = 0;
+    if (rc == 0 && !EVP_DigestFinal_ex(x, md, &mdlen))
         rc = cv_diag_fail(w->d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
+    EVP_MD_CTX_free(x);
     size_t len = 0;
     for (int i = 0; i < n; i++)
         len += parts[i].len;
-    if (rc == 0)
+    if (rc == 0) {
+        hex_of(md, hex);
         record(w, name, hex, len);
+    }
     return rc;
 }
 
@@ -569,6 +583,45 @@ static int nchwc_block(const char *target)
     return strstr(features, "+avx512f") ? 16 : 0;
 }
 
+/* The linker of a target, known without LLVM ("native": this machine's cc). */
+static const char *target_linker(const char *target)
+{
+    const cv_target_desc *t = cv_target_find(target);
+    return t ? t->linker : "cc";
+}
+
+/* The object of p: from the code cache when it holds p's source (no LLVM
+ * runs; *cached set), else from LLVM, then stored in the cache. */
+static int code_object(const cv_module *m, const cv_kprog *p, const cv_compile_opts *o,
+                       bool want_ir, int blk, unsigned half, const cv_code_cache *cc,
+                       cv_llvm_out *lo, bool *cached, cv_diag *d)
+{
+    size_t len = 0;
+    char *src = cc && cc->lookup ? cv_code_source(m, p, blk, half, &len) : NULL;
+    cv_code_object got = {0};
+    if (src && cc->lookup(cc->ctx, src, len, &got) == 1) {
+        free(src);
+        memset(lo, 0, sizeof *lo);
+        lo->obj = got.obj;
+        lo->obj_len = got.len;
+        snprintf(lo->triple, sizeof lo->triple, "%s", got.triple);
+        snprintf(lo->cpu, sizeof lo->cpu, "%s", got.cpu);
+        lo->linker = target_linker(o->target);
+        *cached = true;
+        return 0;
+    }
+    free(src);
+    if (cv_llvm_compile(p, o->target, o->opt_level, want_ir, lo, d))
+        return -1;
+    if (cc && cc->store) {
+        cv_code_object made = {.obj = lo->obj, .len = lo->obj_len};
+        snprintf(made.triple, sizeof made.triple, "%s", lo->triple);
+        snprintf(made.cpu, sizeof made.cpu, "%s", lo->cpu);
+        cc->store(cc->ctx, &made);
+    }
+    return 0;
+}
+
 int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info *info,
                       cv_diag *d)
 {
@@ -604,8 +657,8 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info
     double t0 = cv_clock_mono_ms_f();
     cv_kprog *p;
     int blk = o.no_blocked_layout || (emit & CV_EMIT_C) ? 0 : nchwc_block(o.target);
-    if (cv_kprog_build_half(m->funcs[0], blk, cv_cg_half_mode(o.target, (emit & CV_EMIT_C) != 0),
-                            &p, d))
+    unsigned half = cv_cg_half_mode(o.target, (emit & CV_EMIT_C) != 0);
+    if (cv_kprog_build_half(m->funcs[0], blk, half, &p, d))
         return -1;
     cv_cg_half_report(p, o.target, info->quant_report, sizeof info->quant_report);
     if (o.name)
@@ -626,11 +679,17 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info
     }
     double t1 = cv_clock_mono_ms_f();
     cv_llvm_out lo = {.triple = "c99", .cpu = "generic"};
-    /* --emit c alone needs no LLVM (nor its plugin). */
+    /* --emit c alone needs no LLVM (nor its plugin).  The code cache knows
+     * only code apart from its weights, and none from a planted fault. */
     bool llvm = (emit & (CV_EMIT_OBJ | CV_EMIT_A | CV_EMIT_SO | CV_EMIT_LLVM)) != 0;
-    int rc = llvm ? cv_llvm_compile(p, o.target, o.opt_level, (emit & CV_EMIT_LLVM) != 0,
-                                    p->split_weights ? o.code_cache : NULL, &lo, d)
+    const cv_code_cache *cc = p->split_weights && !(emit & CV_EMIT_LLVM) && !o.test_faults
+                                  ? o.code_cache : NULL;
+    bool cached = false;
+    int rc = llvm ? code_object(m, p, &o, (emit & CV_EMIT_LLVM) != 0, blk, half, cc, &lo,
+                                &cached, d)
                   : 0;
+    bool made = llvm && rc == 0 && !cached;
+    info->llvm_modules = made;
     double t2 = cv_clock_mono_ms_f();
     if (rc == 0) {
         snprintf(info->name, sizeof info->name, "%s", p->name);
@@ -656,9 +715,11 @@ int cv_compile_native(cv_module *m, const cv_compile_opts *opts, cv_compile_info
         info->ms_codegen = t1 - t0;
         info->ms_llvm = t2 - t1;
         rc = write_artifact(m, p, &lo, &o, emit, info, d);
-        if (llvm)
-            cv_llvm_out_free(&lo);
     }
+    if (cached)
+        free(lo.obj);   /* the cache's, not the plugin's */
+    else if (made)
+        cv_llvm_out_free(&lo);
     cv_kprog_free(p);
     return rc;
 }

@@ -9,6 +9,11 @@
 #include "compiler-core/backend/kernel.h"
 #include "compiler-core/cuvil.h"
 
+/* The bytes a code cache keys the generated code of p by (code_source.c;
+ * malloc'd, *len set), or NULL when out of memory.  blk: the layout block,
+ * half: the half-precision mode p was built with. */
+char *cv_code_source(const cv_module *m, const cv_kprog *p, int blk, unsigned half, size_t *len);
+
 /* A static archive of n (at most 16) objects, with an index of each
  * one's syms. */
 typedef struct cv_ar_member {

@@ -148,7 +148,8 @@ static int pack(cv_codegen_ctx *c, const nconv *g, int blk, cv_kten *wb, cv_kten
         return free(wide), -1;
     int64_t taps = g->KH * g->KW, cin = g->depthwise ? 1 : g->C;
     int64_t n = g->depthwise ? g->ocb * taps * blk : g->ocb * g->icb * taps * g->ci * blk;
-    float *buf = calloc((size_t)n + (size_t)g->ocb * blk, sizeof *buf);
+    /* In the program's arena: the packed weights become the constant itself. */
+    float *buf = cv_kp_alloc(c->prog, ((size_t)n + (size_t)g->ocb * blk) * sizeof *buf);
     if (!buf)
         return free(wide), -1;
     for (int64_t o = 0; o < g->OC; o++)
@@ -166,10 +167,9 @@ static int pack(cv_codegen_ctx *c, const nconv *g, int blk, cv_kten *wb, cv_kten
         bias[o] = b[o];
     cv_shape ws = {.rank = 1, .d = {{.n = n}}}, bs = {.rank = 1, .d = {{.n = g->ocb * blk}}};
     *wb = wide && !g->depthwise ? cv_cg_half_narrow(c, &ws, buf)
-                                : cv_cg_const(c, CV_F32, &ws, buf);
+                                : cv_cg_const_own(c, CV_F32, &ws, buf);
     free(wide);
-    *bb = cv_cg_const(c, CV_F32, &bs, bias);
-    free(buf);
+    *bb = cv_cg_const_own(c, CV_F32, &bs, bias);
     return 0;
 }
 

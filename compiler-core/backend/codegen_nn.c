@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "compiler-core/backend/codegen.h"
+#include "compiler-core/backend/kernel_internal.h"
 #include "compiler-core/backend/codegen_half.h"
 #include "compiler-core/runtime/cvrt.h"
 
@@ -65,12 +66,11 @@ static const cv_kten *packed_weights(cv_codegen_ctx *c, const cv_kten *w, const 
         return NULL;
     int64_t rows = (ocg + P8 - 1) / P8 * P8, n = g->groups * rows * k;
     cv_shape shape = {.rank = 1, .d = {{.n = n}}};
-    float *buf = calloc((size_t)(n ? n : 1), sizeof *buf);
+    float *buf = cv_kp_alloc(c->prog, (size_t)(n ? n : 1) * sizeof *buf);   /* the constant's own */
     if (!buf)
         return NULL;
     cv_cg_pack_p8(buf, s->data, sizeof *buf, g->groups, ocg, k);
-    *out = cv_cg_const(c, CV_F32, &shape, buf);
-    free(buf);
+    *out = cv_cg_const_own(c, CV_F32, &shape, buf);
     return out;
 }
 

@@ -268,6 +268,10 @@ cv_kten cv_cg_value(cv_codegen_ctx *c, const cv_value *v);
 cv_kten cv_cg_scratch(cv_codegen_ctx *c, cv_dtype dt, const cv_shape *shape);
 /* A table computed at compile time, embedded as read-only data (copied). */
 cv_kten cv_cg_const(cv_codegen_ctx *c, cv_dtype dt, const cv_shape *shape, const void *data);
+/* The same over data already in the program's arena (cv_kp_alloc, which
+ * zeroes it), kept where it is: packers write their result there directly
+ * instead of into a buffer copied again (a model's weights are large). */
+cv_kten cv_cg_const_own(cv_codegen_ctx *c, cv_dtype dt, const cv_shape *shape, void *data);
 /* Makes result `res` a view of operand `opnd` starting at element
  * elem_offset (NULL: 0) with no code, where storage allows; otherwise emits
  * a copy.  Returns 0 or -1. */
@@ -344,7 +348,7 @@ int64_t cv_weights_layout(const cv_kprog *p, int64_t *offsets);
 int cv_weights_image(const cv_kprog *p, char **data, size_t *len);
 
 /* Split weights (p->split_weights): constants of at most
- * CV_INLINE_CONST_MAX bytes (cuvil.h) stay in the code object. */
+ * CV_INLINE_CONST_MAX bytes (ir/ir.h) stay in the code object. */
 /* Whether storage id lives in the weights image of a split program. */
 bool cv_weights_split_store(const cv_kprog *p, int id);
 /* Offsets (-1 for the others) and size of the split weights image. */

@@ -128,7 +128,7 @@ static const cv_llvm_plugin *get_plugin(cv_diag *d)
 }
 
 int cv_llvm_compile(const cv_kprog *p, const char *target, int opt, bool want_ir,
-                    const cv_code_cache *cc, cv_llvm_out *out, cv_diag *d)
+                    cv_llvm_out *out, cv_diag *d)
 {
     memset(out, 0, sizeof *out);
     const cv_llvm_plugin *pl = get_plugin(d);
@@ -138,7 +138,7 @@ int cv_llvm_compile(const cv_kprog *p, const char *target, int opt, bool want_ir
                                 "backend");
         return cuda_plugin->compile(p, target, opt, want_ir, out, d);
     }
-    return pl ? pl->compile(p, target, opt, want_ir, cc, out, d) : -1;
+    return pl ? pl->compile(p, target, opt, want_ir, out, d) : -1;
 }
 
 void cv_llvm_out_free(cv_llvm_out *o)

@@ -99,21 +99,28 @@ cv_kten cv_cg_scratch(cv_codegen_ctx *c, cv_dtype dt, const cv_shape *shape)
     return cv_cg_tensor(c, s, &t);
 }
 
-cv_kten cv_cg_const(cv_codegen_ctx *c, cv_dtype dt, const cv_shape *shape, const void *data)
+cv_kten cv_cg_const_own(cv_codegen_ctx *c, cv_dtype dt, const cv_shape *shape, void *data)
 {
     cv_type t = {dt, *shape};
     int64_t n = cv_shape_numel(shape);
     size_t nb = n > 0 ? (size_t)n * cv_dtype_size(dt) : 0;
-    void *copy = cv_kp_alloc(c->prog, nb ? nb : 1);
-    if (copy && nb)
-        memcpy(copy, data, nb);
-    cv_kstore s = {.kind = CV_KST_CONST, .dtype = dt, .shape = *shape, .data = copy, .nbytes = nb};
-    int id = copy ? cv_kp_add_store(c->prog, &s) : -1;
+    cv_kstore s = {.kind = CV_KST_CONST, .dtype = dt, .shape = *shape, .data = data, .nbytes = nb};
+    int id = data ? cv_kp_add_store(c->prog, &s) : -1;
     if (id < 0) {
         cv_kp_bug(c, "out of memory");
         id = 0;
     }
     return cv_cg_tensor(c, id, &t);
+}
+
+cv_kten cv_cg_const(cv_codegen_ctx *c, cv_dtype dt, const cv_shape *shape, const void *data)
+{
+    int64_t n = cv_shape_numel(shape);
+    size_t nb = n > 0 ? (size_t)n * cv_dtype_size(dt) : 0;
+    void *copy = cv_kp_alloc(c->prog, nb ? nb : 1);
+    if (copy && nb)
+        memcpy(copy, data, nb);
+    return cv_cg_const_own(c, dt, shape, copy);
 }
 
 int cv_cg_error(cv_codegen_ctx *c, int code, const char *fmt, ...)

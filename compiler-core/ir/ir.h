@@ -446,7 +446,19 @@ int cv_func_check_facts(const cv_func *f, cv_dim_lookup look, void *ctx, cv_diag
 
 /* ---- text form, verifier, interpreter ----------------------------------- */
 
-enum { CV_PRINT_NO_LOC = 1u << 0 };
+/* Constants of at most this many bytes (one scalar: an epsilon, a scale, a
+ * clip bound) stay in the generated code of the CPU targets, where the
+ * optimiser folds them into instructions, so their values are part of the
+ * code's cache key; every larger constant (a bias of a few channels too: a
+ * retrain changes those) goes to the weights object <name>_weights.o, whose
+ * bytes the code never sees.  compile/ draws the same line between a
+ * model's structure and its weights. */
+enum { CV_INLINE_CONST_MAX = 8 };
+
+/* CV_PRINT_NO_WEIGHTS: every param over CV_INLINE_CONST_MAX bytes written
+ * as weights("cuvil-weight", "") (its type kept): the program's structure
+ * and the constants that reach code, never the weights' values. */
+enum { CV_PRINT_NO_LOC = 1u << 0, CV_PRINT_NO_WEIGHTS = 1u << 1 };
 /* Returns a malloc'd string (caller frees). */
 char *cv_module_print(const cv_module *m, unsigned flags);
 /* Parses CU-IR text.  Returns NULL after reporting syntax errors to d. */

@@ -114,13 +114,17 @@ static void put_dense(cv_sb *sb, const cv_param *p)
     cv_sb_putc(sb, ')');
 }
 
-static void put_param(cv_sb *sb, const cv_param *p)
+static void put_param(cv_sb *sb, const cv_param *p, unsigned flags)
 {
     cv_sb_puts(sb, "  param ");
     put_name(sb, '%', p->value->name);
     cv_sb_puts(sb, ": ");
     put_type(sb, &p->value->type);
     cv_sb_puts(sb, " = ");
+    if ((flags & CV_PRINT_NO_WEIGHTS) && p->nbytes > CV_INLINE_CONST_MAX) {
+        cv_sb_puts(sb, "weights(\"cuvil-weight\", \"\")\n");
+        return;
+    }
     if (p->kind == CV_PARAM_WEIGHTS) {
         cv_sb_puts(sb, "weights(");
         put_quoted(sb, p->file ? p->file : "");
@@ -213,7 +217,7 @@ static void put_func(cv_sb *sb, const cv_func *f, unsigned flags)
     }
     cv_sb_puts(sb, ") {\n");
     for (int i = 0; i < f->n_params; i++)
-        put_param(sb, f->params[i]);
+        put_param(sb, f->params[i], flags);
     for (int i = 0; i < f->n_ops; i++)
         put_op(sb, f->ops[i], flags);
     cv_sb_puts(sb, "  return");

@@ -256,31 +256,9 @@ static int emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, bool want_ir, cv_llv
     return 0;
 }
 
-/* The code cache's look-up, keyed by the module before optimisation (with
- * the runtime linked and every attribute set): the object is a function of
- * it, the target machine and the LLVM build, which compile/ keys beside it.
- * true on a hit (out->obj set, or NULL when out of memory). */
-static bool cached_object(LLVMModuleRef mod, const cv_code_cache *cc, cv_llvm_out *out)
-{
-    if (!cc->lookup)
-        return false;
-    LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(mod);
-    if (!bc)
-        return false;
-    void *obj = NULL;
-    size_t len = 0;
-    int hit = cc->lookup(cc->ctx, LLVMGetBufferStart(bc), LLVMGetBufferSize(bc), &obj, &len);
-    LLVMDisposeMemoryBuffer(bc);
-    if (hit != 1)
-        return false;
-    out->obj = obj;             /* the same malloc: plugin_out_free frees it */
-    out->obj_len = obj ? len : 0;
-    return true;
-}
-
 static int pipeline(LLVMContextRef ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm,
                     const cv_kprog *p, const cv_llvm_target *t, int opt, bool want_ir,
-                    const cv_code_cache *cc, cv_llvm_out *out, cv_diag *d)
+                    cv_llvm_out *out, cv_diag *d)
 {
     /* Half conversions would be libcalls that Debian's libgcc 12 lacks. */
     bool riscv = strcmp(t->rt_variant, "riscv64") == 0;
@@ -305,19 +283,13 @@ static int pipeline(LLVMContextRef ctx, LLVMModuleRef mod, LLVMTargetMachineRef 
         return -1;
     }
     LLVMDisposeMessage(msg);
-    if (cc && cached_object(mod, cc, out))
-        return out->obj ? 0 : cv_diag_fail(d, CV_E_OUT_OF_MEMORY, (cv_span){0}, "out of memory");
-    if (optimize(mod, tm, opt, d) || emit(mod, tm, want_ir, out, d))
-        return -1;
-    if (cc && cc->store)
-        cc->store(cc->ctx, out->obj, out->obj_len);
-    return 0;
+    return optimize(mod, tm, opt, d) || emit(mod, tm, want_ir, out, d) ? -1 : 0;
 }
 
 static void plugin_out_free(cv_llvm_out *o);
 
 static int plugin_compile(const cv_kprog *p, const char *target, int opt, bool want_ir,
-                          const cv_code_cache *cc, cv_llvm_out *out, cv_diag *d)
+                          cv_llvm_out *out, cv_diag *d)
 {
     memset(out, 0, sizeof *out);
     cv_llvm_target t;
@@ -331,7 +303,7 @@ static int plugin_compile(const cv_kprog *p, const char *target, int opt, bool w
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(p->name, ctx);
     LLVMSetSourceFileName(mod, p->name, strlen(p->name));
-    int rc = pipeline(ctx, mod, tm, p, &t, opt, want_ir, want_ir ? NULL : cc, out, d);
+    int rc = pipeline(ctx, mod, tm, p, &t, opt, want_ir, out, d);
     snprintf(out->triple, sizeof out->triple, "%s", t.triple);
     snprintf(out->cpu, sizeof out->cpu, "%s", t.cpu);
     out->linker = t.linker;

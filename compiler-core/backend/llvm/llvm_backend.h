@@ -24,11 +24,10 @@ typedef struct cv_llvm_out {
 } cv_llvm_out;
 
 /* Lowers p for target (-t name) at opt level 0-3, links the runtime,
- * optimises with the new pass manager and emits an object file.  cc (may
- * be NULL; not for CUDA targets): the object comes from it when it knows
- * the unoptimised module, and goes into it otherwise. */
+ * optimises with the new pass manager and emits an object file.  The code
+ * cache is asked before this runs (artifact.c), by the program's source. */
 int cv_llvm_compile(const cv_kprog *p, const char *target, int opt, bool want_ir,
-                    const cv_code_cache *cc, cv_llvm_out *out, cv_diag *d);
+                    cv_llvm_out *out, cv_diag *d);
 void cv_llvm_out_free(cv_llvm_out *o);
 /* "19.1.7": the LLVM the plugin was built against (no plugin load). */
 const char *cv_llvm_version(void);
@@ -39,13 +38,13 @@ int cv_llvm_describe_native(char triple[64], char cpu[64], char **features, cv_d
 typedef struct cv_llvm_plugin {
     int abi;    /* CV_LLVM_PLUGIN_ABI */
     int (*compile)(const cv_kprog *p, const char *target, int opt, bool want_ir,
-                   const cv_code_cache *cc, cv_llvm_out *out, cv_diag *d);
+                   cv_llvm_out *out, cv_diag *d);
     void (*out_free)(cv_llvm_out *o);
     const char *(*version)(void);
     int (*describe_native)(char triple[64], char cpu[64], char **features, cv_diag *d);
 } cv_llvm_plugin;
 
 #define CV_LLVM_PLUGIN_SYMBOL "cv_llvm_plugin_entry"
-#define CV_LLVM_PLUGIN_ABI 2
+#define CV_LLVM_PLUGIN_ABI 3
 
 #endif

@@ -159,6 +159,7 @@ static void retrain(unsigned emit, const char *expect_file)
     free(build(c, model, emit, &r));
     assert_true(r.compiled);
     assert_int_equal(r.code.outcome, CV_CACHE_MISS);
+    assert_int_equal(r.info.llvm_modules, 1);
     assert_true(r.info.linked_so);
     assert_false(r.info.so_spliced);
 
@@ -168,6 +169,9 @@ static void retrain(unsigned emit, const char *expect_file)
     assert_false(hit(&r.l2));
     assert_true(r.compiled);
     assert_int_equal(r.code.outcome, CV_CACHE_HIT);
+    /* The code key is known before LLVM (code_source.c): a hit builds no
+     * LLVM module at all. */
+    assert_int_equal(r.info.llvm_modules, 0);
     assert_true(has_file(warm, expect_file));
     /* No linker: the library is the code entry's template around the new
      * weights (so_splice.c), and below equals the linker's output. */
