@@ -93,32 +93,6 @@ static const char *reason_text(cv_cache_miss_reason r, const char *not_found)
     }
 }
 
-/* With o->explain: which key fields differ from the closest stored entry. */
-static void explain(bctx *b, cv_cache_level lv, const cv_cache_key *key, cv_build_level *out)
-{
-    char *closest = NULL;
-    cv_cache_diffs diffs = {0};
-    int found = b->o->explain ? cv_cache_closest_manifest(b->c, lv, key->manifest, &closest, NULL)
-                              : -1;
-    if (found == 0 && strcmp(out->cause, "unexplained") == 0)
-        out->cause = "new";
-    if (found != 1 || cv_cache_explain(closest, key->manifest, &diffs, NULL) != 0) {
-        free(closest);
-        return;
-    }
-    if (strcmp(out->cause, "unexplained") == 0)
-        out->cause = cv_build_miss_cause(&diffs);
-    size_t at = strlen(out->reason);
-    char why[160] = "";
-    if (lv == CV_CACHE_L2 && cv_build_explain_weights(&diffs, key->manifest, why, sizeof why))
-        snprintf(out->reason + at, sizeof out->reason - at, ": %s", why);
-    for (int i = 0; i < diffs.n && at + 8 < sizeof out->reason && !why[0]; i++)
-        at += (size_t)snprintf(out->reason + at, sizeof out->reason - at, "%s%s",
-                               i ? "; " : ": ", diffs.v[i].text);
-    cv_cache_diffs_free(&diffs);
-    free(closest);
-}
-
 /* ------------------------------------------------------------------ L1 */
 
 /* The weights list an L1 entry names (a blob of its own). */
@@ -155,7 +129,8 @@ static int l1_lookup(bctx *b, const char *not_found)
             snprintf(b->r->l1.reason, sizeof b->r->l1.reason, "%s",
                      hit == 1 ? "malformed entry" : reason_text(info.reason, not_found));
         b->r->l1.cause = hit == 1 ? "corrupt" : cv_build_miss_cause_of(info.reason);
-        explain(b, CV_CACHE_L1, &b->l1_key, &b->r->l1);
+        if (b->o->explain)
+            cv_compile_explain_miss(b->c, CV_CACHE_L1, &b->l1_key, &b->r->l1);
     }
     free(val);
     return 0;
@@ -414,7 +389,8 @@ static int l2_lookup(bctx *b)
         snprintf(b->r->l2.reason, sizeof b->r->l2.reason, "%s",
                  reason_text(info.reason, "not found"));
         b->r->l2.cause = cv_build_miss_cause_of(info.reason);
-        explain(b, CV_CACHE_L2, &b->l2_key, &b->r->l2);
+        if (b->o->explain)
+            cv_compile_explain_miss(b->c, CV_CACHE_L2, &b->l2_key, &b->r->l2);
     }
     free(val);
     return rc;

@@ -79,6 +79,14 @@ void cv_compile_ir_digest(const char *text, size_t len, const cv_compile_deps *x
 
 void cv_compile_hex(const cv_digest *dg, char out[CV_DIGEST_HEX + 1]);
 
+/* ---- miss_cause.c */
+/* On a miss (out->reason and out->cause set from the cache's answer): the
+ * key fields that differ from the closest stored entry appended to the
+ * reason, and the cause refined from them ("new" when nothing is stored).
+ * Scans the level's stored key manifests. */
+void cv_compile_explain_miss(cv_cache *c, cv_cache_level lv, const cv_cache_key *key,
+                             cv_build_level *out);
+
 /* ---- explain_code.c */
 
 /* The key of the link from a structure (an L2 key manifest without its IR

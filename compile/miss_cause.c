@@ -1,9 +1,14 @@
-/* Why a cache entry was not found, as one word a dashboard can count: the
- * farm records it with every job that compiled (issue 33's "top misses").
+/* Why a cache entry was not found: the key fields that differ from the
+ * closest stored entry in words (--explain, the worker's results), and as
+ * one word a dashboard can count: the farm records it with every job that
+ * compiled (the dashboard's top misses).
  * The words are part of the result message and the build DB's schema
  * (docs/formats.md): add, never rename. */
 #include "compile/build.h"
+#include "compile/internal.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Key fields by what changing them means; the first class with a changed
@@ -58,4 +63,29 @@ const char *cv_build_miss_cause_of(cv_cache_miss_reason r)
     case CV_MISS_DISABLED: return "disabled";
     default: return "unexplained";
     }
+}
+
+void cv_compile_explain_miss(cv_cache *c, cv_cache_level lv, const cv_cache_key *key,
+                             cv_build_level *out)
+{
+    char *closest = NULL;
+    cv_cache_diffs diffs = {0};
+    int found = cv_cache_closest_manifest(c, lv, key->manifest, &closest, NULL);
+    if (found == 0 && strcmp(out->cause, "unexplained") == 0)
+        out->cause = "new";
+    if (found != 1 || cv_cache_explain(closest, key->manifest, &diffs, NULL) != 0) {
+        free(closest);
+        return;
+    }
+    if (strcmp(out->cause, "unexplained") == 0)
+        out->cause = cv_build_miss_cause(&diffs);
+    size_t at = strlen(out->reason);
+    char why[160] = "";
+    if (lv == CV_CACHE_L2 && cv_build_explain_weights(&diffs, key->manifest, why, sizeof why))
+        snprintf(out->reason + at, sizeof out->reason - at, ": %s", why);
+    for (int i = 0; i < diffs.n && at + 8 < sizeof out->reason && !why[0]; i++)
+        at += (size_t)snprintf(out->reason + at, sizeof out->reason - at, "%s%s",
+                               i ? "; " : ": ", diffs.v[i].text);
+    cv_cache_diffs_free(&diffs);
+    free(closest);
 }

@@ -547,6 +547,28 @@ static const helper helpers[CV_C99_H__COUNT] = {
         "    free(w);\n}\n\n"},
     /* B packed at compile time (cvrt.h, CVRT_PB): each 32-column panel is a
      * K x 32 row-major block, so the product is cvrt_sgemm panel by panel. */
+    /* B in the bf16 pair form (cvrt.h, made at compile time for -p bf16):
+     * panels of 32 columns, K2p rows of words each holding B[2q][j] in its
+     * low half and B[2q+1][j] in its high half; widened, then cvrt_sgemm. */
+    [CV_C99_H_SGEMM_BF] = {CV_C99_H_SGEMM, CV_C99_H_BITSF,
+        "static void cvrt_sgemm_bf16(cvrt_ctx *rt, int64_t M, int64_t N, int64_t K,\n"
+        "    float alpha, const void *a, int64_t ars, int64_t acs, const void *bq_, int64_t brs,\n"
+        "    int64_t bcs, void *c, int64_t ldc, int64_t accumulate, const void *bias,\n"
+        "    int64_t bias_rs, int64_t bias_cs, float bias_scale, const void *res, int64_t res_ld,\n"
+        "    int64_t act, float lo, float hi)\n{\n"
+        "    const uint32_t *bq = (const uint32_t *)bq_;\n"
+        "    int64_t k2p = ((K + 1) / 2 + 15) / 16 * 16, k, n;\n"
+        "    float *w = (float *)malloc((size_t)(K > 0 && N > 0 ? K * N : 1) * sizeof(float));\n"
+        "    (void)brs, (void)bcs;\n"
+        "    if (!w)\n        return;\n"
+        "    for (k = 0; k < K; k++)\n"
+        "        for (n = 0; n < N; n++) {\n"
+        "            uint32_t u = bq[((n / 32) * k2p + k / 2) * 32 + n % 32];\n"
+        "            w[k * N + n] = cv_bitsf(k % 2 ? (u & 0xffff0000u) : (u << 16));\n"
+        "        }\n"
+        "    cvrt_sgemm(rt, M, N, K, alpha, a, ars, acs, w, N, 1, c, ldc, accumulate, bias,\n"
+        "               bias_rs, bias_cs, bias_scale, res, res_ld, act, lo, hi);\n"
+        "    free(w);\n}\n\n"},
     [CV_C99_H_SGEMM_PB] = {CV_C99_H_SGEMM, NO,
         "static void cvrt_sgemm_pb(cvrt_ctx *rt, int64_t M, int64_t N, int64_t K, float alpha,\n"
         "    const void *a, int64_t ars, int64_t acs, const void *bp_, int64_t brs, int64_t bcs,\n"
@@ -630,6 +652,7 @@ const char *cv_c99_rt_name(cv_krt fn, bool *need)
     case CV_KRT_CONV2D_P8H: need[CV_C99_H_CONV2D_P8H] = true; return "cvrt_conv2d_p8h";
     case CV_KRT_SGEMM_H: need[CV_C99_H_SGEMM_H] = true; return "cvrt_sgemm_h";
     case CV_KRT_SGEMM_PB: need[CV_C99_H_SGEMM_PB] = true; return "cvrt_sgemm_pb";
+    case CV_KRT_SGEMM_BF: need[CV_C99_H_SGEMM_BF] = true; return "cvrt_sgemm_bf16";
     case CV_KRT_RNN: need[CV_C99_H_RNN] = true; return "cvrt_rnn";
     case CV_KRT_ATTENTION: need[CV_C99_H_ATTENTION] = true; return "cvrt_attention";
     case CV_KRT_NCHWC_CONV2D_H:
