@@ -149,18 +149,20 @@ def main():
     state = os.path.join(work, "state")
     port = free_port()
     p = controller(cuvil, repo, state, port)
-    revs = []
-    for _ in range(400):    # the controller plans the repository's head
-        revs = json.loads(urllib.request.urlopen(
-            "http://127.0.0.1:%d/api/v1/revisions" % port).read())["revisions"]
-        if revs:
-            break
-        time.sleep(0.05)
-    if not revs:
-        sys.exit("render_bench: the controller planned nothing")
-    small = time_pages(port, revs[0]["revision"], rounds)
-    p.terminate()
-    p.wait()
+    try:
+        revs = []
+        for _ in range(400):    # the controller plans the repository's head
+            revs = json.loads(urllib.request.urlopen(
+                "http://127.0.0.1:%d/api/v1/revisions" % port).read())["revisions"]
+            if revs:
+                break
+            time.sleep(0.05)
+        if not revs:
+            sys.exit("render_bench: the controller planned nothing")
+        small = time_pages(port, revs[0]["revision"], rounds)
+    finally:                    # never leave a controller behind
+        p.terminate()
+        p.wait()
     t0 = time.time()
     rev = fill(os.path.join(state, "build.db"), revisions, models)
     fill_s = time.time() - t0
