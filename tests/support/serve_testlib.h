@@ -31,6 +31,21 @@ static const char ST_TWO[] = "cuir 1\nmodel @two(%x: f32[N,3], %y: f32[N,3]) -> 
 /* 24 chained 256x256 matmuls on f32[N,256,256] (malloc'd CU-IR text):
  * tens of milliseconds a run, long enough for clients to find its queue
  * full or a request still in flight. */
+/* Starts a server with o (its listen address 127.0.0.1:0 as the tests
+ * use), printing the diagnostics when it does not start. */
+static inline cv_serve *st_start(const cv_serve_opts *o)
+{
+    cv_serve *s = NULL;
+    cv_diag d;
+    cv_diag_init(&d);
+    int rc = cv_serve_start(o, &s, &d);
+    if (rc)
+        cv_diag_print(&d, stderr, false);
+    cv_diag_free(&d);
+    assert_int_equal(rc, 0);
+    return s;
+}
+
 static inline char *st_slow_model(void)
 {
     size_t cap = 8192;

@@ -37,13 +37,7 @@ static int setup(void **state)
     st_add_model(f->repo, "two", "3", ST_TWO, NULL);
     cv_serve_opts o = {.model_repository = f->repo, .listen = "127.0.0.1:0",
                        .max_body = 64 << 10, .max_tensor = 16 << 10};
-    cv_diag d;
-    cv_diag_init(&d);
-    int rc = cv_serve_start(&o, &f->s, &d);
-    if (rc)
-        cv_diag_print(&d, stderr, false);
-    cv_diag_free(&d);
-    assert_int_equal(rc, 0);
+    f->s = st_start(&o);
     f->port = cv_serve_port(f->s);
     *state = f;
     return 0;

@@ -25,15 +25,7 @@ static cv_serve *start(const char *repo, bool no_batching)
 {
     cv_serve_opts o = {.model_repository = repo, .listen = "127.0.0.1:0",
                        .no_batching = no_batching};
-    cv_serve *s;
-    cv_diag d;
-    cv_diag_init(&d);
-    int rc = cv_serve_start(&o, &s, &d);
-    if (rc)
-        cv_diag_print(&d, stderr, false);
-    cv_diag_free(&d);
-    assert_int_equal(rc, 0);
-    return s;
+    return st_start(&o);
 }
 
 /* ------------------------------------------------------------ batching */

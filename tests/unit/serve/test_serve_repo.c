@@ -27,15 +27,7 @@ static const char TWO_REQ[] = "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\
 static cv_serve *start(const char *repo, int64_t poll_ms)
 {
     cv_serve_opts o = {.model_repository = repo, .listen = "127.0.0.1:0", .poll_ms = poll_ms};
-    cv_serve *s;
-    cv_diag d;
-    cv_diag_init(&d);
-    int rc = cv_serve_start(&o, &s, &d);
-    if (rc)
-        cv_diag_print(&d, stderr, false);
-    cv_diag_free(&d);
-    assert_int_equal(rc, 0);
-    return s;
+    return st_start(&o);
 }
 
 static int infer_status(int port, const char *model, const char *req)
